@@ -1,0 +1,73 @@
+// Shared command plumbing.
+#include "cli/common.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+namespace sx::cli {
+
+void EvalFlags::add_to(CLI::App& command) {
+  command.add_option("--max-steps", max_steps, "Stop evaluation after this many steps (E-EVAL-017); 0: no limit")
+      ->check(CLI::NonNegativeNumber);
+}
+
+namespace {
+
+// The standard library: $SEXPGPU_LIB, then beside the installed program, then the source tree.
+std::vector<std::string> library_dirs() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("SEXPGPU_LIB"); env && *env) dirs.emplace_back(env);
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto installed = exe.parent_path().parent_path() / "share" / "sexpgpu" / "lib";
+    if (std::filesystem::is_directory(installed)) dirs.push_back(installed.string());
+  }
+  dirs.emplace_back(SEXPGPU_LIB_DIR);
+  return dirs;
+}
+
+}  // namespace
+
+lang::InterpreterOptions interpreter_options(const EvalFlags& flags) {
+  lang::InterpreterOptions options;
+  options.library_dirs = library_dirs();
+  options.max_steps = flags.max_steps;
+  options.max_stack_bytes = kEvalStackBytes;
+  return options;
+}
+
+int run_on_large_stack(const std::function<int()>& body) {
+  struct Task {
+    const std::function<int()>* body;
+    int result = kExitDiagnosed;
+  } task{&body};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, kLargeStackBytes);
+  pthread_t thread;
+  auto entry = [](void* p) -> void* {
+    auto* t = static_cast<Task*>(p);
+    t->result = (*t->body)();
+    return nullptr;
+  };
+  if (pthread_create(&thread, &attr, entry, &task) != 0) {
+    pthread_attr_destroy(&attr);
+    return body();  // no thread to be had: run here, where the smaller stack limit still holds
+  }
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  return task.result;
+}
+
+int report(const lang::Error& error) {
+  std::fflush(stdout);
+  std::fputs(lang::render(error.diagnostic(), lang::stderr_wants_color()).c_str(), stderr);
+  return kExitDiagnosed;
+}
+
+}  // namespace sx::cli

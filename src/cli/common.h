@@ -1,0 +1,43 @@
+// What every command shares: building the interpreter, reporting errors, exit codes.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+#include "lang/interp.h"
+
+namespace sx::cli {
+
+// Exit codes (DESIGN section 1).
+constexpr int kExitOk = 0;
+constexpr int kExitDiagnosed = 1;
+constexpr int kExitUsage = 2;
+
+// Flags every evaluating command takes.
+struct EvalFlags {
+  uint64_t max_steps = 0;
+  void add_to(CLI::App& command);
+};
+
+// Interpreter options for a command: the library path, limits for the large stack.
+lang::InterpreterOptions interpreter_options(const EvalFlags& flags);
+
+// Runs `body` on a thread with a large stack, so deep (but bounded) recursion in the
+// evaluator meets E-EVAL-008 rather than the end of the native stack.
+int run_on_large_stack(const std::function<int()>& body);
+
+// Prints a diagnosed error to standard error and returns kExitDiagnosed.
+int report(const lang::Error& error);
+
+// The native stack `run_on_large_stack` gives, and how much of it evaluation may use.
+constexpr size_t kLargeStackBytes = size_t{1} << 30;
+constexpr size_t kEvalStackBytes = kLargeStackBytes - (size_t{64} << 20);
+
+// One function per command, each in its own file.
+void add_check_command(CLI::App& app, std::function<int()>& action);
+void add_eval_command(CLI::App& app, std::function<int()>& action);
+void add_repl_command(CLI::App& app, std::function<int()>& action);
+void add_explain_error_command(CLI::App& app, std::function<int()>& action);
+
+}  // namespace sx::cli

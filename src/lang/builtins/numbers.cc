@@ -1,0 +1,214 @@
+// Number builtins: arithmetic with overflow checks, comparison, math functions.
+// Integers are 64-bit and never wrap; a float anywhere makes the result a float.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "lang/builtins/builtins.h"
+#include "lang/printer.h"
+
+namespace sx::lang {
+namespace {
+
+[[noreturn]] void overflow(const Args& a, std::string_view op) {
+  fail("E-EVAL-009", a.call, fmt::format("integer overflow in `{}`", op),
+       "integers are 64-bit and never wrap; use floats for values this large");
+}
+
+bool any_float(const Args& a) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    a.number(i);  // checks the type
+    if (a[i].is(Type::Float)) return true;
+  }
+  return false;
+}
+
+Value add(Args& a) {
+  if (any_float(a)) {
+    double sum = 0;
+    for (size_t i = 0; i < a.size(); ++i) sum += a.number(i);
+    return Value::number(sum);
+  }
+  int64_t sum = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (__builtin_add_overflow(sum, a[i].as_int(), &sum)) overflow(a, "+");
+  }
+  return Value::integer(sum);
+}
+
+Value multiply(Args& a) {
+  if (any_float(a)) {
+    double product = 1;
+    for (size_t i = 0; i < a.size(); ++i) product *= a.number(i);
+    return Value::number(product);
+  }
+  int64_t product = 1;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (__builtin_mul_overflow(product, a[i].as_int(), &product)) overflow(a, "*");
+  }
+  return Value::integer(product);
+}
+
+Value subtract(Args& a) {
+  if (any_float(a)) {
+    if (a.size() == 1) return Value::number(-a.number(0));
+    double result = a.number(0);
+    for (size_t i = 1; i < a.size(); ++i) result -= a.number(i);
+    return Value::number(result);
+  }
+  int64_t result = a[0].as_int();
+  if (a.size() == 1) {
+    if (__builtin_sub_overflow(int64_t{0}, result, &result)) overflow(a, "-");
+    return Value::integer(result);
+  }
+  for (size_t i = 1; i < a.size(); ++i) {
+    if (__builtin_sub_overflow(result, a[i].as_int(), &result)) overflow(a, "-");
+  }
+  return Value::integer(result);
+}
+
+[[noreturn]] void divide_by_zero(const Args& a, size_t i) {
+  fail("E-EVAL-014", a.span(i), fmt::format("integer division by zero in `{}`", a.function),
+       "divide floats (1.0) to get an infinity instead");
+}
+
+// `/` on integers is exact when it divides evenly and a float otherwise; (/ x) is 1/x.
+Value divide(Args& a) {
+  bool floats = any_float(a);
+  std::vector<Value> operands(a.values.begin(), a.values.end());
+  if (a.size() == 1) operands.insert(operands.begin(), Value::integer(1));
+  if (floats) {
+    double result = operands[0].as_double();
+    for (size_t i = 1; i < operands.size(); ++i) result /= operands[i].as_double();
+    return Value::number(result);
+  }
+  int64_t numerator = operands[0].as_int();
+  for (size_t i = 1; i < operands.size(); ++i) {
+    int64_t d = operands[i].as_int();
+    if (d == 0) divide_by_zero(a, a.size() == 1 ? 0 : i);
+    if (numerator == std::numeric_limits<int64_t>::min() && d == -1) overflow(a, "/");
+    if (numerator % d != 0) {
+      double result = static_cast<double>(numerator) / static_cast<double>(d);
+      for (size_t j = i + 1; j < operands.size(); ++j) result /= operands[j].as_double();
+      return Value::number(result);
+    }
+    numerator /= d;
+  }
+  return Value::integer(numerator);
+}
+
+// quot truncates toward zero, rem takes the dividend's sign, mod the divisor's.
+Value integer_division(Args& a, char op) {
+  int64_t x = a.integer(0), y = a.integer(1);
+  if (y == 0) divide_by_zero(a, 1);
+  if (x == std::numeric_limits<int64_t>::min() && y == -1) {
+    if (op == 'q') overflow(a, "quot");
+    return Value::integer(0);
+  }
+  int64_t r = x % y;
+  if (op == 'q') return Value::integer(x / y);
+  if (op == 'm' && r != 0 && ((r < 0) != (y < 0))) r += y;
+  return Value::integer(r);
+}
+
+template <class Compare>
+Value compare_chain(Args& a, Compare compare) {
+  for (size_t i = 0; i < a.size(); ++i) a.number(i);
+  for (size_t i = 0; i + 1 < a.size(); ++i) {
+    bool holds;
+    if (a[i].is(Type::Int) && a[i + 1].is(Type::Int)) holds = compare(a[i].as_int(), a[i + 1].as_int());
+    else holds = compare(a[i].as_double(), a[i + 1].as_double());
+    if (!holds) return Value::boolean(false);
+  }
+  return Value::boolean(true);
+}
+
+Value extremum(Args& a, bool want_max) {
+  size_t best = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    a.number(i);
+    double x = a[i].as_double(), b = a[best].as_double();
+    if (std::isnan(x)) return a[i];
+    if (want_max ? x > b : x < b) best = i;
+  }
+  return a[best];
+}
+
+Value float_function(Args& a, double (*f)(double)) { return Value::number(f(a.number(0))); }
+
+Value abs_value(Args& a) {
+  if (a[0].is(Type::Int)) {
+    int64_t x = a[0].as_int();
+    if (x == std::numeric_limits<int64_t>::min()) overflow(a, "abs");
+    return Value::integer(x < 0 ? -x : x);
+  }
+  return Value::number(std::fabs(a.number(0)));
+}
+
+Value expt(Args& a) {
+  if (a[0].is(Type::Int) && a[1].is(Type::Int) && a[1].as_int() >= 0) {
+    int64_t base = a[0].as_int(), exponent = a[1].as_int(), result = 1;
+    while (exponent > 0) {
+      if ((exponent & 1) && __builtin_mul_overflow(result, base, &result)) overflow(a, "expt");
+      exponent >>= 1;
+      if (exponent > 0 && __builtin_mul_overflow(base, base, &base)) overflow(a, "expt");
+    }
+    return Value::integer(result);
+  }
+  return Value::number(std::pow(a.number(0), a.number(1)));
+}
+
+// floor, ceiling, round (half to even) and truncate give integers.
+Value to_integer(Args& a, double (*f)(double)) {
+  if (a[0].is(Type::Int)) return a[0];
+  double x = f(a.number(0));
+  if (!(x >= -9.2233720368547758e18 && x < 9.2233720368547758e18)) {
+    fail("E-EVAL-009", a.span(0), fmt::format("`{}` of {} does not fit in a 64-bit integer", a.function,
+                                              format_float(a.number(0))));
+  }
+  return Value::integer(static_cast<int64_t>(x));
+}
+
+Value to_float(Args& a) { return Value::number(a.number(0)); }
+
+}  // namespace
+
+void install_number_builtins(Interpreter& in) {
+  constexpr int any = Builtin::kVariadic;
+  install_rows(in, {
+      {"+", 0, any, add},
+      {"*", 0, any, multiply},
+      {"-", 1, any, subtract},
+      {"/", 1, any, divide},
+      {"quot", 2, 2, [](Args& a) { return integer_division(a, 'q'); }},
+      {"rem", 2, 2, [](Args& a) { return integer_division(a, 'r'); }},
+      {"mod", 2, 2, [](Args& a) { return integer_division(a, 'm'); }},
+      {"=", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x == y; }); }},
+      {"/=", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x != y; }); }},
+      {"<", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x < y; }); }},
+      {">", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x > y; }); }},
+      {"<=", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x <= y; }); }},
+      {">=", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x >= y; }); }},
+      {"max", 1, any, [](Args& a) { return extremum(a, true); }},
+      {"min", 1, any, [](Args& a) { return extremum(a, false); }},
+      {"abs", 1, 1, abs_value},
+      {"expt", 2, 2, expt},
+      {"sqrt", 1, 1, [](Args& a) { return float_function(a, std::sqrt); }},
+      {"exp", 1, 1, [](Args& a) { return float_function(a, std::exp); }},
+      {"log", 1, 1, [](Args& a) { return float_function(a, std::log); }},
+      {"sin", 1, 1, [](Args& a) { return float_function(a, std::sin); }},
+      {"cos", 1, 1, [](Args& a) { return float_function(a, std::cos); }},
+      {"tanh", 1, 1, [](Args& a) { return float_function(a, std::tanh); }},
+      {"floor", 1, 1, [](Args& a) { return to_integer(a, std::floor); }},
+      {"ceiling", 1, 1, [](Args& a) { return to_integer(a, std::ceil); }},
+      {"round", 1, 1, [](Args& a) { return to_integer(a, std::nearbyint); }},
+      {"truncate", 1, 1, [](Args& a) { return to_integer(a, std::trunc); }},
+      {"float", 1, 1, to_float},
+  });
+  in.builtins().define(intern("inf"), Value::number(std::numeric_limits<double>::infinity()));
+  in.builtins().define(intern("nan"), Value::number(std::numeric_limits<double>::quiet_NaN()));
+  in.builtins().define(intern("pi"), Value::number(3.141592653589793));
+}
+
+}  // namespace sx::lang

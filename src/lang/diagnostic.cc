@@ -1,0 +1,133 @@
+// Rendering diagnostics as text.
+#include "lang/diagnostic.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace sx::lang {
+namespace {
+
+// Lines longer than this are shown as a window around the span.
+constexpr size_t kMaxShownLine = 160;
+
+struct Style {
+  bool on;
+  std::string paint(std::string_view code, std::string_view text) const {
+    if (!on) return std::string(text);
+    return fmt::format("\x1b[{}m{}\x1b[0m", code, text);
+  }
+};
+
+bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+// Moves a byte index back to the start of its code point.
+size_t to_char_start(std::string_view s, size_t i) {
+  while (i > 0 && i < s.size() && is_continuation(s[i])) --i;
+  return i;
+}
+
+// The padding under `text` up to its end: tabs stay tabs, every other code point one space.
+std::string padding_for(std::string_view text) {
+  std::string pad;
+  for (char c : text) {
+    if (c == '\t') pad += '\t';
+    else if (!is_continuation(c)) pad += ' ';
+  }
+  return pad;
+}
+
+size_t code_points(std::string_view text) {
+  return static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) { return !is_continuation(c); }));
+}
+
+void render_source(const Diagnostic& d, const Style& style, std::string_view accent, std::string& out) {
+  const SourceFile& file = *d.span.file;
+  uint32_t line = file.line_of(d.span.offset);
+  uint32_t column = file.column_of(d.span.offset);
+  std::string number = std::to_string(line);
+  std::string gutter(number.size() + 1, ' ');
+  out += fmt::format("{}{} {}:{}:{}\n", gutter, style.paint("1;34", "-->"), file.path(), line, column);
+  out += fmt::format("{}{}\n", gutter, style.paint("1;34", " |"));
+
+  std::string_view text = file.line_text(line);
+  size_t start = d.span.offset - file.line_start(line);
+  size_t end = std::min<size_t>(start + std::max<uint32_t>(d.span.length, 1), text.size());
+  if (end <= start) end = start;  // a span at the end of a line underlines one column past it
+
+  std::string prefix, suffix;
+  if (text.size() > kMaxShownLine) {
+    size_t from = start > 40 ? to_char_start(text, start - 40) : 0;
+    size_t to = std::min(text.size(), std::max(end, from + kMaxShownLine));
+    to = to < text.size() ? to_char_start(text, to) : to;
+    if (from > 0) prefix = "...";
+    if (to < text.size()) suffix = "...";
+    text = text.substr(from, to - from);
+    start -= from;
+    end = std::min(end - from, text.size());
+  }
+  size_t width = std::max<size_t>(1, code_points(text.substr(start, end - start)));
+  out += fmt::format("{}{} {}{}{}\n", style.paint("1;34", fmt::format("{:>{}}", number, gutter.size())),
+                     style.paint("1;34", " |"), prefix, text, suffix);
+  std::string marked = std::string(prefix.size(), ' ') + padding_for(text.substr(0, start));
+  std::string mark(width, '^');
+  if (!d.label.empty()) mark += " " + d.label;
+  out += fmt::format("{}{} {}{}\n", gutter, style.paint("1;34", " |"), marked, style.paint(accent, mark));
+}
+
+void render_calls(const std::vector<CallFrame>& calls, const std::string& gutter, const Style& style,
+                  std::string& out) {
+  // Long chains (deep recursion) show their innermost and outermost calls only.
+  constexpr size_t kHead = 6, kTail = 3;
+  auto note = [&](const CallFrame& frame) {
+    out += fmt::format("{}{} in {}, called at {}\n", gutter, style.paint("1;34", " = note:"), frame.function,
+                       frame.call.location());
+  };
+  if (calls.size() <= kHead + kTail + 1) {
+    for (const auto& frame : calls) note(frame);
+    return;
+  }
+  for (size_t i = 0; i < kHead; ++i) note(calls[i]);
+  out += fmt::format("{}{} ... {} more calls ...\n", gutter, style.paint("1;34", " = note:"),
+                     calls.size() - kHead - kTail);
+  for (size_t i = calls.size() - kTail; i < calls.size(); ++i) note(calls[i]);
+}
+
+}  // namespace
+
+std::string render(const Diagnostic& d, bool color) {
+  Style style{color};
+  bool error = d.severity == Severity::Error;
+  std::string_view accent = error ? "1;31" : "1;33";
+  std::string out;
+  out += style.paint(accent, fmt::format("{}[{}]", error ? "error" : "warning", d.code));
+  out += style.paint("1", fmt::format(": {}", d.message));
+  out += '\n';
+  std::string gutter = " ";
+  if (d.span.known()) {
+    render_source(d, style, accent, out);
+    gutter = std::string(std::to_string(d.span.file->line_of(d.span.offset)).size() + 1, ' ');
+  }
+  for (const auto& help : d.helps) out += fmt::format("{}{} {}\n", gutter, style.paint("1;34", " = help:"), help);
+  for (const auto& note : d.notes) out += fmt::format("{}{} {}\n", gutter, style.paint("1;34", " = note:"), note);
+  render_calls(d.calls, gutter, style, out);
+  return out;
+}
+
+bool stderr_wants_color() {
+  const char* no_color = std::getenv("NO_COLOR");
+  return isatty(STDERR_FILENO) && !(no_color && *no_color);
+}
+
+void fail(std::string code, Span span, std::string message, std::string help) {
+  Diagnostic d;
+  d.code = std::move(code);
+  d.span = span;
+  d.message = std::move(message);
+  if (!help.empty()) d.helps.push_back(std::move(help));
+  throw Error(std::move(d));
+}
+
+}  // namespace sx::lang

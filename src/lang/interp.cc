@@ -1,0 +1,390 @@
+// The evaluator core: environments, calls, argument binding, depth and step limits.
+#include "lang/interp.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "lang/printer.h"
+
+namespace sx::lang {
+
+// --- Env ---------------------------------------------------------------------------------
+
+Env::Env(Ref<Env> parent, bool top_level) : Object(Type::Env), parent_(std::move(parent)), top_level_(top_level) {}
+
+Env::~Env() {
+  if (registry_owner) registry_owner->unregister_env(this);
+}
+
+Value* Env::lookup_local(const Symbol* name) {
+  if (top_level_) {
+    auto it = index_.find(name);
+    return it == index_.end() ? nullptr : &bindings_[it->second].second;
+  }
+  // Later bindings shadow earlier ones (let* rebinding a name).
+  for (auto it = bindings_.rbegin(); it != bindings_.rend(); ++it) {
+    if (it->first == name) return &it->second;
+  }
+  return nullptr;
+}
+
+Value* Env::lookup(const Symbol* name) {
+  for (Env* env = this; env; env = env->parent_.get()) {
+    if (Value* v = env->lookup_local(name)) return v;
+  }
+  return nullptr;
+}
+
+void Env::define(const Symbol* name, Value value) {
+  if (top_level_) {
+    auto [it, inserted] = index_.emplace(name, bindings_.size());
+    if (!inserted) {
+      bindings_[it->second].second = std::move(value);
+      return;
+    }
+  }
+  bindings_.emplace_back(name, std::move(value));
+}
+
+Env& Env::module() {
+  Env* env = this;
+  while (!env->top_level_ && env->parent_) env = env->parent_.get();
+  return *env;
+}
+
+void Env::clear() {
+  auto doomed = std::move(bindings_);
+  bindings_.clear();
+  index_.clear();
+  parent_ = Ref<Env>();
+}
+
+// --- Args --------------------------------------------------------------------------------
+
+void Args::type_error(size_t i, std::string_view expected) const {
+  const Value& v = values[i];
+  std::string given = std::string(type_name(v.type()));
+  if (v.is(Type::Opaque)) given = v.as<Opaque>()->type_label();
+  fail("E-EVAL-004", span(i),
+       fmt::format("argument {} of `{}` must be {}, not {} `{}`", i + 1, function, expected, given, print(v)));
+}
+
+int64_t Args::integer(size_t i) const {
+  if (!values[i].is(Type::Int)) type_error(i, "an integer");
+  return values[i].as_int();
+}
+
+double Args::number(size_t i) const {
+  if (!values[i].is_number()) type_error(i, "a number");
+  return values[i].as_double();
+}
+
+const std::string& Args::string(size_t i) const {
+  if (!values[i].is(Type::String)) type_error(i, "a string");
+  return string_of(values[i]);
+}
+
+const Symbol* Args::keyword(size_t i) const {
+  if (!values[i].is(Type::Keyword)) type_error(i, "a keyword");
+  return values[i].as<Symbol>();
+}
+
+const Value& Args::list(size_t i) const {
+  if (!values[i].is_list()) type_error(i, "a list");
+  return values[i];
+}
+
+Value& Args::callable(size_t i) const {
+  if (!values[i].is(Type::Function)) type_error(i, "a function");
+  return values[i];
+}
+
+std::map<std::string, size_t> Args::keywords(size_t first, std::initializer_list<std::string_view> allowed) const {
+  std::map<std::string, size_t> found;
+  auto allowed_list = [&] {
+    std::string names;
+    for (auto name : allowed) names += fmt::format("{}:{}", names.empty() ? "" : " ", name);
+    return names;
+  };
+  for (size_t i = first; i < values.size(); i += 2) {
+    if (!values[i].is(Type::Keyword)) {
+      fail("E-EVAL-006", span(i), fmt::format("`{}` expected a keyword here, not `{}`", function, print(values[i])),
+           fmt::format("`{}` takes the keywords {}", function, allowed_list()));
+    }
+    const std::string& name = values[i].as<Symbol>()->name;
+    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+      fail("E-EVAL-006", span(i), fmt::format("`{}` takes no keyword `:{}`", function, name),
+           fmt::format("`{}` takes the keywords {}", function, allowed_list()));
+    }
+    if (i + 1 >= values.size()) {
+      fail("E-EVAL-007", span(i), fmt::format("keyword `:{}` has no value", name),
+           fmt::format("write `:{} value`", name));
+    }
+    if (!found.emplace(name, i + 1).second) {
+      fail("E-EVAL-006", span(i), fmt::format("keyword `:{}` is given twice", name));
+    }
+  }
+  return found;
+}
+
+// --- Interpreter -------------------------------------------------------------------------
+
+Interpreter::Interpreter(InterpreterOptions options) : options_(std::move(options)) {
+  builtins_ = Ref<Env>(new Env(Ref<Env>(), true));
+  register_env(builtins_.get());
+  on_warning = [](const Diagnostic& d) { std::fputs(render(d, stderr_wants_color()).c_str(), stderr); };
+  install_special_forms(*this);
+  install_builtins(*this);
+}
+
+Interpreter::~Interpreter() {
+  // Closures and the environments they capture refer to each other; clear every
+  // environment still alive so the cycles fall apart.
+  std::vector<Ref<Env>> alive;
+  for (Env* env = env_registry_; env; env = env->registry_next) alive.emplace_back(env);
+  for (auto& env : alive) env->clear();
+  for (auto& env : alive) {
+    unregister_env(env.get());
+    env->registry_owner = nullptr;
+  }
+  modules_.clear();
+}
+
+void Interpreter::register_env(Env* env) {
+  env->registry_owner = this;
+  env->registry_next = env_registry_;
+  if (env_registry_) env_registry_->registry_prev = env;
+  env_registry_ = env;
+}
+
+void Interpreter::unregister_env(Env* env) {
+  if (env->registry_prev) env->registry_prev->registry_next = env->registry_next;
+  else if (env_registry_ == env) env_registry_ = env->registry_next;
+  if (env->registry_next) env->registry_next->registry_prev = env->registry_prev;
+  env->registry_prev = env->registry_next = nullptr;
+}
+
+Ref<Env> Interpreter::new_frame(Ref<Env> parent) {
+  Ref<Env> env(new Env(std::move(parent)));
+  register_env(env.get());
+  return env;
+}
+
+Ref<Env> Interpreter::new_top_level(std::string module_path) {
+  Ref<Env> env(new Env(builtins_, true));
+  env->module_path = std::move(module_path);
+  register_env(env.get());
+  return env;
+}
+
+void Interpreter::define_builtin(std::string_view name, int min_args, int max_args, BuiltinFn fn) {
+  builtins_->define(intern(name), Value(new Builtin(std::string(name), min_args, max_args, fn)));
+}
+
+void Interpreter::define_special_form(std::string_view name, SpecialForm handler) {
+  special_forms_[intern(name)] = std::move(handler);
+}
+
+bool Interpreter::is_special_form(const Symbol* name) const { return special_forms_.count(name) != 0; }
+
+void Interpreter::warn(Diagnostic diagnostic) {
+  diagnostic.severity = Severity::Warning;
+  if (on_warning) on_warning(diagnostic);
+}
+
+void Interpreter::charge(uint64_t n, Span span) {
+  steps_ += n;
+  if (options_.max_steps && steps_ > options_.max_steps) {
+    fail("E-EVAL-017", span, fmt::format("evaluation took more than {} steps", options_.max_steps),
+         "raise --max-steps, or remove it");
+  }
+}
+
+Value Interpreter::eval_text(std::string text, std::string name, Env& env) {
+  const SourceFile& file = sources_.add(std::move(name), std::move(text));
+  return eval_forms(read_forms(file, options_.reader_limits), env);
+}
+
+Value Interpreter::eval_forms(const std::vector<Form>& forms, Env& env) {
+  Value last;
+  for (const auto& form : forms) last = eval(form.value, form.span, env);
+  return last;
+}
+
+Ref<Env> Interpreter::load_file(const std::string& path) {
+  const SourceFile& file = load_source_file(sources_, path, options_.reader_limits);
+  Ref<Env> env = new_top_level(path);
+  eval_forms(read_forms(file, options_.reader_limits), *env);
+  return env;
+}
+
+Value Interpreter::eval(const Value& form, Span span, Env& env) {
+  if (options_.max_steps) charge(1, span);
+  switch (form.type()) {
+    case Type::Symbol: {
+      const auto* name = form.as<Symbol>();
+      if (Value* v = env.lookup(name)) return *v;
+      if (is_special_form(name)) {
+        fail("E-EVAL-016", span, fmt::format("`{}` is a special form, not a value", name->name),
+             fmt::format("call it as `({} ...)`", name->name));
+      }
+      unbound(name, span, env);
+    }
+    case Type::Cons: return eval_call(form, span, env);
+    case Type::Vector: {
+      // A vector literal evaluates its elements: [in out] is a shape of two numbers.
+      const auto* vector = form.as<Vector>();
+      std::vector<Value> items;
+      items.reserve(vector->items.size());
+      for (size_t i = 0; i < vector->items.size(); ++i) {
+        items.push_back(eval(vector->items[i], vector->span_of(i).known() ? vector->span_of(i) : span, env));
+      }
+      return make_vector(std::move(items));
+    }
+    default: return form;  // numbers, strings, keywords, booleans, nil evaluate to themselves
+  }
+}
+
+namespace {
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+void Interpreter::unbound(const Symbol* name, Span span, Env& env) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, name->name.size() / 3) + 1;
+  for (Env* e = &env; e; e = e->parent()) {
+    for (const auto& [symbol, value] : e->bindings()) {
+      size_t d = edit_distance(name->name, symbol->name);
+      if (d < best_distance) best_distance = d, best = symbol->name;
+    }
+  }
+  fail("E-EVAL-001", span, fmt::format("unbound name `{}`", name->name),
+       best.empty() ? "define it with `defvar` or `defun`, or bind it with `let`"
+                    : fmt::format("a name like it is defined: `{}`", best));
+}
+
+void Interpreter::check_depth(Span span) {
+  auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  bool stack_exhausted = stack_base_ > here && stack_base_ - here > options_.max_stack_bytes;
+  if (depth_ > options_.max_call_depth || stack_exhausted) {
+    fail("E-EVAL-008", span, fmt::format("recursion too deep: more than {} nested calls", depth_ - 1),
+         "check that the recursion reaches its base case");
+  }
+}
+
+Value Interpreter::eval_call(const Value& form, Span span, Env& env) {
+  const Cons* cell = form.as<Cons>();
+  if (depth_ == 0) stack_base_ = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  ++depth_;
+  struct DepthGuard {
+    size_t& depth;
+    ~DepthGuard() { --depth; }
+  } guard{depth_};
+  check_depth(span);
+
+  Span head_span = cell->car_span.known() ? cell->car_span : span;
+  if (const Symbol* name = as_symbol(cell->car)) {
+    auto special = special_forms_.find(name);
+    if (special != special_forms_.end()) return special->second(*this, form, span, env);
+  }
+  Value head = eval(cell->car, head_span, env);
+  if (head.is(Type::Macro)) {
+    const auto& macro = *head.as<Closure>();
+    Value expansion = expand_macro(macro, form, span);
+    try {
+      return eval(expansion, span, env);
+    } catch (Error& e) {
+      e.diagnostic().calls.push_back({fmt::format("the expansion of `{}`", macro.name), span});
+      throw;
+    }
+  }
+  if (!head.is(Type::Function)) {
+    fail("E-EVAL-002", head_span,
+         fmt::format("`{}` is not a function: it is {}", print(head),
+                     head.is(Type::Opaque) ? head.as<Opaque>()->type_label() : std::string(type_name(head.type()))),
+         "to write a list as data, quote it: '(1 2 3), or build it: (list 1 2 3)");
+  }
+  std::vector<Value> args;
+  std::vector<Span> spans;
+  for (Cons* c = next(cell); c; c = next(c)) {
+    Span arg_span = c->car_span.known() ? c->car_span : span;
+    args.push_back(eval(c->car, arg_span, env));
+    spans.push_back(arg_span);
+  }
+  return apply(head, args, spans, span);
+}
+
+Value Interpreter::expand_macro(const Closure& macro, const Value& form, Span span) {
+  std::vector<Value> args;
+  std::vector<Span> spans;
+  Expansion expansion{{}, span};
+  for (Cons* c = next(form.as<Cons>()); c; c = next(c)) {
+    args.push_back(c->car);
+    spans.push_back(c->car_span.known() ? c->car_span : span);
+    expansion.args.emplace_back(c->car, spans.back());
+  }
+  expansions_.push_back(std::move(expansion));
+  struct Pop {
+    std::vector<Expansion>& stack;
+    ~Pop() { stack.pop_back(); }
+  } pop{expansions_};
+  return apply_closure(macro, args, spans, span);
+}
+
+Value Interpreter::apply(const Value& function, std::span<Value> args, std::span<const Span> arg_spans, Span call) {
+  if (function.is(Type::Function)) {
+    const auto* fn = function.as<Function>();
+    if (const auto* builtin = dynamic_cast<const Builtin*>(fn)) {
+      int n = static_cast<int>(args.size());
+      if (n < builtin->min_args || (builtin->max_args != Builtin::kVariadic && n > builtin->max_args)) {
+        std::string takes = builtin->max_args == Builtin::kVariadic
+                                ? fmt::format("at least {}", builtin->min_args)
+                            : builtin->min_args == builtin->max_args
+                                ? std::to_string(builtin->min_args)
+                                : fmt::format("{} to {}", builtin->min_args, builtin->max_args);
+        fail("E-EVAL-003", call,
+             fmt::format("`{}` takes {} argument{}, given {}", builtin->name, takes,
+                         takes == "1" ? "" : "s", n));
+      }
+      Args a(*this, builtin->name, args, arg_spans, call);
+      return builtin->fn(a);
+    }
+    return apply_closure(*static_cast<const Closure*>(fn), args, arg_spans, call);
+  }
+  fail("E-EVAL-002", call, fmt::format("`{}` is not a function", print(function)));
+}
+
+Value Interpreter::apply_closure(const Closure& closure, std::span<Value> args, std::span<const Span> arg_spans,
+                                 Span call) {
+  Ref<Env> frame = new_frame(closure.env);
+  bind_arguments(closure, args, arg_spans, call, *frame);
+  try {
+    Value result;
+    for (Cons* c = as_cons(closure.body); c; c = next(c)) {
+      result = eval(c->car, c->car_span.known() ? c->car_span : closure.span, *frame);
+    }
+    return result;
+  } catch (Error& e) {
+    e.diagnostic().calls.push_back({fmt::format("`{}`", closure.name), call});
+    throw;
+  }
+}
+
+}  // namespace sx::lang

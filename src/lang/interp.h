@@ -1,0 +1,233 @@
+// The evaluator: environments, functions, and the Interpreter that evaluates forms.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lang/diagnostic.h"
+#include "lang/reader.h"
+#include "lang/value.h"
+
+namespace sx::lang {
+
+class Interpreter;
+
+// A scope. A module's top level keeps its names in definition order (roots are ordered
+// by it); a call or `let` frame keeps a few names in a flat vector.
+class Env final : public Object {
+ public:
+  explicit Env(Ref<Env> parent, bool top_level = false);
+  ~Env() override;
+
+  Value* lookup(const Symbol* name);
+  Value* lookup_local(const Symbol* name);
+  void define(const Symbol* name, Value value);
+  bool top_level() const { return top_level_; }
+  Env* parent() const { return parent_.get(); }
+  // The nearest enclosing top level: where `defvar` and `defun` define.
+  Env& module();
+  // Names in the order they were first defined.
+  const std::vector<std::pair<const Symbol*, Value>>& bindings() const { return bindings_; }
+  // Drops every binding; breaks the closure <-> environment cycles at shutdown.
+  void clear();
+
+  // Set by the interpreter: the registry that lets it clear environments at shutdown.
+  Env* registry_prev = nullptr;
+  Env* registry_next = nullptr;
+  Interpreter* registry_owner = nullptr;
+
+  // The module file a top-level environment belongs to ("" for the REPL and builtins).
+  std::string module_path;
+
+ private:
+  Ref<Env> parent_;
+  bool top_level_;
+  std::vector<std::pair<const Symbol*, Value>> bindings_;
+  std::unordered_map<const Symbol*, size_t> index_;  // top level only
+};
+
+// The arguments of a builtin call, with where each came from for error messages.
+class Args {
+ public:
+  Args(Interpreter& interp, std::string_view function, std::span<Value> values, std::span<const Span> spans,
+       Span call)
+      : interp(interp), function(function), values(values), spans(spans), call(call) {}
+
+  size_t size() const { return values.size(); }
+  Value& operator[](size_t i) const { return values[i]; }
+  Span span(size_t i) const { return i < spans.size() && spans[i].known() ? spans[i] : call; }
+
+  // Typed access: each throws E-EVAL-004 naming the argument when the type is wrong.
+  int64_t integer(size_t i) const;
+  double number(size_t i) const;  // an integer or a float
+  const std::string& string(size_t i) const;
+  const Symbol* keyword(size_t i) const;
+  const Value& list(size_t i) const;  // nil or a cons
+  Value& callable(size_t i) const;    // a function
+  [[noreturn]] void type_error(size_t i, std::string_view expected) const;
+
+  // Splits `&key`-style arguments from index `first` on: every name must be in `allowed`.
+  std::map<std::string, size_t> keywords(size_t first, std::initializer_list<std::string_view> allowed) const;
+
+  Interpreter& interp;
+  std::string_view function;
+  std::span<Value> values;
+  std::span<const Span> spans;
+  Span call;
+};
+
+using BuiltinFn = Value (*)(Args& args);
+
+class Function : public Object {
+ public:
+  Function(Type type, std::string name) : Object(type), name(std::move(name)) {}
+  std::string name;
+};
+
+class Builtin final : public Function {
+ public:
+  static constexpr int kVariadic = -1;
+  Builtin(std::string name, int min_args, int max_args, BuiltinFn fn)
+      : Function(Type::Function, std::move(name)), min_args(min_args), max_args(max_args), fn(fn) {}
+  int min_args;
+  int max_args;
+  BuiltinFn fn;
+};
+
+struct LambdaList {
+  struct Param {
+    const Symbol* name = nullptr;
+    Value default_form;  // nil when absent
+    Span default_span;
+    const Symbol* keyword = nullptr;  // &key parameters: the keyword that names it
+  };
+  std::vector<const Symbol*> required;
+  std::vector<Param> optional;
+  const Symbol* rest = nullptr;
+  std::vector<Param> keys;
+  bool has_keys = false;
+
+  // "(x &key (y 2))" for messages.
+  std::string describe() const;
+};
+
+// Parses a lambda list; E-EVAL-005 when it is malformed.
+std::shared_ptr<const LambdaList> parse_lambda_list(const Value& form, Span span);
+
+class Closure final : public Function {
+ public:
+  Closure(Type type, std::string name, std::shared_ptr<const LambdaList> params, Value body, Ref<Env> env, Span span)
+      : Function(type, std::move(name)), params(std::move(params)), body(std::move(body)), env(std::move(env)),
+        span(span) {}
+  std::shared_ptr<const LambdaList> params;
+  Value body;  // a list of forms
+  Ref<Env> env;
+  Span span;  // where it was defined
+};
+
+// A special form's handler: the whole form `(name ...)`, its span, the environment.
+using SpecialForm = std::function<Value(Interpreter&, const Value& form, Span span, Env& env)>;
+
+struct InterpreterOptions {
+  std::vector<std::string> library_dirs;  // where `require "sexpgpu/..."` looks
+  size_t max_call_depth = 10000;
+  size_t max_stack_bytes = 6u << 20;  // native stack the evaluator may use below its first frame
+  uint64_t max_steps = 0;             // 0: unlimited
+  bool warn_redefinition = true;      // off in the REPL, where redefining is the point
+  ReaderLimits reader_limits;
+};
+
+class Interpreter {
+ public:
+  explicit Interpreter(InterpreterOptions options = {});
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
+
+  // A fresh top-level environment for a file or the REPL, above the builtins.
+  Ref<Env> new_top_level(std::string module_path = {});
+  // A call or `let` frame; every environment is made here so shutdown can clear it.
+  Ref<Env> new_frame(Ref<Env> parent);
+  // Reads and evaluates a file in a fresh top level; returns it.
+  Ref<Env> load_file(const std::string& path);
+  // Reads `text` as a source named `name` and evaluates its forms in `env`; the last value.
+  Value eval_text(std::string text, std::string name, Env& env);
+  Value eval_forms(const std::vector<Form>& forms, Env& env);
+
+  Value eval(const Value& form, Span span, Env& env);
+  // Calls a function value with evaluated arguments.
+  Value apply(const Value& function, std::span<Value> args, std::span<const Span> arg_spans, Span call);
+
+  void define_builtin(std::string_view name, int min_args, int max_args, BuiltinFn fn);
+  // Registers a special form; later parts (models, runs) add their own this way.
+  void define_special_form(std::string_view name, SpecialForm handler);
+  bool is_special_form(const Symbol* name) const;
+  Env& builtins() { return *builtins_; }
+
+  // Warnings go here; by default they are printed to standard error.
+  std::function<void(const Diagnostic&)> on_warning;
+  void warn(Diagnostic diagnostic);
+
+  SourceMap& sources() { return sources_; }
+  const InterpreterOptions& options() const { return options_; }
+
+  // Counts one evaluation step against `max_steps`, or `n` for builtins that build n things.
+  void charge(uint64_t n, Span span);
+
+  // Used by Env's constructor and destructor.
+  void register_env(Env* env);
+  void unregister_env(Env* env);
+
+  // Module loading (require); see module.cc.
+  Ref<Env> require_module(const std::string& name, Span span, Env& from);
+
+  // Macro expansion context for quasiquote: the argument forms of the macro call being
+  // expanded, so inserted forms keep their own spans.
+  struct Expansion {
+    std::vector<std::pair<Value, Span>> args;
+    Span call;
+  };
+  const Expansion* expansion() const { return expansions_.empty() ? nullptr : &expansions_.back(); }
+  Value expand_macro(const Closure& macro, const Value& form, Span span);
+
+ private:
+  Value eval_call(const Value& form, Span span, Env& env);
+  Value apply_closure(const Closure& closure, std::span<Value> args, std::span<const Span> arg_spans, Span call);
+  void bind_arguments(const Closure& closure, std::span<Value> args, std::span<const Span> arg_spans, Span call,
+                      Env& frame);
+  void check_depth(Span span);
+  [[noreturn]] void unbound(const Symbol* name, Span span, Env& env);
+
+  struct Module {
+    Ref<Env> env;
+    bool loading = true;
+  };
+
+  InterpreterOptions options_;
+  SourceMap sources_;
+  Ref<Env> builtins_;
+  std::unordered_map<const Symbol*, SpecialForm> special_forms_;
+  std::map<std::string, Module> modules_;
+  std::vector<std::string> loading_;  // the require chain, for cycle messages
+  std::vector<Expansion> expansions_;
+  Env* env_registry_ = nullptr;
+  size_t depth_ = 0;
+  uintptr_t stack_base_ = 0;
+  uint64_t steps_ = 0;
+};
+
+// Installs the special forms of the core language (special_forms.cc).
+void install_special_forms(Interpreter& interp);
+// Installs the builtin functions (builtins/*.cc).
+void install_builtins(Interpreter& interp);
+
+// Quasiquote expansion (quasiquote.cc).
+Value eval_quasiquote(Interpreter& interp, const Value& tmpl, Span span, Env& env, int depth);
+
+}  // namespace sx::lang

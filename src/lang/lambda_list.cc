@@ -1,0 +1,168 @@
+// Lambda lists: parsing `(a &optional (b 1) &rest r &key (k 2))` and binding a call's
+// arguments to them.
+#include <fmt/format.h>
+
+#include <set>
+
+#include "lang/interp.h"
+#include "lang/printer.h"
+
+namespace sx::lang {
+namespace {
+
+enum class Section { Required, Optional, Rest, Key };
+
+[[noreturn]] void bad(Span span, std::string message, std::string help = {}) {
+  fail("E-EVAL-005", span, std::move(message),
+       help.empty() ? "a lambda list is: names, then &optional, then &rest name, then &key" : std::move(help));
+}
+
+}  // namespace
+
+std::string LambdaList::describe() const {
+  std::vector<std::string> parts;
+  for (const auto* name : required) parts.push_back(name->name);
+  auto with_default = [](const Param& p) {
+    return p.default_form.is_nil() ? p.name->name : fmt::format("({} {})", p.name->name, print(p.default_form));
+  };
+  if (!optional.empty()) parts.push_back("&optional");
+  for (const auto& p : optional) parts.push_back(with_default(p));
+  if (rest) parts.push_back("&rest " + rest->name);
+  if (has_keys) parts.push_back("&key");
+  for (const auto& p : keys) parts.push_back(with_default(p));
+  std::string out = "(";
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? " " : "") + parts[i];
+  return out + ")";
+}
+
+std::shared_ptr<const LambdaList> parse_lambda_list(const Value& form, Span span) {
+  if (!form.is_list()) bad(span, fmt::format("a lambda list must be a list of names, not `{}`", print(form)));
+  auto list = std::make_shared<LambdaList>();
+  Section section = Section::Required;
+  std::set<const Symbol*> seen;
+  bool rest_named = true;
+  for (Cons* c = as_cons(form); c; c = next(c)) {
+    Span where = c->car_span.known() ? c->car_span : span;
+    const Symbol* symbol = as_symbol(c->car);
+    if (symbol && !symbol->name.empty() && symbol->name[0] == '&') {
+      Section wanted;
+      if (symbol->name == "&optional") wanted = Section::Optional;
+      else if (symbol->name == "&rest") wanted = Section::Rest;
+      else if (symbol->name == "&key") wanted = Section::Key;
+      else bad(where, fmt::format("unknown lambda-list marker `{}`", symbol->name));
+      if (wanted <= section) bad(where, fmt::format("`{}` is out of order or repeated", symbol->name));
+      if (!rest_named) bad(where, "`&rest` must be followed by a name");
+      section = wanted;
+      if (section == Section::Rest) rest_named = false;
+      if (section == Section::Key) list->has_keys = true;
+      continue;
+    }
+    LambdaList::Param param;
+    if (symbol) {
+      param.name = symbol;
+    } else if (Cons* pair = as_cons(c->car);
+               pair && (section == Section::Optional || section == Section::Key) && as_symbol(pair->car)) {
+      param.name = as_symbol(pair->car);
+      if (Cons* value = next(pair)) {
+        if (next(value)) bad(where, fmt::format("a default is `({} value)`, with one value", param.name->name));
+        param.default_form = value->car;
+        param.default_span = value->car_span.known() ? value->car_span : where;
+      }
+    } else {
+      bad(where, fmt::format("a parameter must be a name{}, not `{}`",
+                             section == Section::Optional || section == Section::Key ? " or (name default)" : "",
+                             print(c->car)));
+    }
+    if (param.name->name == "nil" || param.name->name.empty()) bad(where, "a parameter needs a name");
+    if (!seen.insert(param.name).second) bad(where, fmt::format("parameter `{}` is named twice", param.name->name));
+    switch (section) {
+      case Section::Required: list->required.push_back(param.name); break;
+      case Section::Optional: list->optional.push_back(std::move(param)); break;
+      case Section::Rest:
+        if (rest_named) bad(where, "`&rest` takes one name");
+        list->rest = param.name;
+        rest_named = true;
+        break;
+      case Section::Key:
+        param.keyword = intern_keyword(param.name->name);
+        list->keys.push_back(std::move(param));
+        break;
+    }
+  }
+  if (!rest_named) bad(span, "`&rest` must be followed by a name");
+  return list;
+}
+
+void Interpreter::bind_arguments(const Closure& closure, std::span<Value> args, std::span<const Span> arg_spans,
+                                 Span call, Env& frame) {
+  const LambdaList& params = *closure.params;
+  auto span_of = [&](size_t i) { return i < arg_spans.size() ? arg_spans[i] : call; };
+  auto arity_error = [&](std::string message) {
+    Diagnostic d;
+    d.code = "E-EVAL-003";
+    d.span = call;
+    d.message = std::move(message);
+    d.notes.push_back(fmt::format("`{}` is defined at {} with the parameters {}", closure.name,
+                                  closure.span.location(), params.describe()));
+    throw Error(std::move(d));
+  };
+  size_t n = args.size();
+  size_t required = params.required.size();
+  size_t positional = required + params.optional.size();
+  if (n < required) {
+    arity_error(fmt::format("`{}` takes {}{} argument{}, given {}", closure.name,
+                            positional > required || params.rest || params.has_keys ? "at least " : "", required,
+                            required == 1 ? "" : "s", n));
+  }
+  if (!params.rest && !params.has_keys && n > positional) {
+    arity_error(fmt::format("`{}` takes {}{} argument{}, given {}", closure.name,
+                            positional > required ? "at most " : "", positional, positional == 1 ? "" : "s", n));
+  }
+  size_t i = 0;
+  for (; i < required; ++i) frame.define(params.required[i], args[i]);
+  for (const auto& p : params.optional) {
+    if (i < n) frame.define(p.name, args[i++]);
+    else frame.define(p.name, eval(p.default_form, p.default_span, frame));
+  }
+  if (params.rest) {
+    std::vector<Value> rest(args.begin() + static_cast<ptrdiff_t>(std::min(i, n)), args.end());
+    frame.define(params.rest, list(std::move(rest)));
+  }
+  if (!params.has_keys) return;
+
+  std::vector<const Value*> given(params.keys.size(), nullptr);
+  auto known_keys = [&] {
+    std::string names;
+    for (const auto& p : params.keys) names += fmt::format("{}:{}", names.empty() ? "" : " ", p.name->name);
+    return names.empty() ? std::string("no keywords") : "the keywords " + names;
+  };
+  for (; i < n; i += 2) {
+    if (!args[i].is(Type::Keyword)) {
+      if (params.rest) continue;
+      fail("E-EVAL-006", span_of(i),
+           fmt::format("`{}` expected a keyword here, not `{}`", closure.name, print(args[i])),
+           fmt::format("`{}` takes {} positional argument{}, then {}", closure.name, positional,
+                       positional == 1 ? "" : "s", known_keys()));
+    }
+    const auto* keyword = args[i].as<Symbol>();
+    auto it = std::find_if(params.keys.begin(), params.keys.end(), [&](const auto& p) { return p.keyword == keyword; });
+    if (it == params.keys.end()) {
+      if (params.rest) continue;
+      fail("E-EVAL-006", span_of(i), fmt::format("`{}` takes no keyword `:{}`", closure.name, keyword->name),
+           fmt::format("`{}` takes {}", closure.name, known_keys()));
+    }
+    if (i + 1 >= n) {
+      fail("E-EVAL-007", span_of(i), fmt::format("keyword `:{}` has no value", keyword->name),
+           fmt::format("write `:{} value`", keyword->name));
+    }
+    size_t k = static_cast<size_t>(it - params.keys.begin());
+    if (given[k]) fail("E-EVAL-006", span_of(i), fmt::format("keyword `:{}` is given twice", keyword->name));
+    given[k] = &args[i + 1];
+  }
+  for (size_t k = 0; k < params.keys.size(); ++k) {
+    const auto& p = params.keys[k];
+    frame.define(p.name, given[k] ? *given[k] : eval(p.default_form, p.default_span, frame));
+  }
+}
+
+}  // namespace sx::lang

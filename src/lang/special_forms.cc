@@ -1,0 +1,275 @@
+// The special forms of the core language. Each checks its own shape and reports
+// E-EVAL-011 with the form it expected.
+#include <fmt/format.h>
+
+#include "lang/interp.h"
+#include "lang/printer.h"
+
+namespace sx::lang {
+namespace {
+
+struct Part {
+  Value value;
+  Span span;
+};
+
+// The elements of a form, each with its span (the form's own span where unknown).
+std::vector<Part> parts_of(const Value& form, Span span) {
+  std::vector<Part> parts;
+  for (Cons* c = as_cons(form); c; c = next(c)) parts.push_back({c->car, c->car_span.known() ? c->car_span : span});
+  return parts;
+}
+
+[[noreturn]] void malformed(Span span, std::string_view name, std::string_view expected) {
+  fail("E-EVAL-011", span, fmt::format("malformed `{}`", name), fmt::format("write it as {}", expected));
+}
+
+void expect_count(const std::vector<Part>& p, Span span, size_t min, size_t max, std::string_view expected) {
+  if (p.size() - 1 < min || p.size() - 1 > max) malformed(span, p[0].value.as<Symbol>()->name, expected);
+}
+
+Value eval_body(Interpreter& in, const std::vector<Part>& p, size_t from, Env& env) {
+  Value result;
+  for (size_t i = from; i < p.size(); ++i) result = in.eval(p[i].value, p[i].span, env);
+  return result;
+}
+
+// Special-form names cannot be bound: `(defun if ...)` would silently do nothing.
+const Symbol* definable_name(Interpreter& in, const Part& part, std::string_view form, std::string_view expected) {
+  const Symbol* name = as_symbol(part.value);
+  if (!name) malformed(part.span, form, expected);
+  if (in.is_special_form(name)) {
+    fail("E-EVAL-016", part.span, fmt::format("`{}` is a special form and cannot be defined or bound", name->name),
+         "choose another name");
+  }
+  return name;
+}
+
+Value quote(Interpreter&, const Value& form, Span span, Env&) {
+  auto p = parts_of(form, span);
+  expect_count(p, span, 1, 1, "(quote form)");
+  return p[1].value;
+}
+
+Value if_form(Interpreter& in, const Value& form, Span span, Env& env) {
+  auto p = parts_of(form, span);
+  expect_count(p, span, 2, 3, "(if test then [else])");
+  if (in.eval(p[1].value, p[1].span, env).truthy()) return in.eval(p[2].value, p[2].span, env);
+  return p.size() == 4 ? in.eval(p[3].value, p[3].span, env) : Value();
+}
+
+Value when_form(Interpreter& in, const Value& form, Span span, Env& env) {
+  auto p = parts_of(form, span);
+  expect_count(p, span, 1, SIZE_MAX, "(when test body...)");
+  return in.eval(p[1].value, p[1].span, env).truthy() ? eval_body(in, p, 2, env) : Value();
+}
+
+Value unless_form(Interpreter& in, const Value& form, Span span, Env& env) {
+  auto p = parts_of(form, span);
+  expect_count(p, span, 1, SIZE_MAX, "(unless test body...)");
+  return in.eval(p[1].value, p[1].span, env).truthy() ? Value() : eval_body(in, p, 2, env);
+}
+
+Value cond_form(Interpreter& in, const Value& form, Span span, Env& env) {
+  auto p = parts_of(form, span);
+  for (size_t i = 1; i < p.size(); ++i) {
+    if (!p[i].value.is(Type::Cons)) malformed(p[i].span, "cond", "(cond (test body...) ...)");
+    auto clause = parts_of(p[i].value, p[i].span);
+    Value test = in.eval(clause[0].value, clause[0].span, env);
+    if (test.truthy()) return clause.size() == 1 ? test : eval_body(in, clause, 1, env);
+  }
+  return Value();
+}
+
+Value and_form(Interpreter& in, const Value& form, Span span, Env& env) {
+  auto p = parts_of(form, span);
+  Value result = Value::boolean(true);
+  for (size_t i = 1; i < p.size(); ++i) {
+    result = in.eval(p[i].value, p[i].span, env);
+    if (!result.truthy()) return result;
+  }
+  return result;
+}
+
+Value or_form(Interpreter& in, const Value& form, Span span, Env& env) {
+  auto p = parts_of(form, span);
+  Value result;
+  for (size_t i = 1; i < p.size(); ++i) {
+    result = in.eval(p[i].value, p[i].span, env);
+    if (result.truthy()) return result;
+  }
+  return result;
+}
+
+Value progn(Interpreter& in, const Value& form, Span span, Env& env) {
+  return eval_body(in, parts_of(form, span), 1, env);
+}
+
+// let and let*: parallel and sequential binding.
+Value let_form(Interpreter& in, const Value& form, Span span, Env& env, bool sequential) {
+  auto p = parts_of(form, span);
+  std::string_view name = sequential ? "let*" : "let";
+  std::string expected = fmt::format("({} ((name value) ...) body...)", name);
+  if (p.size() < 2 || !p[1].value.is_list()) malformed(span, name, expected);
+  Ref<Env> frame = in.new_frame(Ref<Env>(&env));
+  for (const auto& binding : parts_of(p[1].value, p[1].span)) {
+    const Symbol* target;
+    Value value;
+    if (binding.value.is(Type::Symbol)) {
+      target = definable_name(in, binding, name, expected);
+    } else {
+      auto pair = parts_of(binding.value, binding.span);
+      if (!binding.value.is(Type::Cons) || pair.size() > 2) malformed(binding.span, name, expected);
+      target = definable_name(in, pair[0], name, expected);
+      if (pair.size() == 2) value = in.eval(pair[1].value, pair[1].span, sequential ? *frame : env);
+    }
+    frame->define(target, std::move(value));
+  }
+  return eval_body(in, p, 2, *frame);
+}
+
+Value make_closure(Type type, std::string name, const std::vector<Part>& p, size_t params_at,
+                   Span span, Env& env) {
+  auto params = parse_lambda_list(p[params_at].value, p[params_at].span);
+  size_t body_at = params_at + 1;
+  // A leading string followed by more body is a documentation string.
+  if (body_at + 1 < p.size() && p[body_at].value.is(Type::String)) ++body_at;
+  std::vector<Value> body;
+  std::vector<Span> spans;
+  for (size_t i = body_at; i < p.size(); ++i) body.push_back(p[i].value), spans.push_back(p[i].span);
+  return Value(new Closure(type, std::move(name), std::move(params), list_with_spans(std::move(body), spans),
+                           Ref<Env>(&env), span));
+}
+
+Value lambda(Interpreter&, const Value& form, Span span, Env& env) {
+  auto p = parts_of(form, span);
+  if (p.size() < 2) malformed(span, "lambda", "(lambda (params...) body...)");
+  return make_closure(Type::Function, "lambda", p, 1, span, env);
+}
+
+// Defines `name` at the top level of `env`'s module, warning when it replaces something.
+void define_top_level(Interpreter& in, const Symbol* name, Value value, Span span, Env& env) {
+  Env& module = env.module();
+  if (in.options().warn_redefinition) {
+    Diagnostic d;
+    d.span = span;
+    if (module.lookup_local(name)) {
+      d.code = "W-EVAL-002";
+      d.message = fmt::format("`{}` is already defined; this definition replaces it", name->name);
+      in.warn(std::move(d));
+    } else if (in.builtins().lookup_local(name)) {
+      d.code = "W-EVAL-001";
+      d.message = fmt::format("`{}` shadows the builtin of the same name in this file", name->name);
+      d.helps.push_back("rename it unless replacing the builtin is meant");
+      in.warn(std::move(d));
+    }
+  }
+  module.define(name, std::move(value));
+}
+
+Value defvar(Interpreter& in, const Value& form, Span span, Env& env) {
+  auto p = parts_of(form, span);
+  expect_count(p, span, 2, 3, "(defvar name value [\"doc\"])");
+  const Symbol* name = definable_name(in, p[1], "defvar", "(defvar name value)");
+  if (p.size() == 4 && !p[3].value.is(Type::String)) malformed(p[3].span, "defvar", "(defvar name value \"doc\")");
+  Value value = in.eval(p[2].value, p[2].span, env);
+  define_top_level(in, name, std::move(value), p[1].span, env);
+  return Value(name);
+}
+
+Value defun_or_macro(Interpreter& in, const Value& form, Span span, Env& env, Type type) {
+  auto p = parts_of(form, span);
+  std::string_view what = type == Type::Macro ? "defmacro" : "defun";
+  std::string expected = fmt::format("({} name (params...) body...)", what);
+  if (p.size() < 3) malformed(span, what, expected);
+  const Symbol* name = definable_name(in, p[1], what, expected);
+  Value fn = make_closure(type, name->name, p, 2, span, env);
+  define_top_level(in, name, std::move(fn), p[1].span, env);
+  return Value(name);
+}
+
+Value quasiquote(Interpreter& in, const Value& form, Span span, Env& env) {
+  auto p = parts_of(form, span);
+  expect_count(p, span, 1, 1, "`form");
+  return eval_quasiquote(in, p[1].value, p[1].span, env, 1);
+}
+
+Value unquote_outside(Interpreter&, const Value& form, Span span, Env&) {
+  fail("E-EVAL-011", span,
+       fmt::format("`{}` outside a quasiquote", form.as<Cons>()->car.as<Symbol>()->name == "unquote" ? "," : ",@"),
+       "`,` and `,@` only mean something inside a backquoted template");
+}
+
+Value require_form(Interpreter& in, const Value& form, Span span, Env& env) {
+  auto p = parts_of(form, span);
+  std::string expected = "(require \"module\" [:only (names...)])";
+  if (p.size() != 2 && p.size() != 4) malformed(span, "require", expected);
+  Value name = in.eval(p[1].value, p[1].span, env);
+  if (!name.is(Type::String)) malformed(p[1].span, "require", expected);
+  std::vector<Part> only;
+  bool filtered = p.size() == 4;
+  if (filtered) {
+    if (!p[2].value.is(Type::Keyword) || p[2].value.as<Symbol>()->name != "only" || !p[3].value.is_list()) {
+      malformed(p[2].span, "require", expected);
+    }
+    only = parts_of(p[3].value, p[3].span);
+  }
+  Ref<Env> module = in.require_module(string_of(name), p[1].span, env);
+  auto import = [&](const Symbol* symbol, const Value& value, Span where) {
+    define_top_level(in, symbol, value, where, env);
+  };
+  if (!filtered) {
+    for (const auto& [symbol, value] : module->bindings()) import(symbol, value, span);
+    return Value();
+  }
+  for (const auto& wanted : only) {
+    const Symbol* symbol = as_symbol(wanted.value);
+    if (!symbol) malformed(wanted.span, "require", expected);
+    Value* value = module->lookup_local(symbol);
+    if (!value) {
+      fail("E-EVAL-012", wanted.span,
+           fmt::format("module \"{}\" does not define `{}`", string_of(name), symbol->name));
+    }
+    import(symbol, *value, wanted.span);
+  }
+  return Value();
+}
+
+// The forms later parts of SexpGPU define; reserved here so no program can take the names.
+constexpr std::string_view kReserved[] = {"defmodel", "defparam", "defknob",   "defvariant",
+                                          "defrun",   "named",    "with-loaded"};
+
+}  // namespace
+
+void install_special_forms(Interpreter& in) {
+  in.define_special_form("quote", quote);
+  in.define_special_form("if", if_form);
+  in.define_special_form("when", when_form);
+  in.define_special_form("unless", unless_form);
+  in.define_special_form("cond", cond_form);
+  in.define_special_form("and", and_form);
+  in.define_special_form("or", or_form);
+  in.define_special_form("progn", progn);
+  in.define_special_form("let", [](Interpreter& i, const Value& f, Span s, Env& e) { return let_form(i, f, s, e, false); });
+  in.define_special_form("let*", [](Interpreter& i, const Value& f, Span s, Env& e) { return let_form(i, f, s, e, true); });
+  in.define_special_form("lambda", lambda);
+  in.define_special_form("defvar", defvar);
+  in.define_special_form("defun", [](Interpreter& i, const Value& f, Span s, Env& e) {
+    return defun_or_macro(i, f, s, e, Type::Function);
+  });
+  in.define_special_form("defmacro", [](Interpreter& i, const Value& f, Span s, Env& e) {
+    return defun_or_macro(i, f, s, e, Type::Macro);
+  });
+  in.define_special_form("quasiquote", quasiquote);
+  in.define_special_form("unquote", unquote_outside);
+  in.define_special_form("unquote-splicing", unquote_outside);
+  in.define_special_form("require", require_form);
+  for (auto name : kReserved) {
+    in.define_special_form(name, [name](Interpreter&, const Value&, Span span, Env&) -> Value {
+      fail("E-EVAL-016", span, fmt::format("`{}` is reserved and not available in this version of SexpGPU", name),
+           "models, parameters and runs come with their own parts of SexpGPU");
+    });
+  }
+}
+
+}  // namespace sx::lang
