@@ -1,0 +1,162 @@
+// Constant folding, CSE, algebraic simplification and dead-code elimination
+// (see passes.h). The batching transformation is in batching.cc.
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "graph/errors.h"
+#include "graph/passes.h"
+#include "graph/primitive.h"
+#include "graph/rewrite.h"
+#include "graph/verify.h"
+
+namespace sx::graph {
+namespace {
+
+bool is_source(const Node& node) { return node.op_name() == "input" || node.op_name() == "constant"; }
+
+Graph checked(Graph graph) {
+  verify(graph);
+  return graph;
+}
+
+}  // namespace
+
+Graph fold_constants(const Graph& graph, int64_t max_elements) {
+  Rewrite r(graph);
+  for (NodeId id = 0; id < graph.nodes.size(); ++id) {
+    const Node& node = graph.nodes[id];
+    bool foldable = !is_source(node) && numel(node.shape) <= max_elements;
+    for (NodeId in : node.inputs) foldable = foldable && r.out.nodes[r.map[in]].op_name() == "constant";
+    if (!foldable) {
+      r.map[id] = r.copy(node);
+      continue;
+    }
+    std::vector<const Tensor*> args;
+    for (NodeId in : node.inputs) args.push_back(r.out.nodes[r.map[in]].value.get());
+    Node folded;
+    folded.prim = &primitive("constant");
+    folded.shape = node.shape;
+    folded.dtype = node.dtype;
+    folded.weak = node.weak;
+    folded.origin = node.origin;
+    folded.value = std::make_shared<const Tensor>(node.prim->kernel(node, args));
+    r.out.nodes.push_back(std::move(folded));
+    r.map[id] = static_cast<NodeId>(r.out.nodes.size() - 1);
+  }
+  r.copy_names(graph);
+  return checked(std::move(r.out));
+}
+
+Graph eliminate_common_subexpressions(const Graph& graph) {
+  Rewrite r(graph);
+  std::map<std::string, NodeId> seen;
+  for (NodeId id = 0; id < graph.nodes.size(); ++id) {
+    const Node& node = graph.nodes[id];
+    if (node.op_name() == "input") {
+      r.map[id] = r.copy(node);
+      continue;
+    }
+    std::string key = fmt::format("{} {}{} weak={} attrs={} inputs=", node.op_name(), dtype_name(node.dtype),
+                                  shape_str(node.shape), node.weak, attrs_str(node.attrs));
+    for (NodeId in : node.inputs) key += fmt::format("{},", r.map[in]);
+    if (node.value) key.append(node.value->bytes().begin(), node.value->bytes().end());
+    auto [it, inserted] = seen.emplace(std::move(key), 0);
+    if (inserted) it->second = r.copy(node);
+    r.map[id] = it->second;
+  }
+  r.copy_names(graph);
+  return checked(std::move(r.out));
+}
+
+namespace {
+
+// Whether `id` is a constant, or a broadcast of one, whose every element is `value`.
+bool is_constant_value(const Graph& g, NodeId id, double value) {
+  const Node& node = g.nodes[id];
+  if (node.op_name() == "broadcast") return is_constant_value(g, node.inputs[0], value);
+  if (node.op_name() != "constant") return false;
+  std::vector<double> values = node.value->to_doubles();
+  return std::all_of(values.begin(), values.end(), [&](double v) { return v == value; });
+}
+
+// The node that `node` (its inputs already mapped into `b`'s graph) reduces
+// to, or nullopt when no identity applies.
+std::optional<NodeId> simplified(Builder& b, const Node& node) {
+  const Graph& g = b.graph();
+  std::string_view op = node.op_name();
+  if (node.inputs.empty()) return std::nullopt;
+  auto same_type = [&](NodeId x) { return g.nodes[x].shape == node.shape && g.nodes[x].dtype == node.dtype; };
+  auto in = [&](size_t i) { return node.inputs[i]; };
+  auto pick = [&](NodeId x) -> std::optional<NodeId> {
+    if (same_type(x)) return x;
+    return std::nullopt;
+  };
+  if (op == "add" && is_constant_value(g, in(1), 0.0)) return pick(in(0));
+  if (op == "add" && is_constant_value(g, in(0), 0.0)) return pick(in(1));
+  if (op == "sub" && is_constant_value(g, in(1), 0.0)) return pick(in(0));
+  if (op == "mul" && is_constant_value(g, in(1), 1.0)) return pick(in(0));
+  if (op == "mul" && is_constant_value(g, in(0), 1.0)) return pick(in(1));
+  if (op == "div" && is_constant_value(g, in(1), 1.0)) return pick(in(0));
+  if (op == "neg" && g.nodes[in(0)].op_name() == "neg") return pick(g.nodes[in(0)].inputs[0]);
+  if (op == "reshape" || op == "broadcast" || op == "cast" || op == "transpose") {
+    if (same_type(in(0)) && (op != "transpose" || std::is_sorted(node.attrs.get_ints("perm").begin(),
+                                                                 node.attrs.get_ints("perm").end()))) {
+      return in(0);
+    }
+  }
+  const Node& inner = g.nodes[in(0)];
+  if (op == "reshape" && inner.op_name() == "reshape") return b.reshape(inner.inputs[0], node.shape);
+  if (op == "transpose" && inner.op_name() == "transpose") {
+    const auto &outer_perm = node.attrs.get_ints("perm"), &inner_perm = inner.attrs.get_ints("perm");
+    std::vector<int64_t> composed;
+    for (int64_t p : outer_perm) composed.push_back(inner_perm[static_cast<size_t>(p)]);
+    if (std::is_sorted(composed.begin(), composed.end())) return inner.inputs[0];
+    return b.transpose(inner.inputs[0], composed);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Graph simplify(const Graph& graph) {
+  Rewrite r(graph);
+  Builder b(r.out);
+  for (NodeId id = 0; id < graph.nodes.size(); ++id) {
+    const Node& node = graph.nodes[id];
+    Node mapped = node;
+    for (NodeId& in : mapped.inputs) in = r.map[in];
+    b.set_origin(node.origin);
+    std::optional<NodeId> replacement = is_source(node) ? std::nullopt : simplified(b, mapped);
+    r.map[id] = replacement ? *replacement : r.copy(node);
+  }
+  r.copy_names(graph);
+  return checked(std::move(r.out));
+}
+
+Graph eliminate_dead_code(const Graph& graph) {
+  std::vector<bool> live(graph.nodes.size(), false);
+  for (const NamedNode& o : graph.outputs) live[o.node] = true;
+  for (const NamedNode& in : graph.inputs) live[in.node] = true;
+  for (NodeId id = static_cast<NodeId>(graph.nodes.size()); id-- > 0;) {
+    if (!live[id]) continue;
+    for (NodeId in : graph.nodes[id].inputs) live[in] = true;
+  }
+  Rewrite r(graph);
+  for (NodeId id = 0; id < graph.nodes.size(); ++id) {
+    if (live[id]) r.map[id] = r.copy(graph.nodes[id]);
+  }
+  r.copy_names(graph);
+  return checked(std::move(r.out));
+}
+
+Graph optimize(const Graph& graph) {
+  Graph g = fold_constants(graph);
+  g = eliminate_common_subexpressions(g);
+  g = simplify(g);
+  g = eliminate_common_subexpressions(g);
+  return eliminate_dead_code(g);
+}
+
+}  // namespace sx::graph

@@ -1,0 +1,40 @@
+// Graph passes: each takes a graph and returns a new one that computes the
+// same outputs, and runs the verifier on its result.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "graph/graph.h"
+
+namespace sx::graph {
+
+// Evaluates with the reference kernels every node whose inputs are all
+// constants and whose result has at most `max_elements` elements (so that a
+// broadcast scalar is not written out in full), replacing it by a constant.
+Graph fold_constants(const Graph& graph, int64_t max_elements = 4096);
+
+// Common-subexpression elimination: nodes with the same primitive, inputs,
+// attributes and type (and constants with the same value) become one.
+Graph eliminate_common_subexpressions(const Graph& graph);
+
+// Algebraic identities: x+0, 0+x, x-0, x*1, 1*x, x/1, neg(neg x),
+// reshape to the same shape, reshape of reshape, transpose of transpose,
+// the identity transpose, cast to the same dtype, broadcast to the same shape.
+Graph simplify(const Graph& graph);
+
+// Keeps only the nodes the outputs need (and every named input).
+Graph eliminate_dead_code(const Graph& graph);
+
+// All of the above, in that order, then dead-code elimination.
+Graph optimize(const Graph& graph);
+
+// The batching transformation: a graph in which each input named in
+// `batched_inputs` has a new leading axis of size `batch_size`, computing
+// each row as the original graph would, by each primitive's batching rule.
+// Every output gains the leading axis (broadcast when it does not depend on
+// a batched input).
+Graph vmap(const Graph& graph, std::span<const std::string> batched_inputs, int64_t batch_size);
+
+}  // namespace sx::graph

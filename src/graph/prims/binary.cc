@@ -1,0 +1,271 @@
+// Elementwise primitives of two or three operands: arithmetic (add, sub,
+// mul, div, pow, max, min), comparisons (eq, ne, lt, le, gt, ge), logic
+// (logical_and, logical_or), where, and cast. Their ops promote the operands
+// to one dtype and broadcast them to one shape (NumPy rules) before the
+// primitive, which takes equal shapes and dtypes, is emitted.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "graph/prims/common.h"
+#include "graph/prims/families.h"
+
+namespace sx::graph::prims {
+namespace {
+
+using Grads = std::vector<std::optional<NodeId>>;
+using Args = std::span<const Tensor* const>;
+using Types = std::span<const ValueType>;
+
+NodeId build_elementwise(Builder& b, const Primitive& prim, std::span<const NodeId> args,
+                         const Attrs& attrs) {
+  std::vector<NodeId> promoted = b.promote_args(args);
+  return b.emit(prim, b.broadcast_args(prim.name, promoted), attrs);
+}
+
+ValueType infer_arithmetic(Types args, std::string_view op) {
+  require_same_types(op, args);
+  require_dtypes(op, args, is_numeric, "numeric");
+  return args[0];
+}
+
+ValueType infer_comparison(Types args, std::string_view op) {
+  require_same_types(op, args);
+  return {args[0].shape, DType::boolean};
+}
+
+ValueType infer_logical(Types args, std::string_view op) {
+  require_same_types(op, args);
+  require_dtypes(op, args, is_bool, "bool");
+  return args[0];
+}
+
+template <class C>
+C divide(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) {
+    return a / b;
+  } else {
+    if (b == 0) return C(0);  // integer division by zero gives 0 on every device
+    if constexpr (std::is_signed_v<C>) {
+      if (b == C(-1)) return wrap_sub(C(0), a);
+    }
+    return C(a / b);
+  }
+}
+
+template <class C>
+C maximum(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<C>::quiet_NaN();
+  }
+  return a >= b ? a : b;
+}
+
+template <class C>
+C minimum(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<C>::quiet_NaN();
+  }
+  return a <= b ? a : b;
+}
+
+// A float converted to an integer saturates and NaN becomes 0; every other
+// conversion is C++'s (two's complement wrap between integers).
+template <class To, class From>
+To convert(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return v != From(0);
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    if (std::isnan(v)) return To(0);
+    if (v <= static_cast<From>(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
+    if (v >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return static_cast<To>(v);
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+Tensor cast_kernel(const Tensor& x, DType to) {
+  Tensor out(to, x.shape());
+  visit_dtype(x.dtype(), [&](auto in_types) {
+    using SI = typename decltype(in_types)::storage;
+    using CI = typename decltype(in_types)::compute;
+    visit_dtype(to, [&](auto out_types) {
+      using SO = typename decltype(out_types)::storage;
+      using CO = typename decltype(out_types)::compute;
+      const SI* in = x.data<SI>();
+      SO* o = out.data<SO>();
+      for (int64_t i = 0; i < x.numel(); ++i) o[i] = SO(convert<CO>(static_cast<CI>(in[i])));
+    });
+  });
+  return out;
+}
+
+Tensor where_kernel(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  Tensor out(a.dtype(), a.shape());
+  size_t size = dtype_size(a.dtype());
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const Tensor& from = cond.data<bool>()[i] ? a : b;
+    std::memcpy(out.bytes().data() + i * size, from.bytes().data() + i * size, size);
+  }
+  return out;
+}
+
+#define SX_COMPARISON(NAME, EXPR)                                                         \
+  {.name = NAME,                                                                          \
+   .arity = 2,                                                                            \
+   .infer = [](Types args, const Attrs&) { return infer_comparison(args, NAME); },        \
+   .build = build_elementwise,                                                            \
+   .batch = batch_elementwise,                                                            \
+   .kernel = [](const Node&, Args x) {                                                    \
+     return map_binary(*x[0], *x[1], DType::boolean, [](auto a, auto b) { return EXPR; }); \
+   }}
+
+const Primitive kBinary[] = {
+    {.name = "add",
+     .arity = 2,
+     .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "add"); },
+     .build = build_elementwise,
+     .grad = [](Builder&, const Node&, NodeId, NodeId ct) -> Grads { return {ct, ct}; },
+     .batch = batch_elementwise,
+     .kernel = [](const Node& n, Args x) {
+       return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return wrap_add(a, b); });
+     }},
+    {.name = "sub",
+     .arity = 2,
+     .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "sub"); },
+     .build = build_elementwise,
+     .grad = [](Builder& b, const Node&, NodeId, NodeId ct) -> Grads { return {ct, b.neg(ct)}; },
+     .batch = batch_elementwise,
+     .kernel = [](const Node& n, Args x) {
+       return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return wrap_sub(a, b); });
+     }},
+    {.name = "mul",
+     .arity = 2,
+     .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "mul"); },
+     .build = build_elementwise,
+     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
+       return {b.mul(ct, n.inputs[1]), b.mul(ct, n.inputs[0])};
+     },
+     .batch = batch_elementwise,
+     .kernel = [](const Node& n, Args x) {
+       return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return wrap_mul(a, b); });
+     }},
+    {.name = "div",
+     .arity = 2,
+     .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "div"); },
+     .build = build_elementwise,
+     .grad = [](Builder& b, const Node& n, NodeId self, NodeId ct) -> Grads {
+       NodeId divisor = n.inputs[1];
+       return {b.div(ct, divisor), b.neg(b.div(b.mul(ct, self), divisor))};
+     },
+     .batch = batch_elementwise,
+     .kernel = [](const Node& n, Args x) {
+       return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return divide(a, b); });
+     }},
+    {.name = "pow",
+     .arity = 2,
+     .infer = [](Types args, const Attrs&) {
+       require_same_types("pow", args);
+       require_dtypes("pow", args, is_float, "floating-point");
+       return args[0];
+     },
+     .build = build_elementwise,
+     .grad = [](Builder& b, const Node& n, NodeId self, NodeId ct) -> Grads {
+       NodeId base = n.inputs[0], exponent = n.inputs[1];
+       NodeId d_base = b.mul(exponent, b.pow(base, b.sub(exponent, b.literal(1.0))));
+       return {b.mul(ct, d_base), b.mul(ct, b.mul(self, b.log(base)))};
+     },
+     .batch = batch_elementwise,
+     .kernel = [](const Node& n, Args x) {
+       return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return std::pow(a, b); });
+     }},
+    {.name = "max",
+     .arity = 2,
+     .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "max"); },
+     .build = build_elementwise,
+     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
+       NodeId a = n.inputs[0], c = n.inputs[1], zero = b.literal(0.0);
+       return {b.where(b.ge(a, c), ct, zero), b.where(b.lt(a, c), ct, zero)};
+     },
+     .batch = batch_elementwise,
+     .kernel = [](const Node& n, Args x) {
+       return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return maximum(a, b); });
+     }},
+    {.name = "min",
+     .arity = 2,
+     .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "min"); },
+     .build = build_elementwise,
+     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
+       NodeId a = n.inputs[0], c = n.inputs[1], zero = b.literal(0.0);
+       return {b.where(b.le(a, c), ct, zero), b.where(b.gt(a, c), ct, zero)};
+     },
+     .batch = batch_elementwise,
+     .kernel = [](const Node& n, Args x) {
+       return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return minimum(a, b); });
+     }},
+    SX_COMPARISON("eq", a == b),
+    SX_COMPARISON("ne", a != b),
+    SX_COMPARISON("lt", a < b),
+    SX_COMPARISON("le", a <= b),
+    SX_COMPARISON("gt", a > b),
+    SX_COMPARISON("ge", a >= b),
+    {.name = "logical_and",
+     .arity = 2,
+     .infer = [](Types args, const Attrs&) { return infer_logical(args, "logical_and"); },
+     .build = build_elementwise,
+     .batch = batch_elementwise,
+     .kernel = [](const Node& n, Args x) {
+       return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return a && b; });
+     }},
+    {.name = "logical_or",
+     .arity = 2,
+     .infer = [](Types args, const Attrs&) { return infer_logical(args, "logical_or"); },
+     .build = build_elementwise,
+     .batch = batch_elementwise,
+     .kernel = [](const Node& n, Args x) {
+       return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return a || b; });
+     }},
+    {.name = "where",
+     .arity = 3,
+     .infer = [](Types args, const Attrs&) {
+       if (args[0].dtype != DType::boolean) {
+         throw ShapeError(fmt::format("where: the condition must be bool, got {}", dtype_name(args[0].dtype)));
+       }
+       std::vector<ValueType> cases{args[1], args[2], {args[0].shape, args[1].dtype}};
+       require_same_types("where", cases);
+       return args[1];
+     },
+     .build = [](Builder& b, const Primitive& prim, std::span<const NodeId> args, const Attrs& attrs) {
+       std::vector<NodeId> cases = b.promote_args(args.subspan(1));
+       return b.emit(prim, b.broadcast_args("where", std::vector<NodeId>{args[0], cases[0], cases[1]}),
+                     attrs);
+     },
+     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
+       NodeId cond = n.inputs[0], zero = b.literal(0.0);
+       return {std::nullopt, b.where(cond, ct, zero), b.where(cond, zero, ct)};
+     },
+     .batch = batch_elementwise,
+     .kernel = [](const Node&, Args x) { return where_kernel(*x[0], *x[1], *x[2]); }},
+    {.name = "cast",
+     .arity = 1,
+     .infer = [](Types args, const Attrs& attrs) { return ValueType{args[0].shape, attrs.get_dtype("dtype")}; },
+     .build = [](Builder& b, const Primitive&, std::span<const NodeId> args, const Attrs& attrs) {
+       return b.cast_to(args[0], attrs.get_dtype("dtype"));
+     },
+     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
+       DType from = b.dtype(n.inputs[0]);
+       if (!is_float(from) || !is_float(n.dtype)) return {std::nullopt};
+       return {b.cast_to(ct, from)};
+     },
+     .batch = batch_elementwise,
+     .kernel = [](const Node& n, Args x) { return cast_kernel(*x[0], n.dtype); }},
+};
+
+#undef SX_COMPARISON
+
+}  // namespace
+
+std::span<const Primitive> binary_primitives() { return kBinary; }
+
+}  // namespace sx::graph::prims

@@ -1,0 +1,361 @@
+// Primitives that move elements without computing on them: reshape,
+// transpose, broadcast (NumPy rules), slice (start, stop, step per axis),
+// concat and pad (low, high and interior padding with a value). Their
+// reference kernels copy element bytes, so they serve every dtype alike.
+#include <algorithm>
+#include <cstring>
+
+#include "graph/prims/common.h"
+#include "graph/prims/families.h"
+
+namespace sx::graph::prims {
+namespace {
+
+using Grads = std::vector<std::optional<NodeId>>;
+using Args = std::span<const Tensor* const>;
+using Types = std::span<const ValueType>;
+
+void copy_element(const Tensor& from, int64_t i, Tensor& to, int64_t o) {
+  size_t size = dtype_size(from.dtype());
+  std::memcpy(to.bytes().data() + o * static_cast<int64_t>(size), from.bytes().data() + i * static_cast<int64_t>(size), size);
+}
+
+// out[o] = x[source(index of o)] for every output position.
+template <class Source>
+Tensor gather_elements(const Tensor& x, const Node& node, Source source) {
+  Tensor out(node.dtype, node.shape);
+  std::vector<int64_t> strides = row_major_strides(x.shape());
+  for (int64_t o = 0; o < out.numel(); ++o) copy_element(x, ravel(source(unravel(o, node.shape)), strides), out, o);
+  return out;
+}
+
+void require_list_length(std::string_view op, std::string_view name, const std::vector<int64_t>& list, size_t rank) {
+  if (list.size() != rank) {
+    throw ShapeError(fmt::format("{}: '{}' has {} entries {} for rank {}", op, name, list.size(), list_str(list), rank));
+  }
+}
+
+std::vector<int64_t> inverse_permutation(const std::vector<int64_t>& perm) {
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  return inverse;
+}
+
+ValueType infer_reshape(Types args, const Attrs& attrs) {
+  const Shape& to = attrs.get_ints("shape");
+  for (int64_t d : to) {
+    if (d < 0) throw ShapeError(fmt::format("reshape: target shape {} has a negative dimension", shape_str(to)));
+  }
+  if (numel(to) != numel(args[0].shape)) {
+    throw ShapeError(fmt::format("reshape: cannot reshape {} ({} elements) into {} ({} elements)",
+                                 shape_str(args[0].shape), numel(args[0].shape), shape_str(to), numel(to)));
+  }
+  return {to, args[0].dtype};
+}
+
+NodeId build_reshape(Builder& b, const Primitive& prim, std::span<const NodeId> args, const Attrs& attrs) {
+  Shape to = attrs.get_ints("shape");
+  int64_t known = 1;
+  auto unknown = to.end();
+  for (auto it = to.begin(); it != to.end(); ++it) {
+    if (*it != -1) known *= *it;
+    else if (unknown == to.end()) unknown = it;
+    else throw ShapeError(fmt::format("reshape: target shape {} has more than one -1", shape_str(to)));
+  }
+  int64_t count = numel(b.shape(args[0]));
+  if (unknown != to.end() && known > 0 && count % known == 0) *unknown = count / known;
+  if (to == b.shape(args[0])) return args[0];
+  return b.emit(prim, {args[0]}, {{"shape", to}});
+}
+
+ValueType infer_transpose(Types args, const Attrs& attrs) {
+  const auto& perm = attrs.get_ints("perm");
+  const Shape& in = args[0].shape;
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (sorted[i] != static_cast<int64_t>(i) || sorted.size() != in.size()) {
+      throw ShapeError(fmt::format("transpose: {} is not a permutation of the axes of {}", list_str(perm), shape_str(in)));
+    }
+  }
+  if (perm.size() != in.size()) {
+    throw ShapeError(fmt::format("transpose: {} is not a permutation of the axes of {}", list_str(perm), shape_str(in)));
+  }
+  Shape out;
+  for (int64_t p : perm) out.push_back(in[static_cast<size_t>(p)]);
+  return {out, args[0].dtype};
+}
+
+Grads broadcast_grad(Builder& b, const Node& node, NodeId, NodeId ct) {
+  const Shape& from = b.shape(node.inputs[0]);
+  size_t lead = node.shape.size() - from.size();
+  std::vector<int64_t> axes;
+  for (size_t d = 0; d < node.shape.size(); ++d) {
+    if (d < lead || (from[d - lead] == 1 && node.shape[d] != 1)) axes.push_back(static_cast<int64_t>(d));
+  }
+  NodeId summed = axes.empty() ? ct : b.emit(primitive("sum"), {ct}, {{"axes", axes}, {"keepdims", int64_t{1}}});
+  return {b.reshape(summed, from)};
+}
+
+struct SliceSpec {
+  std::vector<int64_t> start, stop, step;
+};
+
+SliceSpec slice_spec(const Attrs& attrs) {
+  return {attrs.get_ints("start"), attrs.get_ints("stop"), attrs.get_ints("step")};
+}
+
+ValueType infer_slice(Types args, const Attrs& attrs) {
+  const Shape& in = args[0].shape;
+  SliceSpec s = slice_spec(attrs);
+  require_list_length("slice", "start", s.start, in.size());
+  require_list_length("slice", "stop", s.stop, in.size());
+  require_list_length("slice", "step", s.step, in.size());
+  Shape out;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (s.step[d] < 1 || s.start[d] < 0 || s.start[d] > s.stop[d] || s.stop[d] > in[d]) {
+      throw ShapeError(fmt::format("slice: axis {} of {}: start {} stop {} step {} is not a slice of it (0 <= start <= stop <= {}, step >= 1)",
+                                   d, shape_str(in), s.start[d], s.stop[d], s.step[d], in[d]));
+    }
+    out.push_back((s.stop[d] - s.start[d] + s.step[d] - 1) / s.step[d]);
+  }
+  return {out, args[0].dtype};
+}
+
+// Python-like defaults: missing entries take the whole axis, negative start
+// and stop count from the end, and both are clamped to the axis.
+NodeId build_slice(Builder& b, const Primitive& prim, std::span<const NodeId> args, const Attrs& attrs) {
+  const Shape& in = b.shape(args[0]);
+  std::vector<int64_t> start = attrs.get_ints("start"), stop = attrs.get_ints("stop");
+  std::vector<int64_t> step = attrs.has("step") ? attrs.get_ints("step") : std::vector<int64_t>{};
+  if (start.size() > in.size() || stop.size() > in.size() || step.size() > in.size()) {
+    throw ShapeError(fmt::format("slice: more bounds than the {} axes of {}", in.size(), shape_str(in)));
+  }
+  for (size_t d = 0; d < in.size(); ++d) {
+    auto clamp = [&](int64_t v) { return std::clamp(v < 0 ? v + in[d] : v, int64_t{0}, in[d]); };
+    if (start.size() > d) start[d] = clamp(start[d]);
+    else start.push_back(0);
+    if (stop.size() > d) stop[d] = clamp(stop[d]);
+    else stop.push_back(in[d]);
+    if (step.size() <= d) step.push_back(1);
+    stop[d] = std::max(stop[d], start[d]);
+  }
+  return b.emit(prim, {args[0]}, {{"start", start}, {"stop", stop}, {"step", step}});
+}
+
+ValueType infer_concat(Types args, const Attrs& attrs) {
+  const Shape& first = args[0].shape;
+  int64_t axis = attrs.get_int("axis");
+  if (axis < 0 || axis >= static_cast<int64_t>(first.size())) {
+    throw ShapeError(fmt::format("concat: axis {} is out of range for {}", axis, shape_str(first)));
+  }
+  Shape out = first;
+  out[static_cast<size_t>(axis)] = 0;
+  for (const ValueType& a : args) {
+    Shape other = a.shape;
+    bool fits = other.size() == first.size() && a.dtype == args[0].dtype;
+    for (size_t d = 0; fits && d < first.size(); ++d) fits = static_cast<int64_t>(d) == axis || other[d] == first[d];
+    if (!fits) {
+      throw ShapeError(fmt::format("concat: cannot join {} and {} along axis {}", type_str(args[0]), type_str(a), axis));
+    }
+    out[static_cast<size_t>(axis)] += other[static_cast<size_t>(axis)];
+  }
+  return {out, args[0].dtype};
+}
+
+Tensor concat_kernel(const Node& node, Args xs) {
+  Tensor out(node.dtype, node.shape);
+  auto axis = static_cast<size_t>(node.attrs.get_int("axis"));
+  std::vector<int64_t> strides = row_major_strides(node.shape);
+  int64_t offset = 0;
+  for (const Tensor* x : xs) {
+    for (int64_t i = 0; i < x->numel(); ++i) {
+      std::vector<int64_t> index = unravel(i, x->shape());
+      index[axis] += offset;
+      copy_element(*x, i, out, ravel(index, strides));
+    }
+    offset += x->shape()[axis];
+  }
+  return out;
+}
+
+ValueType infer_pad(Types args, const Attrs& attrs) {
+  const Shape& in = args[0].shape;
+  const auto &low = attrs.get_ints("low"), &high = attrs.get_ints("high"), &interior = attrs.get_ints("interior");
+  require_list_length("pad", "low", low, in.size());
+  require_list_length("pad", "high", high, in.size());
+  require_list_length("pad", "interior", interior, in.size());
+  attrs.get_double("value");
+  Shape out;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (low[d] < 0 || high[d] < 0 || interior[d] < 0) {
+      throw ShapeError(fmt::format("pad: padding of axis {} must not be negative, got low {} high {} interior {}",
+                                   d, low[d], high[d], interior[d]));
+    }
+    out.push_back(low[d] + high[d] + in[d] + std::max<int64_t>(in[d] - 1, 0) * interior[d]);
+  }
+  return {out, args[0].dtype};
+}
+
+Tensor pad_kernel(const Node& node, const Tensor& x) {
+  Tensor value = Tensor::scalar(node.dtype, node.attrs.get_double("value"));
+  Tensor out(node.dtype, node.shape);
+  for (int64_t o = 0; o < out.numel(); ++o) copy_element(value, 0, out, o);
+  const auto &low = node.attrs.get_ints("low"), &interior = node.attrs.get_ints("interior");
+  std::vector<int64_t> strides = row_major_strides(node.shape);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    std::vector<int64_t> index = unravel(i, x.shape());
+    for (size_t d = 0; d < index.size(); ++d) index[d] = low[d] + index[d] * (interior[d] + 1);
+    copy_element(x, i, out, ravel(index, strides));
+  }
+  return out;
+}
+
+std::vector<int64_t> with_front(int64_t front, std::vector<int64_t> rest) {
+  rest.insert(rest.begin(), front);
+  return rest;
+}
+
+const Primitive kShape[] = {
+    {.name = "reshape",
+     .arity = 1,
+     .infer = infer_reshape,
+     .build = build_reshape,
+     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads { return {b.reshape(ct, b.shape(n.inputs[0]))}; },
+     .batch = [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>, int64_t batch) {
+       return b.reshape(args[0], with_front(batch, n.shape));
+     },
+     .kernel = [](const Node& n, Args x) {
+       return Tensor(n.dtype, n.shape, std::vector<uint8_t>(x[0]->bytes().begin(), x[0]->bytes().end()));
+     }},
+    {.name = "transpose",
+     .arity = 1,
+     .infer = infer_transpose,
+     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
+       return {b.transpose(ct, inverse_permutation(n.attrs.get_ints("perm")))};
+     },
+     .batch = [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>, int64_t) {
+       return b.transpose(args[0], with_front(0, shift_axes(n.attrs.get_ints("perm"), 1)));
+     },
+     .kernel = [](const Node& n, Args x) {
+       const auto& perm = n.attrs.get_ints("perm");
+       return gather_elements(*x[0], n, [&](const std::vector<int64_t>& out_index) {
+         std::vector<int64_t> in_index(out_index.size());
+         for (size_t i = 0; i < perm.size(); ++i) in_index[static_cast<size_t>(perm[i])] = out_index[i];
+         return in_index;
+       });
+     }},
+    {.name = "broadcast",
+     .arity = 1,
+     .infer = [](Types args, const Attrs& attrs) {
+       const Shape& to = attrs.get_ints("shape");
+       if (!broadcasts_to(args[0].shape, to)) {
+         throw ShapeError(fmt::format("broadcast: cannot broadcast {} to {}", shape_str(args[0].shape), shape_str(to)));
+       }
+       return ValueType{to, args[0].dtype};
+     },
+     .grad = broadcast_grad,
+     .batch = [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>, int64_t batch) {
+       Shape from = b.shape(args[0]);
+       Shape aligned{batch};
+       aligned.insert(aligned.end(), n.shape.size() + 1 - from.size(), 1);
+       aligned.insert(aligned.end(), from.begin() + 1, from.end());
+       return b.broadcast_to(b.reshape(args[0], aligned), with_front(batch, n.shape));
+     },
+     .kernel = [](const Node& n, Args x) {
+       const Shape& from = x[0]->shape();
+       size_t lead = n.shape.size() - from.size();
+       return gather_elements(*x[0], n, [&](const std::vector<int64_t>& out_index) {
+         std::vector<int64_t> in_index(from.size());
+         for (size_t d = 0; d < from.size(); ++d) in_index[d] = from[d] == 1 ? 0 : out_index[lead + d];
+         return in_index;
+       });
+     }},
+    {.name = "slice",
+     .arity = 1,
+     .infer = infer_slice,
+     .build = build_slice,
+     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
+       const Shape& in = b.shape(n.inputs[0]);
+       if (numel(n.shape) == 0) return {b.zeros(in, n.dtype)};
+       SliceSpec s = slice_spec(n.attrs);
+       std::vector<int64_t> high, interior;
+       for (size_t d = 0; d < in.size(); ++d) {
+         high.push_back(in[d] - s.start[d] - (n.shape[d] - 1) * s.step[d] - 1);
+         interior.push_back(s.step[d] - 1);
+       }
+       return {b.pad(ct, s.start, high, interior, 0.0)};
+     },
+     .batch = [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>, int64_t batch) {
+       SliceSpec s = slice_spec(n.attrs);
+       return b.emit(*n.prim, {args[0]}, {{"start", with_front(0, s.start)}, {"stop", with_front(batch, s.stop)},
+                                          {"step", with_front(1, s.step)}});
+     },
+     .kernel = [](const Node& n, Args x) {
+       SliceSpec s = slice_spec(n.attrs);
+       return gather_elements(*x[0], n, [&](std::vector<int64_t> index) {
+         for (size_t d = 0; d < index.size(); ++d) index[d] = s.start[d] + index[d] * s.step[d];
+         return index;
+       });
+     }},
+    {.name = "concat",
+     .arity = -1,
+     .infer = infer_concat,
+     .build = [](Builder& b, const Primitive& prim, std::span<const NodeId> args, const Attrs& attrs) {
+       int64_t axis = normalize_axis(attrs.get_int("axis"), static_cast<int64_t>(b.shape(args[0]).size()), "concat");
+       return b.emit(prim, b.promote_args(args), {{"axis", axis}});
+     },
+     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
+       auto axis = static_cast<size_t>(n.attrs.get_int("axis"));
+       Grads grads;
+       int64_t offset = 0;
+       for (NodeId in : n.inputs) {
+         std::vector<int64_t> start(n.shape.size(), 0), stop = n.shape;
+         start[axis] = offset;
+         offset += b.shape(in)[axis];
+         stop[axis] = offset;
+         grads.push_back(b.slice(ct, start, stop));
+       }
+       return grads;
+     },
+     .batch = [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool> batched, int64_t batch) {
+       std::vector<NodeId> xs;
+       for (size_t i = 0; i < args.size(); ++i) xs.push_back(to_batched(b, args[i], batched[i], batch));
+       return b.emit(*n.prim, xs, {{"axis", n.attrs.get_int("axis") + 1}});
+     },
+     .kernel = concat_kernel},
+    {.name = "pad",
+     .arity = 1,
+     .infer = infer_pad,
+     .build = [](Builder& b, const Primitive& prim, std::span<const NodeId> args, const Attrs& attrs) {
+       Attrs canonical = attrs;
+       size_t rank = b.shape(args[0]).size();
+       if (!attrs.has("interior") || attrs.get_ints("interior").empty()) canonical.set("interior", std::vector<int64_t>(rank, 0));
+       if (!attrs.has("value")) canonical.set("value", 0.0);
+       canonical.set("value", canonical.get_double("value"));
+       return b.emit(prim, {args[0]}, canonical);
+     },
+     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
+       const Shape& in = b.shape(n.inputs[0]);
+       if (numel(in) == 0) return {b.zeros(in, n.dtype)};
+       const auto &low = n.attrs.get_ints("low"), &interior = n.attrs.get_ints("interior");
+       std::vector<int64_t> stop, step;
+       for (size_t d = 0; d < in.size(); ++d) {
+         stop.push_back(low[d] + (in[d] - 1) * (interior[d] + 1) + 1);
+         step.push_back(interior[d] + 1);
+       }
+       return {b.slice(ct, low, stop, step)};
+     },
+     .batch = [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>, int64_t) {
+       Attrs attrs = n.attrs;
+       for (const char* name : {"low", "high", "interior"}) attrs.set(name, with_front(0, n.attrs.get_ints(name)));
+       return b.emit(*n.prim, {args[0]}, attrs);
+     },
+     .kernel = [](const Node& n, Args x) { return pad_kernel(n, *x[0]); }},
+};
+
+}  // namespace
+
+std::span<const Primitive> shape_primitives() { return kShape; }
+
+}  // namespace sx::graph::prims

@@ -1,0 +1,160 @@
+// Elementwise unary primitives: neg, abs, sign, exp, log, sqrt, rsqrt, sin,
+// cos, tanh, erf, logistic and logical_not. Each row holds the primitive's
+// shape/dtype rule, gradient, batching rule and reference kernel.
+#include <cmath>
+#include <numbers>
+
+#include "graph/prims/common.h"
+#include "graph/prims/families.h"
+
+namespace sx::graph::prims {
+namespace {
+
+using Grads = std::vector<std::optional<NodeId>>;
+using Args = std::span<const Tensor* const>;
+using Types = std::span<const ValueType>;
+
+template <bool (*Accepts)(DType)>
+ValueType infer_unary(std::string_view op, std::span<const ValueType> args, std::string_view what) {
+  require_dtypes(op, args, Accepts, what);
+  return args[0];
+}
+
+ValueType infer_float(std::span<const ValueType> args, std::string_view op) {
+  return infer_unary<is_float>(op, args, "floating-point");
+}
+
+ValueType infer_numeric(std::span<const ValueType> args, std::string_view op) {
+  return infer_unary<is_numeric>(op, args, "numeric");
+}
+
+template <class C>
+C negate(C v) {
+  if constexpr (std::is_integral_v<C>) return wrap_sub(C(0), v);
+  else return -v;
+}
+
+template <class C>
+C absolute(C v) {
+  if constexpr (std::is_floating_point_v<C>) return std::fabs(v);
+  else if constexpr (std::is_unsigned_v<C>) return v;
+  else return v < 0 ? negate(v) : v;
+}
+
+template <class C>
+C sign_of(C v) {
+  if constexpr (std::is_unsigned_v<C>) return v > 0 ? C(1) : C(0);
+  else return v > 0 ? C(1) : (v < 0 ? C(-1) : v);
+}
+
+const Primitive kUnary[] = {
+    {.name = "neg",
+     .arity = 1,
+     .infer = [](Types args, const Attrs&) { return infer_numeric(args, "neg"); },
+     .grad = [](Builder& b, const Node&, NodeId, NodeId ct) -> Grads { return {b.neg(ct)}; },
+     .batch = batch_elementwise,
+     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return negate(v); }); }},
+    {.name = "abs",
+     .arity = 1,
+     .infer = [](Types args, const Attrs&) { return infer_numeric(args, "abs"); },
+     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
+       return {b.mul(ct, b.sign(n.inputs[0]))};
+     },
+     .batch = batch_elementwise,
+     .kernel = [](const Node&, Args a) {
+       return map_unary(*a[0], [](auto v) { return absolute(v); });
+     }},
+    {.name = "sign",
+     .arity = 1,
+     .infer = [](Types args, const Attrs&) { return infer_numeric(args, "sign"); },
+     .batch = batch_elementwise,
+     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return sign_of(v); }); }},
+    {.name = "exp",
+     .arity = 1,
+     .infer = [](Types args, const Attrs&) { return infer_float(args, "exp"); },
+     .grad = [](Builder& b, const Node&, NodeId self, NodeId ct) -> Grads { return {b.mul(ct, self)}; },
+     .batch = batch_elementwise,
+     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return std::exp(v); }); }},
+    {.name = "log",
+     .arity = 1,
+     .infer = [](Types args, const Attrs&) { return infer_float(args, "log"); },
+     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
+       return {b.div(ct, n.inputs[0])};
+     },
+     .batch = batch_elementwise,
+     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return std::log(v); }); }},
+    {.name = "sqrt",
+     .arity = 1,
+     .infer = [](Types args, const Attrs&) { return infer_float(args, "sqrt"); },
+     .grad = [](Builder& b, const Node&, NodeId self, NodeId ct) -> Grads {
+       return {b.div(ct, b.mul(b.literal(2.0), self))};
+     },
+     .batch = batch_elementwise,
+     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return std::sqrt(v); }); }},
+    {.name = "rsqrt",
+     .arity = 1,
+     .infer = [](Types args, const Attrs&) { return infer_float(args, "rsqrt"); },
+     .grad = [](Builder& b, const Node& n, NodeId self, NodeId ct) -> Grads {
+       // d/dx x^(-1/2) = -(1/2) x^(-1/2) / x
+       return {b.mul(ct, b.div(b.mul(b.literal(-0.5), self), n.inputs[0]))};
+     },
+     .batch = batch_elementwise,
+     .kernel = [](const Node&, Args a) {
+       return map_unary(*a[0], [](auto v) { return decltype(v)(1) / std::sqrt(v); });
+     }},
+    {.name = "sin",
+     .arity = 1,
+     .infer = [](Types args, const Attrs&) { return infer_float(args, "sin"); },
+     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
+       return {b.mul(ct, b.cos(n.inputs[0]))};
+     },
+     .batch = batch_elementwise,
+     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return std::sin(v); }); }},
+    {.name = "cos",
+     .arity = 1,
+     .infer = [](Types args, const Attrs&) { return infer_float(args, "cos"); },
+     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
+       return {b.neg(b.mul(ct, b.sin(n.inputs[0])))};
+     },
+     .batch = batch_elementwise,
+     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return std::cos(v); }); }},
+    {.name = "tanh",
+     .arity = 1,
+     .infer = [](Types args, const Attrs&) { return infer_float(args, "tanh"); },
+     .grad = [](Builder& b, const Node&, NodeId self, NodeId ct) -> Grads {
+       return {b.mul(ct, b.sub(b.literal(1.0), b.mul(self, self)))};
+     },
+     .batch = batch_elementwise,
+     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return std::tanh(v); }); }},
+    {.name = "erf",
+     .arity = 1,
+     .infer = [](Types args, const Attrs&) { return infer_float(args, "erf"); },
+     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
+       NodeId x = n.inputs[0];
+       NodeId density = b.exp(b.neg(b.mul(x, x)));
+       return {b.mul(ct, b.mul(b.literal(2.0 / std::sqrt(std::numbers::pi)), density))};
+     },
+     .batch = batch_elementwise,
+     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return std::erf(v); }); }},
+    {.name = "logistic",
+     .arity = 1,
+     .infer = [](Types args, const Attrs&) { return infer_float(args, "logistic"); },
+     .grad = [](Builder& b, const Node&, NodeId self, NodeId ct) -> Grads {
+       return {b.mul(ct, b.mul(self, b.sub(b.literal(1.0), self)))};
+     },
+     .batch = batch_elementwise,
+     .kernel = [](const Node&, Args a) {
+       return map_unary(*a[0], [](auto v) { return decltype(v)(1) / (decltype(v)(1) + std::exp(-v)); });
+     }},
+    {.name = "logical_not",
+     .arity = 1,
+     .infer = [](Types args, const Attrs&) { return infer_unary<is_bool>("logical_not", args, "bool"); },
+     .batch = batch_elementwise,
+     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return !v; }); }},
+};
+
+}  // namespace
+
+std::span<const Primitive> unary_primitives() { return kUnary; }
+
+}  // namespace sx::graph::prims

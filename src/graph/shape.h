@@ -1,0 +1,36 @@
+// Shapes of tensors and the helpers every shape rule uses: element counts,
+// row-major strides, NumPy broadcasting and axis normalization.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sx::graph {
+
+using Shape = std::vector<int64_t>;
+
+int64_t numel(const Shape& shape);
+// "[2, 3]"; a scalar is "[]".
+std::string shape_str(const Shape& shape);
+// `parts` separated by `separator`.
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+// Also for lists of axes or indices: "[0, 2]".
+std::string list_str(const std::vector<int64_t>& values);
+std::vector<int64_t> row_major_strides(const Shape& shape);
+
+// NumPy broadcasting of two shapes: aligned at the right, each pair of
+// dimensions equal or one of them 1. nullopt when they do not broadcast.
+std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
+// Whether `from` broadcasts to exactly `to`.
+bool broadcasts_to(const Shape& from, const Shape& to);
+
+// An axis in [-rank, rank) made non-negative; throws ShapeError naming `op`.
+int64_t normalize_axis(int64_t axis, int64_t rank, std::string_view op);
+// A list of distinct axes, normalized and sorted.
+std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t rank,
+                                    std::string_view op);
+
+}  // namespace sx::graph

@@ -1,0 +1,77 @@
+// Host tensors and bf16 rounding.
+#include "graph/tensor.h"
+
+#include <bit>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "graph/errors.h"
+
+namespace sx::graph {
+
+Bf16::Bf16(float value) {
+  uint32_t f = std::bit_cast<uint32_t>(value);
+  if (std::isnan(value)) {
+    bits = static_cast<uint16_t>((f >> 16) | 0x40);  // keep it a quiet NaN
+    return;
+  }
+  uint32_t rounding = 0x7fff + ((f >> 16) & 1);
+  bits = static_cast<uint16_t>((f + rounding) >> 16);
+}
+
+Bf16::operator float() const { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+
+Tensor::Tensor(DType dtype, Shape shape)
+    : dtype_(dtype),
+      shape_(std::move(shape)),
+      bytes_(static_cast<size_t>(graph::numel(shape_)) * dtype_size(dtype)) {}
+
+Tensor::Tensor(DType dtype, Shape shape, std::vector<uint8_t> bytes)
+    : dtype_(dtype), shape_(std::move(shape)), bytes_(std::move(bytes)) {
+  size_t expected = static_cast<size_t>(graph::numel(shape_)) * dtype_size(dtype);
+  if (bytes_.size() != expected) {
+    throw GraphError(fmt::format("tensor: a {} {} tensor needs {} bytes, got {}",
+                                 dtype_name(dtype), shape_str(shape_), expected, bytes_.size()));
+  }
+}
+
+Tensor Tensor::from_doubles(DType dtype, Shape shape, std::span<const double> values) {
+  Tensor t(dtype, std::move(shape));
+  if (static_cast<int64_t>(values.size()) != t.numel()) {
+    throw GraphError(fmt::format("tensor: shape {} needs {} values, got {}", shape_str(t.shape()),
+                                 t.numel(), values.size()));
+  }
+  for (size_t i = 0; i < values.size(); ++i) t.set_value(static_cast<int64_t>(i), values[i]);
+  return t;
+}
+
+Tensor Tensor::scalar(DType dtype, double value) {
+  Tensor t(dtype, {});
+  t.set_value(0, value);
+  return t;
+}
+
+double Tensor::value(int64_t i) const {
+  return visit_dtype(dtype_, [&](auto types) {
+    using S = typename decltype(types)::storage;
+    using C = typename decltype(types)::compute;
+    return static_cast<double>(static_cast<C>(data<S>()[i]));
+  });
+}
+
+std::vector<double> Tensor::to_doubles() const {
+  std::vector<double> out(static_cast<size_t>(numel()));
+  for (int64_t i = 0; i < numel(); ++i) out[static_cast<size_t>(i)] = value(i);
+  return out;
+}
+
+void Tensor::set_value(int64_t i, double value) {
+  visit_dtype(dtype_, [&](auto types) {
+    using S = typename decltype(types)::storage;
+    using C = typename decltype(types)::compute;
+    data<S>()[i] = S(static_cast<C>(value));
+  });
+}
+
+}  // namespace sx::graph

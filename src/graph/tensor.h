@@ -1,0 +1,84 @@
+// A tensor in host memory: dtype, shape and the elements' bytes in row-major
+// order. Constants hold one; reference kernels take and return them; devices
+// use them as buffers. Also the bf16 storage type and the dtype dispatch that
+// kernels use to run one loop per element type.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "graph/dtype.h"
+#include "graph/shape.h"
+
+namespace sx::graph {
+
+// bfloat16 stored as its 16 bits; converting from f32 rounds to nearest even.
+struct Bf16 {
+  uint16_t bits = 0;
+  Bf16() = default;
+  explicit Bf16(float value);
+  explicit operator float() const;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Zero-filled.
+  Tensor(DType dtype, Shape shape);
+  // Takes the bytes; throws GraphError when their count does not fit.
+  Tensor(DType dtype, Shape shape, std::vector<uint8_t> bytes);
+  // Each value converted to the dtype (rounded for bf16, truncated for ints).
+  static Tensor from_doubles(DType dtype, Shape shape, std::span<const double> values);
+  static Tensor scalar(DType dtype, double value);
+
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t numel() const { return graph::numel(shape_); }
+  std::span<const uint8_t> bytes() const { return bytes_; }
+  std::span<uint8_t> bytes() { return bytes_; }
+
+  template <class S>
+  S* data() { return reinterpret_cast<S*>(bytes_.data()); }
+  template <class S>
+  const S* data() const { return reinterpret_cast<const S*>(bytes_.data()); }
+
+  // Element i converted to double; all elements the same way.
+  double value(int64_t i) const;
+  std::vector<double> to_doubles() const;
+  void set_value(int64_t i, double value);
+
+  bool operator==(const Tensor& other) const = default;
+
+ private:
+  DType dtype_ = DType::f32;
+  Shape shape_;
+  std::vector<uint8_t> bytes_;
+};
+
+// The storage type of a dtype's elements and the type its arithmetic runs in
+// (bf16 is stored as Bf16 and computed in float).
+template <class Storage, class Compute>
+struct ElementTypes {
+  using storage = Storage;
+  using compute = Compute;
+};
+
+// Calls fn(ElementTypes<S, C>{}) for the dtype's storage and compute types.
+template <class Fn>
+decltype(auto) visit_dtype(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::f32: return fn(ElementTypes<float, float>{});
+    case DType::bf16: return fn(ElementTypes<Bf16, float>{});
+    case DType::f64: return fn(ElementTypes<double, double>{});
+    case DType::i32: return fn(ElementTypes<int32_t, int32_t>{});
+    case DType::i64: return fn(ElementTypes<int64_t, int64_t>{});
+    case DType::boolean: return fn(ElementTypes<bool, bool>{});
+    case DType::u8: return fn(ElementTypes<uint8_t, uint8_t>{});
+    case DType::u16: return fn(ElementTypes<uint16_t, uint16_t>{});
+  }
+  return fn(ElementTypes<float, float>{});
+}
+
+}  // namespace sx::graph
