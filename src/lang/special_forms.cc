@@ -153,11 +153,14 @@ void define_top_level(Interpreter& in, const Symbol* name, Value value, Span spa
   if (in.options().warn_redefinition) {
     Diagnostic d;
     d.span = span;
-    if (module.lookup_local(name)) {
+    Value* existing = module.lookup_local(name);
+    // A module required directly and through another brings the same definition twice.
+    bool same = existing && (existing->is_object() ? existing->object() == value.object() : equal(*existing, value));
+    if (existing && !same) {
       d.code = "W-EVAL-002";
       d.message = fmt::format("`{}` is already defined; this definition replaces it", name->name);
       in.warn(std::move(d));
-    } else if (in.builtins().lookup_local(name)) {
+    } else if (!existing && in.builtins().lookup_local(name)) {
       d.code = "W-EVAL-001";
       d.message = fmt::format("`{}` shadows the builtin of the same name in this file", name->name);
       d.helps.push_back("rename it unless replacing the builtin is meant");
