@@ -63,7 +63,7 @@ NodeId Builder::literal_int(int64_t value) {
   return constant(std::move(t), true);
 }
 
-NodeId Builder::full(const Shape& shape, DType dtype, double value) {
+NodeId Builder::full(Shape shape, DType dtype, double value) {
   NodeId s = scalar(value, dtype);
   return shape.empty() ? s : broadcast_to(s, shape);
 }
@@ -131,9 +131,9 @@ NodeId Builder::cast_to(NodeId x, DType to) {
   return y;
 }
 
-NodeId Builder::broadcast_to(NodeId x, const Shape& to) {
+NodeId Builder::broadcast_to(NodeId x, Shape to) {
   if (shape(x) == to) return x;
-  return emit(primitive("broadcast"), {x}, {{"shape", to}});
+  return emit(primitive("broadcast"), {x}, {{"shape", std::move(to)}});
 }
 
 namespace {

@@ -41,8 +41,8 @@ class Builder {
   NodeId scalar(double value, DType dtype);
   NodeId literal(double value);
   NodeId literal_int(int64_t value);
-  NodeId full(const Shape& shape, DType dtype, double value);
-  NodeId zeros(const Shape& shape, DType dtype) { return full(shape, dtype, 0.0); }
+  NodeId full(Shape shape, DType dtype, double value);
+  NodeId zeros(Shape shape, DType dtype) { return full(std::move(shape), dtype, 0.0); }
 
   // Any op by its primitive's name: the entry the front end maps names to.
   NodeId op(std::string_view name, std::vector<NodeId> args, const Attrs& attrs = {});
@@ -53,7 +53,7 @@ class Builder {
   std::vector<NodeId> promote_args(std::span<const NodeId> args);
   std::vector<NodeId> broadcast_args(std::string_view op, std::span<const NodeId> args);
   NodeId cast_to(NodeId x, DType dtype);
-  NodeId broadcast_to(NodeId x, const Shape& shape);
+  NodeId broadcast_to(NodeId x, Shape shape);
 
   // Elementwise.
   NodeId neg(NodeId x) { return op("neg", {x}); }

@@ -106,7 +106,7 @@ std::optional<NodeId> simplified(Builder& b, const Node& node) {
       return in(0);
     }
   }
-  const Node& inner = g.nodes[in(0)];
+  Node inner = g.nodes[in(0)];  // a copy: emitting below may move the nodes
   if (op == "reshape" && inner.op_name() == "reshape") return b.reshape(inner.inputs[0], node.shape);
   if (op == "transpose" && inner.op_name() == "transpose") {
     const auto &outer_perm = node.attrs.get_ints("perm"), &inner_perm = inner.attrs.get_ints("perm");

@@ -87,7 +87,7 @@ ValueType infer_transpose(Types args, const Attrs& attrs) {
 }
 
 Grads broadcast_grad(Builder& b, const Node& node, NodeId, NodeId ct) {
-  const Shape& from = b.shape(node.inputs[0]);
+  Shape from = b.shape(node.inputs[0]);
   size_t lead = node.shape.size() - from.size();
   std::vector<int64_t> axes;
   for (size_t d = 0; d < node.shape.size(); ++d) {
@@ -125,7 +125,7 @@ ValueType infer_slice(Types args, const Attrs& attrs) {
 // Python-like defaults: missing entries take the whole axis, negative start
 // and stop count from the end, and both are clamped to the axis.
 NodeId build_slice(Builder& b, const Primitive& prim, std::span<const NodeId> args, const Attrs& attrs) {
-  const Shape& in = b.shape(args[0]);
+  Shape in = b.shape(args[0]);
   std::vector<int64_t> start = attrs.get_ints("start"), stop = attrs.get_ints("stop");
   std::vector<int64_t> step = attrs.has("step") ? attrs.get_ints("step") : std::vector<int64_t>{};
   if (start.size() > in.size() || stop.size() > in.size() || step.size() > in.size()) {
@@ -276,7 +276,7 @@ const Primitive kShape[] = {
      .infer = infer_slice,
      .build = build_slice,
      .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
-       const Shape& in = b.shape(n.inputs[0]);
+       Shape in = b.shape(n.inputs[0]);
        if (numel(n.shape) == 0) return {b.zeros(in, n.dtype)};
        SliceSpec s = slice_spec(n.attrs);
        std::vector<int64_t> high, interior;
@@ -336,7 +336,7 @@ const Primitive kShape[] = {
        return b.emit(prim, {args[0]}, canonical);
      },
      .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
-       const Shape& in = b.shape(n.inputs[0]);
+       Shape in = b.shape(n.inputs[0]);
        if (numel(in) == 0) return {b.zeros(in, n.dtype)};
        const auto &low = n.attrs.get_ints("low"), &interior = n.attrs.get_ints("interior");
        std::vector<int64_t> stop, step;

@@ -1,0 +1,42 @@
+// The device factory and the input checks every plan shares.
+#include "device/device.h"
+
+#include <fmt/format.h>
+
+#include "device/reference/reference.h"
+
+namespace sx::device {
+
+std::unique_ptr<Device> make_device(std::string_view name, const DeviceOptions& options) {
+  (void)options;
+  if (name == "reference") return std::make_unique<ReferenceDevice>();
+  if (name == "cpu") {
+    throw DeviceError("the cpu device is not in this build yet: use --device reference");
+  }
+  if (name == "cuda") {
+    throw DeviceError("the cuda device is not in this build: rebuild with the CUDA toolkit, or use --device cpu");
+  }
+  if (name == "metal") {
+    throw DeviceError("the metal device is not in this build: it needs macOS with Metal; use --device cpu");
+  }
+  throw DeviceError(fmt::format("unknown device '{}': the devices are reference, cpu, cuda and metal "
+                                "(this build has: reference)", name));
+}
+
+std::vector<std::string> available_devices() { return {"reference"}; }
+
+void check_inputs(const graph::Graph& graph, std::span<const Buffer> inputs) {
+  if (inputs.size() != graph.inputs.size()) {
+    throw DeviceError(fmt::format("run: the graph takes {} inputs, got {}", graph.inputs.size(), inputs.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const graph::Node& node = graph.node(graph.inputs[i].node);
+    if (inputs[i].shape() != node.shape || inputs[i].dtype() != node.dtype) {
+      throw DeviceError(fmt::format("run: input '{}' must be {}{}, got {}{}", graph.inputs[i].name,
+                                    graph::dtype_name(node.dtype), graph::shape_str(node.shape),
+                                    graph::dtype_name(inputs[i].dtype()), graph::shape_str(inputs[i].shape())));
+    }
+  }
+}
+
+}  // namespace sx::device

@@ -1,0 +1,64 @@
+// The device interface: a device compiles a graph into a plan; a plan runs
+// it on buffers. Every device takes the same graph; `reference` is the
+// specification the others are tested against. Devices are chosen by name
+// with make_device; one not in this build is refused by name, never
+// replaced by another in silence.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/tensor.h"
+
+namespace sx::device {
+
+// Host memory with a dtype and a shape.
+using Buffer = graph::Tensor;
+
+// A device cannot be made, or a plan was given the wrong buffers. The
+// message is what the user should do.
+class DeviceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct DeviceOptions {
+  // Threads for the cpu device; 0 = all cores. Other devices ignore it.
+  int cpu_cores = 0;
+};
+
+class Plan {
+ public:
+  virtual ~Plan() = default;
+  // One buffer per graph input, in the order of graph.inputs, each with that
+  // input's shape and dtype (else DeviceError naming it); returns one buffer
+  // per graph output, in the order of graph.outputs.
+  virtual std::vector<Buffer> run(std::span<const Buffer> inputs) = 0;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual std::string name() const = 0;
+  // Verifies the graph and prepares it to run.
+  virtual std::unique_ptr<Plan> compile(const graph::Graph& graph) = 0;
+};
+
+// "reference" (built always), "cpu", "cuda", "metal". Throws DeviceError
+// saying how to get a device that is not in this build, and listing the
+// names for an unknown one.
+std::unique_ptr<Device> make_device(std::string_view name, const DeviceOptions& options = {});
+
+// The devices this build can make.
+std::vector<std::string> available_devices();
+
+// Throws DeviceError unless `inputs` fit the graph's inputs: shared by every
+// device's Plan::run.
+void check_inputs(const graph::Graph& graph, std::span<const Buffer> inputs);
+
+}  // namespace sx::device

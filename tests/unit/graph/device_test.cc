@@ -1,0 +1,48 @@
+// The device factory's refusals and the reference plan's input checks.
+#include "device/device.h"
+#include "test_util.h"
+
+namespace sx::device {
+namespace {
+
+std::string error_of(std::string_view name) {
+  try {
+    make_device(name);
+  } catch (const DeviceError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Devices, ReferenceIsBuilt) {
+  EXPECT_EQ(make_device("reference")->name(), "reference");
+  EXPECT_EQ(available_devices(), std::vector<std::string>{"reference"});
+}
+
+TEST(Devices, DevicesNotBuiltAreRefusedWithTheFix) {
+  EXPECT_EQ(error_of("cuda"), "the cuda device is not in this build: rebuild with the CUDA toolkit, or use --device cpu");
+  EXPECT_EQ(error_of("metal"), "the metal device is not in this build: it needs macOS with Metal; use --device cpu");
+  EXPECT_EQ(error_of("cpu"), "the cpu device is not in this build yet: use --device reference");
+  EXPECT_EQ(error_of("tpu"),
+            "unknown device 'tpu': the devices are reference, cpu, cuda and metal (this build has: reference)");
+}
+
+TEST(Devices, PlanChecksItsInputs) {
+  graph::Graph g;
+  graph::Builder b(g);
+  b.output("y", b.neg(b.input("x", {2}, graph::DType::f32)));
+  auto plan = make_device("reference")->compile(g);
+  std::vector<Buffer> wrong{graph::Tensor(graph::DType::f32, {3})};
+  try {
+    plan->run(wrong);
+    FAIL() << "no error";
+  } catch (const DeviceError& e) {
+    EXPECT_STREQ(e.what(), "run: input 'x' must be f32[2], got f32[3]");
+  }
+  EXPECT_THROW(plan->run({}), DeviceError);
+  std::vector<Buffer> right{graph::testing::tensor(graph::DType::f32, {2}, {1, -2})};
+  graph::testing::expect_tensor(plan->run(right)[0], graph::DType::f32, {2}, {-1, 2});
+}
+
+}  // namespace
+}  // namespace sx::device

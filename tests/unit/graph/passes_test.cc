@@ -1,0 +1,133 @@
+// The passes on small graphs: each result is verified (the passes run the
+// verifier) and computes what the original did. Also the verifier's
+// rejections, which name the node.
+#include "graph/errors.h"
+#include "graph/passes.h"
+#include "graph/primitive.h"
+#include "graph/verify.h"
+#include "test_util.h"
+
+namespace sx::graph {
+namespace {
+
+using testing::tensor;
+
+size_t count_op(const Graph& g, std::string_view op) {
+  size_t n = 0;
+  for (const Node& node : g.nodes) n += node.op_name() == op;
+  return n;
+}
+
+void expect_same_results(const Graph& a, const Graph& b, const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> ra = testing::run(a, inputs), rb = testing::run(b, inputs);
+  ASSERT_EQ(ra.size(), rb.size());
+  for (size_t i = 0; i < ra.size(); ++i) EXPECT_EQ(ra[i], rb[i]) << "output " << i;
+}
+
+TEST(Passes, ConstantFoldingEvaluatesConstantSubgraphs) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", {2}, DType::f32);
+  NodeId c = b.mul(b.constant(tensor(DType::f32, {2}, {1, 2})), b.literal(3.0));
+  b.output("y", b.add(x, c));
+  Graph folded = fold_constants(g);
+  Graph clean = eliminate_dead_code(folded);
+  EXPECT_EQ(count_op(clean, "mul"), 0u);
+  EXPECT_EQ(count_op(clean, "add"), 1u);
+  expect_same_results(g, clean, {tensor(DType::f32, {2}, {10, 20})});
+}
+
+TEST(Passes, ConstantFoldingLeavesLargeResults) {
+  Graph g;
+  Builder b(g);
+  b.output("y", b.full({100, 100}, DType::f32, 1.0));
+  EXPECT_EQ(count_op(fold_constants(g), "broadcast"), 1u);
+}
+
+TEST(Passes, CseMergesEqualNodes) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", {2}, DType::f32);
+  NodeId e1 = b.exp(x), e2 = b.exp(x);
+  NodeId one = b.scalar(1.0, DType::f32), one_again = b.scalar(1.0, DType::f32);
+  b.output("y", b.add(b.add(e1, e2), b.add(one, one_again)));
+  Graph merged = eliminate_dead_code(eliminate_common_subexpressions(g));
+  EXPECT_EQ(count_op(merged, "exp"), 1u);
+  EXPECT_EQ(count_op(merged, "constant"), 1u);
+  expect_same_results(g, merged, {tensor(DType::f32, {2}, {0, 1})});
+}
+
+TEST(Passes, SimplifyRemovesIdentities) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", {2, 3}, DType::f32);
+  NodeId y = b.add(b.mul(x, b.literal(1.0)), b.literal(0.0));
+  y = b.reshape(b.reshape(y, {3, 2}), {6});
+  y = b.reshape(y, {2, 3});
+  y = b.transpose(b.transpose(y, {1, 0}), {1, 0});
+  y = b.neg(b.neg(y));
+  y = b.emit(primitive("cast"), {y}, {{"dtype", DType::f32}});
+  b.output("y", y);
+  Graph s = optimize(g);
+  EXPECT_EQ(s.nodes.size(), 1u);  // only the input is left
+  EXPECT_EQ(*s.find_output("y"), *s.find_input("x"));
+  expect_same_results(g, s, {tensor(DType::f32, {2, 3}, {1, 2, 3, 4, 5, 6})});
+}
+
+TEST(Passes, DeadCodeEliminationKeepsInputsAndWhatOutputsNeed) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", {2}, DType::f32);
+  b.input("unused", {2}, DType::f32);
+  b.exp(x);
+  b.output("y", b.neg(x));
+  Graph d = eliminate_dead_code(g);
+  EXPECT_EQ(d.nodes.size(), 3u);
+  EXPECT_EQ(d.inputs.size(), 2u);
+  EXPECT_EQ(count_op(d, "exp"), 0u);
+}
+
+TEST(Passes, OptimizeKeepsResultsOfATrainingLikeGraph) {
+  Graph g;
+  Builder b(g);
+  NodeId w = b.input("w", {3, 2}, DType::f32);
+  NodeId x = b.input("x", {4, 3}, DType::f32);
+  NodeId h = b.tanh(b.add(b.matmul(x, w), b.mul(b.literal(0.0), b.literal(2.0))));
+  b.output("loss", b.sum(b.mul(h, h), {}));
+  std::vector<Tensor> in{tensor(DType::f32, {3, 2}, {1, 2, 3, 4, 5, 6}),
+                         tensor(DType::f32, {4, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1})};
+  expect_same_results(g, optimize(g), in);
+}
+
+TEST(Verify, RejectsAndNamesTheNode) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", {2}, DType::f32);
+  NodeId y = b.exp(x);
+  b.output("y", y);
+  verify(g);
+  Graph wrong_shape = g;
+  wrong_shape.nodes[y].shape = {3};
+  EXPECT_THROW(
+      {
+        try {
+          verify(wrong_shape);
+        } catch (const VerifyError& e) {
+          EXPECT_STREQ(e.what(), "verify: node 1 (exp f32[3]): its rule gives f32[2]");
+          throw;
+        }
+      },
+      VerifyError);
+  Graph out_of_order = g;
+  out_of_order.nodes[y].inputs = {1};
+  EXPECT_THROW(verify(out_of_order), VerifyError);
+  Graph bad_output = g;
+  bad_output.outputs[0].node = 9;
+  EXPECT_THROW(verify(bad_output), VerifyError);
+  Graph wrong_arity = g;
+  wrong_arity.nodes[y].inputs = {};
+  EXPECT_THROW(verify(wrong_arity), VerifyError);
+}
+
+}  // namespace
+}  // namespace sx::graph
