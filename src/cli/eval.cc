@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli/common.h"
+#include "cli/eager.h"
 #include "lang/printer.h"
 
 namespace sx::cli {
@@ -11,18 +12,21 @@ void add_eval_command(CLI::App& app, std::function<int()>& action) {
   auto file = std::make_shared<std::string>();
   auto expression = std::make_shared<std::string>();
   auto flags = std::make_shared<EvalFlags>();
+  auto device = std::make_shared<DeviceFlags>();
   command->add_option("--file,-f", *file, "Evaluate this file's top level first; EXPR sees its definitions");
   command->add_option("expr", *expression, "The expressions to evaluate; the last one's value is printed")
       ->required();
   flags->add_to(*command);
-  command->callback([&action, file, expression, flags] {
-    action = [file, expression, flags] {
+  device->add_to(*command);
+  command->callback([&action, file, expression, flags, device] {
+    action = [file, expression, flags, device] {
       return run_on_large_stack([&] {
         // Outlives the try: a diagnostic's spans point into the interpreter's sources.
         lang::Interpreter interp(interpreter_options(*flags));
         try {
           lang::Ref<lang::Env> env = file->empty() ? interp.new_top_level() : interp.load_file(*file);
           lang::Value value = interp.eval_text(*expression, "<expr>", *env);
+          value = materialize(value, interp, *device->make());
           std::printf("%s\n", lang::print(value).c_str());
           return kExitOk;
         } catch (const lang::Error& e) {

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "cli/common.h"
+#include "cli/eager.h"
 #include "lang/printer.h"
 
 namespace sx::cli {
@@ -50,12 +51,14 @@ class LineSource {
   std::string history_;
 };
 
-int repl(const std::string& file, const EvalFlags& flags) {
+int repl(const std::string& file, const EvalFlags& flags, const DeviceFlags& device_flags) {
   lang::InterpreterOptions options = interpreter_options(flags);
   options.warn_redefinition = false;
   lang::Interpreter interp(options);
   lang::Ref<lang::Env> env;
+  std::unique_ptr<device::Device> device;
   try {
+    device = device_flags.make();
     env = file.empty() ? interp.new_top_level() : interp.load_file(file);
   } catch (const lang::Error& e) {
     return report(e);
@@ -71,7 +74,7 @@ int repl(const std::string& file, const EvalFlags& flags) {
       lines.remember(pending.substr(0, pending.size() - 1));
       pending.clear();
       for (const auto& form : forms) {
-        lang::Value value = interp.eval(form.value, form.span, *env);
+        lang::Value value = materialize(interp.eval(form.value, form.span, *env), interp, *device);
         std::printf("%s\n", lang::print(value).c_str());
         std::fflush(stdout);
       }
@@ -95,10 +98,12 @@ void add_repl_command(CLI::App& app, std::function<int()>& action) {
   auto* command = app.add_subcommand("repl", "Evaluate expressions interactively (after FILE's top level, if given)");
   auto file = std::make_shared<std::string>();
   auto flags = std::make_shared<EvalFlags>();
+  auto device = std::make_shared<DeviceFlags>();
   command->add_option("file", *file, "Evaluate this file's top level first");
   flags->add_to(*command);
-  command->callback([&action, file, flags] {
-    action = [file, flags] { return run_on_large_stack([&] { return repl(*file, *flags); }); };
+  device->add_to(*command);
+  command->callback([&action, file, flags, device] {
+    action = [file, flags, device] { return run_on_large_stack([&] { return repl(*file, *flags, *device); }); };
   });
 }
 

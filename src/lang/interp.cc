@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "lang/printer.h"
+#include "lang/tracer.h"
 
 namespace sx::lang {
 
@@ -131,7 +132,8 @@ std::map<std::string, size_t> Args::keywords(size_t first, std::initializer_list
 
 // --- Interpreter -------------------------------------------------------------------------
 
-Interpreter::Interpreter(InterpreterOptions options) : options_(std::move(options)) {
+Interpreter::Interpreter(InterpreterOptions options)
+    : options_(std::move(options)), tracer_(std::make_shared<Tracer>()) {
   builtins_ = Ref<Env>(new Env(Ref<Env>(), true));
   register_env(builtins_.get());
   on_warning = [](const Diagnostic& d) { std::fputs(render(d, stderr_wants_color()).c_str(), stderr); };
@@ -365,6 +367,10 @@ Value Interpreter::apply(const Value& function, std::span<Value> args, std::span
       }
       Args a(*this, builtin->name, args, arg_spans, call);
       return builtin->fn(a);
+    }
+    if (const auto* native = dynamic_cast<const NativeClosure*>(fn)) {
+      Args a(*this, native->name, args, arg_spans, call);
+      return native->body(a);
     }
     return apply_closure(*static_cast<const Closure*>(fn), args, arg_spans, call);
   }

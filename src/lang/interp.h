@@ -17,6 +17,7 @@
 namespace sx::lang {
 
 class Interpreter;
+class Tracer;
 
 // A scope. A module's top level keeps its names in definition order (roots are ordered
 // by it); a call or `let` frame keeps a few names in a flat vector.
@@ -100,6 +101,14 @@ class Builtin final : public Function {
   BuiltinFn fn;
 };
 
+// A function native code makes at run time, closing over values (what `grad` returns).
+class NativeClosure final : public Function {
+ public:
+  using Body = std::function<Value(Args&)>;
+  NativeClosure(std::string name, Body body) : Function(Type::Function, std::move(name)), body(std::move(body)) {}
+  Body body;
+};
+
 struct LambdaList {
   struct Param {
     const Symbol* name = nullptr;
@@ -175,6 +184,8 @@ class Interpreter {
   void warn(Diagnostic diagnostic);
 
   SourceMap& sources() { return sources_; }
+  // The graph tensor expressions trace into (tracer.h).
+  const std::shared_ptr<Tracer>& tracer() { return tracer_; }
   const InterpreterOptions& options() const { return options_; }
 
   // Counts one evaluation step against `max_steps`, or `n` for builtins that build n things.
@@ -216,6 +227,7 @@ class Interpreter {
   std::map<std::string, Module> modules_;
   std::vector<std::string> loading_;  // the require chain, for cycle messages
   std::vector<Expansion> expansions_;
+  std::shared_ptr<Tracer> tracer_;
   Env* env_registry_ = nullptr;
   size_t depth_ = 0;
   uintptr_t stack_base_ = 0;

@@ -20,5 +20,7 @@ void install_number_builtins(Interpreter& interp);  // numbers.cc: arithmetic, c
 void install_list_builtins(Interpreter& interp);    // lists.cc: lists, vectors, plists, higher-order
 void install_string_builtins(Interpreter& interp);  // strings.cc: str, format, symbols, keywords
 void install_misc_builtins(Interpreter& interp);    // misc.cc: equal, type predicates, print, error
+void install_tensor_builtins(Interpreter& interp);  // tensors.cc: tensor constructors and operations
+void install_grad_builtins(Interpreter& interp);    // grad.cc: grad, value-and-grad
 
 }  // namespace sx::lang

@@ -8,6 +8,8 @@ void install_builtins(Interpreter& interp) {
   install_list_builtins(interp);
   install_string_builtins(interp);
   install_misc_builtins(interp);
+  install_tensor_builtins(interp);
+  install_grad_builtins(interp);
 }
 
 }  // namespace sx::lang

@@ -1,11 +1,12 @@
 // Number builtins: arithmetic with overflow checks, comparison, math functions.
 // Integers are 64-bit and never wrap; a float anywhere makes the result a float.
+// With a tensor among the arguments each becomes its elementwise tensor operation.
 #include <fmt/format.h>
 
 #include <cmath>
 #include <limits>
 
-#include "lang/builtins/builtins.h"
+#include "lang/builtins/tensor_args.h"
 #include "lang/printer.h"
 
 namespace sx::lang {
@@ -14,6 +15,12 @@ namespace {
 [[noreturn]] void overflow(const Args& a, std::string_view op) {
   fail("E-EVAL-009", a.call, fmt::format("integer overflow in `{}`", op),
        "integers are 64-bit and never wrap; use floats for values this large");
+}
+
+// The number builtin `numbers`, or the tensor op `op` when an argument is a tensor.
+template <Value (*numbers)(Args&)>
+Value or_tensor_fold(Args& a, std::string_view op) {
+  return has_tensor(a) ? tensor_fold(a, op) : numbers(a);
 }
 
 bool any_float(const Args& a) {
@@ -113,7 +120,8 @@ Value integer_division(Args& a, char op) {
 }
 
 template <class Compare>
-Value compare_chain(Args& a, Compare compare) {
+Value compare_chain(Args& a, Compare compare, std::string_view op) {
+  if (has_tensor(a)) return tensor_compare(a, op);
   for (size_t i = 0; i < a.size(); ++i) a.number(i);
   for (size_t i = 0; i + 1 < a.size(); ++i) {
     bool holds;
@@ -125,6 +133,7 @@ Value compare_chain(Args& a, Compare compare) {
 }
 
 Value extremum(Args& a, bool want_max) {
+  if (has_tensor(a)) return tensor_fold(a, want_max ? "max" : "min");
   size_t best = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     a.number(i);
@@ -135,9 +144,13 @@ Value extremum(Args& a, bool want_max) {
   return a[best];
 }
 
-Value float_function(Args& a, double (*f)(double)) { return Value::number(f(a.number(0))); }
+Value float_function(Args& a, double (*f)(double), std::string_view op) {
+  if (has_tensor(a)) return tensor_unary(a, op);
+  return Value::number(f(a.number(0)));
+}
 
 Value abs_value(Args& a) {
+  if (has_tensor(a)) return tensor_unary(a, "abs");
   if (a[0].is(Type::Int)) {
     int64_t x = a[0].as_int();
     if (x == std::numeric_limits<int64_t>::min()) overflow(a, "abs");
@@ -147,6 +160,7 @@ Value abs_value(Args& a) {
 }
 
 Value expt(Args& a) {
+  if (has_tensor(a)) return tensor_fold(a, "pow");
   if (a[0].is(Type::Int) && a[1].is(Type::Int) && a[1].as_int() >= 0) {
     int64_t base = a[0].as_int(), exponent = a[1].as_int(), result = 1;
     while (exponent > 0) {
@@ -177,29 +191,29 @@ Value to_float(Args& a) { return Value::number(a.number(0)); }
 void install_number_builtins(Interpreter& in) {
   constexpr int any = Builtin::kVariadic;
   install_rows(in, {
-      {"+", 0, any, add},
-      {"*", 0, any, multiply},
-      {"-", 1, any, subtract},
-      {"/", 1, any, divide},
+      {"+", 0, any, [](Args& a) { return or_tensor_fold<add>(a, "add"); }},
+      {"*", 0, any, [](Args& a) { return or_tensor_fold<multiply>(a, "mul"); }},
+      {"-", 1, any, [](Args& a) { return or_tensor_fold<subtract>(a, "sub"); }},
+      {"/", 1, any, [](Args& a) { return or_tensor_fold<divide>(a, "div"); }},
       {"quot", 2, 2, [](Args& a) { return integer_division(a, 'q'); }},
       {"rem", 2, 2, [](Args& a) { return integer_division(a, 'r'); }},
       {"mod", 2, 2, [](Args& a) { return integer_division(a, 'm'); }},
-      {"=", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x == y; }); }},
-      {"/=", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x != y; }); }},
-      {"<", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x < y; }); }},
-      {">", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x > y; }); }},
-      {"<=", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x <= y; }); }},
-      {">=", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x >= y; }); }},
+      {"=", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x == y; }, "eq"); }},
+      {"/=", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x != y; }, "ne"); }},
+      {"<", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x < y; }, "lt"); }},
+      {">", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x > y; }, "gt"); }},
+      {"<=", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x <= y; }, "le"); }},
+      {">=", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x >= y; }, "ge"); }},
       {"max", 1, any, [](Args& a) { return extremum(a, true); }},
       {"min", 1, any, [](Args& a) { return extremum(a, false); }},
       {"abs", 1, 1, abs_value},
       {"expt", 2, 2, expt},
-      {"sqrt", 1, 1, [](Args& a) { return float_function(a, std::sqrt); }},
-      {"exp", 1, 1, [](Args& a) { return float_function(a, std::exp); }},
-      {"log", 1, 1, [](Args& a) { return float_function(a, std::log); }},
-      {"sin", 1, 1, [](Args& a) { return float_function(a, std::sin); }},
-      {"cos", 1, 1, [](Args& a) { return float_function(a, std::cos); }},
-      {"tanh", 1, 1, [](Args& a) { return float_function(a, std::tanh); }},
+      {"sqrt", 1, 1, [](Args& a) { return float_function(a, std::sqrt, "sqrt"); }},
+      {"exp", 1, 1, [](Args& a) { return float_function(a, std::exp, "exp"); }},
+      {"log", 1, 1, [](Args& a) { return float_function(a, std::log, "log"); }},
+      {"sin", 1, 1, [](Args& a) { return float_function(a, std::sin, "sin"); }},
+      {"cos", 1, 1, [](Args& a) { return float_function(a, std::cos, "cos"); }},
+      {"tanh", 1, 1, [](Args& a) { return float_function(a, std::tanh, "tanh"); }},
       {"floor", 1, 1, [](Args& a) { return to_integer(a, std::floor); }},
       {"ceiling", 1, 1, [](Args& a) { return to_integer(a, std::ceil); }},
       {"round", 1, 1, [](Args& a) { return to_integer(a, std::nearbyint); }},

@@ -1,0 +1,88 @@
+// Running the tensors of a value: one graph with an output per tensor, pruned to what
+// those outputs need, compiled and run once.
+#include "cli/eager.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <map>
+
+#include "graph/passes.h"
+#include "lang/tracer.h"
+
+namespace sx::cli {
+
+// The default device until the cpu device lands (DESIGN section 6 makes it `cpu`).
+constexpr const char* kDefaultDevice = "reference";
+
+void DeviceFlags::add_to(CLI::App& command) {
+  const char* env_device = std::getenv("SEXPGPU_DEVICE");
+  device = env_device && *env_device ? env_device : kDefaultDevice;
+  command.add_option("--device", device, "Where tensors run: reference, cpu, cuda, metal (SEXPGPU_DEVICE)");
+  if (const char* cores = std::getenv("SEXPGPU_CPU_CORES"); cores && *cores) cpu_cores = std::atoi(cores);
+  command.add_option("--cpu-cores", cpu_cores, "Most host cores --device cpu uses (SEXPGPU_CPU_CORES)")
+      ->check(CLI::PositiveNumber);
+}
+
+std::unique_ptr<device::Device> DeviceFlags::make() const {
+  try {
+    return device::make_device(device, device::DeviceOptions{cpu_cores});
+  } catch (const device::DeviceError& e) {
+    lang::fail("E-DEVICE-001", {}, e.what());
+  }
+}
+
+namespace {
+
+void collect(const lang::Value& v, std::vector<graph::NodeId>& nodes) {
+  if (const auto* t = lang::as_tensor(v)) {
+    if (!t->info().value) nodes.push_back(t->node);
+  } else if (v.is(lang::Type::Cons)) {
+    for (lang::Cons* c = lang::as_cons(v); c; c = lang::next(c)) collect(c->car, nodes);
+  } else if (v.is(lang::Type::Vector)) {
+    for (const auto& item : v.as<lang::Vector>()->items) collect(item, nodes);
+  }
+}
+
+lang::Value replace(const lang::Value& v, const std::map<graph::NodeId, lang::Value>& done) {
+  if (const auto* t = lang::as_tensor(v)) {
+    auto it = done.find(t->node);
+    return it == done.end() ? v : it->second;
+  }
+  if (v.is(lang::Type::Cons)) {
+    std::vector<lang::Value> items;
+    for (lang::Cons* c = lang::as_cons(v); c; c = lang::next(c)) items.push_back(replace(c->car, done));
+    return lang::list(std::move(items));
+  }
+  if (v.is(lang::Type::Vector)) {
+    std::vector<lang::Value> items;
+    for (const auto& item : v.as<lang::Vector>()->items) items.push_back(replace(item, done));
+    return lang::make_vector(std::move(items));
+  }
+  return v;
+}
+
+}  // namespace
+
+lang::Value materialize(const lang::Value& value, lang::Interpreter& interp, device::Device& device) {
+  std::vector<graph::NodeId> nodes;
+  collect(value, nodes);
+  if (nodes.empty()) return value;
+  const auto& tracer = interp.tracer();
+  graph::Graph program = tracer->graph();
+  for (size_t i = 0; i < nodes.size(); ++i) program.outputs.push_back({fmt::format("t{}", i), nodes[i]});
+  program = graph::eliminate_dead_code(program);
+  std::vector<device::Buffer> results;
+  try {
+    results = device.compile(program)->run({});
+  } catch (const device::DeviceError& e) {
+    lang::fail("E-DEVICE-001", {}, fmt::format("the {} device could not run the value: {}", device.name(), e.what()));
+  }
+  std::map<graph::NodeId, lang::Value> done;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    done[nodes[i]] = lang::make_tensor(tracer, tracer->builder().constant(std::move(results[i])));
+  }
+  return replace(value, done);
+}
+
+}  // namespace sx::cli

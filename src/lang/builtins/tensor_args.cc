@@ -1,0 +1,97 @@
+// Argument conversion and tracing for tensor builtins.
+#include "lang/builtins/tensor_args.h"
+
+#include <fmt/format.h>
+
+#include "graph/errors.h"
+#include "lang/printer.h"
+
+namespace sx::lang {
+
+bool has_tensor(const Args& a) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (as_tensor(a[i])) return true;
+  }
+  return false;
+}
+
+graph::NodeId node_arg(Args& a, size_t i) {
+  graph::Builder& b = a.interp.tracer()->builder();
+  if (const TensorValue* t = as_tensor(a[i])) {
+    if (t->tracer != a.interp.tracer()) a.type_error(i, "a tensor of this evaluation");
+    return t->node;
+  }
+  a.interp.tracer()->at(a.span(i));
+  if (a[i].is(Type::Int)) return b.literal_int(a[i].as_int());
+  if (a[i].is(Type::Float)) return b.literal(a[i].as_float());
+  if (a[i].is(Type::Bool)) return b.scalar(a[i].as_bool() ? 1 : 0, graph::DType::boolean);
+  a.type_error(i, "a tensor or a number");
+}
+
+std::vector<int64_t> ints_arg(Args& a, size_t i) {
+  std::vector<int64_t> out;
+  auto take = [&](const Value& v) {
+    if (!v.is(Type::Int)) a.type_error(i, "integers (a vector like [2 3])");
+    out.push_back(v.as_int());
+  };
+  if (a[i].is(Type::Int)) take(a[i]);
+  else if (a[i].is(Type::Vector)) for (const auto& v : a[i].as<Vector>()->items) take(v);
+  else if (a[i].is_list()) for (Cons* c = as_cons(a[i]); c; c = next(c)) take(c->car);
+  else a.type_error(i, "integers (a vector like [2 3])");
+  return out;
+}
+
+graph::Shape shape_arg(Args& a, size_t i) {
+  std::vector<int64_t> dims = ints_arg(a, i);
+  for (int64_t d : dims) {
+    if (d < 0) fail("E-SHAPE-001", a.span(i), fmt::format("`{}`: a shape has no negative sizes: {}", a.function, print(a[i])));
+  }
+  return dims;
+}
+
+graph::DType dtype_arg(Args& a, size_t i) {
+  if (a[i].is(Type::Keyword)) {
+    if (auto dtype = graph::parse_dtype(a[i].as<Symbol>()->name)) return *dtype;
+  }
+  a.type_error(i, "a dtype (:f32 :bf16 :f64 :i32 :i64 :bool :u8 :u16)");
+}
+
+Value trace(Args& a, const std::function<graph::NodeId(graph::Builder&)>& build) {
+  const auto& tracer = a.interp.tracer();
+  tracer->at(a.call);
+  try {
+    return make_tensor(tracer, build(tracer->builder()));
+  } catch (const graph::GraphError& e) {
+    fail("E-SHAPE-001", a.call, e.what());
+  }
+}
+
+Value tensor_fold(Args& a, std::string_view op) {
+  std::vector<graph::NodeId> nodes;
+  for (size_t i = 0; i < a.size(); ++i) nodes.push_back(node_arg(a, i));
+  return trace(a, [&](graph::Builder& b) {
+    if (nodes.size() == 1) {
+      if (op == "sub") return b.neg(nodes[0]);
+      if (op == "div") return b.div(b.literal(1.0), nodes[0]);
+      return nodes[0];
+    }
+    graph::NodeId acc = nodes[0];
+    for (size_t i = 1; i < nodes.size(); ++i) acc = b.op(op, {acc, nodes[i]});
+    return acc;
+  });
+}
+
+Value tensor_unary(Args& a, std::string_view op) {
+  graph::NodeId x = node_arg(a, 0);
+  return trace(a, [&](graph::Builder& b) { return b.op(op, {x}); });
+}
+
+Value tensor_compare(Args& a, std::string_view op) {
+  if (a.size() != 2) {
+    fail("E-EVAL-003", a.call, fmt::format("`{}` on tensors compares two arguments, given {}", a.function, a.size()));
+  }
+  graph::NodeId x = node_arg(a, 0), y = node_arg(a, 1);
+  return trace(a, [&](graph::Builder& b) { return b.op(op, {x, y}); });
+}
+
+}  // namespace sx::lang

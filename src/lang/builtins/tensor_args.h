@@ -1,0 +1,31 @@
+// Shared by the tensor builtins: converting arguments to graph nodes, shapes and dtypes,
+// and tracing an op at the call's span. Numbers meeting tensors become weak literals.
+#pragma once
+
+#include <functional>
+
+#include "graph/builder.h"
+#include "lang/builtins/builtins.h"
+#include "lang/tracer.h"
+
+namespace sx::lang {
+
+bool has_tensor(const Args& a);
+// A tensor argument's node, or a number or boolean as a literal.
+graph::NodeId node_arg(Args& a, size_t i);
+// A shape: a vector or list of non-negative integers, or one integer.
+graph::Shape shape_arg(Args& a, size_t i);
+// A list of integers (axes, starts, ...): a vector, a list, or one integer.
+std::vector<int64_t> ints_arg(Args& a, size_t i);
+// A dtype keyword: :f32 :bf16 :f64 :i32 :i64 :bool :u8 :u16.
+graph::DType dtype_arg(Args& a, size_t i);
+
+// Emits what `build` builds, at the call's span; graph errors become E-SHAPE-001.
+Value trace(Args& a, const std::function<graph::NodeId(graph::Builder&)>& build);
+
+// The elementwise forms of number builtins, used when an argument is a tensor.
+Value tensor_fold(Args& a, std::string_view op);     // (+ a b c): add(add(a, b), c)
+Value tensor_unary(Args& a, std::string_view op);    // (exp x)
+Value tensor_compare(Args& a, std::string_view op);  // (< a b): a bool tensor
+
+}  // namespace sx::lang

@@ -1,0 +1,98 @@
+// Tensor values and their printing.
+#include "lang/tracer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "lang/printer.h"
+
+namespace sx::lang {
+
+void Tracer::at(Span span) {
+  origins_.push_back(span);
+  builder_.set_origin(static_cast<uint32_t>(origins_.size() - 1));
+}
+
+Value make_tensor(const std::shared_ptr<Tracer>& tracer, graph::NodeId node) {
+  return Value(new TensorValue(tracer, node));
+}
+
+std::string TensorValue::print() const {
+  const graph::Node& n = info();
+  if (n.value) return format_tensor(*n.value);
+  return fmt::format("#<tensor {}{}>", graph::dtype_name(n.dtype), graph::shape_str(n.shape));
+}
+
+namespace {
+
+std::string element_text(const graph::Tensor& t, int64_t i) {
+  double v = t.value(i);
+  switch (t.dtype()) {
+    case graph::DType::boolean: return v != 0 ? "true" : "false";
+    case graph::DType::f64: return format_float(v);
+    case graph::DType::f32:
+    case graph::DType::bf16: {
+      // The shortest text that reads back as the same f32.
+      auto f = static_cast<float>(v);
+      if (std::isnan(f) || std::isinf(f)) return format_float(v);
+      std::string text = fmt::format("{}", f);
+      if (text.find_first_of(".e") == std::string::npos) text += ".0";
+      return text;
+    }
+    default: return fmt::format("{}", static_cast<int64_t>(v));
+  }
+}
+
+// Which indices of an axis of length n are shown: all, or the first and last three.
+std::vector<int64_t> shown(int64_t n, bool elide) {
+  std::vector<int64_t> idx;
+  if (!elide || n <= 6) {
+    for (int64_t i = 0; i < n; ++i) idx.push_back(i);
+  } else {
+    for (int64_t i : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{-1}, n - 3, n - 2, n - 1}) idx.push_back(i);
+  }
+  return idx;
+}
+
+}  // namespace
+
+std::string format_tensor(const graph::Tensor& t, size_t max_elements) {
+  const graph::Shape& shape = t.shape();
+  bool elide = static_cast<size_t>(t.numel()) > max_elements;
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+
+  size_t width = 0;
+  std::vector<std::string> texts(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    texts[static_cast<size_t>(i)] = element_text(t, i);
+    width = std::max(width, texts[static_cast<size_t>(i)].size());
+  }
+  std::string out = "(tensor ";
+  const size_t indent = out.size();
+  // Writes the sub-array at `axis` starting at element `base`.
+  auto write = [&](auto&& self, size_t axis, int64_t base) -> void {
+    if (axis == shape.size()) {
+      out += fmt::format("{:>{}}", texts[static_cast<size_t>(base)], width);
+      return;
+    }
+    out += '[';
+    bool first = true;
+    for (int64_t i : shown(shape[axis], elide)) {
+      if (!first) {
+        if (axis + 1 == shape.size()) out += ' ';
+        else out += std::string(shape.size() - axis - 1, '\n') + std::string(indent + axis + 1, ' ');
+      }
+      first = false;
+      if (i < 0) out += "...";
+      else self(self, axis + 1, base + i * strides[axis]);
+    }
+    out += ']';
+  };
+  write(write, 0, 0);
+  return out + fmt::format(" :dtype :{})", graph::dtype_name(t.dtype()));
+}
+
+}  // namespace sx::lang
