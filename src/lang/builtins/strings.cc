@@ -1,16 +1,279 @@
-// String, symbol and keyword builtins.
+// String, symbol and keyword builtins. Strings are UTF-8; every index and length a user
+// sees counts code points, never bytes. Case mapping is ASCII only.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cctype>
+#include <charconv>
+
 #include "lang/builtins/builtins.h"
 #include "lang/printer.h"
 
 namespace sx::lang {
+namespace {
+
+constexpr int any = Builtin::kVariadic;
+
+bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+size_t code_points(std::string_view text) {
+  size_t n = 0;
+  for (char c : text) n += !is_continuation(c);
+  return n;
+}
+
+// The byte offset of code point `index` (the size at or past the end).
+size_t byte_offset(std::string_view text, size_t index) {
+  size_t cp = 0;
+  for (size_t b = 0; b < text.size(); ++b) {
+    if (is_continuation(text[b])) continue;
+    if (cp++ == index) return b;
+  }
+  return text.size();
+}
+
+// (str x...): the `display` forms of the values, concatenated.
+Value concat_display(Args& a) {
+  std::string out;
+  for (size_t i = 0; i < a.size(); ++i) out += display(a[i]);
+  return make_string(std::move(out));
+}
+
+// (format "x = {} and {}" a b): each `{}` takes the next value's `display` form;
+// `{{` and `}}` are literal braces.
+Value format_string(Args& a) {
+  const std::string& pattern = a.string(0);
+  std::string out;
+  size_t placeholders = 0;
+  std::vector<size_t> holes;  // where each placeholder goes in `out`
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    char c = pattern[i];
+    if ((c == '{' || c == '}') && i + 1 < pattern.size() && pattern[i + 1] == c) {
+      out += c;
+      ++i;
+    } else if (c == '{' && i + 1 < pattern.size() && pattern[i + 1] == '}') {
+      holes.push_back(out.size());
+      ++placeholders;
+      ++i;
+    } else if (c == '{' || c == '}') {
+      fail("E-EVAL-004", a.span(0), fmt::format("the format string has a lone `{}` at code point {}", c,
+                                                code_points(std::string_view(pattern).substr(0, i))),
+           "`{}` is a placeholder; write `{{` or `}}` for a literal brace");
+    } else {
+      out += c;
+    }
+  }
+  size_t values = a.size() - 1;
+  if (placeholders != values) {
+    fail("E-EVAL-004", a.call,
+         fmt::format("the format string has {} placeholder{} but {} value{} {} given", placeholders,
+                     placeholders == 1 ? "" : "s", values, values == 1 ? "" : "s", values == 1 ? "was" : "were"),
+         "each `{}` takes one value, in order");
+  }
+  std::string result;
+  size_t from = 0;
+  for (size_t k = 0; k < holes.size(); ++k) {
+    result.append(out, from, holes[k] - from);
+    result += display(a[k + 1]);
+    from = holes[k];
+  }
+  result.append(out, from);
+  return make_string(std::move(result));
+}
+
+Value string_length(Args& a) { return Value::integer(static_cast<int64_t>(code_points(a.string(0)))); }
+
+// (substring s start [end]): code points start..end-1.
+Value substring(Args& a) {
+  const std::string& text = a.string(0);
+  size_t length = code_points(text);
+  int64_t start = a.integer(1);
+  int64_t end = a.size() > 2 ? a.integer(2) : static_cast<int64_t>(length);
+  for (auto [i, index] : {std::pair{size_t{1}, start}, std::pair{size_t{2}, end}}) {
+    if (index < 0 || static_cast<size_t>(index) > length) {
+      fail("E-EVAL-015", a.span(i),
+           fmt::format("index {} is out of range for `substring` of a string of length {}", index, length),
+           fmt::format("indices count code points, from 0 to {}", length));
+    }
+  }
+  if (start > end) {
+    fail("E-EVAL-015", a.span(2), fmt::format("`substring` ends at {}, before its start {}", end, start),
+         "the end index is exclusive and at least the start");
+  }
+  size_t from = byte_offset(text, static_cast<size_t>(start)), to = byte_offset(text, static_cast<size_t>(end));
+  return make_string(text.substr(from, to - from));
+}
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+// (split s [sep]): the pieces between occurrences of sep; without sep, the words between
+// runs of whitespace; with "" the code points.
+Value split_string(Args& a) {
+  const std::string& text = a.string(0);
+  std::vector<Value> pieces;
+  if (a.size() == 1) {
+    size_t i = 0;
+    while (i < text.size()) {
+      while (i < text.size() && is_space(text[i])) ++i;
+      size_t start = i;
+      while (i < text.size() && !is_space(text[i])) ++i;
+      if (i > start) pieces.push_back(make_string(text.substr(start, i - start)));
+    }
+  } else if (a.string(1).empty()) {
+    for (size_t i = 0; i < text.size();) {
+      size_t start = i++;
+      while (i < text.size() && is_continuation(text[i])) ++i;
+      pieces.push_back(make_string(text.substr(start, i - start)));
+    }
+  } else {
+    const std::string& sep = a.string(1);
+    size_t start = 0;
+    for (size_t at; (at = text.find(sep, start)) != std::string::npos; start = at + sep.size()) {
+      pieces.push_back(make_string(text.substr(start, at - start)));
+    }
+    pieces.push_back(make_string(text.substr(start)));
+  }
+  a.interp.charge(pieces.size(), a.call);
+  return list(std::move(pieces));
+}
+
+// (join seq [sep]): the `display` forms of the items with sep between them.
+Value join_strings(Args& a) {
+  std::vector<Value> items;
+  if (a[0].is_list()) items = list_items(a[0]);
+  else if (a[0].is(Type::Vector)) items = a[0].as<Vector>()->items;
+  else a.type_error(0, "a list or a vector");
+  std::string sep = a.size() > 1 ? a.string(1) : "";
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + display(items[i]);
+  return make_string(std::move(out));
+}
+
+Value change_case(Args& a, int (*f)(int)) {
+  std::string text = a.string(0);
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x80) c = static_cast<char>(f(static_cast<unsigned char>(c)));
+  }
+  return make_string(std::move(text));
+}
+
+Value starts_with(Args& a) { return Value::boolean(a.string(0).starts_with(a.string(1))); }
+Value ends_with(Args& a) { return Value::boolean(a.string(0).ends_with(a.string(1))); }
+
+// (replace s old new): every occurrence of old replaced by new.
+Value replace_all(Args& a) {
+  const std::string& text = a.string(0);
+  const std::string& old = a.string(1);
+  const std::string& replacement = a.string(2);
+  if (old.empty()) a.type_error(1, "a non-empty string");
+  std::string out;
+  size_t start = 0;
+  for (size_t at; (at = text.find(old, start)) != std::string::npos; start = at + old.size()) {
+    out.append(text, start, at - start);
+    out += replacement;
+  }
+  out.append(text, start);
+  return make_string(std::move(out));
+}
+
+Value trim(Args& a) {
+  const std::string& text = a.string(0);
+  size_t start = 0, end = text.size();
+  while (start < end && is_space(text[start])) ++start;
+  while (end > start && is_space(text[end - 1])) --end;
+  return make_string(text.substr(start, end - start));
+}
+
+// (name :k), (name 'sym), (name "s"): the name as a string, without the `:`.
+Value name_of(Args& a) {
+  if (a[0].is(Type::Keyword) || a[0].is(Type::Symbol)) return make_string(a[0].as<Symbol>()->name);
+  if (a[0].is(Type::String)) return a[0];
+  a.type_error(0, "a keyword, a symbol or a string");
+}
+
+// A name for `symbol` or `keyword`: not empty, and nothing the reader would split it at.
+const std::string& checked_name(const Args& a) {
+  const std::string& name = a.string(0);
+  bool ok = !name.empty();
+  for (char c : name) ok = ok && !is_space(c) && c != '(' && c != ')' && c != '[' && c != ']' && c != '"';
+  if (!ok) a.type_error(0, "a non-empty string without spaces or brackets");
+  return name;
+}
+
+Value to_symbol(Args& a) { return make_symbol(checked_name(a)); }
+
+Value to_keyword(Args& a) {
+  std::string_view name = checked_name(a);
+  if (name.starts_with(':')) name.remove_prefix(1);
+  if (name.empty() || name.find(':') != std::string_view::npos) a.type_error(0, "a keyword name");
+  return make_keyword(name);
+}
+
+// (parse-number "12"), (parse-number "-1.5e3"): the number the reader would read.
+Value parse_number(Args& a) {
+  const std::string& text = a.string(0);
+  auto junk = [&] {
+    fail("E-EVAL-004", a.span(0), fmt::format("`parse-number` cannot read {} as a number", print(a[0])),
+         "numbers are written as the reader reads them: 12, -3, 1.5, 3e-4");
+  };
+  std::string_view body = text;
+  if (body.starts_with('+')) body.remove_prefix(1);
+  size_t digit = body.starts_with('-') ? 1 : 0;
+  if (digit < body.size() && body[digit] == '.') ++digit;
+  if (digit >= body.size() || !std::isdigit(static_cast<unsigned char>(body[digit]))) junk();
+  const char* first = body.data();
+  const char* last = body.data() + body.size();
+  if (body.find_first_of(".eE") == std::string_view::npos) {
+    int64_t value = 0;
+    auto [ptr, ec] = std::from_chars(first, last, value);
+    if (ec == std::errc::result_out_of_range) {
+      fail("E-EVAL-009", a.span(0), fmt::format("the integer {} does not fit in 64 bits", print(a[0])),
+           "integers are 64-bit; parse it as a float by writing it with a `.`");
+    }
+    if (ec != std::errc() || ptr != last) junk();
+    return Value::integer(value);
+  }
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(first, last, value, std::chars_format::general);
+  if (ec != std::errc() || ptr != last) junk();
+  return Value::number(value);
+}
+
+// (gensym ["prefix"]): a fresh symbol that is never interned, so no name read from source,
+// and no other gensym, is the same symbol, whatever it prints as.
+Value gensym(Args& a) {
+  static std::atomic<uint64_t> counter = 0;
+  std::string prefix = a.size() > 0 ? a.string(0) : "g";
+  return Value(new Symbol(Type::Symbol, fmt::format("{}__{}", prefix, ++counter)));
+}
+
+Value is_gensym(Args& a) {
+  const Symbol* symbol = as_symbol(a[0]);
+  return Value::boolean(symbol && intern(symbol->name) != symbol);
+}
+
+}  // namespace
 
 void install_string_builtins(Interpreter& in) {
   install_rows(in, {
-      {"str", 0, Builtin::kVariadic, [](Args& a) {
-         std::string out;
-         for (size_t i = 0; i < a.size(); ++i) out += display(a[i]);
-         return make_string(std::move(out));
-       }},
+      {"str", 0, any, concat_display},
+      {"format", 1, any, format_string},
+      {"string-length", 1, 1, string_length},
+      {"substring", 2, 3, substring},
+      {"split", 1, 2, split_string},
+      {"join", 1, 2, join_strings},
+      {"upcase", 1, 1, [](Args& a) { return change_case(a, std::toupper); }},
+      {"downcase", 1, 1, [](Args& a) { return change_case(a, std::tolower); }},
+      {"starts-with?", 2, 2, starts_with},
+      {"ends-with?", 2, 2, ends_with},
+      {"replace", 3, 3, replace_all},
+      {"trim", 1, 1, trim},
+      {"name", 1, 1, name_of},
+      {"symbol", 1, 1, to_symbol},
+      {"keyword", 1, 1, to_keyword},
+      {"parse-number", 1, 1, parse_number},
+      {"gensym", 0, 1, gensym},
+      {"gensym?", 1, 1, is_gensym},
   });
 }
 
