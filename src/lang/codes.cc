@@ -255,6 +255,25 @@ The limit exists so that tools evaluating untrusted files can stop a file that l
 If the work is meant, raise the limit or remove it; otherwise look for the loop in the
 calls the notes show.)"},
 
+    {"E-SHAPE-001", "shapes or dtypes that do not fit",
+     R"(A tensor operation was given operands whose shapes, dtypes or attributes it
+cannot take: a matrix product whose inner dimensions differ, shapes that do not
+broadcast, an axis past the tensor's rank, a reshape to another number of elements.
+
+    (matmul (ones [2 3]) (ones [4 5]))   ; 3 and 4 differ
+
+The message begins with the operation and names the shapes it was given; the span
+points at the form that built it. Print `(shape x)` of the operands to find which one
+is not what you meant.)"},
+
+    {"E-DEVICE-001", "device not available",
+     R"(The device named by `--device` or SEXPGPU_DEVICE cannot be made in this build or on
+this machine: `cuda` in a build without the CUDA toolkit, `metal` anywhere but macOS,
+or a name that is not a device. SexpGPU never falls back to another device in silence.
+
+Use one the message lists (`reference` always exists), or rebuild with what the
+device needs.)"},
+
     {"W-EVAL-001", "a definition shadows a builtin",
      R"(A top-level `defvar`, `defun` or `defmacro` defines a name that is also a builtin.
 

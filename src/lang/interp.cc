@@ -251,26 +251,39 @@ Value Interpreter::eval(const Value& form, Span span, Env& env) {
 
 namespace {
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+// The code points of a UTF-8 string, each as its bytes, so distances count characters.
+std::vector<std::string_view> characters(std::string_view s) {
+  std::vector<std::string_view> out;
+  for (size_t i = 0; i < s.size();) {
+    size_t n = 1;
+    while (i + n < s.size() && (static_cast<unsigned char>(s[i + n]) & 0xC0) == 0x80) ++n;
+    out.push_back(s.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
+// Optimal string alignment distance: an edit, or swapping two neighbours, costs 1.
+size_t edit_distance(std::string_view a_text, std::string_view b_text) {
+  auto a = characters(a_text), b = characters(b_text);
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-      diagonal = above;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
-  return row[b.size()];
+  return d[a.size()][b.size()];
 }
 
 }  // namespace
 
 void Interpreter::unbound(const Symbol* name, Span span, Env& env) {
+  // Inner scopes are searched first and win ties, so the program's own names beat builtins.
   std::string best;
-  size_t best_distance = std::max<size_t>(2, name->name.size() / 3) + 1;
+  size_t best_distance = std::max<size_t>(1, characters(name->name).size() / 4) + 1;
   for (Env* e = &env; e; e = e->parent()) {
     for (const auto& [symbol, value] : e->bindings()) {
       size_t d = edit_distance(name->name, symbol->name);
@@ -318,10 +331,14 @@ Value Interpreter::eval_call(const Value& form, Span span, Env& env) {
     }
   }
   if (!head.is(Type::Function)) {
-    fail("E-EVAL-002", head_span,
-         fmt::format("`{}` is not a function: it is {}", print(head),
-                     head.is(Type::Opaque) ? head.as<Opaque>()->type_label() : std::string(type_name(head.type()))),
-         "to write a list as data, quote it: '(1 2 3), or build it: (list 1 2 3)");
+    std::string kind = head.is(Type::Opaque) ? head.as<Opaque>()->type_label() : std::string(type_name(head.type()));
+    std::string help;
+    if (const Symbol* name = as_symbol(cell->car)) {
+      help = fmt::format("`{}` names {}; only a function can be called", name->name, kind);
+    } else {
+      help = "to write a list as data, quote it: '(1 2 3), or build it: (list 1 2 3)";
+    }
+    fail("E-EVAL-002", head_span, fmt::format("`{}` is not a function: it is {}", print(head), kind), help);
   }
   std::vector<Value> args;
   std::vector<Span> spans;
@@ -361,9 +378,8 @@ Value Interpreter::apply(const Value& function, std::span<Value> args, std::span
                             : builtin->min_args == builtin->max_args
                                 ? std::to_string(builtin->min_args)
                                 : fmt::format("{} to {}", builtin->min_args, builtin->max_args);
-        fail("E-EVAL-003", call,
-             fmt::format("`{}` takes {} argument{}, given {}", builtin->name, takes,
-                         takes == "1" ? "" : "s", n));
+        bool one = builtin->min_args == 1 && builtin->max_args == 1;
+        fail("E-EVAL-003", call, fmt::format("`{}` takes {} argument{}, given {}", builtin->name, takes, one ? "" : "s", n));
       }
       Args a(*this, builtin->name, args, arg_spans, call);
       return builtin->fn(a);

@@ -106,6 +106,15 @@ void Interpreter::bind_arguments(const Closure& closure, std::span<Value> args, 
                                   closure.span.location(), params.describe()));
     throw Error(std::move(d));
   };
+  // A default form runs inside the call, so its errors show the call in their chain.
+  auto eval_default = [&](const LambdaList::Param& p) {
+    try {
+      return eval(p.default_form, p.default_span, frame);
+    } catch (Error& e) {
+      e.diagnostic().calls.push_back({fmt::format("`{}`", closure.name), call});
+      throw;
+    }
+  };
   size_t n = args.size();
   size_t required = params.required.size();
   size_t positional = required + params.optional.size();
@@ -122,7 +131,7 @@ void Interpreter::bind_arguments(const Closure& closure, std::span<Value> args, 
   for (; i < required; ++i) frame.define(params.required[i], args[i]);
   for (const auto& p : params.optional) {
     if (i < n) frame.define(p.name, args[i++]);
-    else frame.define(p.name, eval(p.default_form, p.default_span, frame));
+    else frame.define(p.name, eval_default(p));
   }
   if (params.rest) {
     std::vector<Value> rest(args.begin() + static_cast<ptrdiff_t>(std::min(i, n)), args.end());
@@ -161,7 +170,7 @@ void Interpreter::bind_arguments(const Closure& closure, std::span<Value> args, 
   }
   for (size_t k = 0; k < params.keys.size(); ++k) {
     const auto& p = params.keys[k];
-    frame.define(p.name, given[k] ? *given[k] : eval(p.default_form, p.default_span, frame));
+    frame.define(p.name, given[k] ? *given[k] : eval_default(p));
   }
 }
 

@@ -119,18 +119,31 @@ Value let_form(Interpreter& in, const Value& form, Span span, Env& env, bool seq
       target = definable_name(in, binding, name, expected);
     } else {
       auto pair = parts_of(binding.value, binding.span);
-      if (!binding.value.is(Type::Cons) || pair.size() > 2) malformed(binding.span, name, expected);
+      if (!binding.value.is(Type::Cons) || pair.size() > 2) {
+        fail("E-EVAL-011", binding.span,
+             fmt::format("malformed `{}`: a binding is `name` or `(name value)`, not `{}`", name, print(binding.value)),
+             fmt::format("write it as {}", expected));
+      }
       target = definable_name(in, pair[0], name, expected);
       if (pair.size() == 2) value = in.eval(pair[1].value, pair[1].span, sequential ? *frame : env);
+    }
+    if (!sequential && frame->lookup_local(target)) {
+      fail("E-EVAL-011", binding.span, fmt::format("`{}` is bound twice in this `let`", target->name),
+           "use `let*` to bind a name again from its earlier value");
     }
     frame->define(target, std::move(value));
   }
   return eval_body(in, p, 2, *frame);
 }
 
-Value make_closure(Type type, std::string name, const std::vector<Part>& p, size_t params_at,
+Value make_closure(Interpreter& in, Type type, std::string name, const std::vector<Part>& p, size_t params_at,
                    Span span, Env& env) {
   auto params = parse_lambda_list(p[params_at].value, p[params_at].span);
+  for (const Part& param : parts_of(p[params_at].value, p[params_at].span)) {
+    const Cons* pair = as_cons(param.value);
+    const Symbol* name = pair ? as_symbol(pair->car) : as_symbol(param.value);
+    if (name && in.is_special_form(name)) definable_name(in, {Value(name), param.span}, "lambda", "");
+  }
   size_t body_at = params_at + 1;
   // A leading string followed by more body is a documentation string.
   if (body_at + 1 < p.size() && p[body_at].value.is(Type::String)) ++body_at;
@@ -141,10 +154,10 @@ Value make_closure(Type type, std::string name, const std::vector<Part>& p, size
                            Ref<Env>(&env), span));
 }
 
-Value lambda(Interpreter&, const Value& form, Span span, Env& env) {
+Value lambda(Interpreter& in, const Value& form, Span span, Env& env) {
   auto p = parts_of(form, span);
   if (p.size() < 2) malformed(span, "lambda", "(lambda (params...) body...)");
-  return make_closure(Type::Function, "lambda", p, 1, span, env);
+  return make_closure(in, Type::Function, "lambda", p, 1, span, env);
 }
 
 // Defines `name` at the top level of `env`'s module, warning when it replaces something.
@@ -186,7 +199,7 @@ Value defun_or_macro(Interpreter& in, const Value& form, Span span, Env& env, Ty
   std::string expected = fmt::format("({} name (params...) body...)", what);
   if (p.size() < 3) malformed(span, what, expected);
   const Symbol* name = definable_name(in, p[1], what, expected);
-  Value fn = make_closure(type, name->name, p, 2, span, env);
+  Value fn = make_closure(in, type, name->name, p, 2, span, env);
   define_top_level(in, name, std::move(fn), p[1].span, env);
   return Value(name);
 }

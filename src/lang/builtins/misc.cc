@@ -19,7 +19,8 @@ Value raise_error(Args& a) {
 Value print_values(Args& a) {
   std::string line;
   for (size_t i = 0; i < a.size(); ++i) line += (i ? " " : "") + display(a[i]);
-  std::fputs((line + "\n").c_str(), stdout);
+  line += '\n';
+  std::fwrite(line.data(), 1, line.size(), stdout);
   return a.size() ? a[a.size() - 1] : Value();
 }
 
