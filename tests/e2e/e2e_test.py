@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the sexpgpu program: bad input, usage, and the REPL on a pipe.
+
+Each case is one CTest test: `e2e_test.py SEXPGPU CASE`. Big inputs are generated in a
+temporary directory at test time, never in the repository. Time limits are multiplied by
+$SEXPGPU_E2E_TIME_SCALE (the sanitizer build sets it), since ASan makes everything slower.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+SEXPGPU = ""
+TIME_SCALE = float(os.environ.get("SEXPGPU_E2E_TIME_SCALE", "1"))
+
+
+class Failure(Exception):
+    pass
+
+
+def run(args, stdin=None, timeout=60):
+    """Runs sexpgpu with `args`; returns (exit code, stdout, stderr, seconds)."""
+    env = dict(os.environ, NO_COLOR="1")
+    start = time.monotonic()
+    proc = subprocess.run([SEXPGPU, *args], input=stdin if stdin is not None else b"", capture_output=True,
+                          timeout=timeout * TIME_SCALE, env=env)
+    seconds = time.monotonic() - start
+    return proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"), seconds
+
+
+def expect(condition, message, out="", err=""):
+    if not condition:
+        raise Failure(f"{message}\n--- stdout ---\n{out[:2000]}\n--- stderr ---\n{err[:2000]}")
+
+
+def expect_error(args, code, *, within=None, mentions=(), stdin=None):
+    """sexpgpu `args` must exit 1 with `code` on stderr, optionally within `within` seconds."""
+    rc, out, err, seconds = run(args, stdin=stdin)
+    expect(rc == 1, f"sexpgpu {' '.join(args)}: exit {rc}, expected 1", out, err)
+    expect(f"error[{code}]" in err, f"sexpgpu {' '.join(args)}: expected error[{code}]", out, err)
+    for text in mentions:
+        expect(text in err, f"sexpgpu {' '.join(args)}: the error should mention {text!r}", out, err)
+    if within is not None:
+        expect(seconds <= within * TIME_SCALE, f"sexpgpu {' '.join(args)}: took {seconds:.2f}s, limit {within}s", out,
+               err)
+    print(f"ok: {' '.join(args)[:80]} -> {code} in {seconds:.2f}s")
+
+
+def write(tmp, name, data):
+    path = os.path.join(tmp, name)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+# --- Bad input ------------------------------------------------------------------------------
+
+
+def case_deep_nesting(tmp):
+    path = write(tmp, "deep.sx", b"(" * 200_000)
+    expect_error(["check", path], "E-READ-007", within=1.0, mentions=[path])
+
+
+def case_deep_nesting_closed(tmp):
+    path = write(tmp, "deep-closed.sx", b"(" * 200_000 + b")" * 200_000 + b"\n")
+    expect_error(["check", path], "E-READ-007", within=1.0, mentions=[path])
+
+
+def case_huge_line(tmp):
+    path = os.path.join(tmp, "huge.sx")
+    with open(path, "wb") as f:
+        chunk = b"a" * (1 << 20)
+        for _ in range(100):
+            f.write(chunk)
+    expect_error(["check", path], "E-READ-009", within=1.0, mentions=[path])
+
+
+def case_long_line(tmp):
+    # Under the file limit, over the line limit: the reader itself must refuse it.
+    path = write(tmp, "long-line.sx", b'"' + b"x" * (8 << 20) + b'"\n')
+    expect_error(["check", path], "E-READ-009", within=2.0, mentions=[path])
+
+
+def case_unbounded_recursion(tmp):
+    path = write(tmp, "recurse.sx", b"(defun f (x) (f x))\n(f 1)\n")
+    expect_error(["check", path], "E-EVAL-008", within=0.5, mentions=[path])
+    expect_error(["eval", "(defun f (x) (f x)) (f 1)"], "E-EVAL-008", within=0.5)
+
+
+def case_missing_file(tmp):
+    path = os.path.join(tmp, "no-such-file.sx")
+    expect_error(["check", path], "E-READ-010", mentions=[path])
+    expect_error(["eval", "--file", path, "1"], "E-READ-010", mentions=[path])
+    expect_error(["repl", path], "E-READ-010", mentions=[path])
+
+
+def case_directory(tmp):
+    path = os.path.join(tmp, "a-directory.sx")
+    os.mkdir(path)
+    expect_error(["check", path], "E-READ-010", mentions=[path])
+    expect_error(["eval", "--file", path, "1"], "E-READ-010", mentions=[path])
+
+
+def case_non_utf8(tmp):
+    path = write(tmp, "latin1.sx", b'(defvar s "caf\xe9")\n')
+    expect_error(["check", path], "E-READ-008", mentions=[path])
+    path = write(tmp, "binary.sx", bytes(range(256)) * 4)
+    rc, out, err, _ = run(["check", path])
+    expect(rc == 1 and re.search(r"error\[E-READ-\d+\]", err) and path in err,
+           "a binary file should give an E-READ error naming it and exit 1", out, err)
+
+
+# --- Values and usage -----------------------------------------------------------------------
+
+
+def case_eval_keys(tmp):
+    rc, out, err, _ = run(["eval", "(let ((f (lambda (x &key (y 2)) (+ x y)))) (list (f 1) (f 1 :y 5)))"])
+    expect(rc == 0 and out == "(3 6)\n", f"expected `(3 6)`, exit 0; got exit {rc}", out, err)
+
+
+def subcommands():
+    rc, out, err, _ = run(["--help"])
+    expect(rc == 0, f"sexpgpu --help: exit {rc}", out, err)
+    section = out.split("Subcommands:", 1)
+    expect(len(section) == 2, "sexpgpu --help lists no subcommands", out, err)
+    names = re.findall(r"^\s{2}(\S+)\s", section[1], re.M)
+    expect(names, "sexpgpu --help lists no subcommands", out, err)
+    return names
+
+
+def case_help(tmp):
+    names = subcommands()
+    for name in ["check", "eval", "repl", "explain-error"]:
+        expect(name in names, f"sexpgpu --help does not list `{name}`: {names}")
+    for name in names:
+        for flag in ["--help", "-h"]:
+            rc, out, err, _ = run([name, flag])
+            expect(rc == 0 and "Usage" in out, f"sexpgpu {name} {flag}: exit {rc}, or no usage on stdout", out, err)
+    print(f"ok: --help on {' '.join(names)}")
+
+
+def case_version(tmp):
+    rc, out, err, _ = run(["--version"])
+    expect(rc == 0 and re.fullmatch(r"sexpgpu \d+\.\d+\.\d+\S*\n", out), f"sexpgpu --version: exit {rc}", out, err)
+
+
+def case_bad_usage(tmp):
+    script = write(tmp, "ok.sx", b"(defvar x 1)\n")
+    for args in [["--no-such-flag"], [], ["no-such-command"], ["check", "--no-such-flag", script], ["check"],
+                 ["eval"], ["eval", "1", "--max-steps", "-3"], ["repl", "--no-such-flag"],
+                 ["explain-error", "E-NOPE-999"]]:
+        rc, out, err, _ = run(args)
+        expect(rc == 2, f"sexpgpu {' '.join(args)}: exit {rc}, expected 2 (usage)", out, err)
+        expect(err.strip(), f"sexpgpu {' '.join(args)}: exit 2 with nothing on stderr", out, err)
+    print("ok: bad usage exits 2")
+
+
+def case_explain_error(tmp):
+    rc, out, err, _ = run(["explain-error", "E-READ-007"])
+    expect(rc == 0 and "E-READ-007" in out, f"explain-error E-READ-007: exit {rc}", out, err)
+
+
+def case_repl_pipe(tmp):
+    session = b"\n".join([
+        b"(defun add (a",
+        b"            &key (b 10))",
+        b"  (+ a b))",
+        b"(add 1)",
+        b"(no-such-function 1)",
+        b"(add 1 :b 2)",
+        b"(list 1",
+        b"  2) (add 5)",
+    ]) + b"\n"
+    rc, out, err, _ = run(["repl"], stdin=session)
+    expect(rc == 0, f"sexpgpu repl: exit {rc}, expected 0", out, err)
+    expect("error[E-EVAL-001]" in err and "no-such-function" in err, "the unbound name was not reported", out, err)
+    values = [line for line in out.splitlines() if line.strip()]
+    expect(values[-4:] == ["11", "3", "(1 2)", "15"], f"unexpected values: {values}", out, err)
+    expect(not any("error" in v for v in values), "errors went to stdout", out, err)
+
+
+def case_repl_unfinished(tmp):
+    rc, out, err, _ = run(["repl"], stdin=b"(+ 1 2)\n(list 1\n")
+    expect(rc == 0 and out.splitlines()[:1] == ["3"], f"sexpgpu repl: exit {rc}", out, err)
+    expect("input ended inside a form" in err, "an unfinished form at the end was not reported", out, err)
+
+
+# --- The bundled examples -------------------------------------------------------------------
+
+
+def case_examples(tmp):
+    root = os.environ.get("SEXPGPU_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+    examples = os.path.join(root, "examples")
+    runs = sorted(os.path.join(examples, d, "run.sx") for d in os.listdir(examples)
+                  if os.path.isfile(os.path.join(examples, d, "run.sx")))
+    expect(runs, f"no examples/*/run.sx under {root}")
+    for run_file in runs:
+        rc, out, err, _ = run(["check", run_file])
+        expect(rc == 0 and out.strip().endswith(": ok"), f"sexpgpu check {run_file}: exit {rc}", out, err)
+        expect(not err.strip(), f"sexpgpu check {run_file}: warnings or errors", out, err)
+        print(f"ok: check {run_file}")
+    rc, out, err, _ = run(["eval", "--file", os.path.join(examples, "lr-schedule", "run.sx"), "(summary)"])
+    expect(rc == 0 and out.startswith("(:schedule ") and ":scaled " in out, f"(summary): exit {rc}", out, err)
+
+
+def main():
+    global SEXPGPU
+    if len(sys.argv) != 3:
+        cases = sorted(name[5:] for name in globals() if name.startswith("case_"))
+        print(f"usage: {sys.argv[0]} SEXPGPU CASE\ncases: {' '.join(cases)}", file=sys.stderr)
+        return 2
+    SEXPGPU = os.path.abspath(sys.argv[1])
+    case = globals().get("case_" + sys.argv[2])
+    if case is None:
+        print(f"no case {sys.argv[2]!r}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="sexpgpu-e2e-") as tmp:
+        try:
+            case(tmp)
+        except Failure as failure:
+            print(f"FAIL {sys.argv[2]}: {failure}", file=sys.stderr)
+            return 1
+        except subprocess.TimeoutExpired as timeout:
+            print(f"FAIL {sys.argv[2]}: timed out: {timeout}", file=sys.stderr)
+            return 1
+    print(f"PASS {sys.argv[2]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

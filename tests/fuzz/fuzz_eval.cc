@@ -1,0 +1,26 @@
+// libFuzzer target: arbitrary bytes read and evaluated in a fresh Interpreter, with
+// limits small enough that every input finishes quickly. A diagnosed error
+// (sx::lang::Error) is the expected answer to bad input; anything else is a bug.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "lang/diagnostic.h"
+#include "lang/interp.h"
+#include "lang/printer.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  sx::lang::InterpreterOptions options;
+  options.max_steps = 20000;
+  options.max_call_depth = 200;
+  sx::lang::Interpreter interp(options);
+  interp.on_warning = [](const sx::lang::Diagnostic& d) { (void)sx::lang::render(d, false); };
+  try {
+    auto env = interp.new_top_level();
+    sx::lang::Value value = interp.eval_text(std::string(reinterpret_cast<const char*>(data), size), "<fuzz>", *env);
+    (void)sx::lang::print(value);
+  } catch (const sx::lang::Error& e) {
+    (void)sx::lang::render(e.diagnostic(), /*color=*/false);
+  }
+  return 0;
+}
