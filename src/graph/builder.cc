@@ -68,11 +68,27 @@ NodeId Builder::full(Shape shape, DType dtype, double value) {
   return shape.empty() ? s : broadcast_to(s, shape);
 }
 
+namespace {
+
+// Errors from shared helpers (a missing attribute, say) do not know which op
+// they are in: give them its name, so that every message begins with it.
+[[noreturn]] void rethrow_with_op_name(const ShapeError& error, std::string_view op) {
+  std::string_view what = error.what();
+  if (what.starts_with(op) && what.substr(op.size()).starts_with(":")) throw error;
+  throw ShapeError(fmt::format("{}: {}", op, what));
+}
+
+}  // namespace
+
 NodeId Builder::op(std::string_view name, std::vector<NodeId> args, const Attrs& attrs) {
   const Primitive& prim = primitive(name);
   for (NodeId a : args) node(a);
-  if (prim.build) return prim.build(*this, prim, args, attrs);
-  return emit(prim, std::move(args), attrs);
+  try {
+    if (prim.build) return prim.build(*this, prim, args, attrs);
+    return emit(prim, std::move(args), attrs);
+  } catch (const ShapeError& e) {
+    rethrow_with_op_name(e, prim.name);
+  }
 }
 
 NodeId Builder::emit(const Primitive& prim, std::vector<NodeId> args, const Attrs& attrs) {
@@ -90,7 +106,12 @@ NodeId Builder::emit(const Primitive& prim, std::vector<NodeId> args, const Attr
     types.push_back(type(a));
     all_weak = all_weak && node(a).weak;
   }
-  ValueType out = prim.infer(types, attrs);
+  ValueType out;
+  try {
+    out = prim.infer(types, attrs);
+  } catch (const ShapeError& e) {
+    rethrow_with_op_name(e, prim.name);
+  }
   Node n;
   n.prim = &prim;
   n.inputs = std::move(args);

@@ -109,7 +109,9 @@ double read_double(const json& value, std::string_view where) {
 
 AttrValue read_attr(const json& value, std::string_view where) {
   if (!value.is_object() || value.size() != 1) malformed(where, "an attribute must be an object with one field");
-  const auto& [kind, v] = *value.items().begin();
+  auto first = value.begin();
+  const std::string& kind = first.key();
+  const json& v = first.value();
   if (kind == "int") return read<int64_t>(v, where, "an integer");
   if (kind == "ints") return read<std::vector<int64_t>>(v, where, "a list of integers");
   if (kind == "double") return read_double(v, where);

@@ -43,6 +43,18 @@ TEST(Builder, ErrorsBeginWithTheOpName) {
             "concat: cannot join f32[2, 3] and f32[3, 3] along axis 1");
   EXPECT_EQ(error_of([](Builder& b) { b.gather(b.input("a", {2}, DType::f32), b.input("i", {2}, DType::f32), 0); }),
             "gather: indices must be integers, got f32");
+  EXPECT_EQ(error_of([](Builder& b) { b.op("one_hot", {b.input("i", {2}, DType::i32)}); }),
+            "one_hot: attribute 'depth' is missing");
+  EXPECT_EQ(error_of([](Builder& b) { b.op("iota", {}, {{"shape", std::vector<int64_t>{2}}, {"axis", 1.5}, {"dtype", DType::i32}}); }),
+            "iota: attribute 'axis' must be an integer");
+  EXPECT_EQ(error_of([](Builder& b) { b.matmul(b.input("a", {2, 3}, DType::f32), b.input("b", {}, DType::f32)); }),
+            "matmul: needs operands of rank 1 or more, got [2, 3] and []");
+  EXPECT_EQ(error_of([](Builder& b) { b.matmul(b.input("a", {2, 2, 3}, DType::f32), b.input("b", {3, 3, 4}, DType::f32)); }),
+            "matmul: cannot broadcast the batch dimensions of [2, 2, 3] and [3, 3, 4]");
+  EXPECT_EQ(error_of([](Builder& b) { b.slice(b.input("a", {4}, DType::f32), {0}, {4}, {0}); }),
+            "slice: axis 0 of [4]: start 0 stop 4 step 0 is not a slice of it (0 <= start <= stop <= 4, step >= 1)");
+  EXPECT_EQ(error_of([](Builder& b) { b.random_normal(b.input("k", {2}, DType::i64), {3}); }),
+            "random_normal: the key must be an integer scalar, got i64[2]");
 }
 
 TEST(Builder, BroadcastingInsertsBroadcastNodes) {
