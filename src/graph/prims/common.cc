@@ -32,15 +32,6 @@ void require_same_types(std::string_view op, std::span<const ValueType> args) {
   }
 }
 
-std::vector<int64_t> unravel(int64_t flat, const Shape& shape) {
-  std::vector<int64_t> index(shape.size());
-  for (size_t i = shape.size(); i-- > 0;) {
-    index[i] = flat % shape[i];
-    flat /= shape[i];
-  }
-  return index;
-}
-
 int64_t ravel(const std::vector<int64_t>& index, const std::vector<int64_t>& strides) {
   int64_t flat = 0;
   for (size_t i = 0; i < index.size(); ++i) flat += index[i] * strides[i];

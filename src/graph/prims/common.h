@@ -81,8 +81,24 @@ Tensor map_binary(const Tensor& a, const Tensor& b, DType out_dtype, Fn f) {
   return out;
 }
 
-// The multi-index of row-major position `flat` in `shape`.
-std::vector<int64_t> unravel(int64_t flat, const Shape& shape);
+// Walks the positions of a shape in row-major order: index() is the
+// multi-index of position 0, 1, ... after that many calls to next().
+class IndexWalk {
+ public:
+  explicit IndexWalk(Shape shape) : shape_(std::move(shape)), index_(shape_.size(), 0) {}
+  const std::vector<int64_t>& index() const { return index_; }
+  void next() {
+    for (size_t d = shape_.size(); d-- > 0;) {
+      if (++index_[d] < shape_[d]) return;
+      index_[d] = 0;
+    }
+  }
+
+ private:
+  Shape shape_;
+  std::vector<int64_t> index_;
+};
+
 int64_t ravel(const std::vector<int64_t>& index, const std::vector<int64_t>& strides);
 
 // Batching helpers. `batched[i]` says whether args[i] carries the leading

@@ -38,14 +38,15 @@ std::vector<int64_t> gathered_sources(const Shape& x, const Tensor& indices, int
   std::vector<int64_t> x_strides = row_major_strides(x), idx_strides = row_major_strides(indices.shape());
   auto a = static_cast<size_t>(axis), rank = indices.shape().size();
   std::vector<int64_t> sources;
-  for (int64_t o = 0; o < numel(out); ++o) {
-    std::vector<int64_t> index = unravel(o, out);
-    std::vector<int64_t> idx_index(index.begin() + axis, index.begin() + axis + static_cast<int64_t>(rank));
-    auto at = static_cast<int64_t>(indices.value(ravel(idx_index, idx_strides)));
-    std::vector<int64_t> x_index(index.begin(), index.begin() + axis);
-    x_index.push_back(std::clamp<int64_t>(at, 0, x[a] - 1));
-    x_index.insert(x_index.end(), index.begin() + axis + static_cast<int64_t>(rank), index.end());
-    sources.push_back(ravel(x_index, x_strides));
+  IndexWalk walk(out);
+  for (int64_t o = 0; o < numel(out); ++o, walk.next()) {
+    const std::vector<int64_t>& index = walk.index();
+    int64_t idx_flat = 0, x_flat = 0;
+    for (size_t d = 0; d < rank; ++d) idx_flat += index[a + d] * idx_strides[d];
+    for (size_t d = 0; d < a; ++d) x_flat += index[d] * x_strides[d];
+    for (size_t d = a + 1; d < x.size(); ++d) x_flat += index[d - 1 + rank] * x_strides[d];
+    auto at = static_cast<int64_t>(indices.value(idx_flat));
+    sources.push_back(x_flat + std::clamp<int64_t>(at, 0, x[a] - 1) * x_strides[a]);
   }
   return sources;
 }
@@ -156,7 +157,8 @@ const Primitive kIndex[] = {
      .kernel = [](const Node& n, Args) {
        Tensor out(n.dtype, n.shape);
        auto axis = static_cast<size_t>(n.attrs.get_int("axis"));
-       for (int64_t i = 0; i < out.numel(); ++i) out.set_value(i, static_cast<double>(unravel(i, n.shape)[axis]));
+       IndexWalk walk(n.shape);
+       for (int64_t i = 0; i < out.numel(); ++i, walk.next()) out.set_value(i, static_cast<double>(walk.index()[axis]));
        return out;
      }},
     {.name = "one_hot",

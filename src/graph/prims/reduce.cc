@@ -61,20 +61,23 @@ struct ReductionMap {
 };
 
 ReductionMap map_reduction(const Shape& shape, const std::vector<int64_t>& axes) {
-  Shape kept = reduced_shape(shape, axes, true);
+  // Strides that place an input position in the output (0 along reduced
+  // axes) and within the reduced block (0 along kept axes).
+  std::vector<int64_t> kept_strides = row_major_strides(reduced_shape(shape, axes, true));
   Shape block;
   for (int64_t a : axes) block.push_back(shape[static_cast<size_t>(a)]);
-  std::vector<int64_t> kept_strides = row_major_strides(kept), block_strides = row_major_strides(block);
+  std::vector<int64_t> block_strides = row_major_strides(block), to_block(shape.size(), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    auto a = static_cast<size_t>(axes[i]);
+    kept_strides[a] = 0;
+    to_block[a] = block_strides[i];
+  }
   ReductionMap map;
-  map.out_count = numel(kept);
-  for (int64_t i = 0; i < numel(shape); ++i) {
-    std::vector<int64_t> index = unravel(i, shape), block_index;
-    for (int64_t a : axes) {
-      block_index.push_back(index[static_cast<size_t>(a)]);
-      index[static_cast<size_t>(a)] = 0;
-    }
-    map.out_index.push_back(ravel(index, kept_strides));
-    map.within.push_back(ravel(block_index, block_strides));
+  map.out_count = numel(reduced_shape(shape, axes, false));
+  IndexWalk walk(shape);
+  for (int64_t i = 0; i < numel(shape); ++i, walk.next()) {
+    map.out_index.push_back(ravel(walk.index(), kept_strides));
+    map.within.push_back(ravel(walk.index(), to_block));
   }
   return map;
 }

@@ -20,12 +20,13 @@ void copy_element(const Tensor& from, int64_t i, Tensor& to, int64_t o) {
   std::memcpy(to.bytes().data() + o * static_cast<int64_t>(size), from.bytes().data() + i * static_cast<int64_t>(size), size);
 }
 
-// out[o] = x[source(index of o)] for every output position.
+// out[o] = x[source(multi-index of o)] for every output position, where
+// source gives x's flat position.
 template <class Source>
 Tensor gather_elements(const Tensor& x, const Node& node, Source source) {
   Tensor out(node.dtype, node.shape);
-  std::vector<int64_t> strides = row_major_strides(x.shape());
-  for (int64_t o = 0; o < out.numel(); ++o) copy_element(x, ravel(source(unravel(o, node.shape)), strides), out, o);
+  IndexWalk walk(node.shape);
+  for (int64_t o = 0; o < out.numel(); ++o, walk.next()) copy_element(x, source(walk.index()), out, o);
   return out;
 }
 
@@ -169,10 +170,9 @@ Tensor concat_kernel(const Node& node, Args xs) {
   std::vector<int64_t> strides = row_major_strides(node.shape);
   int64_t offset = 0;
   for (const Tensor* x : xs) {
-    for (int64_t i = 0; i < x->numel(); ++i) {
-      std::vector<int64_t> index = unravel(i, x->shape());
-      index[axis] += offset;
-      copy_element(*x, i, out, ravel(index, strides));
+    IndexWalk walk(x->shape());
+    for (int64_t i = 0; i < x->numel(); ++i, walk.next()) {
+      copy_element(*x, i, out, ravel(walk.index(), strides) + offset * strides[axis]);
     }
     offset += x->shape()[axis];
   }
@@ -203,10 +203,11 @@ Tensor pad_kernel(const Node& node, const Tensor& x) {
   for (int64_t o = 0; o < out.numel(); ++o) copy_element(value, 0, out, o);
   const auto &low = node.attrs.get_ints("low"), &interior = node.attrs.get_ints("interior");
   std::vector<int64_t> strides = row_major_strides(node.shape);
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    std::vector<int64_t> index = unravel(i, x.shape());
-    for (size_t d = 0; d < index.size(); ++d) index[d] = low[d] + index[d] * (interior[d] + 1);
-    copy_element(x, i, out, ravel(index, strides));
+  IndexWalk walk(x.shape());
+  for (int64_t i = 0; i < x.numel(); ++i, walk.next()) {
+    int64_t o = 0;
+    for (size_t d = 0; d < strides.size(); ++d) o += (low[d] + walk.index()[d] * (interior[d] + 1)) * strides[d];
+    copy_element(x, i, out, o);
   }
   return out;
 }
@@ -239,10 +240,11 @@ const Primitive kShape[] = {
      },
      .kernel = [](const Node& n, Args x) {
        const auto& perm = n.attrs.get_ints("perm");
+       std::vector<int64_t> strides = row_major_strides(x[0]->shape());
        return gather_elements(*x[0], n, [&](const std::vector<int64_t>& out_index) {
-         std::vector<int64_t> in_index(out_index.size());
-         for (size_t i = 0; i < perm.size(); ++i) in_index[static_cast<size_t>(perm[i])] = out_index[i];
-         return in_index;
+         int64_t flat = 0;
+         for (size_t i = 0; i < perm.size(); ++i) flat += out_index[i] * strides[static_cast<size_t>(perm[i])];
+         return flat;
        });
      }},
     {.name = "broadcast",
@@ -265,10 +267,11 @@ const Primitive kShape[] = {
      .kernel = [](const Node& n, Args x) {
        const Shape& from = x[0]->shape();
        size_t lead = n.shape.size() - from.size();
+       std::vector<int64_t> strides = row_major_strides(from);
        return gather_elements(*x[0], n, [&](const std::vector<int64_t>& out_index) {
-         std::vector<int64_t> in_index(from.size());
-         for (size_t d = 0; d < from.size(); ++d) in_index[d] = from[d] == 1 ? 0 : out_index[lead + d];
-         return in_index;
+         int64_t flat = 0;
+         for (size_t d = 0; d < from.size(); ++d) flat += from[d] == 1 ? 0 : out_index[lead + d] * strides[d];
+         return flat;
        });
      }},
     {.name = "slice",
@@ -293,9 +296,11 @@ const Primitive kShape[] = {
      },
      .kernel = [](const Node& n, Args x) {
        SliceSpec s = slice_spec(n.attrs);
-       return gather_elements(*x[0], n, [&](std::vector<int64_t> index) {
-         for (size_t d = 0; d < index.size(); ++d) index[d] = s.start[d] + index[d] * s.step[d];
-         return index;
+       std::vector<int64_t> strides = row_major_strides(x[0]->shape());
+       return gather_elements(*x[0], n, [&](const std::vector<int64_t>& out_index) {
+         int64_t flat = 0;
+         for (size_t d = 0; d < out_index.size(); ++d) flat += (s.start[d] + out_index[d] * s.step[d]) * strides[d];
+         return flat;
        });
      }},
     {.name = "concat",
