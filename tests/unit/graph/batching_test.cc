@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 
+#include "graph/errors.h"
 #include "graph/passes.h"
 #include "graph/primitive.h"
 #include "test_util.h"
@@ -145,6 +146,15 @@ TEST(Batching, VmapEqualsStackingRows) {
       }
     }
   }
+}
+
+TEST(Batching, RefusesUnknownInputsAndEmptyBatches) {
+  Graph g;
+  Builder b(g);
+  b.output("y", b.neg(b.input("x", {2}, DType::f32)));
+  std::vector<std::string> unknown{"z"}, known{"x"};
+  EXPECT_THROW(vmap(g, unknown, 2), GraphError);
+  EXPECT_THROW(vmap(g, known, 0), GraphError);
 }
 
 TEST(Batching, UnbatchedOutputsAreBroadcast) {

@@ -120,6 +120,12 @@ TEST(Json, ErrorsSayWhatIsWrongAndHowToFixIt) {
   bad_shape["nodes"][1]["shape"] = {3};
   EXPECT_NE(error_of(bad_shape).find("verify: node 1 (exp f32[3]): its rule gives f32[2]"), std::string::npos);
 
+  nlohmann::json with_constant = graph_to_json(every_primitive_graph());
+  for (auto& node : with_constant["nodes"]) {
+    if (node.contains("value")) node["value"] = "AAA*";
+  }
+  EXPECT_NE(error_of(with_constant).find("the constant's value has '*', which is not base64"), std::string::npos);
+
   EXPECT_THROW(graph_from_json_text("{not json"), FormatError);
 }
 

@@ -204,6 +204,19 @@ TEST(Kernels, Cases) {
   }
 }
 
+TEST(Kernels, RandomUniformStaysBelowOneInEveryFloatDtype) {
+  for (DType dtype : {DType::bf16, DType::f32, DType::f64}) {
+    Tensor t = eval([&](Builder& b) { return b.random_uniform(b.literal_int(5), {1000}, dtype); });
+    for (double v : t.to_doubles()) EXPECT_TRUE(v >= 0 && v < 1) << dtype_name(dtype);
+  }
+}
+
+TEST(Kernels, Bf16KeepsNaNAndInfinities) {
+  EXPECT_TRUE(std::isnan(static_cast<float>(Bf16(NAN))));
+  EXPECT_EQ(static_cast<float>(Bf16(INFINITY)), INFINITY);
+  EXPECT_EQ(static_cast<float>(Bf16(-0.0f)), 0.0f);
+}
+
 TEST(Kernels, Bf16ComputesInF32AndRounds) {
   Tensor x = tensor(DType::bf16, {2}, {1.0, 256.0});
   Tensor y = tensor(DType::bf16, {2}, {0.00390625, 1.0});  // 2^-8: 1 + 2^-8 is a tie, rounds to 1
