@@ -64,7 +64,13 @@ NodeId build_reshape(Builder& b, const Primitive& prim, std::span<const NodeId> 
     else throw ShapeError(fmt::format("reshape: target shape {} has more than one -1", shape_str(to)));
   }
   int64_t count = numel(b.shape(args[0]));
-  if (unknown != to.end() && known > 0 && count % known == 0) *unknown = count / known;
+  if (unknown != to.end()) {
+    if (known == 0 || count % known != 0) {
+      throw ShapeError(fmt::format("reshape: cannot reshape {} ({} elements) into {}", shape_str(b.shape(args[0])),
+                                   count, shape_str(to)));
+    }
+    *unknown = count / known;
+  }
   if (to == b.shape(args[0])) return args[0];
   return b.emit(prim, {args[0]}, {{"shape", to}});
 }
@@ -74,12 +80,9 @@ ValueType infer_transpose(Types args, const Attrs& attrs) {
   const Shape& in = args[0].shape;
   std::vector<int64_t> sorted = perm;
   std::sort(sorted.begin(), sorted.end());
-  for (size_t i = 0; i < sorted.size(); ++i) {
-    if (sorted[i] != static_cast<int64_t>(i) || sorted.size() != in.size()) {
-      throw ShapeError(fmt::format("transpose: {} is not a permutation of the axes of {}", list_str(perm), shape_str(in)));
-    }
-  }
-  if (perm.size() != in.size()) {
+  bool is_permutation = sorted.size() == in.size();
+  for (size_t i = 0; is_permutation && i < sorted.size(); ++i) is_permutation = sorted[i] == static_cast<int64_t>(i);
+  if (!is_permutation) {
     throw ShapeError(fmt::format("transpose: {} is not a permutation of the axes of {}", list_str(perm), shape_str(in)));
   }
   Shape out;

@@ -29,6 +29,8 @@ TEST(Builder, ErrorsBeginWithTheOpName) {
             "add: cannot broadcast [2, 3] with [4]");
   EXPECT_EQ(error_of([](Builder& b) { b.reshape(b.input("a", {2, 3}, DType::f32), {4, 2}); }),
             "reshape: cannot reshape [2, 3] (6 elements) into [4, 2] (8 elements)");
+  EXPECT_EQ(error_of([](Builder& b) { b.reshape(b.input("a", {2, 3}, DType::f32), {4, -1}); }),
+            "reshape: cannot reshape [2, 3] (6 elements) into [4, -1]");
   EXPECT_EQ(error_of([](Builder& b) { b.exp(b.input("a", {2}, DType::i32)); }),
             "exp: needs floating-point operands, got i32");
   EXPECT_EQ(error_of([](Builder& b) { b.sum(b.input("a", {2}, DType::f32), {1}); }),
