@@ -4,6 +4,7 @@
 #include "graph/errors.h"
 #include "graph/passes.h"
 #include "graph/primitive.h"
+#include "graph/text.h"
 #include "graph/verify.h"
 #include "test_util.h"
 
@@ -97,6 +98,21 @@ TEST(Passes, OptimizeKeepsResultsOfATrainingLikeGraph) {
   std::vector<Tensor> in{tensor(DType::f32, {3, 2}, {1, 2, 3, 4, 5, 6}),
                          tensor(DType::f32, {4, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1})};
   expect_same_results(g, optimize(g), in);
+}
+
+TEST(Text, OneNodeALine) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", {2, 3}, DType::f32);
+  b.output("loss", b.sum(b.mul(x, b.literal(2.0)), {}));
+  EXPECT_EQ(graph_to_text(g),
+            "%0 = input \"x\" : f32[2, 3]\n"
+            "%1 = constant 2 : f64[] weak\n"
+            "%2 = cast %1 {dtype=f32} : f32[] weak\n"
+            "%3 = broadcast %2 {shape=[2, 3]} : f32[2, 3] weak\n"
+            "%4 = mul %0 %3 : f32[2, 3]\n"
+            "%5 = sum %4 {axes=[0, 1] keepdims=0} : f32[]\n"
+            "output \"loss\" = %5\n");
 }
 
 TEST(Verify, RejectsAndNamesTheNode) {
