@@ -7,8 +7,8 @@
 
 namespace sx::device {
 
-std::unique_ptr<Device> make_device(std::string_view name, const DeviceOptions& options) {
-  (void)options;
+// The options are for devices not yet in this build (cpu threads).
+std::unique_ptr<Device> make_device(std::string_view name, const DeviceOptions&) {
   if (name == "reference") return std::make_unique<ReferenceDevice>();
   if (name == "cpu") {
     throw DeviceError("the cpu device is not in this build yet: use --device reference");

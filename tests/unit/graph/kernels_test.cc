@@ -217,6 +217,27 @@ TEST(Kernels, Bf16KeepsNaNAndInfinities) {
   EXPECT_EQ(static_cast<float>(Bf16(-0.0f)), 0.0f);
 }
 
+// Every bf16 elementwise result is the f32 result on the same values, rounded.
+TEST(Kernels, Bf16IsF32Rounded) {
+  std::vector<double> xs{0.3, 1.7, 2.9, 0.01, 5.5}, ys{1.1, 0.6, 3.3, 2.0, 0.7};
+  auto rounded = [](const std::vector<double>& v) { return Tensor::from_doubles(DType::bf16, {5}, v); };
+  for (const char* op : {"exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "logistic", "neg", "abs"}) {
+    Tensor in = rounded(xs);
+    Tensor in_f32 = eval([&](Builder& b) { return b.cast(b.constant(in), f32); });
+    Tensor direct = eval([&](Builder& b) { return b.op(op, {b.constant(in)}); });
+    Tensor via_f32 = eval([&](Builder& b) { return b.cast(b.op(op, {b.constant(in_f32)}), DType::bf16); });
+    EXPECT_EQ(direct, via_f32) << op;
+  }
+  for (const char* op : {"add", "sub", "mul", "div", "pow", "max", "min"}) {
+    Tensor x = rounded(xs), y = rounded(ys);
+    Tensor direct = eval([&](Builder& b) { return b.op(op, {b.constant(x), b.constant(y)}); });
+    Tensor via_f32 = eval([&](Builder& b) {
+      return b.cast(b.op(op, {b.cast(b.constant(x), f32), b.cast(b.constant(y), f32)}), DType::bf16);
+    });
+    EXPECT_EQ(direct, via_f32) << op;
+  }
+}
+
 TEST(Kernels, Bf16ComputesInF32AndRounds) {
   Tensor x = tensor(DType::bf16, {2}, {1.0, 256.0});
   Tensor y = tensor(DType::bf16, {2}, {0.00390625, 1.0});  // 2^-8: 1 + 2^-8 is a tie, rounds to 1
