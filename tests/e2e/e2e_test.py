@@ -113,6 +113,15 @@ def case_non_utf8(tmp):
            "a binary file should give an E-READ error naming it and exit 1", out, err)
 
 
+def case_non_utf8_long_line(tmp):
+    # Found by fuzz_reader: a line longer than the diagnostic shows (160 bytes) made of
+    # stray continuation bytes once made the renderer throw std::out_of_range (abort).
+    path = write(tmp, "continuation-bytes.sx", b"(" + b"\x93" * 200 + b"\n")
+    expect_error(["check", path], "E-READ-008", mentions=[path])
+    path = write(tmp, "continuation-bytes-2.sx", b"(* -922337" + b"\x93" * 160 + b":036;8\x154775808 -1)\n")
+    expect_error(["check", path], "E-READ-008", mentions=[path])
+
+
 # --- Values and usage -----------------------------------------------------------------------
 
 
