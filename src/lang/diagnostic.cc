@@ -23,9 +23,10 @@ struct Style {
 
 bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
 
-// Moves a byte index back to the start of its code point.
+// Moves a byte index back to the start of its code point (at most three bytes: text
+// that is not valid UTF-8 has no code points to find).
 size_t to_char_start(std::string_view s, size_t i) {
-  while (i > 0 && i < s.size() && is_continuation(s[i])) --i;
+  for (int steps = 0; steps < 3 && i > 0 && i < s.size() && is_continuation(s[i]); ++steps) --i;
   return i;
 }
 
@@ -41,6 +42,34 @@ std::string padding_for(std::string_view text) {
 
 size_t code_points(std::string_view text) {
   return static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) { return !is_continuation(c); }));
+}
+
+// Bytes that are not valid UTF-8, and control characters but tab, show as U+FFFD, so a
+// diagnostic never writes raw bytes to the terminal; `start` and `end` follow the change.
+std::string printable_line(std::string_view text, size_t& start, size_t& end) {
+  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+  std::string out;
+  size_t new_start = start, new_end = end;
+  for (size_t i = 0; i < text.size();) {
+    auto c = static_cast<unsigned char>(text[i]);
+    size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    bool valid = n > 0 && i + n <= text.size();
+    for (size_t k = 1; valid && k < n; ++k) valid = is_continuation(text[i + k]);
+    bool control = n == 1 && (c < 0x20 || c == 0x7F) && c != '\t';
+    if (valid && !control) {
+      out.append(text.substr(i, n));
+      i += n;
+      continue;
+    }
+    // One byte becomes the three of U+FFFD: later offsets move by two.
+    if (i < start) new_start += kReplacement.size() - 1;
+    if (i < end) new_end += kReplacement.size() - 1;
+    out.append(kReplacement);
+    ++i;
+  }
+  start = new_start;
+  end = new_end;
+  return out;
 }
 
 void render_source(const Diagnostic& d, const Style& style, std::string_view accent, std::string& out) {
@@ -65,9 +94,11 @@ void render_source(const Diagnostic& d, const Style& style, std::string_view acc
     if (from > 0) prefix = "...";
     if (to < text.size()) suffix = "...";
     text = text.substr(from, to - from);
-    start -= from;
-    end = std::min(end - from, text.size());
+    start = std::min(start - from, text.size());
+    end = std::max(start, std::min(end - from, text.size()));
   }
+  std::string shown = printable_line(text, start, end);
+  text = shown;
   size_t width = std::max<size_t>(1, code_points(text.substr(start, end - start)));
   out += fmt::format("{}{} {}{}{}\n", style.paint("1;34", fmt::format("{:>{}}", number, gutter.size())),
                      style.paint("1;34", " |"), prefix, text, suffix);
