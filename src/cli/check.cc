@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli/common.h"
+#include "cli/session.h"
 
 namespace sx::cli {
 
@@ -15,9 +16,9 @@ void add_check_command(CLI::App& app, std::function<int()>& action) {
     action = [file, flags] {
       return run_on_large_stack([&] {
         // Outlives the try: a diagnostic's spans point into the interpreter's sources.
-        lang::Interpreter interp(interpreter_options(*flags));
+        Session session(interpreter_options(*flags));
         try {
-          interp.load_file(*file);
+          session.load(*file);
           std::printf("%s: ok\n", file->c_str());
           return kExitOk;
         } catch (const lang::Error& e) {

@@ -64,7 +64,8 @@ lang::Value replace(const lang::Value& v, const std::map<graph::NodeId, lang::Va
 
 }  // namespace
 
-lang::Value materialize(const lang::Value& value, lang::Interpreter& interp, device::Device& device) {
+lang::Value materialize(const lang::Value& value, lang::Interpreter& interp, device::Device& device,
+                        const InputFeed& feed) {
   std::vector<graph::NodeId> nodes;
   collect(value, nodes);
   if (nodes.empty()) return value;
@@ -72,9 +73,16 @@ lang::Value materialize(const lang::Value& value, lang::Interpreter& interp, dev
   graph::Graph program = tracer->graph();
   for (size_t i = 0; i < nodes.size(); ++i) program.outputs.push_back({fmt::format("t{}", i), nodes[i]});
   program = graph::eliminate_dead_code(program);
+  std::vector<bool> read(program.nodes.size(), false);
+  for (const auto& node : program.nodes) {
+    for (graph::NodeId arg : node.inputs) read[arg] = true;
+  }
+  for (const auto& output : program.outputs) read[output.node] = true;
+  std::vector<device::Buffer> inputs;
+  for (const auto& input : program.inputs) inputs.push_back(feed(input, read[input.node]));
   std::vector<device::Buffer> results;
   try {
-    results = device.compile(program)->run({});
+    results = device.compile(program)->run(inputs);
   } catch (const device::DeviceError& e) {
     lang::fail("E-DEVICE-001", {}, fmt::format("the {} device could not run the value: {}", device.name(), e.what()));
   }

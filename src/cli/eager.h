@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -20,8 +21,13 @@ struct DeviceFlags {
   std::unique_ptr<device::Device> make() const;
 };
 
+// The value of each graph input of a traced value (parameters, random keys); `read` says
+// whether the value depends on it at all.
+using InputFeed = std::function<graph::Tensor(const graph::NamedNode& input, bool read)>;
+
 // The value with every traced tensor in it (at any depth of lists and vectors) replaced
 // by a constant holding its elements, computed on `device`.
-lang::Value materialize(const lang::Value& value, lang::Interpreter& interp, device::Device& device);
+lang::Value materialize(const lang::Value& value, lang::Interpreter& interp, device::Device& device,
+                        const InputFeed& feed);
 
 }  // namespace sx::cli

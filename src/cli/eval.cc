@@ -3,6 +3,7 @@
 
 #include "cli/common.h"
 #include "cli/eager.h"
+#include "cli/session.h"
 #include "lang/printer.h"
 
 namespace sx::cli {
@@ -22,11 +23,12 @@ void add_eval_command(CLI::App& app, std::function<int()>& action) {
     action = [file, expression, flags, device] {
       return run_on_large_stack([&] {
         // Outlives the try: a diagnostic's spans point into the interpreter's sources.
-        lang::Interpreter interp(interpreter_options(*flags));
+        Session session(interpreter_options(*flags));
         try {
-          lang::Ref<lang::Env> env = file->empty() ? interp.new_top_level() : interp.load_file(*file);
-          lang::Value value = interp.eval_text(*expression, "<expr>", *env);
-          value = materialize(value, interp, *device->make());
+          if (file->empty()) session.start_empty();
+          else session.load(*file);
+          lang::Value value = session.interp().eval_text(*expression, "<expr>", session.top());
+          value = session.run(value, *device->make());
           std::printf("%s\n", lang::print(value).c_str());
           return kExitOk;
         } catch (const lang::Error& e) {

@@ -12,6 +12,7 @@
 
 #include "cli/common.h"
 #include "cli/eager.h"
+#include "cli/session.h"
 #include "lang/printer.h"
 
 namespace sx::cli {
@@ -54,12 +55,13 @@ class LineSource {
 int repl(const std::string& file, const EvalFlags& flags, const DeviceFlags& device_flags) {
   lang::InterpreterOptions options = interpreter_options(flags);
   options.warn_redefinition = false;
-  lang::Interpreter interp(options);
-  lang::Ref<lang::Env> env;
+  Session session(options);
+  lang::Interpreter& interp = session.interp();
   std::unique_ptr<device::Device> device;
   try {
     device = device_flags.make();
-    env = file.empty() ? interp.new_top_level() : interp.load_file(file);
+    if (file.empty()) session.start_empty();
+    else session.load(file);
   } catch (const lang::Error& e) {
     return report(e);
   }
@@ -74,7 +76,7 @@ int repl(const std::string& file, const EvalFlags& flags, const DeviceFlags& dev
       lines.remember(pending.substr(0, pending.size() - 1));
       pending.clear();
       for (const auto& form : forms) {
-        lang::Value value = materialize(interp.eval(form.value, form.span, *env), interp, *device);
+        lang::Value value = session.run(interp.eval(form.value, form.span, session.top()), *device);
         std::printf("%s\n", lang::print(value).c_str());
         std::fflush(stdout);
       }

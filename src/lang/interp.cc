@@ -320,6 +320,7 @@ Value Interpreter::eval_call(const Value& form, Span span, Env& env) {
     if (special != special_forms_.end()) return special->second(*this, form, span, env);
   }
   Value head = eval(cell->car, head_span, env);
+  if (head.is(Type::Opaque) && head.as<Opaque>()->callee()) head = *head.as<Opaque>()->callee();
   if (head.is(Type::Macro)) {
     const auto& macro = *head.as<Closure>();
     Value expansion = expand_macro(macro, form, span);
@@ -368,6 +369,9 @@ Value Interpreter::expand_macro(const Closure& macro, const Value& form, Span sp
 }
 
 Value Interpreter::apply(const Value& function, std::span<Value> args, std::span<const Span> arg_spans, Span call) {
+  if (function.is(Type::Opaque) && function.as<Opaque>()->callee()) {
+    return apply(*function.as<Opaque>()->callee(), args, arg_spans, call);
+  }
   if (function.is(Type::Function)) {
     const auto* fn = function.as<Function>();
     if (const auto* builtin = dynamic_cast<const Builtin*>(fn)) {

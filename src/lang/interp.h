@@ -179,6 +179,9 @@ class Interpreter {
   bool is_special_form(const Symbol* name) const;
   Env& builtins() { return *builtins_; }
 
+  // Told of every name `let` or `let*` binds (models take their names from bindings).
+  std::function<void(const Symbol* name, const Value& value)> on_let_binding;
+
   // Warnings go here; by default they are printed to standard error.
   std::function<void(const Diagnostic&)> on_warning;
   void warn(Diagnostic diagnostic);
@@ -233,6 +236,10 @@ class Interpreter {
   uintptr_t stack_base_ = 0;
   uint64_t steps_ = 0;
 };
+
+// Defines `name` at the top level of `env`'s module, warning when it replaces a definition
+// (W-EVAL-002) or shadows a builtin (W-EVAL-001): what defvar, defun and require do.
+void define_top_level(Interpreter& in, const Symbol* name, Value value, Span span, Env& env);
 
 // Installs the special forms of the core language (special_forms.cc).
 void install_special_forms(Interpreter& interp);

@@ -131,6 +131,7 @@ Value let_form(Interpreter& in, const Value& form, Span span, Env& env, bool seq
       fail("E-EVAL-011", binding.span, fmt::format("`{}` is bound twice in this `let`", target->name),
            "use `let*` to bind a name again from its earlier value");
     }
+    if (in.on_let_binding) in.on_let_binding(target, value);
     frame->define(target, std::move(value));
   }
   return eval_body(in, p, 2, *frame);
@@ -141,8 +142,8 @@ Value make_closure(Interpreter& in, Type type, std::string name, const std::vect
   auto params = parse_lambda_list(p[params_at].value, p[params_at].span);
   for (const Part& param : parts_of(p[params_at].value, p[params_at].span)) {
     const Cons* pair = as_cons(param.value);
-    const Symbol* name = pair ? as_symbol(pair->car) : as_symbol(param.value);
-    if (name && in.is_special_form(name)) definable_name(in, {Value(name), param.span}, "lambda", "");
+    const Symbol* param_name = pair ? as_symbol(pair->car) : as_symbol(param.value);
+    if (param_name && in.is_special_form(param_name)) definable_name(in, {Value(param_name), param.span}, "lambda", "");
   }
   size_t body_at = params_at + 1;
   // A leading string followed by more body is a documentation string.
@@ -160,7 +161,8 @@ Value lambda(Interpreter& in, const Value& form, Span span, Env& env) {
   return make_closure(in, Type::Function, "lambda", p, 1, span, env);
 }
 
-// Defines `name` at the top level of `env`'s module, warning when it replaces something.
+}  // namespace
+
 void define_top_level(Interpreter& in, const Symbol* name, Value value, Span span, Env& env) {
   Env& module = env.module();
   if (in.options().warn_redefinition) {
@@ -182,6 +184,8 @@ void define_top_level(Interpreter& in, const Symbol* name, Value value, Span spa
   }
   module.define(name, std::move(value));
 }
+
+namespace {
 
 Value defvar(Interpreter& in, const Value& form, Span span, Env& env) {
   auto p = parts_of(form, span);

@@ -190,6 +190,8 @@ class Opaque : public Object {
   virtual std::string type_label() const = 0;  // "a tensor"
   virtual std::string print() const = 0;
   virtual bool equal(const Opaque& other) const { return this == &other; }
+  // What calling it calls (a model calls its function); nullptr when it is not callable.
+  virtual const Value* callee() const { return nullptr; }
 };
 
 // --- Construction and inspection helpers -------------------------------------------------

@@ -1,0 +1,44 @@
+// A run file evaluated for a command: the interpreter with models and defrun installed,
+// the file's top level, its parameters by path and, once something runs, their values.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "cli/common.h"
+#include "device/device.h"
+#include "model/model.h"
+#include "model/paths.h"
+#include "train/run_settings.h"
+
+namespace sx::cli {
+
+class Session {
+ public:
+  explicit Session(lang::InterpreterOptions options);
+
+  // Evaluates the file's top level and gives its parameters their paths.
+  void load(const std::string& file);
+  // An empty top level (eval and repl without a file).
+  void start_empty();
+
+  lang::Interpreter& interp() { return interp_; }
+  lang::Env& top() { return *top_; }
+  const model::ParameterTable& params() const { return params_; }
+  uint64_t seed() const { return settings_->seed(); }
+
+  // The value with its tensors computed on `device`, parameters initialized on first need.
+  lang::Value run(const lang::Value& value, device::Device& device);
+
+ private:
+  lang::Interpreter interp_;
+  std::shared_ptr<model::ModelState> models_;
+  std::shared_ptr<train::RunSettings> settings_;
+  lang::Ref<lang::Env> top_;
+  model::ParameterTable params_;
+  std::map<std::string, graph::Tensor> values_;
+  bool initialized_ = false;
+};
+
+}  // namespace sx::cli

@@ -1,0 +1,277 @@
+// defmodel, defparam and named: constructors that create models, the parameters they
+// declare, and the names let-bindings give sub-models.
+#include <fmt/format.h>
+
+#include <functional>
+#include <set>
+
+#include "graph/errors.h"
+#include "lang/printer.h"
+#include "lang/tracer.h"
+#include "model/model.h"
+
+namespace sx::model {
+namespace {
+
+using lang::Args;
+using lang::Cons;
+using lang::Env;
+using lang::fail;
+using lang::Interpreter;
+using lang::Span;
+using lang::Type;
+using lang::Value;
+
+struct Part {
+  Value value;
+  Span span;
+};
+
+std::vector<Part> parts_of(const Value& form, Span span) {
+  std::vector<Part> parts;
+  for (Cons* c = lang::as_cons(form); c; c = lang::next(c)) {
+    parts.push_back({c->car, c->car_span.known() ? c->car_span : span});
+  }
+  return parts;
+}
+
+// Calling a constructor: a fresh model collects the parameters and sub-models its body
+// makes; the body's value, which must be callable, is what applying the model calls.
+Value construct(const std::shared_ptr<ModelState>& state, const Value& body, const std::string& name, Args& a) {
+  auto* model = new Model(name, a.call);
+  Value result(model);
+  if (!state->constructing.empty()) {
+    Model* parent = state->constructing.back();
+    model->parent = parent;
+    parent->children.push_back(result);
+    parent->members.push_back({SIZE_MAX, model});
+  }
+  state->models.push_back(result);
+  state->constructing.push_back(model);
+  struct Pop {
+    std::vector<Model*>& stack;
+    ~Pop() { stack.pop_back(); }
+  } pop{state->constructing};
+  Value function = a.interp.apply(body, a.values, a.spans, a.call);
+  bool callable = function.is(Type::Function) || as_model(function);
+  if (!callable) {
+    const auto* closure = dynamic_cast<const lang::Closure*>(body.as<lang::Function>());
+    lang::Diagnostic d;
+    d.code = "E-PARAM-004";
+    d.span = closure ? closure->span : a.call;
+    d.message = fmt::format("the body of `{}` ends in {} `{}`, not a function", name,
+                            lang::type_name(function.type()), lang::print(function));
+    d.helps.push_back("end the body with the function the model applies: (lambda (x) ...)");
+    d.calls.push_back({fmt::format("`{}`", name), a.call});
+    throw lang::Error(std::move(d));
+  }
+  model->function = function;
+  return result;
+}
+
+Value defmodel(const std::shared_ptr<ModelState>& state, Interpreter& in, const Value& form, Span span, Env& env) {
+  auto p = parts_of(form, span);
+  if (p.size() < 3 || !p[1].value.is(Type::Symbol)) {
+    fail("E-EVAL-011", span, "malformed `defmodel`", "write it as (defmodel name (params...) body...)");
+  }
+  std::string name = p[1].value.as<lang::Symbol>()->name;
+  // The body is an ordinary function of the constructor's parameters.
+  std::vector<Value> lambda_form{lang::make_symbol("lambda")};
+  std::vector<Span> spans{span};
+  for (size_t i = 2; i < p.size(); ++i) lambda_form.push_back(p[i].value), spans.push_back(p[i].span);
+  Value body = in.eval(lang::list_with_spans(std::move(lambda_form), spans), span, env);
+  body.as<lang::Function>()->name = name;
+  Value constructor(new lang::NativeClosure(name, [state, body, name](Args& a) { return construct(state, body, name, a); }));
+  lang::define_top_level(in, p[1].value.as<lang::Symbol>(), constructor, p[1].span, env);
+  return p[1].value;
+}
+
+std::vector<std::string> tag_names(const Part& part, const Value& tags) {
+  std::vector<std::string> names;
+  std::vector<Value> items = tags.is(Type::Vector) ? tags.as<lang::Vector>()->items : lang::list_items(tags);
+  if (!tags.is(Type::Vector) && !tags.is_list()) {
+    fail("E-PARAM-006", part.span, fmt::format("`:tags` takes a list or vector of names, not `{}`", lang::print(tags)));
+  }
+  for (const auto& tag : items) {
+    if (tag.is(Type::Keyword) || tag.is(Type::Symbol)) names.push_back(tag.as<lang::Symbol>()->name);
+    else if (tag.is(Type::String)) names.push_back(lang::string_of(tag));
+    else fail("E-PARAM-006", part.span, fmt::format("a tag is a name, not `{}`", lang::print(tag)));
+  }
+  return names;
+}
+
+// The initializer's graph, copied out of the trace: it may read constants and random
+// keys only (E-PARAM-003). Random keys become inputs key.0, key.1, ... in order.
+graph::Graph closed_initializer(const std::shared_ptr<ModelState>& state, lang::Tracer& tracer, graph::NodeId root,
+                                const std::string& name, Span span) {
+  const graph::Graph& trace = tracer.graph();
+  std::set<graph::NodeId> rng(state->rng_inputs.begin(), state->rng_inputs.end());
+  std::vector<bool> needed(root + 1, false);
+  needed[root] = true;
+  for (graph::NodeId id = root + 1; id-- > 0;) {
+    if (!needed[id]) continue;
+    const graph::Node& n = trace.node(id);
+    if (n.op_name() == "input" && !rng.count(id)) {
+      std::string what = "a value that is not a shape, constant or random node";
+      for (const auto& input : trace.inputs) {
+        if (input.node == id) what = fmt::format("`{}`, which is not a shape, constant or random node", input.name);
+      }
+      lang::Diagnostic d;
+      d.code = "E-PARAM-003";
+      d.span = span;
+      d.message = fmt::format("the initializer of `{}` reads {}", name, what);
+      d.helps.push_back("build the initializer from shapes, constants and random initializers only");
+      if (Span from = tracer.span_of(n.origin); from.known()) d.notes.push_back("that value comes from " + from.location());
+      throw lang::Error(std::move(d));
+    }
+    for (graph::NodeId input : n.inputs) needed[input] = true;
+  }
+  graph::Graph init;
+  std::vector<graph::NodeId> remap(root + 1);
+  size_t keys = 0;
+  for (graph::NodeId id = 0; id <= root; ++id) {
+    if (!needed[id]) continue;
+    graph::Node n = trace.node(id);
+    for (auto& input : n.inputs) input = remap[input];
+    remap[id] = static_cast<graph::NodeId>(init.nodes.size());
+    if (n.op_name() == "input") init.inputs.push_back({fmt::format("key.{}", keys++), remap[id]});
+    n.origin = 0;
+    init.nodes.push_back(std::move(n));
+  }
+  init.outputs.push_back({"value", remap[root]});
+  return init;
+}
+
+Value defparam(const std::shared_ptr<ModelState>& state, Interpreter& in, const Value& form, Span span, Env& env) {
+  auto p = parts_of(form, span);
+  if (p.size() < 3 || !p[1].value.is(Type::Symbol)) {
+    fail("E-EVAL-011", span, "malformed `defparam`", "write it as (defparam name initializer :keyword value ...)");
+  }
+  if (state->constructing.empty()) {
+    fail("E-PARAM-002", span, "`defparam` outside a model",
+         "declare parameters inside a `defmodel` body; a model's constructor creates them");
+  }
+  Model& model = *state->constructing.back();
+  const auto* symbol = p[1].value.as<lang::Symbol>();
+  ParamDecl decl;
+  decl.name = symbol->name;
+  decl.gensym = lang::intern(symbol->name) != symbol;
+  decl.span = span;
+  decl.init_source = std::string(p[2].span.file->text().substr(p[2].span.offset, p[2].span.length));
+
+  Value init = in.eval(p[2].value, p[2].span, env);
+  if ((p.size() - 3) % 2 != 0) {
+    fail("E-PARAM-006", p.back().span, "`defparam` options come in pairs: a keyword and its value");
+  }
+  for (size_t i = 3; i + 1 < p.size(); i += 2) {
+    const Part& key = p[i];
+    std::string option = key.value.is(Type::Keyword) ? key.value.as<lang::Symbol>()->name : lang::print(key.value);
+    Value value = in.eval(p[i + 1].value, p[i + 1].span, env);
+    if (option == "tags") {
+      decl.tags = tag_names(p[i + 1], value);
+    } else if (option == "numerics") {
+      if (!value.is(Type::Keyword) || value.as<lang::Symbol>()->name != "high") {
+        fail("E-PARAM-006", p[i + 1].span, fmt::format("`:numerics` takes `:high`, not `{}`", lang::print(value)));
+      }
+      decl.numerics_high = true;
+    } else if (option == "trainable") {
+      if (!value.is(Type::Bool)) {
+        fail("E-PARAM-007", p[i + 1].span, fmt::format("`:trainable` takes true or false, not `{}`", lang::print(value)));
+      }
+      decl.trainable = value.as_bool();
+    } else if (option == "load") {
+      std::vector<Value> pair = value.is(Type::Vector) ? value.as<lang::Vector>()->items : std::vector<Value>{};
+      if (pair.size() != 2 || !pair[0].is(Type::String) || !pair[1].is(Type::String)) {
+        fail("E-PARAM-007", p[i + 1].span,
+             fmt::format("`:load` takes [file tensor], two strings, not `{}`", lang::print(value)));
+      }
+      decl.load = {lang::string_of(pair[0]), lang::string_of(pair[1])};
+    } else {
+      fail("E-PARAM-006", key.span, fmt::format("`defparam` has no option `{}`", key.value.is(Type::Keyword) ? ":" + option : option),
+           "the options are :tags, :numerics, :trainable and :load");
+    }
+  }
+
+  const auto& tracer = in.tracer();
+  graph::Builder& b = tracer->builder();
+  tracer->at(p[2].span);
+  graph::NodeId root;
+  if (const auto* t = lang::as_tensor(init)) {
+    root = t->node;
+  } else if (init.is_number()) {
+    root = b.scalar(init.as_double(), graph::DType::f32);
+  } else {
+    fail("E-PARAM-003", p[2].span,
+         fmt::format("the initializer of `{}` is {} `{}`, not a tensor", decl.name, lang::type_name(init.type()), lang::print(init)),
+         "write an initializer such as (normal [in out] :std 0.02) or (zeros [out])");
+  }
+  if (b.graph().node(root).weak) root = b.cast(root, graph::DType::f32);
+  decl.init = closed_initializer(state, *tracer, root, decl.name, p[2].span);
+  decl.shape = b.graph().node(root).shape;
+  decl.dtype = b.graph().node(root).dtype;
+  tracer->at(span);
+  decl.node = b.input(fmt::format("param#{}", state->next_param_input++), decl.shape, decl.dtype);
+
+  Value param = lang::make_tensor(tracer, decl.node);
+  model.members.push_back({model.params.size(), nullptr});
+  model.params.push_back(std::move(decl));
+  env.define(symbol, param);
+  return param;
+}
+
+// (named "segment" value): the segment of a model's or parameter's path.
+Value named(const std::shared_ptr<ModelState>& state, Interpreter& in, const Value& form, Span span, Env& env) {
+  auto p = parts_of(form, span);
+  if (p.size() != 3) fail("E-EVAL-011", span, "malformed `named`", "write it as (named \"segment\" value)");
+  Value segment = in.eval(p[1].value, p[1].span, env);
+  if (!segment.is(Type::String) || lang::string_of(segment).empty() ||
+      lang::string_of(segment).find('.') != std::string::npos) {
+    fail("E-PARAM-005", p[1].span, fmt::format("a path segment is a non-empty string without dots, not `{}`", lang::print(segment)));
+  }
+  Value value = in.eval(p[2].value, p[2].span, env);
+  if (Model* model = as_model(value)) {
+    model->named = lang::string_of(segment);
+    return value;
+  }
+  if (const auto* t = lang::as_tensor(value)) {
+    for (const auto& held : state->models) {
+      for (auto& decl : as_model(held)->params) {
+        if (decl.node == t->node) {
+          decl.named = lang::string_of(segment);
+          return value;
+        }
+      }
+    }
+  }
+  fail("E-PARAM-005", p[2].span,
+       fmt::format("`named` names a model or a parameter, not {} `{}`",
+                   value.is(Type::Opaque) ? value.as<lang::Opaque>()->type_label() : std::string(lang::type_name(value.type())),
+                   lang::print(value)));
+}
+
+// A let-binding names the sub-models made by the constructor under way: `blocks` for
+// one, `blocks.0`, `blocks.1`, ... for a list or vector of them. The first name wins.
+void name_bound_models(const std::shared_ptr<ModelState>& state, const lang::Symbol* name, const Value& value) {
+  if (state->constructing.empty()) return;
+  Model* owner = state->constructing.back();
+  auto claim = [&](const Value& v, const std::string& segment) {
+    Model* m = as_model(v);
+    if (m && m->parent == owner && m->segment.empty()) m->segment = segment;
+  };
+  claim(value, name->name);
+  std::vector<Value> items = value.is(Type::Vector)  ? value.as<lang::Vector>()->items
+                             : value.is(Type::Cons) ? lang::list_items(value)
+                                                    : std::vector<Value>{};
+  for (size_t i = 0; i < items.size(); ++i) claim(items[i], fmt::format("{}.{}", name->name, i));
+}
+
+}  // namespace
+
+void install_model_forms(lang::Interpreter& in, const std::shared_ptr<ModelState>& state) {
+  in.define_special_form("defmodel", [state](Interpreter& i, const Value& f, Span s, Env& e) { return defmodel(state, i, f, s, e); });
+  in.define_special_form("defparam", [state](Interpreter& i, const Value& f, Span s, Env& e) { return defparam(state, i, f, s, e); });
+  in.define_special_form("named", [state](Interpreter& i, const Value& f, Span s, Env& e) { return named(state, i, f, s, e); });
+  in.on_let_binding = [state](const lang::Symbol* name, const Value& value) { name_bound_models(state, name, value); };
+}
+
+}  // namespace sx::model

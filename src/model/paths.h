@@ -1,0 +1,31 @@
+// Roots and paths: after a file is evaluated, every parameter of a model bound by itself
+// at the top level gets its canonical path (model.blocks.3.attn.q).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+
+namespace sx::model {
+
+struct Parameter {
+  std::string path;
+  const ParamDecl* decl = nullptr;
+  const Model* owner = nullptr;
+};
+
+struct ParameterTable {
+  std::vector<Parameter> params;  // model.* first, then each other root, imports first
+  const Parameter* find(std::string_view path) const;
+  const Parameter* find_node(graph::NodeId node) const;
+};
+
+// Names the roots (E-PARAM-008 for a model bound twice), gives every parameter its path
+// (W-PARAM-001 for an unnamed model, E-PARAM-010 for two with one path), refuses a graph
+// that reads a parameter without a root (E-PARAM-009), and renames each parameter's
+// trace input to its path. `run_file` is the path of the file evaluated.
+ParameterTable resolve_parameters(lang::Interpreter& interp, ModelState& state, lang::Env& top,
+                                  const std::string& run_file);
+
+}  // namespace sx::model

@@ -1,0 +1,26 @@
+// `defrun`: the run's settings (DESIGN section 4). The training loop reads them in a
+// later part; what every command needs now is the seed, which keys initial values.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lang/interp.h"
+
+namespace sx::train {
+
+struct RunSettings {
+  bool defined = false;
+  lang::Span span;
+  std::vector<std::pair<std::string, lang::Value>> entries;  // in the order written
+
+  const lang::Value* find(std::string_view key) const;
+  // `:seed`, 0 without one.
+  uint64_t seed() const;
+};
+
+// Installs `defrun`; returns the settings it fills when a file evaluates it.
+std::shared_ptr<RunSettings> install_defrun(lang::Interpreter& interp);
+
+}  // namespace sx::train
