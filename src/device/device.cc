@@ -3,16 +3,14 @@
 
 #include <fmt/format.h>
 
+#include "device/cpu/cpu.h"
 #include "device/reference/reference.h"
 
 namespace sx::device {
 
-// The options are for devices not yet in this build (cpu threads).
-std::unique_ptr<Device> make_device(std::string_view name, const DeviceOptions&) {
+std::unique_ptr<Device> make_device(std::string_view name, const DeviceOptions& options) {
   if (name == "reference") return std::make_unique<ReferenceDevice>();
-  if (name == "cpu") {
-    throw DeviceError("the cpu device is not in this build yet: use --device reference");
-  }
+  if (name == "cpu") return std::make_unique<CpuDevice>(options);
   if (name == "cuda") {
     throw DeviceError("the cuda device is not in this build: rebuild with the CUDA toolkit, or use --device cpu");
   }
@@ -20,10 +18,10 @@ std::unique_ptr<Device> make_device(std::string_view name, const DeviceOptions&)
     throw DeviceError("the metal device is not in this build: it needs macOS with Metal; use --device cpu");
   }
   throw DeviceError(fmt::format("unknown device '{}': the devices are reference, cpu, cuda and metal "
-                                "(this build has: reference)", name));
+                                "(this build has: reference, cpu)", name));
 }
 
-std::vector<std::string> available_devices() { return {"reference"}; }
+std::vector<std::string> available_devices() { return {"reference", "cpu"}; }
 
 void check_inputs(const graph::Graph& graph, std::span<const Buffer> inputs) {
   if (inputs.size() != graph.inputs.size()) {

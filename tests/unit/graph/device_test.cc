@@ -16,15 +16,15 @@ std::string error_of(std::string_view name) {
 
 TEST(Devices, ReferenceIsBuilt) {
   EXPECT_EQ(make_device("reference")->name(), "reference");
-  EXPECT_EQ(available_devices(), std::vector<std::string>{"reference"});
+  EXPECT_EQ(make_device("cpu")->name(), "cpu");
+  EXPECT_EQ(available_devices(), (std::vector<std::string>{"reference", "cpu"}));
 }
 
 TEST(Devices, DevicesNotBuiltAreRefusedWithTheFix) {
   EXPECT_EQ(error_of("cuda"), "the cuda device is not in this build: rebuild with the CUDA toolkit, or use --device cpu");
   EXPECT_EQ(error_of("metal"), "the metal device is not in this build: it needs macOS with Metal; use --device cpu");
-  EXPECT_EQ(error_of("cpu"), "the cpu device is not in this build yet: use --device reference");
   EXPECT_EQ(error_of("tpu"),
-            "unknown device 'tpu': the devices are reference, cpu, cuda and metal (this build has: reference)");
+            "unknown device 'tpu': the devices are reference, cpu, cuda and metal (this build has: reference, cpu)");
 }
 
 TEST(Devices, PlanChecksItsInputs) {

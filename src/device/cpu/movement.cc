@@ -1,0 +1,202 @@
+// Data movement: transpose, broadcast, slice, concat, pad and gather. Each
+// is a strided copy (an output region walked in row-major order, a source
+// reached through per-axis strides), so the bytes are the reference's.
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "device/cpu/kernels.h"
+#include "graph/prims/common.h"
+
+namespace sx::device::cpu {
+namespace {
+
+using graph::DType;
+using graph::Shape;
+
+// Copies a region of `shape` elements: element at index i goes from
+// src[src_base + sum i[d] * src_strides[d]] to dst[dst_base + sum i[d] *
+// dst_strides[d]] (in elements of `size` bytes).
+struct Copy {
+  Shape shape;
+  std::vector<int64_t> src_strides, dst_strides;
+  int64_t src_base = 0, dst_base = 0;
+};
+
+// Drops size-1 axes and merges neighbours that are contiguous in both
+// source and destination, so the innermost loop is as long as possible.
+Copy simplify(Copy c) {
+  Copy out;
+  out.src_base = c.src_base;
+  out.dst_base = c.dst_base;
+  for (size_t d = 0; d < c.shape.size(); ++d) {
+    if (c.shape[d] == 1) continue;
+    if (!out.shape.empty() && out.src_strides.back() == c.src_strides[d] * c.shape[d] &&
+        out.dst_strides.back() == c.dst_strides[d] * c.shape[d]) {
+      out.shape.back() *= c.shape[d];
+      out.src_strides.back() = c.src_strides[d];
+      out.dst_strides.back() = c.dst_strides[d];
+      continue;
+    }
+    out.shape.push_back(c.shape[d]);
+    out.src_strides.push_back(c.src_strides[d]);
+    out.dst_strides.push_back(c.dst_strides[d]);
+  }
+  if (out.shape.empty()) {
+    out.shape = {1};
+    out.src_strides = {1};
+    out.dst_strides = {1};
+  }
+  return out;
+}
+
+template <class T>
+void copy_rows(const Copy& c, const T* src, T* dst, int64_t begin, int64_t end) {
+  size_t rank = c.shape.size();
+  int64_t n = c.shape[rank - 1], ss = c.src_strides[rank - 1], ds = c.dst_strides[rank - 1];
+  for (int64_t row = begin; row < end; ++row) {
+    int64_t s = c.src_base, d = c.dst_base, rest = row;
+    for (size_t k = rank - 1; k-- > 0;) {
+      int64_t i = rest % c.shape[k];
+      rest /= c.shape[k];
+      s += i * c.src_strides[k];
+      d += i * c.dst_strides[k];
+    }
+    if (ss == 1 && ds == 1) std::memcpy(dst + d, src + s, static_cast<size_t>(n) * sizeof(T));
+    else if (ss == 0 && ds == 1) std::fill_n(dst + d, n, src[s]);
+    else for (int64_t j = 0; j < n; ++j) dst[d + j * ds] = src[s + j * ss];
+  }
+}
+
+template <class T>
+void run_copy_typed(const Copy& c, const uint8_t* src, uint8_t* dst, int threads) {
+  int64_t rows = graph::numel(Shape(c.shape.begin(), c.shape.end() - 1));
+  parallel_for(rows, threads, [&](int64_t begin, int64_t end) {
+    copy_rows(c, reinterpret_cast<const T*>(src), reinterpret_cast<T*>(dst), begin, end);
+  });
+}
+
+void run_copy(const Copy& c, size_t size, const uint8_t* src, uint8_t* dst, int threads) {
+  switch (size) {
+    case 1: return run_copy_typed<uint8_t>(c, src, dst, threads);
+    case 2: return run_copy_typed<uint16_t>(c, src, dst, threads);
+    case 4: return run_copy_typed<uint32_t>(c, src, dst, threads);
+    default: return run_copy_typed<uint64_t>(c, src, dst, threads);
+  }
+}
+
+// A step made of copies, source k of copy k being input `inputs[k]`, after
+// filling the output with `fill` (one element's bytes) when it is set.
+Step copies_step(std::vector<Copy> copies, std::vector<size_t> inputs, size_t size, int64_t out_count,
+                 std::optional<std::vector<uint8_t>> fill, int cores) {
+  for (Copy& c : copies) c = simplify(std::move(c));
+  int threads = threads_for(out_count, cores);
+  return [copies = std::move(copies), inputs = std::move(inputs), size, out_count, fill = std::move(fill),
+          threads](const uint8_t* const* in, uint8_t* out) {
+    if (fill) {
+      parallel_for(out_count, threads, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) std::memcpy(out + i * static_cast<int64_t>(size), fill->data(), size);
+      });
+    }
+    for (size_t k = 0; k < copies.size(); ++k) run_copy(copies[k], size, in[inputs[k]], out, threads);
+  };
+}
+
+Step gather_step(const graph::Graph& graph, const graph::Node& node, int cores) {
+  const graph::Node &x = graph.node(node.inputs[0]), &idx = graph.node(node.inputs[1]);
+  auto axis = static_cast<size_t>(node.attrs.get_int("axis"));
+  int64_t outer = graph::numel(Shape(x.shape.begin(), x.shape.begin() + static_cast<int64_t>(axis)));
+  int64_t inner = graph::numel(Shape(x.shape.begin() + static_cast<int64_t>(axis) + 1, x.shape.end()));
+  int64_t along = x.shape[axis], count = graph::numel(idx.shape);
+  size_t row_bytes = static_cast<size_t>(inner) * graph::dtype_size(x.dtype);
+  int threads = threads_for(graph::numel(node.shape), cores);
+  return graph::visit_dtype(idx.dtype, [&](auto types) -> Step {
+    using I = typename decltype(types)::storage;
+    using C = typename decltype(types)::compute;
+    return [outer, along, count, row_bytes, threads](const uint8_t* const* in, uint8_t* out) {
+      const I* indices = reinterpret_cast<const I*>(in[1]);
+      parallel_for(outer * count, threads, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          int64_t o = r / count, i = r % count;
+          auto at = static_cast<int64_t>(static_cast<C>(indices[i]));
+          at = std::clamp<int64_t>(at, 0, along - 1);
+          std::memcpy(out + static_cast<size_t>(r) * row_bytes,
+                      in[0] + static_cast<size_t>(o * along + at) * row_bytes, row_bytes);
+        }
+      });
+    };
+  });
+}
+
+}  // namespace
+
+std::optional<Step> movement_step(const graph::Graph& graph, const graph::Node& node, int cores) {
+  std::string_view op = node.op_name();
+  if (op == "gather") {
+    const graph::Node& x = graph.node(node.inputs[0]);
+    if (graph::numel(x.shape) == 0 || graph::numel(node.shape) == 0) return std::nullopt;
+    return gather_step(graph, node, cores);
+  }
+  size_t size = graph::dtype_size(node.dtype);
+  int64_t out_count = graph::numel(node.shape);
+  std::vector<int64_t> out_strides = graph::row_major_strides(node.shape);
+  if (out_count == 0) return Step([](const uint8_t* const*, uint8_t*) {});
+  if (op == "transpose") {
+    const graph::Node& x = graph.node(node.inputs[0]);
+    std::vector<int64_t> in_strides = graph::row_major_strides(x.shape), src;
+    for (int64_t p : node.attrs.get_ints("perm")) src.push_back(in_strides[static_cast<size_t>(p)]);
+    return copies_step({Copy{node.shape, src, out_strides}}, {0}, size, out_count, std::nullopt, cores);
+  }
+  if (op == "broadcast") {
+    const Shape& from = graph.node(node.inputs[0]).shape;
+    std::vector<int64_t> in_strides = graph::row_major_strides(from), src(node.shape.size(), 0);
+    size_t lead = node.shape.size() - from.size();
+    for (size_t d = 0; d < from.size(); ++d) src[lead + d] = from[d] == 1 ? 0 : in_strides[d];
+    return copies_step({Copy{node.shape, src, out_strides}}, {0}, size, out_count, std::nullopt, cores);
+  }
+  if (op == "slice") {
+    const Shape& from = graph.node(node.inputs[0]).shape;
+    std::vector<int64_t> in_strides = graph::row_major_strides(from), src;
+    const auto &start = node.attrs.get_ints("start"), &step = node.attrs.get_ints("step");
+    int64_t base = 0;
+    for (size_t d = 0; d < from.size(); ++d) {
+      base += start[d] * in_strides[d];
+      src.push_back(in_strides[d] * step[d]);
+    }
+    return copies_step({Copy{node.shape, src, out_strides, base, 0}}, {0}, size, out_count, std::nullopt, cores);
+  }
+  if (op == "concat") {
+    auto axis = static_cast<size_t>(node.attrs.get_int("axis"));
+    std::vector<Copy> copies;
+    std::vector<size_t> inputs;
+    int64_t offset = 0;
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      const Shape& s = graph.node(node.inputs[k]).shape;
+      if (graph::numel(s) > 0) {
+        copies.push_back(Copy{s, graph::row_major_strides(s), out_strides, 0, offset * out_strides[axis]});
+        inputs.push_back(k);
+      }
+      offset += s[axis];
+    }
+    return copies_step(std::move(copies), std::move(inputs), size, out_count, std::nullopt, cores);
+  }
+  if (op == "pad") {
+    const Shape& from = graph.node(node.inputs[0]).shape;
+    graph::Tensor value = graph::Tensor::scalar(node.dtype, node.attrs.get_double("value"));
+    std::vector<uint8_t> fill(value.bytes().begin(), value.bytes().end());
+    const auto &low = node.attrs.get_ints("low"), &interior = node.attrs.get_ints("interior");
+    std::vector<int64_t> dst;
+    int64_t base = 0;
+    for (size_t d = 0; d < from.size(); ++d) {
+      base += low[d] * out_strides[d];
+      dst.push_back(out_strides[d] * (interior[d] + 1));
+    }
+    std::vector<Copy> copies;
+    if (graph::numel(from) > 0) copies.push_back(Copy{from, graph::row_major_strides(from), dst, 0, base});
+    std::vector<size_t> inputs(copies.size(), 0);
+    return copies_step(std::move(copies), std::move(inputs), size, out_count, std::move(fill), cores);
+  }
+  return std::nullopt;
+}
+
+}  // namespace sx::device::cpu

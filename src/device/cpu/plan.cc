@@ -1,0 +1,175 @@
+// The cpu device's compile and run. compile walks the graph once: it drops
+// the nodes no output needs, gives every other node a buffer allocated now
+// (shapes are static) and a prepared step, and decides each step's thread
+// count. run binds the inputs and calls the steps in graph order.
+//
+// Fast kernels: elementwise (elementwise.cc), reductions (reduce.cc), data
+// movement and gather (movement.cc), matmul (matmul.cc). reshape is a view
+// of its input, constant is its value, iota is computed once at compile
+// time. Run by their reference kernel (single-threaded, copying their
+// inputs): scatter_add, one_hot, random_normal, random_uniform,
+// random_bernoulli, and gather of empty tensors.
+#include "device/cpu/cpu.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include "device/cpu/kernels.h"
+#include "graph/primitive.h"
+#include "graph/verify.h"
+
+namespace sx::device {
+namespace {
+
+using graph::Node;
+using graph::NodeId;
+
+// A node's reference kernel as a step: for primitives without a fast kernel.
+cpu::Step reference_step(const Node* node, std::vector<graph::ValueType> types) {
+  return [node, types = std::move(types)](const uint8_t* const* in, uint8_t* out) {
+    std::vector<graph::Tensor> args;
+    for (size_t k = 0; k < types.size(); ++k) {
+      size_t bytes = static_cast<size_t>(graph::numel(types[k].shape)) * graph::dtype_size(types[k].dtype);
+      args.emplace_back(types[k].dtype, types[k].shape, std::vector<uint8_t>(in[k], in[k] + bytes));
+    }
+    std::vector<const graph::Tensor*> pointers;
+    for (const graph::Tensor& t : args) pointers.push_back(&t);
+    graph::Tensor result = node->prim->kernel(*node, pointers);
+    if (!result.bytes().empty()) std::memcpy(out, result.bytes().data(), result.bytes().size());
+  };
+}
+
+// Whether matmul node `id` can read its right operand, a broadcast node, as
+// the [k, n] matrix under it: the broadcast only adds batch axes.
+bool weights_broadcast(const graph::Graph& graph, const Node& node) {
+  const Node& right = graph.node(node.inputs[1]);
+  if (right.op_name() != "broadcast" || node.shape.size() < 3) return false;
+  const graph::Shape& from = graph.node(right.inputs[0]).shape;
+  size_t r = right.shape.size();
+  if (from.size() < 2) return false;
+  for (size_t d = 0; d + 2 < from.size(); ++d) {
+    if (from[d] != 1) return false;
+  }
+  return from[from.size() - 2] == right.shape[r - 2] && from[from.size() - 1] == right.shape[r - 1];
+}
+
+class CpuPlan : public Plan {
+ public:
+  CpuPlan(graph::Graph graph, int cores) : graph_(std::move(graph)) {
+    size_t count = graph_.nodes.size();
+    pointers_.resize(count, nullptr);
+    storage_.resize(count);
+    // Which nodes an output needs; which matmuls read a broadcast's input.
+    std::vector<bool> needed(count, false), absorbed(count, false);
+    std::vector<int> users(count, 0), absorbing(count, 0);
+    for (const graph::NamedNode& out : graph_.outputs) needed[out.node] = true;
+    for (NodeId id = static_cast<NodeId>(count); id-- > 0;) {
+      if (!needed[id]) continue;
+      const Node& node = graph_.nodes[id];
+      bool absorbs = node.op_name() == "matmul" && weights_broadcast(graph_, node);
+      absorbed[id] = absorbs;
+      for (size_t k = 0; k < node.inputs.size(); ++k) {
+        NodeId in = node.inputs[k];
+        ++users[in];
+        if (absorbs && k == 1) {
+          ++absorbing[in];
+          needed[graph_.node(in).inputs[0]] = true;
+          if (users[in] != absorbing[in]) needed[in] = true;
+        } else {
+          needed[in] = true;
+        }
+      }
+    }
+    // A broadcast every user absorbs is not computed (needed stays false
+    // unless another user or an output asked for it).
+    for (NodeId id = 0; id < count; ++id) {
+      if (!needed[id]) continue;
+      const Node& node = graph_.nodes[id];
+      std::string_view op = node.op_name();
+      if (op == "input") continue;
+      if (op == "constant") {
+        pointers_[id] = node.value->bytes().data();
+        continue;
+      }
+      if (op == "reshape") {
+        entries_.push_back({.id = id, .alias = node.inputs[0], .inputs = {}, .step = {}});
+        continue;
+      }
+      storage_[id] = graph::Tensor(node.dtype, node.shape);
+      pointers_[id] = storage_[id].bytes().data();
+      if (op == "iota") {
+        storage_[id] = node.prim->kernel(node, {});
+        pointers_[id] = storage_[id].bytes().data();
+        continue;
+      }
+      Entry entry{.id = id, .alias = 0, .inputs = node.inputs, .step = {}};
+      std::optional<cpu::Step> step;
+      if (op == "matmul") {
+        if (absorbed[id]) entry.inputs[1] = graph_.node(node.inputs[1]).inputs[0];
+        step = cpu::matmul_step(graph_, node, cores, absorbed[id]);
+      }
+      if (!step) step = cpu::elementwise_step(graph_, node, cores);
+      if (!step) step = cpu::reduce_step(graph_, node, cores);
+      if (!step) step = cpu::movement_step(graph_, node, cores);
+      if (!step) {
+        std::vector<graph::ValueType> types;
+        for (NodeId in : node.inputs) types.push_back({graph_.node(in).shape, graph_.node(in).dtype});
+        step = reference_step(&node, std::move(types));
+      }
+      entry.step = std::move(*step);
+      entries_.push_back(std::move(entry));
+    }
+  }
+
+  std::vector<Buffer> run(std::span<const Buffer> inputs) override {
+    check_inputs(graph_, inputs);
+    for (size_t i = 0; i < inputs.size(); ++i) pointers_[graph_.inputs[i].node] = inputs[i].bytes().data();
+    std::vector<const uint8_t*> in;
+    for (Entry& entry : entries_) {
+      if (!entry.step) {
+        pointers_[entry.id] = pointers_[entry.alias];
+        continue;
+      }
+      in.clear();
+      for (NodeId id : entry.inputs) in.push_back(pointers_[id]);
+      entry.step(in.data(), storage_[entry.id].bytes().data());
+    }
+    std::vector<Buffer> outputs;
+    for (const graph::NamedNode& out : graph_.outputs) {
+      const Node& node = graph_.node(out.node);
+      size_t bytes = static_cast<size_t>(graph::numel(node.shape)) * graph::dtype_size(node.dtype);
+      const uint8_t* p = pointers_[out.node];
+      outputs.emplace_back(node.dtype, node.shape, bytes == 0 ? std::vector<uint8_t>{} : std::vector<uint8_t>(p, p + bytes));
+    }
+    return outputs;
+  }
+
+ private:
+  struct Entry {
+    NodeId id = 0;
+    NodeId alias = 0;             // a view (no step): the node whose bytes it shares
+    std::vector<NodeId> inputs;   // whose bytes the step reads
+    cpu::Step step;
+  };
+
+  graph::Graph graph_;
+  std::vector<graph::Tensor> storage_;        // each computed node's buffer
+  std::vector<const uint8_t*> pointers_;      // each node's bytes during a run
+  std::vector<Entry> entries_;                // in graph order
+};
+
+}  // namespace
+
+CpuDevice::CpuDevice(const DeviceOptions& options) : cores_(options.cpu_cores) {
+  if (cores_ < 0) throw DeviceError(fmt::format("cpu: --cpu-cores must be 0 (all) or more, got {}", cores_));
+  if (cores_ == 0) cores_ = omp_get_num_procs();
+}
+
+std::unique_ptr<Plan> CpuDevice::compile(const graph::Graph& graph) {
+  graph::verify(graph);
+  return std::make_unique<CpuPlan>(graph, cores_);
+}
+
+}  // namespace sx::device

@@ -1,0 +1,186 @@
+// The cpu device's bits: a row's result does not depend on the other rows
+// of its batch (one row alone, inside 8 rows and inside 64 give the same
+// bits) for matmul in f32 and bf16 and for a softmax and a layer-norm built
+// from primitives; the same inputs give the same bits run after run; and 1
+// and 2 threads give the same bits.
+#include <functional>
+
+#include "util.h"
+
+namespace sx::device::testing {
+namespace {
+
+using graph::Builder;
+using graph::NodeId;
+
+// The graph of f applied to x[rows, width] (and the extra inputs).
+using RowFn = std::function<NodeId(Builder&, NodeId x, const std::vector<NodeId>& extra)>;
+
+struct RowGraph {
+  RowFn f;
+  std::vector<Tensor> extra;  // inputs after x
+};
+
+Tensor run_rows(const RowGraph& g, const Tensor& x, int cores, std::vector<int64_t> shape = {}) {
+  Graph graph;
+  Builder b(graph);
+  if (shape.empty()) shape = x.shape();
+  NodeId in = b.input("x", shape, x.dtype());
+  std::vector<NodeId> extra;
+  for (size_t i = 0; i < g.extra.size(); ++i) {
+    extra.push_back(b.input(fmt::format("e{}", i), g.extra[i].shape(), g.extra[i].dtype()));
+  }
+  b.output("y", g.f(b, in, extra));
+  std::vector<Tensor> inputs{Tensor(x.dtype(), shape, std::vector<uint8_t>(x.bytes().begin(), x.bytes().end()))};
+  inputs.insert(inputs.end(), g.extra.begin(), g.extra.end());
+  Tensor y = run_on("cpu", graph, inputs, cores)[0];
+  int64_t rows = x.shape()[0];
+  return Tensor(y.dtype(), {rows, y.numel() / rows}, std::vector<uint8_t>(y.bytes().begin(), y.bytes().end()));
+}
+
+Tensor first_rows(const Tensor& x, int64_t rows) {
+  size_t row_bytes = x.bytes().size() / static_cast<size_t>(x.shape()[0]);
+  Shape shape = x.shape();
+  shape[0] = rows;
+  return Tensor(x.dtype(), shape,
+                std::vector<uint8_t>(x.bytes().begin(), x.bytes().begin() + static_cast<int64_t>(row_bytes) * rows));
+}
+
+Tensor row(const Tensor& x, int64_t r) {
+  size_t row_bytes = x.bytes().size() / static_cast<size_t>(x.shape()[0]);
+  Shape shape = x.shape();
+  shape[0] = 1;
+  auto begin = x.bytes().begin() + static_cast<int64_t>(row_bytes) * r;
+  return Tensor(x.dtype(), shape, std::vector<uint8_t>(begin, begin + static_cast<int64_t>(row_bytes)));
+}
+
+// Row r of f(x[64 rows]) equals row r of f(x[:8]) and f(x[r]) alone, bit for
+// bit, for 1 thread and all cores; and the 64-row result is the same on 1
+// thread, 2 threads and all cores, and on a second run.
+void expect_rows_independent(const RowGraph& g, const Tensor& x64) {
+  Tensor full = run_rows(g, x64, 1);
+  EXPECT_TRUE(same_bits(run_rows(g, x64, 1), full)) << "a second run differs";
+  EXPECT_TRUE(same_bits(run_rows(g, x64, 2), full)) << "2 threads differ from 1";
+  EXPECT_TRUE(same_bits(run_rows(g, x64, 0), full)) << "all cores differ from 1";
+  for (int cores : {1, 0}) {
+    Tensor eight = run_rows(g, first_rows(x64, 8), cores);
+    for (int64_t r : {0, 3, 7}) {
+      EXPECT_TRUE(same_bits(row(eight, r), row(full, r))) << "row " << r << " of 8 differs, cores " << cores;
+    }
+    for (int64_t r : {0, 5, 63}) {
+      EXPECT_TRUE(same_bits(run_rows(g, row(x64, r), cores), row(full, r))) << "row " << r << " alone differs, cores " << cores;
+    }
+  }
+}
+
+RowGraph matmul_by(const Tensor& w) {
+  return {[](Builder& b, NodeId x, const std::vector<NodeId>& e) { return b.matmul(x, e[0]); }, {w}};
+}
+
+class RowIndependence : public ::testing::TestWithParam<DType> {};
+
+TEST_P(RowIndependence, Matmul) {
+  DType t = GetParam();
+  std::mt19937 rng(1);
+  for (auto [k, n] : {std::pair<int64_t, int64_t>{512, 128}, {128, 512}, {4096, 64}, {64, 1000}}) {
+    SCOPED_TRACE(fmt::format("k {} n {}", k, n));
+    expect_rows_independent(matmul_by(random_tensor(t, {k, n}, rng)), random_tensor(t, {64, k}, rng));
+  }
+}
+
+TEST_P(RowIndependence, BatchedMatmul) {
+  // [rows, 1, k] @ [k, n]: the op broadcasts the weights over the rows.
+  DType t = GetParam();
+  std::mt19937 rng(2);
+  Tensor w = random_tensor(t, {256, 96}, rng), x = random_tensor(t, {64, 256}, rng);
+  RowGraph g{[](Builder& b, NodeId rows, const std::vector<NodeId>& e) {
+               return b.matmul(b.reshape(rows, {b.shape(rows)[0], 1, 256}), e[0]);
+             },
+             {w}};
+  expect_rows_independent(g, x);
+}
+
+TEST_P(RowIndependence, Softmax) {
+  DType t = GetParam();
+  std::mt19937 rng(3);
+  RowGraph g{[](Builder& b, NodeId x, const std::vector<NodeId>&) {
+               NodeId e = b.exp(b.sub(x, b.reduce_max(x, {1}, true)));
+               return b.div(e, b.sum(e, {1}, true));
+             },
+             {}};
+  expect_rows_independent(g, random_tensor(t, {64, 1000}, rng));
+}
+
+TEST_P(RowIndependence, LayerNorm) {
+  DType t = GetParam();
+  std::mt19937 rng(4);
+  int64_t d = 768;
+  RowGraph g{[d](Builder& b, NodeId x, const std::vector<NodeId>& e) {
+               NodeId width = b.scalar(static_cast<double>(d), b.dtype(x));
+               NodeId centered = b.sub(x, b.div(b.sum(x, {1}, true), width));
+               NodeId var = b.div(b.sum(b.mul(centered, centered), {1}, true), width);
+               NodeId normed = b.mul(centered, b.rsqrt(b.add(var, b.literal(1e-5))));
+               return b.add(b.mul(normed, e[0]), e[1]);
+             },
+             {random_tensor(t, {d}, rng), random_tensor(t, {d}, rng)}};
+  expect_rows_independent(g, random_tensor(t, {64, d}, rng));
+}
+
+INSTANTIATE_TEST_SUITE_P(FloatDTypes, RowIndependence, ::testing::Values(DType::f32, DType::bf16),
+                         [](const ::testing::TestParamInfo<DType>& p) {
+                           return std::string(graph::dtype_name(p.param));
+                         });
+
+TEST(Threads, LargeMatmulSameBitsOnOneAndTwoThreads) {
+  std::mt19937 rng(5);
+  for (DType t : {DType::f32, DType::bf16}) {
+    for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{512, 512, 512}, {1, 128, 512}, {8, 8192, 256}}) {
+      SCOPED_TRACE(fmt::format("{} {}x{}x{}", graph::dtype_name(t), m, k, n));
+      Graph graph;
+      Builder b(graph);
+      NodeId a = b.input("a", {m, k}, t);
+      NodeId w = b.input("b", {k, n}, t);
+      b.output("y", b.matmul(a, w));
+      std::vector<Tensor> inputs{random_tensor(t, {m, k}, rng), random_tensor(t, {k, n}, rng)};
+      Tensor one = run_on("cpu", graph, inputs, 1)[0];
+      EXPECT_TRUE(same_bits(run_on("cpu", graph, inputs, 2)[0], one));
+      EXPECT_EQ(compare(one, run_on("reference", graph, inputs)[0], false, static_cast<double>(k)), "");
+    }
+  }
+}
+
+TEST(Threads, CoresMustNotBeNegative) {
+  try {
+    make_device("cpu", DeviceOptions{-1});
+    FAIL() << "no error";
+  } catch (const DeviceError& e) {
+    EXPECT_STREQ(e.what(), "cpu: --cpu-cores must be 0 (all) or more, got -1");
+  }
+}
+
+TEST(Plan, ChecksItsInputs) {
+  Graph g;
+  Builder b(g);
+  b.output("y", b.neg(b.input("x", {2}, DType::f32)));
+  auto plan = make_device("cpu")->compile(g);
+  std::vector<Tensor> wrong{Tensor(DType::f32, {3})};
+  EXPECT_THROW(plan->run(wrong), DeviceError);
+}
+
+TEST(Plan, OutputsNamedTwiceAndInputsPassedThrough) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", {2, 3}, DType::f32);
+  NodeId y = b.reshape(x, {3, 2});
+  b.output("a", y);
+  b.output("b", x);
+  b.output("c", b.neg(y));
+  std::mt19937 rng(6);
+  std::vector<Tensor> inputs{random_tensor(DType::f32, {2, 3}, rng)};
+  std::vector<Tensor> got = run_on("cpu", g, inputs), want = run_on("reference", g, inputs);
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(same_bits(got[i], want[i])) << i;
+}
+
+}  // namespace
+}  // namespace sx::device::testing

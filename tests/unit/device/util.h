@@ -1,0 +1,89 @@
+// Helpers the device tests share: random tensors, running a graph on a
+// device by name, and comparing a device's results with the reference's,
+// bit for bit or within a tolerance stated per dtype.
+#pragma once
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "device/device.h"
+#include "graph/builder.h"
+
+namespace sx::device::testing {
+
+using graph::DType;
+using graph::Graph;
+using graph::Shape;
+using graph::Tensor;
+
+// Random values that every dtype holds: floats about N(0, 1), integers in
+// [-20, 20] (or [0, 40] unsigned), bools half true. `positive` keeps them
+// above zero, for log, sqrt and pow.
+inline Tensor random_tensor(DType dtype, Shape shape, std::mt19937& rng, bool positive = false) {
+  int64_t n = graph::numel(shape);
+  std::vector<double> values(static_cast<size_t>(n));
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_int_distribution<int> ints(positive || graph::is_unsigned(dtype) ? 1 : -20, 20);
+  for (double& v : values) {
+    if (dtype == DType::boolean) v = rng() % 2;
+    else if (graph::is_float(dtype)) v = positive ? 0.1 + std::fabs(normal(rng)) * 2 : normal(rng);
+    else v = ints(rng) + (graph::is_unsigned(dtype) ? 20 : 0);
+  }
+  return Tensor::from_doubles(dtype, std::move(shape), values);
+}
+
+inline std::vector<Tensor> run_on(const std::string& device, const Graph& graph, const std::vector<Tensor>& inputs,
+                                  int cores = 0) {
+  return make_device(device, DeviceOptions{cores})->compile(graph)->run(inputs);
+}
+
+inline bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && a.bytes().size() == b.bytes().size() &&
+         (a.bytes().empty() || std::memcmp(a.bytes().data(), b.bytes().data(), a.bytes().size()) == 0);
+}
+
+// Relative tolerance of one rounding in each float dtype; 0 for the others.
+inline double tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return 2e-6;
+    case DType::bf16: return 1.6e-2;
+    case DType::f64: return 1e-14;
+    default: return 0;
+  }
+}
+
+// Empty when `actual` agrees with `expected`: the same bits when `exact`,
+// else within tolerance(dtype) * scale * (1 + |expected|) per element, NaN
+// where the reference has NaN. Otherwise says where they differ.
+inline std::string compare(const Tensor& actual, const Tensor& expected, bool exact, double scale = 1) {
+  if (actual.dtype() != expected.dtype() || actual.shape() != expected.shape()) {
+    return fmt::format("got {}{}, want {}{}", graph::dtype_name(actual.dtype()), graph::shape_str(actual.shape()),
+                       graph::dtype_name(expected.dtype()), graph::shape_str(expected.shape()));
+  }
+  if (exact || !graph::is_float(expected.dtype())) {
+    if (same_bits(actual, expected)) return "";
+    for (int64_t i = 0; i < actual.numel(); ++i) {
+      double a = actual.value(i), e = expected.value(i);
+      if (!(a == e || (std::isnan(a) && std::isnan(e)))) return fmt::format("element {}: got {}, want {} (bits)", i, a, e);
+    }
+    return "bits differ (NaN payload or signed zero)";
+  }
+  double tol = tolerance(expected.dtype()) * scale;
+  for (int64_t i = 0; i < actual.numel(); ++i) {
+    double a = actual.value(i), e = expected.value(i);
+    if (std::isnan(e) != std::isnan(a)) return fmt::format("element {}: got {}, want {}", i, a, e);
+    if (std::isnan(e) || a == e) continue;
+    if (!(std::fabs(a - e) <= tol * (1 + std::fabs(e)))) {
+      return fmt::format("element {}: got {}, want {} (tolerance {})", i, a, e, tol * (1 + std::fabs(e)));
+    }
+  }
+  return "";
+}
+
+}  // namespace sx::device::testing
