@@ -16,7 +16,7 @@ void add_check_command(CLI::App& app, std::function<int()>& action) {
     action = [file, flags] {
       return run_on_large_stack([&] {
         // Outlives the try: a diagnostic's spans point into the interpreter's sources.
-        Session session(interpreter_options(*flags));
+        Session session(*flags);
         try {
           session.load(*file);
           std::printf("%s: ok\n", file->c_str());

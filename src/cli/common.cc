@@ -13,6 +13,12 @@ namespace sx::cli {
 void EvalFlags::add_to(CLI::App& command) {
   command.add_option("--max-steps", max_steps, "Stop evaluation after this many steps (E-EVAL-017); 0: no limit")
       ->check(CLI::NonNegativeNumber);
+  command.add_option("--variant", variant, "Evaluate under this defvariant's knob values");
+  command.add_option("--knob", knobs, "Set a defknob: NAME=VALUE, VALUE read as one form (repeatable)")
+      ->check([](const std::string& text) {
+        auto eq = text.find('=');
+        return eq == std::string::npos || eq == 0 ? std::string("expected NAME=VALUE") : std::string();
+      });
 }
 
 namespace {
@@ -37,6 +43,7 @@ lang::InterpreterOptions interpreter_options(const EvalFlags& flags) {
   lang::InterpreterOptions options;
   options.library_dirs = library_dirs();
   options.max_steps = flags.max_steps;
+  options.warn_redefinition = flags.warn_redefinition;
   options.max_stack_bytes = kEvalStackBytes;
   return options;
 }

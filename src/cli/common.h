@@ -17,6 +17,9 @@ constexpr int kExitUsage = 2;
 // Flags every evaluating command takes.
 struct EvalFlags {
   uint64_t max_steps = 0;
+  std::string variant;
+  std::vector<std::string> knobs;  // NAME=VALUE
+  bool warn_redefinition = true;   // off in the REPL, where redefining is the point
   void add_to(CLI::App& command);
 };
 
@@ -39,5 +42,6 @@ void add_check_command(CLI::App& app, std::function<int()>& action);
 void add_eval_command(CLI::App& app, std::function<int()>& action);
 void add_repl_command(CLI::App& app, std::function<int()>& action);
 void add_explain_error_command(CLI::App& app, std::function<int()>& action);
+void add_explain_command(CLI::App& app, std::function<int()>& action);
 
 }  // namespace sx::cli

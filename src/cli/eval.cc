@@ -23,7 +23,7 @@ void add_eval_command(CLI::App& app, std::function<int()>& action) {
     action = [file, expression, flags, device] {
       return run_on_large_stack([&] {
         // Outlives the try: a diagnostic's spans point into the interpreter's sources.
-        Session session(interpreter_options(*flags));
+        Session session(*flags);
         try {
           if (file->empty()) session.start_empty();
           else session.load(*file);

@@ -53,9 +53,9 @@ class LineSource {
 };
 
 int repl(const std::string& file, const EvalFlags& flags, const DeviceFlags& device_flags) {
-  lang::InterpreterOptions options = interpreter_options(flags);
-  options.warn_redefinition = false;
-  Session session(options);
+  EvalFlags repl_flags = flags;
+  repl_flags.warn_redefinition = false;
+  Session session(repl_flags);
   lang::Interpreter& interp = session.interp();
   std::unique_ptr<device::Device> device;
   try {
@@ -72,7 +72,7 @@ int repl(const std::string& file, const EvalFlags& flags, const DeviceFlags& dev
     pending += *line + "\n";
     try {
       const auto& source = interp.sources().add(fmt::format("<repl:{}>", ++entry), pending);
-      auto forms = lang::read_forms(source, options.reader_limits);
+      auto forms = lang::read_forms(source, interp.options().reader_limits);
       lines.remember(pending.substr(0, pending.size() - 1));
       pending.clear();
       for (const auto& form : forms) {

@@ -7,11 +7,29 @@
 
 namespace sx::cli {
 
-Session::Session(lang::InterpreterOptions options)
-    : interp_(std::move(options)), models_(model::install_models(interp_)), settings_(train::install_defrun(interp_)) {}
+namespace {
+
+train::KnobChoices knob_choices(const EvalFlags& flags) {
+  train::KnobChoices choices{flags.variant, {}};
+  for (const auto& knob : flags.knobs) {
+    auto eq = knob.find('=');
+    choices.knobs[knob.substr(0, eq)] = knob.substr(eq + 1);
+  }
+  return choices;
+}
+
+}  // namespace
+
+Session::Session(const EvalFlags& flags)
+    : interp_(interpreter_options(flags)),
+      models_(model::install_models(interp_)),
+      settings_(train::install_defrun(interp_)),
+      knobs_(train::install_knobs(interp_, knob_choices(flags))) {}
 
 void Session::load(const std::string& file) {
+  train::collect_variants(interp_, *knobs_, file);
   top_ = interp_.load_file(file);
+  train::check_choices_used(*knobs_);
   params_ = model::resolve_parameters(interp_, *models_, *top_, file);
 }
 

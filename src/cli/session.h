@@ -10,13 +10,14 @@
 #include "device/device.h"
 #include "model/model.h"
 #include "model/paths.h"
+#include "train/knobs.h"
 #include "train/run_settings.h"
 
 namespace sx::cli {
 
 class Session {
  public:
-  explicit Session(lang::InterpreterOptions options);
+  explicit Session(const EvalFlags& flags);
 
   // Evaluates the file's top level and gives its parameters their paths.
   void load(const std::string& file);
@@ -26,6 +27,7 @@ class Session {
   lang::Interpreter& interp() { return interp_; }
   lang::Env& top() { return *top_; }
   const model::ParameterTable& params() const { return params_; }
+  const train::KnobState& knobs() const { return *knobs_; }
   uint64_t seed() const { return settings_->seed(); }
 
   // The value with its tensors computed on `device`, parameters initialized on first need.
@@ -35,6 +37,7 @@ class Session {
   lang::Interpreter interp_;
   std::shared_ptr<model::ModelState> models_;
   std::shared_ptr<train::RunSettings> settings_;
+  std::shared_ptr<train::KnobState> knobs_;
   lang::Ref<lang::Env> top_;
   model::ParameterTable params_;
   std::map<std::string, graph::Tensor> values_;

@@ -316,7 +316,7 @@ def run_program(program, source, expr, timeout=120):
 
 def run_cases(program, cases, verbose=False):
     """Runs the cases in one process; on an error, each alone, to name the case."""
-    source = ['(require "sexpgpu/nn")']
+    source = ['(require "sexpgpu/ops")']
     for i, c in enumerate(cases):
         source.append(";; %s\n(defun oracle-case-%d () %s)" % (c.name, i, c.expr))
     source = "\n".join(source) + "\n"
