@@ -319,6 +319,14 @@ non-negative integer).)"},
     {"E-RUN-002", "a second defrun",
      R"(A run file has one `defrun`. Merge the settings of the two into one.)"},
 
+    {"E-RUN-003", "a --knob the file does not define",
+     R"(`--knob NAME=VALUE` sets a knob the file defines with `(defknob NAME default "doc")`.
+The file defines no knob of that name, or VALUE is not one value (a number, string,
+keyword or vector, as the reader reads it). The help line lists the file's knobs.)"},
+    {"E-RUN-004", "a --variant the file does not define",
+     R"(`--variant NAME` chooses a `(defvariant NAME :knob value ...)` of the file, and the
+file has none of that name. The help line lists its variants.)"},
+
     {"E-SHAPE-001", "shapes or dtypes that do not fit",
      R"(A tensor operation was given operands whose shapes, dtypes or attributes it
 cannot take: a matrix product whose inner dimensions differ, shapes that do not
