@@ -2,8 +2,9 @@
 // folded to [outer, reduced, inner] when the reduced axes are adjacent (the
 // usual case); other axis sets go through offset tables. Every output
 // element is reduced by one thread, over the reduced positions in row-major
-// order: the reference kernel's order, so the bits are the reference's and
-// do not depend on the thread count or on the other rows.
+// order: the reference kernel's order (except float sums of contiguous rows,
+// see row_sum), so the bits do not depend on the thread count or on the
+// other rows.
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -50,6 +51,35 @@ void update(Extremum<C>& e, C v, int64_t position, bool want_max) {
     e.where = position;
     e.seen = true;
   }
+}
+
+// The sum of a contiguous row. Floats: element r goes to lane r % 16, the
+// lanes are added in a fixed tree, then the tail in order: one order for
+// every row length, thread count and batch, which the compiler vectorizes
+// (a sequential sum waits on each add's latency). It differs from the
+// reference's sequential order by rounding only; integers wrap, so any order
+// gives the reference's bits, and they keep its loop.
+template <class S, class C>
+C row_sum(const S* row, int64_t n) {
+  if constexpr (std::is_floating_point_v<C>) {
+    constexpr int64_t kLanes = 16;
+    if (n >= 2 * kLanes) {
+      C lanes[kLanes] = {};
+      int64_t full = n - n % kLanes;
+      for (int64_t r = 0; r < full; r += kLanes) {
+        for (int64_t l = 0; l < kLanes; ++l) lanes[l] += static_cast<C>(row[r + l]);
+      }
+      for (int64_t width = kLanes / 2; width > 0; width /= 2) {
+        for (int64_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+      }
+      C acc = lanes[0];
+      for (int64_t r = full; r < n; ++r) acc += static_cast<C>(row[r]);
+      return acc;
+    }
+  }
+  C acc(0);
+  for (int64_t r = 0; r < n; ++r) acc = graph::prims::wrap_add(acc, static_cast<C>(row[r]));
+  return acc;
 }
 
 // The layout of a reduction: out[o] reduces x[base(o) + offset(r)] for r in
@@ -142,9 +172,7 @@ Step make_reduction(Kind kind, Layout layout, int cores) {
         for (int64_t o = begin; o < end; ++o) {
           const S* row = x + o * R;
           if (kind == Kind::sum) {
-            C acc(0);
-            for (int64_t r = 0; r < R; ++r) acc = graph::prims::wrap_add(acc, static_cast<C>(row[r]));
-            reinterpret_cast<S*>(out)[o] = S(acc);
+            reinterpret_cast<S*>(out)[o] = S(row_sum<S, C>(row, R));
           } else {
             Extremum<C> e{initial<C>(kind)};
             for (int64_t r = 0; r < R; ++r) update(e, static_cast<C>(row[r]), r, want_max);
