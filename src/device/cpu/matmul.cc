@@ -6,6 +6,8 @@
 // the loop below: the reference's order of products per element, so its
 // bits, with rows spread over the threads.
 //
+// Constant weights are packed once at compile time.
+//
 // Rows: oneDNN's kernels give a row of the product the same bits whatever
 // the number of rows (tests/unit/device checks 1, 8 and 64), and a product
 // x[..., m, k] @ broadcast(w[k, n]) is run as one [rows, k] @ [k, n] GEMM.
@@ -47,11 +49,12 @@ struct OneDnnMatmul {
   std::unordered_map<int, dnnl::memory> args;
   dnnl::stream stream;
   int threads = 1;
+  bool packed = false;  // `weights` holds the constant weights, packed at compile time
 
   void run(const uint8_t* a, const uint8_t* b, uint8_t* out) {
     ThreadScope scope(threads);
     src.set_data_handle(const_cast<uint8_t*>(a));
-    weights.set_data_handle(const_cast<uint8_t*>(b));
+    if (!packed) weights.set_data_handle(const_cast<uint8_t*>(b));
     dst.set_data_handle(out);
     primitive.execute(stream, args);
     stream.wait();
@@ -59,7 +62,7 @@ struct OneDnnMatmul {
 };
 
 std::shared_ptr<OneDnnMatmul> make_onednn(DType dtype, int64_t batch, int64_t m, int64_t k, int64_t n,
-                                          bool shared_weights, int threads) {
+                                          bool shared_weights, int threads, const graph::Tensor* constant) {
   using dt = dnnl::memory::data_type;
   dt type = dtype == DType::bf16 ? dt::bf16 : dt::f32;
   dnnl::memory::desc a_md, b_md, c_md;
@@ -75,13 +78,26 @@ std::shared_ptr<OneDnnMatmul> make_onednn(DType dtype, int64_t batch, int64_t m,
   auto mm = std::make_shared<OneDnnMatmul>();
   mm->threads = threads;
   ThreadScope scope(threads);
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), engine());
+  mm->stream = dnnl::stream(engine());
+  // Constant [k, n] weights are packed once here into the layout oneDNN
+  // prefers; plain weights would be repacked by every call (measured for
+  // 1x128x512: 6.5 us a call plain, 3.5 packed, f32).
+  bool pack = constant != nullptr && b_md.dims().size() == 2;
+  dnnl::memory::desc w_md = pack ? dnnl::memory::desc({k, n}, type, dnnl::memory::format_tag::any) : b_md;
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, w_md, c_md), engine());
   mm->primitive = dnnl::matmul(pd);
   mm->src = dnnl::memory(a_md, engine(), DNNL_MEMORY_NONE);
-  mm->weights = dnnl::memory(b_md, engine(), DNNL_MEMORY_NONE);
+  if (pack) {
+    dnnl::memory plain(b_md, engine(), const_cast<uint8_t*>(constant->bytes().data()));
+    mm->weights = dnnl::memory(pd.weights_desc(), engine());
+    dnnl::reorder(plain, mm->weights).execute(mm->stream, plain, mm->weights);
+    mm->stream.wait();
+    mm->packed = true;
+  } else {
+    mm->weights = dnnl::memory(b_md, engine(), DNNL_MEMORY_NONE);
+  }
   mm->dst = dnnl::memory(c_md, engine(), DNNL_MEMORY_NONE);
   mm->args = {{DNNL_ARG_SRC, mm->src}, {DNNL_ARG_WEIGHTS, mm->weights}, {DNNL_ARG_DST, mm->dst}};
-  mm->stream = dnnl::stream(engine());
   return mm;
 }
 
@@ -116,6 +132,11 @@ Step loop_matmul(int64_t batch, int64_t m, int64_t k, int64_t n, bool shared_wei
 }  // namespace
 
 Step matmul_step(const graph::Graph& graph, const graph::Node& node, int cores, bool weights_broadcast) {
+  // The right operand's value when it is a constant (under the broadcast
+  // when there is one).
+  const graph::Node* right = &graph.node(node.inputs[1]);
+  if (weights_broadcast) right = &graph.node(right->inputs[0]);
+  const graph::Tensor* constant = right->op_name() == "constant" ? right->value.get() : nullptr;
   const Shape& a = graph.node(node.inputs[0]).shape;
   size_t r = a.size();
   int64_t m = a[r - 2], k = a[r - 1], n = node.shape[r - 1];
@@ -127,7 +148,7 @@ Step matmul_step(const graph::Graph& graph, const graph::Node& node, int cores, 
   int threads = flops < 2e6 ? 1 : cores;
   bool empty = batch == 0 || m == 0 || n == 0 || k == 0;
   if ((node.dtype == DType::f32 || node.dtype == DType::bf16) && !empty) {
-    auto mm = make_onednn(node.dtype, batch, m, k, n, weights_broadcast, threads);
+    auto mm = make_onednn(node.dtype, batch, m, k, n, weights_broadcast, threads, constant);
     return [mm](const uint8_t* const* in, uint8_t* out) { mm->run(in[0], in[1], out); };
   }
   int loop_threads = threads_for(static_cast<int64_t>(flops / 2), cores);

@@ -88,6 +88,18 @@ TEST_P(RowIndependence, Matmul) {
   }
 }
 
+TEST_P(RowIndependence, MatmulByConstantWeights) {
+  // Constant weights are packed at compile time: another kernel layout.
+  DType t = GetParam();
+  std::mt19937 rng(7);
+  for (auto [k, n] : {std::pair<int64_t, int64_t>{128, 512}, {512, 128}, {64, 1000}}) {
+    SCOPED_TRACE(fmt::format("k {} n {}", k, n));
+    Tensor w = random_tensor(t, {k, n}, rng);
+    RowGraph g{[w](Builder& b, NodeId x, const std::vector<NodeId>&) { return b.matmul(x, b.constant(w)); }, {}};
+    expect_rows_independent(g, random_tensor(t, {64, k}, rng));
+  }
+}
+
 TEST_P(RowIndependence, BatchedMatmul) {
   // [rows, 1, k] @ [k, n]: the op broadcasts the weights over the rows.
   DType t = GetParam();

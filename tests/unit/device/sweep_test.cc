@@ -140,6 +140,16 @@ void matmul_cases(Cases& cases) {
                 {{a, t}, {b, t}}, [](Builder& bb, const std::vector<NodeId>& x) { return bb.matmul(x[0], x[1]); },
                 false, static_cast<double>(a.back()));
     }
+    // Constant weights (packed at compile time by the cpu device).
+    std::mt19937 rng(11);
+    for (auto [a, b] : {Shapes{{3, 5}, {5, 4}}, Shapes{{2, 3, 5}, {5, 4}}, Shapes{{64, 256}, {256, 96}},
+                        Shapes{{2, 3, 5}, {2, 5, 4}}}) {
+      if (t == DType::boolean) continue;
+      Tensor w = random_tensor(t, b, rng);
+      cases.add(fmt::format("{} {} @ constant {}", graph::dtype_name(t), graph::shape_str(a), graph::shape_str(b)),
+                {{a, t}}, [w](Builder& bb, const std::vector<NodeId>& x) { return bb.matmul(x[0], bb.constant(w)); },
+                false, static_cast<double>(a.back()));
+    }
   }
 }
 
