@@ -3,7 +3,9 @@
 // times, outputs copied out) on 1 and 2 threads, f32 and bf16, for
 // 512x512x512 and 1x128x512 (M x K x N), next to the peak measured in the
 // same run by a loop of independent AVX-512 FMAs (f32) and VDPBF16PS (bf16)
-// on as many threads. Each result is checked against the reference device.
+// on as many threads. Weights are a graph input (oneDNN repacks them every
+// call) or a constant (packed once at compile time). Each result is checked
+// against the reference device.
 //
 //   build-cpu/bench/cpu_matmul [--quick]
 #include <immintrin.h>
@@ -92,14 +94,18 @@ struct Result {
   double max_error;  // against the reference, relative to sqrt(k)
 };
 
-Result time_matmul(DType dtype, int64_t m, int64_t k, int64_t n, int threads, double budget_s) {
+// `constant_weights`: w is a constant of the graph (packed at compile time),
+// else an input like a.
+Result time_matmul(DType dtype, int64_t m, int64_t k, int64_t n, int threads, double budget_s, bool constant_weights) {
   sx::graph::Graph graph;
   sx::graph::Builder b(graph);
-  auto a = b.input("a", {m, k}, dtype);
-  auto w = b.input("w", {k, n}, dtype);
-  b.output("y", b.matmul(a, w));
   std::mt19937 rng(42);
-  std::vector<Tensor> inputs{random_tensor(dtype, {m, k}, rng), random_tensor(dtype, {k, n}, rng)};
+  std::vector<Tensor> inputs{random_tensor(dtype, {m, k}, rng)};
+  Tensor weights = random_tensor(dtype, {k, n}, rng);
+  auto a = b.input("a", {m, k}, dtype);
+  auto w = constant_weights ? b.constant(weights) : b.input("w", {k, n}, dtype);
+  if (!constant_weights) inputs.push_back(weights);
+  b.output("y", b.matmul(a, w));
   auto plan = sx::device::make_device("cpu", sx::device::DeviceOptions{threads})->compile(graph);
   Tensor y = plan->run(inputs)[0];
   Tensor want = sx::device::run_reference(graph, inputs)[0];
@@ -135,8 +141,8 @@ int main(int argc, char** argv) {
   }
   fmt::print("cpu matmul (oneDNN {} cores available), GFLOP/s of a compiled plan, best of {:.1f} s\n",
              omp_get_num_procs(), budget);
-  fmt::print("{:<6} {:>7} {:>16} {:>10} {:>10} {:>7} {:>12}\n", "dtype", "threads", "M x K x N", "GFLOP/s", "peak",
-             "% peak", "max err/sqK");
+  fmt::print("{:<6} {:>7} {:>16} {:>8} {:>10} {:>10} {:>7} {:>12}\n", "dtype", "threads", "M x K x N", "weights",
+             "GFLOP/s", "peak", "% peak", "max err/sqK");
   struct Shape3 {
     int64_t m, k, n;
   };
@@ -145,9 +151,12 @@ int main(int argc, char** argv) {
     for (int threads : {1, 2}) {
       double p = peak(dtype == DType::bf16, threads, budget);
       for (Shape3 s : {Shape3{512, 512, 512}, Shape3{1, 128, 512}}) {
-        Result r = time_matmul(dtype, s.m, s.k, s.n, threads, budget);
-        fmt::print("{:<6} {:>7} {:>16} {:>10.1f} {:>10.1f} {:>6.1f}% {:>12.2e}\n", sx::graph::dtype_name(dtype), threads,
-                   fmt::format("{}x{}x{}", s.m, s.k, s.n), r.gflops, p, 100 * r.gflops / p, r.max_error);
+        for (bool constant : {false, true}) {
+          Result r = time_matmul(dtype, s.m, s.k, s.n, threads, budget, constant);
+          fmt::print("{:<6} {:>7} {:>16} {:>8} {:>10.1f} {:>10.1f} {:>6.1f}% {:>12.2e}\n", sx::graph::dtype_name(dtype),
+                     threads, fmt::format("{}x{}x{}", s.m, s.k, s.n), constant ? "const" : "input", r.gflops, p,
+                     100 * r.gflops / p, r.max_error);
+        }
       }
     }
   }

@@ -9,6 +9,9 @@
 // thread count (each output element is computed by one thread, reductions
 // in a fixed order, no atomics), and a row's result does not depend on the
 // other rows of its batch.
+//
+// A plan owns its buffers (allocated at compile time) and runs one call at a
+// time: calls from several threads need a plan each.
 #pragma once
 
 #include "device/device.h"
