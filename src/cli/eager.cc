@@ -12,8 +12,8 @@
 
 namespace sx::cli {
 
-// The default device until the cpu device lands (DESIGN section 6 makes it `cpu`).
-constexpr const char* kDefaultDevice = "reference";
+// DESIGN section 6: cpu unless --device or SEXPGPU_DEVICE says otherwise.
+constexpr const char* kDefaultDevice = "cpu";
 
 void DeviceFlags::add_to(CLI::App& command) {
   const char* env_device = std::getenv("SEXPGPU_DEVICE");

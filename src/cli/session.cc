@@ -1,12 +1,13 @@
 // Evaluating a run file for a command.
 #include "cli/session.h"
 
+#include <cstdio>
+
 #include "cli/eager.h"
 #include "lang/tracer.h"
 #include "model/values.h"
 
 namespace sx::cli {
-
 namespace {
 
 train::KnobChoices knob_choices(const EvalFlags& flags) {
@@ -24,22 +25,41 @@ Session::Session(const EvalFlags& flags)
     : interp_(interpreter_options(flags)),
       models_(model::install_models(interp_)),
       settings_(train::install_defrun(interp_)),
-      knobs_(train::install_knobs(interp_, knob_choices(flags))) {}
+      knobs_(train::install_knobs(interp_, knob_choices(flags))) {
+  interp_.on_warning = [this](const lang::Diagnostic& d) {
+    if (!warned_.insert({d.code + (d.span.known() ? d.span.file->path() : ""), d.span.offset}).second) return;
+    std::fputs(lang::render(d, lang::stderr_wants_color()).c_str(), stderr);
+  };
+}
 
 void Session::load(const std::string& file) {
   train::collect_variants(interp_, *knobs_, file);
   top_ = interp_.load_file(file);
   train::check_choices_used(*knobs_);
-  params_ = model::resolve_parameters(interp_, *models_, *top_, file);
+  resolve();
 }
 
 void Session::start_empty() { top_ = interp_.new_top_level(); }
 
+void Session::resolve() {
+  params_ = model::resolve_parameters(interp_, *models_, *top_);
+}
+
 lang::Value Session::run(const lang::Value& value, device::Device& device) {
+  resolve();
+  model::ParameterTable missing;
+  for (const auto& param : params_.params) {
+    // A parameter redefined (in the REPL, say) with another type gets a new value.
+    auto it = values_.find(param.path);
+    if (it != values_.end() && (it->second.shape() != param.decl->shape || it->second.dtype() != param.decl->dtype)) {
+      values_.erase(it);
+    }
+    if (!values_.count(param.path)) missing.params.push_back(param);
+  }
   auto feed = [&](const graph::NamedNode& input, bool read) {
-    if (read && !initialized_) {
-      values_ = model::initial_values(params_, seed(), device);
-      initialized_ = true;
+    if (read && !missing.params.empty()) {
+      values_.merge(model::initial_values(missing, seed(), device));
+      missing.params.clear();
     }
     return model::input_value(interp_.tracer()->graph(), input, read, values_, seed());
   };

@@ -1,9 +1,10 @@
-// A run file evaluated for a command: the interpreter with models and defrun installed,
-// the file's top level, its parameters by path and, once something runs, their values.
+// A run file evaluated for a command: the interpreter with models, defrun and knobs
+// installed, the top level, its parameters by path and, once something runs, their values.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "cli/common.h"
@@ -30,7 +31,12 @@ class Session {
   const train::KnobState& knobs() const { return *knobs_; }
   uint64_t seed() const { return settings_->seed(); }
 
-  // The value with its tensors computed on `device`, parameters initialized on first need.
+  // Gives every parameter of the top level its path again, after more code ran there
+  // (eval's expression, a REPL entry); each warning is shown once.
+  void resolve();
+
+  // The value with its tensors computed on `device`; parameters get their initial values
+  // the first time something reads them.
   lang::Value run(const lang::Value& value, device::Device& device);
 
  private:
@@ -41,7 +47,7 @@ class Session {
   lang::Ref<lang::Env> top_;
   model::ParameterTable params_;
   std::map<std::string, graph::Tensor> values_;
-  bool initialized_ = false;
+  std::set<std::pair<std::string, uint32_t>> warned_;
 };
 
 }  // namespace sx::cli

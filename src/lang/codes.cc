@@ -313,7 +313,7 @@ checkpoints store; an `anon.N` changes when the code around it changes. Bind the
 with `let`, or name it.)"},
     {"E-RUN-001", "a defrun setting that is unknown or of the wrong kind",
      R"(`defrun` takes keyword settings: :data :eval :batch :steps :seed :optimizer
-:schedule :ema :precision :grad-clip :checkpoint-every :keep :log-every :name. The
+:schedule :ema :precision :grad-clip :checkpoint-every :keep :log-every. The
 message names the key it did not know, or the value it could not take (`:seed` is a
 non-negative integer).)"},
     {"E-RUN-002", "a second defrun",
@@ -326,6 +326,116 @@ keyword or vector, as the reader reads it). The help line lists the file's knobs
     {"E-RUN-004", "a --variant the file does not define",
      R"(`--variant NAME` chooses a `(defvariant NAME :knob value ...)` of the file, and the
 file has none of that name. The help line lists its variants.)"},
+
+    {"E-LOAD-001", "a :load file whose bytes changed",
+     R"(A checkpoint does not copy a frozen parameter read with `:load` or `with-loaded`: its
+`experiment.json` records the file, the tensor, and the file's size and SHA-256, and a
+resume reads the file again. The file at that path is no longer the one the run started
+from, so resuming would continue from other weights than the ones it trained with.
+
+    error[E-LOAD-001]: weights/model.safetensors: the file changed since the checkpoint
+                       recorded it: its sha256 is 9f2c..., and was 41d0...
+
+Put the original file back (the message gives the size and hash it had), or start a
+fresh run from the new file with `--fresh`.)"},
+    {"E-LOAD-002", "a file that cannot be read or written",
+     R"(A safetensors file, a sharded checkpoint's `.index.json` or one of its shards could not
+be opened, read or written: it does not exist, is a directory, or the system refused.
+
+    (defparam w (zeros [8 8]) :load ["weights/model.safetensors" "w"])
+    ; error[E-LOAD-002]: weights/model.safetensors: the file does not exist
+
+A relative `:load` path is relative to the experiment file, not to the directory the
+command runs in. For a sharded checkpoint the message names the index and the missing
+shard: download every shard the index lists, into the index's folder.)"},
+    {"E-LOAD-003", "a git-lfs pointer instead of the file",
+     R"(The file starts with `version https://git-lfs.github.com/spec/v1`: it is the small text
+file git-lfs leaves in a repository in place of a large file it has not downloaded, not
+the tensors themselves. A clone of a Hugging Face model repository without git-lfs, or
+with `GIT_LFS_SKIP_SMUDGE=1`, looks like this.
+
+    error[E-LOAD-003]: llama/model.safetensors: this is a git-lfs pointer (134 bytes), not
+                       the file of 4976698672 bytes it stands for
+
+Fetch the real file in its repository with `git lfs pull` (or only this one with
+`git lfs pull --include="model.safetensors"`), or download it directly.)"},
+    {"E-LOAD-004", "a safetensors file shorter than its header says",
+     R"(A safetensors file starts with 8 bytes giving the length of its JSON header, then the
+header, then the tensors' bytes. This file ends before one of them does: it is shorter
+than 8 bytes, its header length runs past the end of the file (or is over the format's
+limit of 100 MB, which no real header reaches), or a tensor's data ends past the end.
+
+    error[E-LOAD-004]: model.safetensors: tensor `w` says its data ends at byte 4096 but
+                       the data section is 4000 bytes; the file is truncated, or its header
+                       is wrong
+
+Almost always the file was cut short: a download or copy that stopped early, or a disk
+that filled up while it was written. Download or copy it again and compare its size with
+the source's. A file that is not safetensors at all (a PyTorch `.bin`, a `.gguf`) also
+lands here: convert it to safetensors first.)"},
+    {"E-LOAD-005", "a safetensors header that is not in the format",
+     R"(The JSON header of a safetensors file is not what the format allows. It must be valid
+UTF-8 and valid JSON; an object whose every key is a tensor name, once, mapping to
+exactly
+
+    {"dtype": "F32", "shape": [4096, 4096], "data_offsets": [0, 67108864]}
+
+with sizes and offsets non-negative integers; and optionally `"__metadata__"`, an object
+whose values are strings. The message names what broke the rule: a tensor named twice,
+a field missing or unknown, a shape entry such as `-1` or `2.5`, a metadata value that
+is a number.
+
+Files written by the `safetensors` package and by PyTorch, JAX or SexpGPU are always
+valid; a header edited by hand or written by another tool is the usual cause. Write the
+file again with `safetensors` (`safetensors.torch.save_file`, `safetensors.numpy.save_file`).)"},
+    {"E-LOAD-006", "a dtype the safetensors format does not define",
+     R"(A tensor's `dtype` is not one of the format's names: BOOL, U8, I8, U16, I16, F16, BF16,
+U32, I32, F32, U64, I64, F64, F8_E4M3, F8_E5M2.
+
+    error[E-LOAD-006]: model.safetensors: tensor `w` has the dtype `float32`, which
+                       safetensors does not define
+
+The names are upper case (`F32`, not `float32` or `f32`). A newer dtype (packed 4-bit,
+for instance) is not read by this version: save the tensor as F32 or BF16.)"},
+    {"E-LOAD-007", "a safetensors header that does not describe its bytes",
+     R"(The header's `data_offsets` do not match the data section. Each tensor's bytes are
+`[begin, end)` of the data section, `end - begin` must be its element count times its
+dtype's size, and together the tensors must cover the data section exactly once, from
+byte 0 to its end, with no gap and no overlap.
+
+    {"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 20]}}
+    ; error[E-LOAD-007]: model.safetensors: tensor `w` is F32 [2, 3], which is 24 bytes,
+    ;                    but its data_offsets [0, 20] span 20 bytes
+
+Reading such a file would give some tensor another's bytes, so it is refused before any
+step runs. The file was written by a faulty tool or edited by hand: write it again with
+the `safetensors` package.)"},
+    {"E-LOAD-008", "a tensor whose dtype does not load into the parameter",
+     R"(`:load` and `with-loaded` start `f32` and `bf16` parameters from F32 and BF16 tensors:
+either loads into either (F32 into `bf16` rounds to nearest even; BF16 into `f32` is
+exact). Any other stored dtype, or a parameter of another dtype, is refused rather than
+converted in silence.
+
+    (defparam w (zeros [8 8]) :load ["model.safetensors" "ids"])
+    ; error[E-LOAD-008]: model.safetensors: tensor `ids` is stored as I64, which does not
+    ;                    load into f32: only F32 and BF16 tensors load, into f32 or bf16
+
+Check that the tensor name is the one meant. To use an F16 or F64 tensor, convert the
+file first, e.g. in Python: `save_file({k: v.float() for k, v in load_file(p).items()}, q)`.)"},
+    {"E-LOAD-009", "a sharded checkpoint's index that is not valid",
+     R"(A `.index.json` names the shard holding each tensor of a sharded Hugging Face
+checkpoint:
+
+    {"metadata": {"total_size": 16060522496},
+     "weight_map": {"lm_head.weight": "model-00004-of-00004.safetensors", ...}}
+
+This one is not valid JSON, or is not an object with a `weight_map` of tensor names to
+shard file names (strings), or names a shard outside the index's folder (an absolute
+path or a `..` segment, refused so that an index cannot make a run read other files), or
+puts a tensor in a shard that does not hold it.
+
+Download the index again with its shards; an index written by hand must follow the form
+above, with every shard a file name beside the index.)"},
 
     {"E-SHAPE-001", "shapes or dtypes that do not fit",
      R"(A tensor operation was given operands whose shapes, dtypes or attributes it

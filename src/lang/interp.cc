@@ -49,6 +49,11 @@ void Env::define(const Symbol* name, Value value) {
   bindings_.emplace_back(name, std::move(value));
 }
 
+void Env::set_imported(const Symbol* name, bool imported) {
+  if (imported) imported_.insert(name);
+  else imported_.erase(name);
+}
+
 Env& Env::module() {
   Env* env = this;
   while (!env->top_level_ && env->parent_) env = env->parent_.get();
@@ -320,7 +325,8 @@ Value Interpreter::eval_call(const Value& form, Span span, Env& env) {
     if (special != special_forms_.end()) return special->second(*this, form, span, env);
   }
   Value head = eval(cell->car, head_span, env);
-  if (head.is(Type::Opaque) && head.as<Opaque>()->callee()) head = *head.as<Opaque>()->callee();
+  // A model's callee may itself be a model.
+  while (head.is(Type::Opaque) && head.as<Opaque>()->callee()) head = *head.as<Opaque>()->callee();
   if (head.is(Type::Macro)) {
     const auto& macro = *head.as<Closure>();
     Value expansion = expand_macro(macro, form, span);

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "lang/diagnostic.h"
@@ -35,6 +36,9 @@ class Env final : public Object {
   Env& module();
   // Names in the order they were first defined.
   const std::vector<std::pair<const Symbol*, Value>>& bindings() const { return bindings_; }
+  // Whether a top-level name was brought in by `require` (and not defined again since).
+  bool imported(const Symbol* name) const { return imported_.count(name) != 0; }
+  void set_imported(const Symbol* name, bool imported);
   // Drops every binding; breaks the closure <-> environment cycles at shutdown.
   void clear();
 
@@ -51,6 +55,7 @@ class Env final : public Object {
   bool top_level_;
   std::vector<std::pair<const Symbol*, Value>> bindings_;
   std::unordered_map<const Symbol*, size_t> index_;  // top level only
+  std::unordered_set<const Symbol*> imported_;
 };
 
 // The arguments of a builtin call, with where each came from for error messages.

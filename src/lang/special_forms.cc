@@ -183,6 +183,7 @@ void define_top_level(Interpreter& in, const Symbol* name, Value value, Span spa
     }
   }
   module.define(name, std::move(value));
+  module.set_imported(name, false);
 }
 
 namespace {
@@ -237,6 +238,7 @@ Value require_form(Interpreter& in, const Value& form, Span span, Env& env) {
   Ref<Env> module = in.require_module(string_of(name), p[1].span, env);
   auto import = [&](const Symbol* symbol, const Value& value, Span where) {
     define_top_level(in, symbol, value, where, env);
+    env.module().set_imported(symbol, true);
   };
   if (!filtered) {
     for (const auto& [symbol, value] : module->bindings()) import(symbol, value, span);

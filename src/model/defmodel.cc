@@ -2,6 +2,7 @@
 // declare, and the names let-bindings give sub-models.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <functional>
 #include <set>
 
@@ -58,9 +59,16 @@ Value construct(const std::shared_ptr<ModelState>& state, const Value& body, con
     const auto* closure = dynamic_cast<const lang::Closure*>(body.as<lang::Function>());
     lang::Diagnostic d;
     d.code = "E-PARAM-004";
-    d.span = closure ? closure->span : a.call;
-    d.message = fmt::format("the body of `{}` ends in {} `{}`, not a function", name,
-                            lang::type_name(function.type()), lang::print(function));
+    d.span = a.call;
+    if (closure) {
+      d.span = closure->span;
+      for (Cons* c = lang::as_cons(closure->body); c; c = lang::next(c)) {
+        if (c->car_span.known()) d.span = c->car_span;  // the last form of the body
+      }
+    }
+    std::string kind = function.is(Type::Opaque) ? function.as<lang::Opaque>()->type_label()
+                                                 : std::string(lang::type_name(function.type()));
+    d.message = fmt::format("the body of `{}` ends in {} `{}`, not a function", name, kind, lang::print(function));
     d.helps.push_back("end the body with the function the model applies: (lambda (x) ...)");
     d.calls.push_back({fmt::format("`{}`", name), a.call});
     throw lang::Error(std::move(d));
@@ -113,8 +121,8 @@ graph::Graph closed_initializer(const std::shared_ptr<ModelState>& state, lang::
     const graph::Node& n = trace.node(id);
     if (n.op_name() == "input" && !rng.count(id)) {
       std::string what = "a value that is not a shape, constant or random node";
-      for (const auto& input : trace.inputs) {
-        if (input.node == id) what = fmt::format("`{}`, which is not a shape, constant or random node", input.name);
+      if (auto named = state->param_names.find(id); named != state->param_names.end()) {
+        what = fmt::format("the parameter `{}`, which is not a shape, constant or random node", named->second);
       }
       lang::Diagnostic d;
       d.code = "E-PARAM-003";
@@ -159,13 +167,23 @@ Value defparam(const std::shared_ptr<ModelState>& state, Interpreter& in, const 
   decl.span = span;
   decl.init_source = std::string(p[2].span.file->text().substr(p[2].span.offset, p[2].span.length));
 
+  // Under with-loaded the innermost scope gives :load and :trainable unless the
+  // defparam gives its own, each on its own.
+  if (!state->active_loads.empty()) {
+    decl.load_scope = state->active_loads.back();
+    decl.trainable = state->load_scopes[decl.load_scope].trainable;
+  }
   Value init = in.eval(p[2].value, p[2].span, env);
   if ((p.size() - 3) % 2 != 0) {
     fail("E-PARAM-006", p.back().span, "`defparam` options come in pairs: a keyword and its value");
   }
   for (size_t i = 3; i + 1 < p.size(); i += 2) {
     const Part& key = p[i];
-    std::string option = key.value.is(Type::Keyword) ? key.value.as<lang::Symbol>()->name : lang::print(key.value);
+    if (!key.value.is(Type::Keyword)) {
+      fail("E-PARAM-006", key.span, fmt::format("`defparam` options are keywords, not `{}`", lang::print(key.value)),
+           "the options are :tags, :numerics, :trainable and :load");
+    }
+    std::string option = key.value.as<lang::Symbol>()->name;
     Value value = in.eval(p[i + 1].value, p[i + 1].span, env);
     if (option == "tags") {
       decl.tags = tag_names(p[i + 1], value);
@@ -185,13 +203,14 @@ Value defparam(const std::shared_ptr<ModelState>& state, Interpreter& in, const 
         fail("E-PARAM-007", p[i + 1].span,
              fmt::format("`:load` takes [file tensor], two strings, not `{}`", lang::print(value)));
       }
-      decl.load = {lang::string_of(pair[0]), lang::string_of(pair[1])};
+      decl.load = {resolve_data_path(lang::string_of(pair[0]), p[i + 1].span), lang::string_of(pair[1])};
     } else {
-      fail("E-PARAM-006", key.span, fmt::format("`defparam` has no option `{}`", key.value.is(Type::Keyword) ? ":" + option : option),
+      fail("E-PARAM-006", key.span, fmt::format("`defparam` has no option `:{}`", option),
            "the options are :tags, :numerics, :trainable and :load");
     }
   }
 
+  if (decl.load) decl.load_scope = SIZE_MAX;
   const auto& tracer = in.tracer();
   graph::Builder& b = tracer->builder();
   tracer->at(p[2].span);
@@ -211,6 +230,7 @@ Value defparam(const std::shared_ptr<ModelState>& state, Interpreter& in, const 
   decl.dtype = b.graph().node(root).dtype;
   tracer->at(span);
   decl.node = b.input(fmt::format("param#{}", state->next_param_input++), decl.shape, decl.dtype);
+  state->param_names[decl.node] = decl.name;
 
   Value param = lang::make_tensor(tracer, decl.node);
   model.members.push_back({model.params.size(), nullptr});
@@ -249,10 +269,55 @@ Value named(const std::shared_ptr<ModelState>& state, Interpreter& in, const Val
                    lang::print(value)));
 }
 
+// (with-loaded (file name &key (trainable false)) body...): every defparam executed while
+// the body is evaluated loads from `file`, its tensor named by (name path) once paths exist.
+Value with_loaded(const std::shared_ptr<ModelState>& state, Interpreter& in, const Value& form, Span span, Env& env) {
+  auto p = parts_of(form, span);
+  const char* expected = "(with-loaded (file name-function :trainable true) body...)";
+  if (p.size() < 2 || !p[1].value.is(Type::Cons)) {
+    fail("E-PARAM-007", p.size() < 2 ? span : p[1].span, "`with-loaded` needs a header (file name-function)",
+         std::string("write it as ") + expected);
+  }
+  auto header = parts_of(p[1].value, p[1].span);
+  if (header.size() != 2 && header.size() != 4) {
+    fail("E-PARAM-007", p[1].span, "a `with-loaded` header is a file, a function and an optional :trainable boolean",
+         std::string("write it as ") + expected);
+  }
+  Value file = in.eval(header[0].value, header[0].span, env);
+  if (!file.is(Type::String)) {
+    fail("E-PARAM-007", header[0].span, fmt::format("the file of `with-loaded` is a string, not `{}`", lang::print(file)));
+  }
+  Value name = in.eval(header[1].value, header[1].span, env);
+  if (!name.is(Type::Function)) {
+    fail("E-PARAM-007", header[1].span,
+         fmt::format("the name of `with-loaded` is a function from a parameter's path to a tensor name, not `{}`",
+                     lang::print(name)));
+  }
+  LoadScope scope{resolve_data_path(lang::string_of(file), header[0].span), name, false, span};
+  if (header.size() == 4) {
+    bool is_trainable_key = header[2].value.is(Type::Keyword) && header[2].value.as<lang::Symbol>()->name == "trainable";
+    Value trainable = in.eval(header[3].value, header[3].span, env);
+    if (!is_trainable_key || !trainable.is(Type::Bool)) {
+      fail("E-PARAM-007", header[2].span, "the only option of a `with-loaded` header is :trainable true or false");
+    }
+    scope.trainable = trainable.as_bool();
+  }
+  state->load_scopes.push_back(std::move(scope));
+  state->active_loads.push_back(state->load_scopes.size() - 1);
+  struct Pop {
+    std::vector<size_t>& stack;
+    ~Pop() { stack.pop_back(); }
+  } pop{state->active_loads};
+  Value result;
+  for (size_t i = 2; i < p.size(); ++i) result = in.eval(p[i].value, p[i].span, env);
+  return result;
+}
+
 // A let-binding names the sub-models made by the constructor under way: `blocks` for
 // one, `blocks.0`, `blocks.1`, ... for a list or vector of them. The first name wins.
 void name_bound_models(const std::shared_ptr<ModelState>& state, const lang::Symbol* name, const Value& value) {
-  if (state->constructing.empty()) return;
+  // Gensym bindings (a macro's) never name models.
+  if (state->constructing.empty() || lang::intern(name->name) != name) return;
   Model* owner = state->constructing.back();
   auto claim = [&](const Value& v, const std::string& segment) {
     Model* m = as_model(v);
@@ -267,9 +332,16 @@ void name_bound_models(const std::shared_ptr<ModelState>& state, const lang::Sym
 
 }  // namespace
 
+std::string resolve_data_path(const std::string& path, Span span) {
+  if (path.starts_with("s3://") || path.starts_with("/") || !span.known()) return path;
+  std::filesystem::path dir = std::filesystem::path(span.file->path()).parent_path();
+  return (dir / path).lexically_normal().string();
+}
+
 void install_model_forms(lang::Interpreter& in, const std::shared_ptr<ModelState>& state) {
   in.define_special_form("defmodel", [state](Interpreter& i, const Value& f, Span s, Env& e) { return defmodel(state, i, f, s, e); });
   in.define_special_form("defparam", [state](Interpreter& i, const Value& f, Span s, Env& e) { return defparam(state, i, f, s, e); });
+  in.define_special_form("with-loaded", [state](Interpreter& i, const Value& f, Span s, Env& e) { return with_loaded(state, i, f, s, e); });
   in.define_special_form("named", [state](Interpreter& i, const Value& f, Span s, Env& e) { return named(state, i, f, s, e); });
   in.on_let_binding = [state](const lang::Symbol* name, const Value& value) { name_bound_models(state, name, value); };
 }

@@ -3,6 +3,7 @@
 // evaluated. Paths and roots are given after evaluation, by resolve_parameters (paths.h).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,7 +27,18 @@ struct ParamDecl {
   std::vector<std::string> tags;
   bool numerics_high = false;  // :numerics :high
   bool trainable = true;
-  std::optional<std::pair<std::string, std::string>> load;  // :load [file tensor]
+  // :load [file tensor], the file resolved against the declaring file's directory; for a
+  // parameter declared under with-loaded, filled in by resolve_parameters.
+  std::optional<std::pair<std::string, std::string>> load;
+  size_t load_scope = SIZE_MAX;  // the innermost with-loaded it was declared under
+  lang::Span span;
+};
+
+// One `(with-loaded (file name :trainable t) body...)`.
+struct LoadScope {
+  std::string file;   // resolved against the directory of the file that holds the form
+  lang::Value name;   // the function from a parameter's path to its tensor's name
+  bool trainable = false;
   lang::Span span;
 };
 
@@ -63,7 +75,14 @@ struct ModelState {
   std::vector<Model*> constructing;      // the constructor calls under way, innermost last
   std::vector<graph::NodeId> rng_inputs; // one i64 key input per random initializer call
   size_t next_param_input = 0;
+  std::map<graph::NodeId, std::string> param_names;  // a parameter's trace input -> its name
+  std::vector<LoadScope> load_scopes;   // every with-loaded evaluated
+  std::vector<size_t> active_loads;     // those whose body is being evaluated, innermost last
 };
+
+// A file path written in `span`'s file, resolved as a loader path is: relative to the
+// directory of that file. s3:// and absolute paths are kept as they are.
+std::string resolve_data_path(const std::string& path, lang::Span span);
 
 // Installs defmodel, defparam, named, the initializers (normal, uniform,
 // truncated-normal) and select; returns the state they fill while files evaluate.

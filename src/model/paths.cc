@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "lang/printer.h"
 #include "lang/tracer.h"
 
 namespace sx::model {
@@ -36,7 +37,8 @@ struct Root {
 
 class Namer {
  public:
-  Namer(lang::Interpreter& interp, ParameterTable& table) : interp_(interp), table_(table) {}
+  Namer(lang::Interpreter& interp, ParameterTable& table, const std::vector<LoadScope>& load_scopes)
+      : interp_(interp), table_(table), load_scopes_(load_scopes) {}
 
   void walk(Model& model, const std::string& prefix) {
     visited_.insert(&model);
@@ -72,6 +74,7 @@ class Namer {
         d.helps.push_back("bind the sub-models to different names, or rename one with (named \"segment\" ...)");
         throw lang::Error(std::move(d));
       }
+      if (decl.load_scope != SIZE_MAX && !decl.load) name_loaded_tensor(model.params[member.param], path);
       table_.params.push_back({path, &decl, &model});
     }
   }
@@ -79,8 +82,32 @@ class Namer {
   bool visited(const Model* model) const { return visited_.count(model) != 0; }
 
  private:
+  // with-loaded's name function, called with the parameter's final path.
+  void name_loaded_tensor(ParamDecl& decl, const std::string& path) {
+    const LoadScope& scope = load_scopes_[decl.load_scope];
+    std::vector<lang::Value> args{lang::make_string(path)};
+    std::vector<lang::Span> spans{scope.span};
+    lang::Value name;
+    try {
+      name = interp_.apply(scope.name, args, spans, scope.span);
+    } catch (lang::Error& e) {
+      e.diagnostic().notes.push_back(fmt::format("while naming the tensor of `{}` for `with-loaded`", path));
+      throw;
+    }
+    if (!name.is(lang::Type::String)) {
+      lang::Diagnostic d;
+      d.code = "E-PARAM-007";
+      d.span = scope.span;
+      d.message = fmt::format("the name function of `with-loaded` gave `{}` for `{}`, not a string", lang::print(name), path);
+      d.helps.push_back("return the tensor's name in the file, a string");
+      throw lang::Error(std::move(d));
+    }
+    decl.load = {scope.file, lang::string_of(name)};
+  }
+
   lang::Interpreter& interp_;
   ParameterTable& table_;
+  const std::vector<LoadScope>& load_scopes_;
   std::set<const Model*> visited_;
 };
 
@@ -96,16 +123,22 @@ std::optional<graph::NodeId> first_reader(const graph::Graph& graph, graph::Node
 
 }  // namespace
 
-ParameterTable resolve_parameters(lang::Interpreter& interp, ModelState& state, lang::Env& top,
-                                  const std::string& run_file) {
+ParameterTable resolve_parameters(lang::Interpreter& interp, ModelState& state, lang::Env& top) {
   std::vector<Root> roots;
   std::map<const Model*, const Root*> bound;
   for (const auto& [symbol, value] : top.bindings()) {
     Model* model = as_model(value);
     if (!model) continue;
-    bool imported = model->span.known() && model->span.file->path() != run_file;
-    roots.push_back({symbol->name, model, model->span, imported});
+    roots.push_back({symbol->name, model, model->span, top.imported(symbol)});
   }
+  // The top-level name of the root a model belongs to, for messages.
+  auto root_name = [&](const Model* m) {
+    while (m->parent) m = m->parent;
+    for (const auto& r : roots) {
+      if (r.model == m) return r.name;
+    }
+    return std::string("a model without a root");
+  };
   for (const auto& root : roots) {
     const Model* owner = root.model->parent;
     if (owner || bound.count(root.model)) {
@@ -115,8 +148,8 @@ ParameterTable resolve_parameters(lang::Interpreter& interp, ModelState& state, 
       d.message = bound.count(root.model)
                       ? fmt::format("one model is bound to two top-level names: `{}` and `{}`",
                                     bound[root.model]->name, root.name)
-                      : fmt::format("`{}` is part of a `{}` model and is also bound at the top level", root.name,
-                                    owner->constructor);
+                      : fmt::format("`{}` is a sub-model of `{}` (a `{}` inside it) and is also bound at the top level",
+                                    root.name, root_name(owner), owner->constructor);
       d.helps.push_back("a model has one root: bind it to one name, or build a second model");
       throw lang::Error(std::move(d));
     }
@@ -128,7 +161,7 @@ ParameterTable resolve_parameters(lang::Interpreter& interp, ModelState& state, 
     return rank(a) < rank(b);
   });
   ParameterTable table;
-  Namer namer(interp, table);
+  Namer namer(interp, table, state.load_scopes);
   for (const auto& root : roots) namer.walk(*root.model, root.name);
 
   graph::Graph& graph = interp.tracer()->graph();

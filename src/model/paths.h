@@ -24,8 +24,8 @@ struct ParameterTable {
 // Names the roots (E-PARAM-008 for a model bound twice), gives every parameter its path
 // (W-PARAM-001 for an unnamed model, E-PARAM-010 for two with one path), refuses a graph
 // that reads a parameter without a root (E-PARAM-009), and renames each parameter's
-// trace input to its path. `run_file` is the path of the file evaluated.
-ParameterTable resolve_parameters(lang::Interpreter& interp, ModelState& state, lang::Env& top,
-                                  const std::string& run_file);
+// trace input to its path. Roots brought in by `require` come after `model`, before the
+// file's own.
+ParameterTable resolve_parameters(lang::Interpreter& interp, ModelState& state, lang::Env& top);
 
 }  // namespace sx::model

@@ -11,9 +11,10 @@
 namespace sx::train {
 namespace {
 
-constexpr std::array<std::string_view, 14> kKeys = {
-    "data",      "eval",       "batch", "steps",     "seed",             "optimizer", "schedule",
-    "ema",       "precision",  "grad-clip", "checkpoint-every", "keep", "log-every", "name"};
+constexpr std::array<std::string_view, 13> kKeys = {"data", "eval",      "batch",     "steps",
+                                                   "seed", "optimizer", "schedule",  "ema",
+                                                   "precision", "grad-clip", "checkpoint-every", "keep",
+                                                   "log-every"};
 
 std::string known_keys() {
   std::string out;

@@ -57,13 +57,13 @@ struct RunFile {
   void load(const std::string& text, const std::string& name = "run.sx") {
     top = interp.new_top_level();
     interp.eval_text(text, name, *top);
-    table = resolve_parameters(interp, *state, *top, name);
+    table = resolve_parameters(interp, *state, *top);
   }
 
   // Evaluates a file on disk (so `require` finds files beside it) and resolves.
   void load_file(const std::string& path) {
     top = interp.load_file(path);
-    table = resolve_parameters(interp, *state, *top, path);
+    table = resolve_parameters(interp, *state, *top);
   }
 
   std::vector<std::string> paths() const {
