@@ -1,0 +1,89 @@
+// File identities: size and SHA-256 (see identity.h).
+#include "io/identity.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "io/util.h"
+
+namespace sx::io {
+namespace {
+
+// One SHA-256 computation; throws std::runtime_error if libcrypto fails (it does not).
+class Sha256 {
+ public:
+  Sha256() : ctx_(EVP_MD_CTX_new(), EVP_MD_CTX_free) {
+    if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1) throw std::runtime_error("sha256: init");
+  }
+  void update(const void* data, size_t size) {
+    if (EVP_DigestUpdate(ctx_.get(), data, size) != 1) throw std::runtime_error("sha256: update");
+  }
+  std::string hex() {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    if (EVP_DigestFinal_ex(ctx_.get(), digest, &length) != 1) throw std::runtime_error("sha256: final");
+    std::string out;
+    for (unsigned int i = 0; i < length; ++i) out += fmt::format("{:02x}", digest[i]);
+    return out;
+  }
+
+ private:
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx_;
+};
+
+}  // namespace
+
+FileIdentity identify(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw LoadError(kUnreadable, fmt::format("{}: {}", path, open_failure(errno)));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    bool dir = S_ISDIR(st.st_mode);
+    ::close(fd);
+    throw LoadError(kUnreadable, fmt::format("{}: {}", path, dir ? "a directory, not a file" : "not a regular file"));
+  }
+  Sha256 hash;
+  FileIdentity out;
+  std::vector<char> buffer(1 << 20);
+  while (true) {
+    ssize_t got = ::read(fd, buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      int err = errno;
+      ::close(fd);
+      throw LoadError(kUnreadable, fmt::format("{}: cannot read it: {}", path, std::strerror(err)));
+    }
+    if (got == 0) break;
+    hash.update(buffer.data(), static_cast<size_t>(got));
+    out.size += static_cast<uint64_t>(got);
+  }
+  ::close(fd);
+  out.sha256 = hash.hex();
+  return out;
+}
+
+void check_unchanged(const std::string& path, const FileIdentity& recorded) {
+  FileIdentity now = identify(path);
+  if (now == recorded) return;
+  std::string what = now.size != recorded.size
+                         ? fmt::format("it is {} bytes, and was {} bytes", now.size, recorded.size)
+                         : fmt::format("its sha256 is {}, and was {}", now.sha256, recorded.sha256);
+  throw LoadError(kFileChanged, fmt::format("{}: the file changed since the checkpoint recorded it: {}", path, what));
+}
+
+std::string sha256_hex(std::span<const uint8_t> bytes) {
+  Sha256 hash;
+  hash.update(bytes.data(), bytes.size());
+  return hash.hex();
+}
+
+}  // namespace sx::io

@@ -1,0 +1,169 @@
+// Helpers the io files share (see util.h).
+#include "io/util.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "io/safetensors.h"
+
+namespace sx::io {
+
+std::string shown(std::string_view text) {
+  constexpr size_t kLimit = 200;
+  std::string out;
+  size_t i = 0;
+  for (; i < text.size() && out.size() < kLimit; ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\u{{{:x}}}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (i < text.size()) {
+    // Do not end inside a multi-byte character.
+    while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xc0) == 0x80) out.pop_back();
+    if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xc0) out.pop_back();
+    out += "...";
+  }
+  return out;
+}
+
+std::optional<size_t> find_invalid_utf8(std::string_view text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    unsigned char c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len;
+    uint32_t cp;
+    if ((c & 0xe0) == 0xc0) {
+      len = 2, cp = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      len = 3, cp = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      len = 4, cp = c & 0x07;
+    } else {
+      return i;
+    }
+    if (n - i < len) return i;
+    for (size_t k = 1; k < len; ++k) {
+      if ((s[i + k] & 0xc0) != 0x80) return i;
+      cp = cp << 6 | (s[i + k] & 0x3f);
+    }
+    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return i;
+    i += len;
+  }
+  return std::nullopt;
+}
+
+std::string open_failure(int err) {
+  switch (err) {
+    case ENOENT: return "the file does not exist";
+    case EACCES: return "permission denied";
+    case EISDIR: return "a directory, not a file";
+    default: return fmt::format("cannot open it: {}", std::strerror(err));
+  }
+}
+
+std::string read_small_file(const std::string& path, size_t limit, const char* too_big_code) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw LoadError(kUnreadable, fmt::format("{}: {}", path, open_failure(errno)));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    bool dir = S_ISDIR(st.st_mode);
+    ::close(fd);
+    throw LoadError(kUnreadable, fmt::format("{}: {}", path, dir ? "a directory, not a file" : "not a regular file"));
+  }
+  if (static_cast<uint64_t>(st.st_size) > limit) {
+    ::close(fd);
+    throw LoadError(too_big_code, fmt::format("{}: the file is {} bytes, more than the limit of {}", path,
+                                              static_cast<uint64_t>(st.st_size), limit));
+  }
+  std::string out;
+  char buffer[1 << 16];
+  while (true) {
+    ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      int err = errno;
+      ::close(fd);
+      throw LoadError(kUnreadable, fmt::format("{}: cannot read it: {}", path, std::strerror(err)));
+    }
+    if (got == 0) break;
+    out.append(buffer, static_cast<size_t>(got));
+    if (out.size() > limit) {
+      ::close(fd);
+      throw LoadError(too_big_code, fmt::format("{}: the file is more than the limit of {} bytes", path, limit));
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+// --- AtomicFile -------------------------------------------------------------------------
+
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  static std::atomic<uint64_t> counter{0};
+  std::filesystem::path target(path_);
+  temp_ =
+      (target.parent_path() / fmt::format(".{}.tmp-{}-{}", target.filename().string(), getpid(), counter++)).string();
+  fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd_ < 0) fail("create a temporary file in its directory", errno);
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!temp_.empty()) ::unlink(temp_.c_str());
+}
+
+void AtomicFile::fail(std::string_view doing, int err) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (!temp_.empty()) ::unlink(temp_.c_str());
+  temp_.clear();
+  throw LoadError(kUnreadable, fmt::format("{}: cannot write it: could not {}: {}", path_, doing, std::strerror(err)));
+}
+
+void AtomicFile::write(const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t put = ::write(fd_, p, size);
+    if (put < 0 && errno == EINTR) continue;
+    if (put < 0) fail("write", errno);
+    p += put;
+    size -= static_cast<size_t>(put);
+  }
+}
+
+void AtomicFile::commit() {
+  if (::fsync(fd_) != 0) fail("flush it to disk", errno);
+  if (::close(fd_) != 0) {
+    fd_ = -1;
+    fail("close it", errno);
+  }
+  fd_ = -1;
+  if (::rename(temp_.c_str(), path_.c_str()) != 0) fail("rename it into place", errno);
+  temp_.clear();
+  // The rename is durable once the directory is flushed; a failure here loses nothing.
+  std::string dir = std::filesystem::path(path_).parent_path().string();
+  int dir_fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    (void)::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+}
+
+}  // namespace sx::io

@@ -1,0 +1,47 @@
+// Helpers the io files share: text for messages (a name shown safely, UTF-8 checks),
+// reading a whole small file, and writing a file atomically (a temporary name in the same
+// directory, renamed when complete). Internal to src/io.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace sx::io {
+
+// A name or value as a message shows it: control characters escaped as \u{..}, and cut to
+// about 200 bytes (at a character boundary) with "..." when longer.
+std::string shown(std::string_view text);
+// The byte offset of the first byte that is not part of valid UTF-8 (overlong forms,
+// surrogates and code points past U+10FFFF are invalid), or nullopt when all are valid.
+std::optional<size_t> find_invalid_utf8(std::string_view text);
+// Why open() failed, for a message after "PATH: ": "the file does not exist", ...
+std::string open_failure(int err);
+// The whole of a regular file, at most `limit` bytes; throws LoadError (E-LOAD-002) when it
+// cannot be read, and `too_big_code` when it is longer than `limit`.
+std::string read_small_file(const std::string& path, size_t limit, const char* too_big_code);
+
+// A file written under a temporary name beside `path` and renamed to `path` by commit();
+// destroyed uncommitted, it removes the temporary. Throws LoadError (E-LOAD-002) on any
+// failure of the system calls.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  ~AtomicFile();
+
+  void write(const void* data, size_t size);
+  // Flushes the bytes to disk, renames the file into place and flushes the directory.
+  void commit();
+
+ private:
+  [[noreturn]] void fail(std::string_view doing, int err);
+
+  std::string path_, temp_;
+  int fd_ = -1;
+};
+
+}  // namespace sx::io
