@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>

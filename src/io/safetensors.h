@@ -61,7 +61,9 @@ inline constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
 class SafetensorsFile {
  public:
-  // Maps the file and validates its header; throws LoadError.
+  // Maps the file and validates its header; throws LoadError. As with any mapping, the file
+  // must not be truncated while open (a read past its new end is SIGBUS); replace it by
+  // renaming a new file over it, as write_safetensors does.
   static std::shared_ptr<const SafetensorsFile> open(const std::string& path);
   // The same from bytes in memory (tests, the fuzzer); `name` stands for the path in
   // messages. Throws LoadError.
