@@ -7,6 +7,7 @@
 
 #include "cli/session.h"
 #include "lang/printer.h"
+#include "model/load.h"
 #include "model/select.h"
 
 namespace sx::cli {
@@ -72,6 +73,7 @@ void print_table(const model::ParameterTable& table) {
 }
 
 void print_json(const model::ParameterTable& table) {
+  auto identities = model::load_identities(table);
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const auto& p : table.params) {
     const auto& d = *p.decl;
@@ -81,7 +83,11 @@ void print_json(const model::ParameterTable& table) {
                        {"trainable", d.trainable},
                        {"tags", d.tags},
                        {"numerics", d.numerics_high ? "high" : "default"}};
-    if (d.load) row["load"] = {{"file", d.load->first}, {"tensor", d.load->second}};
+    if (d.load) {
+      const auto& identity = identities[d.load->first];
+      row["load"] = {{"file", d.load->first}, {"tensor", d.load->second}, {"size", identity.size},
+                     {"sha256", identity.sha256}};
+    }
     else row["init"] = d.init_source;
     out.push_back(std::move(row));
   }

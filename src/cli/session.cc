@@ -5,6 +5,7 @@
 
 #include "cli/eager.h"
 #include "lang/tracer.h"
+#include "model/load.h"
 #include "model/values.h"
 
 namespace sx::cli {
@@ -43,25 +44,29 @@ void Session::start_empty() { top_ = interp_.new_top_level(); }
 
 void Session::resolve() {
   params_ = model::resolve_parameters(interp_, *models_, *top_);
+  model::check_loads(params_);
 }
 
 lang::Value Session::run(const lang::Value& value, device::Device& device) {
   resolve();
+  graph::Graph& trace = interp_.tracer()->graph();
+  auto stored = model::store_frozen_parameters(params_, trace);
   model::ParameterTable missing;
   for (const auto& param : params_.params) {
     // A parameter redefined (in the REPL, say) with another type gets a new value.
+    const graph::Node& input = trace.node(param.decl->node);
     auto it = values_.find(param.path);
-    if (it != values_.end() && (it->second.shape() != param.decl->shape || it->second.dtype() != param.decl->dtype)) {
+    if (it != values_.end() && (it->second.shape() != input.shape || it->second.dtype() != input.dtype)) {
       values_.erase(it);
     }
     if (!values_.count(param.path)) missing.params.push_back(param);
   }
   auto feed = [&](const graph::NamedNode& input, bool read) {
     if (read && !missing.params.empty()) {
-      values_.merge(model::initial_values(missing, seed(), device));
+      values_.merge(model::initial_values(missing, seed(), device, stored));
       missing.params.clear();
     }
-    return model::input_value(interp_.tracer()->graph(), input, read, values_, seed());
+    return model::input_value(trace, input, read, values_, seed());
   };
   return materialize(value, interp_, device, feed);
 }

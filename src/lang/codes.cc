@@ -327,17 +327,6 @@ keyword or vector, as the reader reads it). The help line lists the file's knobs
      R"(`--variant NAME` chooses a `(defvariant NAME :knob value ...)` of the file, and the
 file has none of that name. The help line lists its variants.)"},
 
-    {"E-LOAD-001", "a :load file whose bytes changed",
-     R"(A checkpoint does not copy a frozen parameter read with `:load` or `with-loaded`: its
-`experiment.json` records the file, the tensor, and the file's size and SHA-256, and a
-resume reads the file again. The file at that path is no longer the one the run started
-from, so resuming would continue from other weights than the ones it trained with.
-
-    error[E-LOAD-001]: weights/model.safetensors: the file changed since the checkpoint
-                       recorded it: its sha256 is 9f2c..., and was 41d0...
-
-Put the original file back (the message gives the size and hash it had), or start a
-fresh run from the new file with `--fresh`.)"},
     {"E-LOAD-002", "a file that cannot be read or written",
      R"(A safetensors file, a sharded checkpoint's `.index.json` or one of its shards could not
 be opened, read or written: it does not exist, is a directory, or the system refused.
@@ -436,6 +425,27 @@ puts a tensor in a shard that does not hold it.
 
 Download the index again with its shards; an index written by hand must follow the form
 above, with every shard a file name beside the index.)"},
+    {"E-LOAD-010", "an s3:// file in this version",
+     R"(A `:load` or `with-loaded` names an `s3://` file. Reading from object stores comes
+with storage locations; this version reads local files only.
+
+Copy the file (or the index and its shards) next to the experiment and name it by its
+local path.)"},
+    {"E-LOAD-011", "a tensor the file does not hold",
+     R"(A parameter loads a tensor by a name its file (or sharded checkpoint) does not hold.
+The message names the parameter's path and the tensor. With `with-loaded`, the name
+came from the name function: print its result for that path to see what it built.
+
+    python3 -c 'from safetensors import safe_open; print(list(safe_open("f.safetensors", "np").keys()))'
+
+lists the names a file holds.)"},
+    {"E-LOAD-012", "a tensor of another shape than the parameter",
+     R"(A loaded tensor must have exactly the shape the parameter's initializer states.
+
+    (defparam q (zeros [4096 4096]) :load ["model.safetensors" "q_proj.weight"])
+
+Hugging Face checkpoints keep PyTorch's `[out in]` layout for linear layers: declare the
+parameter `[out in]` and multiply by its transpose, `(matmul x (transpose q [1 0]))`.)"},
 
     {"E-SHAPE-001", "shapes or dtypes that do not fit",
      R"(A tensor operation was given operands whose shapes, dtypes or attributes it

@@ -10,9 +10,16 @@
 
 namespace sx::model {
 
-// The initial value of every parameter (by path) that is not loaded from a file.
+// The initial value of every parameter, by path: read from its file when it loads one,
+// else its initializer run on `device`.
 std::map<std::string, graph::Tensor> initial_values(const ParameterTable& table, uint64_t seed,
-                                                    device::Device& device);
+                                                    device::Device& device,
+                                                    const std::map<std::string, graph::DType>& stored = {});
+
+// A frozen f32 parameter every reader of which casts it to bf16 is stored as bf16: its
+// trace input is retyped (the casts become no-ops) and its value kept in bf16. Returns
+// the dtype each parameter is stored in, by path.
+std::map<std::string, graph::DType> store_frozen_parameters(const ParameterTable& table, graph::Graph& trace);
 
 // The value of a trace input when a traced value runs on its own: a parameter's value,
 // or the key of a random initializer called outside any parameter. A parameter without

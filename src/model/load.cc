@@ -1,0 +1,116 @@
+// Checking and reading loaded parameters.
+#include "model/load.h"
+
+#include <fmt/format.h>
+
+#include "io/safetensors.h"
+#include "io/tensor_source.h"
+#include "lang/diagnostic.h"
+
+namespace sx::model {
+namespace {
+
+// Opens each file once per call.
+class Sources {
+ public:
+  io::TensorSource& get(const Parameter& param) {
+    const std::string& file = param.decl->load->first;
+    auto it = sources_.find(file);
+    if (it != sources_.end()) return *it->second;
+    if (file.starts_with("s3://")) {
+      lang::fail("E-LOAD-010", param.decl->span,
+                 fmt::format("`{}` loads from {}, and s3:// files are not readable in this version", param.path, file),
+                 "copy the file next to the experiment and load it by its local path");
+    }
+    try {
+      return *sources_.emplace(file, io::TensorSource::open(file)).first->second;
+    } catch (const io::LoadError& e) {
+      fail_for(param, e);
+    }
+  }
+
+  [[noreturn]] static void fail_for(const Parameter& param, const io::LoadError& e) {
+    lang::Diagnostic d;
+    d.code = e.code();
+    d.span = param.decl->span;
+    d.message = e.what();
+    d.notes.push_back(fmt::format("while loading `{}` from tensor `{}`", param.path, param.decl->load->second));
+    throw lang::Error(std::move(d));
+  }
+
+ private:
+  std::map<std::string, std::shared_ptr<io::TensorSource>> sources_;
+};
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? " " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+void check_loads(const ParameterTable& table) {
+  Sources sources;
+  for (const auto& param : table.params) {
+    if (!param.decl->load) continue;
+    const auto& [file, tensor] = *param.decl->load;
+    auto found = sources.get(param).find(tensor);
+    if (!found) {
+      lang::fail("E-LOAD-011", param.decl->span,
+                 fmt::format("`{}` loads tensor `{}`, which {} does not hold", param.path, tensor, file),
+                 "list the file's tensors to find the name (python: safetensors.safe_open(...).keys())");
+    }
+    const io::TensorInfo& info = found->second;
+    if (info.shape != param.decl->shape) {
+      lang::fail("E-LOAD-012", param.decl->span,
+                 fmt::format("`{}` is {} but tensor `{}` of {} is {}", param.path, shape_text(param.decl->shape),
+                             tensor, file, shape_text(info.shape)),
+                 "make the initializer state the tensor's shape; a Hugging Face weight is [out in]: multiply by its transpose");
+    }
+    if (info.dtype != "F32" && info.dtype != "BF16") {
+      lang::fail("E-LOAD-008", param.decl->span,
+                 fmt::format("`{}` loads tensor `{}` of {}, stored as {}: only F32 and BF16 tensors load", param.path,
+                             tensor, file, info.dtype),
+                 "convert the tensor to float32 or bfloat16 before saving it");
+    }
+  }
+}
+
+std::map<std::string, graph::Tensor> loaded_values(const ParameterTable& table,
+                                                   const std::map<std::string, graph::DType>& stored) {
+  Sources sources;
+  std::map<std::string, graph::Tensor> values;
+  for (const auto& param : table.params) {
+    if (!param.decl->load) continue;
+    auto found = sources.get(param).find(param.decl->load->second);
+    if (!found) continue;  // check_loads reports it
+    try {
+      auto dtype = stored.find(param.path);
+      values[param.path] =
+          io::read_tensor(*found->first, found->second, dtype == stored.end() ? param.decl->dtype : dtype->second);
+    } catch (const io::LoadError& e) {
+      Sources::fail_for(param, e);
+    }
+  }
+  return values;
+}
+
+std::map<std::string, io::FileIdentity> load_identities(const ParameterTable& table) {
+  Sources sources;
+  std::map<std::string, io::FileIdentity> identities;
+  for (const auto& param : table.params) {
+    if (!param.decl->load) continue;
+    for (const auto& file : sources.get(param).files()) {
+      if (identities.count(file)) continue;
+      try {
+        identities[file] = io::identify(file);
+      } catch (const io::LoadError& e) {
+        Sources::fail_for(param, e);
+      }
+    }
+  }
+  return identities;
+}
+
+}  // namespace sx::model
