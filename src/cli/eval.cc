@@ -15,8 +15,7 @@ void add_eval_command(CLI::App& app, std::function<int()>& action) {
   auto flags = std::make_shared<EvalFlags>();
   auto device = std::make_shared<DeviceFlags>();
   command->add_option("--file,-f", *file, "Evaluate this file's top level first; EXPR sees its definitions");
-  command->add_option("expr", *expression, "The expressions to evaluate; the last one's value is printed")
-      ->required();
+  command->add_option("expr", *expression, "The expressions to evaluate; the last one's value is printed")->required();
   flags->add_to(*command);
   device->add_to(*command);
   command->callback([&action, file, expression, flags, device] {

@@ -77,18 +77,14 @@ void print_json(const model::ParameterTable& table) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const auto& p : table.params) {
     const auto& d = *p.decl;
-    nlohmann::ordered_json row{{"path", p.path},
-                       {"shape", d.shape},
-                       {"dtype", graph::dtype_name(d.dtype)},
-                       {"trainable", d.trainable},
-                       {"tags", d.tags},
-                       {"numerics", d.numerics_high ? "high" : "default"}};
+    nlohmann::ordered_json row{
+        {"path", p.path},           {"shape", d.shape}, {"dtype", graph::dtype_name(d.dtype)},
+        {"trainable", d.trainable}, {"tags", d.tags},   {"numerics", d.numerics_high ? "high" : "default"}};
     if (d.load) {
       const auto& identity = identities[d.load->first];
-      row["load"] = {{"file", d.load->first}, {"tensor", d.load->second}, {"size", identity.size},
-                     {"sha256", identity.sha256}};
-    }
-    else row["init"] = d.init_source;
+      row["load"] = {
+          {"file", d.load->first}, {"tensor", d.load->second}, {"size", identity.size}, {"sha256", identity.sha256}};
+    } else row["init"] = d.init_source;
     out.push_back(std::move(row));
   }
   fmt::print("{}\n", out.dump(2));
@@ -97,7 +93,8 @@ void print_json(const model::ParameterTable& table) {
 }  // namespace
 
 void add_explain_command(CLI::App& app, std::function<int()>& action) {
-  auto* command = app.add_subcommand("explain", "List every parameter of FILE.sx: path, shape, dtype, trainable, tags, source");
+  auto* command =
+      app.add_subcommand("explain", "List every parameter of FILE.sx: path, shape, dtype, trainable, tags, source");
   auto file = std::make_shared<std::string>();
   auto flags = std::make_shared<EvalFlags>();
   auto json = std::make_shared<bool>(false);
@@ -116,8 +113,9 @@ void add_explain_command(CLI::App& app, std::function<int()>& action) {
             lang::Value value = session.interp().eval_text(*selector, "--select", session.top());
             const auto* chosen = model::as_selector(value);
             if (!chosen) {
-              lang::fail("E-EVAL-004", {}, fmt::format("--select takes a selector such as (select :tag :norm), not `{}`",
-                                                       lang::print(value)));
+              lang::fail(
+                  "E-EVAL-004", {},
+                  fmt::format("--select takes a selector such as (select :tag :norm), not `{}`", lang::print(value)));
             }
             for (const auto& p : session.params().params) {
               if (chosen->matches(p)) fmt::print("{}\n", p.path);

@@ -17,8 +17,10 @@ std::unique_ptr<Device> make_device(std::string_view name, const DeviceOptions& 
   if (name == "metal") {
     throw DeviceError("the metal device is not in this build: it needs macOS with Metal; use --device cpu");
   }
-  throw DeviceError(fmt::format("unknown device '{}': the devices are reference, cpu, cuda and metal "
-                                "(this build has: reference, cpu)", name));
+  throw DeviceError(
+      fmt::format("unknown device '{}': the devices are reference, cpu, cuda and metal "
+                  "(this build has: reference, cpu)",
+                  name));
 }
 
 std::vector<std::string> available_devices() { return {"reference", "cpu"}; }

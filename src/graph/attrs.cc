@@ -31,9 +31,7 @@ const T& get_as(const AttrValue& value, std::string_view name, std::string_view 
 
 }  // namespace
 
-int64_t Attrs::get_int(std::string_view name) const {
-  return get_as<int64_t>(get(name), name, "an integer");
-}
+int64_t Attrs::get_int(std::string_view name) const { return get_as<int64_t>(get(name), name, "an integer"); }
 
 const std::vector<int64_t>& Attrs::get_ints(std::string_view name) const {
   return get_as<std::vector<int64_t>>(get(name), name, "a list of integers");
@@ -45,9 +43,7 @@ double Attrs::get_double(std::string_view name) const {
   return get_as<double>(value, name, "a number");
 }
 
-DType Attrs::get_dtype(std::string_view name) const {
-  return get_as<DType>(get(name), name, "a dtype");
-}
+DType Attrs::get_dtype(std::string_view name) const { return get_as<DType>(get(name), name, "a dtype"); }
 
 const std::string& Attrs::get_string(std::string_view name) const {
   return get_as<std::string>(get(name), name, "a string");

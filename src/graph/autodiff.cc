@@ -1,9 +1,9 @@
 // Reverse-mode autodiff (see autodiff.h).
 #include "graph/autodiff.h"
 
-#include <optional>
-
 #include <fmt/format.h>
+
+#include <optional>
 
 #include "graph/errors.h"
 

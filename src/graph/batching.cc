@@ -1,10 +1,10 @@
 // The batching transformation (vmap over a new leading axis): walks the
 // graph once, and for each node that reads a batched value applies its
 // primitive's batching rule (see passes.h).
+#include <fmt/format.h>
+
 #include <memory>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "graph/errors.h"
 #include "graph/passes.h"

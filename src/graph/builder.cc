@@ -10,8 +10,7 @@ namespace sx::graph {
 
 const Node& Builder::node(NodeId id) const {
   if (id >= graph_.nodes.size()) {
-    throw GraphError(fmt::format("builder: node {} does not exist (the graph has {} nodes)", id,
-                                 graph_.nodes.size()));
+    throw GraphError(fmt::format("builder: node {} does not exist (the graph has {} nodes)", id, graph_.nodes.size()));
   }
   return graph_.nodes[id];
 }
@@ -97,8 +96,7 @@ NodeId Builder::emit(const Primitive& prim, std::vector<NodeId> args, const Attr
   }
   if (prim.arity >= 0 ? args.size() != static_cast<size_t>(prim.arity) : args.empty()) {
     throw ShapeError(fmt::format("{}: takes {} arguments, got {}", prim.name,
-                                 prim.arity >= 0 ? std::to_string(prim.arity) : "one or more",
-                                 args.size()));
+                                 prim.arity >= 0 ? std::to_string(prim.arity) : "one or more", args.size()));
   }
   std::vector<ValueType> types;
   bool all_weak = true;
@@ -135,8 +133,7 @@ std::vector<NodeId> Builder::broadcast_args(std::string_view op_name, std::span<
   for (NodeId a : args.subspan(1)) {
     auto joined = broadcast_shapes(common, shape(a));
     if (!joined) {
-      throw ShapeError(fmt::format("{}: cannot broadcast {} with {}", op_name, shape_str(common),
-                                   shape_str(shape(a))));
+      throw ShapeError(fmt::format("{}: cannot broadcast {} with {}", op_name, shape_str(common), shape_str(shape(a))));
     }
     common = *joined;
   }
@@ -185,25 +182,19 @@ NodeId Builder::transpose(NodeId x, std::vector<int64_t> perm) {
   return op("transpose", {x}, {{"perm", std::move(perm)}});
 }
 
-NodeId Builder::slice(NodeId x, std::vector<int64_t> start, std::vector<int64_t> stop,
-                      std::vector<int64_t> step) {
-  return op("slice", {x}, {{"start", std::move(start)}, {"stop", std::move(stop)},
-                           {"step", std::move(step)}});
+NodeId Builder::slice(NodeId x, std::vector<int64_t> start, std::vector<int64_t> stop, std::vector<int64_t> step) {
+  return op("slice", {x}, {{"start", std::move(start)}, {"stop", std::move(stop)}, {"step", std::move(step)}});
 }
 
-NodeId Builder::concat(std::vector<NodeId> xs, int64_t axis) {
-  return op("concat", std::move(xs), {{"axis", axis}});
+NodeId Builder::concat(std::vector<NodeId> xs, int64_t axis) { return op("concat", std::move(xs), {{"axis", axis}}); }
+
+NodeId Builder::pad(NodeId x, std::vector<int64_t> low, std::vector<int64_t> high, std::vector<int64_t> interior,
+                    double value) {
+  return op("pad", {x},
+            {{"low", std::move(low)}, {"high", std::move(high)}, {"interior", std::move(interior)}, {"value", value}});
 }
 
-NodeId Builder::pad(NodeId x, std::vector<int64_t> low, std::vector<int64_t> high,
-                    std::vector<int64_t> interior, double value) {
-  return op("pad", {x}, {{"low", std::move(low)}, {"high", std::move(high)},
-                         {"interior", std::move(interior)}, {"value", value}});
-}
-
-NodeId Builder::gather(NodeId x, NodeId indices, int64_t axis) {
-  return op("gather", {x, indices}, {{"axis", axis}});
-}
+NodeId Builder::gather(NodeId x, NodeId indices, int64_t axis) { return op("gather", {x, indices}, {{"axis", axis}}); }
 
 NodeId Builder::scatter_add(NodeId x, NodeId indices, NodeId updates, int64_t axis) {
   return op("scatter_add", {x, indices, updates}, {{"axis", axis}});

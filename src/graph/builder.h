@@ -98,11 +98,10 @@ class Builder {
   NodeId reshape(NodeId x, Shape shape) { return op("reshape", {x}, {{"shape", shape}}); }
   NodeId transpose(NodeId x, std::vector<int64_t> perm);
   NodeId broadcast(NodeId x, Shape shape) { return op("broadcast", {x}, {{"shape", shape}}); }
-  NodeId slice(NodeId x, std::vector<int64_t> start, std::vector<int64_t> stop,
-               std::vector<int64_t> step = {});
+  NodeId slice(NodeId x, std::vector<int64_t> start, std::vector<int64_t> stop, std::vector<int64_t> step = {});
   NodeId concat(std::vector<NodeId> xs, int64_t axis);
-  NodeId pad(NodeId x, std::vector<int64_t> low, std::vector<int64_t> high,
-             std::vector<int64_t> interior = {}, double value = 0.0);
+  NodeId pad(NodeId x, std::vector<int64_t> low, std::vector<int64_t> high, std::vector<int64_t> interior = {},
+             double value = 0.0);
 
   // Indexing.
   NodeId gather(NodeId x, NodeId indices, int64_t axis);

@@ -38,9 +38,7 @@ std::size_t dtype_size(DType dtype) {
   return 0;
 }
 
-bool is_float(DType dtype) {
-  return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f64;
-}
+bool is_float(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f64; }
 
 bool is_integer(DType dtype) {
   return dtype == DType::i32 || dtype == DType::i64 || dtype == DType::u8 || dtype == DType::u16;

@@ -11,8 +11,8 @@ namespace sx::graph {
 
 enum class DType : uint8_t { f32, bf16, f64, i32, i64, boolean, u8, u16 };
 
-inline constexpr DType kAllDTypes[] = {DType::f32, DType::bf16, DType::f64, DType::i32,
-                                       DType::i64, DType::boolean, DType::u8, DType::u16};
+inline constexpr DType kAllDTypes[] = {DType::f32, DType::bf16,    DType::f64, DType::i32,
+                                       DType::i64, DType::boolean, DType::u8,  DType::u16};
 
 // "f32", "bf16", "f64", "i32", "i64", "bool", "u8", "u16".
 std::string_view dtype_name(DType dtype);

@@ -1,10 +1,10 @@
 // Writing and reading the JSON form of graphs (see json.h).
 #include "graph/json.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "graph/errors.h"
@@ -30,8 +30,10 @@ std::string base64_encode(std::span<const uint8_t> bytes) {
 }
 
 [[noreturn]] void malformed(std::string_view where, std::string_view what) {
-  throw FormatError(fmt::format("graph JSON: {}: {}; the file is damaged or was not written by sexpgpu: "
-                                "write it again with `sexpgpu export`", where, what));
+  throw FormatError(
+      fmt::format("graph JSON: {}: {}; the file is damaged or was not written by sexpgpu: "
+                  "write it again with `sexpgpu export`",
+                  where, what));
 }
 
 std::vector<uint8_t> base64_decode(std::string_view text, std::string_view where) {
@@ -93,7 +95,8 @@ T read(const json& value, std::string_view where, std::string_view what) {
 DType read_dtype(const json& value, std::string_view where) {
   auto name = read<std::string>(value, where, "a dtype name");
   auto dtype = parse_dtype(name);
-  if (!dtype) malformed(where, fmt::format("unknown dtype \"{}\" (the dtypes are f32 bf16 f64 i32 i64 bool u8 u16)", name));
+  if (!dtype)
+    malformed(where, fmt::format("unknown dtype \"{}\" (the dtypes are f32 bf16 f64 i32 i64 bool u8 u16)", name));
   return *dtype;
 }
 
@@ -124,7 +127,8 @@ json node_to_json(const Node& node) {
   json attrs = json::object();
   for (const auto& [name, value] : node.attrs.values()) attrs[name] = attr_to_json(value);
   json out = {{"op", node.op_name()}, {"inputs", node.inputs}, {"dtype", dtype_name(node.dtype)},
-              {"shape", node.shape}, {"attrs", attrs}, {"weak", node.weak}, {"origin", node.origin}};
+              {"shape", node.shape},  {"attrs", attrs},        {"weak", node.weak},
+              {"origin", node.origin}};
   if (node.value) out["value"] = base64_encode(node.value->bytes());
   return out;
 }
@@ -134,15 +138,16 @@ Node node_from_json(const json& j, std::string_view where) {
   auto op = read<std::string>(field(j, "op", where), where, "an op name");
   node.prim = find_primitive(op);
   if (!node.prim) {
-    throw FormatError(fmt::format("graph JSON: {}: unknown op \"{}\"; the file needs a newer sexpgpu: upgrade it",
-                                  where, op));
+    throw FormatError(
+        fmt::format("graph JSON: {}: unknown op \"{}\"; the file needs a newer sexpgpu: upgrade it", where, op));
   }
   node.inputs = read<std::vector<NodeId>>(field(j, "inputs", where), where, "a list of node ids");
   node.dtype = read_dtype(field(j, "dtype", where), where);
   node.shape = read<Shape>(field(j, "shape", where), where, "a shape");
   const json& attrs = field(j, "attrs", where);
   if (!attrs.is_object()) malformed(where, "\"attrs\" must be an object");
-  for (const auto& [name, value] : attrs.items()) node.attrs.set(name, read_attr(value, fmt::format("{}, attribute \"{}\"", where, name)));
+  for (const auto& [name, value] : attrs.items())
+    node.attrs.set(name, read_attr(value, fmt::format("{}, attribute \"{}\"", where, name)));
   node.weak = read<bool>(field(j, "weak", where), where, "true or false");
   node.origin = read<uint32_t>(field(j, "origin", where), where, "an origin number");
   if (j.contains("value")) {
@@ -179,8 +184,11 @@ std::vector<NamedNode> names_from_json(const json& j, std::string_view kind) {
 json graph_to_json(const Graph& graph) {
   json nodes = json::array();
   for (const Node& node : graph.nodes) nodes.push_back(node_to_json(node));
-  return {{"format", kGraphFormat}, {"version", kGraphVersion}, {"inputs", names_to_json(graph.inputs)},
-          {"outputs", names_to_json(graph.outputs)}, {"nodes", nodes}};
+  return {{"format", kGraphFormat},
+          {"version", kGraphVersion},
+          {"inputs", names_to_json(graph.inputs)},
+          {"outputs", names_to_json(graph.outputs)},
+          {"nodes", nodes}};
 }
 
 Graph graph_from_json(const json& document) {
@@ -190,8 +198,10 @@ Graph graph_from_json(const json& document) {
   }
   auto version = read<int>(field(document, "version", "the document"), "\"version\"", "an integer");
   if (version > kGraphVersion) {
-    throw FormatError(fmt::format("graph JSON: version {} is newer than this build reads (up to {}); upgrade sexpgpu "
-                                  "to read it", version, kGraphVersion));
+    throw FormatError(
+        fmt::format("graph JSON: version {} is newer than this build reads (up to {}); upgrade sexpgpu "
+                    "to read it",
+                    version, kGraphVersion));
   }
   if (version < 1) malformed("\"version\"", fmt::format("{} is not a version (they start at 1)", version));
   Graph graph;

@@ -8,10 +8,9 @@
 //               "value": "<base64, constants only>"}, ...]}
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "graph/graph.h"
 

@@ -1,12 +1,13 @@
 // Constant folding, CSE, algebraic simplification and dead-code elimination
 // (see passes.h). The batching transformation is in batching.cc.
-#include <algorithm>
-#include <map>
+#include "graph/passes.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+
 #include "graph/errors.h"
-#include "graph/passes.h"
 #include "graph/primitive.h"
 #include "graph/rewrite.h"
 #include "graph/verify.h"
@@ -101,8 +102,8 @@ std::optional<NodeId> simplified(Builder& b, const Node& node) {
   if (op == "div" && is_constant_value(g, in(1), 1.0)) return pick(in(0));
   if (op == "neg" && g.nodes[in(0)].op_name() == "neg") return pick(g.nodes[in(0)].inputs[0]);
   if (op == "reshape" || op == "broadcast" || op == "cast" || op == "transpose") {
-    if (same_type(in(0)) && (op != "transpose" || std::is_sorted(node.attrs.get_ints("perm").begin(),
-                                                                 node.attrs.get_ints("perm").end()))) {
+    if (same_type(in(0)) &&
+        (op != "transpose" || std::is_sorted(node.attrs.get_ints("perm").begin(), node.attrs.get_ints("perm").end()))) {
       return in(0);
     }
   }

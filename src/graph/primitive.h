@@ -33,12 +33,10 @@ struct ValueType {
 };
 
 using InferFn = ValueType (*)(std::span<const ValueType> args, const Attrs& attrs);
-using BuildFn = NodeId (*)(Builder& b, const Primitive& prim, std::span<const NodeId> args,
-                           const Attrs& attrs);
-using GradFn = std::vector<std::optional<NodeId>> (*)(Builder& b, const Node& node, NodeId self,
-                                                      NodeId cotangent);
-using BatchFn = NodeId (*)(Builder& b, const Node& node, std::span<const NodeId> args,
-                           std::span<const bool> batched, int64_t batch_size);
+using BuildFn = NodeId (*)(Builder& b, const Primitive& prim, std::span<const NodeId> args, const Attrs& attrs);
+using GradFn = std::vector<std::optional<NodeId>> (*)(Builder& b, const Node& node, NodeId self, NodeId cotangent);
+using BatchFn = NodeId (*)(Builder& b, const Node& node, std::span<const NodeId> args, std::span<const bool> batched,
+                           int64_t batch_size);
 using KernelFn = Tensor (*)(const Node& node, std::span<const Tensor* const> args);
 
 struct Primitive {

@@ -1,8 +1,8 @@
 // The one table of primitives: every family's rows, found by name.
+#include <fmt/format.h>
+
 #include <string>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "graph/errors.h"
 #include "graph/prims/families.h"

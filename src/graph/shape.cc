@@ -1,9 +1,9 @@
 // Shape helpers: counting, printing, strides, broadcasting, axes.
 #include "graph/shape.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "graph/errors.h"
 
@@ -69,8 +69,7 @@ int64_t normalize_axis(int64_t axis, int64_t rank, std::string_view op) {
   return axis < 0 ? axis + rank : axis;
 }
 
-std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t rank,
-                                    std::string_view op) {
+std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t rank, std::string_view op) {
   std::vector<int64_t> out;
   for (int64_t axis : axes) out.push_back(normalize_axis(axis, rank, op));
   std::sort(out.begin(), out.end());

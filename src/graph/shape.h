@@ -30,7 +30,6 @@ bool broadcasts_to(const Shape& from, const Shape& to);
 // An axis in [-rank, rank) made non-negative; throws ShapeError naming `op`.
 int64_t normalize_axis(int64_t axis, int64_t rank, std::string_view op);
 // A list of distinct axes, normalized and sorted.
-std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t rank,
-                                    std::string_view op);
+std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t rank, std::string_view op);
 
 }  // namespace sx::graph

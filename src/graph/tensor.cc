@@ -1,10 +1,10 @@
 // Host tensors and bf16 rounding.
 #include "graph/tensor.h"
 
+#include <fmt/format.h>
+
 #include <bit>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "graph/errors.h"
 
@@ -23,24 +23,22 @@ Bf16::Bf16(float value) {
 Bf16::operator float() const { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
 
 Tensor::Tensor(DType dtype, Shape shape)
-    : dtype_(dtype),
-      shape_(std::move(shape)),
-      bytes_(static_cast<size_t>(graph::numel(shape_)) * dtype_size(dtype)) {}
+    : dtype_(dtype), shape_(std::move(shape)), bytes_(static_cast<size_t>(graph::numel(shape_)) * dtype_size(dtype)) {}
 
 Tensor::Tensor(DType dtype, Shape shape, std::vector<uint8_t> bytes)
     : dtype_(dtype), shape_(std::move(shape)), bytes_(std::move(bytes)) {
   size_t expected = static_cast<size_t>(graph::numel(shape_)) * dtype_size(dtype);
   if (bytes_.size() != expected) {
-    throw GraphError(fmt::format("tensor: a {} {} tensor needs {} bytes, got {}",
-                                 dtype_name(dtype), shape_str(shape_), expected, bytes_.size()));
+    throw GraphError(fmt::format("tensor: a {} {} tensor needs {} bytes, got {}", dtype_name(dtype), shape_str(shape_),
+                                 expected, bytes_.size()));
   }
 }
 
 Tensor Tensor::from_doubles(DType dtype, Shape shape, std::span<const double> values) {
   Tensor t(dtype, std::move(shape));
   if (static_cast<int64_t>(values.size()) != t.numel()) {
-    throw GraphError(fmt::format("tensor: shape {} needs {} values, got {}", shape_str(t.shape()),
-                                 t.numel(), values.size()));
+    throw GraphError(
+        fmt::format("tensor: shape {} needs {} values, got {}", shape_str(t.shape()), t.numel(), values.size()));
   }
   for (size_t i = 0; i < values.size(); ++i) t.set_value(static_cast<int64_t>(i), values[i]);
   return t;

@@ -40,9 +40,13 @@ class Tensor {
   std::span<uint8_t> bytes() { return bytes_; }
 
   template <class S>
-  S* data() { return reinterpret_cast<S*>(bytes_.data()); }
+  S* data() {
+    return reinterpret_cast<S*>(bytes_.data());
+  }
   template <class S>
-  const S* data() const { return reinterpret_cast<const S*>(bytes_.data()); }
+  const S* data() const {
+    return reinterpret_cast<const S*>(bytes_.data());
+  }
 
   // Element i converted to double; all elements the same way.
   double value(int64_t i) const;

@@ -1,9 +1,9 @@
 // The graph verifier (see verify.h).
 #include "graph/verify.h"
 
-#include <set>
-
 #include <fmt/format.h>
+
+#include <set>
 
 #include "graph/errors.h"
 #include "graph/primitive.h"
@@ -32,7 +32,8 @@ void verify_node(const Graph& graph, NodeId id, const std::set<NodeId>& named_in
   if (prim.name == "constant") {
     if (!node.value) reject(graph, id, "is a constant without a value");
     if (node.value->shape() != node.shape || node.value->dtype() != node.dtype) {
-      reject(graph, id, fmt::format("holds a {}{} value", dtype_name(node.value->dtype()), shape_str(node.value->shape())));
+      reject(graph, id,
+             fmt::format("holds a {}{} value", dtype_name(node.value->dtype()), shape_str(node.value->shape())));
     }
     return;
   }

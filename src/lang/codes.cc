@@ -316,8 +316,7 @@ with `let`, or name it.)"},
 :schedule :ema :precision :grad-clip :checkpoint-every :keep :log-every. The
 message names the key it did not know, or the value it could not take (`:seed` is a
 non-negative integer).)"},
-    {"E-RUN-002", "a second defrun",
-     R"(A run file has one `defrun`. Merge the settings of the two into one.)"},
+    {"E-RUN-002", "a second defrun", R"(A run file has one `defrun`. Merge the settings of the two into one.)"},
 
     {"E-RUN-003", "a --knob the file does not define",
      R"(`--knob NAME=VALUE` sets a knob the file defines with `(defknob NAME default "doc")`.

@@ -277,7 +277,8 @@ size_t edit_distance(std::string_view a_text, std::string_view b_text) {
   for (size_t i = 1; i <= a.size(); ++i) {
     for (size_t j = 1; j <= b.size(); ++j) {
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
   return d[a.size()][b.size()];
@@ -383,13 +384,13 @@ Value Interpreter::apply(const Value& function, std::span<Value> args, std::span
     if (const auto* builtin = dynamic_cast<const Builtin*>(fn)) {
       int n = static_cast<int>(args.size());
       if (n < builtin->min_args || (builtin->max_args != Builtin::kVariadic && n > builtin->max_args)) {
-        std::string takes = builtin->max_args == Builtin::kVariadic
-                                ? fmt::format("at least {}", builtin->min_args)
+        std::string takes = builtin->max_args == Builtin::kVariadic ? fmt::format("at least {}", builtin->min_args)
                             : builtin->min_args == builtin->max_args
                                 ? std::to_string(builtin->min_args)
                                 : fmt::format("{} to {}", builtin->min_args, builtin->max_args);
         bool one = builtin->min_args == 1 && builtin->max_args == 1;
-        fail("E-EVAL-003", call, fmt::format("`{}` takes {} argument{}, given {}", builtin->name, takes, one ? "" : "s", n));
+        fail("E-EVAL-003", call,
+             fmt::format("`{}` takes {} argument{}, given {}", builtin->name, takes, one ? "" : "s", n));
       }
       Args a(*this, builtin->name, args, arg_spans, call);
       return builtin->fn(a);

@@ -61,8 +61,7 @@ class Env final : public Object {
 // The arguments of a builtin call, with where each came from for error messages.
 class Args {
  public:
-  Args(Interpreter& interp, std::string_view function, std::span<Value> values, std::span<const Span> spans,
-       Span call)
+  Args(Interpreter& interp, std::string_view function, std::span<Value> values, std::span<const Span> spans, Span call)
       : interp(interp), function(function), values(values), spans(spans), call(call) {}
 
   size_t size() const { return values.size(); }
@@ -137,7 +136,10 @@ std::shared_ptr<const LambdaList> parse_lambda_list(const Value& form, Span span
 class Closure final : public Function {
  public:
   Closure(Type type, std::string name, std::shared_ptr<const LambdaList> params, Value body, Ref<Env> env, Span span)
-      : Function(type, std::move(name)), params(std::move(params)), body(std::move(body)), env(std::move(env)),
+      : Function(type, std::move(name)),
+        params(std::move(params)),
+        body(std::move(body)),
+        env(std::move(env)),
         span(span) {}
   std::shared_ptr<const LambdaList> params;
   Value body;  // a list of forms

@@ -102,8 +102,8 @@ void Interpreter::bind_arguments(const Closure& closure, std::span<Value> args, 
     d.code = "E-EVAL-003";
     d.span = call;
     d.message = std::move(message);
-    d.notes.push_back(fmt::format("`{}` is defined at {} with the parameters {}", closure.name,
-                                  closure.span.location(), params.describe()));
+    d.notes.push_back(fmt::format("`{}` is defined at {} with the parameters {}", closure.name, closure.span.location(),
+                                  params.describe()));
     throw Error(std::move(d));
   };
   // A default form runs inside the call, so its errors show the call in their chain.

@@ -73,7 +73,8 @@ Value eval_quasiquote(Interpreter& in, const Value& tmpl, Span span, Env& env, i
   };
   if (is_vector) {
     const auto* vector = tmpl.as<Vector>();
-    for (size_t i = 0; i < vector->items.size(); ++i) add(vector->items[i], vector->span_of(i).known() ? vector->span_of(i) : span);
+    for (size_t i = 0; i < vector->items.size(); ++i)
+      add(vector->items[i], vector->span_of(i).known() ? vector->span_of(i) : span);
     return Value(new Vector(std::move(items), std::move(spans)));
   }
   for (Cons* c = as_cons(tmpl); c; c = next(c)) add(c->car, c->car_span.known() ? c->car_span : span);

@@ -15,8 +15,8 @@ namespace sx::lang {
 namespace {
 
 bool is_delimiter(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '(' || c == ')' || c == '[' ||
-         c == ']' || c == '"' || c == ';' || c == '\'' || c == '`' || c == ',';
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '(' || c == ')' || c == '[' || c == ']' ||
+         c == '"' || c == ';' || c == '\'' || c == '`' || c == ',';
 }
 
 // Characters that may appear in a symbol; any non-ASCII code point may too.
@@ -68,8 +68,9 @@ class Reader {
 
   void check_limits() {
     if (text_.size() > limits_.max_file_bytes) {
-      fail("E-READ-009", {}, fmt::format("{} is {} bytes; source files are limited to {} bytes", file_.path(),
-                                         text_.size(), limits_.max_file_bytes));
+      fail("E-READ-009", {},
+           fmt::format("{} is {} bytes; source files are limited to {} bytes", file_.path(), text_.size(),
+                       limits_.max_file_bytes));
     }
     size_t line_start = 0;
     for (size_t i = 0; i <= text_.size(); ++i) {
@@ -158,8 +159,7 @@ class Reader {
     for (;;) {
       skip_space();
       if (pos_ >= text_.size()) {
-        fail("E-READ-001", span(start, start + 1),
-             fmt::format("this `{}` is never closed", text_[start]),
+        fail("E-READ-001", span(start, start + 1), fmt::format("this `{}` is never closed", text_[start]),
              fmt::format("add a `{}` where the {} ends", closer, closer == ')' ? "list" : "vector"));
       }
       char c = text_[pos_];
@@ -333,8 +333,9 @@ const SourceFile& load_source_file(SourceMap& sources, const std::string& path, 
   if (S_ISDIR(info.st_mode)) fail("E-READ-010", {}, fmt::format("cannot read {}: it is a directory", path));
   if (!S_ISREG(info.st_mode)) fail("E-READ-010", {}, fmt::format("cannot read {}: it is not a regular file", path));
   if (static_cast<size_t>(info.st_size) > limits.max_file_bytes) {
-    fail("E-READ-009", {}, fmt::format("{} is {} bytes; source files are limited to {} bytes", path,
-                                       static_cast<size_t>(info.st_size), limits.max_file_bytes));
+    fail("E-READ-009", {},
+         fmt::format("{} is {} bytes; source files are limited to {} bytes", path, static_cast<size_t>(info.st_size),
+                     limits.max_file_bytes));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("E-READ-010", {}, fmt::format("cannot read {}: {}", path, std::strerror(errno)));

@@ -1,8 +1,9 @@
 // Line and column lookup for spans.
 #include "lang/source.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace sx::lang {
 

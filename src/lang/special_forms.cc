@@ -249,8 +249,7 @@ Value require_form(Interpreter& in, const Value& form, Span span, Env& env) {
     if (!symbol) malformed(wanted.span, "require", expected);
     Value* value = module->lookup_local(symbol);
     if (!value) {
-      fail("E-EVAL-012", wanted.span,
-           fmt::format("module \"{}\" does not define `{}`", string_of(name), symbol->name));
+      fail("E-EVAL-012", wanted.span, fmt::format("module \"{}\" does not define `{}`", string_of(name), symbol->name));
     }
     import(symbol, *value, wanted.span);
   }
@@ -258,7 +257,7 @@ Value require_form(Interpreter& in, const Value& form, Span span, Env& env) {
 }
 
 // The forms later parts of SexpGPU define; reserved here so no program can take the names.
-constexpr std::string_view kReserved[] = {"defmodel", "defparam", "defknob",   "defvariant",
+constexpr std::string_view kReserved[] = {"defmodel", "defparam", "defknob",    "defvariant",
                                           "defrun",   "named",    "with-loaded"};
 
 }  // namespace
@@ -272,8 +271,10 @@ void install_special_forms(Interpreter& in) {
   in.define_special_form("and", and_form);
   in.define_special_form("or", or_form);
   in.define_special_form("progn", progn);
-  in.define_special_form("let", [](Interpreter& i, const Value& f, Span s, Env& e) { return let_form(i, f, s, e, false); });
-  in.define_special_form("let*", [](Interpreter& i, const Value& f, Span s, Env& e) { return let_form(i, f, s, e, true); });
+  in.define_special_form("let",
+                         [](Interpreter& i, const Value& f, Span s, Env& e) { return let_form(i, f, s, e, false); });
+  in.define_special_form("let*",
+                         [](Interpreter& i, const Value& f, Span s, Env& e) { return let_form(i, f, s, e, true); });
   in.define_special_form("lambda", lambda);
   in.define_special_form("defvar", defvar);
   in.define_special_form("defun", [](Interpreter& i, const Value& f, Span s, Env& e) {

@@ -41,8 +41,13 @@ std::string element_text(const graph::Tensor& t, int64_t i) {
       if (text.find_first_of(".e") == std::string::npos) text += ".0";
       return text;
     }
-    default: return fmt::format("{}", static_cast<int64_t>(v));
+    // Integers print from their storage: a double holds neither every i64 nor 2^63.
+    case graph::DType::i64: return fmt::format("{}", t.data<int64_t>()[i]);
+    case graph::DType::i32: return fmt::format("{}", t.data<int32_t>()[i]);
+    case graph::DType::u16: return fmt::format("{}", t.data<uint16_t>()[i]);
+    case graph::DType::u8: return fmt::format("{}", t.data<uint8_t>()[i]);
   }
+  return "?";
 }
 
 // Which indices of an axis of length n are shown: all, or the first and last three.

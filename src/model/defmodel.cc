@@ -89,7 +89,8 @@ Value defmodel(const std::shared_ptr<ModelState>& state, Interpreter& in, const 
   for (size_t i = 2; i < p.size(); ++i) lambda_form.push_back(p[i].value), spans.push_back(p[i].span);
   Value body = in.eval(lang::list_with_spans(std::move(lambda_form), spans), span, env);
   body.as<lang::Function>()->name = name;
-  Value constructor(new lang::NativeClosure(name, [state, body, name](Args& a) { return construct(state, body, name, a); }));
+  Value constructor(
+      new lang::NativeClosure(name, [state, body, name](Args& a) { return construct(state, body, name, a); }));
   lang::define_top_level(in, p[1].value.as<lang::Symbol>(), constructor, p[1].span, env);
   return p[1].value;
 }
@@ -129,7 +130,8 @@ graph::Graph closed_initializer(const std::shared_ptr<ModelState>& state, lang::
       d.span = span;
       d.message = fmt::format("the initializer of `{}` reads {}", name, what);
       d.helps.push_back("build the initializer from shapes, constants and random initializers only");
-      if (Span from = tracer.span_of(n.origin); from.known()) d.notes.push_back("that value comes from " + from.location());
+      if (Span from = tracer.span_of(n.origin); from.known())
+        d.notes.push_back("that value comes from " + from.location());
       throw lang::Error(std::move(d));
     }
     for (graph::NodeId input : n.inputs) needed[input] = true;
@@ -194,7 +196,8 @@ Value defparam(const std::shared_ptr<ModelState>& state, Interpreter& in, const 
       decl.numerics_high = true;
     } else if (option == "trainable") {
       if (!value.is(Type::Bool)) {
-        fail("E-PARAM-007", p[i + 1].span, fmt::format("`:trainable` takes true or false, not `{}`", lang::print(value)));
+        fail("E-PARAM-007", p[i + 1].span,
+             fmt::format("`:trainable` takes true or false, not `{}`", lang::print(value)));
       }
       decl.trainable = value.as_bool();
     } else if (option == "load") {
@@ -221,7 +224,8 @@ Value defparam(const std::shared_ptr<ModelState>& state, Interpreter& in, const 
     root = b.scalar(init.as_double(), graph::DType::f32);
   } else {
     fail("E-PARAM-003", p[2].span,
-         fmt::format("the initializer of `{}` is {} `{}`, not a tensor", decl.name, lang::type_name(init.type()), lang::print(init)),
+         fmt::format("the initializer of `{}` is {} `{}`, not a tensor", decl.name, lang::type_name(init.type()),
+                     lang::print(init)),
          "write an initializer such as (normal [in out] :std 0.02) or (zeros [out])");
   }
   if (b.graph().node(root).weak) root = b.cast(root, graph::DType::f32);
@@ -246,7 +250,8 @@ Value named(const std::shared_ptr<ModelState>& state, Interpreter& in, const Val
   Value segment = in.eval(p[1].value, p[1].span, env);
   if (!segment.is(Type::String) || lang::string_of(segment).empty() ||
       lang::string_of(segment).find('.') != std::string::npos) {
-    fail("E-PARAM-005", p[1].span, fmt::format("a path segment is a non-empty string without dots, not `{}`", lang::print(segment)));
+    fail("E-PARAM-005", p[1].span,
+         fmt::format("a path segment is a non-empty string without dots, not `{}`", lang::print(segment)));
   }
   Value value = in.eval(p[2].value, p[2].span, env);
   if (Model* model = as_model(value)) {
@@ -264,9 +269,10 @@ Value named(const std::shared_ptr<ModelState>& state, Interpreter& in, const Val
     }
   }
   fail("E-PARAM-005", p[2].span,
-       fmt::format("`named` names a model or a parameter, not {} `{}`",
-                   value.is(Type::Opaque) ? value.as<lang::Opaque>()->type_label() : std::string(lang::type_name(value.type())),
-                   lang::print(value)));
+       fmt::format(
+           "`named` names a model or a parameter, not {} `{}`",
+           value.is(Type::Opaque) ? value.as<lang::Opaque>()->type_label() : std::string(lang::type_name(value.type())),
+           lang::print(value)));
 }
 
 // (with-loaded (file name &key (trainable false)) body...): every defparam executed while
@@ -285,7 +291,8 @@ Value with_loaded(const std::shared_ptr<ModelState>& state, Interpreter& in, con
   }
   Value file = in.eval(header[0].value, header[0].span, env);
   if (!file.is(Type::String)) {
-    fail("E-PARAM-007", header[0].span, fmt::format("the file of `with-loaded` is a string, not `{}`", lang::print(file)));
+    fail("E-PARAM-007", header[0].span,
+         fmt::format("the file of `with-loaded` is a string, not `{}`", lang::print(file)));
   }
   Value name = in.eval(header[1].value, header[1].span, env);
   if (!name.is(Type::Function)) {
@@ -295,7 +302,8 @@ Value with_loaded(const std::shared_ptr<ModelState>& state, Interpreter& in, con
   }
   LoadScope scope{resolve_data_path(lang::string_of(file), header[0].span), name, false, span};
   if (header.size() == 4) {
-    bool is_trainable_key = header[2].value.is(Type::Keyword) && header[2].value.as<lang::Symbol>()->name == "trainable";
+    bool is_trainable_key =
+        header[2].value.is(Type::Keyword) && header[2].value.as<lang::Symbol>()->name == "trainable";
     Value trainable = in.eval(header[3].value, header[3].span, env);
     if (!is_trainable_key || !trainable.is(Type::Bool)) {
       fail("E-PARAM-007", header[2].span, "the only option of a `with-loaded` header is :trainable true or false");
@@ -324,7 +332,7 @@ void name_bound_models(const std::shared_ptr<ModelState>& state, const lang::Sym
     if (m && m->parent == owner && m->segment.empty()) m->segment = segment;
   };
   claim(value, name->name);
-  std::vector<Value> items = value.is(Type::Vector)  ? value.as<lang::Vector>()->items
+  std::vector<Value> items = value.is(Type::Vector) ? value.as<lang::Vector>()->items
                              : value.is(Type::Cons) ? lang::list_items(value)
                                                     : std::vector<Value>{};
   for (size_t i = 0; i < items.size(); ++i) claim(items[i], fmt::format("{}.{}", name->name, i));
@@ -339,10 +347,15 @@ std::string resolve_data_path(const std::string& path, Span span) {
 }
 
 void install_model_forms(lang::Interpreter& in, const std::shared_ptr<ModelState>& state) {
-  in.define_special_form("defmodel", [state](Interpreter& i, const Value& f, Span s, Env& e) { return defmodel(state, i, f, s, e); });
-  in.define_special_form("defparam", [state](Interpreter& i, const Value& f, Span s, Env& e) { return defparam(state, i, f, s, e); });
-  in.define_special_form("with-loaded", [state](Interpreter& i, const Value& f, Span s, Env& e) { return with_loaded(state, i, f, s, e); });
-  in.define_special_form("named", [state](Interpreter& i, const Value& f, Span s, Env& e) { return named(state, i, f, s, e); });
+  in.define_special_form(
+      "defmodel", [state](Interpreter& i, const Value& f, Span s, Env& e) { return defmodel(state, i, f, s, e); });
+  in.define_special_form(
+      "defparam", [state](Interpreter& i, const Value& f, Span s, Env& e) { return defparam(state, i, f, s, e); });
+  in.define_special_form("with-loaded", [state](Interpreter& i, const Value& f, Span s, Env& e) {
+    return with_loaded(state, i, f, s, e);
+  });
+  in.define_special_form("named",
+                         [state](Interpreter& i, const Value& f, Span s, Env& e) { return named(state, i, f, s, e); });
   in.on_let_binding = [state](const lang::Symbol* name, const Value& value) { name_bound_models(state, name, value); };
 }
 

@@ -88,7 +88,8 @@ uint64_t stream_key(uint64_t seed, std::string_view path, uint64_t index) {
 void install_initializers(lang::Interpreter& in, const std::shared_ptr<ModelState>& state) {
   auto define = [&](std::string_view name, Value (*fn)(const std::shared_ptr<ModelState>&, Args&)) {
     in.builtins().define(lang::intern(name), Value(new lang::NativeClosure(std::string(name), [state, fn](Args& a) {
-                           if (a.size() < 1) lang::fail("E-EVAL-003", a.call, fmt::format("`{}` takes a shape first", a.function));
+                           if (a.size() < 1)
+                             lang::fail("E-EVAL-003", a.call, fmt::format("`{}` takes a shape first", a.function));
                            return fn(state, a);
                          })));
   };

@@ -66,7 +66,8 @@ void check_loads(const ParameterTable& table) {
       lang::fail("E-LOAD-012", param.decl->span,
                  fmt::format("`{}` is {} but tensor `{}` of {} is {}", param.path, shape_text(param.decl->shape),
                              tensor, file, shape_text(info.shape)),
-                 "make the initializer state the tensor's shape; a Hugging Face weight is [out in]: multiply by its transpose");
+                 "make the initializer state the tensor's shape; a Hugging Face weight is [out in]: multiply by its "
+                 "transpose");
     }
     if (info.dtype != "F32" && info.dtype != "BF16") {
       lang::fail("E-LOAD-008", param.decl->span,

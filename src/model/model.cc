@@ -1,5 +1,6 @@
 // Installing the model forms and builtins into an interpreter.
 #include "model/model.h"
+
 #include "model/select.h"
 
 namespace sx::model {

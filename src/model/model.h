@@ -16,14 +16,14 @@ namespace sx::model {
 
 // One `defparam`: everything it said, and the graph input that stands for its value.
 struct ParamDecl {
-  std::string name;            // the defparam's own name
-  bool gensym = false;         // declared with a gensym: named param.N within its model
-  std::string named;           // a `named` override of the segment
-  graph::NodeId node = 0;      // the trace graph's input for its value
+  std::string name;        // the defparam's own name
+  bool gensym = false;     // declared with a gensym: named param.N within its model
+  std::string named;       // a `named` override of the segment
+  graph::NodeId node = 0;  // the trace graph's input for its value
   graph::Shape shape;
   graph::DType dtype = graph::DType::f32;
-  graph::Graph init;           // closed: inputs key.0 .. key.k (i64 scalars), output "value"
-  std::string init_source;     // the initializer as written
+  graph::Graph init;        // closed: inputs key.0 .. key.k (i64 scalars), output "value"
+  std::string init_source;  // the initializer as written
   std::vector<std::string> tags;
   bool numerics_high = false;  // :numerics :high
   bool trainable = true;
@@ -36,8 +36,8 @@ struct ParamDecl {
 
 // One `(with-loaded (file name :trainable t) body...)`.
 struct LoadScope {
-  std::string file;   // resolved against the directory of the file that holds the form
-  lang::Value name;   // the function from a parameter's path to its tensor's name
+  std::string file;  // resolved against the directory of the file that holds the form
+  lang::Value name;  // the function from a parameter's path to its tensor's name
   bool trainable = false;
   lang::Span span;
 };
@@ -58,8 +58,8 @@ class Model final : public lang::Opaque {
   lang::Span span;          // the constructor call
   lang::Value function;     // what applying the model calls
   std::vector<ParamDecl> params;
-  std::vector<Member> members;           // params and children, in declaration order
-  std::vector<lang::Value> children;     // keeps the children alive
+  std::vector<Member> members;        // params and children, in declaration order
+  std::vector<lang::Value> children;  // keeps the children alive
   Model* parent = nullptr;
   std::string segment;  // the name its parent's `let` gave it ("blocks.3"), or empty
   std::string named;    // a `named` override
@@ -71,13 +71,13 @@ inline Model* as_model(const lang::Value& v) {
 
 // What evaluation of one file builds: every model, and the random placeholders.
 struct ModelState {
-  std::vector<lang::Value> models;       // in creation order; keeps them alive
-  std::vector<Model*> constructing;      // the constructor calls under way, innermost last
-  std::vector<graph::NodeId> rng_inputs; // one i64 key input per random initializer call
+  std::vector<lang::Value> models;        // in creation order; keeps them alive
+  std::vector<Model*> constructing;       // the constructor calls under way, innermost last
+  std::vector<graph::NodeId> rng_inputs;  // one i64 key input per random initializer call
   size_t next_param_input = 0;
   std::map<graph::NodeId, std::string> param_names;  // a parameter's trace input -> its name
-  std::vector<LoadScope> load_scopes;   // every with-loaded evaluated
-  std::vector<size_t> active_loads;     // those whose body is being evaluated, innermost last
+  std::vector<LoadScope> load_scopes;                // every with-loaded evaluated
+  std::vector<size_t> active_loads;                  // those whose body is being evaluated, innermost last
 };
 
 // A file path written in `span`'s file, resolved as a loader path is: relative to the

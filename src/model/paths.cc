@@ -98,7 +98,8 @@ class Namer {
       lang::Diagnostic d;
       d.code = "E-PARAM-007";
       d.span = scope.span;
-      d.message = fmt::format("the name function of `with-loaded` gave `{}` for `{}`, not a string", lang::print(name), path);
+      d.message =
+          fmt::format("the name function of `with-loaded` gave `{}` for `{}`, not a string", lang::print(name), path);
       d.helps.push_back("return the tensor's name in the file, a string");
       throw lang::Error(std::move(d));
     }
@@ -146,8 +147,8 @@ ParameterTable resolve_parameters(lang::Interpreter& interp, ModelState& state, 
       d.code = "E-PARAM-008";
       d.span = root.span;
       d.message = bound.count(root.model)
-                      ? fmt::format("one model is bound to two top-level names: `{}` and `{}`",
-                                    bound[root.model]->name, root.name)
+                      ? fmt::format("one model is bound to two top-level names: `{}` and `{}`", bound[root.model]->name,
+                                    root.name)
                       : fmt::format("`{}` is a sub-model of `{}` (a `{}` inside it) and is also bound at the top level",
                                     root.name, root_name(owner), owner->constructor);
       d.helps.push_back("a model has one root: bind it to one name, or build a second model");
@@ -176,7 +177,8 @@ ParameterTable resolve_parameters(lang::Interpreter& interp, ModelState& state, 
       d.span = interp.tracer()->span_of(graph.node(*reader).origin);
       d.message = fmt::format("this reads `{}` of a `{}` model that has no root", decl.name, model->constructor);
       d.notes.push_back(fmt::format("the model is built at {}", model->span.location()));
-      d.helps.push_back("bind the model with `defvar` at the top level, or build it inside the `defmodel` that uses it");
+      d.helps.push_back(
+          "bind the model with `defvar` at the top level, or build it inside the `defmodel` that uses it");
       throw lang::Error(std::move(d));
     }
   }

@@ -70,8 +70,8 @@ lang::Value select(lang::Args& a) {
   };
   auto expect_count = [&](size_t n) {
     if (a.size() != n) {
-      lang::fail("E-EVAL-003", a.call, fmt::format("(select :{} ...) takes {} argument{} after :{}", how, n - 1,
-                                                   n == 2 ? "" : "s", how));
+      lang::fail("E-EVAL-003", a.call,
+                 fmt::format("(select :{} ...) takes {} argument{} after :{}", how, n - 1, n == 2 ? "" : "s", how));
     }
   };
   if (how == "tag") {
@@ -91,7 +91,8 @@ lang::Value select(lang::Args& a) {
     return lang::Value(new Selector(Selector::Kind::Not, "", selectors(1)));
   }
   if (how == "all" || how == "any") {
-    if (a.size() < 2) lang::fail("E-EVAL-003", a.call, fmt::format("(select :{} ...) takes one or more selectors", how));
+    if (a.size() < 2)
+      lang::fail("E-EVAL-003", a.call, fmt::format("(select :{} ...) takes one or more selectors", how));
     return lang::Value(new Selector(how == "all" ? Selector::Kind::All : Selector::Kind::Any, "", selectors(1)));
   }
   lang::fail("E-EVAL-006", a.span(0), fmt::format("`select` has no `:{}`", how), "use :tag, :path, :not, :all or :any");
@@ -99,6 +100,8 @@ lang::Value select(lang::Args& a) {
 
 }  // namespace
 
-void install_select(lang::Interpreter& interp) { lang::install_rows(interp, {{"select", 1, lang::Builtin::kVariadic, select}}); }
+void install_select(lang::Interpreter& interp) {
+  lang::install_rows(interp, {{"select", 1, lang::Builtin::kVariadic, select}});
+}
 
 }  // namespace sx::model

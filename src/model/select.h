@@ -20,7 +20,7 @@ class Selector final : public lang::Opaque {
   bool matches(const Parameter& param) const;
 
   Kind kind;
-  std::string text;                  // the tag, or the path pattern
+  std::string text;                   // the tag, or the path pattern
   std::vector<lang::Value> operands;  // selectors, for :not :all :any
 };
 

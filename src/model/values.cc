@@ -18,14 +18,14 @@ graph::Tensor key_tensor(uint64_t key) {
 
 }  // namespace
 
-std::map<std::string, graph::Tensor> initial_values(const ParameterTable& table, uint64_t seed,
-                                                    device::Device& device,
+std::map<std::string, graph::Tensor> initial_values(const ParameterTable& table, uint64_t seed, device::Device& device,
                                                     const std::map<std::string, graph::DType>& stored) {
   std::map<std::string, graph::Tensor> values = loaded_values(table, stored);
   for (const auto& param : table.params) {
     if (param.decl->load) continue;
     std::vector<graph::Tensor> keys;
-    for (size_t i = 0; i < param.decl->init.inputs.size(); ++i) keys.push_back(key_tensor(stream_key(seed, param.path, i)));
+    for (size_t i = 0; i < param.decl->init.inputs.size(); ++i)
+      keys.push_back(key_tensor(stream_key(seed, param.path, i)));
     try {
       graph::Tensor value = std::move(device.compile(param.decl->init)->run(keys).at(0));
       if (auto it = stored.find(param.path); it != stored.end() && it->second != value.dtype()) {
@@ -67,9 +67,9 @@ graph::Tensor input_value(const graph::Graph& trace, const graph::NamedNode& inp
   if (input.name.starts_with("rng.")) return key_tensor(stream_key(seed, input.name, 0));
   const graph::Node& node = trace.node(input.node);
   if (!read) return graph::Tensor(node.dtype, node.shape);
-  lang::fail("E-PARAM-009",
-             {}, fmt::format("a value reads the parameter input `{}` ({}{}), which has no root or no value", input.name,
-                             graph::dtype_name(node.dtype), graph::shape_str(node.shape)),
+  lang::fail("E-PARAM-009", {},
+             fmt::format("a value reads the parameter input `{}` ({}{}), which has no root or no value", input.name,
+                         graph::dtype_name(node.dtype), graph::shape_str(node.shape)),
              "bind the model with `defvar` at the top level, or build it inside the `defmodel` that uses it");
 }
 

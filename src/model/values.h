@@ -12,8 +12,7 @@ namespace sx::model {
 
 // The initial value of every parameter, by path: read from its file when it loads one,
 // else its initializer run on `device`.
-std::map<std::string, graph::Tensor> initial_values(const ParameterTable& table, uint64_t seed,
-                                                    device::Device& device,
+std::map<std::string, graph::Tensor> initial_values(const ParameterTable& table, uint64_t seed, device::Device& device,
                                                     const std::map<std::string, graph::DType>& stored = {});
 
 // A frozen f32 parameter every reader of which casts it to bf16 is stored as bf16: its

@@ -38,7 +38,8 @@ Value defvariant(KnobState& state, lang::Interpreter& in, const Value& form, Spa
   for (const Cons* c = lang::next(name_cell); c; c = lang::next(c)) {
     const Cons* value = lang::next(c);
     if (!c->car.is(lang::Type::Keyword) || !value) {
-      lang::fail("E-EVAL-011", span_of(c, span), "malformed `defvariant`", "write it as (defvariant name :knob value ...)");
+      lang::fail("E-EVAL-011", span_of(c, span), "malformed `defvariant`",
+                 "write it as (defvariant name :knob value ...)");
     }
     values[c->car.as<lang::Symbol>()->name] = in.eval(value->car, span_of(value, span), env);
     c = value;

@@ -13,7 +13,7 @@
 namespace sx::train {
 
 struct KnobChoices {
-  std::string variant;                        // --variant, or empty
+  std::string variant;                       // --variant, or empty
   std::map<std::string, std::string> knobs;  // --knob NAME=VALUE, the value as written
 };
 

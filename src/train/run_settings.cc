@@ -11,10 +11,19 @@
 namespace sx::train {
 namespace {
 
-constexpr std::array<std::string_view, 13> kKeys = {"data", "eval",      "batch",     "steps",
-                                                   "seed", "optimizer", "schedule",  "ema",
-                                                   "precision", "grad-clip", "checkpoint-every", "keep",
-                                                   "log-every"};
+constexpr std::array<std::string_view, 13> kKeys = {"data",
+                                                    "eval",
+                                                    "batch",
+                                                    "steps",
+                                                    "seed",
+                                                    "optimizer",
+                                                    "schedule",
+                                                    "ema",
+                                                    "precision",
+                                                    "grad-clip",
+                                                    "checkpoint-every",
+                                                    "keep",
+                                                    "log-every"};
 
 std::string known_keys() {
   std::string out;
@@ -38,43 +47,47 @@ uint64_t RunSettings::seed() const {
 
 std::shared_ptr<RunSettings> install_defrun(lang::Interpreter& interp) {
   auto settings = std::make_shared<RunSettings>();
-  interp.define_special_form("defrun", [settings](lang::Interpreter& in, const lang::Value& form, lang::Span span,
-                                                  lang::Env& env) -> lang::Value {
-    if (settings->defined) {
-      lang::Diagnostic d;
-      d.code = "E-RUN-002";
-      d.span = span;
-      d.message = "a second `defrun`";
-      d.notes.push_back("the first is at " + settings->span.location());
-      d.helps.push_back("a run file has one defrun; merge the two");
-      throw lang::Error(std::move(d));
-    }
-    std::vector<std::pair<std::string, lang::Value>> entries;
-    for (lang::Cons* c = lang::next(form.as<lang::Cons>()); c; c = lang::next(c)) {
-      lang::Span key_span = c->car_span.known() ? c->car_span : span;
-      if (!c->car.is(lang::Type::Keyword)) {
-        lang::fail("E-RUN-001", key_span, fmt::format("`defrun` takes keyword settings, not `{}`", lang::print(c->car)),
-                   "the keys are " + known_keys());
-      }
-      std::string key = c->car.as<lang::Symbol>()->name;
-      if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
-        lang::fail("E-RUN-001", key_span, fmt::format("`defrun` has no setting `:{}`", key), "the keys are " + known_keys());
-      }
-      lang::Cons* value_cell = lang::next(c);
-      if (!value_cell) lang::fail("E-EVAL-007", key_span, fmt::format("keyword `:{}` has no value", key));
-      lang::Span value_span = value_cell->car_span.known() ? value_cell->car_span : span;
-      lang::Value value = in.eval(value_cell->car, value_span, env);
-      if (key == "seed" && !(value.is(lang::Type::Int) && value.as_int() >= 0)) {
-        lang::fail("E-RUN-001", value_span, fmt::format("`:seed` is a non-negative integer, not `{}`", lang::print(value)));
-      }
-      entries.emplace_back(key, std::move(value));
-      c = value_cell;
-    }
-    settings->defined = true;
-    settings->span = span;
-    settings->entries = std::move(entries);
-    return lang::Value();
-  });
+  interp.define_special_form(
+      "defrun",
+      [settings](lang::Interpreter& in, const lang::Value& form, lang::Span span, lang::Env& env) -> lang::Value {
+        if (settings->defined) {
+          lang::Diagnostic d;
+          d.code = "E-RUN-002";
+          d.span = span;
+          d.message = "a second `defrun`";
+          d.notes.push_back("the first is at " + settings->span.location());
+          d.helps.push_back("a run file has one defrun; merge the two");
+          throw lang::Error(std::move(d));
+        }
+        std::vector<std::pair<std::string, lang::Value>> entries;
+        for (lang::Cons* c = lang::next(form.as<lang::Cons>()); c; c = lang::next(c)) {
+          lang::Span key_span = c->car_span.known() ? c->car_span : span;
+          if (!c->car.is(lang::Type::Keyword)) {
+            lang::fail("E-RUN-001", key_span,
+                       fmt::format("`defrun` takes keyword settings, not `{}`", lang::print(c->car)),
+                       "the keys are " + known_keys());
+          }
+          std::string key = c->car.as<lang::Symbol>()->name;
+          if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
+            lang::fail("E-RUN-001", key_span, fmt::format("`defrun` has no setting `:{}`", key),
+                       "the keys are " + known_keys());
+          }
+          lang::Cons* value_cell = lang::next(c);
+          if (!value_cell) lang::fail("E-EVAL-007", key_span, fmt::format("keyword `:{}` has no value", key));
+          lang::Span value_span = value_cell->car_span.known() ? value_cell->car_span : span;
+          lang::Value value = in.eval(value_cell->car, value_span, env);
+          if (key == "seed" && !(value.is(lang::Type::Int) && value.as_int() >= 0)) {
+            lang::fail("E-RUN-001", value_span,
+                       fmt::format("`:seed` is a non-negative integer, not `{}`", lang::print(value)));
+          }
+          entries.emplace_back(key, std::move(value));
+          c = value_cell;
+        }
+        settings->defined = true;
+        settings->span = span;
+        settings->entries = std::move(entries);
+        return lang::Value();
+      });
   return settings;
 }
 

@@ -134,7 +134,10 @@ def cast_expected(x, to):
         info = np.iinfo(NP[to])
         if x.dtype.kind == "f":
             t = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0, posinf=np.inf, neginf=-np.inf))
-            return np.clip(t, info.min, info.max).astype(NP[to])
+            # Saturate in integers: float64(info.max) of i64 is 2^63, which does not convert back.
+            high, low = t >= float(info.max), t <= float(info.min)
+            inside = np.where(high | low, 0.0, t).astype(NP[to])
+            return np.where(high, info.max, np.where(low, info.min, inside)).astype(NP[to])
         return x.astype(np.int64).astype(NP[to])
     if to == "bf16":
         return to_bf16(x.astype(np.float32))

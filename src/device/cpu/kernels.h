@@ -3,12 +3,12 @@
 // reads its inputs' bytes and writes its output's.
 #pragma once
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
-
-#include <omp.h>
 
 #include "graph/graph.h"
 

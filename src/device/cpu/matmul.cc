@@ -12,9 +12,8 @@
 // the number of rows (tests/unit/device checks 1, 8 and 64), and a product
 // x[..., m, k] @ broadcast(w[k, n]) is run as one [rows, k] @ [k, n] GEMM.
 #include <memory>
-#include <unordered_map>
-
 #include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
 
 #include "device/cpu/kernels.h"
 #include "graph/prims/common.h"
@@ -141,8 +140,8 @@ Step matmul_step(const graph::Graph& graph, const graph::Node& node, int cores, 
   size_t r = a.size();
   int64_t m = a[r - 2], k = a[r - 1], n = node.shape[r - 1];
   int64_t batch = graph::numel(Shape(node.shape.begin(), node.shape.end() - 2));
-  double flops = 2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) *
-                 static_cast<double>(k);
+  double flops =
+      2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   // About 10 microseconds of one core's FMA peak: below it, a fork costs more
   // than it saves.
   int threads = flops < 2e6 ? 1 : cores;

@@ -64,7 +64,8 @@ void copy_rows(const Copy& c, const T* src, T* dst, int64_t begin, int64_t end) 
     }
     if (ss == 1 && ds == 1) std::memcpy(dst + d, src + s, static_cast<size_t>(n) * sizeof(T));
     else if (ss == 0 && ds == 1) std::fill_n(dst + d, n, src[s]);
-    else for (int64_t j = 0; j < n; ++j) dst[d + j * ds] = src[s + j * ss];
+    else
+      for (int64_t j = 0; j < n; ++j) dst[d + j * ds] = src[s + j * ss];
   }
 }
 
@@ -91,8 +92,8 @@ Step copies_step(std::vector<Copy> copies, std::vector<size_t> inputs, size_t si
                  std::optional<std::vector<uint8_t>> fill, int cores) {
   for (Copy& c : copies) c = simplify(std::move(c));
   int threads = threads_for(out_count, cores);
-  return [copies = std::move(copies), inputs = std::move(inputs), size, out_count, fill = std::move(fill),
-          threads](const uint8_t* const* in, uint8_t* out) {
+  return [copies = std::move(copies), inputs = std::move(inputs), size, out_count, fill = std::move(fill), threads](
+             const uint8_t* const* in, uint8_t* out) {
     if (fill) {
       parallel_for(out_count, threads, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) std::memcpy(out + i * static_cast<int64_t>(size), fill->data(), size);
@@ -120,8 +121,8 @@ Step gather_step(const graph::Graph& graph, const graph::Node& node, int cores) 
           int64_t o = r / count, i = r % count;
           auto at = static_cast<int64_t>(static_cast<C>(indices[i]));
           at = std::clamp<int64_t>(at, 0, along - 1);
-          std::memcpy(out + static_cast<size_t>(r) * row_bytes,
-                      in[0] + static_cast<size_t>(o * along + at) * row_bytes, row_bytes);
+          std::memcpy(out + static_cast<size_t>(r) * row_bytes, in[0] + static_cast<size_t>(o * along + at) * row_bytes,
+                      row_bytes);
         }
       });
     };

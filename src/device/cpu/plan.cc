@@ -9,13 +9,12 @@
 // time. Run by their reference kernel (single-threaded, copying their
 // inputs): scatter_add, one_hot, random_normal, random_uniform,
 // random_bernoulli, and gather of empty tensors.
-#include "device/cpu/cpu.h"
-
-#include <cstring>
-
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <cstring>
+
+#include "device/cpu/cpu.h"
 #include "device/cpu/kernels.h"
 #include "graph/primitive.h"
 #include "graph/verify.h"
@@ -141,7 +140,8 @@ class CpuPlan : public Plan {
       const Node& node = graph_.node(out.node);
       size_t bytes = static_cast<size_t>(graph::numel(node.shape)) * graph::dtype_size(node.dtype);
       const uint8_t* p = pointers_[out.node];
-      outputs.emplace_back(node.dtype, node.shape, bytes == 0 ? std::vector<uint8_t>{} : std::vector<uint8_t>(p, p + bytes));
+      outputs.emplace_back(node.dtype, node.shape,
+                           bytes == 0 ? std::vector<uint8_t>{} : std::vector<uint8_t>(p, p + bytes));
     }
     return outputs;
   }
@@ -149,15 +149,15 @@ class CpuPlan : public Plan {
  private:
   struct Entry {
     NodeId id = 0;
-    NodeId alias = 0;             // a view (no step): the node whose bytes it shares
-    std::vector<NodeId> inputs;   // whose bytes the step reads
+    NodeId alias = 0;            // a view (no step): the node whose bytes it shares
+    std::vector<NodeId> inputs;  // whose bytes the step reads
     cpu::Step step;
   };
 
   graph::Graph graph_;
-  std::vector<graph::Tensor> storage_;        // each computed node's buffer
-  std::vector<const uint8_t*> pointers_;      // each node's bytes during a run
-  std::vector<Entry> entries_;                // in graph order
+  std::vector<graph::Tensor> storage_;    // each computed node's buffer
+  std::vector<const uint8_t*> pointers_;  // each node's bytes during a run
+  std::vector<Entry> entries_;            // in graph order
 };
 
 }  // namespace

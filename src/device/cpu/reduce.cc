@@ -157,11 +157,13 @@ Step make_reduction(Kind kind, Layout layout, int cores) {
           const S* base = x + layout.bases[static_cast<size_t>(o)];
           if (kind == Kind::sum) {
             C acc(0);
-            for (int64_t r = 0; r < R; ++r) acc = graph::prims::wrap_add(acc, static_cast<C>(base[layout.offsets[static_cast<size_t>(r)]]));
+            for (int64_t r = 0; r < R; ++r)
+              acc = graph::prims::wrap_add(acc, static_cast<C>(base[layout.offsets[static_cast<size_t>(r)]]));
             reinterpret_cast<S*>(out)[o] = S(acc);
           } else {
             Extremum<C> e{initial<C>(kind)};
-            for (int64_t r = 0; r < R; ++r) update(e, static_cast<C>(base[layout.offsets[static_cast<size_t>(r)]]), r, want_max);
+            for (int64_t r = 0; r < R; ++r)
+              update(e, static_cast<C>(base[layout.offsets[static_cast<size_t>(r)]]), r, want_max);
             write(o, e);
           }
         }

@@ -17,8 +17,7 @@ using Grads = std::vector<std::optional<NodeId>>;
 using Args = std::span<const Tensor* const>;
 using Types = std::span<const ValueType>;
 
-NodeId build_elementwise(Builder& b, const Primitive& prim, std::span<const NodeId> args,
-                         const Attrs& attrs) {
+NodeId build_elementwise(Builder& b, const Primitive& prim, std::span<const NodeId> args, const Attrs& attrs) {
   std::vector<NodeId> promoted = b.promote_args(args);
   return b.emit(prim, b.broadcast_args(prim.name, promoted), attrs);
 }
@@ -111,35 +110,35 @@ Tensor where_kernel(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return out;
 }
 
-#define SX_COMPARISON(NAME, EXPR)                                                         \
-  {.name = NAME,                                                                          \
-   .arity = 2,                                                                            \
-   .infer = [](Types args, const Attrs&) { return infer_comparison(args, NAME); },        \
-   .build = build_elementwise,                                                            \
-   .batch = batch_elementwise,                                                            \
-   .kernel = [](const Node&, Args x) {                                                    \
-     return map_binary(*x[0], *x[1], DType::boolean, [](auto a, auto b) { return EXPR; }); \
-   }}
+#define SX_COMPARISON(NAME, EXPR)                                                                             \
+  {                                                                                                           \
+    .name = NAME, .arity = 2, .infer = [](Types args, const Attrs&) { return infer_comparison(args, NAME); }, \
+    .build = build_elementwise, .batch = batch_elementwise, .kernel = [](const Node&, Args x) {               \
+      return map_binary(*x[0], *x[1], DType::boolean, [](auto a, auto b) { return EXPR; });                   \
+    }                                                                                                         \
+  }
 
 const Primitive kBinary[] = {
     {.name = "add",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "add"); },
      .build = build_elementwise,
-     .grad = [](Builder&, const Node&, NodeId, NodeId ct) -> Grads { return {ct, ct}; },
+     .grad = [](Builder&, const Node&, NodeId, NodeId ct) -> Grads {
+       return {ct, ct};
+     },
      .batch = batch_elementwise,
-     .kernel = [](const Node& n, Args x) {
-       return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return wrap_add(a, b); });
-     }},
+     .kernel = [](const Node& n,
+                  Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return wrap_add(a, b); }); }},
     {.name = "sub",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "sub"); },
      .build = build_elementwise,
-     .grad = [](Builder& b, const Node&, NodeId, NodeId ct) -> Grads { return {ct, b.neg(ct)}; },
+     .grad = [](Builder& b, const Node&, NodeId, NodeId ct) -> Grads {
+       return {ct, b.neg(ct)};
+     },
      .batch = batch_elementwise,
-     .kernel = [](const Node& n, Args x) {
-       return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return wrap_sub(a, b); });
-     }},
+     .kernel = [](const Node& n,
+                  Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return wrap_sub(a, b); }); }},
     {.name = "mul",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "mul"); },
@@ -148,9 +147,8 @@ const Primitive kBinary[] = {
        return {b.mul(ct, n.inputs[1]), b.mul(ct, n.inputs[0])};
      },
      .batch = batch_elementwise,
-     .kernel = [](const Node& n, Args x) {
-       return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return wrap_mul(a, b); });
-     }},
+     .kernel = [](const Node& n,
+                  Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return wrap_mul(a, b); }); }},
     {.name = "div",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "div"); },
@@ -160,16 +158,16 @@ const Primitive kBinary[] = {
        return {b.div(ct, divisor), b.neg(b.div(b.mul(ct, self), divisor))};
      },
      .batch = batch_elementwise,
-     .kernel = [](const Node& n, Args x) {
-       return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return divide(a, b); });
-     }},
+     .kernel = [](const Node& n,
+                  Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return divide(a, b); }); }},
     {.name = "pow",
      .arity = 2,
-     .infer = [](Types args, const Attrs&) {
-       require_same_types("pow", args);
-       require_dtypes("pow", args, is_float, "floating-point");
-       return args[0];
-     },
+     .infer =
+         [](Types args, const Attrs&) {
+           require_same_types("pow", args);
+           require_dtypes("pow", args, is_float, "floating-point");
+           return args[0];
+         },
      .build = build_elementwise,
      .grad = [](Builder& b, const Node& n, NodeId self, NodeId ct) -> Grads {
        NodeId base = n.inputs[0], exponent = n.inputs[1];
@@ -177,9 +175,8 @@ const Primitive kBinary[] = {
        return {b.mul(ct, d_base), b.mul(ct, b.mul(self, b.log(base)))};
      },
      .batch = batch_elementwise,
-     .kernel = [](const Node& n, Args x) {
-       return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return std::pow(a, b); });
-     }},
+     .kernel = [](const Node& n,
+                  Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return std::pow(a, b); }); }},
     {.name = "max",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "max"); },
@@ -189,9 +186,8 @@ const Primitive kBinary[] = {
        return {b.where(b.ge(a, c), ct, zero), b.where(b.lt(a, c), ct, zero)};
      },
      .batch = batch_elementwise,
-     .kernel = [](const Node& n, Args x) {
-       return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return maximum(a, b); });
-     }},
+     .kernel = [](const Node& n,
+                  Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return maximum(a, b); }); }},
     {.name = "min",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "min"); },
@@ -201,9 +197,8 @@ const Primitive kBinary[] = {
        return {b.where(b.le(a, c), ct, zero), b.where(b.gt(a, c), ct, zero)};
      },
      .batch = batch_elementwise,
-     .kernel = [](const Node& n, Args x) {
-       return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return minimum(a, b); });
-     }},
+     .kernel = [](const Node& n,
+                  Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return minimum(a, b); }); }},
     SX_COMPARISON("eq", a == b),
     SX_COMPARISON("ne", a != b),
     SX_COMPARISON("lt", a < b),
@@ -215,32 +210,31 @@ const Primitive kBinary[] = {
      .infer = [](Types args, const Attrs&) { return infer_logical(args, "logical_and"); },
      .build = build_elementwise,
      .batch = batch_elementwise,
-     .kernel = [](const Node& n, Args x) {
-       return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return a && b; });
-     }},
+     .kernel = [](const Node& n,
+                  Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return a && b; }); }},
     {.name = "logical_or",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_logical(args, "logical_or"); },
      .build = build_elementwise,
      .batch = batch_elementwise,
-     .kernel = [](const Node& n, Args x) {
-       return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return a || b; });
-     }},
+     .kernel = [](const Node& n,
+                  Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return a || b; }); }},
     {.name = "where",
      .arity = 3,
-     .infer = [](Types args, const Attrs&) {
-       if (args[0].dtype != DType::boolean) {
-         throw ShapeError(fmt::format("where: the condition must be bool, got {}", dtype_name(args[0].dtype)));
-       }
-       std::vector<ValueType> cases{args[1], args[2], {args[0].shape, args[1].dtype}};
-       require_same_types("where", cases);
-       return args[1];
-     },
-     .build = [](Builder& b, const Primitive& prim, std::span<const NodeId> args, const Attrs& attrs) {
-       std::vector<NodeId> cases = b.promote_args(args.subspan(1));
-       return b.emit(prim, b.broadcast_args("where", std::vector<NodeId>{args[0], cases[0], cases[1]}),
-                     attrs);
-     },
+     .infer =
+         [](Types args, const Attrs&) {
+           if (args[0].dtype != DType::boolean) {
+             throw ShapeError(fmt::format("where: the condition must be bool, got {}", dtype_name(args[0].dtype)));
+           }
+           std::vector<ValueType> cases{args[1], args[2], {args[0].shape, args[1].dtype}};
+           require_same_types("where", cases);
+           return args[1];
+         },
+     .build =
+         [](Builder& b, const Primitive& prim, std::span<const NodeId> args, const Attrs& attrs) {
+           std::vector<NodeId> cases = b.promote_args(args.subspan(1));
+           return b.emit(prim, b.broadcast_args("where", std::vector<NodeId>{args[0], cases[0], cases[1]}), attrs);
+         },
      .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
        NodeId cond = n.inputs[0], zero = b.literal(0.0);
        return {std::nullopt, b.where(cond, ct, zero), b.where(cond, zero, ct)};
@@ -249,10 +243,12 @@ const Primitive kBinary[] = {
      .kernel = [](const Node&, Args x) { return where_kernel(*x[0], *x[1], *x[2]); }},
     {.name = "cast",
      .arity = 1,
-     .infer = [](Types args, const Attrs& attrs) { return ValueType{args[0].shape, attrs.get_dtype("dtype")}; },
-     .build = [](Builder& b, const Primitive&, std::span<const NodeId> args, const Attrs& attrs) {
-       return b.cast_to(args[0], attrs.get_dtype("dtype"));
-     },
+     .infer =
+         [](Types args, const Attrs& attrs) {
+           return ValueType{args[0].shape, attrs.get_dtype("dtype")};
+         },
+     .build = [](Builder& b, const Primitive&, std::span<const NodeId> args,
+                 const Attrs& attrs) { return b.cast_to(args[0], attrs.get_dtype("dtype")); },
      .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
        DType from = b.dtype(n.inputs[0]);
        if (!is_float(from) || !is_float(n.dtype)) return {std::nullopt};

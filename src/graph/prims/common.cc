@@ -26,8 +26,7 @@ void require_same_types(std::string_view op, std::span<const ValueType> args) {
     if (a.shape != args[0].shape || a.dtype != args[0].dtype) {
       std::vector<std::string> types;
       for (const ValueType& t : args) types.push_back(type_str(t));
-      throw ShapeError(fmt::format("{}: operands must have one shape and dtype, got {}", op,
-                                   join(types, " and ")));
+      throw ShapeError(fmt::format("{}: operands must have one shape and dtype, got {}", op, join(types, " and ")));
     }
   }
 }
@@ -45,15 +44,15 @@ NodeId to_batched(Builder& b, NodeId x, bool batched, int64_t batch_size) {
   return b.broadcast_to(x, shape);
 }
 
-NodeId batch_elementwise(Builder& b, const Node& node, std::span<const NodeId> args,
-                         std::span<const bool> batched, int64_t batch_size) {
+NodeId batch_elementwise(Builder& b, const Node& node, std::span<const NodeId> args, std::span<const bool> batched,
+                         int64_t batch_size) {
   std::vector<NodeId> xs;
   for (size_t i = 0; i < args.size(); ++i) xs.push_back(to_batched(b, args[i], batched[i], batch_size));
   return b.emit(*node.prim, xs, node.attrs);
 }
 
-NodeId batch_by_unrolling(Builder& b, const Node& node, std::span<const NodeId> args,
-                          std::span<const bool> batched, int64_t batch_size) {
+NodeId batch_by_unrolling(Builder& b, const Node& node, std::span<const NodeId> args, std::span<const bool> batched,
+                          int64_t batch_size) {
   std::vector<NodeId> rows;
   for (int64_t row = 0; row < batch_size; ++row) {
     std::vector<NodeId> xs;

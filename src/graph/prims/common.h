@@ -3,13 +3,13 @@
 // batching rules.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <span>
 #include <string_view>
 #include <type_traits>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "graph/builder.h"
 #include "graph/errors.h"
@@ -106,12 +106,12 @@ int64_t ravel(const std::vector<int64_t>& index, const std::vector<int64_t>& str
 NodeId to_batched(Builder& b, NodeId x, bool batched, int64_t batch_size);
 // Gives every argument the batch axis, then emits the node's primitive with
 // its attributes: the rule of every elementwise primitive.
-NodeId batch_elementwise(Builder& b, const Node& node, std::span<const NodeId> args,
-                         std::span<const bool> batched, int64_t batch_size);
+NodeId batch_elementwise(Builder& b, const Node& node, std::span<const NodeId> args, std::span<const bool> batched,
+                         int64_t batch_size);
 // Applies the node to each row and stacks the results: correct for every
 // primitive, used where no cheaper rule exists.
-NodeId batch_by_unrolling(Builder& b, const Node& node, std::span<const NodeId> args,
-                          std::span<const bool> batched, int64_t batch_size);
+NodeId batch_by_unrolling(Builder& b, const Node& node, std::span<const NodeId> args, std::span<const bool> batched,
+                          int64_t batch_size);
 // Each axis plus `shift`.
 std::vector<int64_t> shift_axes(std::vector<int64_t> axes, int64_t shift);
 

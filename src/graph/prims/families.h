@@ -8,13 +8,13 @@
 
 namespace sx::graph::prims {
 
-std::span<const Primitive> source_primitives();       // input, constant
-std::span<const Primitive> unary_primitives();        // neg ... logical_not
-std::span<const Primitive> binary_primitives();       // add ... where, cast
-std::span<const Primitive> reduce_primitives();       // sum, reduce_max/min, argmax/min
-std::span<const Primitive> shape_primitives();        // reshape ... pad
-std::span<const Primitive> index_primitives();        // gather, scatter_add, iota, one_hot
-std::span<const Primitive> matmul_primitives();       // matmul
-std::span<const Primitive> random_primitives();       // random_normal/uniform/bernoulli
+std::span<const Primitive> source_primitives();  // input, constant
+std::span<const Primitive> unary_primitives();   // neg ... logical_not
+std::span<const Primitive> binary_primitives();  // add ... where, cast
+std::span<const Primitive> reduce_primitives();  // sum, reduce_max/min, argmax/min
+std::span<const Primitive> shape_primitives();   // reshape ... pad
+std::span<const Primitive> index_primitives();   // gather, scatter_add, iota, one_hot
+std::span<const Primitive> matmul_primitives();  // matmul
+std::span<const Primitive> random_primitives();  // random_normal/uniform/bernoulli
 
 }  // namespace sx::graph::prims

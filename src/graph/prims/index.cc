@@ -147,44 +147,48 @@ const Primitive kIndex[] = {
      .kernel = [](const Node& n, Args x) { return scatter_add_kernel(n, *x[0], *x[1], *x[2]); }},
     {.name = "iota",
      .arity = 0,
-     .infer = [](Types, const Attrs& attrs) {
-       const Shape& shape = attrs.get_ints("shape");
-       checked_axis(attrs, shape, "iota");
-       DType dtype = attrs.get_dtype("dtype");
-       if (dtype == DType::boolean) throw ShapeError("iota: needs a numeric dtype, got bool");
-       return ValueType{shape, dtype};
-     },
-     .kernel = [](const Node& n, Args) {
-       Tensor out(n.dtype, n.shape);
-       auto axis = static_cast<size_t>(n.attrs.get_int("axis"));
-       IndexWalk walk(n.shape);
-       for (int64_t i = 0; i < out.numel(); ++i, walk.next()) out.set_value(i, static_cast<double>(walk.index()[axis]));
-       return out;
-     }},
+     .infer =
+         [](Types, const Attrs& attrs) {
+           const Shape& shape = attrs.get_ints("shape");
+           checked_axis(attrs, shape, "iota");
+           DType dtype = attrs.get_dtype("dtype");
+           if (dtype == DType::boolean) throw ShapeError("iota: needs a numeric dtype, got bool");
+           return ValueType{shape, dtype};
+         },
+     .kernel =
+         [](const Node& n, Args) {
+           Tensor out(n.dtype, n.shape);
+           auto axis = static_cast<size_t>(n.attrs.get_int("axis"));
+           IndexWalk walk(n.shape);
+           for (int64_t i = 0; i < out.numel(); ++i, walk.next())
+             out.set_value(i, static_cast<double>(walk.index()[axis]));
+           return out;
+         }},
     {.name = "one_hot",
      .arity = 1,
-     .infer = [](Types args, const Attrs& attrs) {
-       if (!is_index_dtype(args[0].dtype)) {
-         throw ShapeError(fmt::format("one_hot: indices must be integers, got {}", dtype_name(args[0].dtype)));
-       }
-       int64_t depth = attrs.get_int("depth");
-       if (depth < 0) throw ShapeError(fmt::format("one_hot: depth must not be negative, got {}", depth));
-       Shape out = args[0].shape;
-       out.push_back(depth);
-       return ValueType{out, attrs.get_dtype("dtype")};
-     },
-     .batch = [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>, int64_t) {
-       return b.emit(*n.prim, {args[0]}, n.attrs);
-     },
-     .kernel = [](const Node& n, Args x) {
-       Tensor out(n.dtype, n.shape);
-       int64_t depth = n.attrs.get_int("depth");
-       for (int64_t i = 0; i < x[0]->numel(); ++i) {
-         auto k = static_cast<int64_t>(x[0]->value(i));
-         if (k >= 0 && k < depth) out.set_value(i * depth + k, 1.0);
-       }
-       return out;
-     }},
+     .infer =
+         [](Types args, const Attrs& attrs) {
+           if (!is_index_dtype(args[0].dtype)) {
+             throw ShapeError(fmt::format("one_hot: indices must be integers, got {}", dtype_name(args[0].dtype)));
+           }
+           int64_t depth = attrs.get_int("depth");
+           if (depth < 0) throw ShapeError(fmt::format("one_hot: depth must not be negative, got {}", depth));
+           Shape out = args[0].shape;
+           out.push_back(depth);
+           return ValueType{out, attrs.get_dtype("dtype")};
+         },
+     .batch = [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>,
+                 int64_t) { return b.emit(*n.prim, {args[0]}, n.attrs); },
+     .kernel =
+         [](const Node& n, Args x) {
+           Tensor out(n.dtype, n.shape);
+           int64_t depth = n.attrs.get_int("depth");
+           for (int64_t i = 0; i < x[0]->numel(); ++i) {
+             auto k = static_cast<int64_t>(x[0]->value(i));
+             if (k >= 0 && k < depth) out.set_value(i * depth + k, 1.0);
+           }
+           return out;
+         }},
 };
 
 }  // namespace

@@ -25,8 +25,10 @@ ValueType infer_matmul(Types args, const Attrs&) {
                                  dtype_name(args[1].dtype)));
   }
   if (a.size() < 2 || a.size() != b.size() || !std::equal(a.begin(), a.end() - 2, b.begin())) {
-    throw ShapeError(fmt::format("matmul: the primitive needs [..., m, k] and [..., k, n] with equal batch "
-                                 "dimensions, got {} and {}", shape_str(a), shape_str(b)));
+    throw ShapeError(
+        fmt::format("matmul: the primitive needs [..., m, k] and [..., k, n] with equal batch "
+                    "dimensions, got {} and {}",
+                    shape_str(a), shape_str(b)));
   }
   size_t r = a.size();
   if (a[r - 1] != b[r - 2]) inner_mismatch(a, b, a[r - 1], b[r - 2]);
@@ -39,7 +41,8 @@ NodeId build_matmul(Builder& b, const Primitive& prim, std::span<const NodeId> a
   std::vector<NodeId> xs = b.promote_args(args);
   Shape sa = b.shape(xs[0]), sb = b.shape(xs[1]);
   if (sa.empty() || sb.empty()) {
-    throw ShapeError(fmt::format("matmul: needs operands of rank 1 or more, got {} and {}", shape_str(sa), shape_str(sb)));
+    throw ShapeError(
+        fmt::format("matmul: needs operands of rank 1 or more, got {} and {}", shape_str(sa), shape_str(sb)));
   }
   bool row_vector = sa.size() == 1, column_vector = sb.size() == 1;
   Shape a = row_vector ? Shape{1, sa[0]} : sa;
@@ -47,8 +50,8 @@ NodeId build_matmul(Builder& b, const Primitive& prim, std::span<const NodeId> a
   if (a.back() != c[c.size() - 2]) inner_mismatch(sa, sb, a.back(), c[c.size() - 2]);
   auto batch = broadcast_shapes(Shape(a.begin(), a.end() - 2), Shape(c.begin(), c.end() - 2));
   if (!batch) {
-    throw ShapeError(fmt::format("matmul: cannot broadcast the batch dimensions of {} and {}", shape_str(sa),
-                                 shape_str(sb)));
+    throw ShapeError(
+        fmt::format("matmul: cannot broadcast the batch dimensions of {} and {}", shape_str(sa), shape_str(sb)));
   }
   Shape full_a = *batch, full_c = *batch;
   full_a.insert(full_a.end(), a.end() - 2, a.end());

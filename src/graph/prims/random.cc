@@ -84,22 +84,23 @@ const Primitive kRandom[] = {
      .arity = 1,
      .infer = [](Types args, const Attrs& attrs) { return infer_random(args, attrs, "random_normal", true); },
      .batch = batch_by_unrolling,
-     .kernel = [](const Node& n, Args x) { return draw(n, *x[0], [](const PhiloxCounter& r) { return normal_from(r); }); }},
+     .kernel = [](const Node& n,
+                  Args x) { return draw(n, *x[0], [](const PhiloxCounter& r) { return normal_from(r); }); }},
     {.name = "random_uniform",
      .arity = 1,
      .infer = [](Types args, const Attrs& attrs) { return infer_random(args, attrs, "random_uniform", true); },
      .batch = batch_by_unrolling,
-     .kernel = [](const Node& n, Args x) {
-       return draw(n, *x[0], [&](const PhiloxCounter& r) { return uniform_in(n.dtype, r); });
-     }},
+     .kernel = [](const Node& n,
+                  Args x) { return draw(n, *x[0], [&](const PhiloxCounter& r) { return uniform_in(n.dtype, r); }); }},
     {.name = "random_bernoulli",
      .arity = 1,
      .infer = [](Types args, const Attrs& attrs) { return infer_random(args, attrs, "random_bernoulli", false); },
      .batch = batch_by_unrolling,
-     .kernel = [](const Node& n, Args x) {
-       double p = n.attrs.get_double("p");
-       return draw(n, *x[0], [p](const PhiloxCounter& r) { return unit_double(r[0], r[1]) < p ? 1.0 : 0.0; });
-     }},
+     .kernel =
+         [](const Node& n, Args x) {
+           double p = n.attrs.get_double("p");
+           return draw(n, *x[0], [p](const PhiloxCounter& r) { return unit_double(r[0], r[1]) < p ? 1.0 : 0.0; });
+         }},
 };
 
 }  // namespace

@@ -45,8 +45,7 @@ NodeId build_reduction(Builder& b, const Primitive& prim, std::span<const NodeId
   return b.emit(prim, {args[0]}, canonical);
 }
 
-NodeId batch_reduction(Builder& b, const Node& node, std::span<const NodeId> args, std::span<const bool>,
-                       int64_t) {
+NodeId batch_reduction(Builder& b, const Node& node, std::span<const NodeId> args, std::span<const bool>, int64_t) {
   Attrs attrs = node.attrs;
   attrs.set("axes", shift_axes(node.attrs.get_ints("axes"), 1));
   return b.emit(*node.prim, {args[0]}, attrs);

@@ -17,7 +17,8 @@ using Types = std::span<const ValueType>;
 
 void copy_element(const Tensor& from, int64_t i, Tensor& to, int64_t o) {
   size_t size = dtype_size(from.dtype());
-  std::memcpy(to.bytes().data() + o * static_cast<int64_t>(size), from.bytes().data() + i * static_cast<int64_t>(size), size);
+  std::memcpy(to.bytes().data() + o * static_cast<int64_t>(size), from.bytes().data() + i * static_cast<int64_t>(size),
+              size);
 }
 
 // out[o] = x[source(multi-index of o)] for every output position, where
@@ -32,7 +33,8 @@ Tensor gather_elements(const Tensor& x, const Node& node, Source source) {
 
 void require_list_length(std::string_view op, std::string_view name, const std::vector<int64_t>& list, size_t rank) {
   if (list.size() != rank) {
-    throw ShapeError(fmt::format("{}: '{}' has {} entries {} for rank {}", op, name, list.size(), list_str(list), rank));
+    throw ShapeError(
+        fmt::format("{}: '{}' has {} entries {} for rank {}", op, name, list.size(), list_str(list), rank));
   }
 }
 
@@ -83,7 +85,8 @@ ValueType infer_transpose(Types args, const Attrs& attrs) {
   bool is_permutation = sorted.size() == in.size();
   for (size_t i = 0; is_permutation && i < sorted.size(); ++i) is_permutation = sorted[i] == static_cast<int64_t>(i);
   if (!is_permutation) {
-    throw ShapeError(fmt::format("transpose: {} is not a permutation of the axes of {}", list_str(perm), shape_str(in)));
+    throw ShapeError(
+        fmt::format("transpose: {} is not a permutation of the axes of {}", list_str(perm), shape_str(in)));
   }
   Shape out;
   for (int64_t p : perm) out.push_back(in[static_cast<size_t>(p)]);
@@ -118,8 +121,9 @@ ValueType infer_slice(Types args, const Attrs& attrs) {
   Shape out;
   for (size_t d = 0; d < in.size(); ++d) {
     if (s.step[d] < 1 || s.start[d] < 0 || s.start[d] > s.stop[d] || s.stop[d] > in[d]) {
-      throw ShapeError(fmt::format("slice: axis {} of {}: start {} stop {} step {} is not a slice of it (0 <= start <= stop <= {}, step >= 1)",
-                                   d, shape_str(in), s.start[d], s.stop[d], s.step[d], in[d]));
+      throw ShapeError(fmt::format(
+          "slice: axis {} of {}: start {} stop {} step {} is not a slice of it (0 <= start <= stop <= {}, step >= 1)",
+          d, shape_str(in), s.start[d], s.stop[d], s.step[d], in[d]));
     }
     out.push_back((s.stop[d] - s.start[d] + s.step[d] - 1) / s.step[d]);
   }
@@ -160,7 +164,8 @@ ValueType infer_concat(Types args, const Attrs& attrs) {
     bool fits = other.size() == first.size() && a.dtype == args[0].dtype;
     for (size_t d = 0; fits && d < first.size(); ++d) fits = static_cast<int64_t>(d) == axis || other[d] == first[d];
     if (!fits) {
-      throw ShapeError(fmt::format("concat: cannot join {} and {} along axis {}", type_str(args[0]), type_str(a), axis));
+      throw ShapeError(
+          fmt::format("concat: cannot join {} and {} along axis {}", type_str(args[0]), type_str(a), axis));
     }
     out[static_cast<size_t>(axis)] += other[static_cast<size_t>(axis)];
   }
@@ -192,8 +197,8 @@ ValueType infer_pad(Types args, const Attrs& attrs) {
   Shape out;
   for (size_t d = 0; d < in.size(); ++d) {
     if (low[d] < 0 || high[d] < 0 || interior[d] < 0) {
-      throw ShapeError(fmt::format("pad: padding of axis {} must not be negative, got low {} high {} interior {}",
-                                   d, low[d], high[d], interior[d]));
+      throw ShapeError(fmt::format("pad: padding of axis {} must not be negative, got low {} high {} interior {}", d,
+                                   low[d], high[d], interior[d]));
     }
     out.push_back(low[d] + high[d] + in[d] + std::max<int64_t>(in[d] - 1, 0) * interior[d]);
   }
@@ -225,58 +230,64 @@ const Primitive kShape[] = {
      .arity = 1,
      .infer = infer_reshape,
      .build = build_reshape,
-     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads { return {b.reshape(ct, b.shape(n.inputs[0]))}; },
-     .batch = [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>, int64_t batch) {
-       return b.reshape(args[0], with_front(batch, n.shape));
+     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
+       return {b.reshape(ct, b.shape(n.inputs[0]))};
      },
-     .kernel = [](const Node& n, Args x) {
-       return Tensor(n.dtype, n.shape, std::vector<uint8_t>(x[0]->bytes().begin(), x[0]->bytes().end()));
-     }},
+     .batch = [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>,
+                 int64_t batch) { return b.reshape(args[0], with_front(batch, n.shape)); },
+     .kernel =
+         [](const Node& n, Args x) {
+           return Tensor(n.dtype, n.shape, std::vector<uint8_t>(x[0]->bytes().begin(), x[0]->bytes().end()));
+         }},
     {.name = "transpose",
      .arity = 1,
      .infer = infer_transpose,
      .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
        return {b.transpose(ct, inverse_permutation(n.attrs.get_ints("perm")))};
      },
-     .batch = [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>, int64_t) {
-       return b.transpose(args[0], with_front(0, shift_axes(n.attrs.get_ints("perm"), 1)));
-     },
-     .kernel = [](const Node& n, Args x) {
-       const auto& perm = n.attrs.get_ints("perm");
-       std::vector<int64_t> strides = row_major_strides(x[0]->shape());
-       return gather_elements(*x[0], n, [&](const std::vector<int64_t>& out_index) {
-         int64_t flat = 0;
-         for (size_t i = 0; i < perm.size(); ++i) flat += out_index[i] * strides[static_cast<size_t>(perm[i])];
-         return flat;
-       });
-     }},
+     .batch = [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>,
+                 int64_t) { return b.transpose(args[0], with_front(0, shift_axes(n.attrs.get_ints("perm"), 1))); },
+     .kernel =
+         [](const Node& n, Args x) {
+           const auto& perm = n.attrs.get_ints("perm");
+           std::vector<int64_t> strides = row_major_strides(x[0]->shape());
+           return gather_elements(*x[0], n, [&](const std::vector<int64_t>& out_index) {
+             int64_t flat = 0;
+             for (size_t i = 0; i < perm.size(); ++i) flat += out_index[i] * strides[static_cast<size_t>(perm[i])];
+             return flat;
+           });
+         }},
     {.name = "broadcast",
      .arity = 1,
-     .infer = [](Types args, const Attrs& attrs) {
-       const Shape& to = attrs.get_ints("shape");
-       if (!broadcasts_to(args[0].shape, to)) {
-         throw ShapeError(fmt::format("broadcast: cannot broadcast {} to {}", shape_str(args[0].shape), shape_str(to)));
-       }
-       return ValueType{to, args[0].dtype};
-     },
+     .infer =
+         [](Types args, const Attrs& attrs) {
+           const Shape& to = attrs.get_ints("shape");
+           if (!broadcasts_to(args[0].shape, to)) {
+             throw ShapeError(
+                 fmt::format("broadcast: cannot broadcast {} to {}", shape_str(args[0].shape), shape_str(to)));
+           }
+           return ValueType{to, args[0].dtype};
+         },
      .grad = broadcast_grad,
-     .batch = [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>, int64_t batch) {
-       Shape from = b.shape(args[0]);
-       Shape aligned{batch};
-       aligned.insert(aligned.end(), n.shape.size() + 1 - from.size(), 1);
-       aligned.insert(aligned.end(), from.begin() + 1, from.end());
-       return b.broadcast_to(b.reshape(args[0], aligned), with_front(batch, n.shape));
-     },
-     .kernel = [](const Node& n, Args x) {
-       const Shape& from = x[0]->shape();
-       size_t lead = n.shape.size() - from.size();
-       std::vector<int64_t> strides = row_major_strides(from);
-       return gather_elements(*x[0], n, [&](const std::vector<int64_t>& out_index) {
-         int64_t flat = 0;
-         for (size_t d = 0; d < from.size(); ++d) flat += from[d] == 1 ? 0 : out_index[lead + d] * strides[d];
-         return flat;
-       });
-     }},
+     .batch =
+         [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>, int64_t batch) {
+           Shape from = b.shape(args[0]);
+           Shape aligned{batch};
+           aligned.insert(aligned.end(), n.shape.size() + 1 - from.size(), 1);
+           aligned.insert(aligned.end(), from.begin() + 1, from.end());
+           return b.broadcast_to(b.reshape(args[0], aligned), with_front(batch, n.shape));
+         },
+     .kernel =
+         [](const Node& n, Args x) {
+           const Shape& from = x[0]->shape();
+           size_t lead = n.shape.size() - from.size();
+           std::vector<int64_t> strides = row_major_strides(from);
+           return gather_elements(*x[0], n, [&](const std::vector<int64_t>& out_index) {
+             int64_t flat = 0;
+             for (size_t d = 0; d < from.size(); ++d) flat += from[d] == 1 ? 0 : out_index[lead + d] * strides[d];
+             return flat;
+           });
+         }},
     {.name = "slice",
      .arity = 1,
      .infer = infer_slice,
@@ -292,27 +303,33 @@ const Primitive kShape[] = {
        }
        return {b.pad(ct, s.start, high, interior, 0.0)};
      },
-     .batch = [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>, int64_t batch) {
-       SliceSpec s = slice_spec(n.attrs);
-       return b.emit(*n.prim, {args[0]}, {{"start", with_front(0, s.start)}, {"stop", with_front(batch, s.stop)},
-                                          {"step", with_front(1, s.step)}});
-     },
-     .kernel = [](const Node& n, Args x) {
-       SliceSpec s = slice_spec(n.attrs);
-       std::vector<int64_t> strides = row_major_strides(x[0]->shape());
-       return gather_elements(*x[0], n, [&](const std::vector<int64_t>& out_index) {
-         int64_t flat = 0;
-         for (size_t d = 0; d < out_index.size(); ++d) flat += (s.start[d] + out_index[d] * s.step[d]) * strides[d];
-         return flat;
-       });
-     }},
+     .batch =
+         [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>, int64_t batch) {
+           SliceSpec s = slice_spec(n.attrs);
+           return b.emit(*n.prim, {args[0]},
+                         {{"start", with_front(0, s.start)},
+                          {"stop", with_front(batch, s.stop)},
+                          {"step", with_front(1, s.step)}});
+         },
+     .kernel =
+         [](const Node& n, Args x) {
+           SliceSpec s = slice_spec(n.attrs);
+           std::vector<int64_t> strides = row_major_strides(x[0]->shape());
+           return gather_elements(*x[0], n, [&](const std::vector<int64_t>& out_index) {
+             int64_t flat = 0;
+             for (size_t d = 0; d < out_index.size(); ++d) flat += (s.start[d] + out_index[d] * s.step[d]) * strides[d];
+             return flat;
+           });
+         }},
     {.name = "concat",
      .arity = -1,
      .infer = infer_concat,
-     .build = [](Builder& b, const Primitive& prim, std::span<const NodeId> args, const Attrs& attrs) {
-       int64_t axis = normalize_axis(attrs.get_int("axis"), static_cast<int64_t>(b.shape(args[0]).size()), "concat");
-       return b.emit(prim, b.promote_args(args), {{"axis", axis}});
-     },
+     .build =
+         [](Builder& b, const Primitive& prim, std::span<const NodeId> args, const Attrs& attrs) {
+           int64_t axis =
+               normalize_axis(attrs.get_int("axis"), static_cast<int64_t>(b.shape(args[0]).size()), "concat");
+           return b.emit(prim, b.promote_args(args), {{"axis", axis}});
+         },
      .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
        auto axis = static_cast<size_t>(n.attrs.get_int("axis"));
        Grads grads;
@@ -326,23 +343,26 @@ const Primitive kShape[] = {
        }
        return grads;
      },
-     .batch = [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool> batched, int64_t batch) {
-       std::vector<NodeId> xs;
-       for (size_t i = 0; i < args.size(); ++i) xs.push_back(to_batched(b, args[i], batched[i], batch));
-       return b.emit(*n.prim, xs, {{"axis", n.attrs.get_int("axis") + 1}});
-     },
+     .batch =
+         [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool> batched, int64_t batch) {
+           std::vector<NodeId> xs;
+           for (size_t i = 0; i < args.size(); ++i) xs.push_back(to_batched(b, args[i], batched[i], batch));
+           return b.emit(*n.prim, xs, {{"axis", n.attrs.get_int("axis") + 1}});
+         },
      .kernel = concat_kernel},
     {.name = "pad",
      .arity = 1,
      .infer = infer_pad,
-     .build = [](Builder& b, const Primitive& prim, std::span<const NodeId> args, const Attrs& attrs) {
-       Attrs canonical = attrs;
-       size_t rank = b.shape(args[0]).size();
-       if (!attrs.has("interior") || attrs.get_ints("interior").empty()) canonical.set("interior", std::vector<int64_t>(rank, 0));
-       if (!attrs.has("value")) canonical.set("value", 0.0);
-       canonical.set("value", canonical.get_double("value"));
-       return b.emit(prim, {args[0]}, canonical);
-     },
+     .build =
+         [](Builder& b, const Primitive& prim, std::span<const NodeId> args, const Attrs& attrs) {
+           Attrs canonical = attrs;
+           size_t rank = b.shape(args[0]).size();
+           if (!attrs.has("interior") || attrs.get_ints("interior").empty())
+             canonical.set("interior", std::vector<int64_t>(rank, 0));
+           if (!attrs.has("value")) canonical.set("value", 0.0);
+           canonical.set("value", canonical.get_double("value"));
+           return b.emit(prim, {args[0]}, canonical);
+         },
      .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
        Shape in = b.shape(n.inputs[0]);
        if (numel(in) == 0) return {b.zeros(in, n.dtype)};
@@ -354,11 +374,12 @@ const Primitive kShape[] = {
        }
        return {b.slice(ct, low, stop, step)};
      },
-     .batch = [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>, int64_t) {
-       Attrs attrs = n.attrs;
-       for (const char* name : {"low", "high", "interior"}) attrs.set(name, with_front(0, n.attrs.get_ints(name)));
-       return b.emit(*n.prim, {args[0]}, attrs);
-     },
+     .batch =
+         [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>, int64_t) {
+           Attrs attrs = n.attrs;
+           for (const char* name : {"low", "high", "interior"}) attrs.set(name, with_front(0, n.attrs.get_ints(name)));
+           return b.emit(*n.prim, {args[0]}, attrs);
+         },
      .kernel = [](const Node& n, Args x) { return pad_kernel(n, *x[0]); }},
 };
 

@@ -16,9 +16,7 @@ const Primitive kSource[] = {
      .kernel = [](const Node&, Args) -> Tensor {
        throw GraphError("input: has no kernel; the executor binds its value");
      }},
-    {.name = "constant",
-     .arity = 0,
-     .kernel = [](const Node& n, Args) { return *n.value; }},
+    {.name = "constant", .arity = 0, .kernel = [](const Node& n, Args) { return *n.value; }},
 };
 
 }  // namespace

@@ -57,13 +57,9 @@ const Primitive kUnary[] = {
     {.name = "abs",
      .arity = 1,
      .infer = [](Types args, const Attrs&) { return infer_numeric(args, "abs"); },
-     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
-       return {b.mul(ct, b.sign(n.inputs[0]))};
-     },
+     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads { return {b.mul(ct, b.sign(n.inputs[0]))}; },
      .batch = batch_elementwise,
-     .kernel = [](const Node&, Args a) {
-       return map_unary(*a[0], [](auto v) { return absolute(v); });
-     }},
+     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return absolute(v); }); }},
     {.name = "sign",
      .arity = 1,
      .infer = [](Types args, const Attrs&) { return infer_numeric(args, "sign"); },
@@ -78,9 +74,7 @@ const Primitive kUnary[] = {
     {.name = "log",
      .arity = 1,
      .infer = [](Types args, const Attrs&) { return infer_float(args, "log"); },
-     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
-       return {b.div(ct, n.inputs[0])};
-     },
+     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads { return {b.div(ct, n.inputs[0])}; },
      .batch = batch_elementwise,
      .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return std::log(v); }); }},
     {.name = "sqrt",
@@ -99,15 +93,12 @@ const Primitive kUnary[] = {
        return {b.mul(ct, b.div(b.mul(b.literal(-0.5), self), n.inputs[0]))};
      },
      .batch = batch_elementwise,
-     .kernel = [](const Node&, Args a) {
-       return map_unary(*a[0], [](auto v) { return decltype(v)(1) / std::sqrt(v); });
-     }},
+     .kernel = [](const Node&,
+                  Args a) { return map_unary(*a[0], [](auto v) { return decltype(v)(1) / std::sqrt(v); }); }},
     {.name = "sin",
      .arity = 1,
      .infer = [](Types args, const Attrs&) { return infer_float(args, "sin"); },
-     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
-       return {b.mul(ct, b.cos(n.inputs[0]))};
-     },
+     .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads { return {b.mul(ct, b.cos(n.inputs[0]))}; },
      .batch = batch_elementwise,
      .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return std::sin(v); }); }},
     {.name = "cos",
@@ -143,9 +134,10 @@ const Primitive kUnary[] = {
        return {b.mul(ct, b.mul(self, b.sub(b.literal(1.0), self)))};
      },
      .batch = batch_elementwise,
-     .kernel = [](const Node&, Args a) {
-       return map_unary(*a[0], [](auto v) { return decltype(v)(1) / (decltype(v)(1) + std::exp(-v)); });
-     }},
+     .kernel =
+         [](const Node&, Args a) {
+           return map_unary(*a[0], [](auto v) { return decltype(v)(1) / (decltype(v)(1) + std::exp(-v)); });
+         }},
     {.name = "logical_not",
      .arity = 1,
      .infer = [](Types args, const Attrs&) { return infer_unary<is_bool>("logical_not", args, "bool"); },

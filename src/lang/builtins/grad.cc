@@ -45,7 +45,8 @@ Value differentiate(Args& a, const Value& f, bool with_value) {
     fail("E-SHAPE-001", a.call, e.what());
   }
   std::vector<Value> out;
-  for (size_t i = 0, g = 0; i < args.size(); ++i) out.push_back(is_tensor[i] ? make_tensor(tracer, grads[g++]) : Value());
+  for (size_t i = 0, g = 0; i < args.size(); ++i)
+    out.push_back(is_tensor[i] ? make_tensor(tracer, grads[g++]) : Value());
   Value gradient = out.size() == 1 ? out[0] : list(std::move(out));
   return with_value ? list({result, gradient}) : gradient;
 }
@@ -60,9 +61,9 @@ Value make_grad(Args& a, bool with_value) {
 
 void install_grad_builtins(Interpreter& in) {
   install_rows(in, {
-      {"grad", 1, 1, [](Args& a) { return make_grad(a, false); }},
-      {"value-and-grad", 1, 1, [](Args& a) { return make_grad(a, true); }},
-  });
+                       {"grad", 1, 1, [](Args& a) { return make_grad(a, false); }},
+                       {"value-and-grad", 1, 1, [](Args& a) { return make_grad(a, true); }},
+                   });
 }
 
 }  // namespace sx::lang

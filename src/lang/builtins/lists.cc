@@ -94,7 +94,8 @@ Value rest_of(Args& a) {
 }
 
 [[noreturn]] void out_of_range(const Args& a, size_t i, int64_t index, size_t length) {
-  fail("E-EVAL-015", a.span(i), fmt::format("index {} is out of range for `{}` of length {}", index, a.function, length),
+  fail("E-EVAL-015", a.span(i),
+       fmt::format("index {} is out of range for `{}` of length {}", index, a.function, length),
        length == 0 ? "the sequence is empty" : fmt::format("valid indices are 0 to {}", length - 1));
 }
 
@@ -271,8 +272,9 @@ Value range_of(Args& a) {
   double s = start.as_double(), e = end.as_double(), d = step.as_double();
   double n = std::ceil((e - s) / d);
   if (std::isnan(n) || std::isinf(n)) {
-    fail("E-EVAL-004", a.call, fmt::format("`range` from {} to {} by {} does not have a finite length", print(start),
-                                           print(end), print(step)));
+    fail("E-EVAL-004", a.call,
+         fmt::format("`range` from {} to {} by {} does not have a finite length", print(start), print(end),
+                     print(step)));
   }
   size_t items = n > 0 ? static_cast<size_t>(n) : 0;
   charge(a, items);
@@ -416,8 +418,8 @@ std::vector<Value> plist_items(const Args& a, size_t i) {
   std::vector<Value> items = list_items(a.list(i));
   if (items.size() % 2 != 0) {
     fail("E-EVAL-004", a.span(i),
-         fmt::format("argument {} of `{}` must be a plist, but `{}` has an odd number of items ({})", i + 1,
-                     a.function, print(a[i]), items.size()),
+         fmt::format("argument {} of `{}` must be a plist, but `{}` has an odd number of items ({})", i + 1, a.function,
+                     print(a[i]), items.size()),
          "a plist alternates keys and values: (:a 1 :b 2)");
   }
   return items;
@@ -456,39 +458,39 @@ Value plist_keys(Args& a) {
 
 void install_list_builtins(Interpreter& in) {
   install_rows(in, {
-      {"list", 0, any, make_list},
-      {"vector", 0, any, make_vector_of},
-      {"cons", 2, 2, cons_cell},
-      {"first", 1, 1, [](Args& a) { return item_or_nil(a, 0); }},
-      {"second", 1, 1, [](Args& a) { return item_or_nil(a, 1); }},
-      {"third", 1, 1, [](Args& a) { return item_or_nil(a, 2); }},
-      {"rest", 1, 1, rest_of},
-      {"last", 1, 1, last_item},
-      {"nth", 2, 2, nth_item},
-      {"length", 1, 1, length_of},
-      {"empty?", 1, 1, is_empty},
-      {"concat", 0, any, concat_all},
-      {"reverse", 1, 1, reverse_seq},
-      {"take", 2, 2, [](Args& a) { return take_or_drop(a, true); }},
-      {"drop", 2, 2, [](Args& a) { return take_or_drop(a, false); }},
-      {"subseq", 2, 3, subseq},
-      {"map", 2, any, map_seqs},
-      {"filter", 2, 2, filter_seq},
-      {"fold", 3, 3, fold_seq},
-      {"range", 1, 3, range_of},
-      {"repeat", 2, 2, repeat_calls},
-      {"apply", 2, any, apply_spread},
-      {"zip", 1, any, zip_seqs},
-      {"enumerate", 1, 1, enumerate_seq},
-      {"sort", 1, 2, sort_seq},
-      {"position", 2, 2, position_of},
-      {"contains?", 2, 2, contains},
-      {"vec", 1, 1, to_vector},
-      {"to-list", 1, 1, to_list},
-      {"getf", 2, 3, get_field},
-      {"put", 3, 3, put_field},
-      {"keys", 1, 1, plist_keys},
-  });
+                       {"list", 0, any, make_list},
+                       {"vector", 0, any, make_vector_of},
+                       {"cons", 2, 2, cons_cell},
+                       {"first", 1, 1, [](Args& a) { return item_or_nil(a, 0); }},
+                       {"second", 1, 1, [](Args& a) { return item_or_nil(a, 1); }},
+                       {"third", 1, 1, [](Args& a) { return item_or_nil(a, 2); }},
+                       {"rest", 1, 1, rest_of},
+                       {"last", 1, 1, last_item},
+                       {"nth", 2, 2, nth_item},
+                       {"length", 1, 1, length_of},
+                       {"empty?", 1, 1, is_empty},
+                       {"concat", 0, any, concat_all},
+                       {"reverse", 1, 1, reverse_seq},
+                       {"take", 2, 2, [](Args& a) { return take_or_drop(a, true); }},
+                       {"drop", 2, 2, [](Args& a) { return take_or_drop(a, false); }},
+                       {"subseq", 2, 3, subseq},
+                       {"map", 2, any, map_seqs},
+                       {"filter", 2, 2, filter_seq},
+                       {"fold", 3, 3, fold_seq},
+                       {"range", 1, 3, range_of},
+                       {"repeat", 2, 2, repeat_calls},
+                       {"apply", 2, any, apply_spread},
+                       {"zip", 1, any, zip_seqs},
+                       {"enumerate", 1, 1, enumerate_seq},
+                       {"sort", 1, 2, sort_seq},
+                       {"position", 2, 2, position_of},
+                       {"contains?", 2, 2, contains},
+                       {"vec", 1, 1, to_vector},
+                       {"to-list", 1, 1, to_list},
+                       {"getf", 2, 3, get_field},
+                       {"put", 3, 3, put_field},
+                       {"keys", 1, 1, plist_keys},
+                   });
 }
 
 }  // namespace sx::lang

@@ -55,24 +55,24 @@ Value type_of(Args& a) {
 
 void install_misc_builtins(Interpreter& in) {
   install_rows(in, {
-      {"equal", 2, 2, [](Args& a) { return Value::boolean(equal(a[0], a[1])); }},
-      {"not", 1, 1, [](Args& a) { return Value::boolean(!a[0].truthy()); }},
-      {"identity", 1, 1, [](Args& a) { return a[0]; }},
-      {"type-of", 1, 1, type_of},
-      {"nil?", 1, 1, [](Args& a) { return Value::boolean(a[0].is_nil()); }},
-      {"bool?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Bool)); }},
-      {"int?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Int)); }},
-      {"float?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Float)); }},
-      {"number?", 1, 1, [](Args& a) { return Value::boolean(a[0].is_number()); }},
-      {"string?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::String)); }},
-      {"symbol?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Symbol)); }},
-      {"keyword?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Keyword)); }},
-      {"list?", 1, 1, [](Args& a) { return Value::boolean(a[0].is_list()); }},
-      {"vector?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Vector)); }},
-      {"function?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Function)); }},
-      {"error", 1, Builtin::kVariadic, raise_error},
-      {"print", 0, Builtin::kVariadic, print_values},
-  });
+                       {"equal", 2, 2, [](Args& a) { return Value::boolean(equal(a[0], a[1])); }},
+                       {"not", 1, 1, [](Args& a) { return Value::boolean(!a[0].truthy()); }},
+                       {"identity", 1, 1, [](Args& a) { return a[0]; }},
+                       {"type-of", 1, 1, type_of},
+                       {"nil?", 1, 1, [](Args& a) { return Value::boolean(a[0].is_nil()); }},
+                       {"bool?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Bool)); }},
+                       {"int?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Int)); }},
+                       {"float?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Float)); }},
+                       {"number?", 1, 1, [](Args& a) { return Value::boolean(a[0].is_number()); }},
+                       {"string?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::String)); }},
+                       {"symbol?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Symbol)); }},
+                       {"keyword?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Keyword)); }},
+                       {"list?", 1, 1, [](Args& a) { return Value::boolean(a[0].is_list()); }},
+                       {"vector?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Vector)); }},
+                       {"function?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Function)); }},
+                       {"error", 1, Builtin::kVariadic, raise_error},
+                       {"print", 0, Builtin::kVariadic, print_values},
+                   });
 }
 
 }  // namespace sx::lang

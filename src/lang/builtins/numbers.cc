@@ -178,8 +178,8 @@ Value to_integer(Args& a, double (*f)(double)) {
   if (a[0].is(Type::Int)) return a[0];
   double x = f(a.number(0));
   if (!(x >= -9.2233720368547758e18 && x < 9.2233720368547758e18)) {
-    fail("E-EVAL-009", a.span(0), fmt::format("`{}` of {} does not fit in a 64-bit integer", a.function,
-                                              format_float(a.number(0))));
+    fail("E-EVAL-009", a.span(0),
+         fmt::format("`{}` of {} does not fit in a 64-bit integer", a.function, format_float(a.number(0))));
   }
   return Value::integer(static_cast<int64_t>(x));
 }
@@ -191,35 +191,59 @@ Value to_float(Args& a) { return Value::number(a.number(0)); }
 void install_number_builtins(Interpreter& in) {
   constexpr int any = Builtin::kVariadic;
   install_rows(in, {
-      {"+", 0, any, [](Args& a) { return or_tensor_fold<add>(a, "add"); }},
-      {"*", 0, any, [](Args& a) { return or_tensor_fold<multiply>(a, "mul"); }},
-      {"-", 1, any, [](Args& a) { return or_tensor_fold<subtract>(a, "sub"); }},
-      {"/", 1, any, [](Args& a) { return or_tensor_fold<divide>(a, "div"); }},
-      {"quot", 2, 2, [](Args& a) { return integer_division(a, 'q'); }},
-      {"rem", 2, 2, [](Args& a) { return integer_division(a, 'r'); }},
-      {"mod", 2, 2, [](Args& a) { return integer_division(a, 'm'); }},
-      {"=", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x == y; }, "eq"); }},
-      {"/=", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x != y; }, "ne"); }},
-      {"<", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x < y; }, "lt"); }},
-      {">", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x > y; }, "gt"); }},
-      {"<=", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x <= y; }, "le"); }},
-      {">=", 1, any, [](Args& a) { return compare_chain(a, [](auto x, auto y) { return x >= y; }, "ge"); }},
-      {"max", 1, any, [](Args& a) { return extremum(a, true); }},
-      {"min", 1, any, [](Args& a) { return extremum(a, false); }},
-      {"abs", 1, 1, abs_value},
-      {"expt", 2, 2, expt},
-      {"sqrt", 1, 1, [](Args& a) { return float_function(a, std::sqrt, "sqrt"); }},
-      {"exp", 1, 1, [](Args& a) { return float_function(a, std::exp, "exp"); }},
-      {"log", 1, 1, [](Args& a) { return float_function(a, std::log, "log"); }},
-      {"sin", 1, 1, [](Args& a) { return float_function(a, std::sin, "sin"); }},
-      {"cos", 1, 1, [](Args& a) { return float_function(a, std::cos, "cos"); }},
-      {"tanh", 1, 1, [](Args& a) { return float_function(a, std::tanh, "tanh"); }},
-      {"floor", 1, 1, [](Args& a) { return to_integer(a, std::floor); }},
-      {"ceiling", 1, 1, [](Args& a) { return to_integer(a, std::ceil); }},
-      {"round", 1, 1, [](Args& a) { return to_integer(a, std::nearbyint); }},
-      {"truncate", 1, 1, [](Args& a) { return to_integer(a, std::trunc); }},
-      {"float", 1, 1, to_float},
-  });
+                       {"+", 0, any, [](Args& a) { return or_tensor_fold<add>(a, "add"); }},
+                       {"*", 0, any, [](Args& a) { return or_tensor_fold<multiply>(a, "mul"); }},
+                       {"-", 1, any, [](Args& a) { return or_tensor_fold<subtract>(a, "sub"); }},
+                       {"/", 1, any, [](Args& a) { return or_tensor_fold<divide>(a, "div"); }},
+                       {"quot", 2, 2, [](Args& a) { return integer_division(a, 'q'); }},
+                       {"rem", 2, 2, [](Args& a) { return integer_division(a, 'r'); }},
+                       {"mod", 2, 2, [](Args& a) { return integer_division(a, 'm'); }},
+                       {"=", 1, any,
+                        [](Args& a) {
+                          return compare_chain(
+                              a, [](auto x, auto y) { return x == y; }, "eq");
+                        }},
+                       {"/=", 1, any,
+                        [](Args& a) {
+                          return compare_chain(
+                              a, [](auto x, auto y) { return x != y; }, "ne");
+                        }},
+                       {"<", 1, any,
+                        [](Args& a) {
+                          return compare_chain(
+                              a, [](auto x, auto y) { return x < y; }, "lt");
+                        }},
+                       {">", 1, any,
+                        [](Args& a) {
+                          return compare_chain(
+                              a, [](auto x, auto y) { return x > y; }, "gt");
+                        }},
+                       {"<=", 1, any,
+                        [](Args& a) {
+                          return compare_chain(
+                              a, [](auto x, auto y) { return x <= y; }, "le");
+                        }},
+                       {">=", 1, any,
+                        [](Args& a) {
+                          return compare_chain(
+                              a, [](auto x, auto y) { return x >= y; }, "ge");
+                        }},
+                       {"max", 1, any, [](Args& a) { return extremum(a, true); }},
+                       {"min", 1, any, [](Args& a) { return extremum(a, false); }},
+                       {"abs", 1, 1, abs_value},
+                       {"expt", 2, 2, expt},
+                       {"sqrt", 1, 1, [](Args& a) { return float_function(a, std::sqrt, "sqrt"); }},
+                       {"exp", 1, 1, [](Args& a) { return float_function(a, std::exp, "exp"); }},
+                       {"log", 1, 1, [](Args& a) { return float_function(a, std::log, "log"); }},
+                       {"sin", 1, 1, [](Args& a) { return float_function(a, std::sin, "sin"); }},
+                       {"cos", 1, 1, [](Args& a) { return float_function(a, std::cos, "cos"); }},
+                       {"tanh", 1, 1, [](Args& a) { return float_function(a, std::tanh, "tanh"); }},
+                       {"floor", 1, 1, [](Args& a) { return to_integer(a, std::floor); }},
+                       {"ceiling", 1, 1, [](Args& a) { return to_integer(a, std::ceil); }},
+                       {"round", 1, 1, [](Args& a) { return to_integer(a, std::nearbyint); }},
+                       {"truncate", 1, 1, [](Args& a) { return to_integer(a, std::trunc); }},
+                       {"float", 1, 1, to_float},
+                   });
   in.builtins().define(intern("inf"), Value::number(std::numeric_limits<double>::infinity()));
   in.builtins().define(intern("nan"), Value::number(std::numeric_limits<double>::quiet_NaN()));
   in.builtins().define(intern("pi"), Value::number(3.141592653589793));

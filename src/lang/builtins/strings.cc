@@ -56,8 +56,9 @@ Value format_string(Args& a) {
       ++placeholders;
       ++i;
     } else if (c == '{' || c == '}') {
-      fail("E-EVAL-004", a.span(0), fmt::format("the format string has a lone `{}` at code point {}", c,
-                                                code_points(std::string_view(pattern).substr(0, i))),
+      fail("E-EVAL-004", a.span(0),
+           fmt::format("the format string has a lone `{}` at code point {}", c,
+                       code_points(std::string_view(pattern).substr(0, i))),
            "`{}` is a placeholder; write `{{` or `}}` for a literal brace");
     } else {
       out += c;
@@ -256,25 +257,25 @@ Value is_gensym(Args& a) {
 
 void install_string_builtins(Interpreter& in) {
   install_rows(in, {
-      {"str", 0, any, concat_display},
-      {"format", 1, any, format_string},
-      {"string-length", 1, 1, string_length},
-      {"substring", 2, 3, substring},
-      {"split", 1, 2, split_string},
-      {"join", 1, 2, join_strings},
-      {"upcase", 1, 1, [](Args& a) { return change_case(a, std::toupper); }},
-      {"downcase", 1, 1, [](Args& a) { return change_case(a, std::tolower); }},
-      {"starts-with?", 2, 2, starts_with},
-      {"ends-with?", 2, 2, ends_with},
-      {"replace", 3, 3, replace_all},
-      {"trim", 1, 1, trim},
-      {"name", 1, 1, name_of},
-      {"symbol", 1, 1, to_symbol},
-      {"keyword", 1, 1, to_keyword},
-      {"parse-number", 1, 1, parse_number},
-      {"gensym", 0, 1, gensym},
-      {"gensym?", 1, 1, is_gensym},
-  });
+                       {"str", 0, any, concat_display},
+                       {"format", 1, any, format_string},
+                       {"string-length", 1, 1, string_length},
+                       {"substring", 2, 3, substring},
+                       {"split", 1, 2, split_string},
+                       {"join", 1, 2, join_strings},
+                       {"upcase", 1, 1, [](Args& a) { return change_case(a, std::toupper); }},
+                       {"downcase", 1, 1, [](Args& a) { return change_case(a, std::tolower); }},
+                       {"starts-with?", 2, 2, starts_with},
+                       {"ends-with?", 2, 2, ends_with},
+                       {"replace", 3, 3, replace_all},
+                       {"trim", 1, 1, trim},
+                       {"name", 1, 1, name_of},
+                       {"symbol", 1, 1, to_symbol},
+                       {"keyword", 1, 1, to_keyword},
+                       {"parse-number", 1, 1, parse_number},
+                       {"gensym", 0, 1, gensym},
+                       {"gensym?", 1, 1, is_gensym},
+                   });
 }
 
 }  // namespace sx::lang

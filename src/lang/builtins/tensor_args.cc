@@ -35,8 +35,10 @@ std::vector<int64_t> ints_arg(Args& a, size_t i) {
     out.push_back(v.as_int());
   };
   if (a[i].is(Type::Int)) take(a[i]);
-  else if (a[i].is(Type::Vector)) for (const auto& v : a[i].as<Vector>()->items) take(v);
-  else if (a[i].is_list()) for (Cons* c = as_cons(a[i]); c; c = next(c)) take(c->car);
+  else if (a[i].is(Type::Vector))
+    for (const auto& v : a[i].as<Vector>()->items) take(v);
+  else if (a[i].is_list())
+    for (Cons* c = as_cons(a[i]); c; c = next(c)) take(c->car);
   else a.type_error(i, "integers (a vector like [2 3])");
   return out;
 }
@@ -44,7 +46,8 @@ std::vector<int64_t> ints_arg(Args& a, size_t i) {
 graph::Shape shape_arg(Args& a, size_t i) {
   std::vector<int64_t> dims = ints_arg(a, i);
   for (int64_t d : dims) {
-    if (d < 0) fail("E-SHAPE-001", a.span(i), fmt::format("`{}`: a shape has no negative sizes: {}", a.function, print(a[i])));
+    if (d < 0)
+      fail("E-SHAPE-001", a.span(i), fmt::format("`{}`: a shape has no negative sizes: {}", a.function, print(a[i])));
   }
   return dims;
 }

@@ -2,6 +2,9 @@
 // random numbers. Each traces one op of the graph (graph/builder.h) at the call's span.
 #include <fmt/format.h>
 
+#include <limits>
+#include <type_traits>
+
 #include "lang/builtins/tensor_args.h"
 #include "lang/printer.h"
 
@@ -12,8 +15,8 @@ using graph::Builder;
 using graph::DType;
 using graph::NodeId;
 
-// Nested vectors (or lists) of numbers to a shape and row-major values.
-void flatten(Args& a, const Value& v, size_t depth, graph::Shape& shape, std::vector<double>& out, bool& any_float,
+// Nested vectors (or lists) of numbers to a shape and the row-major leaves.
+void flatten(Args& a, const Value& v, size_t depth, graph::Shape& shape, std::vector<Value>& out, bool& any_float,
              bool& all_bool) {
   bool sequence = v.is(Type::Vector) || v.is(Type::Cons);
   if (!sequence) {
@@ -21,14 +24,10 @@ void flatten(Args& a, const Value& v, size_t depth, graph::Shape& shape, std::ve
       fail("E-SHAPE-001", a.span(0), "`tensor`: rows of different depths: every row must nest equally");
     }
     if (shape.size() < depth) shape.resize(depth);
-    if (v.is(Type::Bool)) {
-      out.push_back(v.as_bool() ? 1 : 0);
-      return;
-    }
-    if (!v.is_number()) a.type_error(0, "numbers or booleans in nested vectors");
-    all_bool = false;
+    if (!v.is_number() && !v.is(Type::Bool)) a.type_error(0, "numbers or booleans in nested vectors");
+    all_bool = all_bool && v.is(Type::Bool);
     any_float = any_float || v.is(Type::Float);
-    out.push_back(v.as_double());
+    out.push_back(v);
     return;
   }
   std::vector<Value> items = v.is(Type::Vector) ? v.as<Vector>()->items : list_items(v);
@@ -40,15 +39,44 @@ void flatten(Args& a, const Value& v, size_t depth, graph::Shape& shape, std::ve
   for (const auto& item : items) flatten(a, item, depth + 1, shape, out, any_float, all_bool);
 }
 
+// Integer leaves go to integer dtypes exactly, not through a double (which holds
+// neither every i64 nor 2^63); one that does not fit the dtype is E-EVAL-009.
+graph::Tensor exact_integers(Args& a, DType dtype, const graph::Shape& shape, const std::vector<Value>& leaves) {
+  graph::Tensor t(dtype, shape);
+  graph::visit_dtype(dtype, [&](auto types) {
+    using S = typename decltype(types)::storage;
+    if constexpr (std::is_integral_v<S> && !std::is_same_v<S, bool>) {
+      for (size_t i = 0; i < leaves.size(); ++i) {
+        int64_t v = leaves[i].is(Type::Bool) ? leaves[i].as_bool() : leaves[i].as_int();
+        bool fits = v >= static_cast<int64_t>(std::numeric_limits<S>::min()) &&
+                    (v <= 0 || static_cast<uint64_t>(v) <= static_cast<uint64_t>(std::numeric_limits<S>::max()));
+        if (!fits) {
+          fail("E-EVAL-009", a.span(0), fmt::format("`tensor`: {} does not fit in {}", v, graph::dtype_name(dtype)));
+        }
+        t.data<S>()[i] = static_cast<S>(v);
+      }
+    }
+  });
+  return t;
+}
+
 Value tensor_literal(Args& a) {
   auto kw = a.keywords(1, {"dtype"});
   graph::Shape shape;
-  std::vector<double> values;
+  std::vector<Value> leaves;
   bool any_float = false, all_bool = true;
-  flatten(a, a[0], 0, shape, values, any_float, all_bool);
-  DType dtype = values.empty() || any_float ? DType::f32 : all_bool ? DType::boolean : DType::i32;
+  flatten(a, a[0], 0, shape, leaves, any_float, all_bool);
+  DType dtype = leaves.empty() || any_float ? DType::f32 : all_bool ? DType::boolean : DType::i32;
   if (kw.count("dtype")) dtype = dtype_arg(a, kw["dtype"]);
-  return trace(a, [&](Builder& b) { return b.constant(graph::Tensor::from_doubles(dtype, shape, values)); });
+  graph::Tensor value;
+  if (graph::is_integer(dtype) && !any_float) {
+    value = exact_integers(a, dtype, shape, leaves);
+  } else {
+    std::vector<double> numbers;
+    for (const auto& leaf : leaves) numbers.push_back(leaf.is(Type::Bool) ? leaf.as_bool() : leaf.as_double());
+    value = graph::Tensor::from_doubles(dtype, shape, numbers);
+  }
+  return trace(a, [&](Builder& b) { return b.constant(std::move(value)); });
 }
 
 DType dtype_or(Args& a, std::map<std::string, size_t>& kw, DType fallback) {
@@ -192,60 +220,66 @@ Value binary(Args& a, std::string_view op) {
 
 void install_tensor_builtins(Interpreter& in) {
   constexpr int any = Builtin::kVariadic;
-  install_rows(in, {
-      {"tensor", 1, 3, tensor_literal},
-      {"zeros", 1, 3, [](Args& a) { return filled(a, 0.0); }},
-      {"ones", 1, 3, [](Args& a) { return filled(a, 1.0); }},
-      {"full", 2, 4, full},
-      {"iota", 1, 5, iota},
-      {"shape", 1, 1, shape_of},
-      {"rank", 1, 1, [](Args& a) { return Value::integer(static_cast<int64_t>(tensor_info(a, 0).shape.size())); }},
-      {"dtype", 1, 1, [](Args& a) { return make_keyword(graph::dtype_name(tensor_info(a, 0).dtype)); }},
-      {"cast", 2, 2, [](Args& a) {
-         NodeId x = node_arg(a, 0);
-         DType dtype = dtype_arg(a, 1);
-         return trace(a, [&](Builder& b) { return b.cast(x, dtype); });
-       }},
-      {"reshape", 2, 2, [](Args& a) {
-         NodeId x = node_arg(a, 0);
-         graph::Shape shape = ints_arg(a, 1);
-         return trace(a, [&](Builder& b) { return b.reshape(x, shape); });
-       }},
-      {"broadcast", 2, 2, [](Args& a) {
-         NodeId x = node_arg(a, 0);
-         graph::Shape shape = shape_arg(a, 1);
-         return trace(a, [&](Builder& b) { return b.broadcast(x, shape); });
-       }},
-      {"transpose", 1, 2, transpose},
-      {"slice", 3, 4, slice},
-      {"concat-tensors", 1, 3, concat_tensors},
-      {"pad", 3, 7, pad},
-      {"sum", 1, 5, [](Args& a) { return reduce(a, &Builder::sum); }},
-      {"reduce-max", 1, 5, [](Args& a) { return reduce(a, &Builder::reduce_max); }},
-      {"reduce-min", 1, 5, [](Args& a) { return reduce(a, &Builder::reduce_min); }},
-      {"argmax", 1, 5, [](Args& a) { return reduce(a, &Builder::argmax); }},
-      {"argmin", 1, 5, [](Args& a) { return reduce(a, &Builder::argmin); }},
-      {"gather", 2, 4, gather},
-      {"index", 2, 4, gather},
-      {"scatter-add", 3, 5, scatter_add},
-      {"one-hot", 2, 4, one_hot},
-      {"matmul", 2, 2, [](Args& a) { return binary(a, "matmul"); }},
-      {"where", 3, 3, [](Args& a) {
-         NodeId c = node_arg(a, 0), x = node_arg(a, 1), y = node_arg(a, 2);
-         return trace(a, [&](Builder& b) { return b.where(c, x, y); });
-       }},
-      {"pow", 2, 2, [](Args& a) { return binary(a, "pow"); }},
-      {"logical-and", 2, any, [](Args& a) { return tensor_fold(a, "logical_and"); }},
-      {"logical-or", 2, any, [](Args& a) { return tensor_fold(a, "logical_or"); }},
-      {"logical-not", 1, 1, [](Args& a) { return tensor_unary(a, "logical_not"); }},
-      {"rsqrt", 1, 1, [](Args& a) { return tensor_unary(a, "rsqrt"); }},
-      {"erf", 1, 1, [](Args& a) { return tensor_unary(a, "erf"); }},
-      {"logistic", 1, 1, [](Args& a) { return tensor_unary(a, "logistic"); }},
-      {"sign", 1, 1, [](Args& a) { return tensor_unary(a, "sign"); }},
-      {"random-normal", 2, 4, [](Args& a) { return random(a, &Builder::random_normal); }},
-      {"random-uniform", 2, 4, [](Args& a) { return random(a, &Builder::random_uniform); }},
-      {"random-bernoulli", 3, 3, bernoulli},
-  });
+  install_rows(
+      in,
+      {
+          {"tensor", 1, 3, tensor_literal},
+          {"zeros", 1, 3, [](Args& a) { return filled(a, 0.0); }},
+          {"ones", 1, 3, [](Args& a) { return filled(a, 1.0); }},
+          {"full", 2, 4, full},
+          {"iota", 1, 5, iota},
+          {"shape", 1, 1, shape_of},
+          {"rank", 1, 1, [](Args& a) { return Value::integer(static_cast<int64_t>(tensor_info(a, 0).shape.size())); }},
+          {"dtype", 1, 1, [](Args& a) { return make_keyword(graph::dtype_name(tensor_info(a, 0).dtype)); }},
+          {"cast", 2, 2,
+           [](Args& a) {
+             NodeId x = node_arg(a, 0);
+             DType dtype = dtype_arg(a, 1);
+             return trace(a, [&](Builder& b) { return b.cast(x, dtype); });
+           }},
+          {"reshape", 2, 2,
+           [](Args& a) {
+             NodeId x = node_arg(a, 0);
+             graph::Shape shape = ints_arg(a, 1);
+             return trace(a, [&](Builder& b) { return b.reshape(x, shape); });
+           }},
+          {"broadcast", 2, 2,
+           [](Args& a) {
+             NodeId x = node_arg(a, 0);
+             graph::Shape shape = shape_arg(a, 1);
+             return trace(a, [&](Builder& b) { return b.broadcast(x, shape); });
+           }},
+          {"transpose", 1, 2, transpose},
+          {"slice", 3, 4, slice},
+          {"concat-tensors", 1, 3, concat_tensors},
+          {"pad", 3, 7, pad},
+          {"sum", 1, 5, [](Args& a) { return reduce(a, &Builder::sum); }},
+          {"reduce-max", 1, 5, [](Args& a) { return reduce(a, &Builder::reduce_max); }},
+          {"reduce-min", 1, 5, [](Args& a) { return reduce(a, &Builder::reduce_min); }},
+          {"argmax", 1, 5, [](Args& a) { return reduce(a, &Builder::argmax); }},
+          {"argmin", 1, 5, [](Args& a) { return reduce(a, &Builder::argmin); }},
+          {"gather", 2, 4, gather},
+          {"index", 2, 4, gather},
+          {"scatter-add", 3, 5, scatter_add},
+          {"one-hot", 2, 4, one_hot},
+          {"matmul", 2, 2, [](Args& a) { return binary(a, "matmul"); }},
+          {"where", 3, 3,
+           [](Args& a) {
+             NodeId c = node_arg(a, 0), x = node_arg(a, 1), y = node_arg(a, 2);
+             return trace(a, [&](Builder& b) { return b.where(c, x, y); });
+           }},
+          {"pow", 2, 2, [](Args& a) { return binary(a, "pow"); }},
+          {"logical-and", 2, any, [](Args& a) { return tensor_fold(a, "logical_and"); }},
+          {"logical-or", 2, any, [](Args& a) { return tensor_fold(a, "logical_or"); }},
+          {"logical-not", 1, 1, [](Args& a) { return tensor_unary(a, "logical_not"); }},
+          {"rsqrt", 1, 1, [](Args& a) { return tensor_unary(a, "rsqrt"); }},
+          {"erf", 1, 1, [](Args& a) { return tensor_unary(a, "erf"); }},
+          {"logistic", 1, 1, [](Args& a) { return tensor_unary(a, "logistic"); }},
+          {"sign", 1, 1, [](Args& a) { return tensor_unary(a, "sign"); }},
+          {"random-normal", 2, 4, [](Args& a) { return random(a, &Builder::random_normal); }},
+          {"random-uniform", 2, 4, [](Args& a) { return random(a, &Builder::random_uniform); }},
+          {"random-bernoulli", 3, 3, bernoulli},
+      });
 }
 
 }  // namespace sx::lang

@@ -68,7 +68,8 @@ void expect_rows_independent(const RowGraph& g, const Tensor& x64) {
       EXPECT_TRUE(same_bits(row(eight, r), row(full, r))) << "row " << r << " of 8 differs, cores " << cores;
     }
     for (int64_t r : {0, 5, 63}) {
-      EXPECT_TRUE(same_bits(run_rows(g, row(x64, r), cores), row(full, r))) << "row " << r << " alone differs, cores " << cores;
+      EXPECT_TRUE(same_bits(run_rows(g, row(x64, r), cores), row(full, r)))
+          << "row " << r << " alone differs, cores " << cores;
     }
   }
 }

@@ -17,8 +17,8 @@ namespace {
 
 using graph::Builder;
 using graph::NodeId;
-constexpr DType kDTypes[] = {DType::f32, DType::bf16, DType::f64, DType::i32, DType::i64,
-                             DType::boolean, DType::u8, DType::u16};
+constexpr DType kDTypes[] = {DType::f32, DType::bf16,    DType::f64, DType::i32,
+                             DType::i64, DType::boolean, DType::u8,  DType::u16};
 
 struct In {
   Shape shape;
@@ -57,7 +57,8 @@ class Cases {
       if (in.index_bound > 0) {
         std::uniform_int_distribution<int64_t> pick(-1, in.index_bound);
         Tensor t(in.dtype, in.shape);
-        for (int64_t i = 0; i < t.numel(); ++i) t.set_value(i, static_cast<double>(std::max<int64_t>(pick(rng_), graph::is_unsigned(in.dtype) ? 0 : -1)));
+        for (int64_t i = 0; i < t.numel(); ++i)
+          t.set_value(i, static_cast<double>(std::max<int64_t>(pick(rng_), graph::is_unsigned(in.dtype) ? 0 : -1)));
         c.inputs.push_back(t);
       } else {
         c.inputs.push_back(random_tensor(in.dtype, in.shape, rng_, in.positive));
@@ -89,11 +90,15 @@ void binary_cases(Cases& cases, std::string_view op) {
   for (DType t : kDTypes) {
     for (Shape shape : {Shape{3, 7}, Shape{256, 300}}) {
       cases.add(label(graph::shape_str(shape), t), {{shape, t, op == "pow"}, {shape, t}},
-                [op](Builder& b, const std::vector<NodeId>& x) { return b.op(op, {x[0], x[1]}); });
+                [op](Builder& b, const std::vector<NodeId>& x) {
+                  return b.op(op, {x[0], x[1]});
+                });
     }
     // The op broadcasts [3, 1] with [1, 4] before the primitive.
     cases.add(label("broadcast operands", t), {{{3, 1}, t, op == "pow"}, {{1, 4}, t}},
-              [op](Builder& b, const std::vector<NodeId>& x) { return b.op(op, {x[0], x[1]}); });
+              [op](Builder& b, const std::vector<NodeId>& x) {
+                return b.op(op, {x[0], x[1]});
+              });
   }
 }
 
@@ -104,20 +109,23 @@ void reduction_cases(Cases& cases, std::string_view op) {
       for (int64_t keep : {0, 1}) {
         double length = 1;
         for (int64_t a : axes) length *= Shape{4, 5, 6}[static_cast<size_t>(a)];
-        cases.add(fmt::format("{} axes {} keepdims {}", graph::dtype_name(t), graph::list_str(axes), keep),
-                  {{{4, 5, 6}, t}},
-                  [op, axes, keep](Builder& b, const std::vector<NodeId>& x) {
-                    return b.op(op, {x[0]}, {{"axes", axes}, {"keepdims", keep}});
-                  },
-                  false, length);
+        cases.add(
+            fmt::format("{} axes {} keepdims {}", graph::dtype_name(t), graph::list_str(axes), keep), {{{4, 5, 6}, t}},
+            [op, axes, keep](Builder& b, const std::vector<NodeId>& x) {
+              return b.op(op, {x[0]}, {{"axes", axes}, {"keepdims", keep}});
+            },
+            false, length);
       }
     }
     // Large enough for the threads: rows, columns, a middle axis, everything.
     auto add = [&](Shape shape, std::vector<int64_t> axes, double length) {
-      cases.add(fmt::format("{} {} axes {}", graph::dtype_name(t), graph::shape_str(shape), graph::list_str(axes)),
-                {{shape, t}},
-                [op, axes](Builder& b, const std::vector<NodeId>& x) { return b.op(op, {x[0]}, {{"axes", axes}}); },
-                false, length);
+      cases.add(
+          fmt::format("{} {} axes {}", graph::dtype_name(t), graph::shape_str(shape), graph::list_str(axes)),
+          {{shape, t}},
+          [op, axes](Builder& b, const std::vector<NodeId>& x) {
+            return b.op(op, {x[0]}, {{"axes", axes}});
+          },
+          false, length);
     };
     add({64, 2000}, {1}, 2000);
     add({2000, 64}, {0}, 2000);
@@ -132,13 +140,14 @@ void matmul_cases(Cases& cases) {
     Shape a, b;
   };
   for (DType t : kDTypes) {
-    for (auto [a, b] : {Shapes{{3, 5}, {5, 4}}, Shapes{{2, 3, 5}, {2, 5, 4}}, Shapes{{2, 3, 5}, {5, 4}},
-                        Shapes{{5}, {5, 4}}, Shapes{{3, 5}, {5}}, Shapes{{2, 4, 3, 8}, {8, 5}},
-                        Shapes{{2, 1, 3, 8}, {4, 8, 5}}, Shapes{{64, 256}, {256, 96}}, Shapes{{1, 512}, {512, 128}},
-                        Shapes{{3, 0}, {0, 4}}}) {
-      cases.add(fmt::format("{} {} @ {}", graph::dtype_name(t), graph::shape_str(a), graph::shape_str(b)),
-                {{a, t}, {b, t}}, [](Builder& bb, const std::vector<NodeId>& x) { return bb.matmul(x[0], x[1]); },
-                false, static_cast<double>(a.back()));
+    for (auto [a, b] :
+         {Shapes{{3, 5}, {5, 4}}, Shapes{{2, 3, 5}, {2, 5, 4}}, Shapes{{2, 3, 5}, {5, 4}}, Shapes{{5}, {5, 4}},
+          Shapes{{3, 5}, {5}}, Shapes{{2, 4, 3, 8}, {8, 5}}, Shapes{{2, 1, 3, 8}, {4, 8, 5}},
+          Shapes{{64, 256}, {256, 96}}, Shapes{{1, 512}, {512, 128}}, Shapes{{3, 0}, {0, 4}}}) {
+      cases.add(
+          fmt::format("{} {} @ {}", graph::dtype_name(t), graph::shape_str(a), graph::shape_str(b)), {{a, t}, {b, t}},
+          [](Builder& bb, const std::vector<NodeId>& x) { return bb.matmul(x[0], x[1]); }, false,
+          static_cast<double>(a.back()));
     }
     // Constant weights (packed at compile time by the cpu device).
     std::mt19937 rng(11);
@@ -146,9 +155,10 @@ void matmul_cases(Cases& cases) {
                         Shapes{{2, 3, 5}, {2, 5, 4}}}) {
       if (t == DType::boolean) continue;
       Tensor w = random_tensor(t, b, rng);
-      cases.add(fmt::format("{} {} @ constant {}", graph::dtype_name(t), graph::shape_str(a), graph::shape_str(b)),
-                {{a, t}}, [w](Builder& bb, const std::vector<NodeId>& x) { return bb.matmul(x[0], bb.constant(w)); },
-                false, static_cast<double>(a.back()));
+      cases.add(
+          fmt::format("{} {} @ constant {}", graph::dtype_name(t), graph::shape_str(a), graph::shape_str(b)), {{a, t}},
+          [w](Builder& bb, const std::vector<NodeId>& x) { return bb.matmul(x[0], bb.constant(w)); }, false,
+          static_cast<double>(a.back()));
     }
   }
 }
@@ -167,8 +177,8 @@ using Maker = std::function<void(Cases&, std::string_view op)>;
 const std::map<std::string, Maker, std::less<>>& makers() {
   static const std::map<std::string, Maker, std::less<>> table = [] {
     std::map<std::string, Maker, std::less<>> m;
-    for (const char* op : {"neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf",
-                           "logistic", "logical_not"}) {
+    for (const char* op : {"neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "logistic",
+                           "logical_not"}) {
       m[op] = unary_cases;
     }
     for (const char* op : {"add", "sub", "mul", "div", "pow", "max", "min", "eq", "ne", "lt", "le", "gt", "ge",
@@ -184,18 +194,22 @@ const std::map<std::string, Maker, std::less<>>& makers() {
       std::mt19937 rng(7);
       for (DType t : kDTypes) {
         Tensor value = random_tensor(t, {2, 3}, rng);
-        c.add(label("value", t), {}, [value](Builder& b, const std::vector<NodeId>&) { return b.constant(value); }, true);
-        c.add(label("value and input", t), {{{2, 3}, t}},
-              [value](Builder& b, const std::vector<NodeId>& x) {
-                return b.concat({b.constant(value), x[0]}, 0);
-              }, true);
+        c.add(
+            label("value", t), {}, [value](Builder& b, const std::vector<NodeId>&) { return b.constant(value); }, true);
+        c.add(
+            label("value and input", t), {{{2, 3}, t}},
+            [value](Builder& b, const std::vector<NodeId>& x) {
+              return b.concat({b.constant(value), x[0]}, 0);
+            },
+            true);
       }
     };
     m["where"] = [](Cases& c, std::string_view) {
       for (DType t : kDTypes) {
         for (Shape s : {Shape{4, 5}, Shape{256, 300}}) {
-          c.add(label(graph::shape_str(s), t), {{s, DType::boolean}, {s, t}, {s, t}},
-                [](Builder& b, const std::vector<NodeId>& x) { return b.where(x[0], x[1], x[2]); }, true);
+          c.add(
+              label(graph::shape_str(s), t), {{s, DType::boolean}, {s, t}, {s, t}},
+              [](Builder& b, const std::vector<NodeId>& x) { return b.where(x[0], x[1], x[2]); }, true);
         }
       }
     };
@@ -203,76 +217,96 @@ const std::map<std::string, Maker, std::less<>>& makers() {
       for (DType from : kDTypes) {
         for (DType to : kDTypes) {
           std::string what = fmt::format("{} to {}", graph::dtype_name(from), graph::dtype_name(to));
-          c.add(what, {{{5, 7}, from}}, [to](Builder& b, const std::vector<NodeId>& x) { return b.cast(x[0], to); },
-                true);
-          c.add(what + " large", {{{256, 300}, from}},
-                [to](Builder& b, const std::vector<NodeId>& x) { return b.cast(x[0], to); }, true);
+          c.add(
+              what, {{{5, 7}, from}}, [to](Builder& b, const std::vector<NodeId>& x) { return b.cast(x[0], to); },
+              true);
+          c.add(
+              what + " large", {{{256, 300}, from}},
+              [to](Builder& b, const std::vector<NodeId>& x) { return b.cast(x[0], to); }, true);
           if (graph::is_float(from)) {
             // NaN, infinities and values out of every integer's range saturate.
             std::vector<double> specials{NAN, INFINITY, -INFINITY, 1e10, -1e10, 300, -1.5, 70000, 0.5, -0.0};
             Tensor value = Tensor::from_doubles(from, {10}, specials);
-            c.add(what + " specials", {},
-                  [to, value](Builder& b, const std::vector<NodeId>&) { return b.cast(b.constant(value), to); }, true);
+            c.add(
+                what + " specials", {},
+                [to, value](Builder& b, const std::vector<NodeId>&) { return b.cast(b.constant(value), to); }, true);
           }
         }
       }
     };
     m["reshape"] = [](Cases& c, std::string_view) {
-      add_every_dtype(c, "[2, 3, 4] to [6, 4]", {{2, 3, 4}},
-                      [](Builder& b, const std::vector<NodeId>& x) { return b.reshape(x[0], {6, 4}); });
-      add_every_dtype(c, "then neg", {{2, 3, 4}},
-                      [](Builder& b, const std::vector<NodeId>& x) { return b.neg(b.reshape(x[0], {4, 6})); });
+      add_every_dtype(c, "[2, 3, 4] to [6, 4]", {{2, 3, 4}}, [](Builder& b, const std::vector<NodeId>& x) {
+        return b.reshape(x[0], {6, 4});
+      });
+      add_every_dtype(c, "then neg", {{2, 3, 4}}, [](Builder& b, const std::vector<NodeId>& x) {
+        return b.neg(b.reshape(x[0], {4, 6}));
+      });
     };
     m["transpose"] = [](Cases& c, std::string_view) {
       for (std::vector<int64_t> perm : {std::vector<int64_t>{2, 0, 1}, {1, 0, 2}, {0, 2, 1}, {0, 1, 2}}) {
         add_every_dtype(c, graph::list_str(perm), {{2, 3, 4}},
                         [perm](Builder& b, const std::vector<NodeId>& x) { return b.transpose(x[0], perm); });
       }
-      add_every_dtype(c, "large", {{300, 400}},
-                      [](Builder& b, const std::vector<NodeId>& x) { return b.transpose(x[0], {1, 0}); });
+      add_every_dtype(c, "large", {{300, 400}}, [](Builder& b, const std::vector<NodeId>& x) {
+        return b.transpose(x[0], {1, 0});
+      });
     };
     m["broadcast"] = [](Cases& c, std::string_view) {
-      add_every_dtype(c, "[3, 1] to [2, 3, 5]", {{3, 1}},
-                      [](Builder& b, const std::vector<NodeId>& x) { return b.broadcast(x[0], {2, 3, 5}); });
-      add_every_dtype(c, "[] to [4]", {{}}, [](Builder& b, const std::vector<NodeId>& x) { return b.broadcast(x[0], {4}); });
-      add_every_dtype(c, "[1, 300] to [400, 300]", {{1, 300}},
-                      [](Builder& b, const std::vector<NodeId>& x) { return b.broadcast(x[0], {400, 300}); });
-      add_every_dtype(c, "[400, 1] to [400, 300]", {{400, 1}},
-                      [](Builder& b, const std::vector<NodeId>& x) { return b.broadcast(x[0], {400, 300}); });
+      add_every_dtype(c, "[3, 1] to [2, 3, 5]", {{3, 1}}, [](Builder& b, const std::vector<NodeId>& x) {
+        return b.broadcast(x[0], {2, 3, 5});
+      });
+      add_every_dtype(c, "[] to [4]", {{}},
+                      [](Builder& b, const std::vector<NodeId>& x) { return b.broadcast(x[0], {4}); });
+      add_every_dtype(c, "[1, 300] to [400, 300]", {{1, 300}}, [](Builder& b, const std::vector<NodeId>& x) {
+        return b.broadcast(x[0], {400, 300});
+      });
+      add_every_dtype(c, "[400, 1] to [400, 300]", {{400, 1}}, [](Builder& b, const std::vector<NodeId>& x) {
+        return b.broadcast(x[0], {400, 300});
+      });
     };
     m["slice"] = [](Cases& c, std::string_view) {
-      add_every_dtype(c, "steps", {{5, 6, 7}},
-                      [](Builder& b, const std::vector<NodeId>& x) { return b.slice(x[0], {1, 0, 2}, {4, 6, 7}, {2, 1, 3}); });
-      add_every_dtype(c, "empty", {{5, 6}},
-                      [](Builder& b, const std::vector<NodeId>& x) { return b.slice(x[0], {2, 0}, {2, 6}); });
-      add_every_dtype(c, "large", {{500, 300}},
-                      [](Builder& b, const std::vector<NodeId>& x) { return b.slice(x[0], {10, 5}, {490, 295}); });
+      add_every_dtype(c, "steps", {{5, 6, 7}}, [](Builder& b, const std::vector<NodeId>& x) {
+        return b.slice(x[0], {1, 0, 2}, {4, 6, 7}, {2, 1, 3});
+      });
+      add_every_dtype(c, "empty", {{5, 6}}, [](Builder& b, const std::vector<NodeId>& x) {
+        return b.slice(x[0], {2, 0}, {2, 6});
+      });
+      add_every_dtype(c, "large", {{500, 300}}, [](Builder& b, const std::vector<NodeId>& x) {
+        return b.slice(x[0], {10, 5}, {490, 295});
+      });
     };
     m["concat"] = [](Cases& c, std::string_view) {
-      add_every_dtype(c, "axis 0", {{2, 3}, {4, 3}, {0, 3}},
-                      [](Builder& b, const std::vector<NodeId>& x) { return b.concat({x[0], x[1], x[2]}, 0); });
-      add_every_dtype(c, "axis 1", {{2, 3, 2}, {2, 1, 2}},
-                      [](Builder& b, const std::vector<NodeId>& x) { return b.concat({x[0], x[1]}, 1); });
-      add_every_dtype(c, "large", {{300, 200}, {300, 100}},
-                      [](Builder& b, const std::vector<NodeId>& x) { return b.concat({x[0], x[1]}, 1); });
+      add_every_dtype(c, "axis 0", {{2, 3}, {4, 3}, {0, 3}}, [](Builder& b, const std::vector<NodeId>& x) {
+        return b.concat({x[0], x[1], x[2]}, 0);
+      });
+      add_every_dtype(c, "axis 1", {{2, 3, 2}, {2, 1, 2}}, [](Builder& b, const std::vector<NodeId>& x) {
+        return b.concat({x[0], x[1]}, 1);
+      });
+      add_every_dtype(c, "large", {{300, 200}, {300, 100}}, [](Builder& b, const std::vector<NodeId>& x) {
+        return b.concat({x[0], x[1]}, 1);
+      });
     };
     m["pad"] = [](Cases& c, std::string_view) {
-      add_every_dtype(c, "low high interior", {{3, 4}},
-                      [](Builder& b, const std::vector<NodeId>& x) { return b.pad(x[0], {1, 0}, {2, 1}, {1, 2}, 7.0); });
-      add_every_dtype(c, "empty input", {{0, 4}},
-                      [](Builder& b, const std::vector<NodeId>& x) { return b.pad(x[0], {1, 1}, {1, 0}, {}, 1.0); });
+      add_every_dtype(c, "low high interior", {{3, 4}}, [](Builder& b, const std::vector<NodeId>& x) {
+        return b.pad(x[0], {1, 0}, {2, 1}, {1, 2}, 7.0);
+      });
+      add_every_dtype(c, "empty input", {{0, 4}}, [](Builder& b, const std::vector<NodeId>& x) {
+        return b.pad(x[0], {1, 1}, {1, 0}, {}, 1.0);
+      });
     };
     m["gather"] = [](Cases& c, std::string_view) {
       for (DType t : kDTypes) {
         for (DType index : {DType::i32, DType::i64, DType::u8}) {
           for (int64_t axis : {0, 1, 2}) {
-            c.add(fmt::format("{} by {} axis {}", graph::dtype_name(t), graph::dtype_name(index), axis),
-                  {{{5, 4, 3}, t}, {{2, 3}, index, false, 6}},
-                  [axis](Builder& b, const std::vector<NodeId>& x) { return b.gather(x[0], x[1], axis); }, true);
+            c.add(
+                fmt::format("{} by {} axis {}", graph::dtype_name(t), graph::dtype_name(index), axis),
+                {{{5, 4, 3}, t}, {{2, 3}, index, false, 6}},
+                [axis](Builder& b, const std::vector<NodeId>& x) { return b.gather(x[0], x[1], axis); }, true);
           }
         }
-        c.add(label("large", t), {{{1000, 64}, t}, {{500}, DType::i64, false, 1000}},
-              [](Builder& b, const std::vector<NodeId>& x) { return b.gather(x[0], x[1], 0); }, true);
+        c.add(
+            label("large", t), {{{1000, 64}, t}, {{500}, DType::i64, false, 1000}},
+            [](Builder& b, const std::vector<NodeId>& x) { return b.gather(x[0], x[1], 0); }, true);
       }
     };
     m["scatter_add"] = [](Cases& c, std::string_view) {
@@ -283,26 +317,33 @@ const std::map<std::string, Maker, std::less<>>& makers() {
     };
     m["iota"] = [](Cases& c, std::string_view) {
       for (DType t : kDTypes) {
-        c.add(label("[3, 4] axis 1", t), {}, [t](Builder& b, const std::vector<NodeId>&) { return b.iota({3, 4}, 1, t); },
-              true);
+        c.add(
+            label("[3, 4] axis 1", t), {},
+            [t](Builder& b, const std::vector<NodeId>&) {
+              return b.iota({3, 4}, 1, t);
+            },
+            true);
       }
     };
     m["one_hot"] = [](Cases& c, std::string_view) {
       for (DType t : kDTypes) {
-        c.add(label("depth 5", t), {{{3, 4}, DType::i32, false, 6}},
-              [t](Builder& b, const std::vector<NodeId>& x) { return b.one_hot(x[0], 5, t); }, true);
+        c.add(
+            label("depth 5", t), {{{3, 4}, DType::i32, false, 6}},
+            [t](Builder& b, const std::vector<NodeId>& x) { return b.one_hot(x[0], 5, t); }, true);
       }
     };
     auto random = [](Cases& c, std::string_view op) {
       for (DType t : kDTypes) {
         for (DType key : {DType::i64, DType::i32}) {
-          c.add(fmt::format("{} key {}", graph::dtype_name(t), graph::dtype_name(key)), {{{}, key}},
-                [op, t](Builder& b, const std::vector<NodeId>& x) {
-                  if (op == "random_normal") return b.random_normal(x[0], {1000}, t);
-                  if (op == "random_uniform") return b.random_uniform(x[0], {1000}, t);
-                  if (t != DType::boolean) throw graph::ShapeError("bernoulli gives bool");
-                  return b.random_bernoulli(x[0], 0.3, {1000});
-                }, true);
+          c.add(
+              fmt::format("{} key {}", graph::dtype_name(t), graph::dtype_name(key)), {{{}, key}},
+              [op, t](Builder& b, const std::vector<NodeId>& x) {
+                if (op == "random_normal") return b.random_normal(x[0], {1000}, t);
+                if (op == "random_uniform") return b.random_uniform(x[0], {1000}, t);
+                if (t != DType::boolean) throw graph::ShapeError("bernoulli gives bool");
+                return b.random_bernoulli(x[0], 0.3, {1000});
+              },
+              true);
         }
       }
     };

@@ -3,14 +3,14 @@
 // bit for bit or within a tolerance stated per dtype.
 #pragma once
 
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
 
 #include "device/device.h"
 #include "graph/builder.h"
@@ -70,7 +70,8 @@ inline std::string compare(const Tensor& actual, const Tensor& expected, bool ex
     if (same_bits(actual, expected)) return "";
     for (int64_t i = 0; i < actual.numel(); ++i) {
       double a = actual.value(i), e = expected.value(i);
-      if (!(a == e || (std::isnan(a) && std::isnan(e)))) return fmt::format("element {}: got {}, want {} (bits)", i, a, e);
+      if (!(a == e || (std::isnan(a) && std::isnan(e))))
+        return fmt::format("element {}: got {}, want {} (bits)", i, a, e);
     }
     return "bits differ (NaN payload or signed zero)";
   }

@@ -1,10 +1,11 @@
 // Gradients: every differentiable primitive's rule checked against central
 // finite differences in f64 on the reference device. The table is keyed by
 // primitive name; a registered differentiable primitive without a case fails.
+#include "graph/autodiff.h"
+
 #include <map>
 #include <random>
 
-#include "graph/autodiff.h"
 #include "graph/errors.h"
 #include "test_util.h"
 
@@ -37,8 +38,9 @@ GradCase unary(std::string_view op, double low = -2, double high = 2) {
 }
 
 GradCase binary(std::string_view op, double low = -2, double high = 2) {
-  return {{{"x", {2, 3}, low, high}, {"y", {3}, low, high}},
-          [op = std::string(op)](Builder& b, Inputs x) { return b.op(op, {x[0], x[1]}); }};
+  return {{{"x", {2, 3}, low, high}, {"y", {3}, low, high}}, [op = std::string(op)](Builder& b, Inputs x) {
+            return b.op(op, {x[0], x[1]});
+          }};
 }
 
 NodeId index_constant(Builder& b, Shape shape, std::vector<double> values) {
@@ -65,26 +67,64 @@ const std::map<std::string, GradCase>& grad_cases() {
       {"pow", {{{"x", {2, 3}, 0.5, 2}, {"y", {2, 3}, -1, 2}}, [](Builder& b, Inputs x) { return b.pow(x[0], x[1]); }}},
       {"max", binary("max")},
       {"min", binary("min")},
-      {"where", {{{"x", {3}}, {"y", {3}}}, [](Builder& b, Inputs x) {
-                   NodeId cond = b.constant(tensor(DType::boolean, {3}, {1, 0, 1}));
-                   return b.where(cond, x[0], x[1]);
-                 }}},
-      {"cast", {{{"x", {3}}}, [](Builder& b, Inputs x) { return b.emit(primitive("cast"), {x[0]}, {{"dtype", DType::f64}}); }}},
-      {"sum", {{{"x", {2, 3, 4}}}, [](Builder& b, Inputs x) { return b.sum(x[0], {0, 2}); }}},
+      {"where",
+       {{{"x", {3}}, {"y", {3}}},
+        [](Builder& b, Inputs x) {
+          NodeId cond = b.constant(tensor(DType::boolean, {3}, {1, 0, 1}));
+          return b.where(cond, x[0], x[1]);
+        }}},
+      {"cast",
+       {{{"x", {3}}},
+        [](Builder& b, Inputs x) {
+          return b.emit(primitive("cast"), {x[0]}, {{"dtype", DType::f64}});
+        }}},
+      {"sum",
+       {{{"x", {2, 3, 4}}},
+        [](Builder& b, Inputs x) {
+          return b.sum(x[0], {0, 2});
+        }}},
       {"reduce_max", {{{"x", {2, 3}}}, [](Builder& b, Inputs x) { return b.reduce_max(x[0], {1}, true); }}},
       {"reduce_min", {{{"x", {2, 3}}}, [](Builder& b, Inputs x) { return b.reduce_min(x[0], {0}); }}},
-      {"reshape", {{{"x", {2, 3}}}, [](Builder& b, Inputs x) { return b.reshape(x[0], {3, 2}); }}},
-      {"transpose", {{{"x", {2, 3, 4}}}, [](Builder& b, Inputs x) { return b.transpose(x[0], {2, 0, 1}); }}},
-      {"broadcast", {{{"x", {3, 1}}}, [](Builder& b, Inputs x) { return b.broadcast(x[0], {2, 3, 4}); }}},
-      {"slice", {{{"x", {4, 5}}}, [](Builder& b, Inputs x) { return b.slice(x[0], {1, 0}, {4, 5}, {2, 2}); }}},
-      {"concat", {{{"x", {2, 1}}, {"y", {2, 3}}}, [](Builder& b, Inputs x) { return b.concat({x[0], x[1], x[0]}, 1); }}},
-      {"pad", {{{"x", {2, 3}}}, [](Builder& b, Inputs x) { return b.pad(x[0], {1, 0}, {0, 2}, {0, 1}, 0.5); }}},
-      {"gather", {{{"x", {3, 2}}}, [](Builder& b, Inputs x) {
-                    return b.gather(x[0], index_constant(b, {2, 2}, {2, 0, 2, 1}), 0);
-                  }}},
-      {"scatter_add", {{{"x", {3, 2}}, {"u", {3, 4}}}, [](Builder& b, Inputs x) {
-                         return b.scatter_add(x[0], index_constant(b, {4}, {1, 0, 1, 1}), x[1], 1);
-                       }}},
+      {"reshape",
+       {{{"x", {2, 3}}},
+        [](Builder& b, Inputs x) {
+          return b.reshape(x[0], {3, 2});
+        }}},
+      {"transpose",
+       {{{"x", {2, 3, 4}}},
+        [](Builder& b, Inputs x) {
+          return b.transpose(x[0], {2, 0, 1});
+        }}},
+      {"broadcast",
+       {{{"x", {3, 1}}},
+        [](Builder& b, Inputs x) {
+          return b.broadcast(x[0], {2, 3, 4});
+        }}},
+      {"slice",
+       {{{"x", {4, 5}}},
+        [](Builder& b, Inputs x) {
+          return b.slice(x[0], {1, 0}, {4, 5}, {2, 2});
+        }}},
+      {"concat",
+       {{{"x", {2, 1}}, {"y", {2, 3}}},
+        [](Builder& b, Inputs x) {
+          return b.concat({x[0], x[1], x[0]}, 1);
+        }}},
+      {"pad",
+       {{{"x", {2, 3}}},
+        [](Builder& b, Inputs x) {
+          return b.pad(x[0], {1, 0}, {0, 2}, {0, 1}, 0.5);
+        }}},
+      {"gather",
+       {{{"x", {3, 2}}},
+        [](Builder& b, Inputs x) {
+          return b.gather(x[0], index_constant(b, {2, 2}, {2, 0, 2, 1}), 0);
+        }}},
+      {"scatter_add",
+       {{{"x", {3, 2}}, {"u", {3, 4}}},
+        [](Builder& b, Inputs x) {
+          return b.scatter_add(x[0], index_constant(b, {4}, {1, 0, 1, 1}), x[1], 1);
+        }}},
       {"matmul", {{{"a", {2, 2, 3}}, {"c", {3, 4}}}, [](Builder& b, Inputs x) { return b.matmul(x[0], x[1]); }}},
   };
   return cases;
@@ -168,8 +208,9 @@ TEST(Autodiff, NonDifferentiablePathsGiveZeros) {
   b.output("loss", b.add(b.add(picked, b.sum(mask, {})), b.sum(b.cast(k, DType::f64), {})));
   (void)unused;
   std::vector<std::string> wrt{"x", "k", "unused"};
-  auto out = testing::run(with_gradients(g, "loss", wrt), {tensor(DType::f64, {3}, {1, -2, 3}),
-                                                          tensor(DType::i32, {3}, {1, 2, 3}), tensor(DType::f64, {2}, {0, 0})});
+  auto out = testing::run(
+      with_gradients(g, "loss", wrt),
+      {tensor(DType::f64, {3}, {1, -2, 3}), tensor(DType::i32, {3}, {1, 2, 3}), tensor(DType::f64, {2}, {0, 0})});
   testing::expect_tensor(out[1], DType::f64, {3}, {0, 0, 0});
   testing::expect_tensor(out[2], DType::i32, {3}, {0, 0, 0});
   testing::expect_tensor(out[3], DType::f64, {2}, {0, 0});

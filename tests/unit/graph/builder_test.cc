@@ -20,24 +20,36 @@ std::string error_of(const std::function<void(Builder&)>& build) {
 }
 
 TEST(Builder, MatmulMismatchNamesBothShapes) {
-  EXPECT_EQ(error_of([](Builder& b) { b.matmul(b.input("a", {2, 3}, DType::f32), b.input("b", {4, 5}, DType::f32)); }),
+  EXPECT_EQ(error_of([](Builder& b) {
+              b.matmul(b.input("a", {2, 3}, DType::f32), b.input("b", {4, 5}, DType::f32));
+            }),
             "matmul: cannot multiply [2, 3] by [4, 5]: inner dimensions 3 and 4 differ");
 }
 
 TEST(Builder, ErrorsBeginWithTheOpName) {
-  EXPECT_EQ(error_of([](Builder& b) { b.add(b.input("a", {2, 3}, DType::f32), b.input("b", {4}, DType::f32)); }),
+  EXPECT_EQ(error_of([](Builder& b) {
+              b.add(b.input("a", {2, 3}, DType::f32), b.input("b", {4}, DType::f32));
+            }),
             "add: cannot broadcast [2, 3] with [4]");
-  EXPECT_EQ(error_of([](Builder& b) { b.reshape(b.input("a", {2, 3}, DType::f32), {4, 2}); }),
+  EXPECT_EQ(error_of([](Builder& b) {
+              b.reshape(b.input("a", {2, 3}, DType::f32), {4, 2});
+            }),
             "reshape: cannot reshape [2, 3] (6 elements) into [4, 2] (8 elements)");
-  EXPECT_EQ(error_of([](Builder& b) { b.reshape(b.input("a", {2, 3}, DType::f32), {4, -1}); }),
+  EXPECT_EQ(error_of([](Builder& b) {
+              b.reshape(b.input("a", {2, 3}, DType::f32), {4, -1});
+            }),
             "reshape: cannot reshape [2, 3] (6 elements) into [4, -1]");
   EXPECT_EQ(error_of([](Builder& b) { b.exp(b.input("a", {2}, DType::i32)); }),
             "exp: needs floating-point operands, got i32");
   EXPECT_EQ(error_of([](Builder& b) { b.sum(b.input("a", {2}, DType::f32), {1}); }),
             "sum: axis 1 is out of range for rank 1");
-  EXPECT_EQ(error_of([](Builder& b) { b.broadcast(b.input("a", {3}, DType::f32), {2, 4}); }),
+  EXPECT_EQ(error_of([](Builder& b) {
+              b.broadcast(b.input("a", {3}, DType::f32), {2, 4});
+            }),
             "broadcast: cannot broadcast [3] to [2, 4]");
-  EXPECT_EQ(error_of([](Builder& b) { b.transpose(b.input("a", {2, 3}, DType::f32), {0, 0}); }),
+  EXPECT_EQ(error_of([](Builder& b) {
+              b.transpose(b.input("a", {2, 3}, DType::f32), {0, 0});
+            }),
             "transpose: [0, 0] is not a permutation of the axes of [2, 3]");
   EXPECT_EQ(error_of([](Builder& b) {
               b.concat({b.input("a", {2, 3}, DType::f32), b.input("b", {3, 3}, DType::f32)}, 1);
@@ -47,11 +59,17 @@ TEST(Builder, ErrorsBeginWithTheOpName) {
             "gather: indices must be integers, got f32");
   EXPECT_EQ(error_of([](Builder& b) { b.op("one_hot", {b.input("i", {2}, DType::i32)}); }),
             "one_hot: attribute 'depth' is missing");
-  EXPECT_EQ(error_of([](Builder& b) { b.op("iota", {}, {{"shape", std::vector<int64_t>{2}}, {"axis", 1.5}, {"dtype", DType::i32}}); }),
+  EXPECT_EQ(error_of([](Builder& b) {
+              b.op("iota", {}, {{"shape", std::vector<int64_t>{2}}, {"axis", 1.5}, {"dtype", DType::i32}});
+            }),
             "iota: attribute 'axis' must be an integer");
-  EXPECT_EQ(error_of([](Builder& b) { b.matmul(b.input("a", {2, 3}, DType::f32), b.input("b", {}, DType::f32)); }),
+  EXPECT_EQ(error_of([](Builder& b) {
+              b.matmul(b.input("a", {2, 3}, DType::f32), b.input("b", {}, DType::f32));
+            }),
             "matmul: needs operands of rank 1 or more, got [2, 3] and []");
-  EXPECT_EQ(error_of([](Builder& b) { b.matmul(b.input("a", {2, 2, 3}, DType::f32), b.input("b", {3, 3, 4}, DType::f32)); }),
+  EXPECT_EQ(error_of([](Builder& b) {
+              b.matmul(b.input("a", {2, 2, 3}, DType::f32), b.input("b", {3, 3, 4}, DType::f32));
+            }),
             "matmul: cannot broadcast the batch dimensions of [2, 2, 3] and [3, 3, 4]");
   EXPECT_EQ(error_of([](Builder& b) { b.slice(b.input("a", {4}, DType::f32), {0}, {4}, {0}); }),
             "slice: axis 0 of [4]: start 0 stop 4 step 0 is not a slice of it (0 <= start <= stop <= 4, step >= 1)");

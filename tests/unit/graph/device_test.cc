@@ -1,5 +1,6 @@
 // The device factory's refusals and the reference plan's input checks.
 #include "device/device.h"
+
 #include "test_util.h"
 
 namespace sx::device {
@@ -21,7 +22,8 @@ TEST(Devices, ReferenceIsBuilt) {
 }
 
 TEST(Devices, DevicesNotBuiltAreRefusedWithTheFix) {
-  EXPECT_EQ(error_of("cuda"), "the cuda device is not in this build: rebuild with the CUDA toolkit, or use --device cpu");
+  EXPECT_EQ(error_of("cuda"),
+            "the cuda device is not in this build: rebuild with the CUDA toolkit, or use --device cpu");
   EXPECT_EQ(error_of("metal"), "the metal device is not in this build: it needs macOS with Metal; use --device cpu");
   EXPECT_EQ(error_of("tpu"),
             "unknown device 'tpu': the devices are reference, cpu, cuda and metal (this build has: reference, cpu)");

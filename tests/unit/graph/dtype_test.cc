@@ -1,7 +1,7 @@
 // Dtype names, sizes and the promotion rules, strong and weak.
-#include <gtest/gtest.h>
-
 #include "graph/dtype.h"
+
+#include <gtest/gtest.h>
 
 namespace sx::graph {
 namespace {

@@ -1,12 +1,12 @@
 // The JSON form: exact round trips of graphs that use every primitive, and
 // errors for newer versions and malformed documents.
+#include "graph/json.h"
+
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
 #include "graph/errors.h"
-#include "graph/json.h"
 #include "graph/primitive.h"
 #include "test_util.h"
 
@@ -35,7 +35,8 @@ Graph every_primitive_graph() {
   outs.push_back(b.broadcast(b.reduce_min(x, {0}), {2, 3}));
   outs.push_back(b.broadcast(b.sum(x, {}), {2, 3}));
   NodeId am = b.add(b.argmax(x, {1}), b.argmin(x, {1}));
-  outs.push_back(b.reshape(b.transpose(b.reshape(b.slice(b.concat({x, x}, 0), {0, 0}, {4, 3}, {2, 1}), {3, 2}), {1, 0}), {2, 3}));
+  outs.push_back(
+      b.reshape(b.transpose(b.reshape(b.slice(b.concat({x, x}, 0), {0, 0}, {4, 3}, {2, 1}), {3, 2}), {1, 0}), {2, 3}));
   outs.push_back(b.slice(b.pad(x, {1, 0}, {0, 1}, {0, 0}, -INFINITY), {1, 0}, {3, 3}));
   NodeId gathered = b.gather(x, am, 1);
   outs.push_back(b.scatter_add(x, am, gathered, 1));
@@ -70,7 +71,8 @@ TEST(Json, EveryPrimitiveRoundTripsExactly) {
   std::vector<Tensor> in{tensor(DType::f32, {2, 3}, {1, -2, 3, 0.5, 5, -6}), tensor(DType::i64, {}, {17})};
   std::vector<Tensor> r1 = testing::run(g, in), r2 = testing::run(back, in);
   for (size_t i = 0; i < r1.size(); ++i) EXPECT_EQ(r1[i].bytes().size(), r2[i].bytes().size());
-  for (size_t i = 0; i < r1.size(); ++i) EXPECT_TRUE(std::equal(r1[i].bytes().begin(), r1[i].bytes().end(), r2[i].bytes().begin()));
+  for (size_t i = 0; i < r1.size(); ++i)
+    EXPECT_TRUE(std::equal(r1[i].bytes().begin(), r1[i].bytes().end(), r2[i].bytes().begin()));
 }
 
 TEST(Json, DoublesRoundTripBitForBit) {
@@ -101,16 +103,19 @@ TEST(Json, ErrorsSayWhatIsWrongAndHowToFixIt) {
 
   nlohmann::json newer = good;
   newer["version"] = 2;
-  EXPECT_EQ(error_of(newer), "graph JSON: version 2 is newer than this build reads (up to 1); upgrade sexpgpu to read it");
+  EXPECT_EQ(error_of(newer),
+            "graph JSON: version 2 is newer than this build reads (up to 1); upgrade sexpgpu to read it");
 
   nlohmann::json unknown_op = good;
   unknown_op["nodes"][1]["op"] = "fancy";
-  EXPECT_EQ(error_of(unknown_op), "graph JSON: node 1: unknown op \"fancy\"; the file needs a newer sexpgpu: upgrade it");
+  EXPECT_EQ(error_of(unknown_op),
+            "graph JSON: node 1: unknown op \"fancy\"; the file needs a newer sexpgpu: upgrade it");
 
   nlohmann::json missing = good;
   missing["nodes"][1].erase("dtype");
-  EXPECT_EQ(error_of(missing), "graph JSON: node 1: the field \"dtype\" is missing; the file is damaged or was not "
-                               "written by sexpgpu: write it again with `sexpgpu export`");
+  EXPECT_EQ(error_of(missing),
+            "graph JSON: node 1: the field \"dtype\" is missing; the file is damaged or was not "
+            "written by sexpgpu: write it again with `sexpgpu export`");
 
   nlohmann::json wrong_format = good;
   wrong_format["format"] = "onnx";

@@ -16,7 +16,8 @@ using testing::tensor;
 constexpr DType f32 = DType::f32, f64 = DType::f64, i32 = DType::i32, i64 = DType::i64, boolean = DType::boolean;
 
 Tensor unary(std::string_view op, std::vector<double> values, DType dtype = f32) {
-  return eval([&](Builder& b) { return b.op(op, {b.constant(tensor(dtype, {static_cast<int64_t>(values.size())}, values))}); });
+  return eval(
+      [&](Builder& b) { return b.op(op, {b.constant(tensor(dtype, {static_cast<int64_t>(values.size())}, values))}); });
 }
 
 Tensor binary(std::string_view op, std::vector<double> x, std::vector<double> y, DType dtype = f32) {
@@ -28,115 +29,226 @@ Tensor binary(std::string_view op, std::vector<double> x, std::vector<double> y,
 
 const std::map<std::string, std::function<void()>>& kernel_cases() {
   static const std::map<std::string, std::function<void()>> cases = {
-      {"input", [] {
+      {"input",
+       [] {
          Graph g;
          Builder b(g);
          b.output("y", b.input("x", {2}, f32));
          expect_tensor(testing::run(g, {tensor(f32, {2}, {1, 2})})[0], f32, {2}, {1, 2});
        }},
       {"constant", [] { expect_tensor(eval([](Builder& b) { return b.scalar(2.5, f64); }), f64, {}, {2.5}); }},
-      {"neg", [] {
+      {"neg",
+       [] {
          expect_tensor(unary("neg", {1, -2}), f32, {2}, {-1, 2});
          expect_tensor(unary("neg", {-2147483648.0}, i32), i32, {1}, {-2147483648.0});  // wraps
        }},
-      {"abs", [] { expect_tensor(unary("abs", {-1.5, 2}), f32, {2}, {1.5, 2}); }},
-      {"sign", [] { expect_tensor(unary("sign", {-3, 0, 7}, i32), i32, {3}, {-1, 0, 1}); }},
-      {"exp", [] { expect_tensor(unary("exp", {0, 1}), f32, {2}, {1, std::exp(1.0)}); }},
-      {"log", [] { expect_tensor(unary("log", {1, std::exp(2.0)}), f32, {2}, {0, 2}, 1e-5); }},
-      {"sqrt", [] { expect_tensor(unary("sqrt", {4, 9}), f32, {2}, {2, 3}); }},
-      {"rsqrt", [] { expect_tensor(unary("rsqrt", {4, 0.25}), f32, {2}, {0.5, 2}); }},
-      {"sin", [] { expect_tensor(unary("sin", {0, M_PI / 2}, f64), f64, {2}, {0, 1}); }},
-      {"cos", [] { expect_tensor(unary("cos", {0, M_PI}, f64), f64, {2}, {1, -1}); }},
-      {"tanh", [] { expect_tensor(unary("tanh", {0, 1}, f64), f64, {2}, {0, std::tanh(1.0)}); }},
-      {"erf", [] { expect_tensor(unary("erf", {0, 1}, f64), f64, {2}, {0, 0.8427007929497149}); }},
-      {"logistic", [] { expect_tensor(unary("logistic", {0, std::log(3.0)}, f64), f64, {2}, {0.5, 0.75}); }},
-      {"logical_not", [] { expect_tensor(unary("logical_not", {0, 1}, boolean), boolean, {2}, {1, 0}); }},
-      {"add", [] {
+      {"abs",
+       [] {
+         expect_tensor(unary("abs", {-1.5, 2}), f32, {2}, {1.5, 2});
+       }},
+      {"sign",
+       [] {
+         expect_tensor(unary("sign", {-3, 0, 7}, i32), i32, {3}, {-1, 0, 1});
+       }},
+      {"exp",
+       [] {
+         expect_tensor(unary("exp", {0, 1}), f32, {2}, {1, std::exp(1.0)});
+       }},
+      {"log",
+       [] {
+         expect_tensor(unary("log", {1, std::exp(2.0)}), f32, {2}, {0, 2}, 1e-5);
+       }},
+      {"sqrt",
+       [] {
+         expect_tensor(unary("sqrt", {4, 9}), f32, {2}, {2, 3});
+       }},
+      {"rsqrt",
+       [] {
+         expect_tensor(unary("rsqrt", {4, 0.25}), f32, {2}, {0.5, 2});
+       }},
+      {"sin",
+       [] {
+         expect_tensor(unary("sin", {0, M_PI / 2}, f64), f64, {2}, {0, 1});
+       }},
+      {"cos",
+       [] {
+         expect_tensor(unary("cos", {0, M_PI}, f64), f64, {2}, {1, -1});
+       }},
+      {"tanh",
+       [] {
+         expect_tensor(unary("tanh", {0, 1}, f64), f64, {2}, {0, std::tanh(1.0)});
+       }},
+      {"erf",
+       [] {
+         expect_tensor(unary("erf", {0, 1}, f64), f64, {2}, {0, 0.8427007929497149});
+       }},
+      {"logistic",
+       [] {
+         expect_tensor(unary("logistic", {0, std::log(3.0)}, f64), f64, {2}, {0.5, 0.75});
+       }},
+      {"logical_not",
+       [] {
+         expect_tensor(unary("logical_not", {0, 1}, boolean), boolean, {2}, {1, 0});
+       }},
+      {"add",
+       [] {
          expect_tensor(binary("add", {1, 2}, {10, 20}), f32, {2}, {11, 22});
          expect_tensor(binary("add", {2147483647.0}, {1}, i32), i32, {1}, {-2147483648.0});  // wraps
        }},
-      {"sub", [] { expect_tensor(binary("sub", {1, 2}, {10, 20}), f32, {2}, {-9, -18}); }},
-      {"mul", [] { expect_tensor(binary("mul", {3, -2}, {4, 5}), f32, {2}, {12, -10}); }},
-      {"div", [] {
+      {"sub",
+       [] {
+         expect_tensor(binary("sub", {1, 2}, {10, 20}), f32, {2}, {-9, -18});
+       }},
+      {"mul",
+       [] {
+         expect_tensor(binary("mul", {3, -2}, {4, 5}), f32, {2}, {12, -10});
+       }},
+      {"div",
+       [] {
          expect_tensor(binary("div", {1, 3}, {4, 2}), f32, {2}, {0.25, 1.5});
          expect_tensor(binary("div", {7, -7, 5}, {2, 2, 0}, i32), i32, {3}, {3, -3, 0});  // truncates; /0 gives 0
        }},
-      {"pow", [] { expect_tensor(binary("pow", {2, 9}, {3, 0.5}), f32, {2}, {8, 3}); }},
-      {"max", [] { expect_tensor(binary("max", {1, 5, NAN}, {3, 2, 0}), f32, {3}, {3, 5, NAN}); }},
-      {"min", [] { expect_tensor(binary("min", {1, 5}, {3, 2}), f32, {2}, {1, 2}); }},
-      {"eq", [] { expect_tensor(binary("eq", {1, 2}, {1, 3}), boolean, {2}, {1, 0}); }},
-      {"ne", [] { expect_tensor(binary("ne", {1, 2}, {1, 3}), boolean, {2}, {0, 1}); }},
-      {"lt", [] { expect_tensor(binary("lt", {1, 2, 3}, {2, 2, 2}), boolean, {3}, {1, 0, 0}); }},
-      {"le", [] { expect_tensor(binary("le", {1, 2, 3}, {2, 2, 2}), boolean, {3}, {1, 1, 0}); }},
-      {"gt", [] { expect_tensor(binary("gt", {1, 2, 3}, {2, 2, 2}), boolean, {3}, {0, 0, 1}); }},
-      {"ge", [] { expect_tensor(binary("ge", {1, 2, 3}, {2, 2, 2}), boolean, {3}, {0, 1, 1}); }},
-      {"logical_and", [] { expect_tensor(binary("logical_and", {0, 1, 1}, {1, 0, 1}, boolean), boolean, {3}, {0, 0, 1}); }},
-      {"logical_or", [] { expect_tensor(binary("logical_or", {0, 1, 0}, {1, 0, 0}, boolean), boolean, {3}, {1, 1, 0}); }},
-      {"where", [] {
+      {"pow",
+       [] {
+         expect_tensor(binary("pow", {2, 9}, {3, 0.5}), f32, {2}, {8, 3});
+       }},
+      {"max",
+       [] {
+         expect_tensor(binary("max", {1, 5, NAN}, {3, 2, 0}), f32, {3}, {3, 5, NAN});
+       }},
+      {"min",
+       [] {
+         expect_tensor(binary("min", {1, 5}, {3, 2}), f32, {2}, {1, 2});
+       }},
+      {"eq",
+       [] {
+         expect_tensor(binary("eq", {1, 2}, {1, 3}), boolean, {2}, {1, 0});
+       }},
+      {"ne",
+       [] {
+         expect_tensor(binary("ne", {1, 2}, {1, 3}), boolean, {2}, {0, 1});
+       }},
+      {"lt",
+       [] {
+         expect_tensor(binary("lt", {1, 2, 3}, {2, 2, 2}), boolean, {3}, {1, 0, 0});
+       }},
+      {"le",
+       [] {
+         expect_tensor(binary("le", {1, 2, 3}, {2, 2, 2}), boolean, {3}, {1, 1, 0});
+       }},
+      {"gt",
+       [] {
+         expect_tensor(binary("gt", {1, 2, 3}, {2, 2, 2}), boolean, {3}, {0, 0, 1});
+       }},
+      {"ge",
+       [] {
+         expect_tensor(binary("ge", {1, 2, 3}, {2, 2, 2}), boolean, {3}, {0, 1, 1});
+       }},
+      {"logical_and",
+       [] {
+         expect_tensor(binary("logical_and", {0, 1, 1}, {1, 0, 1}, boolean), boolean, {3}, {0, 0, 1});
+       }},
+      {"logical_or",
+       [] {
+         expect_tensor(binary("logical_or", {0, 1, 0}, {1, 0, 0}, boolean), boolean, {3}, {1, 1, 0});
+       }},
+      {"where",
+       [] {
          Tensor t = eval([](Builder& b) {
            return b.where(b.constant(tensor(boolean, {3}, {1, 0, 1})), b.constant(tensor(f32, {3}, {1, 2, 3})),
                           b.constant(tensor(f32, {3}, {-1, -2, -3})));
          });
          expect_tensor(t, f32, {3}, {1, -2, 3});
        }},
-      {"cast", [] {
-         expect_tensor(eval([](Builder& b) { return b.cast(b.constant(tensor(f32, {3}, {1.7, -1.7, 3e10})), i32); }),
+      {"cast",
+       [] {
+         expect_tensor(eval([](Builder& b) {
+                         return b.cast(b.constant(tensor(f32, {3}, {1.7, -1.7, 3e10})), i32);
+                       }),
                        i32, {3}, {1, -1, 2147483647.0});  // truncates, saturates
          // 1 + 2^-8 is halfway between two bf16 values: rounds to even (1).
-         expect_tensor(eval([](Builder& b) { return b.cast(b.constant(tensor(f32, {2}, {1.00390625, 1.01171875})), DType::bf16); }),
+         expect_tensor(eval([](Builder& b) {
+                         return b.cast(b.constant(tensor(f32, {2}, {1.00390625, 1.01171875})), DType::bf16);
+                       }),
                        DType::bf16, {2}, {1.0, 1.015625});
        }},
-      {"sum", [] {
+      {"sum",
+       [] {
          Tensor x = tensor(f32, {2, 3}, {1, 2, 3, 4, 5, 6});
          expect_tensor(eval([&](Builder& b) { return b.sum(b.constant(x), {1}); }), f32, {2}, {6, 15});
          expect_tensor(eval([&](Builder& b) { return b.sum(b.constant(x), {0}, true); }), f32, {1, 3}, {5, 7, 9});
          expect_tensor(eval([&](Builder& b) { return b.sum(b.constant(x), {}); }), f32, {}, {21});
        }},
-      {"reduce_max", [] {
+      {"reduce_max",
+       [] {
          Tensor x = tensor(f32, {2, 3}, {1, 9, 3, 4, 5, 6});
          expect_tensor(eval([&](Builder& b) { return b.reduce_max(b.constant(x), {-1}); }), f32, {2}, {9, 6});
        }},
-      {"reduce_min", [] {
+      {"reduce_min",
+       [] {
          Tensor x = tensor(i32, {2, 3}, {1, 9, 3, 4, 0, 6});
          expect_tensor(eval([&](Builder& b) { return b.reduce_min(b.constant(x), {0, 1}); }), i32, {}, {0});
        }},
-      {"argmax", [] {
+      {"argmax",
+       [] {
          Tensor x = tensor(f32, {2, 3}, {1, 9, 9, 4, 5, 6});
          expect_tensor(eval([&](Builder& b) { return b.argmax(b.constant(x), {1}); }), i64, {2}, {1, 2});
          expect_tensor(eval([&](Builder& b) { return b.argmax(b.constant(x), {0, 1}); }), i64, {}, {1});
        }},
-      {"argmin", [] {
+      {"argmin",
+       [] {
          Tensor x = tensor(f32, {2, 2}, {3, 1, 0, 5});
          expect_tensor(eval([&](Builder& b) { return b.argmin(b.constant(x), {0}, true); }), i64, {1, 2}, {1, 0});
        }},
-      {"reshape", [] {
+      {"reshape",
+       [] {
          Tensor x = tensor(f32, {2, 3}, {1, 2, 3, 4, 5, 6});
-         expect_tensor(eval([&](Builder& b) { return b.reshape(b.constant(x), {3, -1}); }), f32, {3, 2}, {1, 2, 3, 4, 5, 6});
+         expect_tensor(eval([&](Builder& b) {
+                         return b.reshape(b.constant(x), {3, -1});
+                       }),
+                       f32, {3, 2}, {1, 2, 3, 4, 5, 6});
        }},
-      {"transpose", [] {
+      {"transpose",
+       [] {
          Tensor x = tensor(f32, {2, 3}, {1, 2, 3, 4, 5, 6});
-         expect_tensor(eval([&](Builder& b) { return b.transpose(b.constant(x), {1, 0}); }), f32, {3, 2}, {1, 4, 2, 5, 3, 6});
+         expect_tensor(eval([&](Builder& b) {
+                         return b.transpose(b.constant(x), {1, 0});
+                       }),
+                       f32, {3, 2}, {1, 4, 2, 5, 3, 6});
        }},
-      {"broadcast", [] {
+      {"broadcast",
+       [] {
          Tensor x = tensor(f32, {2, 1}, {1, 2});
-         expect_tensor(eval([&](Builder& b) { return b.broadcast(b.constant(x), {2, 2, 3}); }), f32, {2, 2, 3},
-                       {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2});
+         expect_tensor(eval([&](Builder& b) {
+                         return b.broadcast(b.constant(x), {2, 2, 3});
+                       }),
+                       f32, {2, 2, 3}, {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2});
        }},
-      {"slice", [] {
+      {"slice",
+       [] {
          Tensor x = tensor(f32, {2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
-         expect_tensor(eval([&](Builder& b) { return b.slice(b.constant(x), {1, 0}, {2, 5}, {1, 2}); }), f32, {1, 3}, {5, 7, 9});
+         expect_tensor(eval([&](Builder& b) {
+                         return b.slice(b.constant(x), {1, 0}, {2, 5}, {1, 2});
+                       }),
+                       f32, {1, 3}, {5, 7, 9});
          expect_tensor(eval([&](Builder& b) { return b.slice(b.constant(x), {0, -2}, {1, 5}); }), f32, {1, 2}, {3, 4});
        }},
-      {"concat", [] {
+      {"concat",
+       [] {
          Tensor x = tensor(f32, {2, 1}, {1, 2}), y = tensor(f32, {2, 2}, {3, 4, 5, 6});
-         expect_tensor(eval([&](Builder& b) { return b.concat({b.constant(x), b.constant(y)}, -1); }), f32, {2, 3},
-                       {1, 3, 4, 2, 5, 6});
+         expect_tensor(eval([&](Builder& b) {
+                         return b.concat({b.constant(x), b.constant(y)}, -1);
+                       }),
+                       f32, {2, 3}, {1, 3, 4, 2, 5, 6});
        }},
-      {"pad", [] {
+      {"pad",
+       [] {
          Tensor x = tensor(f32, {2}, {1, 2});
-         expect_tensor(eval([&](Builder& b) { return b.pad(b.constant(x), {1}, {2}, {1}, 9); }), f32, {6}, {9, 1, 9, 2, 9, 9});
+         expect_tensor(eval([&](Builder& b) { return b.pad(b.constant(x), {1}, {2}, {1}, 9); }), f32, {6},
+                       {9, 1, 9, 2, 9, 9});
        }},
-      {"gather", [] {
+      {"gather",
+       [] {
          Tensor x = tensor(f32, {3, 2}, {1, 2, 3, 4, 5, 6});
          Tensor idx = tensor(i32, {2, 2}, {2, 0, 1, 7});  // 7 clamps to 2
          expect_tensor(eval([&](Builder& b) { return b.gather(b.constant(x), b.constant(idx), 0); }), f32, {2, 2, 2},
@@ -144,31 +256,43 @@ const std::map<std::string, std::function<void()>>& kernel_cases() {
          expect_tensor(eval([&](Builder& b) { return b.gather(b.constant(x), b.constant(tensor(i64, {1}, {1})), 1); }),
                        f32, {3, 1}, {2, 4, 6});
        }},
-      {"scatter_add", [] {
+      {"scatter_add",
+       [] {
          Tensor x = tensor(f32, {3}, {0, 0, 0}), idx = tensor(i32, {3}, {2, 0, 2}), upd = tensor(f32, {3}, {1, 2, 3});
-         expect_tensor(eval([&](Builder& b) { return b.scatter_add(b.constant(x), b.constant(idx), b.constant(upd), 0); }),
-                       f32, {3}, {2, 0, 4});
+         expect_tensor(
+             eval([&](Builder& b) { return b.scatter_add(b.constant(x), b.constant(idx), b.constant(upd), 0); }), f32,
+             {3}, {2, 0, 4});
        }},
-      {"iota", [] { expect_tensor(eval([](Builder& b) { return b.iota({2, 3}, 1, i32); }), i32, {2, 3}, {0, 1, 2, 0, 1, 2}); }},
-      {"one_hot", [] {
-         expect_tensor(eval([](Builder& b) { return b.one_hot(b.constant(tensor(i32, {2}, {2, 0})), 3); }), f32, {2, 3},
-                       {0, 0, 1, 1, 0, 0});
+      {"iota",
+       [] {
+         expect_tensor(eval([](Builder& b) { return b.iota({2, 3}, 1, i32); }), i32, {2, 3}, {0, 1, 2, 0, 1, 2});
        }},
-      {"matmul", [] {
+      {"one_hot",
+       [] {
+         expect_tensor(eval([](Builder& b) {
+                         return b.one_hot(b.constant(tensor(i32, {2}, {2, 0})), 3);
+                       }),
+                       f32, {2, 3}, {0, 0, 1, 1, 0, 0});
+       }},
+      {"matmul",
+       [] {
          Tensor a = tensor(f32, {2, 3}, {1, 2, 3, 4, 5, 6}), c = tensor(f32, {3, 2}, {1, 0, 0, 1, 1, 1});
-         expect_tensor(eval([&](Builder& b) { return b.matmul(b.constant(a), b.constant(c)); }), f32, {2, 2}, {4, 5, 10, 11});
+         expect_tensor(eval([&](Builder& b) { return b.matmul(b.constant(a), b.constant(c)); }), f32, {2, 2},
+                       {4, 5, 10, 11});
          Tensor v = tensor(f32, {3}, {1, 1, 1});
          expect_tensor(eval([&](Builder& b) { return b.matmul(b.constant(a), b.constant(v)); }), f32, {2}, {6, 15});
          expect_tensor(eval([&](Builder& b) { return b.matmul(b.constant(v), b.constant(c)); }), f32, {2}, {2, 2});
        }},
-      {"random_normal", [] {
+      {"random_normal",
+       [] {
          Tensor t = eval([](Builder& b) { return b.random_normal(b.literal_int(7), {4000}, f64); });
          double mean = 0, square = 0;
          for (double v : t.to_doubles()) mean += v / 4000, square += v * v / 4000;
          EXPECT_NEAR(mean, 0.0, 0.08);
          EXPECT_NEAR(square, 1.0, 0.08);
        }},
-      {"random_uniform", [] {
+      {"random_uniform",
+       [] {
          Tensor t = eval([](Builder& b) { return b.random_uniform(b.literal_int(7), {2000}); });
          double mean = 0;
          for (double v : t.to_doubles()) {
@@ -180,7 +304,8 @@ const std::map<std::string, std::function<void()>>& kernel_cases() {
          Tensor prefix = eval([](Builder& b) { return b.random_uniform(b.literal_int(7), {10}); });
          for (int64_t i = 0; i < 10; ++i) EXPECT_EQ(prefix.value(i), t.value(i));
        }},
-      {"random_bernoulli", [] {
+      {"random_bernoulli",
+       [] {
          Tensor t = eval([](Builder& b) { return b.random_bernoulli(b.literal_int(3), 0.25, {4000}); });
          double mean = 0;
          for (double v : t.to_doubles()) mean += v / 4000;

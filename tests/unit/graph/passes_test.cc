@@ -1,8 +1,9 @@
 // The passes on small graphs: each result is verified (the passes run the
 // verifier) and computes what the original did. Also the verifier's
 // rejections, which name the node.
-#include "graph/errors.h"
 #include "graph/passes.h"
+
+#include "graph/errors.h"
 #include "graph/primitive.h"
 #include "graph/text.h"
 #include "graph/verify.h"

@@ -1,7 +1,7 @@
 // Philox 4x32-10 against the known-answer vectors of Random123 (kat_vectors).
-#include <gtest/gtest.h>
-
 #include "graph/philox.h"
+
+#include <gtest/gtest.h>
 
 namespace sx::graph {
 namespace {

@@ -2,11 +2,11 @@
 // the reference device, and comparing values.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <functional>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "device/reference/reference.h"
 #include "graph/builder.h"

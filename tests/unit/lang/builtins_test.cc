@@ -60,8 +60,7 @@ TEST(Builtins, Cons) {
 TEST(Builtins, FirstSecondThirdLast) {
   EXPECT_EQ(eval_print("(list (first '(1 2 3)) (second '(1 2 3)) (third '(1 2 3)) (last '(1 2 3)))"), "(1 2 3 3)");
   EXPECT_EQ(eval_print("(list (first [1 2 3]) (second [1 2 3]) (third [1 2 3]) (last [1 2 3]))"), "(1 2 3 3)");
-  EXPECT_EQ(eval_print("(list (first nil) (second '(1)) (third [1 2]) (last []) (last nil))"),
-            "(nil nil nil nil nil)");
+  EXPECT_EQ(eval_print("(list (first nil) (second '(1)) (third [1 2]) (last []) (last nil))"), "(nil nil nil nil nil)");
   EXPECT_EQ(error_code("(first 1)"), "E-EVAL-004");
   EXPECT_EQ(error_code("(second \"ab\")"), "E-EVAL-004");
   EXPECT_EQ(error_code("(last :k)"), "E-EVAL-004");
@@ -162,7 +161,7 @@ TEST(Builtins, Map) {
   EXPECT_EQ(eval_print("(map + '(1 2) [10 20 30])"), "(11 22)");
   EXPECT_EQ(eval_print("(map (lambda (x) (* x x)) '(1 2 3))"), "(1 4 9)");
   EXPECT_EQ(eval_print("(map (lambda (x) (* x 2)) [1 2 3])"), "[2 4 6]");  // a vector in, a vector out
-  EXPECT_EQ(eval_print("(map + [1 2] '(10 20 30))"), "[11 22]");         // the first sequence's kind
+  EXPECT_EQ(eval_print("(map + [1 2] '(10 20 30))"), "[11 22]");           // the first sequence's kind
   EXPECT_EQ(eval_print("(map list '(1 2) '(a b) '(x y z))"), "((1 a x) (2 b y))");
   EXPECT_EQ(eval_print("(map + nil '(1 2))"), "nil");
   EXPECT_EQ(eval_print("(map + [])"), "[]");

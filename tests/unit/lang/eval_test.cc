@@ -222,8 +222,7 @@ class Modules : public ::testing::Test {
 TEST_F(Modules, RelativeRequireLoadsOnceAndImports) {
   write("sub/helpers.sx", "(defvar loads (+ 1 0)) (defun double (x) (* 2 x))");
   write("sub/other.sx", "(require \"helpers\") (defun quad (x) (double (double x)))");
-  EXPECT_EQ(run("(require \"sub/helpers\") (require \"sub/other.sx\") (defvar result (list (quad 1) loads))"),
-            "(4 1)");
+  EXPECT_EQ(run("(require \"sub/helpers\") (require \"sub/other.sx\") (defvar result (list (quad 1) loads))"), "(4 1)");
 }
 
 TEST_F(Modules, OnlyImportsTheNamedDefinitions) {

@@ -1,15 +1,14 @@
 // The reader: every kind of form, spans, and every E-READ error.
+#include "lang/reader.h"
+
 #include <gtest/gtest.h>
 
 #include "lang/printer.h"
-#include "lang/reader.h"
 
 namespace sx::lang {
 namespace {
 
-std::vector<Form> read(const std::string& text, SourceMap& sources) {
-  return read_forms(sources.add("t.sx", text));
-}
+std::vector<Form> read(const std::string& text, SourceMap& sources) { return read_forms(sources.add("t.sx", text)); }
 
 std::string read_print(const std::string& text) {
   SourceMap sources;

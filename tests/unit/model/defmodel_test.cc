@@ -62,8 +62,8 @@ TEST(Defmodel, BodyIsOrdinaryLispLetLoopAndBranchOnShapes) {
       (fold (lambda (h layer) (if (= (last (shape h)) 1) h (layer h))) x layers))))
 (defvar model (mlp [4 8 2]))
 )");
-  EXPECT_EQ(f.paths(), (std::vector<std::string>{"model.layers.0.weight", "model.layers.0.b",
-                                                 "model.layers.1.weight", "model.layers.1.b"}));
+  EXPECT_EQ(f.paths(), (std::vector<std::string>{"model.layers.0.weight", "model.layers.0.b", "model.layers.1.weight",
+                                                 "model.layers.1.b"}));
   EXPECT_EQ(graph::shape_str(f.run("(model (ones [3 4]))").shape()), graph::shape_str({3, 2}));
 }
 

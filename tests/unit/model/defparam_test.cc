@@ -101,7 +101,8 @@ TEST(Defparam, InitializerShapeAndDtypeBecomeTheParameters) {
   EXPECT_EQ(graph::shape_str(values["model.a"].shape()), graph::shape_str({3, 5}));
   EXPECT_EQ(values["model.s"].to_doubles(), (std::vector<double>{1.5}));
   // The value in the model's graph has the parameter's shape and dtype.
-  EXPECT_EQ(lang::print(f.eval("(defmodel probe () (defparam p (zeros [2 3] :dtype :bf16)) (lambda (x) (dtype p))) ((probe) 0)")),
+  EXPECT_EQ(lang::print(f.eval(
+                "(defmodel probe () (defparam p (zeros [2 3] :dtype :bf16)) (lambda (x) (dtype p))) ((probe) 0)")),
             ":bf16");
 }
 

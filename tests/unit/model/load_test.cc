@@ -1,7 +1,8 @@
 // The seed page's "Frozen and pretrained parameters" and "with-loaded": :load and
 // with-loaded read safetensors files written here with io::write_safetensors.
-#include "io/safetensors.h"
 #include "model/load.h"
+
+#include "io/safetensors.h"
 #include "model_test_util.h"
 
 namespace sx::model::testing {

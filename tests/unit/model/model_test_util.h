@@ -3,7 +3,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cmath>
@@ -19,8 +18,8 @@
 #include "graph/passes.h"
 #include "lang/interp.h"
 #include "lang/printer.h"
-#include "lang/tracer.h"
 #include "lang/test_util.h"
+#include "lang/tracer.h"
 #include "model/model.h"
 #include "model/paths.h"
 #include "model/select.h"

@@ -25,8 +25,8 @@ TEST(Roots, EveryModelBoundAtTheTopIsARootModelFirst) {
     (list :inputs ids :targets ids :teacher (teacher ids))))
 (defvar logits (teacher (tensor [1 2 3])))
 )");
-  EXPECT_EQ(f.paths(), (std::vector<std::string>{"model.table", "model.head.weight", "teacher.table",
-                                                 "teacher.head.weight"}));
+  EXPECT_EQ(f.paths(),
+            (std::vector<std::string>{"model.table", "model.head.weight", "teacher.table", "teacher.head.weight"}));
   // "read by any graph": the top-level graph reading the teacher is not E-PARAM-009.
   EXPECT_EQ(graph::shape_str(f.run("logits").shape()), graph::shape_str({3, 32}));
   EXPECT_TRUE(f.param("teacher.table").decl->trainable);
@@ -41,8 +41,7 @@ TEST(Roots, OtherRootsInBindingOrder) {
 (defvar model (linear 1 1 :bias false))
 (defvar mid (linear 1 1 :bias false))
 )");
-  EXPECT_EQ(f.paths(),
-            (std::vector<std::string>{"model.weight", "zeta.weight", "alpha.weight", "mid.weight"}));
+  EXPECT_EQ(f.paths(), (std::vector<std::string>{"model.weight", "zeta.weight", "alpha.weight", "mid.weight"}));
 }
 
 // "... imports first": a model a required module binds at its top is a root under the
@@ -61,8 +60,7 @@ TEST(Roots, ImportedRootsComeBeforeTheFilesOwn) {
   }
   RunFile f;
   f.load_file((dir / "run.sx").string());
-  EXPECT_EQ(f.paths(),
-            (std::vector<std::string>{"model.weight", "encoder.weight", "early.weight", "late.weight"}));
+  EXPECT_EQ(f.paths(), (std::vector<std::string>{"model.weight", "encoder.weight", "early.weight", "late.weight"}));
   std::filesystem::remove_all(dir);
 }
 
@@ -117,9 +115,10 @@ TEST(Roots, ReadingAParameterOfAListedModelIsEParam009) {
   EXPECT_EQ(d.code, "E-PARAM-009");
   EXPECT_NE(d.message.find("linear"), std::string::npos) << d.message;
   EXPECT_NE(spanned(d).find("matmul"), std::string::npos) << spanned(d);
-  EXPECT_EQ(error_code(std::string(kLinear) +
-                       "(defvar model (linear 2 2)) (defvar more [(linear 2 2)]) (defvar y ((first more) (ones [1 2])))"),
-            "E-PARAM-009");
+  EXPECT_EQ(
+      error_code(std::string(kLinear) +
+                 "(defvar model (linear 2 2)) (defvar more [(linear 2 2)]) (defvar y ((first more) (ones [1 2])))"),
+      "E-PARAM-009");
 }
 
 // "A model built inside a let ... at the top ... has no root. A graph that reads one of its
@@ -170,7 +169,8 @@ TEST(Roots, ASubModelAlsoBoundAtTheTopIsEParam008NamingBothRoots) {
 )");
   EXPECT_EQ(d.code, "E-PARAM-008");
   EXPECT_NE(d.message.find("`leaked`"), std::string::npos) << d.message;
-  EXPECT_NE(d.message.find("`model`"), std::string::npos) << "the message does not name the root `model`: " << d.message;
+  EXPECT_NE(d.message.find("`model`"), std::string::npos)
+      << "the message does not name the root `model`: " << d.message;
 }
 
 // The page's path example: (let ((blocks (repeat 12 (lambda (i) (block dim heads))))) ...)
@@ -235,9 +235,9 @@ TEST(Paths, ListsAndVectorsOfModelsTakeIndices) {
     (lambda (x) x)))
 (defvar model (net))
 )");
-  EXPECT_EQ(f.paths(), (std::vector<std::string>{"model.layers.0.weight", "model.layers.1.weight",
-                                                 "model.heads.0.weight", "model.heads.1.weight",
-                                                 "model.heads.2.weight"}));
+  EXPECT_EQ(f.paths(),
+            (std::vector<std::string>{"model.layers.0.weight", "model.layers.1.weight", "model.heads.0.weight",
+                                      "model.heads.1.weight", "model.heads.2.weight"}));
 }
 
 // "a defparam takes its own name".
@@ -322,8 +322,8 @@ TEST(Paths, GensymParametersAreParamNWithinTheirModel) {
   (let ((sub (inner))) (lambda (x) (sub x))))
 (defvar model (outer))
 )");
-  EXPECT_EQ(f.paths(), (std::vector<std::string>{"model.param.0", "model.sub.param.0", "model.sub.own",
-                                                 "model.sub.param.1"}));
+  EXPECT_EQ(f.paths(),
+            (std::vector<std::string>{"model.param.0", "model.sub.param.0", "model.sub.own", "model.sub.param.1"}));
 }
 
 // E-PARAM-010: two parameters with one path.

@@ -84,8 +84,8 @@ TEST(Tying, TheSameModelUsedTwiceInOneRootIsOneModelNamedByTheFirstPath) {
     (lambda (x) (dec (fold (lambda (h l) (l h)) x twice)))))
 (defvar model (net))
 )");
-  EXPECT_EQ(f.paths(), (std::vector<std::string>{"model.layers.0.weight", "model.layers.0.b",
-                                                 "model.layers.1.weight", "model.layers.1.b"}));
+  EXPECT_EQ(f.paths(), (std::vector<std::string>{"model.layers.0.weight", "model.layers.0.b", "model.layers.1.weight",
+                                                 "model.layers.1.b"}));
   EXPECT_TRUE(f.warnings.empty());
   EXPECT_EQ(graph::shape_str(f.run("(model (ones [1 2]))").shape()), graph::shape_str({1, 2}));
 }
@@ -132,8 +132,8 @@ TEST(Select, TheTableToSelectFrom) {
   f.load(kSelectable);
   EXPECT_EQ(f.paths(), (Paths{"model.embed", "model.frozen", "model.blocks.0.w", "model.blocks.0.norm.scale",
                               "model.blocks.0.attn.q", "model.blocks.0.attn.norm.scale", "model.blocks.1.w",
-                              "model.blocks.1.norm.scale", "model.blocks.1.attn.q",
-                              "model.blocks.1.attn.norm.scale", "teacher.w"}));
+                              "model.blocks.1.norm.scale", "model.blocks.1.attn.q", "model.blocks.1.attn.norm.scale",
+                              "teacher.w"}));
 }
 
 // "(select :tag :name) finds the parameter"; tags written as keywords, symbols or strings.
