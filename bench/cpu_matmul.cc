@@ -8,6 +8,7 @@
 // against the reference device.
 //
 //   build-cpu/bench/cpu_matmul [--quick]
+#include <fmt/format.h>
 #include <immintrin.h>
 #include <omp.h>
 
@@ -18,8 +19,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "device/device.h"
 #include "device/reference/reference.h"
@@ -160,7 +159,9 @@ int main(int argc, char** argv) {
       }
     }
   }
-  fmt::print("peak: {} independent FMA (f32) / VDPBF16PS (bf16) chains per thread; the bf16 peak counts\n"
-             "2 multiply-adds per lane per instruction. 1x128x512 runs on one thread by design (under ~10 us).\n", 12);
+  fmt::print(
+      "peak: {} independent FMA (f32) / VDPBF16PS (bf16) chains per thread; the bf16 peak counts\n"
+      "2 multiply-adds per lane per instruction. 1x128x512 runs on one thread by design (under ~10 us).\n",
+      12);
   return 0;
 }
