@@ -16,71 +16,16 @@ namespace sx::device::cpu {
 namespace {
 
 using graph::DType;
+using graph::prims::absolute;
+using graph::prims::convert;
+using graph::prims::divide;
+using graph::prims::maximum;
+using graph::prims::minimum;
+using graph::prims::negate;
+using graph::prims::sign_of;
 using graph::prims::wrap_add;
 using graph::prims::wrap_mul;
 using graph::prims::wrap_sub;
-
-template <class C>
-C negate(C v) {
-  if constexpr (std::is_integral_v<C>) return wrap_sub(C(0), v);
-  else return -v;
-}
-
-template <class C>
-C absolute(C v) {
-  if constexpr (std::is_floating_point_v<C>) return std::fabs(v);
-  else if constexpr (std::is_unsigned_v<C>) return v;
-  else return v < 0 ? negate(v) : v;
-}
-
-template <class C>
-C sign_of(C v) {
-  if constexpr (std::is_unsigned_v<C>) return v > 0 ? C(1) : C(0);
-  else return v > 0 ? C(1) : (v < 0 ? C(-1) : v);
-}
-
-template <class C>
-C divide(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) {
-    return a / b;
-  } else {
-    if (b == 0) return C(0);
-    if constexpr (std::is_signed_v<C>) {
-      if (b == C(-1)) return wrap_sub(C(0), a);
-    }
-    return C(a / b);
-  }
-}
-
-template <class C>
-C maximum(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) {
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<C>::quiet_NaN();
-  }
-  return a >= b ? a : b;
-}
-
-template <class C>
-C minimum(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) {
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<C>::quiet_NaN();
-  }
-  return a <= b ? a : b;
-}
-
-template <class To, class From>
-To convert(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
-    return v != From(0);
-  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
-    if (std::isnan(v)) return To(0);
-    if (v <= static_cast<From>(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
-    if (v >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
-    return static_cast<To>(v);
-  } else {
-    return static_cast<To>(v);
-  }
-}
 
 // Work per element, in units of an add: transcendental functions cost more,
 // so they go parallel at smaller sizes.

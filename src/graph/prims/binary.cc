@@ -39,51 +39,6 @@ ValueType infer_logical(Types args, std::string_view op) {
   return args[0];
 }
 
-template <class C>
-C divide(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) {
-    return a / b;
-  } else {
-    if (b == 0) return C(0);  // integer division by zero gives 0 on every device
-    if constexpr (std::is_signed_v<C>) {
-      if (b == C(-1)) return wrap_sub(C(0), a);
-    }
-    return C(a / b);
-  }
-}
-
-template <class C>
-C maximum(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) {
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<C>::quiet_NaN();
-  }
-  return a >= b ? a : b;
-}
-
-template <class C>
-C minimum(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) {
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<C>::quiet_NaN();
-  }
-  return a <= b ? a : b;
-}
-
-// A float converted to an integer saturates and NaN becomes 0; every other
-// conversion is C++'s (two's complement wrap between integers).
-template <class To, class From>
-To convert(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
-    return v != From(0);
-  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
-    if (std::isnan(v)) return To(0);
-    if (v <= static_cast<From>(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
-    if (v >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
-    return static_cast<To>(v);
-  } else {
-    return static_cast<To>(v);
-  }
-}
-
 Tensor cast_kernel(const Tensor& x, DType to) {
   Tensor out(to, x.shape());
   visit_dtype(x.dtype(), [&](auto in_types) {

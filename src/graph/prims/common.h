@@ -14,6 +14,7 @@
 #include "graph/builder.h"
 #include "graph/errors.h"
 #include "graph/primitive.h"
+#include "graph/prims/scalar.h"
 #include "graph/tensor.h"
 
 namespace sx::graph::prims {
@@ -29,24 +30,6 @@ bool is_numeric(DType dtype);  // any dtype but bool
 bool is_bool(DType dtype);
 // Throws unless all arguments have the same shape and dtype.
 void require_same_types(std::string_view op, std::span<const ValueType> args);
-
-// Integer arithmetic wraps around (two's complement), as on every device;
-// floating-point arithmetic is the plain operator.
-template <class C>
-C wrap_add(C a, C b) {
-  if constexpr (std::is_integral_v<C>) return C(uint64_t(a) + uint64_t(b));
-  else return a + b;
-}
-template <class C>
-C wrap_sub(C a, C b) {
-  if constexpr (std::is_integral_v<C>) return C(uint64_t(a) - uint64_t(b));
-  else return a - b;
-}
-template <class C>
-C wrap_mul(C a, C b) {
-  if constexpr (std::is_integral_v<C>) return C(uint64_t(a) * uint64_t(b));
-  else return a * b;
-}
 
 // out[i] = f(x[i]) in the compute type of x's dtype; out has x's dtype.
 template <class Fn>

@@ -28,25 +28,6 @@ ValueType infer_numeric(std::span<const ValueType> args, std::string_view op) {
   return infer_unary<is_numeric>(op, args, "numeric");
 }
 
-template <class C>
-C negate(C v) {
-  if constexpr (std::is_integral_v<C>) return wrap_sub(C(0), v);
-  else return -v;
-}
-
-template <class C>
-C absolute(C v) {
-  if constexpr (std::is_floating_point_v<C>) return std::fabs(v);
-  else if constexpr (std::is_unsigned_v<C>) return v;
-  else return v < 0 ? negate(v) : v;
-}
-
-template <class C>
-C sign_of(C v) {
-  if constexpr (std::is_unsigned_v<C>) return v > 0 ? C(1) : C(0);
-  else return v > 0 ? C(1) : (v < 0 ? C(-1) : v);
-}
-
 const Primitive kUnary[] = {
     {.name = "neg",
      .arity = 1,

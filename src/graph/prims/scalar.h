@@ -1,0 +1,96 @@
+// The scalar semantics of the elementwise primitives, in one place so that every
+// device's kernels compute the reference's bits: integer arithmetic wraps (two's
+// complement), integer division by zero gives 0, max/min propagate NaN, and a float
+// converted to an integer saturates with NaN giving 0.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+namespace sx::graph::prims {
+
+// Integer arithmetic wraps around (two's complement), as on every device;
+// floating-point arithmetic is the plain operator.
+template <class C>
+C wrap_add(C a, C b) {
+  if constexpr (std::is_integral_v<C>) return C(uint64_t(a) + uint64_t(b));
+  else return a + b;
+}
+template <class C>
+C wrap_sub(C a, C b) {
+  if constexpr (std::is_integral_v<C>) return C(uint64_t(a) - uint64_t(b));
+  else return a - b;
+}
+template <class C>
+C wrap_mul(C a, C b) {
+  if constexpr (std::is_integral_v<C>) return C(uint64_t(a) * uint64_t(b));
+  else return a * b;
+}
+
+template <class C>
+C negate(C v) {
+  if constexpr (std::is_integral_v<C>) return wrap_sub(C(0), v);
+  else return -v;
+}
+
+template <class C>
+C absolute(C v) {
+  if constexpr (std::is_floating_point_v<C>) return std::fabs(v);
+  else if constexpr (std::is_unsigned_v<C>) return v;
+  else return v < 0 ? negate(v) : v;
+}
+
+template <class C>
+C sign_of(C v) {
+  if constexpr (std::is_unsigned_v<C>) return v > 0 ? C(1) : C(0);
+  else return v > 0 ? C(1) : (v < 0 ? C(-1) : v);
+}
+
+template <class C>
+C divide(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) {
+    return a / b;
+  } else {
+    if (b == 0) return C(0);  // integer division by zero gives 0 on every device
+    if constexpr (std::is_signed_v<C>) {
+      if (b == C(-1)) return wrap_sub(C(0), a);
+    }
+    return C(a / b);
+  }
+}
+
+template <class C>
+C maximum(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<C>::quiet_NaN();
+  }
+  return a >= b ? a : b;
+}
+
+template <class C>
+C minimum(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<C>::quiet_NaN();
+  }
+  return a <= b ? a : b;
+}
+
+// Every conversion but a float to an integer is C++'s (two's complement wrap between
+// integers).
+template <class To, class From>
+To convert(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return v != From(0);
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    if (std::isnan(v)) return To(0);
+    if (v <= static_cast<From>(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
+    if (v >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return static_cast<To>(v);
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+}  // namespace sx::graph::prims
