@@ -79,7 +79,7 @@ lang::Value materialize(const lang::Value& value, lang::Interpreter& interp, dev
   }
   for (const auto& output : program.outputs) read[output.node] = true;
   std::vector<device::Buffer> inputs;
-  for (const auto& input : program.inputs) inputs.push_back(feed(input, read[input.node]));
+  for (const auto& input : program.inputs) inputs.push_back(feed(program, input, read[input.node]));
   std::vector<device::Buffer> results;
   try {
     results = device.compile(program)->run(inputs);

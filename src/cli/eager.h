@@ -21,9 +21,9 @@ struct DeviceFlags {
   std::unique_ptr<device::Device> make() const;
 };
 
-// The value of each graph input of a traced value (parameters, random keys); `read` says
-// whether the value depends on it at all.
-using InputFeed = std::function<graph::Tensor(const graph::NamedNode& input, bool read)>;
+// The value of each input of the graph that computes a traced value (parameters, random
+// keys); `read` says whether the value depends on it at all.
+using InputFeed = std::function<graph::Tensor(const graph::Graph& program, const graph::NamedNode& input, bool read)>;
 
 // The value with every traced tensor in it (at any depth of lists and vectors) replaced
 // by a constant holding its elements, computed on `device`.

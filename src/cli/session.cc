@@ -38,6 +38,7 @@ void Session::load(const std::string& file) {
   top_ = interp_.load_file(file);
   train::check_choices_used(*knobs_);
   resolve();
+  model::check_unrooted_reads(interp_, *models_, interp_.tracer()->graph());
 }
 
 void Session::start_empty() { top_ = interp_.new_top_level(); }
@@ -61,12 +62,17 @@ lang::Value Session::run(const lang::Value& value, device::Device& device) {
     }
     if (!values_.count(param.path)) missing.params.push_back(param);
   }
-  auto feed = [&](const graph::NamedNode& input, bool read) {
+  bool checked = false;
+  auto feed = [&](const graph::Graph& program, const graph::NamedNode& input, bool read) {
+    if (!checked) {
+      model::check_unrooted_reads(interp_, *models_, program);
+      checked = true;
+    }
     if (read && !missing.params.empty()) {
       values_.merge(model::initial_values(missing, seed(), device, stored));
       missing.params.clear();
     }
-    return model::input_value(trace, input, read, values_, seed());
+    return model::input_value(program, input, read, values_, seed());
   };
   return materialize(value, interp_, device, feed);
 }

@@ -112,7 +112,7 @@ class Namer {
   std::set<const Model*> visited_;
 };
 
-// The first node of the trace that reads `input`, if any.
+// The first node of `graph` that reads `input`, if any.
 std::optional<graph::NodeId> first_reader(const graph::Graph& graph, graph::NodeId input) {
   for (graph::NodeId id = input + 1; id < graph.nodes.size(); ++id) {
     for (graph::NodeId arg : graph.nodes[id].inputs) {
@@ -165,22 +165,10 @@ ParameterTable resolve_parameters(lang::Interpreter& interp, ModelState& state, 
   Namer namer(interp, table, state.load_scopes);
   for (const auto& root : roots) namer.walk(*root.model, root.name);
 
+  // Every parameter input is named by its path, or param#N while it has no root.
   graph::Graph& graph = interp.tracer()->graph();
-  for (const auto& held : state.models) {
-    const Model* model = as_model(held);
-    if (namer.visited(model)) continue;
-    for (const auto& decl : model->params) {
-      auto reader = first_reader(graph, decl.node);
-      if (!reader) continue;
-      lang::Diagnostic d;
-      d.code = "E-PARAM-009";
-      d.span = interp.tracer()->span_of(graph.node(*reader).origin);
-      d.message = fmt::format("this reads `{}` of a `{}` model that has no root", decl.name, model->constructor);
-      d.notes.push_back(fmt::format("the model is built at {}", model->span.location()));
-      d.helps.push_back(
-          "bind the model with `defvar` at the top level, or build it inside the `defmodel` that uses it");
-      throw lang::Error(std::move(d));
-    }
+  for (auto& input : graph.inputs) {
+    if (state.param_names.count(input.node)) input.name = fmt::format("param#{}", input.node);
   }
   for (const auto& param : table.params) {
     for (auto& input : graph.inputs) {
@@ -188,6 +176,29 @@ ParameterTable resolve_parameters(lang::Interpreter& interp, ModelState& state, 
     }
   }
   return table;
+}
+
+void check_unrooted_reads(lang::Interpreter& interp, const ModelState& state, const graph::Graph& graph) {
+  for (const auto& input : graph.inputs) {
+    if (!input.name.starts_with("param#")) continue;
+    auto reader = first_reader(graph, input.node);
+    if (!reader) continue;
+    auto trace_node = static_cast<graph::NodeId>(std::stoul(input.name.substr(6)));
+    for (const auto& held : state.models) {
+      const Model* model = as_model(held);
+      for (const auto& decl : model->params) {
+        if (decl.node != trace_node) continue;
+        lang::Diagnostic d;
+        d.code = "E-PARAM-009";
+        d.span = interp.tracer()->span_of(graph.node(*reader).origin);
+        d.message = fmt::format("this reads `{}` of a `{}` model that has no root", decl.name, model->constructor);
+        d.notes.push_back(fmt::format("the model is built at {}", model->span.location()));
+        d.helps.push_back(
+            "bind the model with `defvar` at the top level, or build it inside the `defmodel` that uses it");
+        throw lang::Error(std::move(d));
+      }
+    }
+  }
 }
 
 }  // namespace sx::model

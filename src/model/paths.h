@@ -22,10 +22,14 @@ struct ParameterTable {
 };
 
 // Names the roots (E-PARAM-008 for a model bound twice), gives every parameter its path
-// (W-PARAM-001 for an unnamed model, E-PARAM-010 for two with one path), refuses a graph
-// that reads a parameter without a root (E-PARAM-009), and renames each parameter's
-// trace input to its path. Roots brought in by `require` come after `model`, before the
-// file's own.
+// (W-PARAM-001 for an unnamed model, E-PARAM-010 for two with one path), and renames each
+// parameter's trace input to its path, or to param#N while it has none. Roots brought in by `require` come after
+// `model`, before the file's own.
 ParameterTable resolve_parameters(lang::Interpreter& interp, ModelState& state, lang::Env& top);
+
+// E-PARAM-009 when `graph` reads a parameter that has no root: after a file, the whole
+// trace; before a run, the graph that runs (a REPL's earlier entries may read models
+// that have lost their names since).
+void check_unrooted_reads(lang::Interpreter& interp, const ModelState& state, const graph::Graph& graph);
 
 }  // namespace sx::model

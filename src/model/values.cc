@@ -61,11 +61,11 @@ std::map<std::string, graph::DType> store_frozen_parameters(const ParameterTable
   return stored;
 }
 
-graph::Tensor input_value(const graph::Graph& trace, const graph::NamedNode& input, bool read,
+graph::Tensor input_value(const graph::Graph& program, const graph::NamedNode& input, bool read,
                           const std::map<std::string, graph::Tensor>& values, uint64_t seed) {
   if (auto it = values.find(input.name); it != values.end()) return it->second;
   if (input.name.starts_with("rng.")) return key_tensor(stream_key(seed, input.name, 0));
-  const graph::Node& node = trace.node(input.node);
+  const graph::Node& node = program.node(input.node);
   if (!read) return graph::Tensor(node.dtype, node.shape);
   lang::fail("E-PARAM-009", {},
              fmt::format("a value reads the parameter input `{}` ({}{}), which has no root or no value", input.name,

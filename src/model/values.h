@@ -20,10 +20,10 @@ std::map<std::string, graph::Tensor> initial_values(const ParameterTable& table,
 // the dtype each parameter is stored in, by path.
 std::map<std::string, graph::DType> store_frozen_parameters(const ParameterTable& table, graph::Graph& trace);
 
-// The value of a trace input when a traced value runs on its own: a parameter's value,
+// The value of an input of `program`, the graph that runs a traced value on its own: a parameter's value,
 // or the key of a random initializer called outside any parameter. A parameter without
 // a root is E-PARAM-009 when `read`, and zeros when nothing reads it.
-graph::Tensor input_value(const graph::Graph& trace, const graph::NamedNode& input, bool read,
+graph::Tensor input_value(const graph::Graph& program, const graph::NamedNode& input, bool read,
                           const std::map<std::string, graph::Tensor>& values, uint64_t seed);
 
 }  // namespace sx::model

@@ -197,6 +197,25 @@ def case_repl_unfinished(tmp):
     expect("input ended inside a form" in err, "an unfinished form at the end was not reported", out, err)
 
 
+def case_repl_models(tmp):
+    # Redefining a model in the REPL gives the name to the new one; the old one, whose
+    # parameters earlier entries read, has no root any more and must not get in the way.
+    session = b"\n".join([
+        b'(require "sexpgpu/nn")',
+        b"(defvar model (linear 2 3))",
+        b"(shape (model (ones [1 2])))",
+        b"(defvar model (linear 2 4))",
+        b"(shape (model (ones [1 2])))",
+        b"(let ((m (linear 2 2))) (m (ones [1 2])))",
+        b"(shape (model (ones [5 2])))",
+    ]) + b"\n"
+    rc, out, err, _ = run(["repl"], stdin=session)
+    expect(rc == 0, f"sexpgpu repl: exit {rc}, expected 0", out, err)
+    shapes = [line for line in out.splitlines() if line.startswith("[")]
+    expect(shapes == ["[1 3]", "[1 4]", "[5 4]"], f"unexpected shapes: {shapes}", out, err)
+    expect(err.count("error[") == 1 and "error[E-PARAM-009]" in err, "expected one E-PARAM-009, for the let", out, err)
+
+
 # --- The bundled examples -------------------------------------------------------------------
 
 

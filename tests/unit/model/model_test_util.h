@@ -57,12 +57,14 @@ struct RunFile {
     top = interp.new_top_level();
     interp.eval_text(text, name, *top);
     table = resolve_parameters(interp, *state, *top);
+    check_unrooted_reads(interp, *state, interp.tracer()->graph());
   }
 
   // Evaluates a file on disk (so `require` finds files beside it) and resolves.
   void load_file(const std::string& path) {
     top = interp.load_file(path);
     table = resolve_parameters(interp, *state, *top);
+    check_unrooted_reads(interp, *state, interp.tracer()->graph());
   }
 
   std::vector<std::string> paths() const {
