@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "lang/builtins/builtins.h"
+#include "lang/builtins/tensor_args.h"
 #include "lang/printer.h"
 
 namespace sx::lang {
@@ -142,6 +143,7 @@ Value is_empty(Args& a) {
 // (concat seq...): all lists or all vectors, the kind of the first; (concat) is nil.
 Value concat_all(Args& a) {
   if (a.size() == 0) return Value();
+  if (as_tensor(a[0])) return tensor_concat(a);
   bool vector = a[0].is(Type::Vector);
   std::vector<Value> out;
   for (size_t i = 0; i < a.size(); ++i) {

@@ -162,6 +162,29 @@ Value concat_tensors(Args& a) {
   return trace(a, [&](Builder& b) { return b.concat(nodes, axis); });
 }
 
+}  // namespace
+
+// (concat a b c :axis 1), the tensor form of concat.
+Value tensor_concat(Args& a) {
+  size_t first_keyword = a.size();
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].is(Type::Keyword)) {
+      first_keyword = i;
+      break;
+    }
+  }
+  auto kw = a.keywords(first_keyword, {"axis"});
+  std::vector<NodeId> nodes;
+  for (size_t i = 0; i < first_keyword; ++i) {
+    if (!as_tensor(a[i])) a.type_error(i, "a tensor, as the first argument is");
+    nodes.push_back(as_tensor(a[i])->node);
+  }
+  int64_t axis = kw.count("axis") ? a.integer(kw["axis"]) : 0;
+  return trace(a, [&](Builder& b) { return b.concat(nodes, axis); });
+}
+
+namespace {
+
 // (pad x [low...] [high...] :value 0.0)
 Value pad(Args& a) {
   auto kw = a.keywords(3, {"value", "interior"});
