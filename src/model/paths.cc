@@ -68,9 +68,14 @@ class Namer {
       if (const Parameter* other = table_.find(path)) {
         lang::Diagnostic d;
         d.code = "E-PARAM-010";
-        d.span = decl.span;
+        // Two sub-models under one name is the usual cause: point at the models' calls.
+        bool same_declaration =
+            other->decl->span.offset == decl.span.offset && other->decl->span.file == decl.span.file;
+        d.span = same_declaration ? model.span : decl.span;
         d.message = fmt::format("two parameters have the path `{}`", path);
-        d.notes.push_back(fmt::format("the other is declared at {}", other->decl->span.location()));
+        d.notes.push_back(same_declaration ? fmt::format("the other belongs to the `{}` built at {}",
+                                                         other->owner->constructor, other->owner->span.location())
+                                           : fmt::format("the other is declared at {}", other->decl->span.location()));
         d.helps.push_back("bind the sub-models to different names, or rename one with (named \"segment\" ...)");
         throw lang::Error(std::move(d));
       }
