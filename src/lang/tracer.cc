@@ -97,7 +97,14 @@ std::string format_tensor(const graph::Tensor& t, size_t max_elements) {
     out += ']';
   };
   write(write, 0, 0);
-  return out + fmt::format(" :dtype :{})", graph::dtype_name(t.dtype()));
+  out += fmt::format(" :dtype :{})", graph::dtype_name(t.dtype()));
+  // An elided tensor no longer shows its shape by its nesting: say it.
+  if (elide) {
+    out += " ; shape [";
+    for (size_t d = 0; d < shape.size(); ++d) out += (d ? " " : "") + std::to_string(shape[d]);
+    out += "]";
+  }
+  return out;
 }
 
 }  // namespace sx::lang
