@@ -17,26 +17,14 @@ using testing::eval_print;
 std::string error_code_with_budget(const std::string& text, uint64_t max_steps) {
   InterpreterOptions options = testing::test_options();
   options.max_steps = max_steps;
-  Interpreter interp(options);
-  Ref<Env> env = interp.new_top_level();
-  try {
-    interp.eval_text(text, "<test>", *env);
-  } catch (const Error& e) {
-    return e.diagnostic().code;
-  }
-  return "";
+  auto d = testing::eval_error(text, options);
+  return d ? d->code : "";
 }
 
 // The message of the error `text` raises.
 std::string error_message(const std::string& text) {
-  Interpreter interp(testing::test_options());
-  Ref<Env> env = interp.new_top_level();
-  try {
-    interp.eval_text(text, "<test>", *env);
-  } catch (const Error& e) {
-    return e.diagnostic().message;
-  }
-  return "";
+  auto d = testing::eval_error(text);
+  return d ? d->message : "";
 }
 
 // --- Lists and vectors ------------------------------------------------------------------

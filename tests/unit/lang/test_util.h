@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 #include "lang/interp.h"
@@ -23,16 +24,22 @@ inline std::string eval_print(const std::string& text) {
   return print(interp.eval_text(text, "<test>", *env));
 }
 
-// The code of the error evaluating `text` raises, or "" when it raises none.
-inline std::string error_code(const std::string& text) {
-  Interpreter interp(test_options());
+// The diagnostic evaluating `text` in a fresh top level raises, if any.
+inline std::optional<Diagnostic> eval_error(const std::string& text, InterpreterOptions options = test_options()) {
+  Interpreter interp(options);
   Ref<Env> env = interp.new_top_level();
   try {
     interp.eval_text(text, "<test>", *env);
   } catch (const Error& e) {
-    return e.diagnostic().code;
+    return e.diagnostic();
   }
-  return "";
+  return std::nullopt;
+}
+
+// The code of the error evaluating `text` raises, or "" when it raises none.
+inline std::string error_code(const std::string& text) {
+  auto d = eval_error(text);
+  return d ? d->code : "";
 }
 
 }  // namespace sx::lang::testing
