@@ -43,14 +43,7 @@ class Sha256 {
 }  // namespace
 
 FileIdentity identify(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw LoadError(kUnreadable, fmt::format("{}: {}", path, open_failure(errno)));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    bool dir = S_ISDIR(st.st_mode);
-    ::close(fd);
-    throw LoadError(kUnreadable, fmt::format("{}: {}", path, dir ? "a directory, not a file" : "not a regular file"));
-  }
+  int fd = open_regular_file(path).fd;
   Sha256 hash;
   FileIdentity out;
   std::vector<char> buffer(1 << 20);

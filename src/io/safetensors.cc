@@ -194,20 +194,8 @@ SafetensorsFile::~SafetensorsFile() {
 std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const std::string& path) {
   std::shared_ptr<SafetensorsFile> file(new SafetensorsFile());
   file->path_ = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw LoadError(kUnreadable, fmt::format("{}: {}", path, open_failure(errno)));
-  struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    throw LoadError(kUnreadable, fmt::format("{}: cannot read it: {}", path, std::strerror(err)));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw LoadError(kUnreadable, fmt::format("{}: {}, not a safetensors file", path,
-                                             S_ISDIR(st.st_mode) ? "a directory" : "not a regular file"));
-  }
-  file->size_ = static_cast<uint64_t>(st.st_size);
+  auto [fd, size] = open_regular_file(path);
+  file->size_ = size;
   if (file->size_ > 0) {
     void* p = mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {

@@ -78,7 +78,7 @@ std::string open_failure(int err) {
   }
 }
 
-std::string read_small_file(const std::string& path, size_t limit, const char* too_big_code) {
+OpenFile open_regular_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw LoadError(kUnreadable, fmt::format("{}: {}", path, open_failure(errno)));
   struct stat st {};
@@ -87,10 +87,15 @@ std::string read_small_file(const std::string& path, size_t limit, const char* t
     ::close(fd);
     throw LoadError(kUnreadable, fmt::format("{}: {}", path, dir ? "a directory, not a file" : "not a regular file"));
   }
-  if (static_cast<uint64_t>(st.st_size) > limit) {
+  return {fd, static_cast<uint64_t>(st.st_size)};
+}
+
+std::string read_small_file(const std::string& path, size_t limit, const char* too_big_code) {
+  auto [fd, size] = open_regular_file(path);
+  if (size > limit) {
     ::close(fd);
-    throw LoadError(too_big_code, fmt::format("{}: the file is {} bytes, more than the limit of {}", path,
-                                              static_cast<uint64_t>(st.st_size), limit));
+    throw LoadError(too_big_code,
+                    fmt::format("{}: the file is {} bytes, more than the limit of {}", path, size, limit));
   }
   std::string out;
   char buffer[1 << 16];

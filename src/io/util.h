@@ -19,6 +19,14 @@ std::string shown(std::string_view text);
 std::optional<size_t> find_invalid_utf8(std::string_view text);
 // Why open() failed, for a message after "PATH: ": "the file does not exist", ...
 std::string open_failure(int err);
+// A regular file opened for reading: its descriptor (the caller closes it) and its size.
+// Throws LoadError (E-LOAD-002) naming the path when it cannot be opened, or is a
+// directory or anything but a regular file.
+struct OpenFile {
+  int fd;
+  uint64_t size;
+};
+OpenFile open_regular_file(const std::string& path);
 // The whole of a regular file, at most `limit` bytes; throws LoadError (E-LOAD-002) when it
 // cannot be read, and `too_big_code` when it is longer than `limit`.
 std::string read_small_file(const std::string& path, size_t limit, const char* too_big_code);

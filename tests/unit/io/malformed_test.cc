@@ -184,7 +184,7 @@ TEST(Malformed, NotAFile) {
   TempDir dir;
   for (const auto& [path, message] :
        std::vector<std::pair<std::string, std::string>>{{dir.file("missing.safetensors"), "the file does not exist"},
-                                                        {dir.path().string(), "a directory, not a safetensors file"}}) {
+                                                        {dir.path().string(), "a directory, not a file"}}) {
     try {
       SafetensorsFile::open(path);
       ADD_FAILURE() << path;
