@@ -43,23 +43,12 @@ class Sha256 {
 }  // namespace
 
 FileIdentity identify(const std::string& path) {
-  int fd = open_regular_file(path).fd;
   Sha256 hash;
   FileIdentity out;
-  std::vector<char> buffer(1 << 20);
-  while (true) {
-    ssize_t got = ::read(fd, buffer.data(), buffer.size());
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      int err = errno;
-      ::close(fd);
-      throw LoadError(kUnreadable, fmt::format("{}: cannot read it: {}", path, std::strerror(err)));
-    }
-    if (got == 0) break;
-    hash.update(buffer.data(), static_cast<size_t>(got));
-    out.size += static_cast<uint64_t>(got);
-  }
-  ::close(fd);
+  read_chunks(open_regular_file(path).fd, path, [&](const char* data, size_t n) {
+    hash.update(data, n);
+    out.size += n;
+  });
   out.sha256 = hash.hex();
   return out;
 }

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "io/safetensors.h"
 
@@ -90,6 +91,21 @@ OpenFile open_regular_file(const std::string& path) {
   return {fd, static_cast<uint64_t>(st.st_size)};
 }
 
+void read_chunks(int fd, const std::string& path, const std::function<void(const char*, size_t)>& take) {
+  struct Close {
+    int fd;
+    ~Close() { ::close(fd); }
+  } close_at_end{fd};
+  std::vector<char> buffer(1 << 20);
+  while (true) {
+    ssize_t got = ::read(fd, buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw LoadError(kUnreadable, fmt::format("{}: cannot read it: {}", path, std::strerror(errno)));
+    if (got == 0) return;
+    take(buffer.data(), static_cast<size_t>(got));
+  }
+}
+
 std::string read_small_file(const std::string& path, size_t limit, const char* too_big_code) {
   auto [fd, size] = open_regular_file(path);
   if (size > limit) {
@@ -98,23 +114,12 @@ std::string read_small_file(const std::string& path, size_t limit, const char* t
                     fmt::format("{}: the file is {} bytes, more than the limit of {}", path, size, limit));
   }
   std::string out;
-  char buffer[1 << 16];
-  while (true) {
-    ssize_t got = ::read(fd, buffer, sizeof buffer);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      int err = errno;
-      ::close(fd);
-      throw LoadError(kUnreadable, fmt::format("{}: cannot read it: {}", path, std::strerror(err)));
-    }
-    if (got == 0) break;
-    out.append(buffer, static_cast<size_t>(got));
+  read_chunks(fd, path, [&](const char* data, size_t n) {
+    out.append(data, n);
     if (out.size() > limit) {
-      ::close(fd);
       throw LoadError(too_big_code, fmt::format("{}: the file is more than the limit of {} bytes", path, limit));
     }
-  }
-  ::close(fd);
+  });
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,9 @@ struct OpenFile {
   uint64_t size;
 };
 OpenFile open_regular_file(const std::string& path);
+// Reads `fd` to its end, handing each chunk to `take`, and closes it (also when `take`
+// throws). Throws LoadError (E-LOAD-002) naming `path` when a read fails.
+void read_chunks(int fd, const std::string& path, const std::function<void(const char*, size_t)>& take);
 // The whole of a regular file, at most `limit` bytes; throws LoadError (E-LOAD-002) when it
 // cannot be read, and `too_big_code` when it is longer than `limit`.
 std::string read_small_file(const std::string& path, size_t limit, const char* too_big_code);
