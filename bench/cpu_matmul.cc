@@ -105,7 +105,7 @@ Result time_matmul(DType dtype, int64_t m, int64_t k, int64_t n, int threads, do
   auto w = constant_weights ? b.constant(weights) : b.input("w", {k, n}, dtype);
   if (!constant_weights) inputs.push_back(weights);
   b.output("y", b.matmul(a, w));
-  auto plan = sx::device::make_device("cpu", sx::device::DeviceOptions{threads})->compile(graph);
+  auto plan = sx::device::make_device("cpu", sx::device::DeviceOptions{.cpu_cores = threads})->compile(graph);
   Tensor y = plan->run(inputs)[0];
   Tensor want = sx::device::run_reference(graph, inputs)[0];
   double error = 0;

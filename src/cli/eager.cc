@@ -26,7 +26,7 @@ void DeviceFlags::add_to(CLI::App& command) {
 
 std::unique_ptr<device::Device> DeviceFlags::make() const {
   try {
-    return device::make_device(device, device::DeviceOptions{cpu_cores});
+    return device::make_device(device, device::DeviceOptions{.cpu_cores = cpu_cores});
   } catch (const device::DeviceError& e) {
     lang::fail("E-DEVICE-001", {}, e.what());
   }

@@ -30,6 +30,9 @@ class DeviceError : public std::runtime_error {
 struct DeviceOptions {
   // Threads for the cpu device; 0 = all cores. Other devices ignore it.
   int cpu_cores = 0;
+  // The cpu device's instruction set: "scalar", "avx2", "avx512"; empty for
+  // SEXPGPU_CPU_ISA, else the widest this host runs.
+  std::string cpu_isa;
 };
 
 class Plan {

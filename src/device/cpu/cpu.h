@@ -1,19 +1,20 @@
 // The cpu device: the default. Compiles a graph into a plan of prepared
-// steps, one per node, run on one OpenMP thread pool shared with oneDNN
-// (Debian's oneDNN runs on OpenMP; a second pool would fight it for the
-// cores). Matrix products go through oneDNN's matmul, created once per node
-// at compile time; the other primitives run as OpenMP loops, a few through
-// their reference kernel (see plan.cc for which).
+// steps, one per node, run on one OpenMP thread pool. Matrix products run on
+// our GEMM (gemm.h) with the micro-kernels of one instruction set (isa.h);
+// the other primitives run as OpenMP loops, a few through their reference
+// kernel (see plan.cc for which).
 //
-// Bits: the same inputs give the same bits on every run and for every
-// thread count (each output element is computed by one thread, reductions
-// in a fixed order, no atomics), and a row's result does not depend on the
-// other rows of its batch.
+// Bits: the same inputs give the same bits on every run, for every thread
+// count and on every x86-64 host (each output element is computed by one
+// thread, reductions in a fixed order that no vector width changes, no
+// atomics), and a row's result does not depend on the other rows of its
+// batch.
 //
 // A plan owns its buffers (allocated at compile time) and runs one call at a
 // time: calls from several threads need a plan each.
 #pragma once
 
+#include "device/cpu/isa.h"
 #include "device/device.h"
 
 namespace sx::device {
@@ -24,9 +25,11 @@ class CpuDevice : public Device {
   std::string name() const override { return "cpu"; }
   std::unique_ptr<Plan> compile(const graph::Graph& graph) override;
   int cores() const { return cores_; }
+  cpu::Isa isa() const { return isa_; }
 
  private:
   int cores_;  // threads of the pool, >= 1
+  cpu::Isa isa_;
 };
 
 }  // namespace sx::device

@@ -51,9 +51,13 @@ std::optional<Step> elementwise_step(const graph::Graph& graph, const graph::Nod
 std::optional<Step> reduce_step(const graph::Graph& graph, const graph::Node& node, int cores);
 std::optional<Step> movement_step(const graph::Graph& graph, const graph::Node& node, int cores);
 
-// Matrix products. `weights_source`: when set, the right operand is a
-// broadcast node that only adds batch axes to a [k, n] matrix, and the step
-// reads that matrix (the broadcast's input) in its place.
-Step matmul_step(const graph::Graph& graph, const graph::Node& node, int cores, bool weights_broadcast);
+struct KernelSet;
+
+// Matrix products with the micro-kernels of `kernels`. `weights_broadcast`:
+// the right operand is a broadcast node that only adds batch axes to a
+// [k, n] matrix, and the step reads that matrix (the broadcast's input) in
+// its place.
+Step matmul_step(const graph::Graph& graph, const graph::Node& node, int cores, bool weights_broadcast,
+                 const KernelSet& kernels);
 
 }  // namespace sx::device::cpu

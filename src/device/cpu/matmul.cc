@@ -1,20 +1,17 @@
-// Matrix products. f32 and bf16 go through oneDNN's matmul primitive,
-// created once per node at compile time for that node's shapes (with the
-// thread count it will run on: oneDNN picks its blocking for it). bf16
-// products accumulate in f32 and round once, as the reference does. f64 and
-// the integer dtypes, which oneDNN does not multiply, and empty shapes run
-// the loop below: the reference's order of products per element, so its
-// bits, with rows spread over the threads.
+// Matrix products. f32 and bf16 run on our GEMM (gemm.h), whose summation
+// order depends on K alone, so a row's bits never depend on the batch, the
+// threads or the instruction set. bf16 operands are widened to f32 exactly
+// while packing, the product accumulates in f32 and is rounded to bf16 once,
+// as the reference does. f64, the integer dtypes and empty shapes run the
+// loop below: the reference's order of products per element, so its bits,
+// with rows spread over the threads.
 //
-// Constant weights are packed once at compile time.
-//
-// Rows: oneDNN's kernels give a row of the product the same bits whatever
-// the number of rows (tests/unit/device checks 1, 8 and 64), and a product
-// x[..., m, k] @ broadcast(w[k, n]) is run as one [rows, k] @ [k, n] GEMM.
+// A product x[..., m, k] @ broadcast(w[k, n]) is run as one [rows, k] @
+// [k, n] product; other batched products as one product per batch entry,
+// whole entries spread over the threads when there are enough of them.
 #include <memory>
-#include <oneapi/dnnl/dnnl.hpp>
-#include <unordered_map>
 
+#include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
 #include "graph/prims/common.h"
 
@@ -24,81 +21,38 @@ namespace {
 using graph::DType;
 using graph::Shape;
 
-dnnl::engine& engine() {
-  static dnnl::engine instance(dnnl::engine::kind::cpu, 0);
-  return instance;
-}
+struct FloatMatmul {
+  int64_t batch, m, k, n;
+  bool bf16;
+  std::vector<std::unique_ptr<Gemm>> gemms;  // one, or one per thread when entries are spread
+  std::vector<float> result;                 // the f32 product of bf16 operands, before rounding
 
-// Sets the OpenMP thread count of the calling thread for a scope: oneDNN
-// sizes its parallel regions by omp_get_max_threads().
-class ThreadScope {
- public:
-  explicit ThreadScope(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
-  ~ThreadScope() { omp_set_num_threads(saved_); }
-  ThreadScope(const ThreadScope&) = delete;
-  ThreadScope& operator=(const ThreadScope&) = delete;
-
- private:
-  int saved_;
-};
-
-struct OneDnnMatmul {
-  dnnl::matmul primitive;
-  dnnl::memory src, weights, dst;
-  std::unordered_map<int, dnnl::memory> args;
-  dnnl::stream stream;
-  int threads = 1;
-  bool packed = false;  // `weights` holds the constant weights, packed at compile time
-
-  void run(const uint8_t* a, const uint8_t* b, uint8_t* out) {
-    ThreadScope scope(threads);
-    src.set_data_handle(const_cast<uint8_t*>(a));
-    if (!packed) weights.set_data_handle(const_cast<uint8_t*>(b));
-    dst.set_data_handle(out);
-    primitive.execute(stream, args);
-    stream.wait();
+  void run(const uint8_t* a, const uint8_t* b, bool shared_b, uint8_t* out) {
+    size_t elem = bf16 ? sizeof(graph::Bf16) : sizeof(float);
+    float* c = bf16 ? result.data() : reinterpret_cast<float*>(out);
+    auto entry = [&](Gemm& gemm, int64_t e) {
+      MatrixRef ra{.data = a + static_cast<size_t>(e * m * k) * elem, .rows = k, .cols = 1, .bf16 = bf16};
+      MatrixRef rb{
+          .data = b + static_cast<size_t>(shared_b ? 0 : e * k * n) * elem, .rows = n, .cols = 1, .bf16 = bf16};
+      gemm.run(ra, rb, c + e * m * n, n);
+    };
+    if (gemms.size() == 1) {
+      for (int64_t e = 0; e < batch; ++e) entry(*gemms[0], e);
+    } else {
+      parallel_for(batch, static_cast<int>(gemms.size()), [&](int64_t begin, int64_t end) {
+        Gemm& gemm = *gemms[static_cast<size_t>(omp_get_thread_num())];
+        for (int64_t e = begin; e < end; ++e) entry(gemm, e);
+      });
+    }
+    if (bf16) {
+      auto* o = reinterpret_cast<graph::Bf16*>(out);
+      int64_t count = batch * m * n;
+      parallel_for(count, threads_for(count, static_cast<int>(gemms.size())), [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) o[i] = graph::Bf16(result[static_cast<size_t>(i)]);
+      });
+    }
   }
 };
-
-std::shared_ptr<OneDnnMatmul> make_onednn(DType dtype, int64_t batch, int64_t m, int64_t k, int64_t n,
-                                          bool shared_weights, int threads, const graph::Tensor* constant) {
-  using dt = dnnl::memory::data_type;
-  dt type = dtype == DType::bf16 ? dt::bf16 : dt::f32;
-  dnnl::memory::desc a_md, b_md, c_md;
-  if (batch == 1 || shared_weights) {
-    a_md = dnnl::memory::desc({batch * m, k}, type, dnnl::memory::dims{k, 1});
-    b_md = dnnl::memory::desc({k, n}, type, dnnl::memory::dims{n, 1});
-    c_md = dnnl::memory::desc({batch * m, n}, type, dnnl::memory::dims{n, 1});
-  } else {
-    a_md = dnnl::memory::desc({batch, m, k}, type, dnnl::memory::dims{m * k, k, 1});
-    b_md = dnnl::memory::desc({batch, k, n}, type, dnnl::memory::dims{k * n, n, 1});
-    c_md = dnnl::memory::desc({batch, m, n}, type, dnnl::memory::dims{m * n, n, 1});
-  }
-  auto mm = std::make_shared<OneDnnMatmul>();
-  mm->threads = threads;
-  ThreadScope scope(threads);
-  mm->stream = dnnl::stream(engine());
-  // Constant [k, n] weights are packed once here into the layout oneDNN
-  // prefers; plain weights would be repacked by every call (measured for
-  // 1x128x512: 6.5 us a call plain, 3.5 packed, f32).
-  bool pack = constant != nullptr && b_md.dims().size() == 2;
-  dnnl::memory::desc w_md = pack ? dnnl::memory::desc({k, n}, type, dnnl::memory::format_tag::any) : b_md;
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, w_md, c_md), engine());
-  mm->primitive = dnnl::matmul(pd);
-  mm->src = dnnl::memory(a_md, engine(), DNNL_MEMORY_NONE);
-  if (pack) {
-    dnnl::memory plain(b_md, engine(), const_cast<uint8_t*>(constant->bytes().data()));
-    mm->weights = dnnl::memory(pd.weights_desc(), engine());
-    dnnl::reorder(plain, mm->weights).execute(mm->stream, plain, mm->weights);
-    mm->stream.wait();
-    mm->packed = true;
-  } else {
-    mm->weights = dnnl::memory(b_md, engine(), DNNL_MEMORY_NONE);
-  }
-  mm->dst = dnnl::memory(c_md, engine(), DNNL_MEMORY_NONE);
-  mm->args = {{DNNL_ARG_SRC, mm->src}, {DNNL_ARG_WEIGHTS, mm->weights}, {DNNL_ARG_DST, mm->dst}};
-  return mm;
-}
 
 // The reference's loop, rows over the threads; the right operand's batch
 // stride is 0 when it is shared.
@@ -130,12 +84,8 @@ Step loop_matmul(int64_t batch, int64_t m, int64_t k, int64_t n, bool shared_wei
 
 }  // namespace
 
-Step matmul_step(const graph::Graph& graph, const graph::Node& node, int cores, bool weights_broadcast) {
-  // The right operand's value when it is a constant (under the broadcast
-  // when there is one).
-  const graph::Node* right = &graph.node(node.inputs[1]);
-  if (weights_broadcast) right = &graph.node(right->inputs[0]);
-  const graph::Tensor* constant = right->op_name() == "constant" ? right->value.get() : nullptr;
+Step matmul_step(const graph::Graph& graph, const graph::Node& node, int cores, bool weights_broadcast,
+                 const KernelSet& kernels) {
   const Shape& a = graph.node(node.inputs[0]).shape;
   size_t r = a.size();
   int64_t m = a[r - 2], k = a[r - 1], n = node.shape[r - 1];
@@ -145,10 +95,28 @@ Step matmul_step(const graph::Graph& graph, const graph::Node& node, int cores, 
   // About 10 microseconds of one core's FMA peak: below it, a fork costs more
   // than it saves.
   int threads = flops < 2e6 ? 1 : cores;
-  bool empty = batch == 0 || m == 0 || n == 0 || k == 0;
+  bool empty = batch == 0 || m == 0 || n == 0;
   if ((node.dtype == DType::f32 || node.dtype == DType::bf16) && !empty) {
-    auto mm = make_onednn(node.dtype, batch, m, k, n, weights_broadcast, threads, constant);
-    return [mm](const uint8_t* const* in, uint8_t* out) { mm->run(in[0], in[1], out); };
+    auto mm = std::make_shared<FloatMatmul>();
+    mm->bf16 = node.dtype == DType::bf16;
+    mm->k = k;
+    mm->n = n;
+    if (weights_broadcast) {
+      mm->batch = 1;
+      mm->m = batch * m;
+    } else {
+      mm->batch = batch;
+      mm->m = m;
+    }
+    if (mm->batch >= threads && threads > 1) {
+      for (int t = 0; t < threads; ++t) mm->gemms.push_back(std::make_unique<Gemm>(kernels, mm->m, n, k, 1));
+    } else {
+      mm->gemms.push_back(std::make_unique<Gemm>(kernels, mm->m, n, k, threads));
+    }
+    if (mm->bf16) mm->result.resize(static_cast<size_t>(batch * m * n));
+    return [mm, weights_broadcast](const uint8_t* const* in, uint8_t* out) {
+      mm->run(in[0], in[1], weights_broadcast, out);
+    };
   }
   int loop_threads = threads_for(static_cast<int64_t>(flops / 2), cores);
   return graph::visit_dtype(node.dtype, [&](auto types) -> Step {

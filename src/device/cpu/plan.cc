@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "device/cpu/cpu.h"
+#include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
 #include "graph/primitive.h"
 #include "graph/verify.h"
@@ -56,7 +57,7 @@ bool weights_broadcast(const graph::Graph& graph, const Node& node) {
 
 class CpuPlan : public Plan {
  public:
-  CpuPlan(graph::Graph graph, int cores) : graph_(std::move(graph)) {
+  CpuPlan(graph::Graph graph, int cores, const cpu::KernelSet& kernels) : graph_(std::move(graph)) {
     size_t count = graph_.nodes.size();
     pointers_.resize(count, nullptr);
     storage_.resize(count);
@@ -107,7 +108,7 @@ class CpuPlan : public Plan {
       std::optional<cpu::Step> step;
       if (op == "matmul") {
         if (absorbed[id]) entry.inputs[1] = graph_.node(node.inputs[1]).inputs[0];
-        step = cpu::matmul_step(graph_, node, cores, absorbed[id]);
+        step = cpu::matmul_step(graph_, node, cores, absorbed[id], kernels);
       }
       if (!step) step = cpu::elementwise_step(graph_, node, cores);
       if (!step) step = cpu::reduce_step(graph_, node, cores);
@@ -162,14 +163,14 @@ class CpuPlan : public Plan {
 
 }  // namespace
 
-CpuDevice::CpuDevice(const DeviceOptions& options) : cores_(options.cpu_cores) {
+CpuDevice::CpuDevice(const DeviceOptions& options) : cores_(options.cpu_cores), isa_(cpu::choose_isa(options.cpu_isa)) {
   if (cores_ < 0) throw DeviceError(fmt::format("cpu: --cpu-cores must be 0 (all) or more, got {}", cores_));
   if (cores_ == 0) cores_ = omp_get_num_procs();
 }
 
 std::unique_ptr<Plan> CpuDevice::compile(const graph::Graph& graph) {
   graph::verify(graph);
-  return std::make_unique<CpuPlan>(graph, cores_);
+  return std::make_unique<CpuPlan>(graph, cores_, cpu::kernels_for(isa_));
 }
 
 }  // namespace sx::device

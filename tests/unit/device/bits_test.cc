@@ -164,7 +164,7 @@ TEST(Threads, LargeMatmulSameBitsOnOneAndTwoThreads) {
 
 TEST(Threads, CoresMustNotBeNegative) {
   try {
-    make_device("cpu", DeviceOptions{-1});
+    make_device("cpu", DeviceOptions{.cpu_cores = -1});
     FAIL() << "no error";
   } catch (const DeviceError& e) {
     EXPECT_STREQ(e.what(), "cpu: --cpu-cores must be 0 (all) or more, got -1");

@@ -1,0 +1,80 @@
+// Matrix products of f32 (and of bf16, widened exactly to f32) in the
+// BLIS/GotoBLAS structure: B in packed panels of kc rows, A in packed slivers
+// of mr rows, a register-blocked micro-kernel per instruction set.
+//
+// The rule every kernel here keeps, and the reason for the structure: each
+// output element is one fused multiply-add a step over k = 0, 1, ..., K-1,
+// starting from zero, in that order. The order depends on K alone: never on
+// M, N, the batch, the thread count, the tile an element lands in, or the
+// vector width. Vectors span N, never K; threads split M and N, never K; a
+// block of K continues the element's sum where the previous block stopped.
+// So a row alone, in a batch of 8 or of 64, on 1 or 2 threads, and on the
+// scalar, AVX2 and AVX-512 kernels gives the same bits.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "device/cpu/isa.h"
+
+namespace sx::device::cpu {
+
+// tiles[r - 1][v - 1]: a micro-kernel for r rows by v vectors (see
+// gemm_microkernel.h for its contract).
+using TileKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
+                            bool accumulate);
+
+struct KernelSet {
+  static constexpr int kMaxRows = 12;
+  static constexpr int kMaxVectors = 4;
+  Isa isa = Isa::scalar;
+  int mr = 1;     // rows of a full tile
+  int nr = 1;     // columns of a full tile
+  int width = 1;  // floats per vector
+  TileKernel tiles[kMaxRows][kMaxVectors] = {};
+};
+
+// Each defined in its own file, compiled for its instruction set: call one
+// only on a host that runs it (choose_isa says which).
+const KernelSet& scalar_kernels();
+const KernelSet& avx2_kernels();
+const KernelSet& avx512_kernels();
+const KernelSet& kernels_for(Isa isa);
+
+// An operand: element (i, j) of a matrix at data + i * rows + j * cols
+// elements, f32 or bf16.
+struct MatrixRef {
+  const void* data = nullptr;
+  int64_t rows = 0;  // stride between rows, in elements
+  int64_t cols = 1;  // stride between columns, in elements
+  bool bf16 = false;
+};
+
+// C[m, n] = A[m, k] @ B[k, n] for one shape, with its packing buffers made
+// once. C is f32, row-major with row stride ldc. run is not reentrant: one
+// call at a time (a plan runs one call at a time).
+class Gemm {
+ public:
+  Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int threads);
+  void run(MatrixRef a, MatrixRef b, float* c, int64_t ldc);
+
+  int threads() const { return threads_; }
+
+ private:
+  struct Workspace {
+    std::vector<float> a_pack, b_pack, tile;
+  };
+  struct Region {
+    int64_t row_begin, row_end, col_begin, col_end;
+  };
+  void run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
+
+  const KernelSet& kernels_;
+  int64_t m_, n_, k_;
+  int threads_;
+  int64_t kc_, mc_, nc_;
+  int grid_rows_ = 1, grid_cols_ = 1;  // how a product is split over the threads
+  std::vector<Workspace> workspaces_;  // one per thread
+};
+
+}  // namespace sx::device::cpu

@@ -1,0 +1,69 @@
+// The register-blocked micro-kernel, written once over a vector type and
+// instantiated by gemm_scalar.cc, gemm_avx2.cc and gemm_avx512.cc, each
+// compiled for its instruction set. V is a type local to that file, so every
+// instantiation has internal linkage and no copy built for a wider set can
+// be linked in place of a narrower one. Use nothing but V and plain loops
+// here: an inline library function would be shared between the files.
+//
+// V provides: `reg`, `width` (floats per reg), zero(), load(p), store(p, r),
+// broadcast(x) and fma(a, b, c) = a * b + c rounded once.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "device/cpu/gemm.h"
+
+namespace sx::device::cpu::microkernel {
+
+// C[R, NV * width] (row stride ldc) = (accumulate ? C : 0) + A * B over kc:
+// A packed with row stride 1 and column stride MR (a[p * MR + i]), B read as
+// b[p * ldb + j]. Each element's sum runs over p in order, one fma a step.
+template <class V, int MR, int R, int NV>
+void tile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  typename V::reg acc[R][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) acc[i][v] = accumulate ? V::load(c + i * ldc + v * V::width) : V::zero();
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    typename V::reg bv[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) bv[v] = V::load(b + p * ldb + v * V::width);
+#pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) {
+      typename V::reg ai = V::broadcast(a[p * MR + i]);
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(ai, bv[v], acc[i][v]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) V::store(c + i * ldc + v * V::width, acc[i][v]);
+  }
+}
+
+// Fills set.tiles[R - 1][v - 1] with tile<V, MR, R, v> for each v in Vs + 1.
+template <class V, int MR, int R, int... Vs>
+void fill_row(KernelSet& set, std::integer_sequence<int, Vs...>) {
+  ((set.tiles[R - 1][Vs] = &tile<V, MR, R, Vs + 1>), ...);
+}
+
+// Fills set.tiles[r - 1][v - 1] for r <= R, v <= NV.
+template <class V, int MR, int NV, int R = MR>
+void fill_rows(KernelSet& set) {
+  fill_row<V, MR, R>(set, std::make_integer_sequence<int, NV>{});
+  if constexpr (R > 1) fill_rows<V, MR, NV, R - 1>(set);
+}
+
+template <class V, int MR, int NV>
+KernelSet make_kernel_set(Isa isa) {
+  static_assert(MR <= KernelSet::kMaxRows && NV <= KernelSet::kMaxVectors);
+  KernelSet set{.isa = isa, .mr = MR, .nr = NV * V::width, .width = V::width, .tiles = {}};
+  fill_rows<V, MR, NV>(set);
+  return set;
+}
+
+}  // namespace sx::device::cpu::microkernel

@@ -1,0 +1,27 @@
+// The instruction sets the cpu device has kernels for, and which one a
+// device runs: the best the host supports, or the one SEXPGPU_CPU_ISA (or
+// DeviceOptions::cpu_isa) names, refused by name when the host lacks it.
+// Kernels of every instruction set give the same f32 bits (see gemm.h), so
+// the choice changes speed, never results.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sx::device::cpu {
+
+enum class Isa { scalar, avx2, avx512 };
+
+// "scalar", "avx2" (AVX2 with FMA), "avx512" (AVX-512F).
+std::string_view isa_name(Isa isa);
+
+// The instruction sets this host runs, narrowest first; scalar always.
+std::vector<Isa> host_isas();
+
+// `requested` empty: SEXPGPU_CPU_ISA when set, else the widest the host
+// runs. Throws DeviceError for a name that is not an instruction set or one
+// this host cannot run.
+Isa choose_isa(std::string_view requested);
+
+}  // namespace sx::device::cpu

@@ -1,0 +1,263 @@
+// The cpu GEMM's rule (gemm.h), checked bit for bit: for every instruction
+// set this host runs, each element of C equals fmaf over k = 0..K-1 in
+// order, from zero, whatever the shape, the strides, the blocking and the
+// threads. Equal to that one oracle, the kernels are equal to each other.
+// Then the same through the cpu device (batched, broadcast, transposed
+// operands, bf16) against the reference device within a stated bound, and
+// the instruction set's choice by name.
+#include "device/cpu/gemm.h"
+
+#include <cstdlib>
+
+#include "device/cpu/isa.h"
+#include "util.h"
+
+namespace sx::device::testing {
+namespace {
+
+using cpu::Isa;
+using graph::Builder;
+using graph::NodeId;
+
+struct Operand {
+  std::vector<float> f32;
+  std::vector<graph::Bf16> bf16;
+  int64_t rows = 0, cols = 0;  // strides in elements
+  bool is_bf16 = false;
+  float at(int64_t i, int64_t j) const {
+    int64_t k = i * rows + j * cols;
+    return is_bf16 ? static_cast<float>(bf16[static_cast<size_t>(k)]) : f32[static_cast<size_t>(k)];
+  }
+  cpu::MatrixRef ref() const {
+    return {.data = is_bf16 ? static_cast<const void*>(bf16.data()) : f32.data(),
+            .rows = rows,
+            .cols = cols,
+            .bf16 = is_bf16};
+  }
+};
+
+// A [r, c] matrix of N(0, 1) values, stored row-major or transposed.
+Operand random_operand(int64_t r, int64_t c, bool transposed, bool bf16, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Operand o;
+  o.is_bf16 = bf16;
+  o.rows = transposed ? 1 : c;
+  o.cols = transposed ? r : 1;
+  for (int64_t i = 0; i < r * c; ++i) {
+    float v = normal(rng);
+    if (bf16) o.bf16.emplace_back(v);
+    else o.f32.push_back(v);
+  }
+  return o;
+}
+
+std::vector<float> oracle(const Operand& a, const Operand& b, int64_t m, int64_t n, int64_t k) {
+  std::vector<float> c(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = 0.0f;
+      for (int64_t p = 0; p < k; ++p) acc = std::fmaf(a.at(i, p), b.at(p, j), acc);
+      c[static_cast<size_t>(i * n + j)] = acc;
+    }
+  }
+  return c;
+}
+
+// The first element where got and want differ in bits, or "".
+std::string first_difference(const std::vector<float>& got, const std::vector<float>& want, int64_t n) {
+  for (size_t e = 0; e < want.size(); ++e) {
+    if (std::memcmp(&got[e], &want[e], sizeof(float)) != 0) {
+      return fmt::format("C[{}, {}] is {} , the rule gives {}", e / static_cast<size_t>(n), e % static_cast<size_t>(n),
+                         got[e], want[e]);
+    }
+  }
+  return "";
+}
+
+struct Case {
+  int64_t m, n, k;
+  bool a_transposed, b_transposed, bf16;
+  int threads;
+};
+
+void expect_rule(Isa isa, const Case& c, std::mt19937& rng) {
+  SCOPED_TRACE(fmt::format("{}: {}x{}x{} A{} B{} {} threads {}", cpu::isa_name(isa), c.m, c.n, c.k,
+                           c.a_transposed ? "^T" : "", c.b_transposed ? "^T" : "", c.bf16 ? "bf16" : "f32", c.threads));
+  Operand a = random_operand(c.m, c.k, c.a_transposed, c.bf16, rng);
+  Operand b = random_operand(c.k, c.n, c.b_transposed, c.bf16, rng);
+  // C with a row stride wider than n, to catch writes past a row's end.
+  int64_t ldc = c.n + 3;
+  std::vector<float> got(static_cast<size_t>(c.m * ldc), -7.0f);
+  cpu::Gemm gemm(cpu::kernels_for(isa), c.m, c.n, c.k, c.threads);
+  gemm.run(a.ref(), b.ref(), got.data(), ldc);
+  std::vector<float> packed(static_cast<size_t>(c.m * c.n));
+  for (int64_t i = 0; i < c.m; ++i) {
+    for (int64_t j = 0; j < ldc; ++j) {
+      float v = got[static_cast<size_t>(i * ldc + j)];
+      if (j < c.n) packed[static_cast<size_t>(i * c.n + j)] = v;
+      else ASSERT_EQ(v, -7.0f) << "wrote past row " << i;
+    }
+  }
+  EXPECT_EQ(first_difference(packed, oracle(a, b, c.m, c.n, c.k), c.n), "");
+}
+
+TEST(GemmRule, EveryKernelGivesTheRulesBitsOnRandomShapes) {
+  for (Isa isa : cpu::host_isas()) {
+    std::mt19937 rng(11);
+    std::uniform_int_distribution<int64_t> size(1, 300);
+    for (int trial = 0; trial < 24; ++trial) {
+      Case c{size(rng), size(rng), size(rng), rng() % 2 == 0, rng() % 3 == 0, rng() % 4 == 0, 1 + trial % 2};
+      expect_rule(isa, c, rng);
+    }
+  }
+}
+
+TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
+  // K past one kc block (256), rows past one mc block, columns past one nc
+  // panel (2048), M = 1 and tiny shapes, K = 0.
+  std::vector<Case> cases{{1, 1, 1, false, false, false, 1},       {1, 2100, 700, false, false, false, 2},
+                          {300, 40, 1000, false, false, false, 2}, {7, 2049, 513, true, false, true, 2},
+                          {64, 33, 257, false, true, false, 1},    {5, 4, 0, false, false, false, 2},
+                          {13, 17, 300, false, false, true, 1}};
+  for (Isa isa : cpu::host_isas()) {
+    std::mt19937 rng(12);
+    for (const Case& c : cases) expect_rule(isa, c, rng);
+  }
+}
+
+TEST(GemmRule, SpecialValuesFollowTheRule) {
+  // NaN, infinities and signed zeros go through the same fma chain.
+  Operand a, b;
+  a.rows = 4;
+  b.rows = 3;
+  a.f32 = {NAN, 1.0f, 0.0f, -0.0f, INFINITY, -INFINITY, 2.0f, 1e-45f, -0.0f, -0.0f, 3e38f, 3e38f};
+  b.f32 = {1.0f, -0.0f, 2.0f, 0.0f, 0.0f, -1.0f, INFINITY, 1.0f, 0.5f, -0.0f, 3.0f, 1e-45f};
+  for (Isa isa : cpu::host_isas()) {
+    SCOPED_TRACE(cpu::isa_name(isa));
+    std::vector<float> got(9);
+    cpu::Gemm(cpu::kernels_for(isa), 3, 3, 4, 1).run(a.ref(), b.ref(), got.data(), 3);
+    std::vector<float> want = oracle(a, b, 3, 3, 4);
+    for (size_t e = 0; e < 9; ++e) {
+      EXPECT_TRUE(std::memcmp(&got[e], &want[e], 4) == 0 || (std::isnan(got[e]) && std::isnan(want[e])))
+          << e << ": " << got[e] << " vs " << want[e];
+    }
+  }
+}
+
+TEST(Isa, TheKernelsThisHostSkips) {
+  std::vector<Isa> host = cpu::host_isas();
+  std::string skipped;
+  for (Isa isa : {Isa::avx2, Isa::avx512}) {
+    if (std::find(host.begin(), host.end(), isa) == host.end()) skipped += fmt::format(" {}", cpu::isa_name(isa));
+  }
+  if (!skipped.empty()) GTEST_SKIP() << "this processor lacks, so no test here runs, the kernels:" << skipped;
+}
+
+TEST(Isa, ChosenByNameAndRefusedByName) {
+  EXPECT_EQ(cpu::choose_isa("scalar"), Isa::scalar);
+  try {
+    cpu::choose_isa("avx9000");
+    FAIL() << "no error";
+  } catch (const DeviceError& e) {
+    EXPECT_STREQ(e.what(),
+                 "cpu: 'avx9000' (from the device options) is not an instruction set of the cpu device: use scalar, "
+                 "avx2 or avx512");
+  }
+  std::vector<Isa> host = cpu::host_isas();
+  if (host.back() != Isa::avx512) {
+    EXPECT_THROW(make_device("cpu", DeviceOptions{.cpu_cores = 1, .cpu_isa = "avx512"}), DeviceError);
+  }
+  setenv("SEXPGPU_CPU_ISA", "scalar", 1);
+  EXPECT_EQ(cpu::choose_isa(""), Isa::scalar);
+  setenv("SEXPGPU_CPU_ISA", "sse9", 1);
+  EXPECT_THROW(cpu::choose_isa(""), DeviceError);
+  unsetenv("SEXPGPU_CPU_ISA");
+  EXPECT_EQ(cpu::choose_isa(""), host.back());
+}
+
+// y = x @ w through a device, x [batch..., m, k] with w broadcast over the
+// batch or batched, either operand possibly made by a transpose node.
+struct Product {
+  Shape x_shape, w_shape;
+  bool x_transposed, w_transposed;
+};
+
+Graph product_graph(const Product& p, DType dtype) {
+  Graph graph;
+  Builder b(graph);
+  auto operand = [&](const char* name, Shape shape, bool transposed) {
+    if (!transposed) return b.input(name, shape, dtype);
+    size_t r = shape.size();
+    std::swap(shape[r - 1], shape[r - 2]);
+    std::vector<int64_t> perm;
+    for (size_t d = 0; d < r; ++d) perm.push_back(static_cast<int64_t>(d));
+    std::swap(perm[r - 1], perm[r - 2]);
+    return b.transpose(b.input(name, shape, dtype), perm);
+  };
+  b.output("y", b.matmul(operand("x", p.x_shape, p.x_transposed), operand("w", p.w_shape, p.w_transposed)));
+  return graph;
+}
+
+TEST(GemmDevice, EveryInstructionSetGivesTheSameBits) {
+  std::vector<Product> products{{{64, 300}, {300, 70}, false, false},
+                                {{3, 17, 40}, {40, 9}, false, true},
+                                {{2, 3, 5, 33}, {2, 3, 33, 20}, true, false},
+                                {{1, 512}, {512, 1000}, false, false}};
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    for (const Product& p : products) {
+      Graph graph = product_graph(p, dtype);
+      std::mt19937 rng(3);
+      std::vector<Tensor> inputs;
+      for (const auto& in : graph.inputs) inputs.push_back(random_tensor(dtype, graph.node(in.node).shape, rng));
+      auto run = [&](const char* isa, int cores) {
+        return make_device("cpu", DeviceOptions{.cpu_cores = cores, .cpu_isa = isa})->compile(graph)->run(inputs)[0];
+      };
+      Tensor scalar = run("scalar", 1);
+      for (Isa isa : cpu::host_isas()) {
+        for (int cores : {1, 2}) {
+          EXPECT_TRUE(same_bits(run(std::string(cpu::isa_name(isa)).c_str(), cores), scalar))
+              << cpu::isa_name(isa) << " on " << cores << " threads, " << graph::dtype_name(dtype) << " "
+              << graph::shape_str(p.x_shape) << " @ " << graph::shape_str(p.w_shape);
+        }
+      }
+    }
+  }
+}
+
+// |cpu - reference| per element, bounded by both products' rounding error:
+// each sum of k terms is within k * 2^-24 * sum|x w| of the exact one (one
+// rounding a step), and bf16 adds at most one bf16 ulp of the result.
+TEST(GemmDevice, RandomShapesAgreeWithTheReference) {
+  std::mt19937 rng(21);
+  std::uniform_int_distribution<int64_t> size(1, 300), batch(1, 3);
+  for (int trial = 0; trial < 20; ++trial) {
+    DType dtype = trial % 3 == 2 ? DType::bf16 : DType::f32;
+    int64_t m = size(rng), k = size(rng), n = size(rng), b0 = batch(rng);
+    bool shared = trial % 2 == 0;
+    Product p{{b0, m, k}, shared ? Shape{k, n} : Shape{b0, k, n}, rng() % 2 == 0, rng() % 2 == 0};
+    SCOPED_TRACE(
+        fmt::format("{} {} @ {}", graph::dtype_name(dtype), graph::shape_str(p.x_shape), graph::shape_str(p.w_shape)));
+    Graph graph = product_graph(p, dtype);
+    std::vector<Tensor> inputs;
+    for (const auto& in : graph.inputs) inputs.push_back(random_tensor(dtype, graph.node(in.node).shape, rng));
+    Tensor got = run_on("cpu", graph, inputs)[0], want = run_on("reference", graph, inputs)[0];
+    // sum|x w| per element, from the same graph on |x| and |w| in f64.
+    Graph abs_graph = product_graph(p, DType::f64);
+    std::vector<Tensor> abs_inputs;
+    for (const Tensor& t : inputs) {
+      std::vector<double> v;
+      for (int64_t i = 0; i < t.numel(); ++i) v.push_back(std::fabs(t.value(i)));
+      abs_inputs.push_back(Tensor::from_doubles(DType::f64, t.shape(), v));
+    }
+    Tensor magnitude = run_on("reference", abs_graph, abs_inputs)[0];
+    ASSERT_EQ(got.shape(), want.shape());
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      double e = want.value(i), bound = 2.0 * static_cast<double>(k) * std::ldexp(1.0, -24) * magnitude.value(i);
+      if (dtype == DType::bf16 && e != 0) bound += std::ldexp(1.0, std::ilogb(e) - 7);
+      ASSERT_LE(std::fabs(got.value(i) - e), bound) << "element " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sx::device::testing
