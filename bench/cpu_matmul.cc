@@ -1,85 +1,139 @@
-// The cpu device's matrix product against the machine's FMA peak: GFLOP/s
-// of a matmul plan (the device as a user gets it: compile once, run many
-// times, outputs copied out) on 1 and 2 threads, f32 and bf16, for
-// 512x512x512 and 1x128x512 (M x K x N), next to the peak measured in the
-// same run by a loop of independent AVX-512 FMAs (f32) and VDPBF16PS (bf16)
-// on as many threads. Weights are a graph input (oneDNN repacks them every
-// call) or a constant (packed once at compile time). Each result is checked
-// against the reference device.
+// The cpu device's matrix product, in GFLOP/s of a compiled plan (the device
+// as a user gets it: compile once, run many times, outputs copied out), for
+// transformer shapes, f32 and bf16, on 1 and 2 threads. Beside each figure,
+// measured in the same run and interleaved with it: the FMA peak of the
+// instruction set the device runs (independent FMA chains, before and after
+// the row), numpy's matmul on OpenBLAS (f32; bench/numpy_peer.py) and, for
+// M = 1, the copy bandwidth, since one row reads all of B once.
 //
-//   build-cpu/bench/cpu_matmul [--quick]
+//   build/bench/cpu_matmul [--quick] [--isa scalar|avx2|avx512]
+//
+// A row whose two peak measurements differ by more than 10%, or whose
+// 2-thread peak is under 1.6 times the 1-thread one, is marked `loaded`: the
+// host was busy and its ratios are not to be trusted.
 #include <fmt/format.h>
-#include <immintrin.h>
 #include <omp.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "device/cpu/isa.h"
 #include "device/device.h"
-#include "device/reference/reference.h"
+#include "fma_peak.h"
 #include "graph/builder.h"
 
 namespace {
 
+using sx::device::cpu::Isa;
 using sx::graph::DType;
 using sx::graph::Tensor;
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// 12 independent chains hide the FMA latency (4 cycles) on 2 ports.
-__attribute__((target("avx512f"))) float fma_loop(int64_t iterations) {
-  __m512 acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
-  __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-6f);
-  for (int64_t it = 0; it < iterations; ++it) {
-    for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
-  }
-  __m512 sum = acc[0];
-  for (int i = 1; i < 12; ++i) sum = _mm512_add_ps(sum, acc[i]);
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, sum);
-  return lanes[0] + lanes[15];
-}
-
-__attribute__((target("avx512f,avx512bf16"))) float dpbf16_loop(int64_t iterations) {
-  __m512 acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
-  __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f803f80), b = (__m512bh)_mm512_set1_epi32(0x33803380);
-  for (int64_t it = 0; it < iterations; ++it) {
-    for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
-  }
-  __m512 sum = acc[0];
-  for (int i = 1; i < 12; ++i) sum = _mm512_add_ps(sum, acc[i]);
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, sum);
-  return lanes[0] + lanes[15];
-}
-
-// GFLOP/s of the loop on `threads` threads: the best of short tries (each a
-// few milliseconds) over `budget_s`, so that a busy machine still shows it.
-double peak(bool bf16, int threads, double budget_s) {
-  const int64_t iterations = 200'000;
-  const double flops_per_iteration = 12.0 * (bf16 ? 64 : 32);
-  double best = 0;
+// The f32 FMA peak in GFLOP/s on `threads` threads: the best of short tries
+// over `budget_s`. None for the scalar kernels (no vector peak to compare).
+std::optional<double> peak(Isa isa, int threads, double budget_s) {
+  if (isa == Isa::scalar) return std::nullopt;
+  const int64_t iterations = 100'000;
+  double lanes = isa == Isa::avx512 ? 16 : 8, best = 0;
   volatile float sink = 0;
   for (auto begin = Clock::now(); seconds_since(begin) < budget_s;) {
     auto start = Clock::now();
 #pragma omp parallel num_threads(threads)
     {
-      float r = bf16 ? dpbf16_loop(iterations) : fma_loop(iterations);
+      float r = isa == Isa::avx512 ? fma_peak_avx512(iterations) : fma_peak_avx2(iterations);
 #pragma omp critical
       sink = sink + r;
     }
-    best = std::max(best, flops_per_iteration * static_cast<double>(iterations) * threads / seconds_since(start) / 1e9);
+    best = std::max(best, 12.0 * 2 * lanes * static_cast<double>(iterations) * threads / seconds_since(start) / 1e9);
   }
   return best;
 }
+
+// GB/s of memcpy of 256 MiB on `threads` threads, each its own half.
+double copy_bandwidth(int threads, double budget_s) {
+  size_t bytes = size_t{256} << 20;
+  std::vector<char> from(bytes, 1), to(bytes, 0);
+  double best = 0;
+  for (auto begin = Clock::now(); seconds_since(begin) < budget_s;) {
+    auto start = Clock::now();
+#pragma omp parallel num_threads(threads)
+    {
+      size_t part = bytes / static_cast<size_t>(threads), at = part * static_cast<size_t>(omp_get_thread_num());
+      std::memcpy(to.data() + at, from.data() + at, part);
+    }
+    best = std::max(best, static_cast<double>(bytes) / seconds_since(start) / 1e9);
+  }
+  return best;
+}
+
+// numpy in a child process (bench/numpy_peer.py), asked one shape at a time.
+class NumpyPeer {
+ public:
+  explicit NumpyPeer(const std::string& script) {
+    int to_child[2], from_child[2];
+    if (pipe(to_child) != 0 || pipe(from_child) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(to_child[0], 0);
+      dup2(from_child[1], 1);
+      close(to_child[1]);
+      close(from_child[0]);
+      execlp("python3", "python3", script.c_str(), nullptr);
+      _exit(127);
+    }
+    close(to_child[0]);
+    close(from_child[1]);
+    in_ = fdopen(to_child[1], "w");
+    out_ = fdopen(from_child[0], "r");
+    std::string hello = read_line();
+    if (hello.rfind("blas ", 0) == 0) {
+      blas_ = hello.substr(5);
+    } else {
+      why_not_ = hello.empty() ? "python3 with numpy did not start" : hello.substr(hello.find(' ') + 1);
+    }
+  }
+  ~NumpyPeer() {
+    if (in_ != nullptr) fclose(in_);
+    if (out_ != nullptr) fclose(out_);
+    if (pid_ > 0) waitpid(pid_, nullptr, 0);
+  }
+  bool ok() const { return !blas_.empty(); }
+  const std::string& blas() const { return blas_; }
+  const std::string& why_not() const { return why_not_; }
+
+  std::optional<double> gflops(int64_t m, int64_t k, int64_t n, int threads, double seconds) {
+    if (!ok()) return std::nullopt;
+    fmt::print(in_, "{} {} {} {} {}\n", m, k, n, threads, seconds);
+    fflush(in_);
+    std::string line = read_line();
+    if (line.empty()) return std::nullopt;
+    return std::stod(line);
+  }
+
+ private:
+  std::string read_line() {
+    if (out_ == nullptr) return "";
+    char buffer[512];
+    if (fgets(buffer, sizeof buffer, out_) == nullptr) return "";
+    std::string line(buffer);
+    while (!line.empty() && line.back() == '\n') line.pop_back();
+    return line;
+  }
+  pid_t pid_ = -1;
+  FILE* in_ = nullptr;
+  FILE* out_ = nullptr;
+  std::string blas_, why_not_;
+};
 
 Tensor random_tensor(DType dtype, sx::graph::Shape shape, std::mt19937& rng) {
   std::normal_distribution<double> normal;
@@ -88,36 +142,25 @@ Tensor random_tensor(DType dtype, sx::graph::Shape shape, std::mt19937& rng) {
   return Tensor::from_doubles(dtype, std::move(shape), values);
 }
 
-struct Result {
-  double gflops;
-  double max_error;  // against the reference, relative to sqrt(k)
-};
-
-// `constant_weights`: w is a constant of the graph (packed at compile time),
-// else an input like a.
-Result time_matmul(DType dtype, int64_t m, int64_t k, int64_t n, int threads, double budget_s, bool constant_weights) {
+// Seconds of one call of a compiled [m, k] @ [k, n] plan, the best over
+// `budget_s` of batches of calls of about a millisecond.
+double time_matmul(DType dtype, int64_t m, int64_t k, int64_t n, int threads, Isa isa, double budget_s) {
   sx::graph::Graph graph;
   sx::graph::Builder b(graph);
   std::mt19937 rng(42);
-  std::vector<Tensor> inputs{random_tensor(dtype, {m, k}, rng)};
-  Tensor weights = random_tensor(dtype, {k, n}, rng);
+  std::vector<Tensor> inputs{random_tensor(dtype, {m, k}, rng), random_tensor(dtype, {k, n}, rng)};
   auto a = b.input("a", {m, k}, dtype);
-  auto w = constant_weights ? b.constant(weights) : b.input("w", {k, n}, dtype);
-  if (!constant_weights) inputs.push_back(weights);
+  auto w = b.input("w", {k, n}, dtype);
   b.output("y", b.matmul(a, w));
-  auto plan = sx::device::make_device("cpu", sx::device::DeviceOptions{.cpu_cores = threads})->compile(graph);
-  Tensor y = plan->run(inputs)[0];
-  Tensor want = sx::device::run_reference(graph, inputs)[0];
-  double error = 0;
-  for (int64_t i = 0; i < y.numel(); ++i) error = std::max(error, std::fabs(y.value(i) - want.value(i)));
-  // Calls per batch so that one batch takes about a millisecond.
+  sx::device::DeviceOptions options{.cpu_cores = threads, .cpu_isa = std::string(sx::device::cpu::isa_name(isa))};
+  auto plan = sx::device::make_device("cpu", options)->compile(graph);
   auto start = Clock::now();
   int64_t calls = 0;
-  while (seconds_since(start) < 0.05) {
+  while (seconds_since(start) < 0.05 || calls == 0) {
     plan->run(inputs);
     ++calls;
   }
-  int64_t per_batch = std::max<int64_t>(1, calls / 50);
+  int64_t per_batch = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(calls) / 50));
   double best = 1e30;
   start = Clock::now();
   while (seconds_since(start) < budget_s) {
@@ -125,43 +168,107 @@ Result time_matmul(DType dtype, int64_t m, int64_t k, int64_t n, int threads, do
     for (int64_t i = 0; i < per_batch; ++i) plan->run(inputs);
     best = std::min(best, seconds_since(t0) / static_cast<double>(per_batch));
   }
-  return {2.0 * static_cast<double>(m * k * n) / best / 1e9, error / std::sqrt(static_cast<double>(k))};
+  return best;
+}
+
+std::string cpu_line() {
+  FILE* f = fopen("/proc/cpuinfo", "r");
+  if (f == nullptr) return "?";
+  char buffer[4096];
+  std::string model;
+  while (fgets(buffer, sizeof buffer, f) != nullptr) {
+    if (std::strncmp(buffer, "model name", 10) == 0) {
+      model = std::string(buffer).substr(std::string(buffer).find(':') + 2);
+      model.pop_back();
+      break;
+    }
+  }
+  fclose(f);
+  return model;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = argc > 1 && std::string(argv[1]) == "--quick";
-  double budget = quick ? 0.3 : 1.5;
-  bool has_bf16 = __builtin_cpu_supports("avx512bf16");
-  if (!__builtin_cpu_supports("avx512f")) {
-    fmt::print("this CPU has no AVX-512: no peak to compare with\n");
-    return 0;
+  bool quick = false;
+  std::string isa_name;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--quick") {
+      quick = true;
+    } else if (arg == "--isa" && i + 1 < argc) {
+      isa_name = argv[++i];
+    } else {
+      fmt::print(stderr, "usage: cpu_matmul [--quick] [--isa scalar|avx2|avx512]\n");
+      return 2;
+    }
   }
-  fmt::print("cpu matmul (oneDNN {} cores available), GFLOP/s of a compiled plan, best of {:.1f} s\n",
-             omp_get_num_procs(), budget);
-  fmt::print("{:<6} {:>7} {:>16} {:>8} {:>10} {:>10} {:>7} {:>12}\n", "dtype", "threads", "M x K x N", "weights",
-             "GFLOP/s", "peak", "% peak", "max err/sqK");
-  struct Shape3 {
-    int64_t m, k, n;
-  };
+  Isa isa;
+  try {
+    isa = sx::device::cpu::choose_isa(isa_name);
+  } catch (const sx::device::DeviceError& e) {
+    fmt::print(stderr, "{}\n", e.what());
+    return 2;
+  }
+  double budget = quick ? 0.2 : 0.5;
+  std::string isas;
+  for (Isa available : sx::device::cpu::host_isas()) isas += fmt::format(" {}", sx::device::cpu::isa_name(available));
+  fmt::print("host: {} ({} cores; runs{}), kernels: {}\n", cpu_line(), omp_get_num_procs(), isas,
+             sx::device::cpu::isa_name(isa));
+  NumpyPeer numpy(SEXPGPU_BENCH_DIR "/numpy_peer.py");
+  if (numpy.ok()) fmt::print("peer: numpy on {}\n", numpy.blas());
+  else fmt::print("peer: none ({})\n", numpy.why_not());
+  double copy1 = copy_bandwidth(1, budget), copy2 = copy_bandwidth(2, budget);
+  fmt::print("copy bandwidth: {:.1f} GB/s on 1 thread, {:.1f} on 2\n\n", copy1, copy2);
+  fmt::print("{:<5} {:>3} {:>16} {:>9} {:>9} {:>7} {:>9} {:>8} {:>9}  {}\n", "dtype", "thr", "M x K x N", "GFLOP/s",
+             "peak", "% peak", "numpy", "x numpy", "GB/s B", "note");
+  std::vector<int64_t> ms = quick ? std::vector<int64_t>{1, 64, 512} : std::vector<int64_t>{1, 8, 64, 512, 2048};
+  std::vector<std::pair<int64_t, int64_t>> kns =
+      quick ? std::vector<std::pair<int64_t, int64_t>>{{768, 3072}}
+            : std::vector<std::pair<int64_t, int64_t>>{{256, 256}, {768, 768}, {768, 3072}, {3072, 768}};
+  double peak_budget = 0.1;
   for (DType dtype : {DType::f32, DType::bf16}) {
-    if (dtype == DType::bf16 && !has_bf16) continue;
     for (int threads : {1, 2}) {
-      double p = peak(dtype == DType::bf16, threads, budget);
-      for (Shape3 s : {Shape3{512, 512, 512}, Shape3{1, 128, 512}}) {
-        for (bool constant : {false, true}) {
-          Result r = time_matmul(dtype, s.m, s.k, s.n, threads, budget, constant);
-          fmt::print("{:<6} {:>7} {:>16} {:>8} {:>10.1f} {:>10.1f} {:>6.1f}% {:>12.2e}\n", sx::graph::dtype_name(dtype),
-                     threads, fmt::format("{}x{}x{}", s.m, s.k, s.n), constant ? "const" : "input", r.gflops, p,
-                     100 * r.gflops / p, r.max_error);
+      for (int64_t m : ms) {
+        for (auto [k, n] : kns) {
+          std::optional<double> before = peak(isa, threads, peak_budget);
+          double seconds = time_matmul(dtype, m, k, n, threads, isa, budget);
+          std::optional<double> after = peak(isa, threads, peak_budget);
+          std::optional<double> theirs =
+              dtype == DType::f32 ? numpy.gflops(m, k, n, threads, budget) : std::optional<double>{};
+          double ours = 2.0 * static_cast<double>(m * k * n) / seconds / 1e9;
+          std::string note;
+          std::string peak_text = "-", percent = "-";
+          if (before && after) {
+            double p = std::max(*before, *after);
+            peak_text = fmt::format("{:.1f}", p);
+            percent = fmt::format("{:.1f}%", 100 * ours / p);
+            if (std::min(*before, *after) < 0.9 * p) note = "loaded (peak moved)";
+            if (threads == 2) {
+              std::optional<double> one = peak(isa, 1, peak_budget);
+              if (one && p < 1.6 * *one) note = "loaded (2 threads < 1.6x 1)";
+            }
+          }
+          std::string numpy_text = theirs ? fmt::format("{:.1f}", *theirs) : "-";
+          std::string ratio = theirs ? fmt::format("{:.2f}", ours / *theirs) : "-";
+          std::string bandwidth = "-";
+          if (m == 1) {
+            double bytes = static_cast<double>(k * n) * (dtype == DType::bf16 ? 2 : 4);
+            double gbs = bytes / seconds / 1e9;
+            bandwidth = fmt::format("{:.1f}", gbs);
+            note +=
+                fmt::format("{}{:.0f}% of copy", note.empty() ? "" : "; ", 100 * gbs / (threads == 1 ? copy1 : copy2));
+          }
+          fmt::print("{:<5} {:>3} {:>16} {:>9.1f} {:>9} {:>7} {:>9} {:>8} {:>9}  {}\n", sx::graph::dtype_name(dtype),
+                     threads, fmt::format("{}x{}x{}", m, k, n), ours, peak_text, percent, numpy_text, ratio, bandwidth,
+                     note);
+          std::fflush(stdout);
         }
       }
     }
   }
   fmt::print(
-      "peak: {} independent FMA (f32) / VDPBF16PS (bf16) chains per thread; the bf16 peak counts\n"
-      "2 multiply-adds per lane per instruction. 1x128x512 runs on one thread by design (under ~10 us).\n",
-      12);
+      "\npeak: 12 independent FMA chains per thread of the kernels' vector width. x numpy: our GFLOP/s over\n"
+      "numpy's (f32 only; numpy has no bf16). GB/s B: bytes of B (read once by M = 1) per second of a call.\n");
   return 0;
 }

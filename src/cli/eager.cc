@@ -83,6 +83,10 @@ lang::Value materialize(const lang::Value& value, lang::Interpreter& interp, dev
   std::vector<device::Buffer> results;
   try {
     results = device.compile(program)->run(inputs);
+  } catch (const device::DeviceMemoryError& e) {
+    lang::fail("E-DEVICE-002", {}, e.what());
+  } catch (const std::bad_alloc&) {
+    lang::fail("E-DEVICE-002", {}, fmt::format("the {} device ran out of memory running the value", device.name()));
   } catch (const device::DeviceError& e) {
     lang::fail("E-DEVICE-001", {}, fmt::format("the {} device could not run the value: {}", device.name(), e.what()));
   }

@@ -27,12 +27,23 @@ class DeviceError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A plan needs more memory than the machine has, or an allocation failed.
+class DeviceMemoryError : public DeviceError {
+ public:
+  using DeviceError::DeviceError;
+};
+
+// Throws DeviceMemoryError when `bytes` of buffers cannot fit in this
+// machine's physical memory: refused before allocating, so that a huge
+// graph is an error, not a process killed by the kernel's OOM killer.
+void check_fits_in_memory(std::string_view device, double bytes);
+
 struct DeviceOptions {
   // Threads for the cpu device; 0 = all cores. Other devices ignore it.
   int cpu_cores = 0;
   // The cpu device's instruction set: "scalar", "avx2", "avx512"; empty for
   // SEXPGPU_CPU_ISA, else the widest this host runs.
-  std::string cpu_isa;
+  std::string cpu_isa = {};
 };
 
 class Plan {

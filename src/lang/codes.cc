@@ -464,6 +464,15 @@ or a name that is not a device. SexpGPU never falls back to another device in si
 
 Use one the message lists (`reference` always exists), or rebuild with what the
 device needs.)"},
+    {"E-DEVICE-002", "not enough memory",
+     R"(Running a value needs more memory than this machine has: its tensors are too
+large, or too many are alive at once.
+
+    (sum (iota 10000000000000))   ; a 40 TB tensor before the sum
+
+The `cpu` device adds up the buffers a graph needs when it compiles it and refuses
+one larger than the machine's memory before allocating anything, so the program
+reports it instead of being killed. Make the tensors smaller, or split the work.)"},
 
     {"W-EVAL-001", "a definition shadows a builtin",
      R"(A top-level `defvar`, `defun` or `defmacro` defines a name that is also a builtin.

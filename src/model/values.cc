@@ -32,6 +32,8 @@ std::map<std::string, graph::Tensor> initial_values(const ParameterTable& table,
         value = graph::Tensor::from_doubles(it->second, value.shape(), value.to_doubles());
       }
       values[param.path] = std::move(value);
+    } catch (const device::DeviceMemoryError& e) {
+      lang::fail("E-DEVICE-002", param.decl->span, fmt::format("initializing `{}`: {}", param.path, e.what()));
     } catch (const device::DeviceError& e) {
       lang::fail("E-DEVICE-001", param.decl->span,
                  fmt::format("the {} device could not initialize `{}`: {}", device.name(), param.path, e.what()));

@@ -40,24 +40,28 @@ void pack_a(const MatrixRef& a, int64_t row, int64_t rows, int64_t col, int64_t 
 }
 
 // B's rows [row, row + depth) and columns [col, col + cols) as slivers of nr
-// columns, zero past the last column: sliver s holds b[p * nr + j].
+// columns, zero past the last column: sliver s holds b[p * nr + j]. Row by
+// row, so that B is read in order.
 void pack_b(const MatrixRef& b, int64_t row, int64_t depth, int64_t col, int64_t cols, int nr, float* out) {
-  for (int64_t s = 0; s * nr < cols; ++s) {
-    int64_t width = std::min<int64_t>(nr, cols - s * nr);
-    float* sliver = out + s * nr * depth;
-    for (int64_t p = 0; p < depth; ++p) {
-      float* dst = sliver + p * nr;
-      int64_t c0 = col + s * nr;
-      if (!b.bf16 && b.cols == 1) {
-        std::memcpy(dst, static_cast<const float*>(b.data) + (row + p) * b.rows + c0,
-                    static_cast<size_t>(width) * sizeof(float));
+  int64_t slivers = (cols + nr - 1) / nr;
+  bool plain = !b.bf16 && b.cols == 1;
+  for (int64_t p = 0; p < depth; ++p) {
+    const float* src = plain ? static_cast<const float*>(b.data) + (row + p) * b.rows + col : nullptr;
+    for (int64_t s = 0; s < slivers; ++s) {
+      int64_t width = std::min<int64_t>(nr, cols - s * nr);
+      float* dst = out + (s * depth + p) * nr;
+      if (plain) {
+        for (int64_t j = 0; j < width; ++j) dst[j] = src[s * nr + j];
       } else {
-        for (int64_t j = 0; j < width; ++j) dst[j] = element(b, row + p, c0 + j);
+        for (int64_t j = 0; j < width; ++j) dst[j] = element(b, row + p, col + s * nr + j);
       }
       for (int64_t j = width; j < nr; ++j) dst[j] = 0.0f;
     }
   }
 }
+
+// Columns of C a streaming step covers: its block of every row stays in L1.
+constexpr int64_t kStreamColumns = 1024;
 
 int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
@@ -104,6 +108,7 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
     ws.a_pack.resize(static_cast<size_t>(mc_ * kc_));
     ws.b_pack.resize(static_cast<size_t>(kc_ * std::min(nc_, region_cols)));
     ws.tile.resize(static_cast<size_t>(mr * nr));
+    ws.b_row.resize(static_cast<size_t>(std::min(region_cols, kStreamColumns)));
   }
 }
 
@@ -133,6 +138,10 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
     for (int64_t i = region.row_begin; i < region.row_end; ++i) {
       std::fill(c + i * ldc + region.col_begin, c + i * ldc + region.col_end, 0.0f);
     }
+    return;
+  }
+  if (rows < mr) {
+    stream_region(region, a, b, c, ldc, ws);
     return;
   }
   // One row sliver reads each B sliver once: read B in place then, unless
@@ -180,6 +189,27 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
             for (int i = 0; i < height; ++i) std::copy(tile + i * nr, tile + i * nr + cols, cp + i * ldc);
           }
         }
+      }
+    }
+  }
+}
+
+void Gemm::stream_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const {
+  bool plain_b = !b.bf16 && b.cols == 1;
+  for (int64_t j0 = region.col_begin; j0 < region.col_end; j0 += kStreamColumns) {
+    int64_t cols = std::min(kStreamColumns, region.col_end - j0);
+    for (int64_t i = region.row_begin; i < region.row_end; ++i)
+      std::fill(c + i * ldc + j0, c + i * ldc + j0 + cols, 0.0f);
+    for (int64_t p = 0; p < k_; ++p) {
+      const float* brow;
+      if (plain_b) {
+        brow = static_cast<const float*>(b.data) + p * b.rows + j0;
+      } else {
+        for (int64_t j = 0; j < cols; ++j) ws.b_row[static_cast<size_t>(j)] = element(b, p, j0 + j);
+        brow = ws.b_row.data();
+      }
+      for (int64_t i = region.row_begin; i < region.row_end; ++i) {
+        kernels_.axpy(cols, element(a, i, p), brow, c + i * ldc + j0);
       }
     }
   }

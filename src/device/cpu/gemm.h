@@ -10,6 +10,10 @@
 // block of K continues the element's sum where the previous block stopped.
 // So a row alone, in a batch of 8 or of 64, on 1 or 2 threads, and on the
 // scalar, AVX2 and AVX-512 kernels gives the same bits.
+//
+// Fewer rows than a tile (a served call is one) stream B instead, row by
+// row, each step of every sum of a block of C done before the next (axpy):
+// the same steps in the same order per element, without packing B.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +27,8 @@ namespace sx::device::cpu {
 // gemm_microkernel.h for its contract).
 using TileKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
                             bool accumulate);
+// c[j] = fma(a, b[j], c[j]) for j < n.
+using AxpyKernel = void (*)(int64_t n, float a, const float* b, float* c);
 
 struct KernelSet {
   static constexpr int kMaxRows = 12;
@@ -32,6 +38,7 @@ struct KernelSet {
   int nr = 1;     // columns of a full tile
   int width = 1;  // floats per vector
   TileKernel tiles[kMaxRows][kMaxVectors] = {};
+  AxpyKernel axpy = nullptr;
 };
 
 // Each defined in its own file, compiled for its instruction set: call one
@@ -63,11 +70,13 @@ class Gemm {
  private:
   struct Workspace {
     std::vector<float> a_pack, b_pack, tile;
+    std::vector<float> b_row;  // a widened row of bf16 B, when streaming
   };
   struct Region {
     int64_t row_begin, row_end, col_begin, col_end;
   };
   void run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
+  void stream_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
 
   const KernelSet& kernels_;
   int64_t m_, n_, k_;

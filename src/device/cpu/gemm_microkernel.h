@@ -45,6 +45,23 @@ void tile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int
   }
 }
 
+// c[j] = fma(a, b[j], c[j]) for j < n: one step of n elements' sums. The
+// last n % width elements one at a time, with the same single rounding.
+template <class V>
+void axpy(int64_t n, float a, const float* b, float* c) {
+  typename V::reg av = V::broadcast(a);
+  int64_t j = 0;
+  for (; j + 4 * V::width <= n; j += 4 * V::width) {
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; ++u) {
+      float* cj = c + j + u * V::width;
+      V::store(cj, V::fma(av, V::load(b + j + u * V::width), V::load(cj)));
+    }
+  }
+  for (; j + V::width <= n; j += V::width) V::store(c + j, V::fma(av, V::load(b + j), V::load(c + j)));
+  for (; j < n; ++j) c[j] = __builtin_fmaf(a, b[j], c[j]);
+}
+
 // Fills set.tiles[R - 1][v - 1] with tile<V, MR, R, v> for each v in Vs + 1.
 template <class V, int MR, int R, int... Vs>
 void fill_row(KernelSet& set, std::integer_sequence<int, Vs...>) {
@@ -61,7 +78,7 @@ void fill_rows(KernelSet& set) {
 template <class V, int MR, int NV>
 KernelSet make_kernel_set(Isa isa) {
   static_assert(MR <= KernelSet::kMaxRows && NV <= KernelSet::kMaxVectors);
-  KernelSet set{.isa = isa, .mr = MR, .nr = NV * V::width, .width = V::width, .tiles = {}};
+  KernelSet set{.isa = isa, .mr = MR, .nr = NV * V::width, .width = V::width, .tiles = {}, .axpy = &axpy<V>};
   fill_rows<V, MR, NV>(set);
   return set;
 }

@@ -55,6 +55,17 @@ bool weights_broadcast(const graph::Graph& graph, const Node& node) {
   return from[from.size() - 2] == right.shape[r - 2] && from[from.size() - 1] == right.shape[r - 1];
 }
 
+// "matmul of f32[2, 3] and f32[3, 4]": a node by its primitive and operands.
+std::string describe(const graph::Graph& graph, const Node& node) {
+  std::string operands;
+  for (NodeId in : node.inputs) {
+    const Node& arg = graph.node(in);
+    operands += fmt::format("{}{}{}", operands.empty() ? "" : " and ", graph::dtype_name(arg.dtype),
+                            graph::shape_str(arg.shape));
+  }
+  return fmt::format("{} of {}", node.op_name(), operands.empty() ? "no operands" : operands);
+}
+
 class CpuPlan : public Plan {
  public:
   CpuPlan(graph::Graph graph, int cores, const cpu::KernelSet& kernels) : graph_(std::move(graph)) {
@@ -82,6 +93,15 @@ class CpuPlan : public Plan {
         }
       }
     }
+    double bytes = 0;
+    for (NodeId id = 0; id < count; ++id) {
+      const Node& node = graph_.nodes[id];
+      std::string_view op = node.op_name();
+      if (needed[id] && op != "input" && op != "constant" && op != "reshape") {
+        bytes += static_cast<double>(graph::numel(node.shape)) * static_cast<double>(graph::dtype_size(node.dtype));
+      }
+    }
+    check_fits_in_memory("cpu", bytes);
     // A broadcast every user absorbs is not computed (needed stays false
     // unless another user or an output asked for it).
     for (NodeId id = 0; id < count; ++id) {
@@ -134,7 +154,13 @@ class CpuPlan : public Plan {
       }
       in.clear();
       for (NodeId id : entry.inputs) in.push_back(pointers_[id]);
-      entry.step(in.data(), storage_[entry.id].bytes().data());
+      try {
+        entry.step(in.data(), storage_[entry.id].bytes().data());
+      } catch (const DeviceError&) {
+        throw;
+      } catch (const std::exception& e) {
+        throw DeviceError(fmt::format("{} failed: {}", describe(graph_, graph_.node(entry.id)), e.what()));
+      }
     }
     std::vector<Buffer> outputs;
     for (const graph::NamedNode& out : graph_.outputs) {

@@ -2,6 +2,7 @@
 // node, released after the node's last use.
 #include "device/reference/reference.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "graph/primitive.h"
@@ -17,6 +18,14 @@ class ReferencePlan : public Plan {
       for (graph::NodeId in : graph_.nodes[id].inputs) last_use_[in] = id;
     }
     for (const graph::NamedNode& out : graph_.outputs) last_use_[out.node] = graph_.nodes.size();
+    // Buffers live from their node to their last use; no run fits if its
+    // largest one does not.
+    double largest = 0;
+    for (const graph::Node& node : graph_.nodes) {
+      largest = std::max(
+          largest, static_cast<double>(graph::numel(node.shape)) * static_cast<double>(graph::dtype_size(node.dtype)));
+    }
+    check_fits_in_memory("reference", largest);
   }
 
   std::vector<Buffer> run(std::span<const Buffer> inputs) override {
