@@ -22,46 +22,52 @@ float element(const MatrixRef& m, int64_t i, int64_t j) {
 }
 
 // Rows [row, row + rows) of A's columns [col, col + depth) as slivers of mr
-// rows: sliver s holds a[p * mr + i] for its row i and column p.
+// rows: sliver s holds a[p * mr + i] for its row i and column p. Written in
+// order, reading the sliver's rows side by side.
 void pack_a(const MatrixRef& a, int64_t row, int64_t rows, int64_t col, int64_t depth, int mr, float* out) {
+  const float* src[KernelSet::kMaxRows];
   for (int64_t s = 0; s * mr < rows; ++s) {
     int64_t height = std::min<int64_t>(mr, rows - s * mr);
     float* sliver = out + s * mr * depth;
-    for (int64_t i = 0; i < height; ++i) {
-      int64_t r = row + s * mr + i;
-      if (!a.bf16 && a.cols == 1) {
-        const float* src = static_cast<const float*>(a.data) + r * a.rows + col;
-        for (int64_t p = 0; p < depth; ++p) sliver[p * mr + i] = src[p];
-      } else {
-        for (int64_t p = 0; p < depth; ++p) sliver[p * mr + i] = element(a, r, col + p);
+    if (a.bf16 || a.cols != 1) {
+      for (int64_t p = 0; p < depth; ++p) {
+        for (int64_t i = 0; i < height; ++i) sliver[p * mr + i] = element(a, row + s * mr + i, col + p);
       }
+      continue;
+    }
+    for (int64_t i = 0; i < height; ++i) src[i] = static_cast<const float*>(a.data) + (row + s * mr + i) * a.rows + col;
+    for (int64_t p = 0; p < depth; ++p) {
+      for (int64_t i = 0; i < height; ++i) sliver[p * mr + i] = src[i][p];
     }
   }
 }
 
 // B's rows [row, row + depth) and columns [col, col + cols) as slivers of nr
-// columns, zero past the last column: sliver s holds b[p * nr + j]. Row by
-// row, so that B is read in order.
-void pack_b(const MatrixRef& b, int64_t row, int64_t depth, int64_t col, int64_t cols, int nr, float* out) {
-  int64_t slivers = (cols + nr - 1) / nr;
-  bool plain = !b.bf16 && b.cols == 1;
-  for (int64_t p = 0; p < depth; ++p) {
-    const float* src = plain ? static_cast<const float*>(b.data) + (row + p) * b.rows + col : nullptr;
-    for (int64_t s = 0; s < slivers; ++s) {
-      int64_t width = std::min<int64_t>(nr, cols - s * nr);
+// columns, zero past the last column: sliver s holds b[p * nr + j]. Whole
+// slivers of plain f32 by the instruction set's copy, the rest here.
+void pack_b(const KernelSet& kernels, const MatrixRef& b, int64_t row, int64_t depth, int64_t col, int64_t cols,
+            float* out) {
+  const int nr = kernels.nr;
+  int64_t slivers = (cols + nr - 1) / nr, first = 0;
+  if (!b.bf16 && b.cols == 1) {
+    first = cols / nr;
+    kernels.pack_slivers(depth, first, static_cast<const float*>(b.data) + row * b.rows + col, b.rows, out);
+  }
+  for (int64_t s = first; s < slivers; ++s) {
+    int64_t width = std::min<int64_t>(nr, cols - s * nr);
+    for (int64_t p = 0; p < depth; ++p) {
       float* dst = out + (s * depth + p) * nr;
-      if (plain) {
-        for (int64_t j = 0; j < width; ++j) dst[j] = src[s * nr + j];
-      } else {
-        for (int64_t j = 0; j < width; ++j) dst[j] = element(b, row + p, col + s * nr + j);
-      }
+      for (int64_t j = 0; j < width; ++j) dst[j] = element(b, row + p, col + s * nr + j);
       for (int64_t j = width; j < nr; ++j) dst[j] = 0.0f;
     }
   }
 }
 
-// Columns of C a streaming step covers: its block of every row stays in L1.
-constexpr int64_t kStreamColumns = 1024;
+// Floats of C a streaming step covers, all rows together: they stay in L1.
+constexpr int64_t kStreamFloats = 4096;
+
+// Columns of C a streaming step of `rows` rows covers.
+int64_t stream_columns(int64_t rows) { return std::max<int64_t>(64, kStreamFloats / rows / 64 * 64); }
 
 int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
@@ -84,6 +90,7 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
   kc_ = std::clamp<int64_t>(k, 1, 256);
   mc_ = mr * std::max(1, 128 / mr);
   nc_ = nr * std::max(1, 2048 / nr);
+  nc_resident_ = std::max<int64_t>(nr, (64 << 10) / kc_ / nr * nr);
   // Threads take rectangles of C: rows in whole slivers of mr, columns in
   // whole slivers of nr. Of the grids that use the most threads, the one
   // that packs least (each rectangle packs its rows of A and columns of B).
@@ -102,13 +109,16 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
       best_cost = cost;
     }
   }
-  int64_t region_cols = round_up((col_slivers + grid_cols_ - 1) / grid_cols_ * nr, nr);
+  int64_t region_cols = (col_slivers + grid_cols_ - 1) / grid_cols_ * nr;
+  int64_t region_rows = (row_slivers + grid_rows_ - 1) / grid_rows_ * mr;
+  resident_ = region_rows <= mc_;
+  int64_t a_floats = resident_ ? region_rows * k : mc_ * kc_;
   workspaces_.resize(static_cast<size_t>(threads_));
   for (Workspace& ws : workspaces_) {
-    ws.a_pack.resize(static_cast<size_t>(mc_ * kc_));
+    ws.a_pack.resize(static_cast<size_t>(std::max<int64_t>(1, a_floats)));
     ws.b_pack.resize(static_cast<size_t>(kc_ * std::min(nc_, region_cols)));
     ws.tile.resize(static_cast<size_t>(mr * nr));
-    ws.b_row.resize(static_cast<size_t>(std::min(region_cols, kStreamColumns)));
+    ws.b_row.resize(static_cast<size_t>(std::min(region_cols, stream_columns(1))));
   }
 }
 
@@ -144,48 +154,47 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
     stream_region(region, a, b, c, ldc, ws);
     return;
   }
-  // One row sliver reads each B sliver once: read B in place then, unless
-  // its columns are strided or bf16.
-  bool packed_b = b.bf16 || b.cols != 1 || rows > mr;
-  for (int64_t jc = region.col_begin; jc < region.col_end; jc += nc_) {
-    int64_t ncur = std::min(nc_, region.col_end - jc);
+  // Rows that fit one block of A are packed once, for every panel of B;
+  // the panels are then small enough to stay in L2 while they are used.
+  bool resident = resident_;
+  int64_t nc = resident ? nc_resident_ : nc_, rows_padded = round_up(rows, mr);
+  for (int64_t pc = 0; pc < k_ && resident; pc += kc_) {
+    pack_a(a, region.row_begin, rows, pc, std::min(kc_, k_ - pc), mr, ws.a_pack.data() + pc * rows_padded);
+  }
+  for (int64_t jc = region.col_begin; jc < region.col_end; jc += nc) {
+    int64_t ncur = std::min(nc, region.col_end - jc);
     for (int64_t pc = 0; pc < k_; pc += kc_) {
       int64_t kcur = std::min(kc_, k_ - pc);
       bool accumulate = pc > 0;
-      if (packed_b) pack_b(b, pc, kcur, jc, ncur, nr, ws.b_pack.data());
+      pack_b(kernels_, b, pc, kcur, jc, ncur, ws.b_pack.data());
       for (int64_t ic = region.row_begin; ic < region.row_end; ic += mc_) {
         int64_t mcur = std::min(mc_, region.row_end - ic);
-        pack_a(a, ic, mcur, pc, kcur, mr, ws.a_pack.data());
+        const float* a_block = ws.a_pack.data() + (resident ? pc * rows_padded : 0);
+        if (!resident) pack_a(a, ic, mcur, pc, kcur, mr, ws.a_pack.data());
         for (int64_t jr = 0; jr < ncur; jr += nr) {
           int64_t cols = std::min<int64_t>(nr, ncur - jr);
           int vectors = static_cast<int>((cols + width - 1) / width);
           bool whole = vectors * width == cols;  // no column of the tile lies past C's edge
-          const float* bp;
-          int64_t ldb;
-          if (packed_b) {
-            bp = ws.b_pack.data() + jr / nr * kcur * nr;
-            ldb = nr;
-          } else if (whole) {
-            bp = static_cast<const float*>(b.data) + pc * b.rows + jc + jr;
-            ldb = b.rows;
-          } else {
-            pack_b(b, pc, kcur, jc + jr, cols, nr, ws.b_pack.data());
-            bp = ws.b_pack.data();
-            ldb = nr;
-          }
+          const float* bp = ws.b_pack.data() + jr / nr * kcur * nr;
           for (int64_t ir = 0; ir < mcur; ir += mr) {
             int height = static_cast<int>(std::min<int64_t>(mr, mcur - ir));
             TileKernel kernel = kernels_.tiles[height - 1][vectors - 1];
-            const float* ap = ws.a_pack.data() + ir / mr * mr * kcur;
+            const float* ap = a_block + ir / mr * mr * kcur;
             float* cp = c + (ic + ir) * ldc + jc + jr;
+            // The next tile's rows of C, while this one computes: its loads
+            // start the next call, and would otherwise wait on memory.
+            for (int64_t i = ir + mr; i < std::min(mcur, ir + 2 * mr); ++i) {
+              __builtin_prefetch(c + (ic + i) * ldc + jc + jr, 1);
+              __builtin_prefetch(c + (ic + i) * ldc + jc + jr + nr - 1, 1);
+            }
             if (whole) {
-              kernel(kcur, ap, bp, ldb, cp, ldc, accumulate);
+              kernel(kcur, ap, bp, nr, cp, ldc, accumulate);
               continue;
             }
             // The last columns: through a full-width tile, then copied.
             float* tile = ws.tile.data();
             for (int i = 0; i < height && accumulate; ++i) std::copy(cp + i * ldc, cp + i * ldc + cols, tile + i * nr);
-            kernel(kcur, ap, bp, ldb, tile, nr, accumulate);
+            kernel(kcur, ap, bp, nr, tile, nr, accumulate);
             for (int i = 0; i < height; ++i) std::copy(tile + i * nr, tile + i * nr + cols, cp + i * ldc);
           }
         }
@@ -196,8 +205,9 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
 
 void Gemm::stream_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const {
   bool plain_b = !b.bf16 && b.cols == 1;
-  for (int64_t j0 = region.col_begin; j0 < region.col_end; j0 += kStreamColumns) {
-    int64_t cols = std::min(kStreamColumns, region.col_end - j0);
+  int64_t rows = region.row_end - region.row_begin, step = stream_columns(rows);
+  for (int64_t j0 = region.col_begin; j0 < region.col_end; j0 += step) {
+    int64_t cols = std::min(step, region.col_end - j0);
     for (int64_t i = region.row_begin; i < region.row_end; ++i)
       std::fill(c + i * ldc + j0, c + i * ldc + j0 + cols, 0.0f);
     for (int64_t p = 0; p < k_; ++p) {

@@ -29,6 +29,8 @@ using TileKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t 
                             bool accumulate);
 // c[j] = fma(a, b[j], c[j]) for j < n.
 using AxpyKernel = void (*)(int64_t n, float a, const float* b, float* c);
+// `depth` rows of f32 B (row stride ldb) to `slivers` whole nr-wide slivers.
+using PackKernel = void (*)(int64_t depth, int64_t slivers, const float* b, int64_t ldb, float* out);
 
 struct KernelSet {
   static constexpr int kMaxRows = 12;
@@ -39,6 +41,7 @@ struct KernelSet {
   int width = 1;  // floats per vector
   TileKernel tiles[kMaxRows][kMaxVectors] = {};
   AxpyKernel axpy = nullptr;
+  PackKernel pack_slivers = nullptr;
 };
 
 // Each defined in its own file, compiled for its instruction set: call one
@@ -82,6 +85,8 @@ class Gemm {
   int64_t m_, n_, k_;
   int threads_;
   int64_t kc_, mc_, nc_;
+  bool resident_ = false;              // a region's rows fit one block of A, packed once for all of B
+  int64_t nc_resident_;                // nc then: a kc x nc block of B fits L2
   int grid_rows_ = 1, grid_cols_ = 1;  // how a product is split over the threads
   std::vector<Workspace> workspaces_;  // one per thread
 };

@@ -62,6 +62,22 @@ void axpy(int64_t n, float a, const float* b, float* c) {
   for (; j < n; ++j) c[j] = __builtin_fmaf(a, b[j], c[j]);
 }
 
+// Packs `depth` rows of an f32 B with unit column stride (row stride ldb)
+// into `slivers` whole slivers of NV vectors: sliver s gets b[p * nr + j].
+// Row by row, so B is read in order.
+template <class V, int NV>
+void pack_slivers(int64_t depth, int64_t slivers, const float* b, int64_t ldb, float* out) {
+  constexpr int nr = NV * V::width;
+  for (int64_t p = 0; p < depth; ++p) {
+    const float* src = b + p * ldb;
+    for (int64_t s = 0; s < slivers; ++s) {
+      float* dst = out + (s * depth + p) * nr;
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) V::store(dst + v * V::width, V::load(src + s * nr + v * V::width));
+    }
+  }
+}
+
 // Fills set.tiles[R - 1][v - 1] with tile<V, MR, R, v> for each v in Vs + 1.
 template <class V, int MR, int R, int... Vs>
 void fill_row(KernelSet& set, std::integer_sequence<int, Vs...>) {
@@ -78,7 +94,13 @@ void fill_rows(KernelSet& set) {
 template <class V, int MR, int NV>
 KernelSet make_kernel_set(Isa isa) {
   static_assert(MR <= KernelSet::kMaxRows && NV <= KernelSet::kMaxVectors);
-  KernelSet set{.isa = isa, .mr = MR, .nr = NV * V::width, .width = V::width, .tiles = {}, .axpy = &axpy<V>};
+  KernelSet set{.isa = isa,
+                .mr = MR,
+                .nr = NV * V::width,
+                .width = V::width,
+                .tiles = {},
+                .axpy = &axpy<V>,
+                .pack_slivers = &pack_slivers<V, NV>};
   fill_rows<V, MR, NV>(set);
   return set;
 }
