@@ -7,6 +7,7 @@
 #include "device/cpu/gemm.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "device/cpu/kernels.h"
@@ -15,10 +16,26 @@
 namespace sx::device::cpu {
 namespace {
 
+// bf16 to f32 exactly: its bits are the top half of the f32's. Inline, so
+// that loops over it vectorize.
+inline float widen(graph::Bf16 x) { return std::bit_cast<float>(static_cast<uint32_t>(x.bits) << 16); }
+
 float element(const MatrixRef& m, int64_t i, int64_t j) {
   int64_t at = i * m.rows + j * m.cols;
-  if (m.bf16) return static_cast<float>(static_cast<const graph::Bf16*>(m.data)[at]);
+  if (m.bf16) return widen(static_cast<const graph::Bf16*>(m.data)[at]);
   return static_cast<const float*>(m.data)[at];
+}
+
+// Row i of m's columns [col, col + n) as f32 into out.
+void read_row(const MatrixRef& m, int64_t i, int64_t col, int64_t n, float* out) {
+  if (m.bf16 && m.cols == 1) {
+    const graph::Bf16* src = static_cast<const graph::Bf16*>(m.data) + i * m.rows + col;
+    for (int64_t j = 0; j < n; ++j) out[j] = widen(src[j]);
+  } else if (m.cols == 1) {
+    std::copy_n(static_cast<const float*>(m.data) + i * m.rows + col, n, out);
+  } else {
+    for (int64_t j = 0; j < n; ++j) out[j] = element(m, i, col + j);
+  }
 }
 
 // Rows [row, row + rows) of A's columns [col, col + depth) as slivers of mr
@@ -29,7 +46,14 @@ void pack_a(const MatrixRef& a, int64_t row, int64_t rows, int64_t col, int64_t 
   for (int64_t s = 0; s * mr < rows; ++s) {
     int64_t height = std::min<int64_t>(mr, rows - s * mr);
     float* sliver = out + s * mr * depth;
-    if (a.bf16 || a.cols != 1) {
+    if (a.bf16 && a.cols == 1) {
+      for (int64_t i = 0; i < height; ++i) {
+        const graph::Bf16* src = static_cast<const graph::Bf16*>(a.data) + (row + s * mr + i) * a.rows + col;
+        for (int64_t p = 0; p < depth; ++p) sliver[p * mr + i] = widen(src[p]);
+      }
+      continue;
+    }
+    if (a.cols != 1) {
       for (int64_t p = 0; p < depth; ++p) {
         for (int64_t i = 0; i < height; ++i) sliver[p * mr + i] = element(a, row + s * mr + i, col + p);
       }
@@ -44,22 +68,26 @@ void pack_a(const MatrixRef& a, int64_t row, int64_t rows, int64_t col, int64_t 
 
 // B's rows [row, row + depth) and columns [col, col + cols) as slivers of nr
 // columns, zero past the last column: sliver s holds b[p * nr + j]. Whole
-// slivers of plain f32 by the instruction set's copy, the rest here.
+// slivers by the instruction set's copy, from B itself when it is plain
+// f32, else from its rows widened into `wide` (depth x cols floats) first.
 void pack_b(const KernelSet& kernels, const MatrixRef& b, int64_t row, int64_t depth, int64_t col, int64_t cols,
-            float* out) {
+            float* out, float* wide) {
   const int nr = kernels.nr;
-  int64_t slivers = (cols + nr - 1) / nr, first = 0;
-  if (!b.bf16 && b.cols == 1) {
-    first = cols / nr;
-    kernels.pack_slivers(depth, first, static_cast<const float*>(b.data) + row * b.rows + col, b.rows, out);
+  const float* src = static_cast<const float*>(b.data) + row * b.rows + col;
+  int64_t ld = b.rows;
+  if (b.bf16 || b.cols != 1) {
+    for (int64_t p = 0; p < depth; ++p) read_row(b, row + p, col, cols, wide + p * cols);
+    src = wide;
+    ld = cols;
   }
-  for (int64_t s = first; s < slivers; ++s) {
-    int64_t width = std::min<int64_t>(nr, cols - s * nr);
-    for (int64_t p = 0; p < depth; ++p) {
-      float* dst = out + (s * depth + p) * nr;
-      for (int64_t j = 0; j < width; ++j) dst[j] = element(b, row + p, col + s * nr + j);
-      for (int64_t j = width; j < nr; ++j) dst[j] = 0.0f;
-    }
+  int64_t whole = cols / nr;
+  kernels.pack_slivers(depth, whole, src, ld, out);
+  if (whole * nr == cols) return;
+  int64_t width = cols - whole * nr;
+  for (int64_t p = 0; p < depth; ++p) {
+    float* dst = out + (whole * depth + p) * nr;
+    std::copy_n(src + p * ld + whole * nr, width, dst);
+    std::fill(dst + width, dst + nr, 0.0f);
   }
 }
 
@@ -140,7 +168,7 @@ void Gemm::run(MatrixRef a, MatrixRef b, float* c, int64_t ldc) {
   });
 }
 
-void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const {
+void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) {
   const int mr = kernels_.mr, nr = kernels_.nr, width = kernels_.width;
   int64_t rows = region.row_end - region.row_begin;
   if (rows <= 0 || region.col_end <= region.col_begin) return;
@@ -157,6 +185,7 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
   // Rows that fit one block of A are packed once, for every panel of B;
   // the panels are then small enough to stay in L2 while they are used.
   bool resident = resident_;
+  if ((b.bf16 || b.cols != 1) && ws.b_wide.size() < ws.b_pack.size()) ws.b_wide.resize(ws.b_pack.size());
   int64_t nc = resident ? nc_resident_ : nc_, rows_padded = round_up(rows, mr);
   for (int64_t pc = 0; pc < k_ && resident; pc += kc_) {
     pack_a(a, region.row_begin, rows, pc, std::min(kc_, k_ - pc), mr, ws.a_pack.data() + pc * rows_padded);
@@ -166,7 +195,7 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
     for (int64_t pc = 0; pc < k_; pc += kc_) {
       int64_t kcur = std::min(kc_, k_ - pc);
       bool accumulate = pc > 0;
-      pack_b(kernels_, b, pc, kcur, jc, ncur, ws.b_pack.data());
+      pack_b(kernels_, b, pc, kcur, jc, ncur, ws.b_pack.data(), ws.b_wide.data());
       for (int64_t ic = region.row_begin; ic < region.row_end; ic += mc_) {
         int64_t mcur = std::min(mc_, region.row_end - ic);
         const float* a_block = ws.a_pack.data() + (resident ? pc * rows_padded : 0);
@@ -215,7 +244,7 @@ void Gemm::stream_region(const Region& region, MatrixRef a, MatrixRef b, float* 
       if (plain_b) {
         brow = static_cast<const float*>(b.data) + p * b.rows + j0;
       } else {
-        for (int64_t j = 0; j < cols; ++j) ws.b_row[static_cast<size_t>(j)] = element(b, p, j0 + j);
+        read_row(b, p, j0, cols, ws.b_row.data());
         brow = ws.b_row.data();
       }
       for (int64_t i = region.row_begin; i < region.row_end; ++i) {

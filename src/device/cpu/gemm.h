@@ -73,12 +73,14 @@ class Gemm {
  private:
   struct Workspace {
     std::vector<float> a_pack, b_pack, tile;
-    std::vector<float> b_row;  // a widened row of bf16 B, when streaming
+    std::vector<float> b_row;   // a widened row of B, when streaming
+    std::vector<float> b_wide;  // B's block as f32 rows before packing, when it is bf16 or strided (made
+                                // on first use)
   };
   struct Region {
     int64_t row_begin, row_end, col_begin, col_end;
   };
-  void run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
+  void run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws);
   void stream_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
 
   const KernelSet& kernels_;
