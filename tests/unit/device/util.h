@@ -48,19 +48,25 @@ inline bool same_bits(const Tensor& a, const Tensor& b) {
          (a.bytes().empty() || std::memcmp(a.bytes().data(), b.bytes().data(), a.bytes().size()) == 0);
 }
 
-// Relative tolerance of one rounding in each float dtype; 0 for the others.
+// Relative tolerance of one rounding in each float dtype's arithmetic (bf16
+// computes in f32); 0 for the others.
 inline double tolerance(DType dtype) {
   switch (dtype) {
-    case DType::f32: return 2e-6;
-    case DType::bf16: return 1.6e-2;
+    case DType::f32:
+    case DType::bf16: return 2e-6;
     case DType::f64: return 1e-14;
     default: return 0;
   }
 }
 
+// One unit in the last place of a bf16 near x.
+inline double bf16_ulp(double x) { return x == 0 ? 0 : std::ldexp(1.0, std::ilogb(x) - 7); }
+
 // Empty when `actual` agrees with `expected`: the same bits when `exact`,
-// else within tolerance(dtype) * scale * (1 + |expected|) per element, NaN
-// where the reference has NaN. Otherwise says where they differ.
+// else within tolerance(dtype) * scale * (1 + |expected|) per element (the
+// arithmetic of `scale` steps) plus, for bf16, one bf16 ulp (two results a
+// hair apart in f32 can round to neighbouring bf16s), NaN where the
+// reference has NaN. Otherwise says where they differ.
 inline std::string compare(const Tensor& actual, const Tensor& expected, bool exact, double scale = 1) {
   if (actual.dtype() != expected.dtype() || actual.shape() != expected.shape()) {
     return fmt::format("got {}{}, want {}{}", graph::dtype_name(actual.dtype()), graph::shape_str(actual.shape()),
@@ -80,9 +86,8 @@ inline std::string compare(const Tensor& actual, const Tensor& expected, bool ex
     double a = actual.value(i), e = expected.value(i);
     if (std::isnan(e) != std::isnan(a)) return fmt::format("element {}: got {}, want {}", i, a, e);
     if (std::isnan(e) || a == e) continue;
-    if (!(std::fabs(a - e) <= tol * (1 + std::fabs(e)))) {
-      return fmt::format("element {}: got {}, want {} (tolerance {})", i, a, e, tol * (1 + std::fabs(e)));
-    }
+    double bound = tol * (1 + std::fabs(e)) + (expected.dtype() == DType::bf16 ? bf16_ulp(e) : 0);
+    if (!(std::fabs(a - e) <= bound)) return fmt::format("element {}: got {}, want {} (tolerance {})", i, a, e, bound);
   }
   return "";
 }
