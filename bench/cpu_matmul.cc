@@ -88,7 +88,7 @@ class NumpyPeer {
       dup2(from_child[1], 1);
       close(to_child[1]);
       close(from_child[0]);
-      execlp("python3", "python3", script.c_str(), nullptr);
+      execl(SEXPGPU_PYTHON, SEXPGPU_PYTHON, script.c_str(), nullptr);
       _exit(127);
     }
     close(to_child[0]);

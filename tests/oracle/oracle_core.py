@@ -287,23 +287,24 @@ def check(case, got):
 # ---------------------------------------------------------------------------------
 # Running the program.
 
-def run_program(program, source, expr, timeout=120):
+def run_program(program, source, expr, device, timeout=120):
     with tempfile.TemporaryDirectory(prefix="sexpgpu-oracle-") as tmp:
         path = os.path.join(tmp, "cases.sx")
         with open(path, "w") as f:
             f.write(source)
-        p = subprocess.run([program, "eval", "--device", "reference", "--file", path, expr],
+        p = subprocess.run([program, "eval", "--device", device, "--file", path, expr],
                            capture_output=True, text=True, timeout=timeout)
     return p.returncode, p.stdout, p.stderr
 
 
-def run_cases(program, cases, verbose=False):
+def run_cases(program, cases, device, verbose=False):
     """Runs the cases in one process; on an error, each alone, to name the case."""
     source = ['(require "sexpgpu/ops")']
     for i, c in enumerate(cases):
         source.append(";; %s\n(defun oracle-case-%d () %s)" % (c.name, i, c.expr))
     source = "\n".join(source) + "\n"
-    rc, out, err = run_program(program, source, "(list %s)" % " ".join("(oracle-case-%d)" % i for i in range(len(cases))))
+    rc, out, err = run_program(program, source, "(list %s)" % " ".join("(oracle-case-%d)" % i for i in range(len(cases))),
+                               device)
     results = {}
     if rc == 0:
         values = parse(out)
@@ -312,7 +313,7 @@ def run_cases(program, cases, verbose=False):
                 results[c.name] = (v, None)
             return results
     for i, c in enumerate(cases):
-        rc, out, err = run_program(program, source, "(oracle-case-%d)" % i)
+        rc, out, err = run_program(program, source, "(oracle-case-%d)" % i, device)
         if rc != 0:
             results[c.name] = (None, "sexpgpu exited %d:\n%s" % (rc, (err or out).strip()))
         else:
