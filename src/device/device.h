@@ -46,9 +46,18 @@ struct DeviceOptions {
   std::string cpu_isa = {};
 };
 
+// What a plan holds for its runs: its arena (every buffer it computes, placed
+// by liveness) and the least any arena could be (the most bytes alive at one
+// step). Zero for a device that allocates as it runs.
+struct PlanMemory {
+  size_t arena_bytes = 0;
+  size_t live_peak_bytes = 0;
+};
+
 class Plan {
  public:
   virtual ~Plan() = default;
+  virtual PlanMemory memory() const { return {}; }
   // One buffer per graph input, in the order of graph.inputs, each with that
   // input's shape and dtype (else DeviceError naming it); returns one buffer
   // per graph output, in the order of graph.outputs.

@@ -1,7 +1,8 @@
 // The cpu device's compile and run. compile walks the graph once: it drops
-// the nodes no output needs, gives every other node a buffer allocated now
-// (shapes are static) and a prepared step, and decides each step's thread
-// count. run binds the inputs and calls the steps in graph order.
+// the nodes no output needs, gives every other node a prepared step (and
+// decides its thread count), then places every step's output in one arena
+// by liveness (device/arena.h), allocated now: shapes are static. run binds
+// the inputs and calls the steps in graph order.
 //
 // Fast kernels: elementwise (elementwise.cc), reductions (reduce.cc), data
 // movement and gather (movement.cc), matmul (matmul.cc). reshape is a view
@@ -12,8 +13,11 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstring>
+#include <new>
 
+#include "device/arena.h"
 #include "device/cpu/cpu.h"
 #include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
@@ -95,11 +99,7 @@ class CpuPlan : public Plan {
     }
     double bytes = 0;
     for (NodeId id = 0; id < count; ++id) {
-      const Node& node = graph_.nodes[id];
-      std::string_view op = node.op_name();
-      if (needed[id] && op != "input" && op != "constant" && op != "reshape") {
-        bytes += static_cast<double>(graph::numel(node.shape)) * static_cast<double>(graph::dtype_size(node.dtype));
-      }
+      if (needed[id] && graph_.nodes[id].op_name() == "iota") bytes += static_cast<double>(bytes_of(graph_.nodes[id]));
     }
     check_fits_in_memory("cpu", bytes);
     // A broadcast every user absorbs is not computed (needed stays false
@@ -117,8 +117,6 @@ class CpuPlan : public Plan {
         entries_.push_back({.id = id, .alias = node.inputs[0], .inputs = {}, .step = {}});
         continue;
       }
-      storage_[id] = graph::Tensor(node.dtype, node.shape);
-      pointers_[id] = storage_[id].bytes().data();
       if (op == "iota") {
         storage_[id] = node.prim->kernel(node, {});
         pointers_[id] = storage_[id].bytes().data();
@@ -141,7 +139,10 @@ class CpuPlan : public Plan {
       entry.step = std::move(*step);
       entries_.push_back(std::move(entry));
     }
+    plan_memory(bytes);
   }
+
+  PlanMemory memory() const override { return memory_; }
 
   std::vector<Buffer> run(std::span<const Buffer> inputs) override {
     check_inputs(graph_, inputs);
@@ -155,7 +156,7 @@ class CpuPlan : public Plan {
       in.clear();
       for (NodeId id : entry.inputs) in.push_back(pointers_[id]);
       try {
-        entry.step(in.data(), storage_[entry.id].bytes().data());
+        entry.step(in.data(), entry.out);
       } catch (const DeviceError&) {
         throw;
       } catch (const std::exception& e) {
@@ -179,12 +180,58 @@ class CpuPlan : public Plan {
     NodeId alias = 0;            // a view (no step): the node whose bytes it shares
     std::vector<NodeId> inputs;  // whose bytes the step reads
     cpu::Step step;
+    uint8_t* out = nullptr;  // the step's output, in the arena
   };
 
+  struct ArenaDelete {
+    void operator()(uint8_t* p) const { ::operator delete (p, std::align_val_t{64}); }
+  };
+
+  static size_t bytes_of(const Node& node) {
+    return static_cast<size_t>(graph::numel(node.shape)) * graph::dtype_size(node.dtype);
+  }
+
+  // Every step's output gets its place in one arena by the steps between its
+  // writing and its last reading (a view's readers count for its source;
+  // outputs live to the end). The arena starts filled with 0xff bytes, so
+  // that a kernel relying on zeroed memory fails its tests.
+  void plan_memory(double constant_bytes) {
+    std::vector<int64_t> buffer(graph_.nodes.size(), -1);  // each node's buffer, -1 when not in the arena
+    std::vector<BufferLife> lives;
+    auto read_at = [&](NodeId id, int64_t step) {
+      if (buffer[id] >= 0) lives[buffer[id]].last = std::max(lives[buffer[id]].last, step);
+    };
+    for (size_t e = 0; e < entries_.size(); ++e) {
+      const Entry& entry = entries_[e];
+      auto step = static_cast<int64_t>(e);
+      if (!entry.step) {
+        buffer[entry.id] = buffer[entry.alias];
+        read_at(entry.alias, step);
+        continue;
+      }
+      for (NodeId in : entry.inputs) read_at(in, step);
+      buffer[entry.id] = static_cast<int64_t>(lives.size());
+      lives.push_back({.bytes = bytes_of(graph_.nodes[entry.id]), .first = step, .last = step});
+    }
+    for (const graph::NamedNode& out : graph_.outputs) read_at(out.node, static_cast<int64_t>(entries_.size()));
+    ArenaPlan plan = plan_arena(lives);
+    check_fits_in_memory("cpu", constant_bytes + static_cast<double>(plan.size));
+    arena_.reset(static_cast<uint8_t*>(::operator new (std::max<size_t>(plan.size, 1), std::align_val_t{64})));
+    std::memset(arena_.get(), 0xff, plan.size);
+    for (Entry& entry : entries_) {
+      if (!entry.step) continue;
+      entry.out = arena_.get() + plan.offsets[static_cast<size_t>(buffer[entry.id])];
+      pointers_[entry.id] = entry.out;
+    }
+    memory_ = {.arena_bytes = plan.size, .live_peak_bytes = plan.live_peak};
+  }
+
   graph::Graph graph_;
-  std::vector<graph::Tensor> storage_;    // each computed node's buffer
+  std::vector<graph::Tensor> storage_;    // values computed at compile time (iota)
   std::vector<const uint8_t*> pointers_;  // each node's bytes during a run
   std::vector<Entry> entries_;            // in graph order
+  std::unique_ptr<uint8_t[], ArenaDelete> arena_;
+  PlanMemory memory_;
 };
 
 }  // namespace

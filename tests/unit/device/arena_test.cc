@@ -1,0 +1,92 @@
+// Memory planning: the arena planner places buffers so that no two alive at
+// the same step share a byte, at aligned offsets, near the least possible
+// size; and the cpu plan of a gradient reuses memory through it, and gives
+// the same results as the reference with its arena's leftover bytes in
+// every buffer (the arena starts filled with 0xff).
+#include "device/arena.h"
+
+#include "graph/autodiff.h"
+#include "util.h"
+
+namespace sx::device::testing {
+namespace {
+
+using graph::Builder;
+using graph::NodeId;
+
+void expect_valid(std::span<const BufferLife> lives, const ArenaPlan& plan) {
+  ASSERT_EQ(plan.offsets.size(), lives.size());
+  EXPECT_GE(plan.size, plan.live_peak);
+  for (size_t i = 0; i < lives.size(); ++i) {
+    EXPECT_EQ(plan.offsets[i] % 64, 0u);
+    EXPECT_LE(plan.offsets[i] + lives[i].bytes, plan.size);
+    for (size_t j = i + 1; j < lives.size(); ++j) {
+      bool same_time = !(lives[i].last < lives[j].first || lives[j].last < lives[i].first);
+      bool same_bytes = plan.offsets[i] < plan.offsets[j] + lives[j].bytes &&
+                        plan.offsets[j] < plan.offsets[i] + lives[i].bytes && lives[i].bytes > 0 && lives[j].bytes > 0;
+      EXPECT_FALSE(same_time && same_bytes) << "buffers " << i << " and " << j << " overlap";
+    }
+  }
+}
+
+TEST(PlanArena, AChainNeedsTwoBuffers) {
+  std::vector<BufferLife> lives;
+  for (int64_t step = 0; step < 10; ++step) lives.push_back({.bytes = 1000, .first = step, .last = step + 1});
+  ArenaPlan plan = plan_arena(lives);
+  expect_valid(lives, plan);
+  EXPECT_EQ(plan.size, 2048u);
+  EXPECT_EQ(plan.live_peak, 2048u);
+}
+
+TEST(PlanArena, RandomLifetimesNeverOverlapAndStayNearTheLiveBytes) {
+  std::mt19937 rng(4);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<BufferLife> lives;
+    for (int i = 0; i < 60; ++i) {
+      int64_t first = rng() % 100;
+      lives.push_back({.bytes = 1 + rng() % 5000, .first = first, .last = first + static_cast<int64_t>(rng() % 20)});
+    }
+    ArenaPlan plan = plan_arena(lives);
+    expect_valid(lives, plan);
+    EXPECT_LE(plan.size, 2 * plan.live_peak);
+  }
+}
+
+TEST(CpuArena, AGradientReusesMemoryAndAgreesWithTheReference) {
+  // loss = sum(tanh(tanh(x @ w1) @ w2)^2) and its gradients by w1 and w2.
+  Graph graph;
+  Builder b(graph);
+  NodeId x = b.input("x", {64, 128}, DType::f32);
+  NodeId w1 = b.input("w1", {128, 256}, DType::f32);
+  NodeId w2 = b.input("w2", {256, 128}, DType::f32);
+  NodeId h = b.tanh(b.matmul(x, w1));
+  NodeId y = b.tanh(b.matmul(h, w2));
+  NodeId loss = b.sum(b.mul(y, y), {0, 1});
+  std::vector<NodeId> wrt{w1, w2};
+  std::vector<NodeId> grads = graph::gradients(b, loss, wrt);
+  b.output("loss", loss);
+  b.output("dw1", grads[0]);
+  b.output("dw2", grads[1]);
+  std::mt19937 rng(8);
+  std::vector<Tensor> inputs;
+  for (const auto& in : graph.inputs) inputs.push_back(random_tensor(DType::f32, graph.node(in.node).shape, rng));
+  auto plan = make_device("cpu", DeviceOptions{.cpu_cores = 1})->compile(graph);
+  std::vector<Tensor> got = plan->run(inputs), want = run_on("reference", graph, inputs);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(compare(got[i], want[i], false, 256), "") << i;
+  // A second run over the arena's leftovers gives the same bits.
+  std::vector<Tensor> again = plan->run(inputs);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(same_bits(again[i], got[i])) << i;
+  size_t all = 0;
+  for (const graph::Node& node : graph.nodes) {
+    std::string_view op = node.op_name();
+    if (op != "input" && op != "constant" && op != "reshape")
+      all += graph::numel(node.shape) * graph::dtype_size(node.dtype);
+  }
+  PlanMemory memory = plan->memory();
+  EXPECT_GE(memory.arena_bytes, memory.live_peak_bytes);
+  EXPECT_LE(memory.arena_bytes, memory.live_peak_bytes * 5 / 4) << "the arena is far above the bytes alive";
+  EXPECT_LT(memory.arena_bytes, all / 2) << "buffers were not reused: " << memory.arena_bytes << " of " << all;
+}
+
+}  // namespace
+}  // namespace sx::device::testing
