@@ -199,8 +199,9 @@ int main(int argc, char** argv) {
     } else if (arg == "--isa" && i + 1 < argc) {
       isa_name = argv[++i];
     } else {
-      fmt::print(stderr, "usage: cpu_matmul [--quick] [--isa scalar|avx2|avx512]\n");
-      return 2;
+      bool help = arg == "--help" || arg == "-h";
+      fmt::print(help ? stdout : stderr, "usage: cpu_matmul [--quick] [--isa scalar|avx2|avx512]\n");
+      return help ? 0 : 2;
     }
   }
   Isa isa;

@@ -14,8 +14,7 @@ ArenaPlan plan_arena(std::span<const BufferLife> buffers, size_t alignment) {
   auto aligned = [alignment](size_t bytes) { return (bytes + alignment - 1) / alignment * alignment; };
   std::vector<size_t> order(buffers.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return buffers[a].bytes > buffers[b].bytes; });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return buffers[a].bytes > buffers[b].bytes; });
   std::vector<size_t> placed;
   for (size_t i : order) {
     const BufferLife& buffer = buffers[i];

@@ -50,4 +50,34 @@ void check_inputs(const graph::Graph& graph, std::span<const Buffer> inputs) {
   }
 }
 
+void check_outputs(const graph::Graph& graph, std::span<const Buffer> outputs) {
+  if (outputs.size() != graph.outputs.size()) {
+    throw DeviceError(
+        fmt::format("run: the graph has {} outputs, got {} buffers", graph.outputs.size(), outputs.size()));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const graph::Node& node = graph.node(graph.outputs[i].node);
+    if (outputs[i].shape() != node.shape || outputs[i].dtype() != node.dtype) {
+      throw DeviceError(fmt::format("run: output '{}' is {}{}, its buffer {}{}", graph.outputs[i].name,
+                                    graph::dtype_name(node.dtype), graph::shape_str(node.shape),
+                                    graph::dtype_name(outputs[i].dtype()), graph::shape_str(outputs[i].shape())));
+    }
+  }
+}
+
+void Plan::run_into(std::span<const Buffer> inputs, std::span<Buffer> outputs) {
+  std::vector<Buffer> results = run(inputs);
+  if (results.size() != outputs.size()) {
+    throw DeviceError(fmt::format("run: the graph has {} outputs, got {} buffers", results.size(), outputs.size()));
+  }
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].shape() != outputs[i].shape() || results[i].dtype() != outputs[i].dtype()) {
+      throw DeviceError(fmt::format("run: output {} is {}{}, its buffer {}{}", i, graph::dtype_name(results[i].dtype()),
+                                    graph::shape_str(results[i].shape()), graph::dtype_name(outputs[i].dtype()),
+                                    graph::shape_str(outputs[i].shape())));
+    }
+    std::copy(results[i].bytes().begin(), results[i].bytes().end(), outputs[i].bytes().begin());
+  }
+}
+
 }  // namespace sx::device

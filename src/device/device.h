@@ -62,6 +62,10 @@ class Plan {
   // input's shape and dtype (else DeviceError naming it); returns one buffer
   // per graph output, in the order of graph.outputs.
   virtual std::vector<Buffer> run(std::span<const Buffer> inputs) = 0;
+  // The same, writing each output into `outputs` (one per graph output, of
+  // its shape and dtype, else DeviceError). On cpu, after the first run this
+  // allocates nothing; the default runs `run` and copies.
+  virtual void run_into(std::span<const Buffer> inputs, std::span<Buffer> outputs);
 };
 
 class Device {
@@ -83,5 +87,7 @@ std::vector<std::string> available_devices();
 // Throws DeviceError unless `inputs` fit the graph's inputs: shared by every
 // device's Plan::run.
 void check_inputs(const graph::Graph& graph, std::span<const Buffer> inputs);
+// The same for the buffers run_into writes.
+void check_outputs(const graph::Graph& graph, std::span<const Buffer> outputs);
 
 }  // namespace sx::device

@@ -140,38 +140,33 @@ class CpuPlan : public Plan {
       entries_.push_back(std::move(entry));
     }
     plan_memory(bytes);
+    size_t most_inputs = 0;
+    for (const Entry& entry : entries_) most_inputs = std::max(most_inputs, entry.inputs.size());
+    in_.reserve(most_inputs);
   }
 
   PlanMemory memory() const override { return memory_; }
 
   std::vector<Buffer> run(std::span<const Buffer> inputs) override {
-    check_inputs(graph_, inputs);
-    for (size_t i = 0; i < inputs.size(); ++i) pointers_[graph_.inputs[i].node] = inputs[i].bytes().data();
-    std::vector<const uint8_t*> in;
-    for (Entry& entry : entries_) {
-      if (!entry.step) {
-        pointers_[entry.id] = pointers_[entry.alias];
-        continue;
-      }
-      in.clear();
-      for (NodeId id : entry.inputs) in.push_back(pointers_[id]);
-      try {
-        entry.step(in.data(), entry.out);
-      } catch (const DeviceError&) {
-        throw;
-      } catch (const std::exception& e) {
-        throw DeviceError(fmt::format("{} failed: {}", describe(graph_, graph_.node(entry.id)), e.what()));
-      }
-    }
+    execute(inputs);
     std::vector<Buffer> outputs;
     for (const graph::NamedNode& out : graph_.outputs) {
       const Node& node = graph_.node(out.node);
-      size_t bytes = static_cast<size_t>(graph::numel(node.shape)) * graph::dtype_size(node.dtype);
       const uint8_t* p = pointers_[out.node];
+      size_t bytes = bytes_of(node);
       outputs.emplace_back(node.dtype, node.shape,
                            bytes == 0 ? std::vector<uint8_t>{} : std::vector<uint8_t>(p, p + bytes));
     }
     return outputs;
+  }
+
+  void run_into(std::span<const Buffer> inputs, std::span<Buffer> outputs) override {
+    check_outputs(graph_, outputs);
+    execute(inputs);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      size_t bytes = bytes_of(graph_.node(graph_.outputs[i].node));
+      if (bytes > 0) std::memcpy(outputs[i].bytes().data(), pointers_[graph_.outputs[i].node], bytes);
+    }
   }
 
  private:
@@ -186,6 +181,26 @@ class CpuPlan : public Plan {
   struct ArenaDelete {
     void operator()(uint8_t* p) const { ::operator delete (p, std::align_val_t{64}); }
   };
+
+  void execute(std::span<const Buffer> inputs) {
+    check_inputs(graph_, inputs);
+    for (size_t i = 0; i < inputs.size(); ++i) pointers_[graph_.inputs[i].node] = inputs[i].bytes().data();
+    for (Entry& entry : entries_) {
+      if (!entry.step) {
+        pointers_[entry.id] = pointers_[entry.alias];
+        continue;
+      }
+      in_.clear();
+      for (NodeId id : entry.inputs) in_.push_back(pointers_[id]);
+      try {
+        entry.step(in_.data(), entry.out);
+      } catch (const DeviceError&) {
+        throw;
+      } catch (const std::exception& e) {
+        throw DeviceError(fmt::format("{} failed: {}", describe(graph_, graph_.node(entry.id)), e.what()));
+      }
+    }
+  }
 
   static size_t bytes_of(const Node& node) {
     return static_cast<size_t>(graph::numel(node.shape)) * graph::dtype_size(node.dtype);
@@ -230,6 +245,7 @@ class CpuPlan : public Plan {
   std::vector<graph::Tensor> storage_;    // values computed at compile time (iota)
   std::vector<const uint8_t*> pointers_;  // each node's bytes during a run
   std::vector<Entry> entries_;            // in graph order
+  std::vector<const uint8_t*> in_;        // a step's input pointers (kept: a run allocates nothing)
   std::unique_ptr<uint8_t[], ArenaDelete> arena_;
   PlanMemory memory_;
 };

@@ -189,20 +189,20 @@ Step make_reduction(Kind kind, Layout layout, int cores) {
       constexpr int64_t kBlock = 256;
       int64_t blocks_per_outer = (I + kBlock - 1) / kBlock;
       parallel_for(layout.outer * blocks_per_outer, threads, [&](int64_t begin, int64_t end) {
-        std::unique_ptr<C[]> acc(new C[kBlock]);
-        std::vector<Extremum<C>> ext(kBlock);
+        C acc[kBlock];  // on the stack: a run allocates nothing
+        Extremum<C> ext[kBlock];
         for (int64_t blk = begin; blk < end; ++blk) {
           int64_t o = blk / blocks_per_outer, i0 = (blk % blocks_per_outer) * kBlock, w = std::min(kBlock, I - i0);
           const S* base = x + o * R * I + i0;
           if (kind == Kind::sum) {
-            std::fill_n(acc.get(), w, C(0));
+            std::fill_n(acc, w, C(0));
             for (int64_t r = 0; r < R; ++r) {
               const S* row = base + r * I;
               for (int64_t i = 0; i < w; ++i) acc[i] = graph::prims::wrap_add(acc[i], static_cast<C>(row[i]));
             }
             for (int64_t i = 0; i < w; ++i) reinterpret_cast<S*>(out)[o * I + i0 + i] = S(acc[i]);
           } else {
-            std::fill(ext.begin(), ext.begin() + w, Extremum<C>{initial<C>(kind)});
+            std::fill_n(ext, w, Extremum<C>{initial<C>(kind)});
             for (int64_t r = 0; r < R; ++r) {
               const S* row = base + r * I;
               for (int64_t i = 0; i < w; ++i) update(ext[i], static_cast<C>(row[i]), r, want_max);
