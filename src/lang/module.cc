@@ -18,6 +18,21 @@ std::string with_extension(std::string path) {
   return path;
 }
 
+// Whether `path` is a regular file, by the non-throwing std::filesystem calls: a name too
+// long for the system, or a folder that cannot be searched, is E-EVAL-012 naming the
+// module and the path (each cut to a readable length), never an exception that aborts.
+bool is_module_file(const fs::path& path, const std::string& name, Span span) {
+  std::error_code ec;
+  fs::file_status status = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+    fail("E-EVAL-012", span,
+         fmt::format("cannot load \"{}\": {}: {}", shown_in_message(name), shown_in_message(path.string()),
+                     ec.message()),
+         "a module is a .sx file, named relative to the file that requires it or as \"sexpgpu/NAME\"");
+  }
+  return fs::is_regular_file(status);
+}
+
 }  // namespace
 
 Ref<Env> Interpreter::require_module(const std::string& name, Span span, Env& from) {
@@ -25,7 +40,7 @@ Ref<Env> Interpreter::require_module(const std::string& name, Span span, Env& fr
   if (name.starts_with(kLibraryPrefix)) {
     std::string relative = with_extension(name);
     for (const auto& dir : options_.library_dirs) {
-      if (fs::is_regular_file(fs::path(dir) / relative)) {
+      if (is_module_file(fs::path(dir) / relative, name, span)) {
         path = fs::path(dir) / relative;
         break;
       }
@@ -33,15 +48,28 @@ Ref<Env> Interpreter::require_module(const std::string& name, Span span, Env& fr
     if (path.empty()) {
       std::string searched;
       for (const auto& dir : options_.library_dirs) searched += (searched.empty() ? "" : ", ") + dir;
-      fail("E-EVAL-012", span, fmt::format("no library module \"{}\"", name),
+      fail("E-EVAL-012", span, fmt::format("no library module \"{}\"", shown_in_message(name)),
            fmt::format("the library is searched in: {}", searched.empty() ? "(no directories)" : searched));
     }
   } else {
     const std::string& base = from.module().module_path;
-    fs::path dir = base.empty() ? fs::current_path() : fs::path(base).parent_path();
+    fs::path dir;
+    if (base.empty()) {
+      std::error_code ec;
+      dir = fs::current_path(ec);
+      if (ec) {
+        fail("E-EVAL-012", span,
+             fmt::format("cannot load \"{}\": the current directory: {}", shown_in_message(name), ec.message()),
+             "require it from a file, whose directory relative paths are resolved from");
+      }
+    } else {
+      dir = fs::path(base).parent_path();
+    }
     path = dir / with_extension(name);
-    if (!fs::is_regular_file(path)) {
-      fail("E-EVAL-012", span, fmt::format("cannot find \"{}\": no file {}", name, path.lexically_normal().string()),
+    if (!is_module_file(path, name, span)) {
+      fail("E-EVAL-012", span,
+           fmt::format("cannot find \"{}\": no file {}", shown_in_message(name),
+                       shown_in_message(path.lexically_normal().string())),
            "a relative path is resolved from the directory of the file that requires it");
     }
   }

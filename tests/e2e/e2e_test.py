@@ -122,6 +122,27 @@ def case_non_utf8_long_line(tmp):
     expect_error(["check", path], "E-READ-008", mentions=[path])
 
 
+def case_long_names(tmp):
+    # A name longer than the system takes (5,000 characters) once made std::filesystem throw
+    # out of `require` (abort, exit 134). Each is an error whose message shows the name cut.
+    name = "m" * 5000
+    script = write(tmp, "long-require.sx", f'(require "{name}")\n'.encode())
+    for args, code in [(["eval", f'(require "{name}")'], "E-EVAL-012"),
+                       (["eval", f'(require "sexpgpu/{name}")'], "E-EVAL-012"),
+                       (["check", script], "E-EVAL-012"),
+                       (["check", os.path.join(tmp, name + ".sx")], "E-READ-010"),
+                       (["eval", "--file", os.path.join(tmp, "x" * 300, "run.sx"), "1"], "E-READ-010"),
+                       (["eval", f'(defmodel m () (defparam w (zeros [2]) :load ["{name}" "w"]) (lambda (x) x))'
+                                 f" (defvar model (m)) 1"], "E-LOAD-002")]:
+        rc, out, err, _ = run(args)
+        shown = " ".join(args)[:60]
+        expect(rc == 1, f"sexpgpu {shown}...: exit {rc}, expected 1", out, err)
+        expect(f"error[{code}]" in err, f"sexpgpu {shown}...: expected error[{code}]", out, err)
+        first = err.splitlines()[0] if err else ""
+        expect(len(first) < 400, f"sexpgpu {shown}...: a first line of {len(first)} characters", out, err)
+        print(f"ok: {shown}... -> {code}")
+
+
 # --- Values and usage -----------------------------------------------------------------------
 
 

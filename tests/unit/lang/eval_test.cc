@@ -232,6 +232,16 @@ TEST_F(Modules, OnlyImportsTheNamedDefinitions) {
   EXPECT_EQ(run("(require \"m\" :only (c)) (defvar result 1)").substr(0, 10), "E-EVAL-012");
 }
 
+TEST_F(Modules, ANameTooLongForTheSystemIsAnErrorWithTheNameCut) {
+  const std::string name(5000, 'm');
+  for (const std::string& required : {name, "sub/" + name + "/x", "sexpgpu/" + name}) {
+    std::string error = run("(require \"" + required + "\")");
+    EXPECT_EQ(error.substr(0, 10), "E-EVAL-012") << error.substr(0, 200);
+    EXPECT_LT(error.size(), 400u) << error.substr(0, 200);
+    EXPECT_NE(error.find(required.substr(0, 80) + "..."), std::string::npos) << error.substr(0, 200);
+  }
+}
+
 TEST_F(Modules, MissingModulesAndCycles) {
   EXPECT_EQ(run("(require \"nope\")").substr(0, 10), "E-EVAL-012");
   EXPECT_EQ(run("(require \"sexpgpu/nope\")").substr(0, 10), "E-EVAL-012");
