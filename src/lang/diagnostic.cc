@@ -89,7 +89,9 @@ void render_source(const Diagnostic& d, const Style& style, std::string_view acc
   std::string prefix, suffix;
   if (text.size() > kMaxShownLine) {
     size_t from = start > 40 ? to_char_start(text, start - 40) : 0;
-    size_t to = std::min(text.size(), std::max(end, from + kMaxShownLine));
+    // The window shows at most kMaxShownLine bytes, however long the span: a span that
+    // runs past it (a name of a million characters) is underlined as far as it is shown.
+    size_t to = std::min(text.size(), from + kMaxShownLine);
     to = to < text.size() ? to_char_start(text, to) : to;
     if (from > 0) prefix = "...";
     if (to < text.size()) suffix = "...";

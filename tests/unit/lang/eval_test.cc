@@ -1,6 +1,7 @@
 // The evaluator: special forms, closures, lambda lists, macros, modules, limits.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -85,6 +86,40 @@ TEST(Eval, CallErrors) {
   EXPECT_EQ(error_code("((lambda (&key a) a) :a 1 :a 2)"), "E-EVAL-006");
   EXPECT_EQ(error_code("((lambda (&key a) a) :a)"), "E-EVAL-007");
   EXPECT_EQ(error_code("(error \"boom\" 1 :x)"), "E-EVAL-010");
+}
+
+TEST(Eval, UnboundNamesSuggestANameLikeIt) {
+  auto help = [](const std::string& text) {
+    auto d = testing::eval_error(text);
+    return d && !d->helps.empty() ? d->helps[0] : "";
+  };
+  EXPECT_EQ(help("(defvar learning-rate 1) learning-rat"), "a name like it is defined: `learning-rate`");
+  EXPECT_EQ(help("(defvar learning-rate 1) laerning-rate"), "a name like it is defined: `learning-rate`");
+  EXPECT_EQ(help("(let ((widht 2)) (+ 1 width))"), "a name like it is defined: `widht`");
+  EXPECT_EQ(help("(defvar abc 1) xyz"), "define it with `defvar` or `defun`, or bind it with `let`");
+}
+
+// A name of a million characters beside a defined one as long: the suggestion's distance
+// must not cost the product of their lengths (it once took more than 7 GB).
+TEST(Eval, AHugeUnboundNameGetsItsDiagnosticQuickly) {
+  const std::string defined(1'000'000, 'n');
+  const std::string wanted = std::string(999'999, 'n') + "m";
+  Interpreter interp(testing::test_options());
+  Ref<Env> env = interp.new_top_level();
+  auto start = std::chrono::steady_clock::now();
+  try {
+    interp.eval_text("(defvar " + defined + " 1)\n" + wanted + "\n", "huge.sx", *env);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    std::string text = render(e.diagnostic(), false);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(e.diagnostic().code, "E-EVAL-001");
+    EXPECT_LT(seconds, 2.0);
+    // The name is cut in the message (its first 80 characters and "..."), and the source
+    // line and its underline to the window a diagnostic shows.
+    EXPECT_EQ(e.diagnostic().message, "unbound name `" + std::string(80, 'n') + "...`");
+    EXPECT_LT(text.size(), 1000u) << text.substr(0, 1000);
+  }
 }
 
 TEST(Eval, UserErrorMessageAndCallChain) {
