@@ -111,7 +111,10 @@ of the file, or among the builtins.
 Define it with `defvar` or `defun`, bind it with `let` or as a parameter, or `require`
 the module that defines it. Names are defined in order: a top-level form sees only what
 the forms before it defined (a function body sees what exists when it is called). When
-a similar name exists the help line suggests it; check for a typo first.)"},
+a similar name exists the help line suggests it; check for a typo first. When a module
+of the standard library defines the name, the help line says which to require:
+
+    (mean x)   ; help: the standard library defines `mean`: (require "sexpgpu/ops"))"},
     {"E-EVAL-002", "not a function",
      R"(The first element of a list being evaluated is not a function.
 

@@ -306,7 +306,14 @@ size_t bounded_distance(const std::vector<std::string_view>& a, const std::vecto
 
 void Interpreter::unbound(const Symbol* name, Span span, Env& env) {
   std::string help = "define it with `defvar` or `defun`, or bind it with `let`";
-  if (size_t wanted_chars = count_characters(name->name); wanted_chars <= kMaxSuggestedChars) {
+  std::vector<std::string> modules = library_modules_defining(name->name);
+  if (!modules.empty()) {
+    std::string to_require;
+    for (size_t i = 0; i < modules.size(); ++i) {
+      to_require += fmt::format("{}(require \"{}\")", i == 0 ? "" : " or ", modules[i]);
+    }
+    help = fmt::format("the standard library defines `{}`: {}", name->name, to_require);
+  } else if (size_t wanted_chars = count_characters(name->name); wanted_chars <= kMaxSuggestedChars) {
     // Inner scopes are searched first and win ties, so the program's own names beat builtins.
     auto wanted = characters(name->name);
     size_t bound = std::max<size_t>(1, wanted_chars / 4);  // the most edits a suggestion may be away

@@ -122,6 +122,33 @@ TEST(Eval, AHugeUnboundNameGetsItsDiagnosticQuickly) {
   }
 }
 
+TEST(Eval, UnboundNamesOfTheStandardLibrarySayWhichModuleToRequire) {
+  auto help = [](const std::string& text, InterpreterOptions options = testing::test_options()) {
+    auto d = testing::eval_error(text, options);
+    EXPECT_TRUE(d && d->code == "E-EVAL-001") << text;
+    return d && !d->helps.empty() ? d->helps[0] : "";
+  };
+  EXPECT_EQ(help("(mean x)"), "the standard library defines `mean`: (require \"sexpgpu/ops\")");
+  EXPECT_EQ(help("(relu x)"), "the standard library defines `relu`: (require \"sexpgpu/ops\")");
+  EXPECT_EQ(help("(softmax x)"), "the standard library defines `softmax`: (require \"sexpgpu/ops\")");
+  EXPECT_EQ(help("(linear 3 4)"), "the standard library defines `linear`: (require \"sexpgpu/nn\")");
+  // A function in sexpgpu/ops and a model in sexpgpu/nn.
+  EXPECT_EQ(help("(layer-norm 4)"),
+            "the standard library defines `layer-norm`: (require \"sexpgpu/nn\") or (require \"sexpgpu/ops\")");
+  // The table is read from the module files: a module added to the library is found too.
+  auto dir = std::filesystem::temp_directory_path() / ("sexpgpu-lib-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "sexpgpu" / "extra");
+  std::ofstream(dir / "sexpgpu" / "extra" / "more.sx") << "(defun frobnicate (x) x)\n(defmacro twiddle (x) x)\n";
+  std::ofstream(dir / "sexpgpu" / "broken.sx") << "(defun unread (x\n";
+  InterpreterOptions options;
+  options.library_dirs = {dir.string()};
+  EXPECT_EQ(help("(frobnicate 1)", options),
+            "the standard library defines `frobnicate`: (require \"sexpgpu/extra/more\")");
+  EXPECT_EQ(help("(twiddle 1)", options), "the standard library defines `twiddle`: (require \"sexpgpu/extra/more\")");
+  EXPECT_EQ(help("(mean 1)", options), "define it with `defvar` or `defun`, or bind it with `let`");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Eval, UserErrorMessageAndCallChain) {
   Interpreter interp(testing::test_options());
   Ref<Env> env = interp.new_top_level();
