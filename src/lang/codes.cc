@@ -476,6 +476,18 @@ large, or too many are alive at once.
 The `cpu` device adds up the buffers a graph needs when it compiles it and refuses
 one larger than the machine's memory before allocating anything, so the program
 reports it instead of being killed. Make the tensors smaller, or split the work.)"},
+    {"E-DEVICE-003", "a core count that is not a whole number",
+     R"(`--cpu-cores` (or the SEXPGPU_CPU_CORES variable, read when the flag is absent) says
+how many host cores the `cpu` device may use. It is a whole number written in decimal
+digits alone:
+
+    --cpu-cores 0        all cores (the default)
+    --cpu-cores 4        at most four
+    --cpu-cores 1000     all cores, on a host with fewer than 1000
+
+A count above the host's cores, however large, means all of them. A sign, a
+fraction, spaces or an empty value are refused, naming the flag or the variable and
+the value, rather than read as some other number.)"},
 
     {"W-EVAL-001", "a definition shadows a builtin",
      R"(A top-level `defvar`, `defun` or `defmacro` defines a name that is also a builtin.

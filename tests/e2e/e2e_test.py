@@ -143,6 +143,36 @@ def case_long_names(tmp):
         print(f"ok: {shown}... -> {code}")
 
 
+def case_cpu_cores(tmp):
+    # One rule for --cpu-cores and SEXPGPU_CPU_CORES: a whole number, 0 (all cores) or more;
+    # a count beyond the host's cores (however many digits) means all of them.
+    def run_with(args, cores=None):
+        env = dict(os.environ, NO_COLOR="1")
+        env.pop("SEXPGPU_CPU_CORES", None)
+        if cores is not None:
+            env["SEXPGPU_CPU_CORES"] = cores
+        proc = subprocess.run([SEXPGPU, *args], capture_output=True, timeout=60 * TIME_SCALE, env=env)
+        return proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
+
+    expr = "(sum (ones [4]))"
+    for flags, cores in [(["--cpu-cores", "0"], None), (["--cpu-cores", "1"], None), (["--cpu-cores", "100000"], None),
+                         (["--cpu-cores", "99999999999999999999999"], None), ([], "0"), ([], "2"),
+                         ([], "99999999999999999999999"), (["--cpu-cores", "1"], "not-a-number")]:
+        rc, out, err = run_with(["eval", *flags, expr], cores)
+        expect(rc == 0 and "4.0" in out, f"eval {flags} with SEXPGPU_CPU_CORES={cores}: exit {rc}", out, err)
+    for flags, cores, source, value in [(["--cpu-cores=-1"], None, "--cpu-cores", "-1"),
+                                        (["--cpu-cores", "abc"], None, "--cpu-cores", "abc"),
+                                        (["--cpu-cores", "1.5"], None, "--cpu-cores", "1.5"),
+                                        (["--cpu-cores", "+4"], None, "--cpu-cores", "+4"),
+                                        ([], "-1", "SEXPGPU_CPU_CORES", "-1"),
+                                        ([], " 4", "SEXPGPU_CPU_CORES", " 4"),
+                                        ([], "4x", "SEXPGPU_CPU_CORES", "4x")]:
+        rc, out, err = run_with(["eval", *flags, expr], cores)
+        expect(rc == 1 and "error[E-DEVICE-003]" in err and f"{source} is `{value}`" in err,
+               f"eval {flags} with SEXPGPU_CPU_CORES={cores!r}: exit {rc}, expected 1 naming {source}", out, err)
+    print("ok: --cpu-cores and SEXPGPU_CPU_CORES")
+
+
 # --- Values and usage -----------------------------------------------------------------------
 
 
