@@ -324,10 +324,14 @@ non-negative integer).)"},
     {"E-RUN-003", "a --knob the file does not define",
      R"(`--knob NAME=VALUE` sets a knob the file defines with `(defknob NAME default "doc")`.
 The file defines no knob of that name, or VALUE is not one value (a number, string,
-keyword or vector, as the reader reads it). The help line lists the file's knobs.)"},
+keyword or vector, as the reader reads it). The help line lists the file's knobs.
+
+Without a file (`eval` without `--file`, `repl` without FILE) there are no knobs, so
+any `--knob` is refused rather than ignored.)"},
     {"E-RUN-004", "a --variant the file does not define",
      R"(`--variant NAME` chooses a `(defvariant NAME :knob value ...)` of the file, and the
-file has none of that name. The help line lists its variants.)"},
+file has none of that name. The help line lists its variants. Without a file (`eval`
+without `--file`, `repl` without FILE) there are no variants, so `--variant` is refused.)"},
 
     {"E-LOAD-002", "a file that cannot be read or written",
      R"(A safetensors file, a sharded checkpoint's `.index.json` or one of its shards could not
