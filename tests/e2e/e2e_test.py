@@ -218,6 +218,20 @@ def case_bad_usage(tmp):
     print("ok: bad usage exits 2")
 
 
+def case_unknown_subcommand(tmp):
+    # An unknown subcommand exits 2 naming it, with --help after it too (it once printed the
+    # top-level help and exited 0), and prints no help on standard output.
+    script = write(tmp, "ok.sx", b"(defvar x 1)\n")
+    for args in [["run", "--help"], ["evaluate", "--help"], ["run", "-h"], ["run", script], ["evaluate"],
+                 ["--help", "run"], ["serve", "--socket", "x"], ["no-such-command", "--help"]]:
+        rc, out, err, _ = run(args)
+        expect(rc == 2, f"sexpgpu {' '.join(args)}: exit {rc}, expected 2 (usage)", out, err)
+        expect(f"no subcommand `{args[1] if args[0] == '--help' else args[0]}`" in err,
+               f"sexpgpu {' '.join(args)}: the error does not name the subcommand", out, err)
+        expect(not out, f"sexpgpu {' '.join(args)}: printed on standard output", out, err)
+    print("ok: unknown subcommands exit 2")
+
+
 def case_explain_error(tmp):
     rc, out, err, _ = run(["explain-error", "E-READ-007"])
     expect(rc == 0 and "E-READ-007" in out, f"explain-error E-READ-007: exit {rc}", out, err)
