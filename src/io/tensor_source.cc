@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <unordered_set>
 
+#include "io/location.h"
 #include "io/util.h"
 
 namespace sx::io {
@@ -37,7 +38,8 @@ std::string unsafe_shard_name(std::string_view name) {
 
 }  // namespace
 
-std::shared_ptr<TensorSource> TensorSource::open(const std::string& path) {
+std::shared_ptr<TensorSource> TensorSource::open(const std::string& location) {
+  const std::string path = local_path(location);  // the scheme first: s3://, https://, ... are refused here
   std::shared_ptr<TensorSource> source(new TensorSource());
   source->path_ = path;
   if (!ends_with(path, ".json")) {

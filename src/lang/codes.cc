@@ -431,12 +431,13 @@ puts a tensor in a shard that does not hold it.
 
 Download the index again with its shards; an index written by hand must follow the form
 above, with every shard a file name beside the index.)"},
-    {"E-LOAD-010", "an s3:// file in this version",
-     R"(A `:load` or `with-loaded` names an `s3://` file. Reading from object stores comes
-with storage locations; this version reads local files only.
+    {"E-LOAD-010", "an s3:// or o41:// file in this version",
+     R"(A `:load` or `with-loaded` names an `s3://` or `o41://` file. Reading from object
+stores and o41 runs comes with storage locations (where checkpoints are kept); this
+version reads local files only.
 
 Copy the file (or the index and its shards) next to the experiment and name it by its
-local path.)"},
+local path, or by `file:///absolute/path`.)"},
     {"E-LOAD-011", "a tensor the file does not hold",
      R"(A parameter loads a tensor by a name its file (or sharded checkpoint) does not hold.
 The message names the parameter's path and the tensor. With `with-loaded`, the name
@@ -452,6 +453,19 @@ lists the names a file holds.)"},
 
 Hugging Face checkpoints keep PyTorch's `[out in]` layout for linear layers: declare the
 parameter `[out in]` and multiply by its transpose, `(matmul x (transpose q [1 0]))`.)"},
+    {"E-LOAD-013", "a location SexpGPU does not read",
+     R"(A `:load` or `with-loaded` names a location whose scheme (the part before `://`)
+SexpGPU does not read, or a `file://` location that names no absolute path here.
+
+    :load ["https://host/w.safetensors" "w"]       ; no https:// reading: download it
+    :load ["file://w.safetensors" "w"]             ; `w.safetensors` is read as a host
+    :load ["file:///data/w.safetensors" "w"]       ; the absolute path /data/w.safetensors
+
+A location is a local path (relative to the file that names it, or absolute),
+`file:///absolute/path` (or `file://localhost/absolute/path`, `%20` and the like
+decoded), or a storage location, `s3://bucket/key` or `o41://team/run` (E-LOAD-010 in
+this version). The scheme is read first, so a location is never mistaken for a
+relative path; the message shows it as written.)"},
 
     {"E-SHAPE-001", "shapes or dtypes that do not fit",
      R"(A tensor operation was given operands whose shapes, dtypes or attributes it

@@ -249,6 +249,42 @@ TEST_F(Loading, AFrozenParameterEveryUseOfWhichCastsDownIsStoredAsBf16) {
   EXPECT_EQ(values["model.down"].dtype(), graph::DType::bf16);
 }
 
+TEST_F(Loading, AFileLocationIsItsAbsolutePath) {
+  const std::string abs = (dir_ / "weights.safetensors").string();
+  // %2E is `.`: a file:// location's escapes are decoded.
+  std::string dotted = abs.substr(0, abs.size() - std::string(".safetensors").size()) + "%2Esafetensors";
+  for (const std::string& location : {"file://" + abs, "file://localhost" + abs, "FILE://" + dotted}) {
+    SCOPED_TRACE(location);
+    RunFile run;
+    load(run, "(defmodel m () (defparam e (zeros [8 4]) :load [\"" + location + "\" \"emb\"]) (lambda (x) x))\n" +
+                  "(defvar model (m))\n");
+    EXPECT_EQ(run.param("model.e").decl->load->first, abs);
+    EXPECT_EQ(run.value("model.e"), arange({8, 4}).to_doubles());
+  }
+}
+
+TEST_F(Loading, OtherSchemesAreRefusedByNameAsWritten) {
+  auto load_from = [&](const std::string& location) {
+    return error("(defmodel m () (defparam e (zeros [8 4]) :load [\"" + location + "\" \"emb\"]) (lambda (x) x))\n" +
+                 "(defvar model (m))\n");
+  };
+  EXPECT_EQ(load_from("https://host/w.safetensors"),
+            "E-LOAD-013: `model.e` loads from https://host/w.safetensors, and SexpGPU does not read https:// "
+            "locations");
+  EXPECT_EQ(load_from("hf://org/name/model.safetensors.index.json").substr(0, 10), "E-LOAD-013");
+  EXPECT_EQ(load_from("o41://team/run/w.safetensors"),
+            "E-LOAD-010: `model.e` loads from o41://team/run/w.safetensors, and o41:// files are not readable in "
+            "this version: they come with storage locations");
+  EXPECT_EQ(load_from("s3://bucket/w.safetensors").substr(0, 10), "E-LOAD-010");
+  // file:// names an absolute path on this host: `w.safetensors` here would be a host.
+  EXPECT_EQ(load_from("file://w.safetensors"),
+            "E-LOAD-013: file://w.safetensors: a file:// location names an absolute path on this host, as in "
+            "file:///home/me/w.safetensors (three slashes)");
+  // Without `://` there is no scheme: a relative path (beside run.sx) that happens to hold a colon.
+  EXPECT_EQ(load_from("file:weights.safetensors"),
+            "E-LOAD-002: " + (dir_ / "file:weights.safetensors").string() + ": the file does not exist");
+}
+
 TEST_F(Loading, EveryFileReadIsIdentifiedBySizeAndHash) {
   RunFile run;
   load(run, std::string(kBigram) + R"(
