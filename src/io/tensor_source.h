@@ -2,7 +2,9 @@
 // Hugging Face checkpoint named by its .index.json
 //   {"metadata": {...}, "weight_map": {"tensor name": "shard file name", ...}}
 // whose shards lie in the index's folder; each shard is opened once, when a tensor in it
-// is first asked for.
+// is first asked for. A shard name that is absolute, or whose `..` leads out of the
+// index's folder, is refused (checked on the name, before following links); links inside
+// the folder are followed wherever they point.
 #pragma once
 
 #include <map>

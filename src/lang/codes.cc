@@ -426,8 +426,11 @@ checkpoint:
 
 This one is not valid JSON, or is not an object with a `weight_map` of tensor names to
 shard file names (strings), or names a shard outside the index's folder (an absolute
-path or a `..` segment, refused so that an index cannot make a run read other files), or
-puts a tensor in a shard that does not hold it.
+path, or a `..` that leads out of the folder, refused so that an index cannot make a
+run read other files), or puts a tensor in a shard that does not hold it. The check is
+on the name as written, before any link is followed: a shard that is a link inside the
+folder (as in a Hugging Face cache, whose snapshots link to `../../blobs/`) is read
+wherever the link points.
 
 Download the index again with its shards; an index written by hand must follow the form
 above, with every shard a file name beside the index.)"},

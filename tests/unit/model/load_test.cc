@@ -285,6 +285,33 @@ TEST_F(Loading, OtherSchemesAreRefusedByNameAsWritten) {
             "E-LOAD-002: " + (dir_ / "file:weights.safetensors").string() + ": the file does not exist");
 }
 
+// A Hugging Face cache: every file of a snapshot is a link to ../../blobs/SHA, shards and
+// index alike. The links point out of the snapshot's folder, and are followed.
+TEST_F(Loading, AHuggingFaceCacheSnapshotLoadsThroughItsLinks) {
+  namespace fs = std::filesystem;
+  const fs::path repo = dir_ / "hub" / "models--org--bigram";
+  fs::create_directories(repo / "blobs");
+  fs::create_directories(repo / "snapshots" / "0123abc");
+  io::write_safetensors((repo / "blobs" / "a1b2c3").string(), {{"emb", arange({8, 4})}});
+  io::write_safetensors((repo / "blobs" / "d4e5f6").string(), {{"lm.w", arange({4, 8}, 0.5)}});
+  std::ofstream(repo / "blobs" / "0a0b0c") << R"({"metadata": {"total_size": 256}, "weight_map": {
+    "emb": "model-00001-of-00002.safetensors", "lm.w": "model-00002-of-00002.safetensors"}})";
+  const fs::path snapshot = repo / "snapshots" / "0123abc";
+  fs::create_symlink("../../blobs/a1b2c3", snapshot / "model-00001-of-00002.safetensors");
+  fs::create_symlink("../../blobs/d4e5f6", snapshot / "model-00002-of-00002.safetensors");
+  fs::create_symlink("../../blobs/0a0b0c", snapshot / "model.safetensors.index.json");
+  RunFile run;
+  load(run, std::string(kBigram) + R"(
+(defvar teacher
+  (with-loaded ("hub/models--org--bigram/snapshots/0123abc/model.safetensors.index.json" hf-name) (bigram 8 4)))
+)");
+  EXPECT_EQ(run.value("teacher.emb"), arange({8, 4}).to_doubles());
+  EXPECT_EQ(run.value("teacher.w"), arange({4, 8}, 0.5).to_doubles());
+  auto identities = load_identities(run.table);
+  EXPECT_EQ(identities.size(), 3u);  // the index and both shards, by the names the snapshot gives them
+  EXPECT_TRUE(identities.count((snapshot / "model-00002-of-00002.safetensors").string()));
+}
+
 TEST_F(Loading, EveryFileReadIsIdentifiedBySizeAndHash) {
   RunFile run;
   load(run, std::string(kBigram) + R"(
