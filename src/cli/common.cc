@@ -31,7 +31,7 @@ std::vector<std::string> library_dirs() {
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {
     auto installed = exe.parent_path().parent_path() / "share" / "sexpgpu" / "lib";
-    if (std::filesystem::is_directory(installed)) dirs.push_back(installed.string());
+    if (std::filesystem::is_directory(installed, ec)) dirs.push_back(installed.string());
   }
   dirs.emplace_back(SEXPGPU_LIB_DIR);
   return dirs;

@@ -3,8 +3,13 @@
 #include "cli/eager.h"
 
 #include <fmt/format.h>
+#include <sched.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstdlib>
+#include <limits>
 #include <map>
 
 #include "graph/passes.h"
@@ -19,14 +24,47 @@ void DeviceFlags::add_to(CLI::App& command) {
   const char* env_device = std::getenv("SEXPGPU_DEVICE");
   device = env_device && *env_device ? env_device : kDefaultDevice;
   command.add_option("--device", device, "Where tensors run: reference, cpu, cuda, metal (SEXPGPU_DEVICE)");
-  if (const char* cores = std::getenv("SEXPGPU_CPU_CORES"); cores && *cores) cpu_cores = std::atoi(cores);
-  command.add_option("--cpu-cores", cpu_cores, "Most host cores --device cpu uses (SEXPGPU_CPU_CORES)")
-      ->check(CLI::PositiveNumber);
+  cpu_cores_flag = command.add_option("--cpu-cores", cpu_cores,
+                                      "Most host cores --device cpu uses: a whole number; 0 (the default), or any "
+                                      "count above the host's cores, means all of them (SEXPGPU_CPU_CORES)");
+}
+
+namespace {
+
+// The cores this process may run on (its affinity), as the cpu device's thread pool counts them.
+int host_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? static_cast<int>(std::min<long>(online, std::numeric_limits<int>::max())) : 1;
+}
+
+}  // namespace
+
+int parse_cpu_cores(std::string_view text, std::string_view source, int host_cores) {
+  bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits) {
+    lang::fail("E-DEVICE-003", {},
+               fmt::format("{} is `{}`, not a whole number of cores", source, lang::shown_in_message(text)),
+               "write 0 for all cores, or a count such as 4");
+  }
+  uint64_t cores = 0;
+  auto parsed = std::from_chars(text.data(), text.data() + text.size(), cores);
+  // Digits alone: the only failure left is a count too large for 64 bits, more than the host has.
+  if (parsed.ec == std::errc::result_out_of_range || cores > static_cast<uint64_t>(host_cores)) return 0;
+  return static_cast<int>(cores);
 }
 
 std::unique_ptr<device::Device> DeviceFlags::make() const {
+  int cores = 0;
+  if (cpu_cores_flag && cpu_cores_flag->count() > 0) {
+    cores = parse_cpu_cores(cpu_cores, "--cpu-cores", host_cores());
+  } else if (const char* env = std::getenv("SEXPGPU_CPU_CORES"); env && *env) {
+    cores = parse_cpu_cores(env, "SEXPGPU_CPU_CORES", host_cores());
+  }
   try {
-    return device::make_device(device, device::DeviceOptions{.cpu_cores = cpu_cores});
+    return device::make_device(device, device::DeviceOptions{.cpu_cores = cores});
   } catch (const device::DeviceError& e) {
     lang::fail("E-DEVICE-001", {}, e.what());
   }

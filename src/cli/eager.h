@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "device/device.h"
 #include "lang/interp.h"
@@ -15,11 +16,19 @@ namespace sx::cli {
 // --device and --cpu-cores, with SEXPGPU_DEVICE and SEXPGPU_CPU_CORES as defaults.
 struct DeviceFlags {
   std::string device;
-  int cpu_cores = 0;
+  std::string cpu_cores;                        // --cpu-cores as written; read by make()
+  const CLI::Option* cpu_cores_flag = nullptr;  // whether --cpu-cores was given
   void add_to(CLI::App& command);
-  // The device the flags name; E-DEVICE-001 when this build cannot make it.
+  // The device the flags name; E-DEVICE-001 when this build cannot make it, E-DEVICE-003
+  // when --cpu-cores (or SEXPGPU_CPU_CORES) is not a whole number.
   std::unique_ptr<device::Device> make() const;
 };
+
+// The cores a count asks for, `text` as written in `source` (the flag or the variable):
+// a whole number of decimal digits. 0 means all cores, and so does any count above
+// `host_cores`, however many digits it has (both give 0). Anything else (a sign, a
+// fraction, spaces, nothing) is E-DEVICE-003 naming the source and the value.
+int parse_cpu_cores(std::string_view text, std::string_view source, int host_cores);
 
 // The value of each input of the graph that computes a traced value (parameters, random
 // keys); `read` says whether the value depends on it at all.

@@ -1,6 +1,7 @@
 // sexpgpu: the command line. Parses flags and hands each command to its own file.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <string_view>
 
 #include "cli/common.h"
 
@@ -16,6 +17,25 @@ int main(int argc, char** argv) {
   add_repl_command(app, action);
   add_explain_command(app, action);
   add_explain_error_command(app, action);
+  // The first word that is not a top-level flag names the subcommand. CLI11 would answer an
+  // unknown one followed by --help with the top-level help and exit 0; it is a usage error.
+  const CLI::App& commands = app;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h" || arg == "--version") continue;
+    if (arg.starts_with("-")) break;  // a flag CLI11 reports itself
+    auto known = commands.get_subcommands([&](const CLI::App* command) { return command->get_name() == arg; });
+    if (known.empty()) {
+      std::string names;
+      for (const CLI::App* command : commands.get_subcommands({})) {
+        names += (names.empty() ? "" : ", ") + command->get_name();
+      }
+      std::fprintf(stderr, "sexpgpu: there is no subcommand `%s`; the subcommands are %s (see sexpgpu --help)\n",
+                   sx::lang::shown_in_message(arg).c_str(), names.c_str());
+      return kExitUsage;
+    }
+    break;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -41,7 +41,10 @@ void Session::load(const std::string& file) {
   model::check_unrooted_reads(interp_, *models_, interp_.tracer()->graph());
 }
 
-void Session::start_empty() { top_ = interp_.new_top_level(); }
+void Session::start_empty() {
+  train::check_no_choices(*knobs_);
+  top_ = interp_.new_top_level();
+}
 
 void Session::resolve() {
   params_ = model::resolve_parameters(interp_, *models_, *top_);

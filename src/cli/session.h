@@ -22,7 +22,8 @@ class Session {
 
   // Evaluates the file's top level and gives its parameters their paths.
   void load(const std::string& file);
-  // An empty top level (eval and repl without a file).
+  // An empty top level (eval and repl without a file); E-RUN-003 or E-RUN-004 when the
+  // flags name a knob or a variant, which only a file defines.
   void start_empty();
 
   lang::Interpreter& interp() { return interp_; }

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "graph/errors.h"
+#include "graph/prims/scalar.h"
 
 namespace sx::graph {
 
@@ -68,7 +69,8 @@ void Tensor::set_value(int64_t i, double value) {
   visit_dtype(dtype_, [&](auto types) {
     using S = typename decltype(types)::storage;
     using C = typename decltype(types)::compute;
-    data<S>()[i] = S(static_cast<C>(value));
+    // The cast primitive's conversion: a float saturates to an integer dtype, NaN giving 0.
+    data<S>()[i] = S(prims::convert<C>(value));
   });
 }
 

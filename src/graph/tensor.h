@@ -29,7 +29,9 @@ class Tensor {
   Tensor(DType dtype, Shape shape);
   // Takes the bytes; throws GraphError when their count does not fit.
   Tensor(DType dtype, Shape shape, std::vector<uint8_t> bytes);
-  // Each value converted to the dtype (rounded for bf16, truncated for ints).
+  // Each value converted to the dtype as `cast` converts (prims::convert): rounded for
+  // bf16; for integers truncated toward zero and saturated at the dtype's limits, NaN
+  // giving 0; for bool, anything but 0 is true.
   static Tensor from_doubles(DType dtype, Shape shape, std::span<const double> values);
   static Tensor scalar(DType dtype, double value);
 
@@ -51,6 +53,7 @@ class Tensor {
   // Element i converted to double; all elements the same way.
   double value(int64_t i) const;
   std::vector<double> to_doubles() const;
+  // Element i set to `value` converted as from_doubles converts.
   void set_value(int64_t i, double value);
 
   bool operator==(const Tensor& other) const = default;

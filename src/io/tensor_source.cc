@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <unordered_set>
 
+#include "io/location.h"
 #include "io/util.h"
 
 namespace sx::io {
@@ -20,16 +22,26 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-// Why a shard name may not be used, or "" when it may: it must stay inside the index's folder.
+// Why a shard name may not be used, or "" when it may: it must name a file inside the
+// index's folder, checked on the name alone (lexically), before any link is followed. A
+// `..` may step back out of a subfolder (`sub/../a.safetensors`) but not out of the
+// folder; a link inside the folder is followed wherever it points (a Hugging Face cache's
+// snapshot links every file to ../../blobs/).
 std::string unsafe_shard_name(std::string_view name) {
   if (name.empty()) return "is empty";
   if (name.front() == '/') return "is an absolute path";
   if (name.find('\0') != std::string_view::npos) return "contains a NUL character";
+  int64_t depth = 0;  // folders below the index's folder
   size_t start = 0;
   while (start <= name.size()) {
     size_t stop = name.find('/', start);
     if (stop == std::string_view::npos) stop = name.size();
-    if (name.substr(start, stop - start) == "..") return "has a `..` segment, which leaves the index's folder";
+    std::string_view segment = name.substr(start, stop - start);
+    if (segment == "..") {
+      if (--depth < 0) return "has a `..` that leads out of the index's folder";
+    } else if (!segment.empty() && segment != ".") {
+      ++depth;
+    }
     start = stop + 1;
   }
   return "";
@@ -37,7 +49,8 @@ std::string unsafe_shard_name(std::string_view name) {
 
 }  // namespace
 
-std::shared_ptr<TensorSource> TensorSource::open(const std::string& path) {
+std::shared_ptr<TensorSource> TensorSource::open(const std::string& location) {
+  const std::string path = local_path(location);  // the scheme first: s3://, https://, ... are refused here
   std::shared_ptr<TensorSource> source(new TensorSource());
   source->path_ = path;
   if (!ends_with(path, ".json")) {
@@ -121,17 +134,21 @@ std::shared_ptr<TensorSource> TensorSource::open(const std::string& path) {
                                                "index's folder",
                                                path, shown(name), shown(tensor), why));
       }
-      it->second = (folder / name).string();
+      // The name as checked: `sub/../a` opens folder/a, never a `..` taken through a link.
+      it->second = (folder / std::filesystem::path(name).lexically_normal()).string();
       struct stat st {};
       bool exists = stat(it->second.c_str(), &st) == 0;
       if (!exists || !S_ISREG(st.st_mode)) {
         throw LoadError(kUnreadable, fmt::format("{}: the index names the shard `{}`, but {} {}", path, shown(name),
-                                                 it->second, !exists ? "cannot be found" : "is not a file"));
+                                                 shown(it->second), !exists ? "cannot be found" : "is not a file"));
       }
     }
     source->weight_map_.emplace(tensor, it->second);
   }
-  for (const auto& [name, shard_path] : shard_path_of) source->shard_paths_.push_back(shard_path);
+  // Two names may be one file (`a.safetensors`, `sub/../a.safetensors`): each file once, sorted.
+  std::set<std::string> shard_paths;
+  for (const auto& [name, shard_path] : shard_path_of) shard_paths.insert(shard_path);
+  source->shard_paths_.assign(shard_paths.begin(), shard_paths.end());
   return source;
 }
 

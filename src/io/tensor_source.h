@@ -2,7 +2,9 @@
 // Hugging Face checkpoint named by its .index.json
 //   {"metadata": {...}, "weight_map": {"tensor name": "shard file name", ...}}
 // whose shards lie in the index's folder; each shard is opened once, when a tensor in it
-// is first asked for.
+// is first asked for. A shard name that is absolute, or whose `..` leads out of the
+// index's folder, is refused (checked on the name, before following links); links inside
+// the folder are followed wherever they point.
 #pragma once
 
 #include <map>
@@ -20,10 +22,11 @@ namespace sx::io {
 
 class TensorSource {
  public:
-  // By extension: ".json" is an index, anything else a safetensors file (opened and
+  // A location (location.h: a local path or file://; any other scheme is refused), then
+  // by extension: ".json" is an index, anything else a safetensors file (opened and
   // validated now). An index is validated now, and every shard it names must exist; a
   // shard's header is validated when the shard is opened. Throws LoadError.
-  static std::shared_ptr<TensorSource> open(const std::string& path);
+  static std::shared_ptr<TensorSource> open(const std::string& location);
 
   // The tensor's file and header entry, or nullopt when no shard/file has it. Throws
   // LoadError when its shard is not a valid file, or the index names a shard that does not

@@ -75,13 +75,15 @@ std::string open_failure(int err) {
     case ENOENT: return "the file does not exist";
     case EACCES: return "permission denied";
     case EISDIR: return "a directory, not a file";
+    case ENAMETOOLONG: return "the name is too long for the system";
     default: return fmt::format("cannot open it: {}", std::strerror(err));
   }
 }
 
 OpenFile open_regular_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw LoadError(kUnreadable, fmt::format("{}: {}", path, open_failure(errno)));
+  // A name too long for the system (ENAMETOOLONG) is shown cut, as any name is.
+  if (fd < 0) throw LoadError(kUnreadable, fmt::format("{}: {}", shown(path), open_failure(errno)));
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     bool dir = S_ISDIR(st.st_mode);

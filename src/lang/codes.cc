@@ -111,7 +111,10 @@ of the file, or among the builtins.
 Define it with `defvar` or `defun`, bind it with `let` or as a parameter, or `require`
 the module that defines it. Names are defined in order: a top-level form sees only what
 the forms before it defined (a function body sees what exists when it is called). When
-a similar name exists the help line suggests it; check for a typo first.)"},
+a similar name exists the help line suggests it; check for a typo first. When a module
+of the standard library defines the name, the help line says which to require:
+
+    (mean x)   ; help: the standard library defines `mean`: (require "sexpgpu/ops"))"},
     {"E-EVAL-002", "not a function",
      R"(The first element of a list being evaluated is not a function.
 
@@ -321,10 +324,14 @@ non-negative integer).)"},
     {"E-RUN-003", "a --knob the file does not define",
      R"(`--knob NAME=VALUE` sets a knob the file defines with `(defknob NAME default "doc")`.
 The file defines no knob of that name, or VALUE is not one value (a number, string,
-keyword or vector, as the reader reads it). The help line lists the file's knobs.)"},
+keyword or vector, as the reader reads it). The help line lists the file's knobs.
+
+Without a file (`eval` without `--file`, `repl` without FILE) there are no knobs, so
+any `--knob` is refused rather than ignored.)"},
     {"E-RUN-004", "a --variant the file does not define",
      R"(`--variant NAME` chooses a `(defvariant NAME :knob value ...)` of the file, and the
-file has none of that name. The help line lists its variants.)"},
+file has none of that name. The help line lists its variants. Without a file (`eval`
+without `--file`, `repl` without FILE) there are no variants, so `--variant` is refused.)"},
 
     {"E-LOAD-002", "a file that cannot be read or written",
      R"(A safetensors file, a sharded checkpoint's `.index.json` or one of its shards could not
@@ -419,17 +426,21 @@ checkpoint:
 
 This one is not valid JSON, or is not an object with a `weight_map` of tensor names to
 shard file names (strings), or names a shard outside the index's folder (an absolute
-path or a `..` segment, refused so that an index cannot make a run read other files), or
-puts a tensor in a shard that does not hold it.
+path, or a `..` that leads out of the folder, refused so that an index cannot make a
+run read other files), or puts a tensor in a shard that does not hold it. The check is
+on the name as written, before any link is followed: a shard that is a link inside the
+folder (as in a Hugging Face cache, whose snapshots link to `../../blobs/`) is read
+wherever the link points.
 
 Download the index again with its shards; an index written by hand must follow the form
 above, with every shard a file name beside the index.)"},
-    {"E-LOAD-010", "an s3:// file in this version",
-     R"(A `:load` or `with-loaded` names an `s3://` file. Reading from object stores comes
-with storage locations; this version reads local files only.
+    {"E-LOAD-010", "an s3:// or o41:// file in this version",
+     R"(A `:load` or `with-loaded` names an `s3://` or `o41://` file. Reading from object
+stores and o41 runs comes with storage locations (where checkpoints are kept); this
+version reads local files only.
 
 Copy the file (or the index and its shards) next to the experiment and name it by its
-local path.)"},
+local path, or by `file:///absolute/path`.)"},
     {"E-LOAD-011", "a tensor the file does not hold",
      R"(A parameter loads a tensor by a name its file (or sharded checkpoint) does not hold.
 The message names the parameter's path and the tensor. With `with-loaded`, the name
@@ -445,6 +456,19 @@ lists the names a file holds.)"},
 
 Hugging Face checkpoints keep PyTorch's `[out in]` layout for linear layers: declare the
 parameter `[out in]` and multiply by its transpose, `(matmul x (transpose q [1 0]))`.)"},
+    {"E-LOAD-013", "a location SexpGPU does not read",
+     R"(A `:load` or `with-loaded` names a location whose scheme (the part before `://`)
+SexpGPU does not read, or a `file://` location that names no absolute path here.
+
+    :load ["https://host/w.safetensors" "w"]       ; no https:// reading: download it
+    :load ["file://w.safetensors" "w"]             ; `w.safetensors` is read as a host
+    :load ["file:///data/w.safetensors" "w"]       ; the absolute path /data/w.safetensors
+
+A location is a local path (relative to the file that names it, or absolute),
+`file:///absolute/path` (or `file://localhost/absolute/path`, `%20` and the like
+decoded), or a storage location, `s3://bucket/key` or `o41://team/run` (E-LOAD-010 in
+this version). The scheme is read first, so a location is never mistaken for a
+relative path; the message shows it as written.)"},
 
     {"E-SHAPE-001", "shapes or dtypes that do not fit",
      R"(A tensor operation was given operands whose shapes, dtypes or attributes it
@@ -473,6 +497,18 @@ large, or too many are alive at once.
 The `cpu` device adds up the buffers a graph needs when it compiles it and refuses
 one larger than the machine's memory before allocating anything, so the program
 reports it instead of being killed. Make the tensors smaller, or split the work.)"},
+    {"E-DEVICE-003", "a core count that is not a whole number",
+     R"(`--cpu-cores` (or the SEXPGPU_CPU_CORES variable, read when the flag is absent) says
+how many host cores the `cpu` device may use. It is a whole number written in decimal
+digits alone:
+
+    --cpu-cores 0        all cores (the default)
+    --cpu-cores 4        at most four
+    --cpu-cores 1000     all cores, on a host with fewer than 1000
+
+A count above the host's cores, however large, means all of them. A sign, a
+fraction, spaces or an empty value are refused, naming the flag or the variable and
+the value, rather than read as some other number.)"},
 
     {"W-EVAL-001", "a definition shadows a builtin",
      R"(A top-level `defvar`, `defun` or `defmacro` defines a name that is also a builtin.

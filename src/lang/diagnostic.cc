@@ -89,7 +89,9 @@ void render_source(const Diagnostic& d, const Style& style, std::string_view acc
   std::string prefix, suffix;
   if (text.size() > kMaxShownLine) {
     size_t from = start > 40 ? to_char_start(text, start - 40) : 0;
-    size_t to = std::min(text.size(), std::max(end, from + kMaxShownLine));
+    // The window shows at most kMaxShownLine bytes, however long the span: a span that
+    // runs past it (a name of a million characters) is underlined as far as it is shown.
+    size_t to = std::min(text.size(), from + kMaxShownLine);
     to = to < text.size() ? to_char_start(text, to) : to;
     if (from > 0) prefix = "...";
     if (to < text.size()) suffix = "...";
@@ -150,6 +152,23 @@ std::string render(const Diagnostic& d, bool color) {
 bool stderr_wants_color() {
   const char* no_color = std::getenv("NO_COLOR");
   return isatty(STDERR_FILENO) && !(no_color && *no_color);
+}
+
+std::string shown_in_message(std::string_view text) {
+  constexpr size_t kWhole = 160, kCut = 80;
+  bool cut = code_points(text) > kWhole;
+  std::string out;
+  size_t shown = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!is_continuation(text[i]) && cut && shown++ == kCut) {
+      out += "...";
+      break;
+    }
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7F) out += fmt::format("\\u{{{:x}}}", c);
+    else out += text[i];
+  }
+  return out;
 }
 
 void fail(std::string code, Span span, std::string message, std::string help) {

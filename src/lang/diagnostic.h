@@ -4,6 +4,7 @@
 
 #include <exception>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lang/source.h"
@@ -46,6 +47,11 @@ class Error : public std::exception {
  private:
   Diagnostic diagnostic_;
 };
+
+// A name or path from the user's input as a message shows it: whole when it has at most
+// 160 characters, else its first 80 and "..."; control characters escaped as \u{..}.
+// A 5,000-character path must not make an unreadable message.
+std::string shown_in_message(std::string_view text);
 
 // Builds and throws an error; the common case in one line.
 [[noreturn]] void fail(std::string code, Span span, std::string message, std::string help = {});

@@ -256,6 +256,15 @@ Value Interpreter::eval(const Value& form, Span span, Env& env) {
 
 namespace {
 
+// Names longer than this (in characters) are neither suggested nor given suggestions: the
+// distance costs the product of the two lengths, and no typo of a long name is likely.
+constexpr size_t kMaxSuggestedChars = 64;
+
+size_t count_characters(std::string_view s) {
+  return static_cast<size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
 // The code points of a UTF-8 string, each as its bytes, so distances count characters.
 std::vector<std::string_view> characters(std::string_view s) {
   std::vector<std::string_view> out;
@@ -268,37 +277,65 @@ std::vector<std::string_view> characters(std::string_view s) {
   return out;
 }
 
-// Optimal string alignment distance: an edit, or swapping two neighbours, costs 1.
-size_t edit_distance(std::string_view a_text, std::string_view b_text) {
-  auto a = characters(a_text), b = characters(b_text);
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+// Optimal string alignment distance (an edit, or swapping two neighbours, costs 1) when
+// it is at most `bound`, else bound + 1. Stops early: once two rows in a row exceed the
+// bound, no later row comes back under it.
+size_t bounded_distance(const std::vector<std::string_view>& a, const std::vector<std::string_view>& b, size_t bound) {
+  size_t longer = std::max(a.size(), b.size()), shorter = std::min(a.size(), b.size());
+  if (longer - shorter > bound) return bound + 1;
+  std::vector<size_t> before(b.size() + 1), previous(b.size() + 1), row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) previous[j] = j;
+  size_t previous_min = 0;
   for (size_t i = 1; i <= a.size(); ++i) {
+    row[0] = i;
+    size_t row_min = row[0];
     for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      row[j] = std::min({previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (a[i - 1] != b[j - 1])});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) row[j] = std::min(row[j], before[j - 2] + 1);
+      row_min = std::min(row_min, row[j]);
     }
+    if (row_min > bound && previous_min > bound) return bound + 1;
+    previous_min = row_min;
+    std::swap(before, previous);
+    std::swap(previous, row);
   }
-  return d[a.size()][b.size()];
+  return std::min(previous[b.size()], bound + 1);
 }
 
 }  // namespace
 
 void Interpreter::unbound(const Symbol* name, Span span, Env& env) {
-  // Inner scopes are searched first and win ties, so the program's own names beat builtins.
-  std::string best;
-  size_t best_distance = std::max<size_t>(1, characters(name->name).size() / 4) + 1;
-  for (Env* e = &env; e; e = e->parent()) {
-    for (const auto& [symbol, value] : e->bindings()) {
-      size_t d = edit_distance(name->name, symbol->name);
-      if (d < best_distance) best_distance = d, best = symbol->name;
+  std::string help = "define it with `defvar` or `defun`, or bind it with `let`";
+  std::vector<std::string> modules = library_modules_defining(name->name);
+  if (!modules.empty()) {
+    std::string to_require;
+    for (size_t i = 0; i < modules.size(); ++i) {
+      to_require += fmt::format("{}(require \"{}\")", i == 0 ? "" : " or ", modules[i]);
     }
+    help = fmt::format("the standard library defines `{}`: {}", name->name, to_require);
+  } else if (size_t wanted_chars = count_characters(name->name); wanted_chars <= kMaxSuggestedChars) {
+    // Inner scopes are searched first and win ties, so the program's own names beat builtins.
+    auto wanted = characters(name->name);
+    size_t bound = std::max<size_t>(1, wanted_chars / 4);  // the most edits a suggestion may be away
+    std::string best;
+    for (Env* e = &env; e && bound > 0; e = e->parent()) {
+      for (const auto& [symbol, value] : e->bindings()) {
+        if (symbol->name.size() > 4 * kMaxSuggestedChars) continue;  // more bytes than any short name has
+        size_t chars = count_characters(symbol->name);
+        if (symbol->name == name->name) continue;  // a gensym of the same spelling is no typo
+        if (chars > kMaxSuggestedChars || std::max(chars, wanted_chars) - std::min(chars, wanted_chars) > bound) {
+          continue;
+        }
+        size_t d = bounded_distance(wanted, characters(symbol->name), bound);
+        if (d > bound) continue;
+        best = symbol->name;
+        bound = d - 1;  // a later name must be closer to win
+        if (bound == 0) break;
+      }
+    }
+    if (!best.empty()) help = fmt::format("a name like it is defined: `{}`", best);
   }
-  fail("E-EVAL-001", span, fmt::format("unbound name `{}`", name->name),
-       best.empty() ? "define it with `defvar` or `defun`, or bind it with `let`"
-                    : fmt::format("a name like it is defined: `{}`", best));
+  fail("E-EVAL-001", span, fmt::format("unbound name `{}`", shown_in_message(name->name)), help);
 }
 
 void Interpreter::check_depth(Span span) {

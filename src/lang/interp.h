@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -207,6 +208,10 @@ class Interpreter {
 
   // Module loading (require); see module.cc.
   Ref<Env> require_module(const std::string& name, Span span, Env& from);
+  // The standard library modules ("sexpgpu/ops", ...) whose top level defines `name`
+  // (defun, defmacro, defvar, defmodel), sorted: read from the module files themselves,
+  // once, the first time it is asked (for the help of an unbound name).
+  std::vector<std::string> library_modules_defining(const std::string& name);
 
   // Macro expansion context for quasiquote: the argument forms of the macro call being
   // expanded, so inserted forms keep their own spans.
@@ -236,6 +241,7 @@ class Interpreter {
   std::unordered_map<const Symbol*, SpecialForm> special_forms_;
   std::map<std::string, Module> modules_;
   std::vector<std::string> loading_;  // the require chain, for cycle messages
+  std::optional<std::map<std::string, std::vector<std::string>>> library_names_;  // name -> modules
   std::vector<Expansion> expansions_;
   std::shared_ptr<Tracer> tracer_;
   Env* env_registry_ = nullptr;

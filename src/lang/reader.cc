@@ -326,19 +326,20 @@ std::vector<Form> read_forms(const SourceFile& file, const ReaderLimits& limits)
 }
 
 const SourceFile& load_source_file(SourceMap& sources, const std::string& path, const ReaderLimits& limits) {
+  const std::string shown = shown_in_message(path);
   struct stat info {};
   if (stat(path.c_str(), &info) != 0) {
-    fail("E-READ-010", {}, fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+    fail("E-READ-010", {}, fmt::format("cannot read {}: {}", shown, std::strerror(errno)));
   }
-  if (S_ISDIR(info.st_mode)) fail("E-READ-010", {}, fmt::format("cannot read {}: it is a directory", path));
-  if (!S_ISREG(info.st_mode)) fail("E-READ-010", {}, fmt::format("cannot read {}: it is not a regular file", path));
+  if (S_ISDIR(info.st_mode)) fail("E-READ-010", {}, fmt::format("cannot read {}: it is a directory", shown));
+  if (!S_ISREG(info.st_mode)) fail("E-READ-010", {}, fmt::format("cannot read {}: it is not a regular file", shown));
   if (static_cast<size_t>(info.st_size) > limits.max_file_bytes) {
     fail("E-READ-009", {},
-         fmt::format("{} is {} bytes; source files are limited to {} bytes", path, static_cast<size_t>(info.st_size),
+         fmt::format("{} is {} bytes; source files are limited to {} bytes", shown, static_cast<size_t>(info.st_size),
                      limits.max_file_bytes));
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail("E-READ-010", {}, fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+  if (!in) fail("E-READ-010", {}, fmt::format("cannot read {}: {}", shown, std::strerror(errno)));
   std::ostringstream text;
   text << in.rdbuf();
   return sources.add(path, std::move(text).str());

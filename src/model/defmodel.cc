@@ -7,6 +7,8 @@
 #include <set>
 
 #include "graph/errors.h"
+#include "io/location.h"
+#include "io/safetensors.h"
 #include "lang/printer.h"
 #include "lang/tracer.h"
 #include "model/model.h"
@@ -341,7 +343,17 @@ void name_bound_models(const std::shared_ptr<ModelState>& state, const lang::Sym
 }  // namespace
 
 std::string resolve_data_path(const std::string& path, Span span) {
-  if (path.starts_with("s3://") || path.starts_with("/") || !span.known()) return path;
+  // The scheme before anything else: file:///abs/w.safetensors is /abs/w.safetensors, not a
+  // relative path; any other scheme stays as written, for opening to refuse it by name.
+  std::string scheme = io::scheme_of(path);
+  if (scheme == "file") {
+    try {
+      return io::local_path(path);
+    } catch (const io::LoadError& e) {
+      lang::fail(e.code(), span, e.what(), "write file:///absolute/path, or the path itself");
+    }
+  }
+  if (!scheme.empty() || path.starts_with("/") || !span.known()) return path;
   std::filesystem::path dir = std::filesystem::path(span.file->path()).parent_path();
   return (dir / path).lexically_normal().string();
 }

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "io/location.h"
 #include "io/safetensors.h"
 #include "io/tensor_source.h"
 #include "lang/diagnostic.h"
@@ -17,10 +18,21 @@ class Sources {
     const std::string& file = param.decl->load->first;
     auto it = sources_.find(file);
     if (it != sources_.end()) return *it->second;
-    if (file.starts_with("s3://")) {
-      lang::fail("E-LOAD-010", param.decl->span,
-                 fmt::format("`{}` loads from {}, and s3:// files are not readable in this version", param.path, file),
+    // The scheme before anything else; the location is shown as written.
+    std::string scheme = io::scheme_of(file);
+    if (io::is_storage_scheme(scheme)) {
+      lang::fail(io::kStorageLocation, param.decl->span,
+                 fmt::format("`{}` loads from {}, and {}:// files are not readable in this version: they come with "
+                             "storage locations",
+                             param.path, lang::shown_in_message(file), scheme),
                  "copy the file next to the experiment and load it by its local path");
+    }
+    if (!scheme.empty()) {
+      lang::fail(io::kUnknownScheme, param.decl->span,
+                 fmt::format("`{}` loads from {}, and SexpGPU does not read {}:// locations", param.path,
+                             lang::shown_in_message(file), lang::shown_in_message(scheme)),
+                 "a location is a local path, file:///absolute/path, s3://bucket/key or o41://team/run; download the "
+                 "file and load it by its local path");
     }
     try {
       return *sources_.emplace(file, io::TensorSource::open(file)).first->second;

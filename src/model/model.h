@@ -81,7 +81,9 @@ struct ModelState {
 };
 
 // A file path written in `span`'s file, resolved as a loader path is: relative to the
-// directory of that file. s3:// and absolute paths are kept as they are.
+// directory of that file. Absolute paths are kept as they are, a file:// location is its
+// absolute path (E-LOAD-013 at `span` when it names none), and a location of any other
+// scheme (s3://, https://, ...) is kept as written, for opening it to refuse it by name.
 std::string resolve_data_path(const std::string& path, lang::Span span);
 
 // Installs defmodel, defparam, named, the initializers (normal, uniform,

@@ -119,4 +119,20 @@ void check_choices_used(const KnobState& state) {
   }
 }
 
+void check_no_choices(const KnobState& state) {
+  constexpr const char* kHelp =
+      "knobs and variants are a run file's defknob and defvariant forms: give the file (eval --file FILE.sx, or "
+      "repl FILE.sx)";
+  if (!state.choices.knobs.empty()) {
+    const std::string name = lang::shown_in_message(state.choices.knobs.begin()->first);
+    lang::fail("E-RUN-003", {}, fmt::format("--knob {}: no file is evaluated, so there is no knob `{}`", name, name),
+               kHelp);
+  }
+  if (!state.choices.variant.empty()) {
+    const std::string name = lang::shown_in_message(state.choices.variant);
+    lang::fail("E-RUN-004", {},
+               fmt::format("--variant {}: no file is evaluated, so there is no variant `{}`", name, name), kHelp);
+  }
+}
+
 }  // namespace sx::train

@@ -38,5 +38,8 @@ std::shared_ptr<KnobState> install_knobs(lang::Interpreter& interp, KnobChoices 
 // (E-RUN-003, E-RUN-004). Call around Interpreter::load_file: before, then after.
 void collect_variants(lang::Interpreter& interp, KnobState& state, const std::string& file);
 void check_choices_used(const KnobState& state);
+// Refuses any --knob (E-RUN-003) or --variant (E-RUN-004) where no file is evaluated
+// (eval without --file, repl without a file): there is no defknob for them to set.
+void check_no_choices(const KnobState& state);
 
 }  // namespace sx::train

@@ -122,6 +122,57 @@ def case_non_utf8_long_line(tmp):
     expect_error(["check", path], "E-READ-008", mentions=[path])
 
 
+def case_long_names(tmp):
+    # A name longer than the system takes (5,000 characters) once made std::filesystem throw
+    # out of `require` (abort, exit 134). Each is an error whose message shows the name cut.
+    name = "m" * 5000
+    script = write(tmp, "long-require.sx", f'(require "{name}")\n'.encode())
+    for args, code in [(["eval", f'(require "{name}")'], "E-EVAL-012"),
+                       (["eval", f'(require "sexpgpu/{name}")'], "E-EVAL-012"),
+                       (["check", script], "E-EVAL-012"),
+                       (["check", os.path.join(tmp, name + ".sx")], "E-READ-010"),
+                       (["eval", "--file", os.path.join(tmp, "x" * 300, "run.sx"), "1"], "E-READ-010"),
+                       (["eval", f'(defmodel m () (defparam w (zeros [2]) :load ["{name}" "w"]) (lambda (x) x))'
+                                 f" (defvar model (m)) 1"], "E-LOAD-002")]:
+        rc, out, err, _ = run(args)
+        shown = " ".join(args)[:60]
+        expect(rc == 1, f"sexpgpu {shown}...: exit {rc}, expected 1", out, err)
+        expect(f"error[{code}]" in err, f"sexpgpu {shown}...: expected error[{code}]", out, err)
+        first = err.splitlines()[0] if err else ""
+        expect(len(first) < 400, f"sexpgpu {shown}...: a first line of {len(first)} characters", out, err)
+        print(f"ok: {shown}... -> {code}")
+
+
+def case_cpu_cores(tmp):
+    # One rule for --cpu-cores and SEXPGPU_CPU_CORES: a whole number, 0 (all cores) or more;
+    # a count beyond the host's cores (however many digits) means all of them.
+    def run_with(args, cores=None):
+        env = dict(os.environ, NO_COLOR="1")
+        env.pop("SEXPGPU_CPU_CORES", None)
+        if cores is not None:
+            env["SEXPGPU_CPU_CORES"] = cores
+        proc = subprocess.run([SEXPGPU, *args], capture_output=True, timeout=60 * TIME_SCALE, env=env)
+        return proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
+
+    expr = "(sum (ones [4]))"
+    for flags, cores in [(["--cpu-cores", "0"], None), (["--cpu-cores", "1"], None), (["--cpu-cores", "100000"], None),
+                         (["--cpu-cores", "99999999999999999999999"], None), ([], "0"), ([], "2"),
+                         ([], "99999999999999999999999"), (["--cpu-cores", "1"], "not-a-number")]:
+        rc, out, err = run_with(["eval", *flags, expr], cores)
+        expect(rc == 0 and "4.0" in out, f"eval {flags} with SEXPGPU_CPU_CORES={cores}: exit {rc}", out, err)
+    for flags, cores, source, value in [(["--cpu-cores=-1"], None, "--cpu-cores", "-1"),
+                                        (["--cpu-cores", "abc"], None, "--cpu-cores", "abc"),
+                                        (["--cpu-cores", "1.5"], None, "--cpu-cores", "1.5"),
+                                        (["--cpu-cores", "+4"], None, "--cpu-cores", "+4"),
+                                        ([], "-1", "SEXPGPU_CPU_CORES", "-1"),
+                                        ([], " 4", "SEXPGPU_CPU_CORES", " 4"),
+                                        ([], "4x", "SEXPGPU_CPU_CORES", "4x")]:
+        rc, out, err = run_with(["eval", *flags, expr], cores)
+        expect(rc == 1 and "error[E-DEVICE-003]" in err and f"{source} is `{value}`" in err,
+               f"eval {flags} with SEXPGPU_CPU_CORES={cores!r}: exit {rc}, expected 1 naming {source}", out, err)
+    print("ok: --cpu-cores and SEXPGPU_CPU_CORES")
+
+
 # --- Values and usage -----------------------------------------------------------------------
 
 
@@ -165,6 +216,20 @@ def case_bad_usage(tmp):
         expect(rc == 2, f"sexpgpu {' '.join(args)}: exit {rc}, expected 2 (usage)", out, err)
         expect(err.strip(), f"sexpgpu {' '.join(args)}: exit 2 with nothing on stderr", out, err)
     print("ok: bad usage exits 2")
+
+
+def case_unknown_subcommand(tmp):
+    # An unknown subcommand exits 2 naming it, with --help after it too (it once printed the
+    # top-level help and exited 0), and prints no help on standard output.
+    script = write(tmp, "ok.sx", b"(defvar x 1)\n")
+    for args in [["run", "--help"], ["evaluate", "--help"], ["run", "-h"], ["run", script], ["evaluate"],
+                 ["--help", "run"], ["serve", "--socket", "x"], ["no-such-command", "--help"]]:
+        rc, out, err, _ = run(args)
+        expect(rc == 2, f"sexpgpu {' '.join(args)}: exit {rc}, expected 2 (usage)", out, err)
+        expect(f"no subcommand `{args[1] if args[0] == '--help' else args[0]}`" in err,
+               f"sexpgpu {' '.join(args)}: the error does not name the subcommand", out, err)
+        expect(not out, f"sexpgpu {' '.join(args)}: printed on standard output", out, err)
+    print("ok: unknown subcommands exit 2")
 
 
 def case_explain_error(tmp):

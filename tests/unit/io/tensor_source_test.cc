@@ -81,11 +81,14 @@ TEST(Index, Refused) {
   };
   const std::vector<Case> cases = {
       {"a shard with a `..` segment", index_json(R"({"x": "../a.safetensors"})"), "E-LOAD-009",
-       "the shard `../a.safetensors` of tensor `x` has a `..` segment, which leaves the index's folder; a shard must "
+       "the shard `../a.safetensors` of tensor `x` has a `..` that leads out of the index's folder; a shard must "
        "be a file in the index's folder"},
       {"a shard deeper with `..`", index_json(R"({"x": "sub/../../etc/passwd"})"), "E-LOAD-009",
-       "the shard `sub/../../etc/passwd` of tensor `x` has a `..` segment, which leaves the index's folder; a shard "
+       "the shard `sub/../../etc/passwd` of tensor `x` has a `..` that leads out of the index's folder; a shard "
        "must be a file in the index's folder"},
+      {"a `..` after a `.`", index_json(R"({"x": "./sub/./../.././a.safetensors"})"), "E-LOAD-009",
+       "the shard `./sub/./../.././a.safetensors` of tensor `x` has a `..` that leads out of the index's folder; a "
+       "shard must be a file in the index's folder"},
       {"an absolute shard", index_json(R"({"x": "/etc/passwd"})"), "E-LOAD-009",
        "the shard `/etc/passwd` of tensor `x` is an absolute path; a shard must be a file in the index's folder"},
       {"an empty shard name", index_json(R"({"x": ""})"), "E-LOAD-009",
@@ -130,6 +133,37 @@ TEST(Index, Refused) {
       expect_refused(index, c.code, c.message);
     }
   }
+}
+
+TEST(Index, ADotDotThatStaysInsideTheFolderIsCheckedOnTheNameAlone) {
+  TempDir dir;
+  write_shard(dir, "models/a.safetensors", {"x", "y"});
+  write_shard(dir, "a.safetensors", {"x"});
+  // `models/link` is a link to the folder `outside`: on the name, `link/..` is the index's
+  // folder, where the system would take it to the parent of `outside`.
+  std::filesystem::create_directories(dir.path() / "outside");
+  std::filesystem::create_directory_symlink(dir.path() / "outside", dir.path() / "models" / "link");
+  const std::string index = dir.file("models/i.index.json");
+  write_file(index, index_json(R"({"x": "sub/../a.safetensors", "y": "link/../a.safetensors"})"));
+  auto source = TensorSource::open(index);
+  EXPECT_EQ(source->files(), (std::vector<std::string>{index, dir.file("models/a.safetensors")}));
+  auto y = source->find("y");
+  ASSERT_TRUE(y);
+  EXPECT_EQ(y->first->path(), dir.file("models/a.safetensors"));
+}
+
+TEST(Index, ShardsThatAreLinksAreFollowedWhereverTheyPoint) {
+  TempDir dir;
+  write_shard(dir, "blobs/0123abcd", {"x"});
+  std::filesystem::create_directories(dir.path() / "snapshot");
+  std::filesystem::create_symlink("../blobs/0123abcd", dir.path() / "snapshot" / "model-00001-of-00001.safetensors");
+  write_file(dir.file("blobs/index"), index_json(R"({"x": "model-00001-of-00001.safetensors"})"));
+  std::filesystem::create_symlink("../blobs/index", dir.path() / "snapshot" / "model.safetensors.index.json");
+  // The index is itself a link: its shards are named from the folder it is named in.
+  auto source = TensorSource::open(dir.file("snapshot/model.safetensors.index.json"));
+  auto x = source->find("x");
+  ASSERT_TRUE(x);
+  EXPECT_EQ(read_tensor(*x->first, x->second, graph::DType::f32).data<float>()[0], 1.5f);
 }
 
 TEST(Index, TensorNotInItsShard) {

@@ -1,6 +1,7 @@
 // The evaluator: special forms, closures, lambda lists, macros, modules, limits.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -85,6 +86,67 @@ TEST(Eval, CallErrors) {
   EXPECT_EQ(error_code("((lambda (&key a) a) :a 1 :a 2)"), "E-EVAL-006");
   EXPECT_EQ(error_code("((lambda (&key a) a) :a)"), "E-EVAL-007");
   EXPECT_EQ(error_code("(error \"boom\" 1 :x)"), "E-EVAL-010");
+}
+
+TEST(Eval, UnboundNamesSuggestANameLikeIt) {
+  auto help = [](const std::string& text) {
+    auto d = testing::eval_error(text);
+    return d && !d->helps.empty() ? d->helps[0] : "";
+  };
+  EXPECT_EQ(help("(defvar learning-rate 1) learning-rat"), "a name like it is defined: `learning-rate`");
+  EXPECT_EQ(help("(defvar learning-rate 1) laerning-rate"), "a name like it is defined: `learning-rate`");
+  EXPECT_EQ(help("(let ((widht 2)) (+ 1 width))"), "a name like it is defined: `widht`");
+  EXPECT_EQ(help("(defvar abc 1) xyz"), "define it with `defvar` or `defun`, or bind it with `let`");
+}
+
+// A name of a million characters beside a defined one as long: the suggestion's distance
+// must not cost the product of their lengths (it once took more than 7 GB).
+TEST(Eval, AHugeUnboundNameGetsItsDiagnosticQuickly) {
+  const std::string defined(1'000'000, 'n');
+  const std::string wanted = std::string(999'999, 'n') + "m";
+  Interpreter interp(testing::test_options());
+  Ref<Env> env = interp.new_top_level();
+  auto start = std::chrono::steady_clock::now();
+  try {
+    interp.eval_text("(defvar " + defined + " 1)\n" + wanted + "\n", "huge.sx", *env);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    std::string text = render(e.diagnostic(), false);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(e.diagnostic().code, "E-EVAL-001");
+    EXPECT_LT(seconds, 2.0);
+    // The name is cut in the message (its first 80 characters and "..."), and the source
+    // line and its underline to the window a diagnostic shows.
+    EXPECT_EQ(e.diagnostic().message, "unbound name `" + std::string(80, 'n') + "...`");
+    EXPECT_LT(text.size(), 1000u) << text.substr(0, 1000);
+  }
+}
+
+TEST(Eval, UnboundNamesOfTheStandardLibrarySayWhichModuleToRequire) {
+  auto help = [](const std::string& text, InterpreterOptions options = testing::test_options()) {
+    auto d = testing::eval_error(text, options);
+    EXPECT_TRUE(d && d->code == "E-EVAL-001") << text;
+    return d && !d->helps.empty() ? d->helps[0] : "";
+  };
+  EXPECT_EQ(help("(mean x)"), "the standard library defines `mean`: (require \"sexpgpu/ops\")");
+  EXPECT_EQ(help("(relu x)"), "the standard library defines `relu`: (require \"sexpgpu/ops\")");
+  EXPECT_EQ(help("(softmax x)"), "the standard library defines `softmax`: (require \"sexpgpu/ops\")");
+  EXPECT_EQ(help("(linear 3 4)"), "the standard library defines `linear`: (require \"sexpgpu/nn\")");
+  // A function in sexpgpu/ops and a model in sexpgpu/nn.
+  EXPECT_EQ(help("(layer-norm 4)"),
+            "the standard library defines `layer-norm`: (require \"sexpgpu/nn\") or (require \"sexpgpu/ops\")");
+  // The table is read from the module files: a module added to the library is found too.
+  auto dir = std::filesystem::temp_directory_path() / ("sexpgpu-lib-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "sexpgpu" / "extra");
+  std::ofstream(dir / "sexpgpu" / "extra" / "more.sx") << "(defun frobnicate (x) x)\n(defmacro twiddle (x) x)\n";
+  std::ofstream(dir / "sexpgpu" / "broken.sx") << "(defun unread (x\n";
+  InterpreterOptions options;
+  options.library_dirs = {dir.string()};
+  EXPECT_EQ(help("(frobnicate 1)", options),
+            "the standard library defines `frobnicate`: (require \"sexpgpu/extra/more\")");
+  EXPECT_EQ(help("(twiddle 1)", options), "the standard library defines `twiddle`: (require \"sexpgpu/extra/more\")");
+  EXPECT_EQ(help("(mean 1)", options), "define it with `defvar` or `defun`, or bind it with `let`");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Eval, UserErrorMessageAndCallChain) {
@@ -230,6 +292,16 @@ TEST_F(Modules, OnlyImportsTheNamedDefinitions) {
   EXPECT_EQ(run("(require \"m\" :only (a)) (defvar result (a))"), "1");
   EXPECT_EQ(run("(require \"m\" :only (a)) (defvar result (b))").substr(0, 10), "E-EVAL-001");
   EXPECT_EQ(run("(require \"m\" :only (c)) (defvar result 1)").substr(0, 10), "E-EVAL-012");
+}
+
+TEST_F(Modules, ANameTooLongForTheSystemIsAnErrorWithTheNameCut) {
+  const std::string name(5000, 'm');
+  for (const std::string& required : {name, "sub/" + name + "/x", "sexpgpu/" + name}) {
+    std::string error = run("(require \"" + required + "\")");
+    EXPECT_EQ(error.substr(0, 10), "E-EVAL-012") << error.substr(0, 200);
+    EXPECT_LT(error.size(), 400u) << error.substr(0, 200);
+    EXPECT_NE(error.find(required.substr(0, 80) + "..."), std::string::npos) << error.substr(0, 200);
+  }
 }
 
 TEST_F(Modules, MissingModulesAndCycles) {

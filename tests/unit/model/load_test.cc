@@ -249,6 +249,69 @@ TEST_F(Loading, AFrozenParameterEveryUseOfWhichCastsDownIsStoredAsBf16) {
   EXPECT_EQ(values["model.down"].dtype(), graph::DType::bf16);
 }
 
+TEST_F(Loading, AFileLocationIsItsAbsolutePath) {
+  const std::string abs = (dir_ / "weights.safetensors").string();
+  // %2E is `.`: a file:// location's escapes are decoded.
+  std::string dotted = abs.substr(0, abs.size() - std::string(".safetensors").size()) + "%2Esafetensors";
+  for (const std::string& location : {"file://" + abs, "file://localhost" + abs, "FILE://" + dotted}) {
+    SCOPED_TRACE(location);
+    RunFile run;
+    load(run, "(defmodel m () (defparam e (zeros [8 4]) :load [\"" + location + "\" \"emb\"]) (lambda (x) x))\n" +
+                  "(defvar model (m))\n");
+    EXPECT_EQ(run.param("model.e").decl->load->first, abs);
+    EXPECT_EQ(run.value("model.e"), arange({8, 4}).to_doubles());
+  }
+}
+
+TEST_F(Loading, OtherSchemesAreRefusedByNameAsWritten) {
+  auto load_from = [&](const std::string& location) {
+    return error("(defmodel m () (defparam e (zeros [8 4]) :load [\"" + location + "\" \"emb\"]) (lambda (x) x))\n" +
+                 "(defvar model (m))\n");
+  };
+  EXPECT_EQ(load_from("https://host/w.safetensors"),
+            "E-LOAD-013: `model.e` loads from https://host/w.safetensors, and SexpGPU does not read https:// "
+            "locations");
+  EXPECT_EQ(load_from("hf://org/name/model.safetensors.index.json").substr(0, 10), "E-LOAD-013");
+  EXPECT_EQ(load_from("o41://team/run/w.safetensors"),
+            "E-LOAD-010: `model.e` loads from o41://team/run/w.safetensors, and o41:// files are not readable in "
+            "this version: they come with storage locations");
+  EXPECT_EQ(load_from("s3://bucket/w.safetensors").substr(0, 10), "E-LOAD-010");
+  // file:// names an absolute path on this host: `w.safetensors` here would be a host.
+  EXPECT_EQ(load_from("file://w.safetensors"),
+            "E-LOAD-013: file://w.safetensors: a file:// location names an absolute path on this host, as in "
+            "file:///home/me/w.safetensors (three slashes)");
+  // Without `://` there is no scheme: a relative path (beside run.sx) that happens to hold a colon.
+  EXPECT_EQ(load_from("file:weights.safetensors"),
+            "E-LOAD-002: " + (dir_ / "file:weights.safetensors").string() + ": the file does not exist");
+}
+
+// A Hugging Face cache: every file of a snapshot is a link to ../../blobs/SHA, shards and
+// index alike. The links point out of the snapshot's folder, and are followed.
+TEST_F(Loading, AHuggingFaceCacheSnapshotLoadsThroughItsLinks) {
+  namespace fs = std::filesystem;
+  const fs::path repo = dir_ / "hub" / "models--org--bigram";
+  fs::create_directories(repo / "blobs");
+  fs::create_directories(repo / "snapshots" / "0123abc");
+  io::write_safetensors((repo / "blobs" / "a1b2c3").string(), {{"emb", arange({8, 4})}});
+  io::write_safetensors((repo / "blobs" / "d4e5f6").string(), {{"lm.w", arange({4, 8}, 0.5)}});
+  std::ofstream(repo / "blobs" / "0a0b0c") << R"({"metadata": {"total_size": 256}, "weight_map": {
+    "emb": "model-00001-of-00002.safetensors", "lm.w": "model-00002-of-00002.safetensors"}})";
+  const fs::path snapshot = repo / "snapshots" / "0123abc";
+  fs::create_symlink("../../blobs/a1b2c3", snapshot / "model-00001-of-00002.safetensors");
+  fs::create_symlink("../../blobs/d4e5f6", snapshot / "model-00002-of-00002.safetensors");
+  fs::create_symlink("../../blobs/0a0b0c", snapshot / "model.safetensors.index.json");
+  RunFile run;
+  load(run, std::string(kBigram) + R"(
+(defvar teacher
+  (with-loaded ("hub/models--org--bigram/snapshots/0123abc/model.safetensors.index.json" hf-name) (bigram 8 4)))
+)");
+  EXPECT_EQ(run.value("teacher.emb"), arange({8, 4}).to_doubles());
+  EXPECT_EQ(run.value("teacher.w"), arange({4, 8}, 0.5).to_doubles());
+  auto identities = load_identities(run.table);
+  EXPECT_EQ(identities.size(), 3u);  // the index and both shards, by the names the snapshot gives them
+  EXPECT_TRUE(identities.count((snapshot / "model-00002-of-00002.safetensors").string()));
+}
+
 TEST_F(Loading, EveryFileReadIsIdentifiedBySizeAndHash) {
   RunFile run;
   load(run, std::string(kBigram) + R"(
