@@ -333,6 +333,14 @@ any `--knob` is refused rather than ignored.)"},
 file has none of that name. The help line lists its variants. Without a file (`eval`
 without `--file`, `repl` without FILE) there are no variants, so `--variant` is refused.)"},
 
+    {"E-LOAD-001", "a loaded file changed since it was recorded",
+     R"(A file that parameters were loaded from (`:load`, `with-loaded`) is not the file that was
+recorded when they were: its size or its SHA-256 differs from the identity kept with the
+run (`sexpgpu explain --json` shows identities). Resuming, evaluating or serving from it
+would mix weights from two different files.
+
+The message names the file and what differs. Put the original file back, or start the
+run again from the new file.)"},
     {"E-LOAD-002", "a file that cannot be read or written",
      R"(A safetensors file, a sharded checkpoint's `.index.json` or one of its shards could not
 be opened, read or written: it does not exist, is a directory, or the system refused.
