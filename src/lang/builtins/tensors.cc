@@ -102,7 +102,7 @@ Value full(Args& a) {
 Value iota(Args& a) {
   auto kw = a.keywords(1, {"dtype", "axis"});
   graph::Shape shape = shape_arg(a, 0);
-  int64_t axis = kw.count("axis") ? a.integer(kw["axis"]) : 0;
+  int64_t axis = one_axis(a, kw, 0);
   DType dtype = dtype_or(a, kw, DType::i32);
   return trace(a, [&](Builder& b) { return b.iota(shape, axis, dtype); });
 }
@@ -119,11 +119,13 @@ Value shape_of(Args& a) {
   return make_vector(std::move(dims));
 }
 
-// Reductions: (sum x :axes [0 1] :keepdims true); all axes without :axes.
+// Reductions: (sum x :axis [0 1] :keepdims true); all axes without :axis. `:axes` is the
+// older name of `:axis`, still taken (docs/tensors.md, "Axes").
 Value reduce(Args& a, NodeId (Builder::*method)(NodeId, std::vector<int64_t>, bool)) {
-  auto kw = a.keywords(1, {"axes", "keepdims"});
+  auto kw = a.keywords(1, {"axis", "keepdims", "axes"});
   NodeId x = node_arg(a, 0);
-  std::vector<int64_t> axes = kw.count("axes") ? ints_arg(a, kw["axes"]) : std::vector<int64_t>{};
+  std::optional<size_t> axis_at = axis_keyword(a, kw);
+  std::vector<int64_t> axes = axis_at ? ints_arg(a, *axis_at) : std::vector<int64_t>{};
   bool keepdims = kw.count("keepdims") && a[kw["keepdims"]].truthy();
   return trace(a, [&](Builder& b) { return (b.*method)(x, axes, keepdims); });
 }
@@ -158,7 +160,7 @@ Value concat_tensors(Args& a) {
     if (!t) a.type_error(0, "a list of tensors");
     nodes.push_back(t->node);
   }
-  int64_t axis = kw.count("axis") ? a.integer(kw["axis"]) : 0;
+  int64_t axis = one_axis(a, kw, 0);
   return trace(a, [&](Builder& b) { return b.concat(nodes, axis); });
 }
 
@@ -179,7 +181,7 @@ Value tensor_concat(Args& a) {
     if (!as_tensor(a[i])) a.type_error(i, "a tensor, as the first argument is");
     nodes.push_back(as_tensor(a[i])->node);
   }
-  int64_t axis = kw.count("axis") ? a.integer(kw["axis"]) : 0;
+  int64_t axis = one_axis(a, kw, 0);
   return trace(a, [&](Builder& b) { return b.concat(nodes, axis); });
 }
 
@@ -199,14 +201,14 @@ Value pad(Args& a) {
 Value gather(Args& a) {
   auto kw = a.keywords(2, {"axis"});
   NodeId x = node_arg(a, 0), indices = node_arg(a, 1);
-  int64_t axis = kw.count("axis") ? a.integer(kw["axis"]) : 0;
+  int64_t axis = one_axis(a, kw, 0);
   return trace(a, [&](Builder& b) { return b.gather(x, indices, axis); });
 }
 
 Value scatter_add(Args& a) {
   auto kw = a.keywords(3, {"axis"});
   NodeId x = node_arg(a, 0), indices = node_arg(a, 1), updates = node_arg(a, 2);
-  int64_t axis = kw.count("axis") ? a.integer(kw["axis"]) : 0;
+  int64_t axis = one_axis(a, kw, 0);
   return trace(a, [&](Builder& b) { return b.scatter_add(x, indices, updates, axis); });
 }
 
