@@ -14,6 +14,7 @@
 #include "cli/eager.h"
 #include "cli/session.h"
 #include "lang/printer.h"
+#include "lang/tracer.h"
 
 namespace sx::cli {
 namespace {
@@ -60,6 +61,7 @@ int repl(const std::string& file, const EvalFlags& flags, const DeviceFlags& dev
   std::unique_ptr<device::Device> device;
   try {
     device = device_flags.make();
+    session.run_tensors_on(*device);
     if (file.empty()) session.start_empty();
     else session.load(file);
   } catch (const lang::Error& e) {
@@ -101,11 +103,18 @@ void add_repl_command(CLI::App& app, std::function<int()>& action) {
   auto file = std::make_shared<std::string>();
   auto flags = std::make_shared<EvalFlags>();
   auto device = std::make_shared<DeviceFlags>();
+  auto full = std::make_shared<bool>(false);
   command->add_option("file", *file, "Evaluate this file's top level first");
+  command->add_flag("--full", *full, "Print every element of a large tensor (else elided past 1000)");
   flags->add_to(*command);
   device->add_to(*command);
-  command->callback([&action, file, flags, device] {
-    action = [file, flags, device] { return run_on_large_stack([&] { return repl(*file, *flags, *device); }); };
+  command->callback([&action, file, flags, device, full] {
+    action = [file, flags, device, full] {
+      return run_on_large_stack([&] {
+        if (*full) lang::set_tensor_print_limit(0);
+        return repl(*file, *flags, *device);
+      });
+    };
   });
 }
 

@@ -196,6 +196,30 @@ void Interpreter::define_special_form(std::string_view name, SpecialForm handler
 
 bool Interpreter::is_special_form(const Symbol* name) const { return special_forms_.count(name) != 0; }
 
+namespace {
+
+// Whether a value holds, at any depth of lists and vectors, a tensor that is not a constant.
+bool holds_traced_tensor(const Value& v, int depth = 0) {
+  if (depth > 1000) return false;
+  if (const TensorValue* t = as_tensor(v)) return !t->info().value;
+  if (v.is(Type::Cons)) {
+    for (Cons* c = as_cons(v); c; c = next(c)) {
+      if (holds_traced_tensor(c->car, depth + 1)) return true;
+    }
+  } else if (v.is(Type::Vector)) {
+    for (const auto& item : v.as<Vector>()->items) {
+      if (holds_traced_tensor(item, depth + 1)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Value Interpreter::materialized(const Value& value) {
+  return materialize && holds_traced_tensor(value) ? materialize(value) : value;
+}
+
 void Interpreter::warn(Diagnostic diagnostic) {
   diagnostic.severity = Severity::Warning;
   if (on_warning) on_warning(diagnostic);

@@ -184,6 +184,13 @@ class Interpreter {
   // Registers a special form; later parts (models, runs) add their own this way.
   void define_special_form(std::string_view name, SpecialForm handler);
   bool is_special_form(const Symbol* name) const;
+
+  // Runs the traced tensors in a value on a device, so printing shows their elements
+  // (`print`, `str`, `format`, `item`, `save-tensors`). Set by the commands that have a
+  // device (eval, repl); unset, tensors that are not constants stay unevaluated.
+  std::function<Value(const Value&)> materialize;
+  // The value with its traced tensors run, when `materialize` is set; else the value.
+  Value materialized(const Value& value);
   Env& builtins() { return *builtins_; }
 
   // Told of every name `let` or `let*` binds (models take their names from bindings).

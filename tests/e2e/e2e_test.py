@@ -216,6 +216,52 @@ def case_repl_models(tmp):
     expect(err.count("error[") == 1 and "error[E-PARAM-009]" in err, "expected one E-PARAM-009, for the let", out, err)
 
 
+def case_eval_tensors(tmp):
+    # print, str and format show a traced tensor's values, as the printed result does.
+    expr = """
+      (let ((t (matmul (ones [1 2]) (ones [2 2]))))
+        (print "t is" t)
+        (print (str (sum t)))
+        (print (format "{} {:.3f} {:>5}" (iota 2) (/ (sum t) 3) (item (sum t))))
+        (item (sum t)))"""
+    rc, out, err, _ = run(["eval", expr])
+    expect(rc == 0 and not err, f"eval: exit {rc}", out, err)
+    expect(out.splitlines() == ["t is (tensor [[2.0 2.0]] :dtype :f32)", "(tensor 4.0 :dtype :f32)",
+                                "(tensor [0 1] :dtype :i32) 1.333   4.0", "4.0"], "unexpected output", out, err)
+    # An empty tensor prints its shape, so it reads back with it.
+    rc, out, err, _ = run(["eval", "(shape (zeros [0 2]))"])
+    rc2, out2, err2, _ = run(["eval", "(zeros [0 2])"])
+    rc3, out3, err3, _ = run(["eval", f"(shape {out2.strip()})"])
+    expect(rc == rc2 == rc3 == 0 and out == out3 == "[0 2]\n", f"(zeros [0 2]) read back: {out2!r} -> {out3!r}",
+           out + out2 + out3, err + err2 + err3)
+    # --full prints every element; without it a large tensor is elided.
+    rc, out, err, _ = run(["eval", "(iota 2000)"])
+    expect(rc == 0 and "..." in out and len(out.split()) < 20, "(iota 2000) should be elided", out, err)
+    rc, out, err, _ = run(["eval", "--full", "(iota 2000)"])
+    expect(rc == 0 and "..." not in out and " 1999]" in out and len(re.findall(r"\d+", out)) == 2000 + 1,
+           "--full should print all 2000 elements", out[:300], err)
+
+
+def case_save_tensors(tmp):
+    # save-tensors writes a safetensors file that :load reads back.
+    rc, out, err, _ = run(["eval", '(save-tensors "' + os.path.join(tmp, "w.safetensors") +
+                           '" (list :w (* 2.0 (ones [2 3])) :b (iota 3 :dtype :f32)))'])
+    expect(rc == 0 and out.strip().endswith('w.safetensors"'), f"save-tensors: exit {rc}", out, err)
+    run_file = write(tmp, "run.sx", b"""
+(defmodel affine ()
+  (defparam w (zeros [2 3]) :load ["w.safetensors" "w"])
+  (defparam b (zeros [3]) :load ["w.safetensors" "b"])
+  (lambda (x) (+ (matmul x w) b)))
+(defvar model (affine))
+""")
+    rc, out, err, _ = run(["eval", "--file", run_file, "(model (ones [1 2]))"])
+    expect(rc == 0 and out == "(tensor [[4.0 5.0 6.0]] :dtype :f32)\n", f"the model on loaded tensors: exit {rc}",
+           out, err)
+    # Nothing is left beside the file (the write is atomic), and a plist of something else is refused.
+    expect(sorted(os.listdir(tmp)) == ["run.sx", "w.safetensors"], f"stray files: {os.listdir(tmp)}")
+    expect_error(["eval", '(save-tensors "x.safetensors" (list :w 3))'], "E-EVAL-004", mentions=["not a tensor"])
+
+
 # --- The bundled examples -------------------------------------------------------------------
 
 

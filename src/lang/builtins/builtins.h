@@ -16,6 +16,19 @@ inline void install_rows(Interpreter& interp, std::initializer_list<BuiltinRow> 
   for (const auto& row : rows) interp.define_builtin(row.name, row.min_args, row.max_args, row.fn);
 }
 
+// "a tensor", "an integer": what a value is, for messages.
+inline std::string type_label(const Value& v) {
+  return v.is(Type::Opaque) ? v.as<Opaque>()->type_label() : std::string(type_name(v.type()));
+}
+
+// The arguments from `first` on, each with its traced tensors run where the command has
+// a device (Interpreter::materialize), so that showing them shows their elements.
+inline std::vector<Value> materialized_args(Args& a, size_t first) {
+  std::vector<Value> values(a.values.begin() + static_cast<std::ptrdiff_t>(first), a.values.end());
+  Value shown = a.interp.materialized(list(values));
+  return list_items(shown);
+}
+
 void install_number_builtins(Interpreter& interp);  // numbers.cc: arithmetic, comparison, math
 void install_list_builtins(Interpreter& interp);    // lists.cc: lists, vectors, plists, higher-order
 void install_string_builtins(Interpreter& interp);  // strings.cc: str, format, symbols, keywords

@@ -16,9 +16,11 @@ Value raise_error(Args& a) {
   fail("E-EVAL-010", a.call, message);
 }
 
+// (print x...): the values' `display` forms on one line; tensors show their elements.
 Value print_values(Args& a) {
   std::string line;
-  for (size_t i = 0; i < a.size(); ++i) line += (i ? " " : "") + display(a[i]);
+  std::vector<Value> shown = materialized_args(a, 0);
+  for (size_t i = 0; i < shown.size(); ++i) line += (i ? " " : "") + display(shown[i]);
   line += '\n';
   std::fwrite(line.data(), 1, line.size(), stdout);
   return a.size() ? a[a.size() - 1] : Value();

@@ -2,6 +2,7 @@
 // random numbers. Each traces one op of the graph (graph/builder.h) at the call's span.
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <limits>
 #include <type_traits>
 
@@ -111,6 +112,43 @@ const graph::Node& tensor_info(Args& a, size_t i) {
   const TensorValue* t = as_tensor(a[i]);
   if (!t) a.type_error(i, "a tensor");
   return t->info();
+}
+
+// (item x): the one element of a tensor as a number, run on the device first when it is
+// traced (in eval and the REPL).
+Value item(Args& a) {
+  tensor_info(a, 0);
+  Value shown = a.interp.materialized(a[0]);
+  const TensorValue* run = as_tensor(shown);
+  const graph::Node& n = run ? run->info() : tensor_info(a, 0);
+  int64_t count = 1;
+  for (int64_t d : n.shape) count *= d;
+  if (count != 1) {
+    fail("E-SHAPE-001", a.span(0),
+         fmt::format("`item` reads a tensor of one element, not one of shape {}", graph::shape_str(n.shape)),
+         "reduce it first, with (sum x) or (reduce-max x), or pick an element with (slice x ...)");
+  }
+  if (!n.value) {
+    fail("E-EVAL-004", a.span(0), "`item` needs the value of a tensor that is computed, but nothing runs here",
+         "`item` reads values in `sexpgpu eval` and the REPL; `check` and a traced function run nothing");
+  }
+  const graph::Tensor& t = *n.value;
+  switch (t.dtype()) {
+    case DType::boolean: return Value::boolean(t.value(0) != 0);
+    case DType::i64: return Value::integer(t.data<int64_t>()[0]);
+    case DType::i32:
+    case DType::u16:
+    case DType::u8: return Value::integer(static_cast<int64_t>(t.value(0)));
+    case DType::f32:
+    case DType::bf16: {
+      // The float that prints as the element does: 0.1f reads as 0.1, not 0.10000000149011612.
+      std::string text = fmt::format("{}", static_cast<float>(t.value(0)));
+      char* end = nullptr;
+      double d = std::strtod(text.c_str(), &end);
+      return Value::number(end && *end == '\0' ? d : t.value(0));
+    }
+    default: return Value::number(t.value(0));
+  }
 }
 
 Value shape_of(Args& a) {
@@ -256,6 +294,7 @@ void install_tensor_builtins(Interpreter& in) {
           {"shape", 1, 1, shape_of},
           {"rank", 1, 1, [](Args& a) { return Value::integer(static_cast<int64_t>(tensor_info(a, 0).shape.size())); }},
           {"dtype", 1, 1, [](Args& a) { return make_keyword(graph::dtype_name(tensor_info(a, 0).dtype)); }},
+          {"item", 1, 1, item},
           {"cast", 2, 2,
            [](Args& a) {
              NodeId x = node_arg(a, 0);

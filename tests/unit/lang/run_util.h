@@ -41,6 +41,7 @@ inline Value run_on_reference(Interpreter& interp, const Value& value) {
 inline std::string eval_run_print(const std::string& text) {
   Interpreter interp(testing::test_options());
   Ref<Env> env = interp.new_top_level();
+  interp.materialize = [&](const Value& v) { return run_on_reference(interp, v); };
   return print(run_on_reference(interp, interp.eval_text(text, "<test>", *env)));
 }
 
