@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   add_repl_command(app, action);
   add_explain_command(app, action);
   add_explain_error_command(app, action);
+  add_doc_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

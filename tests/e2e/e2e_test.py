@@ -262,6 +262,15 @@ def case_save_tensors(tmp):
     expect_error(["eval", '(save-tensors "x.safetensors" (list :w 3))'], "E-EVAL-004", mentions=["not a tensor"])
 
 
+def case_doc_command(tmp):
+    rc, out, err, _ = run(["doc", "map", "linear"])
+    expect(rc == 0 and out.startswith("(map f seq &rest seqs)") and "\n(linear in out &key (bias true)" in out
+           and '(require "sexpgpu/nn") to use it' in out, f"sexpgpu doc map linear: exit {rc}", out, err)
+    rc, out, err, _ = run(["doc"])
+    expect(rc == 0 and "(doc NAME)" in out and "save-tensors" in out, f"sexpgpu doc: exit {rc}", out, err)
+    expect_error(["doc", "no-such-name"], "E-EVAL-001")
+
+
 # --- The bundled examples -------------------------------------------------------------------
 
 

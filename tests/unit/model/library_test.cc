@@ -1,11 +1,18 @@
-// What a newcomer reaches for first around models: save-tensors writing a file that
-// :load reads back.
+// What a newcomer reaches for first around models: (doc NAME) of a model constructor, and
+// save-tensors writing a file that :load reads back.
 #include "io/safetensors.h"
 #include "model/load.h"
 #include "model_test_util.h"
 
 namespace sx::model::testing {
 namespace {
+
+TEST(Library, DocOfAModelConstructorShowsItsDefmodel) {
+  RunFile f;
+  f.load("(defmodel scale (n) \"Times a learned [n] vector.\" (defparam s (ones [n])) (lambda (x) (* x s)))");
+  EXPECT_EQ(lang::print(f.eval("(doc scale)")),
+            "(scale n)\n  A model constructor (defmodel), defined at run.sx:1:1.\n  Times a learned [n] vector.");
+}
 
 TEST(Library, SaveTensorsWritesWhatLoadReads) {
   auto dir = std::filesystem::temp_directory_path() / ("sexpgpu-save-" + std::to_string(::getpid()));
