@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end tests of the sexpgpu program: bad input, usage, and the REPL on a pipe.
+"""End-to-end tests of the sexpgpu program: bad input, usage, the REPL on a pipe and on a terminal.
 
 Each case is one CTest test: `e2e_test.py SEXPGPU CASE`. Big inputs are generated in a
 temporary directory at test time, never in the repository. Time limits are multiplied by
@@ -7,7 +7,10 @@ $SEXPGPU_E2E_TIME_SCALE (the sanitizer build sets it), since ASan makes everythi
 """
 
 import os
+import pty
 import re
+import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -214,6 +217,105 @@ def case_repl_models(tmp):
     shapes = [line for line in out.splitlines() if line.startswith("[")]
     expect(shapes == ["[1 3]", "[1 4]", "[5 4]"], f"unexpected shapes: {shapes}", out, err)
     expect(err.count("error[") == 1 and "error[E-PARAM-009]" in err, "expected one E-PARAM-009, for the let", out, err)
+
+
+class Terminal:
+    """sexpgpu run on a pseudo-terminal, as a person at a terminal runs it."""
+
+    def __init__(self, args, home):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            env = dict(os.environ, HOME=home, TERM="dumb", NO_COLOR="1")
+            os.execve(SEXPGPU, [SEXPGPU, *args], env)
+        self.seen = b""
+        self.pos = 0  # where the next read_until starts looking
+
+    def read_until(self, text, timeout=20):
+        """What the program wrote after the previous match, up to the end of `text`."""
+        end = time.monotonic() + timeout * TIME_SCALE
+        while True:
+            at = self.seen.find(text.encode(), self.pos)
+            if at >= 0:
+                shown, self.pos = self.seen[self.pos:at + len(text)], at + len(text)
+                return shown.decode(errors="replace")
+            if time.monotonic() > end:
+                break
+            ready, _, _ = select.select([self.fd], [], [], 0.1)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(self.fd, 4096)
+            except OSError:  # the program ended: the terminal is gone
+                break
+            if not chunk:
+                break
+            self.seen += chunk
+        raise Failure(f"the terminal never showed {text!r}; it showed:\n{self.seen.decode(errors='replace')}")
+
+    def type(self, keys):
+        os.write(self.fd, keys.encode())
+
+    def wait(self, timeout=20):
+        """The exit status, once the program ends."""
+        end = time.monotonic() + timeout * TIME_SCALE
+        while time.monotonic() < end:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                return os.waitstatus_to_exitcode(status)
+            try:
+                if select.select([self.fd], [], [], 0.1)[0]:
+                    self.seen += os.read(self.fd, 4096)
+            except OSError:
+                time.sleep(0.05)
+        os.kill(self.pid, signal.SIGKILL)
+        raise Failure(f"the program did not end; the terminal showed:\n{self.seen.decode(errors='replace')}")
+
+
+def case_repl_tty(tmp):
+    # A newcomer's first minute: the banner, a value, TAB completion of their own name and
+    # of a builtin, (doc ...), then (quit). Each step waits for what it should show (what
+    # is typed is echoed, and the prompt is drawn again after a completion).
+    term = Terminal(["repl"], tmp)
+    banner = term.read_until("sx> ")
+    expect("(help)" in banner and "(quit)" in banner, f"the banner should say how to get help and quit: {banner!r}")
+    term.type("(+ 1 2)\r")
+    term.read_until("\n3\r\n")
+    term.type('(defun my-square (x) "Squares x." (* x x))\r')
+    term.read_until("\nmy-square\r\n")
+    term.type("(my-squ\t")
+    term.read_until("my-square")
+    term.type("4)\r")
+    shown = term.read_until("\n16\r\n")
+    expect("error" not in shown, f"TAB did not complete my-square: {shown!r}")
+    term.type("(enumer\t[5 6])\r")
+    term.read_until("[[0 5] [1 6]]")
+    term.type("(doc my-square)\r")
+    shown = term.read_until("Squares x.")
+    expect("(my-square x)" in shown, f"(doc my-square): {shown!r}")
+    term.type("(doc map)\r")
+    shown = term.read_until("Example:")
+    expect("(map f seq &rest seqs)" in shown, f"(doc map): {shown!r}")
+    term.read_until("sx> ")
+    term.type("(quit)\r")
+    status = term.wait()
+    expect(status == 0, f"(quit): exit {status}", term.seen.decode(errors="replace"))
+    expect(os.path.exists(os.path.join(tmp, ".sexpgpu_history")), "the history was not written to $HOME")
+    print("ok: repl on a terminal")
+
+
+def case_repl_quit(tmp):
+    # (quit) and (exit) end the REPL at once, on a pipe too; (exit N) gives status N.
+    rc, out, err, _ = run(["repl"], stdin=b"(+ 1 2)\n(exit 3)\n(+ 4 5)\n")
+    expect(rc == 3 and out.split() == ["3"] and not err, f"(exit 3): exit {rc}", out, err)
+    rc, out, err, _ = run(["repl"], stdin=b"(quit)\n(+ 4 5)\n")
+    expect(rc == 0 and not out.strip() and not err, f"(quit): exit {rc}", out, err)
+    rc, out, err, _ = run(["repl"], stdin=b"(exit 256)\n")
+    expect(rc == 0 and "error[E-EVAL-004]" in err, f"(exit 256) should be refused: exit {rc}", out, err)
+    rc, out, err, _ = run(["repl"], stdin=b"(doc quit)\n")
+    expect(rc == 0 and "(quit &optional status)" in out, f"(doc quit): exit {rc}", out, err)
+    # Only what is typed can quit: a file, even the REPL's own, cannot.
+    expect_error(["repl", write(tmp, "quits.sx", b"(quit)\n")], "E-EVAL-001", mentions=["quit"])
+    expect_error(["eval", "(exit)"], "E-EVAL-001")
 
 
 def case_eval_tensors(tmp):

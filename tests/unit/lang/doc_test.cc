@@ -79,9 +79,10 @@ TEST(Doc, Errors) {
   EXPECT_EQ(error_code("(doc map first)"), "E-EVAL-011");
 }
 
-TEST(Doc, HelpListsEveryBuiltin) {
+TEST(Doc, HelpListsEveryBuiltinAndHowToLeave) {
   std::string text = doc_of("(help)");
   EXPECT_NE(text.find("(doc NAME)"), std::string::npos);
+  EXPECT_NE(text.find("(quit)"), std::string::npos);
   Interpreter interp(testing::test_options());
   for (const auto& [symbol, value] : interp.builtins().bindings()) {
     if (value.is(Type::Function)) {
