@@ -1,5 +1,6 @@
-// What a newcomer reaches for first around models: (doc NAME) of a model constructor, and
-// save-tensors writing a file that :load reads back.
+// What a newcomer reaches for first in sexpgpu/nn and around models: an mlp whose output
+// width is its own (:out), (doc NAME) of a model constructor, and save-tensors writing a
+// file that :load reads back.
 #include "io/safetensors.h"
 #include "model/load.h"
 #include "model_test_util.h"
@@ -7,8 +8,28 @@
 namespace sx::model::testing {
 namespace {
 
+graph::Shape shape_of(RunFile& f, const std::string& path) { return f.param(path).decl->shape; }
+
+TEST(Library, MlpTakesItsOutputWidth) {
+  RunFile f;
+  f.load("(require \"sexpgpu/nn\") (defvar model (mlp 4 8 :out 3 :activation relu))");
+  EXPECT_EQ(graph::shape_str(shape_of(f, "model.up.weight")), "[4, 8]");
+  EXPECT_EQ(graph::shape_str(shape_of(f, "model.down.weight")), "[8, 3]");
+  EXPECT_EQ(graph::shape_str(shape_of(f, "model.down.b")), "[3]");
+  EXPECT_EQ(graph::shape_str(f.run("(model (ones [5 4]))").shape()), "[5, 3]");
+  // Without :out it maps dim back to dim, as before.
+  RunFile g;
+  g.load("(require \"sexpgpu/nn\") (defvar model (mlp 4 8))");
+  EXPECT_EQ(graph::shape_str(shape_of(g, "model.down.weight")), "[8, 4]");
+}
+
 TEST(Library, DocOfAModelConstructorShowsItsDefmodel) {
   RunFile f;
+  f.load("(require \"sexpgpu/nn\")");
+  std::string text = lang::print(f.eval("(doc mlp)"));
+  EXPECT_TRUE(text.starts_with("(mlp dim hidden &key (out dim) (activation gelu))\n")) << text;
+  EXPECT_NE(text.find("A model constructor (defmodel), defined at sexpgpu/nn.sx:"), std::string::npos) << text;
+  EXPECT_NE(text.find("(mlp 784 128 :out 10) is a classifier"), std::string::npos) << text;
   f.load("(defmodel scale (n) \"Times a learned [n] vector.\" (defparam s (ones [n])) (lambda (x) (* x s)))");
   EXPECT_EQ(lang::print(f.eval("(doc scale)")),
             "(scale n)\n  A model constructor (defmodel), defined at run.sx:1:1.\n  Times a learned [n] vector.");
