@@ -373,6 +373,32 @@ def case_doc_command(tmp):
     expect_error(["doc", "no-such-name"], "E-EVAL-001")
 
 
+def cli_flags(names):
+    """Every flag the program's help lists, for the program and each subcommand."""
+    flags = {}
+    for name in [None, *names]:
+        rc, out, err, _ = run(["--help"] if name is None else [name, "--help"])
+        expect(rc == 0, f"sexpgpu {name} --help: exit {rc}", out, err)
+        flags[name] = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", out))
+    return flags
+
+
+def case_cli_docs(tmp):
+    # docs/cli.md documents every command and every flag the program's --help lists.
+    root = os.environ.get("SEXPGPU_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+    with open(os.path.join(root, "docs", "cli.md"), encoding="utf-8") as f:
+        page = f.read()
+    names = subcommands()
+    missing = [f"`sexpgpu {name}`" for name in names if f"sexpgpu {name}" not in page]
+    for name, flags in cli_flags(names).items():
+        missing += [f"{flag} of {name or 'sexpgpu'}" for flag in sorted(flags) if f"`{flag}" not in page]
+    for variable in ["SEXPGPU_DEVICE", "SEXPGPU_CPU_CORES", "SEXPGPU_CPU_ISA", "SEXPGPU_LIB", "NO_COLOR"]:
+        if variable not in page:
+            missing.append(variable)
+    expect(not missing, f"docs/cli.md does not document: {', '.join(missing)}")
+    print(f"ok: docs/cli.md covers {' '.join(names)}")
+
+
 # --- The bundled examples -------------------------------------------------------------------
 
 
