@@ -43,5 +43,6 @@ void add_eval_command(CLI::App& app, std::function<int()>& action);
 void add_repl_command(CLI::App& app, std::function<int()>& action);
 void add_explain_error_command(CLI::App& app, std::function<int()>& action);
 void add_explain_command(CLI::App& app, std::function<int()>& action);
+void add_doc_command(CLI::App& app, std::function<int()>& action);
 
 }  // namespace sx::cli

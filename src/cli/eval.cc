@@ -5,6 +5,7 @@
 #include "cli/eager.h"
 #include "cli/session.h"
 #include "lang/printer.h"
+#include "lang/tracer.h"
 
 namespace sx::cli {
 
@@ -16,18 +17,23 @@ void add_eval_command(CLI::App& app, std::function<int()>& action) {
   auto device = std::make_shared<DeviceFlags>();
   command->add_option("--file,-f", *file, "Evaluate this file's top level first; EXPR sees its definitions");
   command->add_option("expr", *expression, "The expressions to evaluate; the last one's value is printed")->required();
+  auto full = std::make_shared<bool>(false);
+  command->add_flag("--full", *full, "Print every element of a large tensor (else elided past 1000)");
   flags->add_to(*command);
   device->add_to(*command);
-  command->callback([&action, file, expression, flags, device] {
-    action = [file, expression, flags, device] {
+  command->callback([&action, file, expression, flags, device, full] {
+    action = [file, expression, flags, device, full] {
       return run_on_large_stack([&] {
+        if (*full) lang::set_tensor_print_limit(0);
         // Outlives the try: a diagnostic's spans point into the interpreter's sources.
         Session session(*flags);
         try {
+          std::unique_ptr<device::Device> on = device->make();
+          session.run_tensors_on(*on);
           if (file->empty()) session.start_empty();
           else session.load(*file);
           lang::Value value = session.interp().eval_text(*expression, "<expr>", session.top());
-          value = session.run(value, *device->make());
+          value = session.run(value, *on);
           std::printf("%s\n", lang::print(value).c_str());
           return kExitOk;
         } catch (const lang::Error& e) {

@@ -1,34 +1,102 @@
-// `sexpgpu repl [FILE.sx]`: read-eval-print with line editing and history (libedit).
-// A form may span lines; an error is reported and the session goes on.
+// `sexpgpu repl [FILE.sx]`: read-eval-print with line editing, history and completion of
+// names (libedit). A form may span lines; an error is reported and the session goes on.
+// On a terminal a banner says how to get help and how to leave: (quit), (exit) or Ctrl-D.
 #include <editline/readline.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <set>
 
 #include "cli/common.h"
 #include "cli/eager.h"
 #include "cli/session.h"
 #include "lang/printer.h"
+#include "lang/tracer.h"
 
 namespace sx::cli {
 namespace {
+
+// What `(quit)` and `(exit)` throw: the REPL ends with this status.
+struct QuitRequest {
+  int status;
+};
+
+lang::Value quit(lang::Args& a) {
+  int64_t status = a.size() ? a.integer(0) : 0;
+  if (status < 0 || status > 255) a.type_error(0, "an exit status from 0 to 255");
+  throw QuitRequest{static_cast<int>(status)};
+}
+
+// The REPL's own builtins, documented like every other (their family is listed by
+// `(help)` in the REPL, and in docs/cli.md rather than docs/builtins.md).
+void install_repl_builtins(lang::Interpreter& interp) {
+  for (const char* name : {"quit", "exit"}) {
+    interp.define_builtin(
+        name, 0, 1, quit,
+        lang::BuiltinDoc{"(&optional status)", "Leaves the REPL (as Ctrl-D does), with exit status status (0).",
+                         fmt::format("({})", name), "The REPL"});
+  }
+}
+
+// Completion: the names the session can see (its definitions, builtins, special forms).
+lang::Interpreter* completing_interp = nullptr;
+lang::Env* completing_env = nullptr;
+
+std::vector<std::string> names_starting_with(std::string_view prefix) {
+  std::set<std::string> names;
+  for (lang::Env* env = completing_env; env; env = env->parent()) {
+    for (const auto& [symbol, value] : env->bindings()) {
+      if (symbol->name.starts_with(prefix)) names.insert(symbol->name);
+    }
+  }
+  for (const lang::Symbol* symbol : completing_interp->special_form_names()) {
+    if (symbol->name.starts_with(prefix)) names.insert(symbol->name);
+  }
+  return {names.begin(), names.end()};
+}
+
+char* next_completion(const char* text, int state) {
+  static std::vector<std::string> matches;
+  static size_t index = 0;
+  if (state == 0) {
+    matches = completing_env ? names_starting_with(text) : std::vector<std::string>{};
+    index = 0;
+  }
+  return index < matches.size() ? strdup(matches[index++].c_str()) : nullptr;
+}
+
+char** complete(const char* text, int, int) {
+  rl_attempted_completion_over = 1;  // names only, never file names
+  return rl_completion_matches(text, next_completion);
+}
+
+// Where a name ends: the characters that cannot be part of a symbol.
+char word_breaks[] = " \t\n\"'`,;()[]{}";
 
 class LineSource {
  public:
   LineSource() : interactive_(isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)) {
     if (!interactive_) return;
     if (const char* home = std::getenv("HOME")) history_ = std::filesystem::path(home) / ".sexpgpu_history";
+    rl_readline_name = "sexpgpu";
+    rl_attempted_completion_function = complete;
+    rl_basic_word_break_characters = word_breaks;
+    rl_completer_word_break_characters = word_breaks;
     using_history();
     if (!history_.empty()) read_history(history_.c_str());
   }
   ~LineSource() {
     if (interactive_ && !history_.empty()) write_history(history_.c_str());
   }
+
+  bool interactive() const { return interactive_; }
 
   std::optional<std::string> next(bool continuation) {
     if (!interactive_) {
@@ -60,12 +128,24 @@ int repl(const std::string& file, const EvalFlags& flags, const DeviceFlags& dev
   std::unique_ptr<device::Device> device;
   try {
     device = device_flags.make();
+    session.run_tensors_on(*device);
     if (file.empty()) session.start_empty();
     else session.load(file);
   } catch (const lang::Error& e) {
     return report(e);
   }
+  // After the file: only what is typed at the prompt can call them.
+  install_repl_builtins(interp);
   LineSource lines;
+  completing_interp = &interp;
+  completing_env = &session.top();
+  if (lines.interactive()) {
+    std::printf(
+        "SexpGPU %s. (help) for help, (doc NAME) for a function, TAB completes a name; "
+        "(quit) or Ctrl-D to leave.\n",
+        SEXPGPU_VERSION);
+    std::fflush(stdout);
+  }
   std::string pending;
   int entry = 0;
   while (auto line = lines.next(!pending.empty())) {
@@ -80,6 +160,8 @@ int repl(const std::string& file, const EvalFlags& flags, const DeviceFlags& dev
         std::printf("%s\n", lang::print(value).c_str());
         std::fflush(stdout);
       }
+    } catch (const QuitRequest& quit) {
+      return quit.status;
     } catch (const lang::Error& e) {
       if (lang::is_incomplete_input(e, pending)) {
         --entry;
@@ -101,11 +183,18 @@ void add_repl_command(CLI::App& app, std::function<int()>& action) {
   auto file = std::make_shared<std::string>();
   auto flags = std::make_shared<EvalFlags>();
   auto device = std::make_shared<DeviceFlags>();
+  auto full = std::make_shared<bool>(false);
   command->add_option("file", *file, "Evaluate this file's top level first");
+  command->add_flag("--full", *full, "Print every element of a large tensor (else elided past 1000)");
   flags->add_to(*command);
   device->add_to(*command);
-  command->callback([&action, file, flags, device] {
-    action = [file, flags, device] { return run_on_large_stack([&] { return repl(*file, *flags, *device); }); };
+  command->callback([&action, file, flags, device, full] {
+    action = [file, flags, device, full] {
+      return run_on_large_stack([&] {
+        if (*full) lang::set_tensor_print_limit(0);
+        return repl(*file, *flags, *device);
+      });
+    };
   });
 }
 

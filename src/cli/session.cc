@@ -35,7 +35,12 @@ Session::Session(const EvalFlags& flags)
 
 void Session::load(const std::string& file) {
   train::collect_variants(interp_, *knobs_, file);
-  top_ = interp_.load_file(file);
+  // As Interpreter::load_file, but with top_ set while the file evaluates, so that a
+  // `print` in it can run its tensors (run_tensors_on).
+  const auto& limits = interp_.options().reader_limits;
+  const lang::SourceFile& source = lang::load_source_file(interp_.sources(), file, limits);
+  top_ = interp_.new_top_level(file);
+  interp_.eval_forms(lang::read_forms(source, limits), *top_);
   train::check_choices_used(*knobs_);
   resolve();
   model::check_unrooted_reads(interp_, *models_, interp_.tracer()->graph());
@@ -44,6 +49,14 @@ void Session::load(const std::string& file) {
 void Session::start_empty() {
   train::check_no_choices(*knobs_);
   top_ = interp_.new_top_level();
+}
+
+void Session::run_tensors_on(device::Device& device) {
+  interp_.materialize = [this, &device](const lang::Value& value) {
+    // A file's top level evaluated by load() has no environment to resolve yet.
+    if (!top_) return value;
+    return run(value, device);
+  };
 }
 
 void Session::resolve() {

@@ -39,6 +39,9 @@ class Session {
   // The value with its tensors computed on `device`; parameters get their initial values
   // the first time something reads them.
   lang::Value run(const lang::Value& value, device::Device& device);
+  // From now on `print`, `str`, `format`, `item` and `save-tensors` run the tensors they
+  // are given on `device` (which must outlive the session's evaluation).
+  void run_tensors_on(device::Device& device);
 
  private:
   lang::Interpreter interp_;

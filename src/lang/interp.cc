@@ -186,15 +186,47 @@ Ref<Env> Interpreter::new_top_level(std::string module_path) {
   return env;
 }
 
-void Interpreter::define_builtin(std::string_view name, int min_args, int max_args, BuiltinFn fn) {
-  builtins_->define(intern(name), Value(new Builtin(std::string(name), min_args, max_args, fn)));
+void Interpreter::define_builtin(std::string_view name, int min_args, int max_args, BuiltinFn fn, BuiltinDoc doc) {
+  builtins_->define(intern(name), Value(new Builtin(std::string(name), min_args, max_args, fn, std::move(doc))));
 }
 
-void Interpreter::define_special_form(std::string_view name, SpecialForm handler) {
-  special_forms_[intern(name)] = std::move(handler);
+void Interpreter::define_special_form(std::string_view name, SpecialForm handler, BuiltinDoc doc) {
+  const Symbol* symbol = intern(name);
+  if (!special_forms_.count(symbol)) special_form_order_.push_back(symbol);
+  special_forms_[symbol] = std::move(handler);
+  special_form_docs_[symbol] = std::move(doc);
 }
 
 bool Interpreter::is_special_form(const Symbol* name) const { return special_forms_.count(name) != 0; }
+
+const BuiltinDoc* Interpreter::special_form_doc(const Symbol* name) const {
+  auto it = special_form_docs_.find(name);
+  return it == special_form_docs_.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+// Whether a value holds, at any depth of lists and vectors, a tensor that is not a constant.
+bool holds_traced_tensor(const Value& v, int depth = 0) {
+  if (depth > 1000) return false;
+  if (const TensorValue* t = as_tensor(v)) return !t->info().value;
+  if (v.is(Type::Cons)) {
+    for (Cons* c = as_cons(v); c; c = next(c)) {
+      if (holds_traced_tensor(c->car, depth + 1)) return true;
+    }
+  } else if (v.is(Type::Vector)) {
+    for (const auto& item : v.as<Vector>()->items) {
+      if (holds_traced_tensor(item, depth + 1)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Value Interpreter::materialized(const Value& value) {
+  return materialize && holds_traced_tensor(value) ? materialize(value) : value;
+}
 
 void Interpreter::warn(Diagnostic diagnostic) {
   diagnostic.severity = Severity::Warning;

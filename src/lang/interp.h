@@ -90,28 +90,59 @@ class Args {
 
 using BuiltinFn = Value (*)(Args& args);
 
+// What `(doc NAME)` and docs/builtins.md show of a builtin or a special form. It is part of
+// the one row that defines the builtin (builtins/builtins.h), never a second table.
+struct BuiltinDoc {
+  std::string params;   // the lambda list: "(f seq &rest seqs)", "(x &key axis keepdims)"
+  std::string summary;  // one line: what it does
+  std::string example;  // an expression, then ";; => VALUE" on a line of its own
+  std::string family;   // the heading docs/builtins.md lists it under
+};
+
 class Function : public Object {
  public:
   Function(Type type, std::string name) : Object(type), name(std::move(name)) {}
   std::string name;
+  // The lambda list as text, "(x &key (axis -1))", and the documentation; "" when unknown.
+  virtual std::string lambda_list() const { return {}; }
+  virtual std::string documentation() const { return {}; }
 };
 
 class Builtin final : public Function {
  public:
   static constexpr int kVariadic = -1;
-  Builtin(std::string name, int min_args, int max_args, BuiltinFn fn)
-      : Function(Type::Function, std::move(name)), min_args(min_args), max_args(max_args), fn(fn) {}
+  Builtin(std::string name, int min_args, int max_args, BuiltinFn fn, BuiltinDoc doc = {})
+      : Function(Type::Function, std::move(name)),
+        min_args(min_args),
+        max_args(max_args),
+        fn(fn),
+        doc(std::move(doc)) {}
+  std::string lambda_list() const override { return doc.params; }
+  std::string documentation() const override { return doc.summary; }
   int min_args;
   int max_args;
   BuiltinFn fn;
+  BuiltinDoc doc;
 };
 
-// A function native code makes at run time, closing over values (what `grad` returns).
+// A function native code makes at run time, closing over values (what `grad` returns, a
+// model's constructor, a builtin with state such as `normal`).
 class NativeClosure final : public Function {
  public:
   using Body = std::function<Value(Args&)>;
-  NativeClosure(std::string name, Body body) : Function(Type::Function, std::move(name)), body(std::move(body)) {}
+  NativeClosure(std::string name, Body body, BuiltinDoc doc = {})
+      : Function(Type::Function, std::move(name)), body(std::move(body)), doc(std::move(doc)) {}
+  std::string lambda_list() const override {
+    return documented_by.is(Type::Function) ? documented_by.as<Function>()->lambda_list() : doc.params;
+  }
+  std::string documentation() const override {
+    return documented_by.is(Type::Function) ? documented_by.as<Function>()->documentation() : doc.summary;
+  }
   Body body;
+  BuiltinDoc doc;
+  // A model's constructor: the defmodel's body, whose lambda list and documentation
+  // `(doc NAME)` shows.
+  Value documented_by;
 };
 
 struct LambdaList {
@@ -136,16 +167,21 @@ std::shared_ptr<const LambdaList> parse_lambda_list(const Value& form, Span span
 
 class Closure final : public Function {
  public:
-  Closure(Type type, std::string name, std::shared_ptr<const LambdaList> params, Value body, Ref<Env> env, Span span)
+  Closure(Type type, std::string name, std::shared_ptr<const LambdaList> params, Value body, Ref<Env> env, Span span,
+          Value doc = {})
       : Function(type, std::move(name)),
         params(std::move(params)),
         body(std::move(body)),
         env(std::move(env)),
-        span(span) {}
+        span(span),
+        doc(std::move(doc)) {}
+  std::string lambda_list() const override { return params->describe(); }
+  std::string documentation() const override { return doc.is(Type::String) ? string_of(doc) : std::string(); }
   std::shared_ptr<const LambdaList> params;
   Value body;  // a list of forms
   Ref<Env> env;
   Span span;  // where it was defined
+  Value doc;  // the documentation string (a string as the first of several body forms), or nil
 };
 
 // A special form's handler: the whole form `(name ...)`, its span, the environment.
@@ -181,10 +217,22 @@ class Interpreter {
   // Calls a function value with evaluated arguments.
   Value apply(const Value& function, std::span<Value> args, std::span<const Span> arg_spans, Span call);
 
-  void define_builtin(std::string_view name, int min_args, int max_args, BuiltinFn fn);
-  // Registers a special form; later parts (models, runs) add their own this way.
-  void define_special_form(std::string_view name, SpecialForm handler);
+  void define_builtin(std::string_view name, int min_args, int max_args, BuiltinFn fn, BuiltinDoc doc = {});
+  // Registers a special form; later parts (models, runs) add their own this way. `doc`
+  // is what `(doc NAME)` and docs/builtins.md show of it.
+  void define_special_form(std::string_view name, SpecialForm handler, BuiltinDoc doc = {});
   bool is_special_form(const Symbol* name) const;
+  // The documentation of a special form (empty fields when it has none); nullptr when
+  // `name` is not one. Special forms in the order they were defined.
+  const BuiltinDoc* special_form_doc(const Symbol* name) const;
+  const std::vector<const Symbol*>& special_form_names() const { return special_form_order_; }
+
+  // Runs the traced tensors in a value on a device, so printing shows their elements
+  // (`print`, `str`, `format`, `item`, `save-tensors`). Set by the commands that have a
+  // device (eval, repl); unset, tensors that are not constants stay unevaluated.
+  std::function<Value(const Value&)> materialize;
+  // The value with its traced tensors run, when `materialize` is set; else the value.
+  Value materialized(const Value& value);
   Env& builtins() { return *builtins_; }
 
   // Told of every name `let` or `let*` binds (models take their names from bindings).
@@ -239,6 +287,8 @@ class Interpreter {
   SourceMap sources_;
   Ref<Env> builtins_;
   std::unordered_map<const Symbol*, SpecialForm> special_forms_;
+  std::unordered_map<const Symbol*, BuiltinDoc> special_form_docs_;
+  std::vector<const Symbol*> special_form_order_;
   std::map<std::string, Module> modules_;
   std::vector<std::string> loading_;  // the require chain, for cycle messages
   std::optional<std::map<std::string, std::vector<std::string>>> library_names_;  // name -> modules
@@ -256,6 +306,8 @@ void define_top_level(Interpreter& in, const Symbol* name, Value value, Span spa
 
 // Installs the special forms of the core language (special_forms.cc).
 void install_special_forms(Interpreter& interp);
+// Installs `doc` and `help` (doc.cc).
+void install_doc_forms(Interpreter& interp);
 // Installs the builtin functions (builtins/*.cc).
 void install_builtins(Interpreter& interp);
 

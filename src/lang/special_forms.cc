@@ -146,13 +146,14 @@ Value make_closure(Interpreter& in, Type type, std::string name, const std::vect
     if (param_name && in.is_special_form(param_name)) definable_name(in, {Value(param_name), param.span}, "lambda", "");
   }
   size_t body_at = params_at + 1;
-  // A leading string followed by more body is a documentation string.
-  if (body_at + 1 < p.size() && p[body_at].value.is(Type::String)) ++body_at;
+  // A leading string followed by more body is a documentation string; `(doc NAME)` shows it.
+  Value doc;
+  if (body_at + 1 < p.size() && p[body_at].value.is(Type::String)) doc = p[body_at++].value;
   std::vector<Value> body;
   std::vector<Span> spans;
   for (size_t i = body_at; i < p.size(); ++i) body.push_back(p[i].value), spans.push_back(p[i].span);
   return Value(new Closure(type, std::move(name), std::move(params), list_with_spans(std::move(body), spans),
-                           Ref<Env>(&env), span));
+                           Ref<Env>(&env), span, std::move(doc)));
 }
 
 Value lambda(Interpreter& in, const Value& form, Span span, Env& env) {
@@ -263,36 +264,79 @@ constexpr std::string_view kReserved[] = {"defmodel", "defparam", "defknob",    
 }  // namespace
 
 void install_special_forms(Interpreter& in) {
-  in.define_special_form("quote", quote);
-  in.define_special_form("if", if_form);
-  in.define_special_form("when", when_form);
-  in.define_special_form("unless", unless_form);
-  in.define_special_form("cond", cond_form);
-  in.define_special_form("and", and_form);
-  in.define_special_form("or", or_form);
-  in.define_special_form("progn", progn);
-  in.define_special_form("let",
-                         [](Interpreter& i, const Value& f, Span s, Env& e) { return let_form(i, f, s, e, false); });
-  in.define_special_form("let*",
-                         [](Interpreter& i, const Value& f, Span s, Env& e) { return let_form(i, f, s, e, true); });
-  in.define_special_form("lambda", lambda);
-  in.define_special_form("defvar", defvar);
-  in.define_special_form("defun", [](Interpreter& i, const Value& f, Span s, Env& e) {
-    return defun_or_macro(i, f, s, e, Type::Function);
-  });
-  in.define_special_form("defmacro", [](Interpreter& i, const Value& f, Span s, Env& e) {
-    return defun_or_macro(i, f, s, e, Type::Macro);
-  });
-  in.define_special_form("quasiquote", quasiquote);
-  in.define_special_form("unquote", unquote_outside);
-  in.define_special_form("unquote-splicing", unquote_outside);
-  in.define_special_form("require", require_form);
+  // Each with what `(doc NAME)` shows: the form, one line, an example.
+  auto doc = [](std::string_view form, std::string_view summary, std::string_view example = {}) {
+    return BuiltinDoc{std::string(form), std::string(summary), std::string(example), "Special forms"};
+  };
+  in.define_special_form(
+      "quote", quote,
+      doc("(quote form)", "The form itself, unevaluated; 'x is (quote x).", "'(a (b c) [d])\n;; => (a (b c) [d])"));
+  in.define_special_form("if", if_form,
+                         doc("(if test then [else])", "then when test is true, else else (nil without one).",
+                             "(if (> 2 1) :yes :no)\n;; => :yes"));
+  in.define_special_form(
+      "when", when_form,
+      doc("(when test body...)", "The body's last value when test is true, else nil.", "(when true 1 2)\n;; => 2"));
+  in.define_special_form("unless", unless_form,
+                         doc("(unless test body...)", "The body's last value when test is false, else nil.",
+                             "(unless false :done)\n;; => :done"));
+  in.define_special_form("cond", cond_form,
+                         doc("(cond (test body...) ...)", "The body of the first clause whose test is true.",
+                             "(cond ((< 5 0) :negative) (true :positive))\n;; => :positive"));
+  in.define_special_form(
+      "and", and_form,
+      doc("(and form...)", "The first false value, else the last value; (and) is true.", "(and 1 2 3)\n;; => 3"));
+  in.define_special_form(
+      "or", or_form,
+      doc("(or form...)", "The first true value, else the last; (or) is nil.", "(or nil 0.02)\n;; => 0.02"));
+  in.define_special_form(
+      "progn", progn,
+      doc("(progn body...)", "Evaluates each form in turn and gives the last value.", "(progn 1 2)\n;; => 2"));
+  in.define_special_form(
+      "let", [](Interpreter& i, const Value& f, Span s, Env& e) { return let_form(i, f, s, e, false); },
+      doc("(let ((name value) ...) body...)", "The body with the names bound, all at once.",
+          "(let ((x 1) (y 2)) (+ x y))\n;; => 3"));
+  in.define_special_form(
+      "let*", [](Interpreter& i, const Value& f, Span s, Env& e) { return let_form(i, f, s, e, true); },
+      doc("(let* ((name value) ...) body...)", "As `let`, but each value sees the names bound before it.",
+          "(let* ((x 1) (y (+ x 1))) y)\n;; => 2"));
+  in.define_special_form(
+      "lambda", lambda,
+      doc("(lambda (params...) body...)", "A function of the parameters (a lambda list), closing over its scope.",
+          "((lambda (x &key (by 2)) (* x by)) 5)\n;; => 10"));
+  in.define_special_form("defvar", defvar,
+                         doc("(defvar name value [\"doc\"])", "Defines name at the top level; gives the name.",
+                             "(defvar hidden 128 \"width of the hidden layer\")\n;; => hidden"));
+  in.define_special_form(
+      "defun",
+      [](Interpreter& i, const Value& f, Span s, Env& e) { return defun_or_macro(i, f, s, e, Type::Function); },
+      doc("(defun name (params...) [\"doc\"] body...)",
+          "Defines a function at the top level; a string first in a longer body documents it.",
+          "(defun double (x) \"Twice x.\" (* 2 x))\n(double 4)\n;; => 8"));
+  in.define_special_form(
+      "defmacro",
+      [](Interpreter& i, const Value& f, Span s, Env& e) { return defun_or_macro(i, f, s, e, Type::Macro); },
+      doc("(defmacro name (params...) [\"doc\"] body...)",
+          "Defines a macro: a function from the unevaluated argument forms to the form evaluated "
+          "instead.",
+          "(defmacro twice (form) `(list ,form ,form))\n(twice (+ 1 1))\n;; => (2 2)"));
+  in.define_special_form("quasiquote", quasiquote,
+                         doc("`form", "A template: form quoted, except what ,x and ,@xs insert.",
+                             "(let ((n 3)) `(a ,n ,@(list 4 5)))\n;; => (a 3 4 5)"));
+  in.define_special_form("unquote", unquote_outside, doc(",form", "Inside a quasiquote, the value of form."));
+  in.define_special_form("unquote-splicing", unquote_outside,
+                         doc(",@form", "Inside a quasiquote, the items of form's value, spliced in."));
+  in.define_special_form("require", require_form,
+                         doc("(require \"module\" [:only (names...)])",
+                             "Loads a module (\"sexpgpu/nn\", or a path relative to this file) and imports its names.",
+                             "(require \"sexpgpu/ops\" :only (relu))\n(relu -1)\n;; => 0"));
   for (auto name : kReserved) {
     in.define_special_form(name, [name](Interpreter&, const Value&, Span span, Env&) -> Value {
       fail("E-EVAL-016", span, fmt::format("`{}` is reserved and not available in this version of SexpGPU", name),
            "models, parameters and runs come with their own parts of SexpGPU");
     });
   }
+  install_doc_forms(in);
 }
 
 }  // namespace sx::lang

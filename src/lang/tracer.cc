@@ -19,13 +19,18 @@ Value make_tensor(const std::shared_ptr<Tracer>& tracer, graph::NodeId node) {
   return Value(new TensorValue(tracer, node));
 }
 
+namespace {
+size_t print_limit = 1000;
+}  // namespace
+
+size_t tensor_print_limit() { return print_limit; }
+void set_tensor_print_limit(size_t max_elements) { print_limit = max_elements; }
+
 std::string TensorValue::print() const {
   const graph::Node& n = info();
   if (n.value) return format_tensor(*n.value);
   return fmt::format("#<tensor {}{}>", graph::dtype_name(n.dtype), graph::shape_str(n.shape));
 }
-
-namespace {
 
 std::string element_text(const graph::Tensor& t, int64_t i) {
   double v = t.value(i);
@@ -50,6 +55,8 @@ std::string element_text(const graph::Tensor& t, int64_t i) {
   return "?";
 }
 
+namespace {
+
 // Which indices of an axis of length n are shown: all, or the first and last three.
 std::vector<int64_t> shown(int64_t n, bool elide) {
   std::vector<int64_t> idx;
@@ -61,18 +68,42 @@ std::vector<int64_t> shown(int64_t n, bool elide) {
   return idx;
 }
 
+std::string shape_text(const graph::Shape& shape) {
+  std::string out = "[";
+  for (size_t d = 0; d < shape.size(); ++d) out += (d ? " " : "") + std::to_string(shape[d]);
+  return out + "]";
+}
+
 }  // namespace
 
-std::string format_tensor(const graph::Tensor& t, size_t max_elements) {
+std::string format_tensor(const graph::Tensor& t, size_t max_elements, const ElementText& element) {
   const graph::Shape& shape = t.shape();
-  bool elide = static_cast<size_t>(t.numel()) > max_elements;
+  // Nested brackets cannot say the length of the axes after an empty one: [0 2] would
+  // print as [] and read back as [0]. The constructor says the shape.
+  if (t.numel() == 0) return fmt::format("(zeros {} :dtype :{})", shape_text(shape), graph::dtype_name(t.dtype()));
+  bool elide = max_elements != 0 && static_cast<size_t>(t.numel()) > max_elements;
   std::vector<int64_t> strides(shape.size(), 1);
   for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
 
+  // Only the elements shown are turned into text.
+  std::vector<bool> visible(static_cast<size_t>(t.numel()), !elide);
+  if (elide) {
+    auto mark = [&](auto&& self, size_t axis, int64_t base) -> void {
+      if (axis == shape.size()) {
+        visible[static_cast<size_t>(base)] = true;
+        return;
+      }
+      for (int64_t i : shown(shape[axis], true)) {
+        if (i >= 0) self(self, axis + 1, base + i * strides[axis]);
+      }
+    };
+    mark(mark, 0, 0);
+  }
   size_t width = 0;
   std::vector<std::string> texts(static_cast<size_t>(t.numel()));
   for (int64_t i = 0; i < t.numel(); ++i) {
-    texts[static_cast<size_t>(i)] = element_text(t, i);
+    if (!visible[static_cast<size_t>(i)]) continue;
+    texts[static_cast<size_t>(i)] = element ? element(t, i) : element_text(t, i);
     width = std::max(width, texts[static_cast<size_t>(i)].size());
   }
   std::string out = "(tensor ";
@@ -99,11 +130,7 @@ std::string format_tensor(const graph::Tensor& t, size_t max_elements) {
   write(write, 0, 0);
   out += fmt::format(" :dtype :{})", graph::dtype_name(t.dtype()));
   // An elided tensor no longer shows its shape by its nesting: say it.
-  if (elide) {
-    out += " ; shape [";
-    for (size_t d = 0; d < shape.size(); ++d) out += (d ? " " : "") + std::to_string(shape[d]);
-    out += "]";
-  }
+  if (elide) out += " ; shape " + shape_text(shape);
   return out;
 }
 

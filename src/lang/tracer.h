@@ -2,7 +2,9 @@
 // node of that graph; its origin maps it back to the form that built it.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "graph/builder.h"
@@ -46,7 +48,21 @@ inline const TensorValue* as_tensor(const Value& v) {
   return v.is(Type::Opaque) ? dynamic_cast<const TensorValue*>(v.as<Opaque>()) : nullptr;
 }
 
-// `(tensor [[1.0 2.0] [3.0 4.0]] :dtype :f32)`, rows aligned, elided past `max_elements`.
-std::string format_tensor(const graph::Tensor& tensor, size_t max_elements = 1000);
+// How many elements a printed tensor shows before it is elided: 1000, or 0 for all of
+// them (`sexpgpu eval --full`). One setting for the process.
+size_t tensor_print_limit();
+void set_tensor_print_limit(size_t max_elements);
+
+// Element `i` of a tensor as `print` shows it: the shortest text that reads back.
+std::string element_text(const graph::Tensor& tensor, int64_t i);
+// Element `i` of a tensor as text.
+using ElementText = std::function<std::string(const graph::Tensor& tensor, int64_t i)>;
+
+// `(tensor [[1.0 2.0] [3.0 4.0]] :dtype :f32)`, rows aligned, elided past `max_elements`
+// (0: never); each element as `element` writes it (by default the shortest text that
+// reads back). An empty tensor is `(zeros [0 2] :dtype :f32)`, which reads back with
+// its shape.
+std::string format_tensor(const graph::Tensor& tensor, size_t max_elements = tensor_print_limit(),
+                          const ElementText& element = {});
 
 }  // namespace sx::lang

@@ -91,8 +91,10 @@ Value defmodel(const std::shared_ptr<ModelState>& state, Interpreter& in, const 
   for (size_t i = 2; i < p.size(); ++i) lambda_form.push_back(p[i].value), spans.push_back(p[i].span);
   Value body = in.eval(lang::list_with_spans(std::move(lambda_form), spans), span, env);
   body.as<lang::Function>()->name = name;
-  Value constructor(
-      new lang::NativeClosure(name, [state, body, name](Args& a) { return construct(state, body, name, a); }));
+  auto* native =
+      new lang::NativeClosure(name, [state, body, name](Args& a) { return construct(state, body, name, a); });
+  native->documented_by = body;  // (doc NAME) shows the defmodel's lambda list and documentation
+  Value constructor(native);
   lang::define_top_level(in, p[1].value.as<lang::Symbol>(), constructor, p[1].span, env);
   return p[1].value;
 }
@@ -359,15 +361,26 @@ std::string resolve_data_path(const std::string& path, Span span) {
 }
 
 void install_model_forms(lang::Interpreter& in, const std::shared_ptr<ModelState>& state) {
+  auto doc = [](std::string_view form, std::string_view summary, std::string_view example = {}) {
+    return lang::BuiltinDoc{std::string(form), std::string(summary), std::string(example), "Special forms"};
+  };
   in.define_special_form(
-      "defmodel", [state](Interpreter& i, const Value& f, Span s, Env& e) { return defmodel(state, i, f, s, e); });
+      "defmodel", [state](Interpreter& i, const Value& f, Span s, Env& e) { return defmodel(state, i, f, s, e); },
+      doc("(defmodel name (params...) [\"doc\"] body...)",
+          "Defines a model constructor: its body declares parameters and ends in the function the model applies.",
+          "(defmodel scale (n) (defparam s (ones [n])) (lambda (x) (* x s)))\n(defvar model (scale 2))\n"
+          "(model (tensor [1.0 2.0]))\n;; => (tensor [1.0 2.0] :dtype :f32)"));
   in.define_special_form(
-      "defparam", [state](Interpreter& i, const Value& f, Span s, Env& e) { return defparam(state, i, f, s, e); });
-  in.define_special_form("with-loaded", [state](Interpreter& i, const Value& f, Span s, Env& e) {
-    return with_loaded(state, i, f, s, e);
-  });
-  in.define_special_form("named",
-                         [state](Interpreter& i, const Value& f, Span s, Env& e) { return named(state, i, f, s, e); });
+      "defparam", [state](Interpreter& i, const Value& f, Span s, Env& e) { return defparam(state, i, f, s, e); },
+      doc("(defparam name initializer :tags [...] :numerics :high :trainable false :load [file tensor])",
+          "Declares a parameter of the model being constructed and binds name to it."));
+  in.define_special_form(
+      "with-loaded", [state](Interpreter& i, const Value& f, Span s, Env& e) { return with_loaded(state, i, f, s, e); },
+      doc("(with-loaded (file name-function :trainable false) body...)",
+          "Every defparam run in the body loads from file, its tensor named by (name-function path)."));
+  in.define_special_form(
+      "named", [state](Interpreter& i, const Value& f, Span s, Env& e) { return named(state, i, f, s, e); },
+      doc("(named \"segment\" value)", "value, a model or parameter, with segment as its name in paths."));
   in.on_let_binding = [state](const lang::Symbol* name, const Value& value) { name_bound_models(state, name, value); };
 }
 

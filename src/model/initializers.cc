@@ -86,16 +86,29 @@ uint64_t stream_key(uint64_t seed, std::string_view path, uint64_t index) {
 }
 
 void install_initializers(lang::Interpreter& in, const std::shared_ptr<ModelState>& state) {
-  auto define = [&](std::string_view name, Value (*fn)(const std::shared_ptr<ModelState>&, Args&)) {
-    in.builtins().define(lang::intern(name), Value(new lang::NativeClosure(std::string(name), [state, fn](Args& a) {
-                           if (a.size() < 1)
-                             lang::fail("E-EVAL-003", a.call, fmt::format("`{}` takes a shape first", a.function));
-                           return fn(state, a);
-                         })));
+  // One row per initializer: name, function, lambda list, what it does, an example.
+  auto define = [&](std::string_view name, Value (*fn)(const std::shared_ptr<ModelState>&, Args&),
+                    std::string_view params, std::string_view summary, std::string_view example) {
+    lang::BuiltinDoc doc{std::string(params), std::string(summary), std::string(example), "Parameter initializers"};
+    in.builtins().define(lang::intern(name), Value(new lang::NativeClosure(
+                                                 std::string(name),
+                                                 [state, fn](Args& a) {
+                                                   if (a.size() < 1)
+                                                     lang::fail("E-EVAL-003", a.call,
+                                                                fmt::format("`{}` takes a shape first", a.function));
+                                                   return fn(state, a);
+                                                 },
+                                                 std::move(doc))));
   };
-  define("normal", normal);
-  define("truncated-normal", truncated_normal);
-  define("uniform", uniform);
+  define("normal", normal, "(shape &key (mean 0.0) (std 1.0) dtype)",
+         "Normal random numbers for a defparam, drawn from the stream of the run's seed and the parameter's path.",
+         "(shape (normal [2 3] :std 0.02))\n;; => [2 3]");
+  define("truncated-normal", truncated_normal, "(shape &key (mean 0.0) (std 1.0) dtype)",
+         "As `normal`, but draws beyond 2 standard deviations are redrawn (then clamped).",
+         "(shape (truncated-normal [4] :std 0.02))\n;; => [4]");
+  define("uniform", uniform, "(shape &key (low 0.0) (high 1.0) dtype)",
+         "Random numbers uniform in [low, high) for a defparam.",
+         "(dtype (uniform [3] :low -0.1 :high 0.1))\n;; => :f32");
 }
 
 }  // namespace sx::model

@@ -87,7 +87,11 @@ std::shared_ptr<RunSettings> install_defrun(lang::Interpreter& interp) {
         settings->span = span;
         settings->entries = std::move(entries);
         return lang::Value();
-      });
+      },
+      lang::BuiltinDoc{"(defrun :key value ...)",
+                       "The run's settings: :data :eval :batch :steps :seed :optimizer :schedule :ema :precision "
+                       ":grad-clip :checkpoint-every :keep :log-every.",
+                       "(defrun :steps 100 :seed 7)", "Special forms"});
   return settings;
 }
 

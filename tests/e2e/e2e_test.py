@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end tests of the sexpgpu program: bad input, usage, and the REPL on a pipe.
+"""End-to-end tests of the sexpgpu program: bad input, usage, the REPL on a pipe and on a terminal.
 
 Each case is one CTest test: `e2e_test.py SEXPGPU CASE`. Big inputs are generated in a
 temporary directory at test time, never in the repository. Time limits are multiplied by
@@ -7,7 +7,10 @@ $SEXPGPU_E2E_TIME_SCALE (the sanitizer build sets it), since ASan makes everythi
 """
 
 import os
+import pty
 import re
+import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -279,6 +282,186 @@ def case_repl_models(tmp):
     shapes = [line for line in out.splitlines() if line.startswith("[")]
     expect(shapes == ["[1 3]", "[1 4]", "[5 4]"], f"unexpected shapes: {shapes}", out, err)
     expect(err.count("error[") == 1 and "error[E-PARAM-009]" in err, "expected one E-PARAM-009, for the let", out, err)
+
+
+class Terminal:
+    """sexpgpu run on a pseudo-terminal, as a person at a terminal runs it."""
+
+    def __init__(self, args, home):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            env = dict(os.environ, HOME=home, TERM="dumb", NO_COLOR="1")
+            os.execve(SEXPGPU, [SEXPGPU, *args], env)
+        self.seen = b""
+        self.pos = 0  # where the next read_until starts looking
+
+    def read_until(self, text, timeout=20):
+        """What the program wrote after the previous match, up to the end of `text`."""
+        end = time.monotonic() + timeout * TIME_SCALE
+        while True:
+            at = self.seen.find(text.encode(), self.pos)
+            if at >= 0:
+                shown, self.pos = self.seen[self.pos:at + len(text)], at + len(text)
+                return shown.decode(errors="replace")
+            if time.monotonic() > end:
+                break
+            ready, _, _ = select.select([self.fd], [], [], 0.1)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(self.fd, 4096)
+            except OSError:  # the program ended: the terminal is gone
+                break
+            if not chunk:
+                break
+            self.seen += chunk
+        raise Failure(f"the terminal never showed {text!r}; it showed:\n{self.seen.decode(errors='replace')}")
+
+    def type(self, keys):
+        os.write(self.fd, keys.encode())
+
+    def wait(self, timeout=20):
+        """The exit status, once the program ends."""
+        end = time.monotonic() + timeout * TIME_SCALE
+        while time.monotonic() < end:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                return os.waitstatus_to_exitcode(status)
+            try:
+                if select.select([self.fd], [], [], 0.1)[0]:
+                    self.seen += os.read(self.fd, 4096)
+            except OSError:
+                time.sleep(0.05)
+        os.kill(self.pid, signal.SIGKILL)
+        raise Failure(f"the program did not end; the terminal showed:\n{self.seen.decode(errors='replace')}")
+
+
+def case_repl_tty(tmp):
+    # A newcomer's first minute: the banner, a value, TAB completion of their own name and
+    # of a builtin, (doc ...), then (quit). Each step waits for what it should show (what
+    # is typed is echoed, and the prompt is drawn again after a completion).
+    term = Terminal(["repl"], tmp)
+    banner = term.read_until("sx> ")
+    expect("(help)" in banner and "(quit)" in banner, f"the banner should say how to get help and quit: {banner!r}")
+    term.type("(+ 1 2)\r")
+    term.read_until("\n3\r\n")
+    term.type('(defun my-square (x) "Squares x." (* x x))\r')
+    term.read_until("\nmy-square\r\n")
+    term.type("(my-squ\t")
+    term.read_until("my-square")
+    term.type("4)\r")
+    shown = term.read_until("\n16\r\n")
+    expect("error" not in shown, f"TAB did not complete my-square: {shown!r}")
+    term.type("(enumer\t[5 6])\r")
+    term.read_until("[[0 5] [1 6]]")
+    term.type("(doc my-square)\r")
+    shown = term.read_until("Squares x.")
+    expect("(my-square x)" in shown, f"(doc my-square): {shown!r}")
+    term.type("(doc map)\r")
+    shown = term.read_until("Example:")
+    expect("(map f seq &rest seqs)" in shown, f"(doc map): {shown!r}")
+    term.read_until("sx> ")
+    term.type("(quit)\r")
+    status = term.wait()
+    expect(status == 0, f"(quit): exit {status}", term.seen.decode(errors="replace"))
+    expect(os.path.exists(os.path.join(tmp, ".sexpgpu_history")), "the history was not written to $HOME")
+    print("ok: repl on a terminal")
+
+
+def case_repl_quit(tmp):
+    # (quit) and (exit) end the REPL at once, on a pipe too; (exit N) gives status N.
+    rc, out, err, _ = run(["repl"], stdin=b"(+ 1 2)\n(exit 3)\n(+ 4 5)\n")
+    expect(rc == 3 and out.split() == ["3"] and not err, f"(exit 3): exit {rc}", out, err)
+    rc, out, err, _ = run(["repl"], stdin=b"(quit)\n(+ 4 5)\n")
+    expect(rc == 0 and not out.strip() and not err, f"(quit): exit {rc}", out, err)
+    rc, out, err, _ = run(["repl"], stdin=b"(exit 256)\n")
+    expect(rc == 0 and "error[E-EVAL-004]" in err, f"(exit 256) should be refused: exit {rc}", out, err)
+    rc, out, err, _ = run(["repl"], stdin=b"(doc quit)\n")
+    expect(rc == 0 and "(quit &optional status)" in out, f"(doc quit): exit {rc}", out, err)
+    # Only what is typed can quit: a file, even the REPL's own, cannot.
+    expect_error(["repl", write(tmp, "quits.sx", b"(quit)\n")], "E-EVAL-001", mentions=["quit"])
+    expect_error(["eval", "(exit)"], "E-EVAL-001")
+
+
+def case_eval_tensors(tmp):
+    # print, str and format show a traced tensor's values, as the printed result does.
+    expr = """
+      (let ((t (matmul (ones [1 2]) (ones [2 2]))))
+        (print "t is" t)
+        (print (str (sum t)))
+        (print (format "{} {:.3f} {:>5}" (iota 2) (/ (sum t) 3) (item (sum t))))
+        (item (sum t)))"""
+    rc, out, err, _ = run(["eval", expr])
+    expect(rc == 0 and not err, f"eval: exit {rc}", out, err)
+    expect(out.splitlines() == ["t is (tensor [[2.0 2.0]] :dtype :f32)", "(tensor 4.0 :dtype :f32)",
+                                "(tensor [0 1] :dtype :i32) 1.333   4.0", "4.0"], "unexpected output", out, err)
+    # An empty tensor prints its shape, so it reads back with it.
+    rc, out, err, _ = run(["eval", "(shape (zeros [0 2]))"])
+    rc2, out2, err2, _ = run(["eval", "(zeros [0 2])"])
+    rc3, out3, err3, _ = run(["eval", f"(shape {out2.strip()})"])
+    expect(rc == rc2 == rc3 == 0 and out == out3 == "[0 2]\n", f"(zeros [0 2]) read back: {out2!r} -> {out3!r}",
+           out + out2 + out3, err + err2 + err3)
+    # --full prints every element; without it a large tensor is elided.
+    rc, out, err, _ = run(["eval", "(iota 2000)"])
+    expect(rc == 0 and "..." in out and len(out.split()) < 20, "(iota 2000) should be elided", out, err)
+    rc, out, err, _ = run(["eval", "--full", "(iota 2000)"])
+    expect(rc == 0 and "..." not in out and " 1999]" in out and len(re.findall(r"\d+", out)) == 2000 + 1,
+           "--full should print all 2000 elements", out[:300], err)
+
+
+def case_save_tensors(tmp):
+    # save-tensors writes a safetensors file that :load reads back.
+    rc, out, err, _ = run(["eval", '(save-tensors "' + os.path.join(tmp, "w.safetensors") +
+                           '" (list :w (* 2.0 (ones [2 3])) :b (iota 3 :dtype :f32)))'])
+    expect(rc == 0 and out.strip().endswith('w.safetensors"'), f"save-tensors: exit {rc}", out, err)
+    run_file = write(tmp, "run.sx", b"""
+(defmodel affine ()
+  (defparam w (zeros [2 3]) :load ["w.safetensors" "w"])
+  (defparam b (zeros [3]) :load ["w.safetensors" "b"])
+  (lambda (x) (+ (matmul x w) b)))
+(defvar model (affine))
+""")
+    rc, out, err, _ = run(["eval", "--file", run_file, "(model (ones [1 2]))"])
+    expect(rc == 0 and out == "(tensor [[4.0 5.0 6.0]] :dtype :f32)\n", f"the model on loaded tensors: exit {rc}",
+           out, err)
+    # Nothing is left beside the file (the write is atomic), and a plist of something else is refused.
+    expect(sorted(os.listdir(tmp)) == ["run.sx", "w.safetensors"], f"stray files: {os.listdir(tmp)}")
+    expect_error(["eval", '(save-tensors "x.safetensors" (list :w 3))'], "E-EVAL-004", mentions=["not a tensor"])
+
+
+def case_doc_command(tmp):
+    rc, out, err, _ = run(["doc", "map", "linear"])
+    expect(rc == 0 and out.startswith("(map f seq &rest seqs)") and "\n(linear in out &key (bias true)" in out
+           and '(require "sexpgpu/nn") to use it' in out, f"sexpgpu doc map linear: exit {rc}", out, err)
+    rc, out, err, _ = run(["doc"])
+    expect(rc == 0 and "(doc NAME)" in out and "save-tensors" in out, f"sexpgpu doc: exit {rc}", out, err)
+    expect_error(["doc", "no-such-name"], "E-EVAL-001")
+
+
+def cli_flags(names):
+    """Every flag the program's help lists, for the program and each subcommand."""
+    flags = {}
+    for name in [None, *names]:
+        rc, out, err, _ = run(["--help"] if name is None else [name, "--help"])
+        expect(rc == 0, f"sexpgpu {name} --help: exit {rc}", out, err)
+        flags[name] = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", out))
+    return flags
+
+
+def case_cli_docs(tmp):
+    # docs/cli.md documents every command and every flag the program's --help lists.
+    root = os.environ.get("SEXPGPU_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+    with open(os.path.join(root, "docs", "cli.md"), encoding="utf-8") as f:
+        page = f.read()
+    names = subcommands()
+    missing = [f"`sexpgpu {name}`" for name in names if f"sexpgpu {name}" not in page]
+    for name, flags in cli_flags(names).items():
+        missing += [f"{flag} of {name or 'sexpgpu'}" for flag in sorted(flags) if f"`{flag}" not in page]
+    for variable in ["SEXPGPU_DEVICE", "SEXPGPU_CPU_CORES", "SEXPGPU_CPU_ISA", "SEXPGPU_LIB", "NO_COLOR"]:
+        if variable not in page:
+            missing.append(variable)
+    expect(not missing, f"docs/cli.md does not document: {', '.join(missing)}")
+    print(f"ok: docs/cli.md covers {' '.join(names)}")
 
 
 # --- The bundled examples -------------------------------------------------------------------

@@ -1,4 +1,8 @@
-// The families of builtin functions. A builtin is one row: name, arity, function.
+// The families of builtin functions. A builtin is one row: name, arity, function, and its
+// documentation: the lambda list, one line saying what it does, and an example with the
+// value it gives. `(doc NAME)` shows the row and docs/builtins.md is generated from the
+// rows (`sexpgpu doc --markdown`); the lang tests check that every row is documented and
+// that its lambda list agrees with its arity.
 #pragma once
 
 #include "lang/interp.h"
@@ -10,10 +14,31 @@ struct BuiltinRow {
   int min_args;
   int max_args;  // Builtin::kVariadic for any number
   BuiltinFn fn;
+  std::string_view params;   // the lambda list, "(x &key axis keepdims)"
+  std::string_view summary;  // one line
+  std::string_view example;  // "(+ 1 2)\n;; => 3": an expression, then the value it prints
 };
 
-inline void install_rows(Interpreter& interp, std::initializer_list<BuiltinRow> rows) {
-  for (const auto& row : rows) interp.define_builtin(row.name, row.min_args, row.max_args, row.fn);
+// Defines each row's builtin, listed in docs/builtins.md under `family`.
+inline void install_rows(Interpreter& interp, std::string_view family, std::initializer_list<BuiltinRow> rows) {
+  for (const auto& row : rows) {
+    interp.define_builtin(
+        row.name, row.min_args, row.max_args, row.fn,
+        BuiltinDoc{std::string(row.params), std::string(row.summary), std::string(row.example), std::string(family)});
+  }
+}
+
+// "a tensor", "an integer": what a value is, for messages.
+inline std::string type_label(const Value& v) {
+  return v.is(Type::Opaque) ? v.as<Opaque>()->type_label() : std::string(type_name(v.type()));
+}
+
+// The arguments from `first` on, each with its traced tensors run where the command has
+// a device (Interpreter::materialize), so that showing them shows their elements.
+inline std::vector<Value> materialized_args(Args& a, size_t first) {
+  std::vector<Value> values(a.values.begin() + static_cast<std::ptrdiff_t>(first), a.values.end());
+  Value shown = a.interp.materialized(list(values));
+  return list_items(shown);
 }
 
 void install_number_builtins(Interpreter& interp);  // numbers.cc: arithmetic, comparison, math

@@ -9,6 +9,8 @@
 namespace sx::lang {
 namespace {
 
+constexpr int any = Builtin::kVariadic;
+
 // (error "message" values...): the message, then each value as `print` shows it.
 Value raise_error(Args& a) {
   std::string message = a.string(0);
@@ -16,9 +18,11 @@ Value raise_error(Args& a) {
   fail("E-EVAL-010", a.call, message);
 }
 
+// (print x...): the values' `display` forms on one line; tensors show their elements.
 Value print_values(Args& a) {
   std::string line;
-  for (size_t i = 0; i < a.size(); ++i) line += (i ? " " : "") + display(a[i]);
+  std::vector<Value> shown = materialized_args(a, 0);
+  for (size_t i = 0; i < shown.size(); ++i) line += (i ? " " : "") + display(shown[i]);
   line += '\n';
   std::fwrite(line.data(), 1, line.size(), stdout);
   return a.size() ? a[a.size() - 1] : Value();
@@ -54,25 +58,46 @@ Value type_of(Args& a) {
 }  // namespace
 
 void install_misc_builtins(Interpreter& in) {
-  install_rows(in, {
-                       {"equal", 2, 2, [](Args& a) { return Value::boolean(equal(a[0], a[1])); }},
-                       {"not", 1, 1, [](Args& a) { return Value::boolean(!a[0].truthy()); }},
-                       {"identity", 1, 1, [](Args& a) { return a[0]; }},
-                       {"type-of", 1, 1, type_of},
-                       {"nil?", 1, 1, [](Args& a) { return Value::boolean(a[0].is_nil()); }},
-                       {"bool?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Bool)); }},
-                       {"int?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Int)); }},
-                       {"float?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Float)); }},
-                       {"number?", 1, 1, [](Args& a) { return Value::boolean(a[0].is_number()); }},
-                       {"string?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::String)); }},
-                       {"symbol?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Symbol)); }},
-                       {"keyword?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Keyword)); }},
-                       {"list?", 1, 1, [](Args& a) { return Value::boolean(a[0].is_list()); }},
-                       {"vector?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Vector)); }},
-                       {"function?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Function)); }},
-                       {"error", 1, Builtin::kVariadic, raise_error},
-                       {"print", 0, Builtin::kVariadic, print_values},
-                   });
+  install_rows(
+      in, "Values: equality, types, printing, errors",
+      {
+          {"equal", 2, 2, [](Args& a) { return Value::boolean(equal(a[0], a[1])); }, "(a b)",
+           "Whether a and b have the same type and contents; (equal 1 1.0) is false.",
+           "(equal (list 1 [2 \"x\"]) (list 1 [2 \"x\"]))\n;; => true"},
+          {"not", 1, 1, [](Args& a) { return Value::boolean(!a[0].truthy()); }, "(x)",
+           "true when x is false or nil, else false.", "(list (not nil) (not 0))\n;; => (true false)"},
+          {"identity", 1, 1, [](Args& a) { return a[0]; }, "(x)", "x itself.", "(identity 5)\n;; => 5"},
+          {"type-of", 1, 1, type_of, "(x)", "A keyword naming x's type: :int, :float, :list, :tensor, :model, ...",
+           "(list (type-of 1) (type-of 2.0) (type-of \"s\") (type-of [1]))\n;; => (:int :float :string :vector)"},
+          {"nil?", 1, 1, [](Args& a) { return Value::boolean(a[0].is_nil()); }, "(x)",
+           "Whether x is nil (the empty list).", "(nil? (list))\n;; => true"},
+          {"bool?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Bool)); }, "(x)",
+           "Whether x is true or false.", "(bool? false)\n;; => true"},
+          {"int?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Int)); }, "(x)", "Whether x is an integer.",
+           "(list (int? 1) (int? 1.0))\n;; => (true false)"},
+          {"float?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Float)); }, "(x)", "Whether x is a float.",
+           "(float? 1.0)\n;; => true"},
+          {"number?", 1, 1, [](Args& a) { return Value::boolean(a[0].is_number()); }, "(x)",
+           "Whether x is an integer or a float (not a tensor).", "(number? 3)\n;; => true"},
+          {"string?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::String)); }, "(x)",
+           "Whether x is a string.", "(string? \"s\")\n;; => true"},
+          {"symbol?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Symbol)); }, "(x)",
+           "Whether x is a symbol.", "(symbol? 'x)\n;; => true"},
+          {"keyword?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Keyword)); }, "(x)",
+           "Whether x is a keyword.", "(keyword? :k)\n;; => true"},
+          {"list?", 1, 1, [](Args& a) { return Value::boolean(a[0].is_list()); }, "(x)",
+           "Whether x is a list (nil is one).", "(list (list? nil) (list? [1]))\n;; => (true false)"},
+          {"vector?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Vector)); }, "(x)",
+           "Whether x is a vector.", "(vector? [1])\n;; => true"},
+          {"function?", 1, 1, [](Args& a) { return Value::boolean(a[0].is(Type::Function)); }, "(x)",
+           "Whether x is a function (a builtin, a lambda or a defun).", "(function? map)\n;; => true"},
+          {"error", 1, any, raise_error, "(message &rest values)",
+           "Stops with error E-EVAL-010: the message, then the values as `print` shows them.",
+           "(error \"the learning rate must be positive, got\" -0.1)\n;; error[E-EVAL-010]"},
+          {"print", 0, any, print_values, "(&rest values)",
+           "Prints the values on one line, strings without quotes and tensors with their elements; returns the last.",
+           "(print \"loss\" 0.25)\n;; => 0.25"},
+      });
 }
 
 }  // namespace sx::lang

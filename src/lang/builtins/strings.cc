@@ -8,6 +8,7 @@
 
 #include "lang/builtins/builtins.h"
 #include "lang/printer.h"
+#include "lang/tracer.h"
 
 namespace sx::lang {
 namespace {
@@ -32,38 +33,112 @@ size_t byte_offset(std::string_view text, size_t index) {
   return text.size();
 }
 
-// (str x...): the `display` forms of the values, concatenated.
+// (str x...): the `display` forms of the values, concatenated; tensors show their elements.
 Value concat_display(Args& a) {
   std::string out;
-  for (size_t i = 0; i < a.size(); ++i) out += display(a[i]);
+  for (const Value& v : materialized_args(a, 0)) out += display(v);
   return make_string(std::move(out));
 }
 
-// (format "x = {} and {}" a b): each `{}` takes the next value's `display` form;
-// `{{` and `}}` are literal braces.
+// Whether a spec (what follows the `:` of `{:.3f}`) asks for a float presentation.
+bool float_spec(std::string_view spec) {
+  return spec.find('.') != std::string_view::npos ||
+         (!spec.empty() && std::string_view("eEfFgG").find(spec.back()) != std::string_view::npos);
+}
+
+// Whether a spec only places the text: [[fill]align][width].
+bool alignment_only(std::string_view spec) {
+  auto is_align = [](char c) { return c == '<' || c == '>' || c == '^'; };
+  size_t i = spec.size() >= 2 && is_align(spec[1]) ? 2 : !spec.empty() && is_align(spec[0]) ? 1 : 0;
+  for (; i < spec.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(spec[i]))) return false;
+  }
+  return true;
+}
+
+// A number formatted by an fmt spec: an integer under a float spec as a float; a float
+// under a spec that only places it keeps its shortest text (`shortest`), with a `.`, and
+// goes to the right as numbers do.
+std::string format_number(std::string_view spec, bool integer, int64_t i, double d, const std::string& shortest) {
+  if (integer && !float_spec(spec)) return fmt::format(fmt::runtime(fmt::format("{{:{}}}", spec)), i);
+  if (!integer && alignment_only(spec)) {
+    bool aligned = spec.find_first_of("<>^") != std::string_view::npos;
+    return fmt::format(fmt::runtime(fmt::format("{{:{}{}}}", aligned ? "" : ">", spec)), shortest);
+  }
+  return fmt::format(fmt::runtime(fmt::format("{{:{}}}", spec)), integer ? static_cast<double>(i) : d);
+}
+
+// One placeholder's text: the value as `display` shows it or, with a spec, formatted by it
+// as fmt (and Python) read it: `.3f`, `>8`, `e`, `,`... A tensor with a spec formats each
+// element by it; a scalar tensor reads as its number.
+std::string format_value(const Args& a, size_t index, const Value& v, std::string_view spec) {
+  if (spec.empty()) return display(v);
+  try {
+    if (v.is(Type::Int)) return format_number(spec, true, v.as_int(), 0, {});
+    if (v.is(Type::Float)) return format_number(spec, false, 0, v.as_float(), format_float(v.as_float()));
+    const TensorValue* t = as_tensor(v);
+    if (t && t->info().value) {
+      const graph::Tensor& value = *t->info().value;
+      auto element = [&](const graph::Tensor& tensor, int64_t i) {
+        switch (tensor.dtype()) {
+          case graph::DType::boolean:
+            return fmt::format(fmt::runtime(fmt::format("{{:{}}}", spec)), tensor.value(i) != 0 ? "true" : "false");
+          case graph::DType::i64: return format_number(spec, true, tensor.data<int64_t>()[i], 0, {});
+          case graph::DType::i32:
+          case graph::DType::u16:
+          case graph::DType::u8: return format_number(spec, true, static_cast<int64_t>(tensor.value(i)), 0, {});
+          default: return format_number(spec, false, 0, tensor.value(i), element_text(tensor, i));
+        }
+      };
+      if (value.shape().empty()) return element(value, 0);
+      return format_tensor(value, tensor_print_limit(), element);
+    }
+    return fmt::format(fmt::runtime(fmt::format("{{:{}}}", spec)), display(v));
+  } catch (const fmt::format_error& e) {
+    fail("E-EVAL-004", a.span(index + 1),
+         fmt::format("`format`: the spec `{{:{}}}` does not fit {} `{}`: {}", spec, type_label(v), print(v), e.what()),
+         "a spec is what Python's format takes: {:.3f} for 3 decimals, {:>8} to right-align, {:e} for exponents");
+  }
+}
+
+// (format "x = {} and {:.3f}" a b): each `{}` takes the next value's `display` form, each
+// `{:SPEC}` the value formatted by SPEC; `{{` and `}}` are literal braces.
 Value format_string(Args& a) {
   const std::string& pattern = a.string(0);
+  struct Hole {
+    size_t at;  // where it goes in `out`
+    std::string spec;
+  };
   std::string out;
-  size_t placeholders = 0;
-  std::vector<size_t> holes;  // where each placeholder goes in `out`
+  std::vector<Hole> holes;
   for (size_t i = 0; i < pattern.size(); ++i) {
     char c = pattern[i];
     if ((c == '{' || c == '}') && i + 1 < pattern.size() && pattern[i + 1] == c) {
       out += c;
       ++i;
-    } else if (c == '{' && i + 1 < pattern.size() && pattern[i + 1] == '}') {
-      holes.push_back(out.size());
-      ++placeholders;
-      ++i;
-    } else if (c == '{' || c == '}') {
+      continue;
+    }
+    if (c == '{') {
+      size_t close = pattern.find('}', i + 1);
+      std::string_view inside =
+          close == std::string::npos ? std::string_view() : std::string_view(pattern).substr(i + 1, close - i - 1);
+      bool placeholder = close != std::string::npos && inside.find('{') == std::string_view::npos &&
+                         (inside.empty() || inside[0] == ':');
+      if (placeholder) {
+        holes.push_back({out.size(), std::string(inside.empty() ? inside : inside.substr(1))});
+        i = close;
+        continue;
+      }
+    }
+    if (c == '{' || c == '}') {
       fail("E-EVAL-004", a.span(0),
            fmt::format("the format string has a lone `{}` at code point {}", c,
                        code_points(std::string_view(pattern).substr(0, i))),
-           "`{}` is a placeholder; write `{{` or `}}` for a literal brace");
-    } else {
-      out += c;
+           "`{}` and `{:spec}` are placeholders; write `{{` or `}}` for a literal brace");
     }
+    out += c;
   }
+  size_t placeholders = holes.size();
   size_t values = a.size() - 1;
   if (placeholders != values) {
     fail("E-EVAL-004", a.call,
@@ -71,12 +146,13 @@ Value format_string(Args& a) {
                      placeholders == 1 ? "" : "s", values, values == 1 ? "" : "s", values == 1 ? "was" : "were"),
          "each `{}` takes one value, in order");
   }
+  std::vector<Value> shown = materialized_args(a, 1);
   std::string result;
   size_t from = 0;
   for (size_t k = 0; k < holes.size(); ++k) {
-    result.append(out, from, holes[k] - from);
-    result += display(a[k + 1]);
-    from = holes[k];
+    result.append(out, from, holes[k].at - from);
+    result += format_value(a, k, shown[k], holes[k].spec);
+    from = holes[k].at;
   }
   result.append(out, from);
   return make_string(std::move(result));
@@ -256,26 +332,47 @@ Value is_gensym(Args& a) {
 }  // namespace
 
 void install_string_builtins(Interpreter& in) {
-  install_rows(in, {
-                       {"str", 0, any, concat_display},
-                       {"format", 1, any, format_string},
-                       {"string-length", 1, 1, string_length},
-                       {"substring", 2, 3, substring},
-                       {"split", 1, 2, split_string},
-                       {"join", 1, 2, join_strings},
-                       {"upcase", 1, 1, [](Args& a) { return change_case(a, std::toupper); }},
-                       {"downcase", 1, 1, [](Args& a) { return change_case(a, std::tolower); }},
-                       {"starts-with?", 2, 2, starts_with},
-                       {"ends-with?", 2, 2, ends_with},
-                       {"replace", 3, 3, replace_all},
-                       {"trim", 1, 1, trim},
-                       {"name", 1, 1, name_of},
-                       {"symbol", 1, 1, to_symbol},
-                       {"keyword", 1, 1, to_keyword},
-                       {"parse-number", 1, 1, parse_number},
-                       {"gensym", 0, 1, gensym},
-                       {"gensym?", 1, 1, is_gensym},
-                   });
+  install_rows(in, "Strings, symbols and keywords",
+               {
+                   {"str", 0, any, concat_display, "(&rest values)",
+                    "The values as `print` shows them, joined into one string; a tensor shows its elements.",
+                    "(str \"layer-\" 3 :k)\n;; => \"layer-3:k\""},
+                   {"format", 1, any, format_string, "(pattern &rest values)",
+                    "pattern with each {} replaced by the next value; {:.3f} and other fmt specs format numbers.",
+                    "(format \"{} of {} is {:.2f}\" 1 3 (/ 1.0 3))\n;; => \"1 of 3 is 0.33\""},
+                   {"string-length", 1, 1, string_length, "(s)", "The characters (code points) of a string.",
+                    "(string-length \"héllo\")\n;; => 5"},
+                   {"substring", 2, 3, substring, "(s start &optional end)", "Characters start to end-1.",
+                    "(substring \"hello\" 1 3)\n;; => \"el\""},
+                   {"split", 1, 2, split_string, "(s &optional sep)",
+                    "The pieces between occurrences of sep; without it, the words; with \"\", the characters.",
+                    "(split \"a,b,,c\" \",\")\n;; => (\"a\" \"b\" \"\" \"c\")"},
+                   {"join", 1, 2, join_strings, "(seq &optional sep)",
+                    "The items as `str` shows them, with sep between.", "(join [1 2 3] \", \")\n;; => \"1, 2, 3\""},
+                   {"upcase", 1, 1, [](Args& a) { return change_case(a, std::toupper); }, "(s)",
+                    "The string in capitals (ASCII letters only).", "(upcase \"relu\")\n;; => \"RELU\""},
+                   {"downcase", 1, 1, [](Args& a) { return change_case(a, std::tolower); }, "(s)",
+                    "The string in small letters (ASCII letters only).", "(downcase \"ReLU\")\n;; => \"relu\""},
+                   {"starts-with?", 2, 2, starts_with, "(s prefix)", "Whether s begins with prefix.",
+                    "(starts-with? \"layer-3\" \"layer\")\n;; => true"},
+                   {"ends-with?", 2, 2, ends_with, "(s suffix)", "Whether s ends with suffix.",
+                    "(ends-with? \"run.sx\" \".sx\")\n;; => true"},
+                   {"replace", 3, 3, replace_all, "(s old new)", "s with every occurrence of old replaced by new.",
+                    "(replace \"a-b-c\" \"-\" \".\")\n;; => \"a.b.c\""},
+                   {"trim", 1, 1, trim, "(s)", "s without whitespace at either end.", "(trim \"  x \")\n;; => \"x\""},
+                   {"name", 1, 1, name_of, "(x)", "The name of a keyword or symbol as a string, without the colon.",
+                    "(name :dtype)\n;; => \"dtype\""},
+                   {"symbol", 1, 1, to_symbol, "(s)", "The symbol named s.", "(symbol \"relu\")\n;; => relu"},
+                   {"keyword", 1, 1, to_keyword, "(s)", "The keyword named s (a leading colon is allowed).",
+                    "(keyword \"f32\")\n;; => :f32"},
+                   {"parse-number", 1, 1, parse_number, "(s)", "The number the reader would read from s.",
+                    "(parse-number \"-1.5e3\")\n;; => -1500.0"},
+                   {"gensym", 0, 1, gensym, "(&optional prefix)",
+                    "A fresh symbol, never equal to any other: for names a macro's template binds.",
+                    "(symbol? (gensym \"tmp\"))\n;; => true"},
+                   {"gensym?", 1, 1, is_gensym, "(x)", "Whether x is a symbol made by `gensym`.",
+                    "(list (gensym? (gensym)) (gensym? 'x))\n;; => (true false)"},
+               });
 }
 
 }  // namespace sx::lang

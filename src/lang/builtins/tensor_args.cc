@@ -52,6 +52,30 @@ graph::Shape shape_arg(Args& a, size_t i) {
   return dims;
 }
 
+std::optional<size_t> axis_keyword(Args& a, std::map<std::string, size_t>& kw) {
+  if (kw.count("axis") && kw.count("axes")) {
+    fail("E-EVAL-006", a.span(kw["axes"] - 1), fmt::format("`{}` is given both `:axis` and `:axes`", a.function),
+         "`:axes` is the older name of `:axis`; give one, an integer or a vector of axes");
+  }
+  if (kw.count("axis")) return kw["axis"];
+  if (kw.count("axes")) return kw["axes"];
+  return std::nullopt;
+}
+
+int64_t one_axis(Args& a, std::map<std::string, size_t>& kw, int64_t fallback) {
+  auto at = axis_keyword(a, kw);
+  if (!at) return fallback;
+  const Value& v = a[*at];
+  if (v.is(Type::Int)) return v.as_int();
+  if (v.is(Type::Vector) && v.as<Vector>()->items.size() == 1 && v.as<Vector>()->items[0].is(Type::Int)) {
+    return v.as<Vector>()->items[0].as_int();
+  }
+  fail("E-EVAL-004", a.span(*at),
+       fmt::format("`:axis` of `{}` must be one axis, an integer, not {} `{}`", a.function, type_name(v.type()),
+                   print(v)),
+       fmt::format("`{}` works along one axis; only reductions take several", a.function));
+}
+
 graph::DType dtype_arg(Args& a, size_t i) {
   if (a[i].is(Type::Keyword)) {
     if (auto dtype = graph::parse_dtype(a[i].as<Symbol>()->name)) return *dtype;

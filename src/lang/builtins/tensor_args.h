@@ -3,6 +3,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <optional>
+#include <string>
 
 #include "graph/builder.h"
 #include "lang/builtins/builtins.h"
@@ -17,6 +20,14 @@ graph::NodeId node_arg(Args& a, size_t i);
 graph::Shape shape_arg(Args& a, size_t i);
 // A list of integers (axes, starts, ...): a vector, a list, or one integer.
 std::vector<int64_t> ints_arg(Args& a, size_t i);
+// Axes (docs/tensors.md, "Axes"): every operation names its axes with `:axis`, an integer
+// or, where several axes make sense (reductions), a vector of them. Reductions still take
+// the older `:axes`. The index of the `:axis` (or `:axes`) value among the arguments, if
+// given; E-EVAL-006 when both are.
+std::optional<size_t> axis_keyword(Args& a, std::map<std::string, size_t>& kw);
+// The one axis of an operation that takes one (concat, gather, iota...): `:axis k` or
+// `:axis [k]`, else `fallback`.
+int64_t one_axis(Args& a, std::map<std::string, size_t>& kw, int64_t fallback);
 // A dtype keyword: :f32 :bf16 :f64 :i32 :i64 :bool :u8 :u16.
 graph::DType dtype_arg(Args& a, size_t i);
 

@@ -2,6 +2,7 @@
 // random numbers. Each traces one op of the graph (graph/builder.h) at the call's span.
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <limits>
 #include <type_traits>
 
@@ -102,7 +103,7 @@ Value full(Args& a) {
 Value iota(Args& a) {
   auto kw = a.keywords(1, {"dtype", "axis"});
   graph::Shape shape = shape_arg(a, 0);
-  int64_t axis = kw.count("axis") ? a.integer(kw["axis"]) : 0;
+  int64_t axis = one_axis(a, kw, 0);
   DType dtype = dtype_or(a, kw, DType::i32);
   return trace(a, [&](Builder& b) { return b.iota(shape, axis, dtype); });
 }
@@ -113,17 +114,56 @@ const graph::Node& tensor_info(Args& a, size_t i) {
   return t->info();
 }
 
+// (item x): the one element of a tensor as a number, run on the device first when it is
+// traced (in eval and the REPL).
+Value item(Args& a) {
+  tensor_info(a, 0);
+  Value shown = a.interp.materialized(a[0]);
+  const TensorValue* run = as_tensor(shown);
+  const graph::Node& n = run ? run->info() : tensor_info(a, 0);
+  int64_t count = 1;
+  for (int64_t d : n.shape) count *= d;
+  if (count != 1) {
+    fail("E-SHAPE-001", a.span(0),
+         fmt::format("`item` reads a tensor of one element, not one of shape {}", graph::shape_str(n.shape)),
+         "reduce it first, with (sum x) or (reduce-max x), or pick an element with (slice x ...)");
+  }
+  if (!n.value) {
+    fail("E-EVAL-004", a.span(0), "`item` needs the value of a tensor that is computed, but nothing runs here",
+         "`item` reads values in `sexpgpu eval` and the REPL; `check` and a traced function run nothing");
+  }
+  const graph::Tensor& t = *n.value;
+  switch (t.dtype()) {
+    case DType::boolean: return Value::boolean(t.value(0) != 0);
+    case DType::i64: return Value::integer(t.data<int64_t>()[0]);
+    case DType::i32:
+    case DType::u16:
+    case DType::u8: return Value::integer(static_cast<int64_t>(t.value(0)));
+    case DType::f32:
+    case DType::bf16: {
+      // The float that prints as the element does: 0.1f reads as 0.1, not 0.10000000149011612.
+      std::string text = fmt::format("{}", static_cast<float>(t.value(0)));
+      char* end = nullptr;
+      double d = std::strtod(text.c_str(), &end);
+      return Value::number(end && *end == '\0' ? d : t.value(0));
+    }
+    default: return Value::number(t.value(0));
+  }
+}
+
 Value shape_of(Args& a) {
   std::vector<Value> dims;
   for (int64_t d : tensor_info(a, 0).shape) dims.push_back(Value::integer(d));
   return make_vector(std::move(dims));
 }
 
-// Reductions: (sum x :axes [0 1] :keepdims true); all axes without :axes.
+// Reductions: (sum x :axis [0 1] :keepdims true); all axes without :axis. `:axes` is the
+// older name of `:axis`, still taken (docs/tensors.md, "Axes").
 Value reduce(Args& a, NodeId (Builder::*method)(NodeId, std::vector<int64_t>, bool)) {
-  auto kw = a.keywords(1, {"axes", "keepdims"});
+  auto kw = a.keywords(1, {"axis", "keepdims", "axes"});
   NodeId x = node_arg(a, 0);
-  std::vector<int64_t> axes = kw.count("axes") ? ints_arg(a, kw["axes"]) : std::vector<int64_t>{};
+  std::optional<size_t> axis_at = axis_keyword(a, kw);
+  std::vector<int64_t> axes = axis_at ? ints_arg(a, *axis_at) : std::vector<int64_t>{};
   bool keepdims = kw.count("keepdims") && a[kw["keepdims"]].truthy();
   return trace(a, [&](Builder& b) { return (b.*method)(x, axes, keepdims); });
 }
@@ -158,7 +198,7 @@ Value concat_tensors(Args& a) {
     if (!t) a.type_error(0, "a list of tensors");
     nodes.push_back(t->node);
   }
-  int64_t axis = kw.count("axis") ? a.integer(kw["axis"]) : 0;
+  int64_t axis = one_axis(a, kw, 0);
   return trace(a, [&](Builder& b) { return b.concat(nodes, axis); });
 }
 
@@ -179,7 +219,7 @@ Value tensor_concat(Args& a) {
     if (!as_tensor(a[i])) a.type_error(i, "a tensor, as the first argument is");
     nodes.push_back(as_tensor(a[i])->node);
   }
-  int64_t axis = kw.count("axis") ? a.integer(kw["axis"]) : 0;
+  int64_t axis = one_axis(a, kw, 0);
   return trace(a, [&](Builder& b) { return b.concat(nodes, axis); });
 }
 
@@ -199,14 +239,14 @@ Value pad(Args& a) {
 Value gather(Args& a) {
   auto kw = a.keywords(2, {"axis"});
   NodeId x = node_arg(a, 0), indices = node_arg(a, 1);
-  int64_t axis = kw.count("axis") ? a.integer(kw["axis"]) : 0;
+  int64_t axis = one_axis(a, kw, 0);
   return trace(a, [&](Builder& b) { return b.gather(x, indices, axis); });
 }
 
 Value scatter_add(Args& a) {
   auto kw = a.keywords(3, {"axis"});
   NodeId x = node_arg(a, 0), indices = node_arg(a, 1), updates = node_arg(a, 2);
-  int64_t axis = kw.count("axis") ? a.integer(kw["axis"]) : 0;
+  int64_t axis = one_axis(a, kw, 0);
   return trace(a, [&](Builder& b) { return b.scatter_add(x, indices, updates, axis); });
 }
 
@@ -244,64 +284,129 @@ Value binary(Args& a, std::string_view op) {
 void install_tensor_builtins(Interpreter& in) {
   constexpr int any = Builtin::kVariadic;
   install_rows(
-      in,
+      in, "Tensors",
       {
-          {"tensor", 1, 3, tensor_literal},
-          {"zeros", 1, 3, [](Args& a) { return filled(a, 0.0); }},
-          {"ones", 1, 3, [](Args& a) { return filled(a, 1.0); }},
-          {"full", 2, 4, full},
-          {"iota", 1, 5, iota},
-          {"shape", 1, 1, shape_of},
-          {"rank", 1, 1, [](Args& a) { return Value::integer(static_cast<int64_t>(tensor_info(a, 0).shape.size())); }},
-          {"dtype", 1, 1, [](Args& a) { return make_keyword(graph::dtype_name(tensor_info(a, 0).dtype)); }},
+          {"tensor", 1, 3, tensor_literal, "(values &key dtype)",
+           "A constant from nested vectors of numbers: f32 if any is a float, else i32 (bool for booleans).",
+           "(list (tensor [1 2]) (tensor [1.5 2]) (tensor [[true]]))\n"
+           ";; => ((tensor [1 2] :dtype :i32) (tensor [1.5 2.0] :dtype :f32) (tensor [[true]] :dtype :bool))"},
+          {"zeros", 1, 3, [](Args& a) { return filled(a, 0.0); }, "(shape &key dtype)",
+           "A tensor of zeros (f32 unless :dtype says).", "(zeros [2] :dtype :i32)\n;; => (tensor [0 0] :dtype :i32)"},
+          {"ones", 1, 3, [](Args& a) { return filled(a, 1.0); }, "(shape &key dtype)",
+           "A tensor of ones (f32 unless :dtype says).", "(ones [2])\n;; => (tensor [1.0 1.0] :dtype :f32)"},
+          {"full", 2, 4, full, "(shape value &key dtype)", "A tensor with every element value.",
+           "(full [2] 7.5)\n;; => (tensor [7.5 7.5] :dtype :f32)"},
+          {"iota", 1, 5, iota, "(shape &key axis dtype)",
+           "Each element's position along axis (default 0); i32 unless :dtype says.",
+           "(list (iota 3) (iota [1 3] :axis 1 :dtype :f32))\n"
+           ";; => ((tensor [0 1 2] :dtype :i32) (tensor [[0.0 1.0 2.0]] :dtype :f32))"},
+          {"shape", 1, 1, shape_of, "(x)", "The shape of a tensor, a vector of integers.",
+           "(shape (zeros [2 3]))\n;; => [2 3]"},
+          {"rank", 1, 1, [](Args& a) { return Value::integer(static_cast<int64_t>(tensor_info(a, 0).shape.size())); },
+           "(x)", "The number of axes of a tensor.", "(rank (zeros [2 3]))\n;; => 2"},
+          {"dtype", 1, 1, [](Args& a) { return make_keyword(graph::dtype_name(tensor_info(a, 0).dtype)); }, "(x)",
+           "The dtype of a tensor, a keyword.", "(dtype (iota 3))\n;; => :i32"},
+          {"item", 1, 1, item, "(x)",
+           "The one element of a tensor as a number (a boolean for bool), run first where needed.",
+           "(item (sum (tensor [1.5 2.0])))\n;; => 3.5"},
           {"cast", 2, 2,
            [](Args& a) {
              NodeId x = node_arg(a, 0);
              DType dtype = dtype_arg(a, 1);
              return trace(a, [&](Builder& b) { return b.cast(x, dtype); });
-           }},
+           },
+           "(x dtype)", "x converted to dtype; floats to integers truncate and saturate.",
+           "(cast (tensor [1.7 -2.5]) :i32)\n;; => (tensor [ 1 -2] :dtype :i32)"},
           {"reshape", 2, 2,
            [](Args& a) {
              NodeId x = node_arg(a, 0);
              graph::Shape shape = ints_arg(a, 1);
              return trace(a, [&](Builder& b) { return b.reshape(x, shape); });
-           }},
+           },
+           "(x shape)", "The same elements in a new shape; one -1 is inferred.",
+           "(shape (reshape (zeros [2 3]) [3 -1]))\n;; => [3 2]"},
           {"broadcast", 2, 2,
            [](Args& a) {
              NodeId x = node_arg(a, 0);
              graph::Shape shape = shape_arg(a, 1);
              return trace(a, [&](Builder& b) { return b.broadcast(x, shape); });
-           }},
-          {"transpose", 1, 2, transpose},
-          {"slice", 3, 4, slice},
-          {"concat-tensors", 1, 3, concat_tensors},
-          {"pad", 3, 7, pad},
-          {"sum", 1, 5, [](Args& a) { return reduce(a, &Builder::sum); }},
-          {"reduce-max", 1, 5, [](Args& a) { return reduce(a, &Builder::reduce_max); }},
-          {"reduce-min", 1, 5, [](Args& a) { return reduce(a, &Builder::reduce_min); }},
-          {"argmax", 1, 5, [](Args& a) { return reduce(a, &Builder::argmax); }},
-          {"argmin", 1, 5, [](Args& a) { return reduce(a, &Builder::argmin); }},
-          {"gather", 2, 4, gather},
-          {"index", 2, 4, gather},
-          {"scatter-add", 3, 5, scatter_add},
-          {"one-hot", 2, 4, one_hot},
-          {"matmul", 2, 2, [](Args& a) { return binary(a, "matmul"); }},
+           },
+           "(x shape)", "x broadcast to shape by NumPy's rule.",
+           "(broadcast (tensor [1 2]) [1 2])\n;; => (tensor [[1 2]] :dtype :i32)"},
+          {"transpose", 1, 2, transpose, "(x &optional perm)",
+           "Axis i of the result is axis perm[i] of x; the axes reversed without perm.",
+           "(shape (transpose (zeros [2 3 4]) [0 2 1]))\n;; => [2 4 3]"},
+          {"slice", 3, 4, slice, "(x start stop &optional step)",
+           "Per axis, the elements from start up to stop by step; shorter lists leave the last axes whole.",
+           "(slice (iota 6) [1] [5] [2])\n;; => (tensor [1 3] :dtype :i32)"},
+          {"concat-tensors", 1, 3, concat_tensors, "(tensors &key axis)",
+           "A list of tensors joined along axis (default 0).",
+           "(concat-tensors (list (iota 2) (iota 3)))\n;; => (tensor [0 1 0 1 2] :dtype :i32)"},
+          {"pad", 3, 7, pad, "(x low high &key value interior)",
+           "x with low elements before and high after each axis (and interior between), filled with value.",
+           "(pad (ones [2]) [1] [2] :value 9.0)\n;; => (tensor [9.0 1.0 1.0 9.0 9.0] :dtype :f32)"},
+          {"sum", 1, 5, [](Args& a) { return reduce(a, &Builder::sum); }, "(x &key axis keepdims)",
+           "The sum over axis (an integer or a vector; every axis without); :keepdims keeps them as 1.",
+           "(sum (tensor [[1 2] [3 4]]) :axis 1)\n;; => (tensor [3 7] :dtype :i32)"},
+          {"reduce-max", 1, 5, [](Args& a) { return reduce(a, &Builder::reduce_max); }, "(x &key axis keepdims)",
+           "The largest element over axis (every axis without).",
+           "(reduce-max (tensor [[1 5] [3 4]]) :axis 0)\n;; => (tensor [3 5] :dtype :i32)"},
+          {"reduce-min", 1, 5, [](Args& a) { return reduce(a, &Builder::reduce_min); }, "(x &key axis keepdims)",
+           "The smallest element over axis (every axis without).",
+           "(reduce-min (tensor [[1 5] [3 4]]))\n;; => (tensor 1 :dtype :i32)"},
+          {"argmax", 1, 5, [](Args& a) { return reduce(a, &Builder::argmax); }, "(x &key axis keepdims)",
+           "The i64 position of the largest element along axis (the first on ties).",
+           "(argmax (tensor [[1 5] [4 3]]) :axis -1)\n;; => (tensor [1 0] :dtype :i64)"},
+          {"argmin", 1, 5, [](Args& a) { return reduce(a, &Builder::argmin); }, "(x &key axis keepdims)",
+           "The i64 position of the smallest element along axis (the first on ties).",
+           "(argmin (tensor [4 2 8]))\n;; => (tensor 1 :dtype :i64)"},
+          {"gather", 2, 4, gather, "(x indices &key axis)",
+           "NumPy's take: the slices of x at indices along axis (default 0); indices out of range are clamped.",
+           "(gather (tensor [10 20 30]) (tensor [2 0]))\n;; => (tensor [30 10] :dtype :i32)"},
+          {"index", 2, 4, gather, "(x indices &key axis)", "`gather`, by the name embeddings read well with.",
+           "(index (tensor [[1 2] [3 4]]) (tensor [1]))\n;; => (tensor [[3 4]] :dtype :i32)"},
+          {"scatter-add", 3, 5, scatter_add, "(x indices updates &key axis)",
+           "x with updates added at the positions `gather` would read (its gradient).",
+           "(scatter-add (zeros [3]) (tensor [0 2 0]) (ones [3]))\n;; => (tensor [2.0 0.0 1.0] :dtype :f32)"},
+          {"one-hot", 2, 4, one_hot, "(indices depth &key dtype)",
+           "indices' shape plus [depth], 1 at each index and 0 elsewhere (f32 unless :dtype says).",
+           "(one-hot (tensor [2]) 3)\n;; => (tensor [[0.0 0.0 1.0]] :dtype :f32)"},
+          {"matmul", 2, 2, [](Args& a) { return binary(a, "matmul"); }, "(a b)",
+           "The matrix product [..., m, k] by [..., k, n], broadcasting the leading axes.",
+           "(matmul (ones [1 3]) (ones [3 2]))\n;; => (tensor [[3.0 3.0]] :dtype :f32)"},
           {"where", 3, 3,
            [](Args& a) {
              NodeId c = node_arg(a, 0), x = node_arg(a, 1), y = node_arg(a, 2);
              return trace(a, [&](Builder& b) { return b.where(c, x, y); });
-           }},
-          {"pow", 2, 2, [](Args& a) { return binary(a, "pow"); }},
-          {"logical-and", 2, any, [](Args& a) { return tensor_fold(a, "logical_and"); }},
-          {"logical-or", 2, any, [](Args& a) { return tensor_fold(a, "logical_or"); }},
-          {"logical-not", 1, 1, [](Args& a) { return tensor_unary(a, "logical_not"); }},
-          {"rsqrt", 1, 1, [](Args& a) { return tensor_unary(a, "rsqrt"); }},
-          {"erf", 1, 1, [](Args& a) { return tensor_unary(a, "erf"); }},
-          {"logistic", 1, 1, [](Args& a) { return tensor_unary(a, "logistic"); }},
-          {"sign", 1, 1, [](Args& a) { return tensor_unary(a, "sign"); }},
-          {"random-normal", 2, 4, [](Args& a) { return random(a, &Builder::random_normal); }},
-          {"random-uniform", 2, 4, [](Args& a) { return random(a, &Builder::random_uniform); }},
-          {"random-bernoulli", 3, 3, bernoulli},
+           },
+           "(condition a b)", "Elementwise, a where condition is true, else b.",
+           "(where (tensor [true false]) (tensor [1.0 2.0]) 0.0)\n;; => (tensor [1.0 0.0] :dtype :f32)"},
+          {"pow", 2, 2, [](Args& a) { return binary(a, "pow"); }, "(x y)", "x to the power y, elementwise.",
+           "(pow (tensor [2.0 3.0]) 2.0)\n;; => (tensor [4.0 9.0] :dtype :f32)"},
+          {"logical-and", 2, any, [](Args& a) { return tensor_fold(a, "logical_and"); }, "(a b &rest more)",
+           "Elementwise and of bool tensors.",
+           "(logical-and (tensor [true true]) (tensor [true false]))\n;; => (tensor [ true false] :dtype :bool)"},
+          {"logical-or", 2, any, [](Args& a) { return tensor_fold(a, "logical_or"); }, "(a b &rest more)",
+           "Elementwise or of bool tensors.",
+           "(logical-or (tensor [false true]) (tensor [false false]))\n;; => (tensor [false  true] :dtype :bool)"},
+          {"logical-not", 1, 1, [](Args& a) { return tensor_unary(a, "logical_not"); }, "(x)",
+           "Elementwise not of a bool tensor.", "(logical-not (tensor [true]))\n;; => (tensor [false] :dtype :bool)"},
+          {"rsqrt", 1, 1, [](Args& a) { return tensor_unary(a, "rsqrt"); }, "(x)", "1/sqrt(x), elementwise.",
+           "(rsqrt (tensor [4.0]))\n;; => (tensor [0.5] :dtype :f32)"},
+          {"erf", 1, 1, [](Args& a) { return tensor_unary(a, "erf"); }, "(x)", "The error function, elementwise.",
+           "(erf (tensor [0.0]))\n;; => (tensor [0.0] :dtype :f32)"},
+          {"logistic", 1, 1, [](Args& a) { return tensor_unary(a, "logistic"); }, "(x)",
+           "1/(1+exp(-x)), elementwise: the sigmoid.", "(logistic (tensor [0.0]))\n;; => (tensor [0.5] :dtype :f32)"},
+          {"sign", 1, 1, [](Args& a) { return tensor_unary(a, "sign"); }, "(x)", "-1, 0 or 1 by x's sign, elementwise.",
+           "(sign (tensor [-2.5 0.0 3.0]))\n;; => (tensor [-1.0  0.0  1.0] :dtype :f32)"},
+          {"random-normal", 2, 4, [](Args& a) { return random(a, &Builder::random_normal); }, "(key shape &key dtype)",
+           "Standard normal numbers drawn from an integer key (Philox: the same on every device).",
+           "(shape (random-normal 7 [2 3]))\n;; => [2 3]"},
+          {"random-uniform", 2, 4, [](Args& a) { return random(a, &Builder::random_uniform); },
+           "(key shape &key dtype)", "Numbers uniform in [0, 1) drawn from an integer key.",
+           "(item (reduce-max (random-uniform 7 [100])))\n;; => 0.9962227"},
+          {"random-bernoulli", 3, 3, bernoulli, "(key p shape)", "A bool tensor, each element true with probability p.",
+           "(dtype (random-bernoulli 7 0.9 [4]))\n;; => :bool"},
       });
 }
 
