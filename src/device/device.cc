@@ -36,33 +36,33 @@ void check_fits_in_memory(std::string_view device, double bytes) {
   }
 }
 
-void check_inputs(const graph::Graph& graph, std::span<const Buffer> inputs) {
-  if (inputs.size() != graph.inputs.size()) {
-    throw DeviceError(fmt::format("run: the graph takes {} inputs, got {}", graph.inputs.size(), inputs.size()));
+namespace {
+
+// Throws DeviceError unless `buffers` fit `named` (the graph's inputs or its
+// outputs, `what` saying which) one for one, in shape and dtype.
+void check_buffers(const graph::Graph& graph, const std::vector<graph::NamedNode>& named,
+                   std::span<const Buffer> buffers, std::string_view what) {
+  if (buffers.size() != named.size()) {
+    throw DeviceError(fmt::format("run: the graph has {} {}s, got {} buffers", named.size(), what, buffers.size()));
   }
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const graph::Node& node = graph.node(graph.inputs[i].node);
-    if (inputs[i].shape() != node.shape || inputs[i].dtype() != node.dtype) {
-      throw DeviceError(fmt::format("run: input '{}' must be {}{}, got {}{}", graph.inputs[i].name,
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const graph::Node& node = graph.node(named[i].node);
+    if (buffers[i].shape() != node.shape || buffers[i].dtype() != node.dtype) {
+      throw DeviceError(fmt::format("run: {} '{}' must be {}{}, got {}{}", what, named[i].name,
                                     graph::dtype_name(node.dtype), graph::shape_str(node.shape),
-                                    graph::dtype_name(inputs[i].dtype()), graph::shape_str(inputs[i].shape())));
+                                    graph::dtype_name(buffers[i].dtype()), graph::shape_str(buffers[i].shape())));
     }
   }
 }
 
+}  // namespace
+
+void check_inputs(const graph::Graph& graph, std::span<const Buffer> inputs) {
+  check_buffers(graph, graph.inputs, inputs, "input");
+}
+
 void check_outputs(const graph::Graph& graph, std::span<const Buffer> outputs) {
-  if (outputs.size() != graph.outputs.size()) {
-    throw DeviceError(
-        fmt::format("run: the graph has {} outputs, got {} buffers", graph.outputs.size(), outputs.size()));
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const graph::Node& node = graph.node(graph.outputs[i].node);
-    if (outputs[i].shape() != node.shape || outputs[i].dtype() != node.dtype) {
-      throw DeviceError(fmt::format("run: output '{}' is {}{}, its buffer {}{}", graph.outputs[i].name,
-                                    graph::dtype_name(node.dtype), graph::shape_str(node.shape),
-                                    graph::dtype_name(outputs[i].dtype()), graph::shape_str(outputs[i].shape())));
-    }
-  }
+  check_buffers(graph, graph.outputs, outputs, "output");
 }
 
 void Plan::run_into(std::span<const Buffer> inputs, std::span<Buffer> outputs) {
