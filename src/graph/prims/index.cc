@@ -51,11 +51,20 @@ std::vector<int64_t> gathered_sources(const Shape& x, const Tensor& indices, int
   return sources;
 }
 
+// An index reads a row of the axis: an empty axis has none to read.
+void check_axis_not_empty(const ValueType& x, const ValueType& indices, int64_t axis, std::string_view op) {
+  if (x.shape[static_cast<size_t>(axis)] == 0 && numel(indices.shape) > 0) {
+    throw ShapeError(fmt::format("{}: axis {} of {} is empty, so none of the {} indices can be in range", op, axis,
+                                 type_str(x), numel(indices.shape)));
+  }
+}
+
 ValueType infer_gather(Types args, const Attrs& attrs) {
   int64_t axis = checked_axis(attrs, args[0].shape, "gather");
   if (!is_index_dtype(args[1].dtype)) {
     throw ShapeError(fmt::format("gather: indices must be integers, got {}", dtype_name(args[1].dtype)));
   }
+  check_axis_not_empty(args[0], args[1], axis, "gather");
   return {gathered_shape(args[0].shape, args[1].shape, axis), args[0].dtype};
 }
 
@@ -64,6 +73,7 @@ ValueType infer_scatter_add(Types args, const Attrs& attrs) {
   if (!is_index_dtype(args[1].dtype)) {
     throw ShapeError(fmt::format("scatter_add: indices must be integers, got {}", dtype_name(args[1].dtype)));
   }
+  check_axis_not_empty(args[0], args[1], axis, "scatter_add");
   ValueType expected{gathered_shape(args[0].shape, args[1].shape, axis), args[0].dtype};
   if (args[2].shape != expected.shape || args[2].dtype != expected.dtype || !is_numeric(args[0].dtype)) {
     throw ShapeError(fmt::format("scatter_add: updates for {} at indices {} along axis {} must be {}, got {}",
