@@ -153,11 +153,12 @@ double time_matmul(DType dtype, int64_t m, int64_t k, int64_t n, int threads, Is
   auto w = b.input("w", {k, n}, dtype);
   b.output("y", b.matmul(a, w));
   sx::device::DeviceOptions options{.cpu_cores = threads, .cpu_isa = std::string(sx::device::cpu::isa_name(isa))};
-  auto plan = sx::device::make_device("cpu", options)->compile(graph);
+  auto on = sx::device::make_device("cpu", options);
+  auto plan = on->compile(graph);
   auto start = Clock::now();
   int64_t calls = 0;
   while (seconds_since(start) < 0.05 || calls == 0) {
-    plan->run(inputs);
+    plan->run_host(inputs);
     ++calls;
   }
   int64_t per_batch = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(calls) / 50));
@@ -165,7 +166,7 @@ double time_matmul(DType dtype, int64_t m, int64_t k, int64_t n, int threads, Is
   start = Clock::now();
   while (seconds_since(start) < budget_s) {
     auto t0 = Clock::now();
-    for (int64_t i = 0; i < per_batch; ++i) plan->run(inputs);
+    for (int64_t i = 0; i < per_batch; ++i) plan->run_host(inputs);
     best = std::min(best, seconds_since(t0) / static_cast<double>(per_batch));
   }
   return best;

@@ -2,7 +2,6 @@
 #include <cstdio>
 
 #include "cli/common.h"
-#include "cli/session.h"
 
 namespace sx::cli {
 
@@ -16,7 +15,7 @@ void add_check_command(CLI::App& app, std::function<int()>& action) {
     action = [file, flags] {
       return run_on_large_stack([&] {
         // Outlives the try: a diagnostic's spans point into the interpreter's sources.
-        Session session(*flags);
+        train::Session session(session_options(*flags));
         try {
           session.load(*file);
           std::printf("%s: ok\n", file->c_str());

@@ -39,12 +39,17 @@ std::vector<std::string> library_dirs() {
 
 }  // namespace
 
-lang::InterpreterOptions interpreter_options(const EvalFlags& flags) {
-  lang::InterpreterOptions options;
-  options.library_dirs = library_dirs();
-  options.max_steps = flags.max_steps;
-  options.warn_redefinition = flags.warn_redefinition;
-  options.max_stack_bytes = kEvalStackBytes;
+train::SessionOptions session_options(const EvalFlags& flags) {
+  train::SessionOptions options;
+  options.interpreter.library_dirs = library_dirs();
+  options.interpreter.max_steps = flags.max_steps;
+  options.interpreter.warn_redefinition = flags.warn_redefinition;
+  options.interpreter.max_stack_bytes = kEvalStackBytes;
+  options.choices.variant = flags.variant;
+  for (const auto& knob : flags.knobs) {
+    auto eq = knob.find('=');
+    options.choices.knobs[knob.substr(0, eq)] = knob.substr(eq + 1);
+  }
   return options;
 }
 

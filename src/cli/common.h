@@ -6,6 +6,7 @@
 #include <string>
 
 #include "lang/interp.h"
+#include "train/session.h"
 
 namespace sx::cli {
 
@@ -23,8 +24,9 @@ struct EvalFlags {
   void add_to(CLI::App& command);
 };
 
-// Interpreter options for a command: the library path, limits for the large stack.
-lang::InterpreterOptions interpreter_options(const EvalFlags& flags);
+// A session's options for a command: the interpreter's (the library path, limits for
+// the large stack) and the knobs and variant chosen.
+train::SessionOptions session_options(const EvalFlags& flags);
 
 // Runs `body` on a thread with a large stack, so deep (but bounded) recursion in the
 // evaluator meets E-EVAL-008 rather than the end of the native stack.

@@ -1,6 +1,5 @@
-// Running the tensors of a value: one graph with an output per tensor, pruned to what
-// those outputs need, compiled and run once.
-#include "cli/eager.h"
+// --device and --cpu-cores.
+#include "cli/device_flags.h"
 
 #include <fmt/format.h>
 #include <sched.h>
@@ -10,10 +9,8 @@
 #include <charconv>
 #include <cstdlib>
 #include <limits>
-#include <map>
 
-#include "graph/passes.h"
-#include "lang/tracer.h"
+#include "lang/diagnostic.h"
 
 namespace sx::cli {
 
@@ -68,71 +65,6 @@ std::unique_ptr<device::Device> DeviceFlags::make() const {
   } catch (const device::DeviceError& e) {
     lang::fail("E-DEVICE-001", {}, e.what());
   }
-}
-
-namespace {
-
-void collect(const lang::Value& v, std::vector<graph::NodeId>& nodes) {
-  if (const auto* t = lang::as_tensor(v)) {
-    if (!t->info().value) nodes.push_back(t->node);
-  } else if (v.is(lang::Type::Cons)) {
-    for (lang::Cons* c = lang::as_cons(v); c; c = lang::next(c)) collect(c->car, nodes);
-  } else if (v.is(lang::Type::Vector)) {
-    for (const auto& item : v.as<lang::Vector>()->items) collect(item, nodes);
-  }
-}
-
-lang::Value replace(const lang::Value& v, const std::map<graph::NodeId, lang::Value>& done) {
-  if (const auto* t = lang::as_tensor(v)) {
-    auto it = done.find(t->node);
-    return it == done.end() ? v : it->second;
-  }
-  if (v.is(lang::Type::Cons)) {
-    std::vector<lang::Value> items;
-    for (lang::Cons* c = lang::as_cons(v); c; c = lang::next(c)) items.push_back(replace(c->car, done));
-    return lang::list(std::move(items));
-  }
-  if (v.is(lang::Type::Vector)) {
-    std::vector<lang::Value> items;
-    for (const auto& item : v.as<lang::Vector>()->items) items.push_back(replace(item, done));
-    return lang::make_vector(std::move(items));
-  }
-  return v;
-}
-
-}  // namespace
-
-lang::Value materialize(const lang::Value& value, lang::Interpreter& interp, device::Device& device,
-                        const InputFeed& feed) {
-  std::vector<graph::NodeId> nodes;
-  collect(value, nodes);
-  if (nodes.empty()) return value;
-  const auto& tracer = interp.tracer();
-  graph::Graph program = tracer->graph();
-  for (size_t i = 0; i < nodes.size(); ++i) program.outputs.push_back({fmt::format("t{}", i), nodes[i]});
-  program = graph::eliminate_dead_code(program);
-  std::vector<bool> read(program.nodes.size(), false);
-  for (const auto& node : program.nodes) {
-    for (graph::NodeId arg : node.inputs) read[arg] = true;
-  }
-  for (const auto& output : program.outputs) read[output.node] = true;
-  std::vector<device::Buffer> inputs;
-  for (const auto& input : program.inputs) inputs.push_back(feed(program, input, read[input.node]));
-  std::vector<device::Buffer> results;
-  try {
-    results = device.compile(program)->run(inputs);
-  } catch (const device::DeviceMemoryError& e) {
-    lang::fail("E-DEVICE-002", {}, e.what());
-  } catch (const std::bad_alloc&) {
-    lang::fail("E-DEVICE-002", {}, fmt::format("the {} device ran out of memory running the value", device.name()));
-  } catch (const device::DeviceError& e) {
-    lang::fail("E-DEVICE-001", {}, fmt::format("the {} device could not run the value: {}", device.name(), e.what()));
-  }
-  std::map<graph::NodeId, lang::Value> done;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    done[nodes[i]] = lang::make_tensor(tracer, tracer->builder().constant(std::move(results[i])));
-  }
-  return replace(value, done);
 }
 
 }  // namespace sx::cli

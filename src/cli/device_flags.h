@@ -1,15 +1,12 @@
-// Eager use of tensors in `eval` and `repl`: the tensors a value holds are run on a
-// device at once, so printing the value shows their elements.
+// The flags that choose a device: --device and --cpu-cores.
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "device/device.h"
-#include "lang/interp.h"
 
 namespace sx::cli {
 
@@ -29,14 +26,5 @@ struct DeviceFlags {
 // `host_cores`, however many digits it has (both give 0). Anything else (a sign, a
 // fraction, spaces, nothing) is E-DEVICE-003 naming the source and the value.
 int parse_cpu_cores(std::string_view text, std::string_view source, int host_cores);
-
-// The value of each input of the graph that computes a traced value (parameters, random
-// keys); `read` says whether the value depends on it at all.
-using InputFeed = std::function<graph::Tensor(const graph::Graph& program, const graph::NamedNode& input, bool read)>;
-
-// The value with every traced tensor in it (at any depth of lists and vectors) replaced
-// by a constant holding its elements, computed on `device`.
-lang::Value materialize(const lang::Value& value, lang::Interpreter& interp, device::Device& device,
-                        const InputFeed& feed);
 
 }  // namespace sx::cli

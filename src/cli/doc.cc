@@ -8,7 +8,6 @@
 #include <cstdio>
 
 #include "cli/common.h"
-#include "cli/session.h"
 
 namespace sx::cli {
 
@@ -22,7 +21,7 @@ void add_doc_command(CLI::App& app, std::function<int()>& action) {
   command->callback([&action, names, markdown] {
     action = [names, markdown] {
       return run_on_large_stack([&] {
-        Session session(EvalFlags{});
+        train::Session session(session_options(EvalFlags{}));
         try {
           session.start_empty();
           if (*markdown) {

@@ -2,8 +2,7 @@
 #include <cstdio>
 
 #include "cli/common.h"
-#include "cli/eager.h"
-#include "cli/session.h"
+#include "cli/device_flags.h"
 #include "lang/printer.h"
 #include "lang/tracer.h"
 
@@ -26,7 +25,7 @@ void add_eval_command(CLI::App& app, std::function<int()>& action) {
       return run_on_large_stack([&] {
         if (*full) lang::set_tensor_print_limit(0);
         // Outlives the try: a diagnostic's spans point into the interpreter's sources.
-        Session session(*flags);
+        train::Session session(session_options(*flags));
         try {
           std::unique_ptr<device::Device> on = device->make();
           session.run_tensors_on(*on);

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/session.h"
+#include "cli/common.h"
 #include "lang/printer.h"
 #include "model/load.h"
 #include "model/select.h"
@@ -106,7 +106,7 @@ void add_explain_command(CLI::App& app, std::function<int()>& action) {
   command->callback([&action, file, flags, json, selector] {
     action = [file, flags, json, selector] {
       return run_on_large_stack([&] {
-        Session session(*flags);
+        train::Session session(session_options(*flags));
         try {
           session.load(*file);
           if (!selector->empty()) {

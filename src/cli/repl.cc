@@ -15,8 +15,7 @@
 #include <set>
 
 #include "cli/common.h"
-#include "cli/eager.h"
-#include "cli/session.h"
+#include "cli/device_flags.h"
 #include "lang/printer.h"
 #include "lang/tracer.h"
 
@@ -123,7 +122,7 @@ class LineSource {
 int repl(const std::string& file, const EvalFlags& flags, const DeviceFlags& device_flags) {
   EvalFlags repl_flags = flags;
   repl_flags.warn_redefinition = false;
-  Session session(repl_flags);
+  train::Session session(session_options(repl_flags));
   lang::Interpreter& interp = session.interp();
   std::unique_ptr<device::Device> device;
   try {

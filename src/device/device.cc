@@ -40,44 +40,83 @@ namespace {
 
 // Throws DeviceError unless `buffers` fit `named` (the graph's inputs or its
 // outputs, `what` saying which) one for one, in shape and dtype.
+template <class BufferPointer>
 void check_buffers(const graph::Graph& graph, const std::vector<graph::NamedNode>& named,
-                   std::span<const Buffer> buffers, std::string_view what) {
+                   std::span<BufferPointer const> buffers, std::string_view what) {
   if (buffers.size() != named.size()) {
     throw DeviceError(fmt::format("run: the graph has {} {}s, got {} buffers", named.size(), what, buffers.size()));
   }
   for (size_t i = 0; i < buffers.size(); ++i) {
     const graph::Node& node = graph.node(named[i].node);
-    if (buffers[i].shape() != node.shape || buffers[i].dtype() != node.dtype) {
+    if (!buffers[i] || !buffers[i]->holds_memory()) {
+      throw DeviceError(fmt::format("run: {} '{}' has no buffer", what, named[i].name));
+    }
+    if (buffers[i]->shape() != node.shape || buffers[i]->dtype() != node.dtype) {
       throw DeviceError(fmt::format("run: {} '{}' must be {}{}, got {}{}", what, named[i].name,
                                     graph::dtype_name(node.dtype), graph::shape_str(node.shape),
-                                    graph::dtype_name(buffers[i].dtype()), graph::shape_str(buffers[i].shape())));
+                                    graph::dtype_name(buffers[i]->dtype()), graph::shape_str(buffers[i]->shape())));
     }
   }
 }
 
 }  // namespace
 
-void check_inputs(const graph::Graph& graph, std::span<const Buffer> inputs) {
+void check_inputs(const graph::Graph& graph, std::span<const Buffer* const> inputs) {
   check_buffers(graph, graph.inputs, inputs, "input");
 }
 
-void check_outputs(const graph::Graph& graph, std::span<const Buffer> outputs) {
+void check_outputs(const graph::Graph& graph, std::span<Buffer* const> outputs) {
   check_buffers(graph, graph.outputs, outputs, "output");
 }
 
-void Plan::run_into(std::span<const Buffer> inputs, std::span<Buffer> outputs) {
-  std::vector<Buffer> results = run(inputs);
-  if (results.size() != outputs.size()) {
-    throw DeviceError(fmt::format("run: the graph has {} outputs, got {} buffers", results.size(), outputs.size()));
+Buffer host_buffer(graph::Tensor value) {
+  graph::ValueType type{value.shape(), value.dtype()};
+  return Buffer(std::move(type), std::make_unique<HostMemory>(std::move(value)));
+}
+
+const graph::Tensor& host_tensor(const Buffer& buffer) {
+  auto* memory = dynamic_cast<HostMemory*>(buffer.memory());
+  if (!memory) throw DeviceError("a buffer without host memory was given to a host device");
+  return memory->value;
+}
+
+graph::Tensor& host_tensor(Buffer& buffer) {
+  return const_cast<graph::Tensor&>(host_tensor(static_cast<const Buffer&>(buffer)));
+}
+
+Buffer Device::allocate(const graph::ValueType& type) { return host_buffer(graph::Tensor(type.dtype, type.shape)); }
+
+Buffer Device::upload(graph::Tensor value) { return host_buffer(std::move(value)); }
+
+graph::Tensor Device::download(const Buffer& buffer) { return host_tensor(buffer); }
+
+Plan::Plan(Device& device, const graph::Graph& graph) : device_(device) {
+  for (const graph::NamedNode& out : graph.outputs) {
+    const graph::Node& node = graph.node(out.node);
+    output_types_.push_back({node.shape, node.dtype});
   }
-  for (size_t i = 0; i < results.size(); ++i) {
-    if (results[i].shape() != outputs[i].shape() || results[i].dtype() != outputs[i].dtype()) {
-      throw DeviceError(fmt::format("run: output {} is {}{}, its buffer {}{}", i, graph::dtype_name(results[i].dtype()),
-                                    graph::shape_str(results[i].shape()), graph::dtype_name(outputs[i].dtype()),
-                                    graph::shape_str(outputs[i].shape())));
-    }
-    std::copy(results[i].bytes().begin(), results[i].bytes().end(), outputs[i].bytes().begin());
-  }
+}
+
+std::vector<Buffer> Plan::run(std::span<const Buffer* const> inputs) {
+  // The outputs' types are the graph's; a plan that checks its inputs first
+  // reports a wrong one before anything is allocated.
+  std::vector<Buffer> outputs;
+  for (const graph::ValueType& type : output_types()) outputs.push_back(device_.allocate(type));
+  std::vector<Buffer*> pointers;
+  for (Buffer& b : outputs) pointers.push_back(&b);
+  run(inputs, pointers);
+  return outputs;
+}
+
+std::vector<graph::Tensor> Plan::run_host(std::span<const graph::Tensor> inputs) {
+  std::vector<Buffer> buffers;
+  for (const graph::Tensor& t : inputs) buffers.push_back(device_.upload(t));
+  std::vector<const Buffer*> pointers;
+  for (const Buffer& b : buffers) pointers.push_back(&b);
+  std::vector<Buffer> outputs = run(pointers);
+  std::vector<graph::Tensor> values;
+  for (const Buffer& b : outputs) values.push_back(device_.download(b));
+  return values;
 }
 
 }  // namespace sx::device

@@ -1,8 +1,9 @@
-// The device interface: a device compiles a graph into a plan; a plan runs
-// it on buffers. Every device takes the same graph; `reference` is the
-// specification the others are tested against. Devices are chosen by name
-// with make_device; one not in this build is refused by name, never
-// replaced by another in silence.
+// The device interface (DESIGN 6b): a device owns buffers (allocate, upload,
+// download) and compiles a graph into a plan; a plan runs on the device's
+// buffers and writes the device's buffers. Every device takes the same
+// graph; `reference` is the specification the others are tested against.
+// Devices are chosen by name with make_device; one not in this build is
+// refused by name, never replaced by another in silence.
 #pragma once
 
 #include <memory>
@@ -12,13 +13,11 @@
 #include <string_view>
 #include <vector>
 
+#include "device/buffer.h"
 #include "graph/graph.h"
 #include "graph/tensor.h"
 
 namespace sx::device {
-
-// Host memory with a dtype and a shape.
-using Buffer = graph::Tensor;
 
 // A device cannot be made, or a plan was given the wrong buffers. The
 // message is what the user should do.
@@ -54,26 +53,55 @@ struct PlanMemory {
   size_t live_peak_bytes = 0;
 };
 
+class Device;
+
 class Plan {
  public:
+  Plan(Device& device, const graph::Graph& graph);
   virtual ~Plan() = default;
   virtual PlanMemory memory() const { return {}; }
-  // One buffer per graph input, in the order of graph.inputs, each with that
-  // input's shape and dtype (else DeviceError naming it); returns one buffer
-  // per graph output, in the order of graph.outputs.
-  virtual std::vector<Buffer> run(std::span<const Buffer> inputs) = 0;
-  // The same, writing each output into `outputs` (one per graph output, of
-  // its shape and dtype, else DeviceError). On cpu, after the first run this
-  // allocates nothing; the default runs `run` and copies.
-  virtual void run_into(std::span<const Buffer> inputs, std::span<Buffer> outputs);
+
+  // Runs the graph on `inputs` (one buffer of this device per graph input, in
+  // the order of graph.inputs, each of that input's shape and dtype) and
+  // writes `outputs` (one per graph output, likewise); else DeviceError
+  // naming the first that does not fit. An output may be one of the inputs
+  // (donation: a parameter updated in place): every input is read before any
+  // output is written. On cpu, after the first run this allocates nothing.
+  virtual void run(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs) = 0;
+  // The same into new buffers of this device.
+  std::vector<Buffer> run(std::span<const Buffer* const> inputs);
+  // Host values in, host values out (each input copied to the device): for
+  // tests and one-off evaluation.
+  std::vector<graph::Tensor> run_host(std::span<const graph::Tensor> inputs);
+  // The type of each output, in the order of graph.outputs.
+  const std::vector<graph::ValueType>& output_types() const { return output_types_; }
+
+ protected:
+  Device& device() const { return device_; }
+
+ private:
+  Device& device_;
+  std::vector<graph::ValueType> output_types_;
 };
 
 class Device {
  public:
   virtual ~Device() = default;
   virtual std::string name() const = 0;
-  // Verifies the graph and prepares it to run.
+  // Verifies the graph and prepares it to run. The plan refers to the device,
+  // which must outlive it.
   virtual std::unique_ptr<Plan> compile(const graph::Graph& graph) = 0;
+
+  // A buffer of this device for a value of `type`; its contents are unset.
+  virtual Buffer allocate(const graph::ValueType& type);
+  // The value on this device (a host device takes the tensor's bytes as they
+  // are, without copying them).
+  virtual Buffer upload(graph::Tensor value);
+  // The buffer's value on the host.
+  virtual graph::Tensor download(const Buffer& buffer);
+  // The primitives this device runs by their reference kernels, by name; the
+  // others it runs by its own. A fallback is named here, never silent.
+  virtual std::vector<std::string> fallback_primitives() const { return {}; }
 };
 
 // "reference" (built always), "cpu", "cuda", "metal". Throws DeviceError
@@ -84,10 +112,10 @@ std::unique_ptr<Device> make_device(std::string_view name, const DeviceOptions& 
 // The devices this build can make.
 std::vector<std::string> available_devices();
 
-// Throws DeviceError unless `inputs` fit the graph's inputs: shared by every
-// device's Plan::run.
-void check_inputs(const graph::Graph& graph, std::span<const Buffer> inputs);
-// The same for the buffers run_into writes.
-void check_outputs(const graph::Graph& graph, std::span<const Buffer> outputs);
+// Throws DeviceError unless `inputs` fit the graph's inputs (one each, of its
+// shape and dtype, holding memory): shared by every device's Plan::run.
+void check_inputs(const graph::Graph& graph, std::span<const Buffer* const> inputs);
+// The same for the buffers a run writes.
+void check_outputs(const graph::Graph& graph, std::span<Buffer* const> outputs);
 
 }  // namespace sx::device

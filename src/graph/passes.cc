@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include "graph/errors.h"
 #include "graph/primitive.h"
@@ -150,6 +151,37 @@ Graph eliminate_dead_code(const Graph& graph) {
   }
   r.copy_names(graph);
   return checked(std::move(r.out));
+}
+
+Graph extract(const Graph& graph, std::span<const NodeId> outputs) {
+  std::unordered_map<NodeId, NodeId> map;  // old id -> new id; sized by the part, not the graph
+  std::vector<NodeId> part, stack;
+  for (NodeId id : outputs) {
+    if (map.emplace(id, 0).second) stack.push_back(id);
+  }
+  while (!stack.empty()) {
+    NodeId id = stack.back();
+    stack.pop_back();
+    part.push_back(id);
+    for (NodeId in : graph.node(id).inputs) {
+      if (map.emplace(in, 0).second) stack.push_back(in);
+    }
+  }
+  // Inputs come before their users in a graph, so id order is an order to compute in.
+  std::sort(part.begin(), part.end());
+  Graph out;
+  out.nodes.reserve(part.size());
+  for (NodeId id : part) {
+    Node node = graph.nodes[id];
+    for (NodeId& in : node.inputs) in = map.at(in);
+    map[id] = static_cast<NodeId>(out.nodes.size());
+    out.nodes.push_back(std::move(node));
+  }
+  for (const NamedNode& in : graph.inputs) {
+    if (auto it = map.find(in.node); it != map.end()) out.inputs.push_back({in.name, it->second});
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) out.outputs.push_back({std::to_string(i), map.at(outputs[i])});
+  return checked(std::move(out));
 }
 
 Graph optimize(const Graph& graph) {

@@ -27,6 +27,12 @@ Graph simplify(const Graph& graph);
 // Keeps only the nodes the outputs need (and every named input).
 Graph eliminate_dead_code(const Graph& graph);
 
+// The part of `graph` that computes `outputs` (named "0", "1", ... in
+// order), found by walking back from them: its cost grows with that part,
+// not with the graph, so a trace that grows all session long (the REPL) is
+// never copied whole. Only the inputs read are kept, in the graph's order.
+Graph extract(const Graph& graph, std::span<const NodeId> outputs);
+
 // All of the above, in that order, then dead-code elimination.
 Graph optimize(const Graph& graph);
 

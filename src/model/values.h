@@ -20,10 +20,8 @@ std::map<std::string, graph::Tensor> initial_values(const ParameterTable& table,
 // the dtype each parameter is stored in, by path.
 std::map<std::string, graph::DType> store_frozen_parameters(const ParameterTable& table, graph::Graph& trace);
 
-// The value of an input of `program`, the graph that runs a traced value on its own: a parameter's value,
-// or the key of a random initializer called outside any parameter. A parameter without
-// a root is E-PARAM-009 when `read`, and zeros when nothing reads it.
-graph::Tensor input_value(const graph::Graph& program, const graph::NamedNode& input, bool read,
-                          const std::map<std::string, graph::Tensor>& values, uint64_t seed);
+// The key of the random stream `stream` (an input named rng.N: a random initializer
+// called outside any parameter) for the run's seed.
+graph::Tensor random_key(uint64_t seed, std::string_view stream);
 
 }  // namespace sx::model

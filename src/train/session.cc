@@ -1,32 +1,53 @@
-// Evaluating a run file for a command.
-#include "cli/session.h"
+// Evaluating a run file for a command, and running the tensors of its values.
+#include "train/session.h"
+
+#include <fmt/format.h>
 
 #include <cstdio>
 
-#include "cli/eager.h"
+#include "graph/passes.h"
 #include "lang/tracer.h"
 #include "model/load.h"
 #include "model/values.h"
 
-namespace sx::cli {
+namespace sx::train {
 namespace {
 
-train::KnobChoices knob_choices(const EvalFlags& flags) {
-  train::KnobChoices choices{flags.variant, {}};
-  for (const auto& knob : flags.knobs) {
-    auto eq = knob.find('=');
-    choices.knobs[knob.substr(0, eq)] = knob.substr(eq + 1);
+void collect(const lang::Value& v, std::vector<graph::NodeId>& nodes) {
+  if (const auto* t = lang::as_tensor(v)) {
+    if (!t->info().value) nodes.push_back(t->node);
+  } else if (v.is(lang::Type::Cons)) {
+    for (lang::Cons* c = lang::as_cons(v); c; c = lang::next(c)) collect(c->car, nodes);
+  } else if (v.is(lang::Type::Vector)) {
+    for (const auto& item : v.as<lang::Vector>()->items) collect(item, nodes);
   }
-  return choices;
+}
+
+lang::Value replace(const lang::Value& v, const std::map<graph::NodeId, lang::Value>& done) {
+  if (const auto* t = lang::as_tensor(v)) {
+    auto it = done.find(t->node);
+    return it == done.end() ? v : it->second;
+  }
+  if (v.is(lang::Type::Cons)) {
+    std::vector<lang::Value> items;
+    for (lang::Cons* c = lang::as_cons(v); c; c = lang::next(c)) items.push_back(replace(c->car, done));
+    return lang::list(std::move(items));
+  }
+  if (v.is(lang::Type::Vector)) {
+    std::vector<lang::Value> items;
+    for (const auto& item : v.as<lang::Vector>()->items) items.push_back(replace(item, done));
+    return lang::make_vector(std::move(items));
+  }
+  return v;
 }
 
 }  // namespace
 
-Session::Session(const EvalFlags& flags)
-    : interp_(interpreter_options(flags)),
+Session::Session(SessionOptions options)
+    : interp_(std::move(options.interpreter)),
       models_(model::install_models(interp_)),
       settings_(train::install_defrun(interp_)),
-      knobs_(train::install_knobs(interp_, knob_choices(flags))) {
+      knobs_(train::install_knobs(interp_, std::move(options.choices))) {
   interp_.on_warning = [this](const lang::Diagnostic& d) {
     if (!warned_.insert({d.code + (d.span.known() ? d.span.file->path() : ""), d.span.offset}).second) return;
     std::fputs(lang::render(d, lang::stderr_wants_color()).c_str(), stderr);
@@ -64,33 +85,86 @@ void Session::resolve() {
   model::check_loads(params_);
 }
 
-lang::Value Session::run(const lang::Value& value, device::Device& device) {
-  resolve();
-  graph::Graph& trace = interp_.tracer()->graph();
-  auto stored = model::store_frozen_parameters(params_, trace);
-  model::ParameterTable missing;
-  for (const auto& param : params_.params) {
-    // A parameter redefined (in the REPL, say) with another type gets a new value.
-    const graph::Node& input = trace.node(param.decl->node);
-    auto it = values_.find(param.path);
-    if (it != values_.end() && (it->second.shape() != input.shape || it->second.dtype() != input.dtype)) {
-      values_.erase(it);
+std::vector<runtime::Binding> Session::bind_inputs(const graph::Graph& program) const {
+  std::vector<runtime::Binding> bindings;
+  for (const graph::NamedNode& input : program.inputs) {
+    if (params_.find(input.name)) {
+      bindings.push_back({runtime::Role::parameter, input.name});
+    } else if (input.name.starts_with("rng.")) {
+      bindings.push_back({runtime::Role::random_key, input.name});
+    } else {
+      const graph::Node& node = program.node(input.node);
+      lang::fail("E-PARAM-009", {},
+                 fmt::format("a value reads the parameter input `{}` ({}{}), which has no root or no value", input.name,
+                             graph::dtype_name(node.dtype), graph::shape_str(node.shape)),
+                 "bind the model with `defvar` at the top level, or build it inside the `defmodel` that uses it");
     }
-    if (!values_.count(param.path)) missing.params.push_back(param);
   }
-  bool checked = false;
-  auto feed = [&](const graph::Graph& program, const graph::NamedNode& input, bool read) {
-    if (!checked) {
-      model::check_unrooted_reads(interp_, *models_, program);
-      checked = true;
-    }
-    if (read && !missing.params.empty()) {
-      values_.merge(model::initial_values(missing, seed(), device, stored));
-      missing.params.clear();
-    }
-    return model::input_value(program, input, read, values_, seed());
-  };
-  return materialize(value, interp_, device, feed);
+  return bindings;
 }
 
-}  // namespace sx::cli
+void Session::initialize(const graph::Graph& program, const std::map<std::string, graph::DType>& stored) {
+  model::ParameterTable missing;
+  for (const graph::NamedNode& input : program.inputs) {
+    const model::Parameter* param = params_.find(input.name);
+    if (!param) continue;
+    // A parameter redefined (in the REPL, say) with another type gets a new value.
+    const graph::Node& node = program.node(input.node);
+    if (store_->contains(param->path)) {
+      const device::Buffer& held = store_->at(param->path);
+      if (held.shape() == node.shape && held.dtype() == node.dtype) continue;
+      store_->erase(param->path);
+    }
+    missing.params.push_back(*param);
+  }
+  if (missing.params.empty()) return;
+  for (auto& [path, value] : model::initial_values(missing, seed(), store_->device(), stored)) {
+    store_->put(path, std::move(value));
+  }
+}
+
+lang::Value Session::run(const lang::Value& value, device::Device& device) {
+  resolve();
+  std::vector<graph::NodeId> nodes;
+  collect(value, nodes);
+  if (nodes.empty()) return value;
+  graph::Graph& trace = interp_.tracer()->graph();
+  auto stored = model::store_frozen_parameters(params_, trace);
+  graph::Graph program = graph::extract(trace, nodes);
+  model::check_unrooted_reads(interp_, *models_, program);
+  if (!store_ || &store_->device() != &device) {
+    auto moved = std::make_unique<runtime::Store>(device);
+    if (store_) {
+      for (const std::string& path : store_->paths()) moved->put(path, store_->read(path));
+    }
+    store_ = std::move(moved);
+  }
+  initialize(program, stored);
+  std::vector<runtime::Binding> inputs = bind_inputs(program);
+  std::vector<device::Buffer> keys;
+  for (const runtime::Binding& input : inputs) {
+    if (input.role == runtime::Role::random_key) keys.push_back(device.upload(model::random_key(seed(), input.name)));
+  }
+  std::vector<const device::Buffer*> fed;
+  for (const device::Buffer& key : keys) fed.push_back(&key);
+  std::vector<graph::Tensor> results;
+  try {
+    runtime::Program run(device, std::move(program), std::move(inputs),
+                         std::vector<runtime::Binding>(nodes.size(), {runtime::Role::value, ""}));
+    for (const device::Buffer& result : run.run(*store_, fed)) results.push_back(device.download(result));
+  } catch (const device::DeviceMemoryError& e) {
+    lang::fail("E-DEVICE-002", {}, e.what());
+  } catch (const std::bad_alloc&) {
+    lang::fail("E-DEVICE-002", {}, fmt::format("the {} device ran out of memory running the value", device.name()));
+  } catch (const device::DeviceError& e) {
+    lang::fail("E-DEVICE-001", {}, fmt::format("the {} device could not run the value: {}", device.name(), e.what()));
+  }
+  const auto& tracer = interp_.tracer();
+  std::map<graph::NodeId, lang::Value> done;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    done[nodes[i]] = lang::make_tensor(tracer, tracer->builder().constant(std::move(results[i])));
+  }
+  return replace(value, done);
+}
+
+}  // namespace sx::train

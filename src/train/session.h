@@ -1,5 +1,6 @@
 // A run file evaluated for a command: the interpreter with models, defrun and knobs
-// installed, the top level, its parameters by path and, once something runs, their values.
+// installed, the top level, its parameters by path and, once something runs, their
+// values in a store on the device that ran it.
 #pragma once
 
 #include <map>
@@ -7,18 +8,23 @@
 #include <set>
 #include <string>
 
-#include "cli/common.h"
 #include "device/device.h"
 #include "model/model.h"
 #include "model/paths.h"
+#include "runtime/program.h"
 #include "train/knobs.h"
 #include "train/run_settings.h"
 
-namespace sx::cli {
+namespace sx::train {
+
+struct SessionOptions {
+  lang::InterpreterOptions interpreter;
+  KnobChoices choices;  // --variant and --knob
+};
 
 class Session {
  public:
-  explicit Session(const EvalFlags& flags);
+  explicit Session(SessionOptions options);
 
   // Evaluates the file's top level and gives its parameters their paths.
   void load(const std::string& file);
@@ -36,22 +42,30 @@ class Session {
   // (eval's expression, a REPL entry); each warning is shown once.
   void resolve();
 
-  // The value with its tensors computed on `device`; parameters get their initial values
-  // the first time something reads them.
+  // The value with every traced tensor in it (at any depth of lists and vectors)
+  // replaced by a constant holding its elements, computed on `device` by a program
+  // of what those tensors need. Parameters get their initial values the first time
+  // a program reads them, and keep them on the device from then on.
   lang::Value run(const lang::Value& value, device::Device& device);
   // From now on `print`, `str`, `format`, `item` and `save-tensors` run the tensors they
   // are given on `device` (which must outlive the session's evaluation).
   void run_tensors_on(device::Device& device);
 
  private:
+  // The binding of each input of `program`, a part of the trace: a parameter by path,
+  // or the key of a random stream. E-PARAM-009 for a parameter without a root.
+  std::vector<runtime::Binding> bind_inputs(const graph::Graph& program) const;
+  // Puts in the store the values of the parameters `program` reads that it lacks.
+  void initialize(const graph::Graph& program, const std::map<std::string, graph::DType>& stored);
+
   lang::Interpreter interp_;
   std::shared_ptr<model::ModelState> models_;
   std::shared_ptr<train::RunSettings> settings_;
   std::shared_ptr<train::KnobState> knobs_;
   lang::Ref<lang::Env> top_;
   model::ParameterTable params_;
-  std::map<std::string, graph::Tensor> values_;
+  std::unique_ptr<runtime::Store> store_;
   std::set<std::pair<std::string, uint32_t>> warned_;
 };
 
-}  // namespace sx::cli
+}  // namespace sx::train

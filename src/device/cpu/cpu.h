@@ -2,7 +2,7 @@
 // steps, one per node, run on one OpenMP thread pool. Matrix products run on
 // our GEMM (gemm.h) with the micro-kernels of one instruction set (isa.h);
 // the other primitives run as OpenMP loops, a few through their reference
-// kernel (see plan.cc for which).
+// kernel (fallback_primitives says which).
 //
 // Bits: the same inputs give the same bits on every run, for every thread
 // count and on every x86-64 host (each output element is computed by one
@@ -24,6 +24,7 @@ class CpuDevice : public Device {
   explicit CpuDevice(const DeviceOptions& options);
   std::string name() const override { return "cpu"; }
   std::unique_ptr<Plan> compile(const graph::Graph& graph) override;
+  std::vector<std::string> fallback_primitives() const override;
   int cores() const { return cores_; }
   cpu::Isa isa() const { return isa_; }
 

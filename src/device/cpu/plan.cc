@@ -2,14 +2,14 @@
 // the nodes no output needs, gives every other node a prepared step (and
 // decides its thread count), then places every step's output in one arena
 // by liveness (device/arena.h), allocated now: shapes are static. run binds
-// the inputs and calls the steps in graph order.
+// the input buffers, calls the steps in graph order and copies each output
+// from the arena into its buffer.
 //
 // Fast kernels: elementwise (elementwise.cc), reductions (reduce.cc), data
 // movement and gather (movement.cc), matmul (matmul.cc). reshape is a view
 // of its input, constant is its value, iota is computed once at compile
-// time. Run by their reference kernel (single-threaded, copying their
-// inputs): scatter_add, one_hot, random_normal, random_uniform,
-// random_bernoulli, and gather of empty tensors.
+// time. The primitives CpuDevice::fallback_primitives names run by their
+// reference kernel, single-threaded and copying their inputs.
 #include <fmt/format.h>
 #include <omp.h>
 
@@ -72,7 +72,10 @@ std::string describe(const graph::Graph& graph, const Node& node) {
 
 class CpuPlan : public Plan {
  public:
-  CpuPlan(graph::Graph graph, int cores, const cpu::KernelSet& kernels) : graph_(std::move(graph)) {
+  CpuPlan(CpuDevice& device, graph::Graph graph) : Plan(device, graph), graph_(std::move(graph)) {
+    int cores = device.cores();
+    const cpu::KernelSet& kernels = cpu::kernels_for(device.isa());
+    std::vector<std::string> fallbacks = device.fallback_primitives();
     size_t count = graph_.nodes.size();
     pointers_.resize(count, nullptr);
     storage_.resize(count);
@@ -132,6 +135,10 @@ class CpuPlan : public Plan {
       if (!step) step = cpu::reduce_step(graph_, node, cores);
       if (!step) step = cpu::movement_step(graph_, node, cores);
       if (!step) {
+        if (std::find(fallbacks.begin(), fallbacks.end(), op) == fallbacks.end()) {
+          throw DeviceError(
+              fmt::format("cpu: no kernel for {} (an internal error: report it)", describe(graph_, node)));
+        }
         std::vector<graph::ValueType> types;
         for (NodeId in : node.inputs) types.push_back({graph_.node(in).shape, graph_.node(in).dtype});
         step = reference_step(&node, std::move(types));
@@ -147,25 +154,23 @@ class CpuPlan : public Plan {
 
   PlanMemory memory() const override { return memory_; }
 
-  std::vector<Buffer> run(std::span<const Buffer> inputs) override {
-    execute(inputs);
-    std::vector<Buffer> outputs;
-    for (const graph::NamedNode& out : graph_.outputs) {
-      const Node& node = graph_.node(out.node);
-      const uint8_t* p = pointers_[out.node];
-      size_t bytes = bytes_of(node);
-      outputs.emplace_back(node.dtype, node.shape,
-                           bytes == 0 ? std::vector<uint8_t>{} : std::vector<uint8_t>(p, p + bytes));
-    }
-    return outputs;
-  }
+  using Plan::run;
 
-  void run_into(std::span<const Buffer> inputs, std::span<Buffer> outputs) override {
+  void run(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs) override {
+    check_inputs(graph_, inputs);
     check_outputs(graph_, outputs);
-    execute(inputs);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      pointers_[graph_.inputs[i].node] = host_tensor(*inputs[i]).bytes().data();
+    execute();
+    // An output read from outside the arena (an input, a constant) is staged
+    // in the arena first: its source may be another output's buffer.
+    for (const Staged& staged : staged_) {
+      std::memcpy(staged.at, pointers_[graph_.outputs[staged.output].node], staged.bytes);
+    }
     for (size_t i = 0; i < outputs.size(); ++i) {
-      size_t bytes = bytes_of(graph_.node(graph_.outputs[i].node));
-      if (bytes > 0) std::memcpy(outputs[i].bytes().data(), pointers_[graph_.outputs[i].node], bytes);
+      size_t bytes = outputs[i]->byte_size();
+      const uint8_t* from = output_sources_[i] ? output_sources_[i] : pointers_[graph_.outputs[i].node];
+      if (bytes > 0) std::memcpy(host_tensor(*outputs[i]).bytes().data(), from, bytes);
     }
   }
 
@@ -178,13 +183,18 @@ class CpuPlan : public Plan {
     uint8_t* out = nullptr;  // the step's output, in the arena
   };
 
+  // An output whose node is not in the arena, and its place there.
+  struct Staged {
+    size_t output = 0;
+    uint8_t* at = nullptr;
+    size_t bytes = 0;
+  };
+
   struct ArenaDelete {
     void operator()(uint8_t* p) const { ::operator delete (p, std::align_val_t{64}); }
   };
 
-  void execute(std::span<const Buffer> inputs) {
-    check_inputs(graph_, inputs);
-    for (size_t i = 0; i < inputs.size(); ++i) pointers_[graph_.inputs[i].node] = inputs[i].bytes().data();
+  void execute() {
     for (Entry& entry : entries_) {
       if (!entry.step) {
         pointers_[entry.id] = pointers_[entry.alias];
@@ -208,7 +218,8 @@ class CpuPlan : public Plan {
 
   // Every step's output gets its place in one arena by the steps between its
   // writing and its last reading (a view's readers count for its source;
-  // outputs live to the end). The arena starts filled with 0xff bytes, so
+  // outputs live to the end), and so does a staging place for each output
+  // read from outside the arena. The arena starts filled with 0xff bytes, so
   // that a kernel relying on zeroed memory fails its tests.
   void plan_memory(double constant_bytes) {
     std::vector<int64_t> buffer(graph_.nodes.size(), -1);  // each node's buffer, -1 when not in the arena
@@ -228,7 +239,15 @@ class CpuPlan : public Plan {
       buffer[entry.id] = static_cast<int64_t>(lives.size());
       lives.push_back({.bytes = bytes_of(graph_.nodes[entry.id]), .first = step, .last = step});
     }
-    for (const graph::NamedNode& out : graph_.outputs) read_at(out.node, static_cast<int64_t>(entries_.size()));
+    auto end = static_cast<int64_t>(entries_.size());
+    std::vector<int64_t> staging(graph_.outputs.size(), -1);  // each staged output's buffer
+    for (size_t i = 0; i < graph_.outputs.size(); ++i) {
+      NodeId node = graph_.outputs[i].node;
+      read_at(node, end);
+      if (buffer[node] >= 0) continue;
+      staging[i] = static_cast<int64_t>(lives.size());
+      lives.push_back({.bytes = bytes_of(graph_.node(node)), .first = end, .last = end});
+    }
     ArenaPlan plan = plan_arena(lives);
     check_fits_in_memory("cpu", constant_bytes + static_cast<double>(plan.size));
     arena_.reset(static_cast<uint8_t*>(::operator new (std::max<size_t>(plan.size, 1), std::align_val_t{64})));
@@ -237,6 +256,13 @@ class CpuPlan : public Plan {
       if (!entry.step) continue;
       entry.out = arena_.get() + plan.offsets[static_cast<size_t>(buffer[entry.id])];
       pointers_[entry.id] = entry.out;
+    }
+    output_sources_.assign(graph_.outputs.size(), nullptr);
+    for (size_t i = 0; i < graph_.outputs.size(); ++i) {
+      if (staging[i] < 0) continue;
+      uint8_t* at = arena_.get() + plan.offsets[static_cast<size_t>(staging[i])];
+      staged_.push_back({.output = i, .at = at, .bytes = lives[static_cast<size_t>(staging[i])].bytes});
+      output_sources_[i] = at;
     }
     memory_ = {.arena_bytes = plan.size, .live_peak_bytes = plan.live_peak};
   }
@@ -247,6 +273,8 @@ class CpuPlan : public Plan {
   std::vector<Entry> entries_;            // in graph order
   std::vector<const uint8_t*> in_;        // a step's input pointers (kept: a run allocates nothing)
   std::unique_ptr<uint8_t[], ArenaDelete> arena_;
+  std::vector<Staged> staged_;
+  std::vector<const uint8_t*> output_sources_;  // per output: its staging place, or null (read pointers_)
   PlanMemory memory_;
 };
 
@@ -259,7 +287,14 @@ CpuDevice::CpuDevice(const DeviceOptions& options) : cores_(options.cpu_cores), 
 
 std::unique_ptr<Plan> CpuDevice::compile(const graph::Graph& graph) {
   graph::verify(graph);
-  return std::make_unique<CpuPlan>(graph, cores_, cpu::kernels_for(isa_));
+  return std::make_unique<CpuPlan>(*this, graph);
+}
+
+std::vector<std::string> CpuDevice::fallback_primitives() const {
+  // Rare in a model (one_hot, scatter_add: gather's gradient) or run once per
+  // parameter at initialization (random): not worth a kernel until a
+  // benchmark asks for one.
+  return {"scatter_add", "one_hot", "random_normal", "random_uniform", "random_bernoulli"};
 }
 
 }  // namespace sx::device

@@ -1,5 +1,5 @@
-// The reference device's plan: keeps the graph and, per run, one buffer per
-// node, released after the node's last use.
+// The reference device's plan: keeps the graph and, per run, one value per
+// node, released after the node's last use. Inputs are read where they lie.
 #include "device/reference/reference.h"
 
 #include <algorithm>
@@ -13,7 +13,8 @@ namespace {
 
 class ReferencePlan : public Plan {
  public:
-  explicit ReferencePlan(graph::Graph graph) : graph_(std::move(graph)), last_use_(graph_.nodes.size(), 0) {
+  ReferencePlan(Device& device, graph::Graph graph)
+      : Plan(device, graph), graph_(std::move(graph)), last_use_(graph_.nodes.size(), 0) {
     for (graph::NodeId id = 0; id < graph_.nodes.size(); ++id) {
       for (graph::NodeId in : graph_.nodes[id].inputs) last_use_[in] = id;
     }
@@ -28,23 +29,33 @@ class ReferencePlan : public Plan {
     check_fits_in_memory("reference", largest);
   }
 
-  std::vector<Buffer> run(std::span<const Buffer> inputs) override {
+  using Plan::run;
+
+  void run(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs) override {
     check_inputs(graph_, inputs);
-    std::vector<std::optional<Buffer>> values(graph_.nodes.size());
-    for (size_t i = 0; i < inputs.size(); ++i) values[graph_.inputs[i].node] = inputs[i];
+    check_outputs(graph_, outputs);
+    std::vector<const graph::Tensor*> values(graph_.nodes.size(), nullptr);
+    std::vector<std::optional<graph::Tensor>> computed(graph_.nodes.size());
+    for (size_t i = 0; i < inputs.size(); ++i) values[graph_.inputs[i].node] = &host_tensor(*inputs[i]);
     for (graph::NodeId id = 0; id < graph_.nodes.size(); ++id) {
       const graph::Node& node = graph_.nodes[id];
       if (node.op_name() == "input") continue;
-      std::vector<const Buffer*> args;
-      for (graph::NodeId in : node.inputs) args.push_back(&*values[in]);
-      values[id] = node.prim->kernel(node, args);
+      std::vector<const graph::Tensor*> args;
+      for (graph::NodeId in : node.inputs) args.push_back(values[in]);
+      computed[id] = node.prim->kernel(node, args);
+      values[id] = &*computed[id];
       for (graph::NodeId in : node.inputs) {
-        if (last_use_[in] == id) values[in].reset();
+        if (last_use_[in] == id) computed[in].reset();
       }
     }
-    std::vector<Buffer> outputs;
-    for (const graph::NamedNode& out : graph_.outputs) outputs.push_back(*values[out.node]);
-    return outputs;
+    // Every output is computed before any is written: an output buffer may be
+    // an input's (donation).
+    std::vector<graph::Tensor> results;
+    for (const graph::NamedNode& out : graph_.outputs) results.push_back(*values[out.node]);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      std::span<const uint8_t> from = results[i].bytes();
+      std::copy(from.begin(), from.end(), host_tensor(*outputs[i]).bytes().begin());
+    }
   }
 
  private:
@@ -56,11 +67,12 @@ class ReferencePlan : public Plan {
 
 std::unique_ptr<Plan> ReferenceDevice::compile(const graph::Graph& graph) {
   graph::verify(graph);
-  return std::make_unique<ReferencePlan>(graph);
+  return std::make_unique<ReferencePlan>(*this, graph);
 }
 
-std::vector<Buffer> run_reference(const graph::Graph& graph, std::span<const Buffer> inputs) {
-  return ReferenceDevice().compile(graph)->run(inputs);
+std::vector<graph::Tensor> run_reference(const graph::Graph& graph, std::span<const graph::Tensor> inputs) {
+  ReferenceDevice device;
+  return device.compile(graph)->run_host(inputs);
 }
 
 }  // namespace sx::device

@@ -14,6 +14,6 @@ class ReferenceDevice : public Device {
 };
 
 // Runs `graph` on the reference device: the shortest way to evaluate one.
-std::vector<Buffer> run_reference(const graph::Graph& graph, std::span<const Buffer> inputs);
+std::vector<graph::Tensor> run_reference(const graph::Graph& graph, std::span<const graph::Tensor> inputs);
 
 }  // namespace sx::device

@@ -70,11 +70,12 @@ TEST(CpuArena, AGradientReusesMemoryAndAgreesWithTheReference) {
   std::mt19937 rng(8);
   std::vector<Tensor> inputs;
   for (const auto& in : graph.inputs) inputs.push_back(random_tensor(DType::f32, graph.node(in.node).shape, rng));
-  auto plan = make_device("cpu", DeviceOptions{.cpu_cores = 1})->compile(graph);
-  std::vector<Tensor> got = plan->run(inputs), want = run_on("reference", graph, inputs);
+  auto on = make_device("cpu", DeviceOptions{.cpu_cores = 1});
+  auto plan = on->compile(graph);
+  std::vector<Tensor> got = plan->run_host(inputs), want = run_on("reference", graph, inputs);
   for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(compare(got[i], want[i], false, 256), "") << i;
   // A second run over the arena's leftovers gives the same bits.
-  std::vector<Tensor> again = plan->run(inputs);
+  std::vector<Tensor> again = plan->run_host(inputs);
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(same_bits(again[i], got[i])) << i;
   size_t all = 0;
   for (const graph::Node& node : graph.nodes) {

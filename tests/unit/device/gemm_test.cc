@@ -210,7 +210,9 @@ TEST(GemmDevice, EveryInstructionSetGivesTheSameBits) {
       std::vector<Tensor> inputs;
       for (const auto& in : graph.inputs) inputs.push_back(random_tensor(dtype, graph.node(in.node).shape, rng));
       auto run = [&](const char* isa, int cores) {
-        return make_device("cpu", DeviceOptions{.cpu_cores = cores, .cpu_isa = isa})->compile(graph)->run(inputs)[0];
+        return make_device("cpu", DeviceOptions{.cpu_cores = cores, .cpu_isa = isa})
+            ->compile(graph)
+            ->run_host(inputs)[0];
       };
       Tensor scalar = run("scalar", 1);
       for (Isa isa : cpu::host_isas()) {

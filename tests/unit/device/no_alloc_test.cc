@@ -1,46 +1,9 @@
 // After its first run, a cpu plan runs into buffers it was given without
-// allocating: counted by replacing operator new in this test binary (every
-// allocation of the program goes through it; the plan's arena, packing
-// buffers and step inputs are made at compile time or on the first run).
-#include <atomic>
-#include <cstdlib>
-#include <new>
-
+// allocating (counted by allocation_counter.h: the plan's arena, packing
+// buffers and step inputs are made at compile time or on the first run), and
+// writes its outputs over its inputs' buffers when given them (donation).
+#include "../allocation_counter.h"
 #include "util.h"
-
-namespace {
-std::atomic<int64_t> allocations{0};
-}  // namespace
-
-// GCC sees the replaced delete's free() and, not knowing the replaced new
-// is malloc, warns of a mismatch that is not there.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-// Every plain form of new and delete is replaced, so that none pairs one of
-// ours with the library's (AddressSanitizer checks the pairs).
-namespace {
-void* counted_malloc(size_t n) noexcept {
-  allocations.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(n == 0 ? 1 : n);
-}
-}  // namespace
-
-void* operator new(size_t n) {
-  if (void* p = counted_malloc(n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t n) {
-  if (void* p = counted_malloc(n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
-void* operator new[](size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace sx::device::testing {
 namespace {
@@ -66,31 +29,70 @@ TEST(NoAllocation, ACpuPlanRunsIntoItsOutputsWithoutAllocating) {
       std::mt19937 rng(2);
       std::vector<Tensor> inputs;
       for (const auto& in : graph.inputs) inputs.push_back(random_tensor(dtype, graph.node(in.node).shape, rng));
-      auto plan = make_device("cpu", DeviceOptions{.cpu_cores = cores})->compile(graph);
-      std::vector<Tensor> outputs{Tensor(dtype, {128 * 64}), Tensor(dtype, {})};
-      plan->run_into(inputs, outputs);
-      plan->run_into(inputs, outputs);
-      int64_t before = allocations.load();
-      for (int i = 0; i < 10; ++i) plan->run_into(inputs, outputs);
-      EXPECT_EQ(allocations.load() - before, 0)
+      auto on = make_device("cpu", DeviceOptions{.cpu_cores = cores});
+      auto plan = on->compile(graph);
+      std::vector<Buffer> in, out;
+      for (const Tensor& t : inputs) in.push_back(on->upload(t));
+      for (const auto& type : plan->output_types()) out.push_back(on->allocate(type));
+      std::vector<const Buffer*> in_ptrs{&in[0], &in[1], &in[2]};
+      std::vector<Buffer*> out_ptrs{&out[0], &out[1]};
+      plan->run(in_ptrs, out_ptrs);
+      plan->run(in_ptrs, out_ptrs);
+      int64_t before = sx::testing::allocations();
+      for (int i = 0; i < 10; ++i) plan->run(in_ptrs, out_ptrs);
+      EXPECT_EQ(sx::testing::allocations() - before, 0)
           << graph::dtype_name(dtype) << " on " << cores << " cores: allocations in 10 runs";
-      std::vector<Tensor> want = plan->run(inputs);
-      EXPECT_TRUE(same_bits(outputs[0], want[0]) && same_bits(outputs[1], want[1]));
+      std::vector<Tensor> want = plan->run_host(inputs);
+      EXPECT_TRUE(same_bits(on->download(out[0]), want[0]) && same_bits(on->download(out[1]), want[1]));
     }
   }
 }
 
-TEST(NoAllocation, RunIntoRefusesBuffersOfTheWrongShape) {
+TEST(NoAllocation, ARunRefusesOutputBuffersOfTheWrongShape) {
   Graph graph;
   Builder b(graph);
   b.output("y", b.neg(b.input("x", {2}, DType::f32)));
-  std::vector<Tensor> inputs{Tensor(DType::f32, {2})};
   for (const char* device : {"cpu", "reference"}) {
-    auto plan = make_device(device)->compile(graph);
-    std::vector<Tensor> wrong{Tensor(DType::f32, {3})};
-    EXPECT_THROW(plan->run_into(inputs, wrong), DeviceError) << device;
-    std::vector<Tensor> none;
-    EXPECT_THROW(plan->run_into(inputs, none), DeviceError) << device;
+    auto on = make_device(device);
+    auto plan = on->compile(graph);
+    Buffer x = on->upload(Tensor(DType::f32, {2})), wrong = on->allocate({{3}, DType::f32}), empty;
+    std::vector<const Buffer*> inputs{&x};
+    std::vector<Buffer*> outputs{&wrong};
+    EXPECT_THROW(plan->run(inputs, outputs), DeviceError) << device;
+    outputs = {&empty};
+    EXPECT_THROW(plan->run(inputs, outputs), DeviceError) << device;
+    outputs = {};
+    EXPECT_THROW(plan->run(inputs, outputs), DeviceError) << device;
+  }
+}
+
+// Donation: the step of a training loop writes each parameter's new value
+// over its old one. Every input is read before any output is written, even
+// when the outputs are the inputs swapped or passed through.
+TEST(Donation, OutputsMayBeTheInputBuffers) {
+  Graph graph;
+  Builder b(graph);
+  NodeId p = b.input("p", {3}, DType::f32), q = b.input("q", {3}, DType::f32);
+  b.output("p2", b.add(p, q));
+  b.output("q2", p);
+  b.output("p3", q);
+  for (const char* device : {"cpu", "reference"}) {
+    auto on = make_device(device);
+    auto plan = on->compile(graph);
+    Buffer pb = on->upload(Tensor::from_doubles(DType::f32, {3}, std::vector<double>{1, 2, 3}));
+    Buffer qb = on->upload(Tensor::from_doubles(DType::f32, {3}, std::vector<double>{10, 20, 30}));
+    Buffer r = on->allocate({{3}, DType::f32});
+    std::vector<const Buffer*> inputs{&pb, &qb};
+    std::vector<Buffer*> outputs{&pb, &qb, &r};
+    plan->run(inputs, outputs);
+    EXPECT_EQ(on->download(pb).to_doubles(), (std::vector<double>{11, 22, 33})) << device;
+    EXPECT_EQ(on->download(qb).to_doubles(), (std::vector<double>{1, 2, 3})) << device;
+    EXPECT_EQ(on->download(r).to_doubles(), (std::vector<double>{10, 20, 30})) << device;
+    outputs = {&r, &qb, &pb};  // p and q trade buffers
+    plan->run(inputs, outputs);
+    EXPECT_EQ(on->download(r).to_doubles(), (std::vector<double>{12, 24, 36})) << device;
+    EXPECT_EQ(on->download(qb).to_doubles(), (std::vector<double>{11, 22, 33})) << device;
+    EXPECT_EQ(on->download(pb).to_doubles(), (std::vector<double>{1, 2, 3})) << device;
   }
 }
 

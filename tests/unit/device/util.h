@@ -40,7 +40,7 @@ inline Tensor random_tensor(DType dtype, Shape shape, std::mt19937& rng, bool po
 
 inline std::vector<Tensor> run_on(const std::string& device, const Graph& graph, const std::vector<Tensor>& inputs,
                                   int cores = 0) {
-  return make_device(device, DeviceOptions{.cpu_cores = cores})->compile(graph)->run(inputs);
+  return make_device(device, DeviceOptions{.cpu_cores = cores})->compile(graph)->run_host(inputs);
 }
 
 inline bool same_bits(const Tensor& a, const Tensor& b) {

@@ -33,17 +33,18 @@ TEST(Devices, PlanChecksItsInputs) {
   graph::Graph g;
   graph::Builder b(g);
   b.output("y", b.neg(b.input("x", {2}, graph::DType::f32)));
-  auto plan = make_device("reference")->compile(g);
-  std::vector<Buffer> wrong{graph::Tensor(graph::DType::f32, {3})};
+  auto on = make_device("reference");
+  auto plan = on->compile(g);
+  std::vector<graph::Tensor> wrong{graph::Tensor(graph::DType::f32, {3})};
   try {
-    plan->run(wrong);
+    plan->run_host(wrong);
     FAIL() << "no error";
   } catch (const DeviceError& e) {
     EXPECT_STREQ(e.what(), "run: input 'x' must be f32[2], got f32[3]");
   }
-  EXPECT_THROW(plan->run({}), DeviceError);
-  std::vector<Buffer> right{graph::testing::tensor(graph::DType::f32, {2}, {1, -2})};
-  graph::testing::expect_tensor(plan->run(right)[0], graph::DType::f32, {2}, {-1, 2});
+  EXPECT_THROW(plan->run_host({}), DeviceError);
+  std::vector<graph::Tensor> right{graph::testing::tensor(graph::DType::f32, {2}, {1, -2})};
+  graph::testing::expect_tensor(plan->run_host(right)[0], graph::DType::f32, {2}, {-1, 2});
 }
 
 }  // namespace

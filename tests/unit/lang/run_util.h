@@ -1,4 +1,4 @@
-// Running tensors in language tests as `sexpgpu eval` runs them (cli/eager.cc), on the
+// Running tensors in language tests as `sexpgpu eval` runs them (train/session.cc), on the
 // reference device, for graphs without inputs.
 #pragma once
 
@@ -15,7 +15,7 @@
 namespace sx::lang::testing {
 
 // The value with every traced tensor in its list replaced by a constant of its elements,
-// run on the reference device: what `sexpgpu eval` does (cli/eager.cc), for graphs
+// run on the reference device: what `sexpgpu eval` does (train/session.cc), for graphs
 // without inputs.
 inline Value run_on_reference(Interpreter& interp, const Value& value) {
   std::vector<Value> items = value.is_list() ? list_items(value) : std::vector<Value>{value};

@@ -103,19 +103,15 @@ struct RunFile {
     const auto* t = lang::as_tensor(v);
     if (!t) throw std::runtime_error("not a tensor: " + lang::print(v));
     if (!initialized) initialized = values();
-    graph::Graph program = interp.tracer()->graph();
-    program.outputs.push_back({"out", t->node});
-    program = graph::eliminate_dead_code(program);
-    std::vector<bool> read(program.nodes.size(), false);
-    for (const auto& node : program.nodes) {
-      for (graph::NodeId arg : node.inputs) read[arg] = true;
-    }
-    for (const auto& output : program.outputs) read[output.node] = true;
+    std::vector<graph::NodeId> outputs{t->node};
+    graph::Graph program = graph::extract(interp.tracer()->graph(), outputs);
     std::vector<graph::Tensor> inputs;
     for (const auto& input : program.inputs) {
-      inputs.push_back(input_value(program, input, read[input.node], *initialized, settings->seed()));
+      if (auto it = initialized->find(input.name); it != initialized->end()) inputs.push_back(it->second);
+      else if (input.name.starts_with("rng.")) inputs.push_back(random_key(settings->seed(), input.name));
+      else throw std::runtime_error("no value for the input " + input.name);
     }
-    return device->compile(program)->run(inputs).at(0);
+    return device->compile(program)->run_host(inputs).at(0);
   }
 
   // The selector `text` evaluates to, and the paths of the table's parameters it matches.

@@ -1,0 +1,105 @@
+// Programs (DESIGN 6b): a graph compiled once for a device, with the role of
+// each input and output, run many times on buffers the device owns. The
+// parameters and optimizer state live in a Store between runs; a program
+// reads them there and writes their new values over them (donation), so a
+// training step copies no parameter to or from the host. The runtime knows
+// graphs and devices, never a Lisp value.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "device/device.h"
+#include "graph/graph.h"
+
+namespace sx::runtime {
+
+// A program was given inputs that do not fit it. The message says which.
+class ProgramError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class Role {
+  parameter,        // input: read from the store by path; output: written over it
+  optimizer_state,  // likewise, by the state's path
+  data,             // input: fed by the caller at each run (a batch)
+  random_key,       // input: fed by the caller (the key of a random stream)
+  step,             // input: fed by the caller (the steps done so far)
+  value,            // output: a result the caller reads (a prediction, a loss)
+  metric,           // output: a logged value
+};
+
+std::string_view role_name(Role role);
+
+// The role of one input or output, and its name: the path of a parameter or
+// state, a data field, a random stream, a metric.
+struct Binding {
+  Role role = Role::value;
+  std::string name;
+};
+
+// Buffers that outlive programs: parameters and optimizer state by path, on
+// one device.
+class Store {
+ public:
+  explicit Store(device::Device& device) : device_(device) {}
+  device::Device& device() const { return device_; }
+
+  bool contains(std::string_view path) const { return buffers_.find(path) != buffers_.end(); }
+  // ProgramError when the store has no such path.
+  device::Buffer& at(std::string_view path);
+  const device::Buffer& at(std::string_view path) const;
+  // Uploads `value` as `path`'s buffer, replacing any it had.
+  void put(const std::string& path, graph::Tensor value);
+  graph::Tensor read(std::string_view path) const;
+  void erase(std::string_view path);
+  std::vector<std::string> paths() const;
+
+ private:
+  device::Device& device_;
+  std::map<std::string, device::Buffer, std::less<>> buffers_;
+};
+
+class Program {
+ public:
+  // `inputs[i]` is the role of graph.inputs[i], `outputs[i]` of
+  // graph.outputs[i] (ProgramError when a role does not fit its side). The
+  // device must outlive the program.
+  Program(device::Device& device, graph::Graph graph, std::vector<Binding> inputs, std::vector<Binding> outputs);
+
+  const graph::Graph& graph() const { return graph_; }
+  const std::vector<Binding>& inputs() const { return inputs_; }
+  const std::vector<Binding>& outputs() const { return outputs_; }
+  device::PlanMemory memory() const { return plan_->memory(); }
+
+  // The inputs the caller feeds (data, random keys, step), in graph order,
+  // and the outputs a run returns (values and metrics), in graph order.
+  const std::vector<size_t>& fed_inputs() const { return fed_; }
+  const std::vector<size_t>& returned_outputs() const { return returned_; }
+
+  // Runs once. Parameter and state inputs are read from `store`, the others
+  // from `fed` (one buffer each, in the order of fed_inputs()); parameter and
+  // state outputs are written over the store's buffers of their paths. The
+  // values and metrics are returned in the program's own buffers, in the
+  // order of returned_outputs(), valid until the next run. On cpu, after the
+  // first run this allocates nothing.
+  std::span<const device::Buffer> run(Store& store, std::span<const device::Buffer* const> fed);
+
+ private:
+  device::Device& device_;
+  graph::Graph graph_;
+  std::vector<Binding> inputs_, outputs_;
+  std::vector<size_t> fed_, returned_;
+  std::unique_ptr<device::Plan> plan_;
+  std::vector<device::Buffer> results_;
+  std::vector<const device::Buffer*> in_;  // kept between runs: a run allocates nothing
+  std::vector<device::Buffer*> out_;
+};
+
+}  // namespace sx::runtime
