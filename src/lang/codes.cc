@@ -478,6 +478,41 @@ decoded), or a storage location, `s3://bucket/key` or `o41://team/run` (E-LOAD-0
 this version). The scheme is read first, so a location is never mistaken for a
 relative path; the message shows it as written.)"},
 
+    {"E-CKPT-001", "a checkpoint that cannot be written",
+     R"(A checkpoint, or a file kept beside the checkpoints (metrics.jsonl, the loss curve),
+could not be written: the location cannot be created, the disk is full, a file cannot be
+written or flushed, or the finished checkpoint cannot be renamed into place. The message
+names the path and the system's reason.
+
+    error[E-CKPT-001]: runs/a/step-00000020/params.safetensors: cannot write it: No space
+                       left on device
+
+A checkpoint is written into a temporary folder (`LOC/.step-00000020.tmp-...`) and
+renamed to `LOC/step-00000020` only when every file in it is complete and flushed to
+disk, so a failure never leaves a half checkpoint under a checkpoint's name: the newest
+complete checkpoint stays the one a resumed run starts from. Free space or choose a
+location you can write (`--checkpoint-dir`), then run again.)"},
+    {"E-CKPT-002", "a checkpoint location that cannot be read",
+     R"(The checkpoint location (`--checkpoint-dir`, or the LOC given to a command) exists but
+cannot be listed: it is a file rather than a folder, or permission is denied; or a file
+kept beside the checkpoints (metrics.jsonl) cannot be read. A location that does not
+exist yet is no error: a run creates it, and it holds no checkpoints.)"},
+    {"E-CKPT-003", "no complete checkpoint at the location",
+     R"(A command that reads a checkpoint was given a location that holds none. `LOC` means
+its newest complete checkpoint, a folder `LOC/step-NNNNNNNN`; `LOC/step-00000020` names
+one. Folders of another name, and the temporary folders of a checkpoint being written
+(`.step-00000020.tmp-...`, left by a run that stopped while writing it), are never taken
+for checkpoints.
+
+Check the path (`ls LOC`); a run writes its first checkpoint after `:checkpoint-every`
+steps, and always at its last step.)"},
+    {"E-CKPT-004", "a checkpoint location SexpGPU does not write in this version",
+     R"(Checkpoint locations are local folders: a path, or `file:///absolute/path`. Storage
+locations, `s3://bucket/prefix` and `o41://team/run`, are not read or written in this
+version, and any other scheme (`https://`) is refused by its name.
+
+Write the checkpoints to a local folder and copy them where they are kept.)"},
+
     {"E-SHAPE-001", "shapes or dtypes that do not fit",
      R"(A tensor operation was given operands whose shapes, dtypes or attributes it
 cannot take: a matrix product whose inner dimensions differ, shapes that do not
