@@ -333,6 +333,73 @@ any `--knob` is refused rather than ignored.)"},
 file has none of that name. The help line lists its variants. Without a file (`eval`
 without `--file`, `repl` without FILE) there are no variants, so `--variant` is refused.)"},
 
+    {"E-RUN-020", "a loader's arguments are not valid",
+     R"(A loader's constructor was given options it cannot take.
+
+    (text-windows "input.txt")                     ; no :window
+    (text-windows "input.txt" :window 0)           ; a window is 1 token or more
+    (token-windows "train.bin" :dtype :u8 :window 64)
+    (jsonl "train.jsonl" :fields [])               ; no fields
+
+`text-windows` and `token-windows` need `:window N`, a whole number from 1 to 2^30: a
+record is N+1 tokens, the N inputs and, one token later, the N targets of a language
+model. `token-windows` reads `:dtype` :u16 (the default), :u32 or :i32 tokens. `jsonl`
+needs `:fields`, a vector of the keys each line gives, as keywords (or strings), each
+once: `:fields [:x :y]`.)"},
+    {"E-RUN-021", "a loader's file cannot be read",
+     R"(The file a loader names does not exist, is a directory, or cannot be opened or read.
+It is checked when the loader is made (so `sexpgpu check` reports it) and again when the
+run opens it.
+
+    (defrun :data (text-windows "data/input.txt" :window 64))
+    ; error[E-RUN-021]: data/input.txt: the file does not exist
+
+A relative path is relative to the folder of the run file that names it, not to the
+directory the command runs in, as `:load`'s is. Loaders read local files (a path, or
+`file:///absolute/path`); an `s3://` or other location is refused by name: copy the data
+beside the run file. The message shows the path as it was looked for.)"},
+    {"E-RUN-022", "a text or token file that does not hold the windows asked for",
+     R"(`text-windows` reads a file's bytes as tokens, and `token-windows` a file of
+little-endian tokens of its `:dtype` (2 bytes each for :u16, 4 for :u32 and :i32). The
+file is refused when:
+
+- it is shorter than one record, `:window` + 1 tokens;
+- its size is not a whole number of tokens (a u16 file of an odd number of bytes): it
+  was cut short, or holds tokens of another size than `:dtype` says;
+- a token is not an id from 0 to 2147483647 (a negative i32, or a u32 above that), which
+  the message names with its position; the tokens reach the model as i32;
+- it became shorter while the run read it.
+
+Check how the file was written (numpy: `ids.astype(np.uint16).tofile("train.bin")` is
+`:dtype :u16`), and give a `:window` the file can hold.)"},
+    {"E-RUN-023", "a records file whose tensors are not records",
+     R"(`records` reads a safetensors file as a table: each tensor is a field (named by the
+tensor's name, so `(field batch :ids)` reads tensor `ids`), and each row of the tensors'
+shared first axis is one record.
+
+    ids     I32 [10000 128]
+    labels  I64 [10000]           ; both 10000 rows: 10000 records
+
+The file is refused when it holds no tensors, when a tensor is a scalar (it has no rows),
+when two tensors have different first dimensions, when there are no rows, or when a
+tensor's dtype is one no field holds (fields are F32, BF16, F64, I32, I64, BOOL, U8 and
+U16; convert F16, I8, I16, U32, U64 and F8 tensors when writing the file). A file that
+is not valid safetensors gets the E-LOAD code that says what is wrong with it.)"},
+    {"E-RUN-024", "a jsonl line that does not give the fields",
+     R"(`jsonl` reads one JSON object a line and takes the keys `:fields` names; each is a
+number or an array of numbers of one fixed shape, the same in every line.
+
+    {"x": [1, 2, 3], "y": 0}
+    {"x": [4, 5, 6], "y": 1}
+
+The message names the file, the line and the field when a line is not JSON, is not an
+object, lacks a field, holds something other than numbers (a string, a boolean, null),
+holds a ragged array (rows of different lengths), or a field's shape differs from its
+shape in an earlier line; or when the file has no lines. Blank lines are skipped.
+
+A field whose values are all integers is i32 (and refused when one does not fit in i32);
+a field with any number written with a fraction or exponent (`1.0`, `3e9`) is f32.)"},
+
     {"E-LOAD-001", "a loaded file changed since it was recorded",
      R"(A file that parameters were loaded from (`:load`, `with-loaded`) is not the file that was
 recorded when they were: its size or its SHA-256 differs from the identity kept with the
@@ -477,6 +544,41 @@ A location is a local path (relative to the file that names it, or absolute),
 decoded), or a storage location, `s3://bucket/key` or `o41://team/run` (E-LOAD-010 in
 this version). The scheme is read first, so a location is never mistaken for a
 relative path; the message shows it as written.)"},
+
+    {"E-CKPT-001", "a checkpoint that cannot be written",
+     R"(A checkpoint, or a file kept beside the checkpoints (metrics.jsonl, the loss curve),
+could not be written: the location cannot be created, the disk is full, a file cannot be
+written or flushed, or the finished checkpoint cannot be renamed into place. The message
+names the path and the system's reason.
+
+    error[E-CKPT-001]: runs/a/step-00000020/params.safetensors: cannot write it: No space
+                       left on device
+
+A checkpoint is written into a temporary folder (`LOC/.step-00000020.tmp-...`) and
+renamed to `LOC/step-00000020` only when every file in it is complete and flushed to
+disk, so a failure never leaves a half checkpoint under a checkpoint's name: the newest
+complete checkpoint stays the one a resumed run starts from. Free space or choose a
+location you can write (`--checkpoint-dir`), then run again.)"},
+    {"E-CKPT-002", "a checkpoint location that cannot be read",
+     R"(The checkpoint location (`--checkpoint-dir`, or the LOC given to a command) exists but
+cannot be listed: it is a file rather than a folder, or permission is denied; or a file
+kept beside the checkpoints (metrics.jsonl) cannot be read. A location that does not
+exist yet is no error: a run creates it, and it holds no checkpoints.)"},
+    {"E-CKPT-003", "no complete checkpoint at the location",
+     R"(A command that reads a checkpoint was given a location that holds none. `LOC` means
+its newest complete checkpoint, a folder `LOC/step-NNNNNNNN`; `LOC/step-00000020` names
+one. Folders of another name, and the temporary folders of a checkpoint being written
+(`.step-00000020.tmp-...`, left by a run that stopped while writing it), are never taken
+for checkpoints.
+
+Check the path (`ls LOC`); a run writes its first checkpoint after `:checkpoint-every`
+steps, and always at its last step.)"},
+    {"E-CKPT-004", "a checkpoint location SexpGPU does not write in this version",
+     R"(Checkpoint locations are local folders: a path, or `file:///absolute/path`. Storage
+locations, `s3://bucket/prefix` and `o41://team/run`, are not read or written in this
+version, and any other scheme (`https://`) is refused by its name.
+
+Write the checkpoints to a local folder and copy them where they are kept.)"},
 
     {"E-SHAPE-001", "shapes or dtypes that do not fit",
      R"(A tensor operation was given operands whose shapes, dtypes or attributes it

@@ -7,6 +7,7 @@
 #include <array>
 
 #include "lang/printer.h"
+#include "train/loaders.h"
 
 namespace sx::train {
 namespace {
@@ -92,6 +93,9 @@ std::shared_ptr<RunSettings> install_defrun(lang::Interpreter& interp) {
                        "The run's settings: :data :eval :batch :steps :seed :optimizer :schedule :ema :precision "
                        ":grad-clip :checkpoint-every :keep :log-every.",
                        "(defrun :steps 100 :seed 7)", "Special forms"});
+  // The loaders `:data` and `:eval` name come with defrun, so every command that evaluates
+  // a run file has them.
+  install_loaders(interp);
   return settings;
 }
 

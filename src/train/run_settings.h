@@ -20,7 +20,8 @@ struct RunSettings {
   uint64_t seed() const;
 };
 
-// Installs `defrun`; returns the settings it fills when a file evaluates it.
+// Installs `defrun` and the loaders (train/loaders.h); returns the settings defrun fills
+// when a file evaluates it.
 std::shared_ptr<RunSettings> install_defrun(lang::Interpreter& interp);
 
 }  // namespace sx::train

@@ -1,0 +1,405 @@
+// Checkpoint folders: written under a temporary name and renamed when complete (see
+// checkpoint.h).
+#include "io/checkpoint.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <set>
+
+#include "io/location.h"
+#include "io/safetensors.h"
+#include "io/util.h"
+
+namespace sx::io {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kPrefix = "step-";
+constexpr int kDigits = 8;
+// Temporary folders: ".step-00000020.tmp-PID-N-HOST" while written, ".step-00000020.old-
+// PID-N-HOST" while removed or replaced.
+constexpr std::string_view kTempPrefix = ".step-";
+
+[[noreturn]] void unwritable(const std::string& path, std::string_view doing, int err) {
+  throw CheckpointError(kCheckpointUnwritable,
+                        fmt::format("{}: cannot {}: {}", shown(path), doing, std::strerror(err)));
+}
+
+// The local folder a checkpoint location names. Storage locations (s3://, o41://) are
+// where a backend will plug in; for now they are refused by name.
+std::string local_checkpoint_dir(const std::string& location) {
+  std::string scheme = scheme_of(location);
+  if (scheme.empty()) return location.empty() ? "." : location;
+  if (scheme == "file") {
+    try {
+      return local_path(location);
+    } catch (const LoadError& e) {
+      throw CheckpointError(kCheckpointLocation, e.what());
+    }
+  }
+  throw CheckpointError(kCheckpointLocation,
+                        fmt::format("{}: checkpoint locations are local folders in this version, not {}://",
+                                    shown(location), shown(scheme)));
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "host";
+  std::string out(name);
+  for (char& c : out) {
+    if (c == '/' || c == '\0') c = '_';
+  }
+  return out;
+}
+
+// The temporary folders this process is writing now: never stale.
+std::mutex live_mutex;
+std::set<std::string> live_temporaries;
+
+std::string temporary_name(int64_t step, std::string_view kind) {
+  static std::atomic<uint64_t> counter{0};
+  return fmt::format(".{}.{}-{}-{}-{}", checkpoint_name(step), kind, ::getpid(), counter++, host_name());
+}
+
+// The process id and host of a temporary folder's name, when it is one.
+struct TempOwner {
+  long pid;
+  std::string host;
+};
+std::optional<TempOwner> temporary_owner(std::string_view name) {
+  if (!name.starts_with(kTempPrefix)) return std::nullopt;
+  std::string_view rest = name.substr(kTempPrefix.size());
+  size_t dot = rest.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  rest = rest.substr(dot + 1);
+  if (!rest.starts_with("tmp-") && !rest.starts_with("old-")) return std::nullopt;
+  rest = rest.substr(4);
+  size_t dash = rest.find('-');
+  if (dash == std::string_view::npos || dash == 0) return std::nullopt;
+  long pid = 0;
+  for (char c : rest.substr(0, dash)) {
+    if (c < '0' || c > '9' || pid > 1'000'000'000) return std::nullopt;
+    pid = pid * 10 + (c - '0');
+  }
+  rest = rest.substr(dash + 1);
+  dash = rest.find('-');
+  if (dash == std::string_view::npos) return std::nullopt;
+  return TempOwner{pid, std::string(rest.substr(dash + 1))};
+}
+
+void fsync_path(const std::string& path, bool directory, const std::string& shown_as) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));
+  if (fd < 0) unwritable(shown_as, "open it to flush it to disk", errno);
+  if (::fsync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    // Some file systems cannot flush a directory; the files themselves are flushed.
+    if (directory && (err == EINVAL || err == ENOTSUP)) return;
+    unwritable(shown_as, "flush it to disk", err);
+  }
+  ::close(fd);
+}
+
+// Removes a folder: renamed to a temporary name first, so that it is never seen half
+// removed under its own name, then removed. Errors are left for remove_stale_temporaries.
+void remove_folder(const std::string& dir, const std::string& path, int64_t step) {
+  std::string doomed = (fs::path(dir) / temporary_name(step, "old")).string();
+  if (::rename(path.c_str(), doomed.c_str()) != 0) unwritable(path, "rename it away to remove it", errno);
+  std::error_code ec;
+  fs::remove_all(doomed, ec);
+}
+
+void create_location(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    throw CheckpointError(kCheckpointUnwritable,
+                          fmt::format("{}: cannot create the checkpoint folder: {}", shown(dir), ec.message()));
+  }
+  if (!fs::is_directory(dir, ec)) {
+    throw CheckpointError(kCheckpointUnwritable, fmt::format("{}: not a folder", shown(dir)));
+  }
+}
+
+}  // namespace
+
+CheckpointError::CheckpointError(std::string code, std::string message)
+    : std::runtime_error(std::move(message)), code_(std::move(code)) {}
+
+std::string checkpoint_name(int64_t step) {
+  if (step < 0) throw std::invalid_argument(fmt::format("a checkpoint's step is not negative, not {}", step));
+  return fmt::format("{}{:0{}}", kPrefix, step, kDigits);
+}
+
+std::optional<int64_t> checkpoint_step(std::string_view name) {
+  if (!name.starts_with(kPrefix)) return std::nullopt;
+  std::string_view digits = name.substr(kPrefix.size());
+  if (digits.size() < static_cast<size_t>(kDigits) || digits.size() > 18) return std::nullopt;
+  int64_t step = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    step = step * 10 + (c - '0');
+  }
+  // Only the canonical spelling: step-000000020 is not step 20's folder.
+  if (checkpoint_name(step) != name) return std::nullopt;
+  return step;
+}
+
+// --- CheckpointWriter ------------------------------------------------------------------
+
+CheckpointWriter::CheckpointWriter(const std::string& location, int64_t step)
+    : dir_(local_checkpoint_dir(location)), step_(step) {
+  final_ = (fs::path(dir_) / checkpoint_name(step)).string();
+  create_location(dir_);
+  remove_stale_temporaries(location);
+  temp_ = (fs::path(dir_) / temporary_name(step, "tmp")).string();
+  {
+    std::lock_guard lock(live_mutex);
+    live_temporaries.insert(fs::path(temp_).filename().string());
+  }
+  if (::mkdir(temp_.c_str(), 0777) != 0) {
+    int err = errno;
+    std::lock_guard lock(live_mutex);
+    live_temporaries.erase(fs::path(temp_).filename().string());
+    unwritable(final_, "create its temporary folder in the checkpoint folder", err);
+  }
+}
+
+CheckpointWriter::~CheckpointWriter() {
+  if (!committed_) {
+    std::error_code ec;
+    fs::remove_all(temp_, ec);
+  }
+  std::lock_guard lock(live_mutex);
+  live_temporaries.erase(fs::path(temp_).filename().string());
+}
+
+std::string CheckpointWriter::file_path(std::string_view name) {
+  if (committed_) throw std::logic_error("CheckpointWriter: a file written after commit()");
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string_view::npos ||
+      name.find('\0') != std::string_view::npos) {
+    throw std::invalid_argument(fmt::format("a checkpoint's file has a plain name, not `{}`", shown(name)));
+  }
+  if (std::find(names_.begin(), names_.end(), name) != names_.end()) {
+    throw std::invalid_argument(fmt::format("a checkpoint's file `{}` is written twice", shown(name)));
+  }
+  names_.emplace_back(name);
+  return (fs::path(temp_) / std::string(name)).string();
+}
+
+void CheckpointWriter::write_bytes(std::string_view name, std::string_view bytes) {
+  std::string path = file_path(name);
+  std::string shown_as = (fs::path(final_) / std::string(name)).string();
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) unwritable(shown_as, "create it", errno);
+  const char* p = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    ssize_t put = ::write(fd, p, left);
+    if (put < 0 && errno == EINTR) continue;
+    if (put < 0) {
+      int err = errno;
+      ::close(fd);
+      unwritable(shown_as, "write it", err);
+    }
+    p += put;
+    left -= static_cast<size_t>(put);
+  }
+  if (::close(fd) != 0) unwritable(shown_as, "close it", errno);
+}
+
+void CheckpointWriter::write_tensors(std::string_view name,
+                                     const std::vector<std::pair<std::string, graph::Tensor>>& tensors,
+                                     const std::map<std::string, std::string>& metadata) {
+  write_with(name, [&](const std::string& path) { write_safetensors(path, tensors, metadata); });
+}
+
+void CheckpointWriter::write_with(std::string_view name, const std::function<void(const std::string& path)>& writer) {
+  std::string path = file_path(name);
+  std::string shown_as = (fs::path(final_) / std::string(name)).string();
+  try {
+    writer(path);
+  } catch (const LoadError& e) {
+    // The writer's message names the temporary path; the user knows the checkpoint's.
+    std::string message = e.what();
+    if (size_t at = message.find(path); at != std::string::npos) message.replace(at, path.size(), shown_as);
+    throw CheckpointError(kCheckpointUnwritable, message);
+  } catch (const fs::filesystem_error& e) {
+    throw CheckpointError(kCheckpointUnwritable,
+                          fmt::format("{}: cannot write it: {}", shown(shown_as), e.code().message()));
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    throw CheckpointError(kCheckpointUnwritable, fmt::format("{}: its writer wrote no file", shown(shown_as)));
+  }
+}
+
+Checkpoint CheckpointWriter::commit() {
+  if (committed_) throw std::logic_error("CheckpointWriter: commit() twice");
+  for (const auto& name : names_) {
+    fsync_path((fs::path(temp_) / name).string(), false, (fs::path(final_) / name).string());
+  }
+  fsync_path(temp_, true, final_);
+  // In one step where the file system can: swap the new folder with an existing one of
+  // the same step (a run resumed before it), then remove the old one under the
+  // temporary name.
+  if (::renameat2(AT_FDCWD, temp_.c_str(), AT_FDCWD, final_.c_str(), RENAME_NOREPLACE) != 0) {
+    int err = errno;
+    if (err == EEXIST) {
+      if (::renameat2(AT_FDCWD, temp_.c_str(), AT_FDCWD, final_.c_str(), RENAME_EXCHANGE) == 0) {
+        committed_ = true;
+        std::string old = temp_;
+        std::error_code ec;
+        fs::remove_all(old, ec);
+      } else {
+        // No swap here: move the old one away, then the new one in.
+        remove_folder(dir_, final_, step_);
+        if (::rename(temp_.c_str(), final_.c_str()) != 0) unwritable(final_, "rename it into place", errno);
+      }
+    } else if (err == EINVAL || err == ENOSYS) {
+      // No renameat2 flags on this file system: a plain rename, which fails on an existing
+      // non-empty folder.
+      struct stat st {};
+      if (::stat(final_.c_str(), &st) == 0) remove_folder(dir_, final_, step_);
+      if (::rename(temp_.c_str(), final_.c_str()) != 0) unwritable(final_, "rename it into place", errno);
+    } else {
+      unwritable(final_, "rename it into place", err);
+    }
+  }
+  committed_ = true;
+  fsync_path(dir_, true, dir_);
+  return Checkpoint{step_, final_};
+}
+
+// --- The whole of a checkpoint, and listing ---------------------------------------------
+
+CheckpointFile CheckpointFile::bytes(std::string name, std::string content) {
+  std::string file = name;
+  return CheckpointFile{std::move(name),
+                        [file, content = std::move(content)](CheckpointWriter& w) { w.write_bytes(file, content); }};
+}
+
+CheckpointFile CheckpointFile::tensors(std::string name, std::vector<std::pair<std::string, graph::Tensor>> tensors,
+                                       std::map<std::string, std::string> metadata) {
+  std::string file = name;
+  return CheckpointFile{std::move(name), [file, tensors = std::move(tensors), metadata = std::move(metadata)](
+                                             CheckpointWriter& w) { w.write_tensors(file, tensors, metadata); }};
+}
+
+Checkpoint write_checkpoint(const std::string& location, int64_t step, const std::vector<CheckpointFile>& files) {
+  CheckpointWriter writer(location, step);
+  for (const auto& file : files) file.write(writer);
+  return writer.commit();
+}
+
+std::vector<Checkpoint> list_checkpoints(const std::string& location) {
+  std::string dir = local_checkpoint_dir(location);
+  std::vector<Checkpoint> out;
+  std::error_code ec;
+  fs::file_status status = fs::status(dir, ec);
+  if (status.type() == fs::file_type::not_found) return out;
+  if (ec) {
+    throw CheckpointError(kCheckpointUnreadable, fmt::format("{}: cannot read it: {}", shown(dir), ec.message()));
+  }
+  if (!fs::is_directory(status)) {
+    throw CheckpointError(kCheckpointUnreadable, fmt::format("{}: a file, not a folder of checkpoints", shown(dir)));
+  }
+  fs::directory_iterator it(dir, ec);
+  if (ec) {
+    throw CheckpointError(kCheckpointUnreadable, fmt::format("{}: cannot list it: {}", shown(dir), ec.message()));
+  }
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    auto step = checkpoint_step(name);
+    std::error_code type_ec;
+    if (step && it->is_directory(type_ec)) out.push_back(Checkpoint{*step, it->path().string()});
+  }
+  if (ec) {
+    throw CheckpointError(kCheckpointUnreadable, fmt::format("{}: cannot list it: {}", shown(dir), ec.message()));
+  }
+  std::sort(out.begin(), out.end(), [](const Checkpoint& a, const Checkpoint& b) { return a.step < b.step; });
+  return out;
+}
+
+std::optional<Checkpoint> newest_checkpoint(const std::string& location) {
+  auto all = list_checkpoints(location);
+  if (all.empty()) return std::nullopt;
+  return all.back();
+}
+
+Checkpoint resolve_checkpoint(const std::string& location) {
+  std::string dir = local_checkpoint_dir(location);
+  fs::path path(dir);
+  std::string name = (path.has_filename() ? path : path.parent_path()).filename().string();
+  std::error_code ec;
+  if (auto step = checkpoint_step(name); step && fs::is_directory(path, ec)) return Checkpoint{*step, dir};
+  if (auto newest = newest_checkpoint(location)) return *newest;
+  throw CheckpointError(kNoCheckpoint,
+                        fmt::format("{}: no complete checkpoint here (a folder step-NNNNNNNN)", shown(location)));
+}
+
+std::vector<Checkpoint> prune_checkpoints(const std::string& location, int64_t keep) {
+  if (keep < 1) throw std::invalid_argument(fmt::format("prune_checkpoints keeps 1 checkpoint or more, not {}", keep));
+  std::string dir = local_checkpoint_dir(location);
+  auto all = list_checkpoints(location);
+  std::vector<Checkpoint> removed;
+  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) {
+    remove_folder(dir, all[i].path, all[i].step);
+    removed.push_back(all[i]);
+  }
+  return removed;
+}
+
+int remove_stale_temporaries(const std::string& location) {
+  std::string dir = local_checkpoint_dir(location);
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) return 0;
+  const std::string host = host_name();
+  const long self = ::getpid();
+  std::vector<fs::path> stale;
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    auto owner = temporary_owner(name);
+    if (!owner || owner->host != host) continue;
+    bool alive;
+    if (owner->pid == self) {
+      std::lock_guard lock(live_mutex);
+      alive = live_temporaries.count(name) != 0;
+    } else {
+      alive = owner->pid > 0 && (::kill(static_cast<pid_t>(owner->pid), 0) == 0 || errno == EPERM);
+    }
+    if (!alive) stale.push_back(it->path());
+  }
+  int removed = 0;
+  for (const auto& path : stale) {
+    std::error_code remove_ec;
+    fs::remove_all(path, remove_ec);
+    if (!remove_ec) ++removed;
+  }
+  return removed;
+}
+
+void write_file_atomically(const std::string& path, std::string_view bytes) {
+  try {
+    AtomicFile file(path);
+    file.write(bytes.data(), bytes.size());
+    file.commit();
+  } catch (const LoadError& e) {
+    throw CheckpointError(kCheckpointUnwritable, e.what());
+  }
+}
+
+}  // namespace sx::io

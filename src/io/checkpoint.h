@@ -1,0 +1,135 @@
+// Checkpoint folders (DESIGN section 7): LOC/step-00000020/ holding experiment.json,
+// model.json, params.safetensors, ema.safetensors, optimizer.safetensors and state.json.
+//
+// A checkpoint is written into a temporary folder, LOC/.step-00000020.tmp-PID-N-HOST
+// (hidden, and never of the form step-%08d), each file flushed to disk, then renamed to
+// LOC/step-00000020 in one step; a checkpoint removed by prune_checkpoints is first
+// renamed to such a temporary name. So a crash at any point leaves only complete
+// checkpoints under checkpoint names, and temporaries that remove_stale_temporaries (and
+// the next writer) clear away. `LOC` alone means its newest complete checkpoint.
+//
+// Locations are local folders for now: a path or file:///absolute/path. Storage
+// locations (s3://, o41://) come later through io/location.h; every function here takes
+// the location as written, so a backend for them is added where locations are resolved
+// (local_checkpoint_dir in checkpoint.cc) without changing a caller.
+//
+// Errors are CheckpointError with an E-CKPT code and a message naming the path.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "graph/tensor.h"
+
+namespace sx::io {
+
+inline constexpr const char* kCheckpointUnwritable = "E-CKPT-001";  // creating, writing, flushing, renaming
+inline constexpr const char* kCheckpointUnreadable = "E-CKPT-002";  // a location that cannot be listed
+inline constexpr const char* kNoCheckpoint = "E-CKPT-003";          // no complete checkpoint at LOC
+inline constexpr const char* kCheckpointLocation = "E-CKPT-004";    // s3://, o41:// or another scheme
+
+class CheckpointError : public std::runtime_error {
+ public:
+  CheckpointError(std::string code, std::string message);
+  const std::string& code() const { return code_; }
+
+ private:
+  std::string code_;
+};
+
+// "step-00000020": the folder name of the checkpoint after `step` steps (>= 0).
+std::string checkpoint_name(int64_t step);
+// The step a folder name stands for, when it is exactly checkpoint_name(step); nullopt for
+// any other name (a temporary, "step-20", "step-00000020.bak").
+std::optional<int64_t> checkpoint_step(std::string_view name);
+
+struct Checkpoint {
+  int64_t step = 0;
+  std::string path;  // LOC/step-00000020
+
+  bool operator==(const Checkpoint&) const = default;
+};
+
+// Writes one checkpoint: construct it (which creates LOC if needed, clears LOC's stale
+// temporaries and creates the temporary folder), write its files, commit(). Destroyed
+// without commit() (an exception on the way), it removes the temporary folder, so nothing
+// is left under the checkpoint's name.
+class CheckpointWriter {
+ public:
+  CheckpointWriter(const std::string& location, int64_t step);
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+  ~CheckpointWriter();
+
+  // Each writes the file `name` (a plain file name: no '/', not "." or "..", once each;
+  // else std::invalid_argument) into the checkpoint. Throws CheckpointError (E-CKPT-001)
+  // naming the file when it cannot be written.
+  void write_bytes(std::string_view name, std::string_view bytes);
+  void write_tensors(std::string_view name, const std::vector<std::pair<std::string, graph::Tensor>>& tensors,
+                     const std::map<std::string, std::string>& metadata = {});
+  // `writer` writes the file at the path it is given; its LoadError or filesystem error
+  // becomes E-CKPT-001, any other exception passes through. The file is flushed to disk
+  // on commit().
+  void write_with(std::string_view name, const std::function<void(const std::string& path)>& writer);
+
+  // Flushes every file and the folder to disk and renames the folder to LOC/step-N,
+  // replacing a checkpoint of the same step atomically where the file system can swap
+  // two folders (Linux renameat2). Returns the checkpoint.
+  Checkpoint commit();
+
+  // Where the files go until commit().
+  const std::string& temporary_path() const { return temp_; }
+
+ private:
+  std::string file_path(std::string_view name);
+
+  std::string dir_, final_, temp_;
+  int64_t step_;
+  std::vector<std::string> names_;
+  bool committed_ = false;
+};
+
+// A file of a checkpoint: its name and what writes it.
+struct CheckpointFile {
+  std::string name;
+  std::function<void(CheckpointWriter&)> write;
+
+  static CheckpointFile bytes(std::string name, std::string content);
+  static CheckpointFile tensors(std::string name, std::vector<std::pair<std::string, graph::Tensor>> tensors,
+                                std::map<std::string, std::string> metadata = {});
+};
+
+// The whole of a checkpoint in one call: a CheckpointWriter, each file, commit().
+Checkpoint write_checkpoint(const std::string& location, int64_t step, const std::vector<CheckpointFile>& files);
+
+// The complete checkpoints at the location, by rising step: folders named exactly
+// step-%08d. A location that does not exist holds none; one that cannot be listed is
+// E-CKPT-002.
+std::vector<Checkpoint> list_checkpoints(const std::string& location);
+std::optional<Checkpoint> newest_checkpoint(const std::string& location);
+// What a location given to a command means: a checkpoint folder itself (LOC/step-N), or
+// LOC's newest complete checkpoint; E-CKPT-003 when it holds none.
+Checkpoint resolve_checkpoint(const std::string& location);
+
+// Removes the oldest checkpoints beyond the newest `keep` (>= 1, else
+// std::invalid_argument), each renamed to a temporary name before it is removed; returns
+// those removed. The newest is never removed.
+std::vector<Checkpoint> prune_checkpoints(const std::string& location, int64_t keep);
+
+// Removes the temporary folders a writer on this host left behind when its process died
+// (or this process's own, not being written now); those of live processes and of other
+// hosts stay. Returns how many it removed.
+int remove_stale_temporaries(const std::string& location);
+
+// Writes a file beside the checkpoints (the loss curve) under a temporary name and
+// renames it into place; E-CKPT-001 naming the path when it cannot.
+void write_file_atomically(const std::string& path, std::string_view bytes);
+
+}  // namespace sx::io

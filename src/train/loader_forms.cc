@@ -1,0 +1,195 @@
+// The loaders' constructors in the language: (text-windows PATH :window N),
+// (token-windows PATH :window N :dtype :u16), (records PATH), (jsonl PATH :fields [:x :y]).
+// Each checks its arguments and that its file exists, and returns a LoaderSpec value;
+// the run opens it (open_loader) when it starts.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <map>
+
+#include "io/location.h"
+#include "io/safetensors.h"
+#include "lang/builtins/builtins.h"
+#include "lang/printer.h"
+#include "train/loaders.h"
+
+namespace sx::train {
+namespace {
+
+using lang::Args;
+using lang::Type;
+using lang::Value;
+
+// The largest :window: a record of window+1 tokens stays far from any overflow.
+constexpr int64_t kMaxWindow = int64_t{1} << 30;
+
+// Where a loader's file is: a relative path is relative to the folder of the file that
+// names it (as :load's is), file:// locations are local paths, other schemes are refused.
+std::string resolve_path(const std::string& written, lang::Span span) {
+  std::string scheme = io::scheme_of(written);
+  if (scheme == "file") {
+    try {
+      return io::local_path(written);
+    } catch (const io::LoadError& e) {
+      lang::fail(kLoaderFile, span, e.what(), "write file:///absolute/path, or the path itself");
+    }
+  }
+  if (!scheme.empty()) {
+    lang::fail(kLoaderFile, span,
+               fmt::format("{}: loaders read local files; {}:// is not read in this version",
+                           lang::shown_in_message(written), lang::shown_in_message(scheme)),
+               "copy the data next to the run file and name it by its path");
+  }
+  if (written.starts_with("/") || !span.known()) return written;
+  std::filesystem::path dir = std::filesystem::path(span.file->path()).parent_path();
+  return (dir / written).lexically_normal().string();
+}
+
+// A spec of `kind` for the path argument, resolved.
+LoaderSpec spec_for(Args& a, LoaderKind kind) {
+  LoaderSpec spec;
+  spec.kind = kind;
+  spec.written = a.string(0);
+  spec.path = resolve_path(spec.written, a.span(0));
+  spec.span = a.call;
+  return spec;
+}
+
+// The loader's value, once its file is checked (after its other arguments): an error
+// points at the path.
+Value loader_value(Args& a, LoaderSpec spec) {
+  spec.span = a.span(0);
+  check_loader_file(spec);
+  spec.span = a.call;
+  return Value(new LoaderValue(std::move(spec)));
+}
+
+int64_t window_of(Args& a, const std::map<std::string, size_t>& keys) {
+  auto it = keys.find("window");
+  if (it == keys.end()) {
+    lang::fail(kLoaderArguments, a.call, fmt::format("`{}` needs `:window N`, the tokens a record reads", a.function),
+               "a record is N+1 tokens: N inputs, and the targets one token later");
+  }
+  int64_t window = a.integer(it->second);
+  if (window < 1 || window > kMaxWindow) {
+    lang::fail(kLoaderArguments, a.span(it->second),
+               fmt::format("`:window` is a whole number from 1 to {}, not {}", kMaxWindow, window));
+  }
+  return window;
+}
+
+Value text_windows(Args& a) {
+  auto keys = a.keywords(1, {"window"});
+  LoaderSpec spec = spec_for(a, LoaderKind::TextWindows);
+  spec.window = window_of(a, keys);
+  return loader_value(a, std::move(spec));
+}
+
+Value token_windows(Args& a) {
+  auto keys = a.keywords(1, {"dtype", "window"});
+  LoaderSpec spec = spec_for(a, LoaderKind::TokenWindows);
+  spec.window = window_of(a, keys);
+  if (auto it = keys.find("dtype"); it != keys.end()) {
+    const Value& given = a[it->second];
+    std::string name = given.is(Type::Keyword) ? given.as<lang::Symbol>()->name : "";
+    if (name == "u16") spec.format = TokenFormat::u16;
+    else if (name == "u32") spec.format = TokenFormat::u32;
+    else if (name == "i32") spec.format = TokenFormat::i32;
+    else {
+      lang::fail(kLoaderArguments, a.span(it->second),
+                 fmt::format("`:dtype` of token-windows is :u16, :u32 or :i32, not `{}`", lang::print(given)),
+                 "the tokens' type as the file stores them, little-endian");
+    }
+  }
+  return loader_value(a, std::move(spec));
+}
+
+Value records(Args& a) { return loader_value(a, spec_for(a, LoaderKind::Records)); }
+
+Value jsonl(Args& a) {
+  auto keys = a.keywords(1, {"fields"});
+  LoaderSpec spec = spec_for(a, LoaderKind::Jsonl);
+  auto it = keys.find("fields");
+  if (it == keys.end()) {
+    lang::fail(kLoaderArguments, a.call, "`jsonl` needs `:fields [:key ...]`, the keys each line gives",
+               "write (jsonl \"data.jsonl\" :fields [:x :y])");
+  }
+  const Value& given = a[it->second];
+  std::vector<Value> items;
+  if (given.is(Type::Vector)) items = given.as<lang::Vector>()->items;
+  else if (given.is_list()) items = lang::list_items(given);
+  else a.type_error(it->second, "a vector of keywords");
+  if (items.empty()) lang::fail(kLoaderArguments, a.span(it->second), "`:fields` names one key or more");
+  for (const Value& item : items) {
+    std::string name;
+    if (item.is(Type::Keyword)) name = item.as<lang::Symbol>()->name;
+    else if (item.is(Type::String)) name = lang::string_of(item);
+    else {
+      lang::fail(
+          kLoaderArguments, a.span(it->second),
+          fmt::format("`:fields` holds keywords (or strings), not {} `{}`", lang::type_label(item), lang::print(item)));
+    }
+    if (std::find(spec.fields.begin(), spec.fields.end(), name) != spec.fields.end()) {
+      lang::fail(kLoaderArguments, a.span(it->second),
+                 fmt::format("`:fields` names `{}` twice", lang::shown_in_message(name)));
+    }
+    spec.fields.push_back(std::move(name));
+  }
+  return loader_value(a, std::move(spec));
+}
+
+// A field name as the call shows it: a keyword when it reads back as one, else a string.
+std::string shown_field(const std::string& name) {
+  bool plain = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
+  for (char c : name) plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_');
+  return plain ? ":" + name : lang::print(lang::make_string(name));
+}
+
+}  // namespace
+
+std::string LoaderSpec::print() const {
+  std::string out = fmt::format("({} {}", loader_kind_name(kind), lang::print(lang::make_string(written)));
+  switch (kind) {
+    case LoaderKind::TextWindows: out += fmt::format(" :window {}", window); break;
+    case LoaderKind::TokenWindows:
+      out += fmt::format(" :dtype :{} :window {}", token_format_name(format), window);
+      break;
+    case LoaderKind::Records: break;
+    case LoaderKind::Jsonl: {
+      std::string names;
+      for (const auto& f : fields) names += (names.empty() ? "" : " ") + shown_field(f);
+      out += " :fields [" + names + "]";
+      break;
+    }
+  }
+  return out + ")";
+}
+
+void install_loaders(lang::Interpreter& interp) {
+  lang::install_rows(
+      interp, "Loaders",
+      {
+          {"text-windows", 1, 3, text_windows, "(path &key window)",
+           "Random windows of a text file's bytes: records of one field :ids, i32 [window+1] (inputs, and targets "
+           "one later).",
+           "(text-windows \"input.txt\" :window 64)  ; here input.txt does not exist\n;; error[E-RUN-021]"},
+          {"token-windows", 1, 5, token_windows, "(path &key dtype window)",
+           "Random windows of a file of little-endian tokens (:dtype :u16, :u32 or :i32): field :ids, i32 "
+           "[window+1].",
+           "(token-windows \"train.bin\" :dtype :u16 :window 256)  ; here train.bin does not exist\n"
+           ";; error[E-RUN-021]"},
+          {"records", 1, 1, records, "(path)",
+           "The rows of a safetensors file's tensors, which share their first axis: a field per tensor, shuffled "
+           "each epoch.",
+           "(save-tensors \"rows.safetensors\" (list :x (ones [4 2]) :y (iota 4)))\n(records \"rows.safetensors\")\n"
+           ";; => (records \"rows.safetensors\")"},
+          {"jsonl", 1, 3, jsonl, "(path &key fields)",
+           "The lines of a JSON-lines file: a field per key, each a number or fixed-shape array (i32 if all "
+           "integers, else f32).",
+           "(jsonl \"train.jsonl\" :fields [:x :y])  ; here train.jsonl does not exist\n;; error[E-RUN-021]"},
+      });
+}
+
+}  // namespace sx::train
