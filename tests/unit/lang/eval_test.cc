@@ -132,19 +132,23 @@ TEST(Eval, UnboundNamesOfTheStandardLibrarySayWhichModuleToRequire) {
   EXPECT_EQ(help("(relu x)"), "the standard library defines `relu`: (require \"sexpgpu/ops\")");
   EXPECT_EQ(help("(softmax x)"), "the standard library defines `softmax`: (require \"sexpgpu/ops\")");
   EXPECT_EQ(help("(linear 3 4)"), "the standard library defines `linear`: (require \"sexpgpu/nn\")");
-  // A function in sexpgpu/ops and a model in sexpgpu/nn.
-  EXPECT_EQ(help("(layer-norm 4)"),
-            "the standard library defines `layer-norm`: (require \"sexpgpu/nn\") or (require \"sexpgpu/ops\")");
+  // One name, one thing: the layer is nn's; ops' function with a weight is `normalize`.
+  EXPECT_EQ(help("(layer-norm 4)"), "the standard library defines `layer-norm`: (require \"sexpgpu/nn\")");
+  EXPECT_EQ(help("(rms-norm 4)"), "the standard library defines `rms-norm`: (require \"sexpgpu/nn\")");
+  EXPECT_EQ(help("(normalize x)"), "the standard library defines `normalize`: (require \"sexpgpu/ops\")");
   // The table is read from the module files: a module added to the library is found too.
   auto dir = std::filesystem::temp_directory_path() / ("sexpgpu-lib-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "sexpgpu" / "extra");
   std::ofstream(dir / "sexpgpu" / "extra" / "more.sx") << "(defun frobnicate (x) x)\n(defmacro twiddle (x) x)\n";
   std::ofstream(dir / "sexpgpu" / "broken.sx") << "(defun unread (x\n";
+  std::ofstream(dir / "sexpgpu" / "other.sx") << "(defvar twiddle 1)\n";
   InterpreterOptions options;
   options.library_dirs = {dir.string()};
   EXPECT_EQ(help("(frobnicate 1)", options),
             "the standard library defines `frobnicate`: (require \"sexpgpu/extra/more\")");
-  EXPECT_EQ(help("(twiddle 1)", options), "the standard library defines `twiddle`: (require \"sexpgpu/extra/more\")");
+  // A name two modules define names both.
+  EXPECT_EQ(help("(twiddle 1)", options),
+            "the standard library defines `twiddle`: (require \"sexpgpu/extra/more\") or (require \"sexpgpu/other\")");
   EXPECT_EQ(help("(mean 1)", options), "define it with `defvar` or `defun`, or bind it with `let`");
   std::filesystem::remove_all(dir);
 }
