@@ -257,6 +257,26 @@ Choose another name. To pass a special form's behaviour around, wrap it in a lam
 The limit exists so that tools evaluating untrusted files can stop a file that loops.
 If the work is meant, raise the limit or remove it; otherwise look for the loop in the
 calls the notes show.)"},
+    {"E-EVAL-018", "a require would replace a name",
+     R"(`require` imports a module's names, and never replaces one the file already has: a
+name brought in by an earlier `require`, or defined in the file before it, bound to
+something else.
+
+    (require "sexpgpu/nn")
+    (require "modules/norms")      ; also defines `layer-norm`: which one would
+    (layer-norm 4)                 ; this call mean?
+
+One name means one thing in a file, so the later `require` is refused before it
+imports anything, naming both modules. Require only one of them, or list what you use
+of one with `:only`, leaving the name out:
+
+    (require "sexpgpu/nn")
+    (require "modules/norms" :only (group-norm))
+
+Requiring one module twice, or the same definition through two modules (a module
+that re-exports another's names), replaces nothing and is fine. A `defun` or `defvar`
+after a `require` may replace an imported name on purpose: that is only a warning,
+W-EVAL-002.)"},
 
     {"E-PARAM-002", "defparam outside a model",
      R"(`defparam` declares persistent state, and state belongs to a model: it may appear
@@ -634,7 +654,9 @@ replaces one brought in by `require`.
     (defvar lr 0.1)
     (defvar lr 0.01)     ; replaces the first
 
-The later definition wins from there on. Remove one, or rename it.)"},
+The later definition wins from there on. Remove one, or rename it. The other way
+round, a `require` that would replace a name the file already has, is an error:
+E-EVAL-018.)"},
 };
 
 bool same_code(std::string_view a, std::string_view b) {

@@ -49,9 +49,9 @@ void Env::define(const Symbol* name, Value value) {
   bindings_.emplace_back(name, std::move(value));
 }
 
-void Env::set_imported(const Symbol* name, bool imported) {
-  if (imported) imported_.insert(name);
-  else imported_.erase(name);
+const Env::Origin* Env::origin(const Symbol* name) const {
+  auto found = origins_.find(name);
+  return found == origins_.end() ? nullptr : &found->second;
 }
 
 Env& Env::module() {

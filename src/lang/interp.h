@@ -9,7 +9,6 @@
 #include <span>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "lang/diagnostic.h"
@@ -37,9 +36,19 @@ class Env final : public Object {
   Env& module();
   // Names in the order they were first defined.
   const std::vector<std::pair<const Symbol*, Value>>& bindings() const { return bindings_; }
+  // Where a top-level name's binding came from: the module a `require` imported it from
+  // and that require's span, or module "" and the span of a definition in this file.
+  struct Origin {
+    std::string module;
+    Span span;
+  };
+  const Origin* origin(const Symbol* name) const;
+  void set_origin(const Symbol* name, Origin origin) { origins_[name] = std::move(origin); }
   // Whether a top-level name was brought in by `require` (and not defined again since).
-  bool imported(const Symbol* name) const { return imported_.count(name) != 0; }
-  void set_imported(const Symbol* name, bool imported);
+  bool imported(const Symbol* name) const {
+    const Origin* o = origin(name);
+    return o && !o->module.empty();
+  }
   // Drops every binding; breaks the closure <-> environment cycles at shutdown.
   void clear();
 
@@ -55,8 +64,8 @@ class Env final : public Object {
   Ref<Env> parent_;
   bool top_level_;
   std::vector<std::pair<const Symbol*, Value>> bindings_;
-  std::unordered_map<const Symbol*, size_t> index_;  // top level only
-  std::unordered_set<const Symbol*> imported_;
+  std::unordered_map<const Symbol*, size_t> index_;    // top level only
+  std::unordered_map<const Symbol*, Origin> origins_;  // top level only
 };
 
 // The arguments of a builtin call, with where each came from for error messages.
@@ -301,7 +310,9 @@ class Interpreter {
 };
 
 // Defines `name` at the top level of `env`'s module, warning when it replaces a definition
-// (W-EVAL-002) or shadows a builtin (W-EVAL-001): what defvar, defun and require do.
+// (W-EVAL-002) or shadows a builtin (W-EVAL-001): what defvar, defun and require do (a
+// require first refuses, E-EVAL-018, to replace anything). Records the name's origin as
+// this file, at `span`.
 void define_top_level(Interpreter& in, const Symbol* name, Value value, Span span, Env& env);
 
 // Installs the special forms of the core language (special_forms.cc).

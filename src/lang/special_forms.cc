@@ -162,6 +162,12 @@ Value lambda(Interpreter& in, const Value& form, Span span, Env& env) {
   return make_closure(in, Type::Function, "lambda", p, 1, span, env);
 }
 
+// Whether a binding would stay what it is: the same object, or an equal plain value. A
+// module required directly and through another brings the same definition twice.
+bool same_definition(const Value& existing, const Value& value) {
+  return existing.is_object() ? existing.object() == value.object() : equal(existing, value);
+}
+
 }  // namespace
 
 void define_top_level(Interpreter& in, const Symbol* name, Value value, Span span, Env& env) {
@@ -170,9 +176,7 @@ void define_top_level(Interpreter& in, const Symbol* name, Value value, Span spa
     Diagnostic d;
     d.span = span;
     Value* existing = module.lookup_local(name);
-    // A module required directly and through another brings the same definition twice.
-    bool same = existing && (existing->is_object() ? existing->object() == value.object() : equal(*existing, value));
-    if (existing && !same) {
+    if (existing && !same_definition(*existing, value)) {
       d.code = "W-EVAL-002";
       d.message = fmt::format("`{}` is already defined; this definition replaces it", name->name);
       in.warn(std::move(d));
@@ -184,7 +188,7 @@ void define_top_level(Interpreter& in, const Symbol* name, Value value, Span spa
     }
   }
   module.define(name, std::move(value));
-  module.set_imported(name, false);
+  module.set_origin(name, {"", span});
 }
 
 namespace {
@@ -222,6 +226,62 @@ Value unquote_outside(Interpreter&, const Value& form, Span span, Env&) {
        "`,` and `,@` only mean something inside a backquoted template");
 }
 
+// A require imports names and never replaces one: a name the file already has, by an
+// earlier require or its own definition, bound to something else, is E-EVAL-018, so one
+// name means one thing in a file. Checked before anything is imported.
+struct Import {
+  const Symbol* name;
+  Value value;
+  Span span;  // the module's name in the require, or the name in its :only list
+};
+
+void check_replaces_nothing(const std::string& module_name, const std::vector<Import>& imports, Env& env) {
+  Env& top = env.module();
+  std::vector<const Import*> clashes;
+  for (const auto& import : imports) {
+    Value* existing = top.lookup_local(import.name);
+    if (existing && !same_definition(*existing, import.value)) clashes.push_back(&import);
+  }
+  if (clashes.empty()) return;
+  const Import& first = *clashes[0];
+  const std::string& name = first.name->name;
+  const Env::Origin* origin = top.origin(first.name);
+  const bool was_imported = origin && !origin->module.empty();
+  Diagnostic d;
+  d.code = "E-EVAL-018";
+  d.span = first.span;
+  if (was_imported) {
+    d.message = fmt::format("`{}` from \"{}\" would replace `{}` from \"{}\"", name, shown_in_message(module_name),
+                            name, shown_in_message(origin->module));
+    if (origin->span.known()) {
+      d.notes.push_back(
+          fmt::format("\"{}\" was required at {}", shown_in_message(origin->module), origin->span.location()));
+    }
+  } else {
+    d.message = fmt::format("`{}` from \"{}\" would replace the `{}` defined in this file", name,
+                            shown_in_message(module_name), name);
+    if (origin && origin->span.known()) {
+      d.notes.push_back(fmt::format("`{}` is defined at {}", name, origin->span.location()));
+    }
+  }
+  if (clashes.size() > 1) {
+    std::string others;
+    constexpr size_t kShown = 8;
+    for (size_t i = 1; i < clashes.size() && i <= kShown; ++i) {
+      others += fmt::format("{}`{}`", i > 1 ? ", " : "", clashes[i]->name->name);
+    }
+    if (clashes.size() - 1 > kShown) others += fmt::format(" and {} more", clashes.size() - 1 - kShown);
+    d.notes.push_back(fmt::format("\"{}\" would also replace {}", shown_in_message(module_name), others));
+  }
+  d.helps.push_back(was_imported ? fmt::format("one name means one thing: require one of the two, or take what you "
+                                               "use of one with :only, leaving `{}` out",
+                                               name)
+                                 : fmt::format("rename this file's `{}`, or take what you use of \"{}\" with :only, "
+                                               "leaving `{}` out",
+                                               name, shown_in_message(module_name), name));
+  throw Error(std::move(d));
+}
+
 Value require_form(Interpreter& in, const Value& form, Span span, Env& env) {
   auto p = parts_of(form, span);
   std::string expected = "(require \"module\" [:only (names...)])";
@@ -236,23 +296,25 @@ Value require_form(Interpreter& in, const Value& form, Span span, Env& env) {
     }
     only = parts_of(p[3].value, p[3].span);
   }
-  Ref<Env> module = in.require_module(string_of(name), p[1].span, env);
-  auto import = [&](const Symbol* symbol, const Value& value, Span where) {
-    define_top_level(in, symbol, value, where, env);
-    env.module().set_imported(symbol, true);
-  };
+  const std::string& module_name = string_of(name);
+  Ref<Env> module = in.require_module(module_name, p[1].span, env);
+  std::vector<Import> imports;
   if (!filtered) {
-    for (const auto& [symbol, value] : module->bindings()) import(symbol, value, span);
-    return Value();
+    for (const auto& [symbol, value] : module->bindings()) imports.push_back({symbol, value, p[1].span});
   }
   for (const auto& wanted : only) {
     const Symbol* symbol = as_symbol(wanted.value);
     if (!symbol) malformed(wanted.span, "require", expected);
     Value* value = module->lookup_local(symbol);
     if (!value) {
-      fail("E-EVAL-012", wanted.span, fmt::format("module \"{}\" does not define `{}`", string_of(name), symbol->name));
+      fail("E-EVAL-012", wanted.span, fmt::format("module \"{}\" does not define `{}`", module_name, symbol->name));
     }
-    import(symbol, *value, wanted.span);
+    imports.push_back({symbol, *value, wanted.span});
+  }
+  check_replaces_nothing(module_name, imports, env);
+  for (const auto& import : imports) {
+    define_top_level(in, import.name, import.value, import.span, env);
+    env.module().set_origin(import.name, {module_name, p[1].span});
   }
   return Value();
 }

@@ -80,12 +80,22 @@ Value defknob(KnobState& state, lang::Interpreter& in, const Value& form, Span s
 std::shared_ptr<KnobState> install_knobs(lang::Interpreter& interp, KnobChoices choices) {
   auto state = std::make_shared<KnobState>();
   state->choices = std::move(choices);
-  interp.define_special_form("defknob", [state](lang::Interpreter& in, const Value& f, Span s, lang::Env& e) {
-    return defknob(*state, in, f, s, e);
-  });
-  interp.define_special_form("defvariant", [state](lang::Interpreter& in, const Value& f, Span s, lang::Env& e) {
-    return defvariant(*state, in, f, s, e);
-  });
+  auto doc = [](std::string_view form, std::string_view summary, std::string_view example) {
+    return lang::BuiltinDoc{std::string(form), std::string(summary), std::string(example), "Special forms"};
+  };
+  interp.define_special_form(
+      "defknob",
+      [state](lang::Interpreter& in, const Value& f, Span s, lang::Env& e) { return defknob(*state, in, f, s, e); },
+      doc("(defknob name default [\"doc\"])",
+          "Defines name at the top level as a knob: default, unless `--knob name=VALUE` or the `--variant` chosen "
+          "sets it; gives the name.",
+          "(defknob width 128 \"width of the hidden layer\")\nwidth\n;; => 128"));
+  interp.define_special_form(
+      "defvariant",
+      [state](lang::Interpreter& in, const Value& f, Span s, lang::Env& e) { return defvariant(*state, in, f, s, e); },
+      doc("(defvariant name :knob value ...)",
+          "Names a set of knob values; `--variant name` gives them to the file's defknobs, before `--knob`.",
+          "(defvariant small :width 64)\n(defknob width 128 \"width of the hidden layer\")\nwidth\n;; => 128"));
   return state;
 }
 

@@ -576,13 +576,13 @@ def group_nn(rng):
                  dtype, composite_tol(dtype, 3)))
         x3 = rand(rng, dtype, (2, 3, 16))
         wt, bs = rand(rng, dtype, (16,)), rand(rng, dtype, (16,))
-        add(Case("layer-norm %s" % dtype, "(layer-norm %s)" % lit(x3, dtype), np_layer_norm(wide(x3)), dtype, composite_tol(dtype, 16)))
-        add(Case("layer-norm %s weight bias" % dtype, "(layer-norm %s :weight %s :bias %s)" % (lit(x3, dtype), lit(wt, dtype), lit(bs, dtype)),
+        add(Case("normalize %s" % dtype, "(normalize %s)" % lit(x3, dtype), np_layer_norm(wide(x3)), dtype, composite_tol(dtype, 16)))
+        add(Case("normalize %s weight bias" % dtype, "(normalize %s :weight %s :bias %s)" % (lit(x3, dtype), lit(wt, dtype), lit(bs, dtype)),
                  np_layer_norm(wide(x3), wide(wt), wide(bs)), dtype, composite_tol(dtype, 16)))
-        add(Case("layer-norm %s eps 0.1" % dtype, "(layer-norm %s :eps 0.1)" % lit(x3, dtype),
+        add(Case("normalize %s eps 0.1" % dtype, "(normalize %s :eps 0.1)" % lit(x3, dtype),
                  np_layer_norm(wide(x3), eps=np.float64(NP[dtype](0.1))), dtype, composite_tol(dtype, 16)))
-        add(Case("rms-norm %s" % dtype, "(rms-norm %s)" % lit(x3, dtype), np_rms_norm(wide(x3)), dtype, composite_tol(dtype, 16)))
-        add(Case("rms-norm %s weight" % dtype, "(rms-norm %s :weight %s)" % (lit(x3, dtype), lit(wt, dtype)),
+        add(Case("rms-normalize %s" % dtype, "(rms-normalize %s)" % lit(x3, dtype), np_rms_norm(wide(x3)), dtype, composite_tol(dtype, 16)))
+        add(Case("rms-normalize %s weight" % dtype, "(rms-normalize %s :weight %s)" % (lit(x3, dtype), lit(wt, dtype)),
                  np_rms_norm(wide(x3), wide(wt)), dtype, composite_tol(dtype, 16)))
         g = rand(rng, dtype, (5, 8)) * 3
         add(Case("gelu %s" % dtype, "(gelu %s)" % lit(g, dtype), np_gelu(wide(g)), dtype, composite_tol(dtype, 1)))
@@ -616,7 +616,7 @@ def group_nn(rng):
     xi = rand(rng, "i32", (7,))
     add(Case("mean of i32 is f32", "(mean %s)" % lit(xi, "i32"), wide(xi).mean(), "f32", composite_tol("f32", 7)))
     v = rand(rng, "f32", (10,))
-    add(Case("layer-norm rank 1", "(layer-norm %s)" % lit(v, "f32"), np_layer_norm(wide(v)), "f32", composite_tol("f32", 10)))
+    add(Case("normalize rank 1", "(normalize %s)" % lit(v, "f32"), np_layer_norm(wide(v)), "f32", composite_tol("f32", 10)))
     add(Case("cross-entropy rank 1", "(cross-entropy %s (tensor 3))" % lit(v, "f32"),
              np_cross_entropy(wide(v), np.array(3)), "f32", composite_tol("f32", 10)))
     # bf16 composites: each op rounds to bf16, so a few bf16 ulps.
@@ -691,8 +691,12 @@ def group_grad(rng):
         ("softmax", "(sum (* (softmax x) %s))" % W, lambda x: np.sum(np_softmax(x) * w), None),
         ("log-softmax axis 0", "(sum (* (log-softmax x :axis 0) %s))" % W, lambda x: np.sum((x - np_logsumexp(x, 0, True)) * w), None),
         ("logsumexp", "(sum (logsumexp x))", lambda x: np.sum(np_logsumexp(x)), None),
-        ("layer-norm", "(sum (* (layer-norm x) %s))" % W, lambda x: np.sum(np_layer_norm(x) * w), None),
-        ("rms-norm", "(sum (* (rms-norm x) %s))" % W, lambda x: np.sum(np_rms_norm(x) * w), None),
+        ("normalize", "(sum (* (normalize x) %s))" % W, lambda x: np.sum(np_layer_norm(x) * w), None),
+        ("normalize weight bias", "(sum (* (normalize x :weight %s :bias %s) %s))" % (lit(w[0], "f64"), lit(w[1], "f64"), W),
+         lambda x: np.sum(np_layer_norm(x, w[0], w[1]) * w), None),
+        ("rms-normalize weight", "(sum (* (rms-normalize x :weight %s) %s))" % (lit(w[0], "f64"), W),
+         lambda x: np.sum(np_rms_norm(x, w[0]) * w), None),
+        ("rms-normalize", "(sum (* (rms-normalize x) %s))" % W, lambda x: np.sum(np_rms_norm(x) * w), None),
         ("gelu", "(sum (gelu x))", lambda x: np.sum(np_gelu(x)), None),
         ("gelu-erf", "(sum (gelu-erf x))", lambda x: np.sum(np_gelu_erf(x)), None),
         ("silu", "(sum (silu x))", lambda x: np.sum(x * logistic(x)), None),
@@ -748,7 +752,7 @@ def group_grad(rng):
     add(Case("value-and-grad cross-entropy", "((value-and-grad (lambda (l) (cross-entropy l %s))) %s)" % (lit(t, "i32"), lit(l, "f32")),
              [np_cross_entropy(wide(l), t), (np_softmax(wide(l)) - (t[:, None] == np.arange(3))) / 4], ["f32", "f32"],
              [composite_tol("f32", 12), composite_tol("f32", 12)]))
-    # layer-norm: d/dx sum(g * LN(x)) = (1/s) (g - mean(g) - y mean(g y)) per row.
+    # normalize (layer-norm without weight): d/dx sum(g * LN(x)) = (1/s) (g - mean(g) - y mean(g y)) per row.
     x = rand(rng, "f32", (3, 16))
     gw = rand(rng, "f32", (3, 16))
     xw, gw64 = wide(x), wide(gw)
@@ -756,7 +760,7 @@ def group_grad(rng):
     s = np.sqrt(((xw - mu) ** 2).mean(-1, keepdims=True) + np.float64(np.float32(1e-5)))
     y = (xw - mu) / s
     want = (gw64 - gw64.mean(-1, keepdims=True) - y * (gw64 * y).mean(-1, keepdims=True)) / s
-    add(Case("grad layer-norm analytic", "((grad (lambda (x) (sum (* (layer-norm x) %s)))) %s)" % (lit(gw, "f32"), lit(x, "f32")),
+    add(Case("grad normalize analytic", "((grad (lambda (x) (sum (* (normalize x) %s)))) %s)" % (lit(gw, "f32"), lit(x, "f32")),
              want, "f32", composite_tol("f32", 64)))
     # matmul: d/dA sum(G * (A @ B)) = G B^T and d/dB = A^T G, as a pair.
     a, b, gm = rand(rng, "f32", (3, 5)), rand(rng, "f32", (5, 4)), rand(rng, "f32", (3, 4))

@@ -132,19 +132,23 @@ TEST(Eval, UnboundNamesOfTheStandardLibrarySayWhichModuleToRequire) {
   EXPECT_EQ(help("(relu x)"), "the standard library defines `relu`: (require \"sexpgpu/ops\")");
   EXPECT_EQ(help("(softmax x)"), "the standard library defines `softmax`: (require \"sexpgpu/ops\")");
   EXPECT_EQ(help("(linear 3 4)"), "the standard library defines `linear`: (require \"sexpgpu/nn\")");
-  // A function in sexpgpu/ops and a model in sexpgpu/nn.
-  EXPECT_EQ(help("(layer-norm 4)"),
-            "the standard library defines `layer-norm`: (require \"sexpgpu/nn\") or (require \"sexpgpu/ops\")");
+  // One name, one thing: the layer is nn's; ops' function with a weight is `normalize`.
+  EXPECT_EQ(help("(layer-norm 4)"), "the standard library defines `layer-norm`: (require \"sexpgpu/nn\")");
+  EXPECT_EQ(help("(rms-norm 4)"), "the standard library defines `rms-norm`: (require \"sexpgpu/nn\")");
+  EXPECT_EQ(help("(normalize x)"), "the standard library defines `normalize`: (require \"sexpgpu/ops\")");
   // The table is read from the module files: a module added to the library is found too.
   auto dir = std::filesystem::temp_directory_path() / ("sexpgpu-lib-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "sexpgpu" / "extra");
   std::ofstream(dir / "sexpgpu" / "extra" / "more.sx") << "(defun frobnicate (x) x)\n(defmacro twiddle (x) x)\n";
   std::ofstream(dir / "sexpgpu" / "broken.sx") << "(defun unread (x\n";
+  std::ofstream(dir / "sexpgpu" / "other.sx") << "(defvar twiddle 1)\n";
   InterpreterOptions options;
   options.library_dirs = {dir.string()};
   EXPECT_EQ(help("(frobnicate 1)", options),
             "the standard library defines `frobnicate`: (require \"sexpgpu/extra/more\")");
-  EXPECT_EQ(help("(twiddle 1)", options), "the standard library defines `twiddle`: (require \"sexpgpu/extra/more\")");
+  // A name two modules define names both.
+  EXPECT_EQ(help("(twiddle 1)", options),
+            "the standard library defines `twiddle`: (require \"sexpgpu/extra/more\") or (require \"sexpgpu/other\")");
   EXPECT_EQ(help("(mean 1)", options), "define it with `defvar` or `defun`, or bind it with `let`");
   std::filesystem::remove_all(dir);
 }
@@ -310,6 +314,58 @@ TEST_F(Modules, MissingModulesAndCycles) {
   write("a.sx", "(require \"b\")");
   write("b.sx", "(require \"a\")");
   EXPECT_EQ(run("(require \"a\")"), "E-EVAL-013: require cycle: a.sx -> b.sx -> a.sx");
+}
+
+// One name, one thing: a require never replaces a name the file has (E-EVAL-018), and
+// is refused before it imports anything.
+TEST_F(Modules, ARequireNeverReplacesAName) {
+  write("m.sx", "(defun a () 1) (defvar v 10)");
+  write("n.sx", "(defun a () 2) (defun b () 3) (defvar v 20)");
+  write("same.sx", "(require \"m\") (defun c () 4)");
+  EXPECT_EQ(run("(require \"m\") (require \"n\")"), "E-EVAL-018: `a` from \"n\" would replace `a` from \"m\"");
+  EXPECT_EQ(run("(require \"m\") (require \"n\" :only (b v))"),
+            "E-EVAL-018: `v` from \"n\" would replace `v` from \"m\"");
+  EXPECT_EQ(run("(defun b () 0) (require \"n\")"),
+            "E-EVAL-018: `b` from \"n\" would replace the `b` defined in this file");
+  // What does not clash is fine: :only leaving the name out, one module twice, the same
+  // definitions through a module that re-exports them, an equal plain value.
+  EXPECT_EQ(run("(require \"m\") (require \"n\" :only (b)) (defvar result (list (a) (b) v))"), "(1 3 10)");
+  EXPECT_EQ(run("(require \"m\") (require \"same\") (require \"m\") (defvar result (list (a) (c)))"), "(1 4)");
+  EXPECT_EQ(run("(defvar v 10) (require \"m\" :only (v)) (defvar result v)"), "10");
+  // A definition after a require may still replace an imported name: only a warning.
+  EXPECT_EQ(run("(require \"m\") (defun a () 5) (defvar result (a))"), "5");
+}
+
+TEST_F(Modules, ARefusedRequireImportsNothingAndNamesBothModules) {
+  write("m.sx", "(defun a () 1)");
+  write("n.sx", "(defun b () 2) (defun a () 3) (defun c () 4) (defun d () 5)");
+  write("o.sx", "(defun a () 6) (defun b () 7)");
+  Interpreter interp(testing::test_options());
+  Ref<Env> env = interp.new_top_level((dir_ / "repl.sx").string());
+  try {
+    interp.eval_text("(require \"m\")\n(require \"n\")", (dir_ / "repl.sx").string(), *env);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const Diagnostic& d = e.diagnostic();
+    EXPECT_EQ(d.code, "E-EVAL-018");
+    ASSERT_EQ(d.notes.size(), 1u);
+    EXPECT_TRUE(d.notes[0].starts_with("\"m\" was required at ")) << d.notes[0];
+    ASSERT_EQ(d.helps.size(), 1u);
+    EXPECT_NE(d.helps[0].find(":only"), std::string::npos) << d.helps[0];
+  }
+  // Nothing of n came in, not even the names that did not clash, and a stays m's.
+  EXPECT_EQ(env->lookup_local(intern("b")), nullptr);
+  EXPECT_EQ(print(interp.eval_text("(a)", "<expr>", *env)), "1");
+  // Every clashing name is named: the first in the message, the others in a note.
+  try {
+    interp.eval_text("(require \"n\" :only (b))\n(require \"o\")", (dir_ / "repl.sx").string(), *env);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const Diagnostic& d = e.diagnostic();
+    EXPECT_EQ(d.message, "`a` from \"o\" would replace `a` from \"m\"");
+    ASSERT_EQ(d.notes.size(), 2u);
+    EXPECT_EQ(d.notes[1], "\"o\" would also replace `b`");
+  }
 }
 
 TEST(Diagnostics, RenderMatchesTheDesign) {
