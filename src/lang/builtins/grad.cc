@@ -53,7 +53,9 @@ Value map_tree(const Value& v, const std::function<Value(const Value&)>& leaf, s
 // Calls f on its arguments with every tensor in them replaced by a fresh copy, so tensors
 // f closes over that were computed from an argument stay constants, as in JAX; then
 // differentiates. The gradient has the arguments' structure: each tensor its gradient,
-// each keyword, string or symbol itself (a plist keeps its keys), anything else nil.
+// each keyword, string or symbol itself (a plist keeps its keys), anything else nil. A
+// model's parameter from `(parameters model)` is not copied: its gradient counts every
+// use, so f may call the model that reads it.
 Value differentiate(Args& a, const Value& f, bool with_value) {
   const auto& tracer = a.interp.tracer();
   graph::Builder& b = tracer->builder();
@@ -63,6 +65,10 @@ Value differentiate(Args& a, const Value& f, bool with_value) {
   auto copy = [&](const Value& leaf) {
     const TensorValue* t = as_tensor(leaf);
     if (!t) return leaf;
+    if (t->parameter) {
+      wrt.push_back(t->node);
+      return leaf;
+    }
     graph::NodeId id = b.emit(graph::primitive("reshape"), {t->node}, {{"shape", t->info().shape}});
     wrt.push_back(id);
     return make_tensor(tracer, id);
