@@ -366,6 +366,14 @@ non-negative integer), and `warmup-cosine` `:min-lr`, `warmup-linear` `:end-lr`,
 `warmup-cosine` and `warmup-linear` end at the run's last step, so the run needs its total
 steps: a run without `:steps` (or `--steps`) is refused with this code. See
 docs/optimizers.md.)"},
+    {"W-RUN-001", "an optimizer group no parameter joins",
+     R"(A `(group SELECTOR ...)` of the optimizer matched no trainable parameter that an
+earlier group had not taken, so its options apply to nothing. Usually a tag or path
+misspelled (`:no-decay` against `:nodecay`), parameters that are frozen
+(`:trainable false` joins no group), or an earlier group whose selector took them
+first: a parameter joins the first group that matches it.
+
+`sexpgpu explain FILE --select '(select :tag :no-decay)'` lists what a selector matches.)"},
 
     {"E-LOAD-001", "a loaded file changed since it was recorded",
      R"(A file that parameters were loaded from (`:load`, `with-loaded`) is not the file that was
