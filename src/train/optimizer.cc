@@ -27,12 +27,6 @@ NodeId to_f32(Builder& b, NodeId scalar) { return b.cast(scalar, DType::f32); }
 
 bool has_momentum(const OptimizerSpec& o) { return o.kind == OptimizerSpec::Kind::Sgd && o.momentum != 0; }
 
-// The lr and weight decay of a group, each step: lr is f64 (group lr times the factor).
-struct GroupScalars {
-  NodeId lr;
-  double weight_decay;
-};
-
 }  // namespace
 
 GroupAssignment assign_groups(const model::ParameterTable& table, const OptimizerSpec& optimizer) {
@@ -158,15 +152,39 @@ UpdateGraph build_update(Builder& b, const GroupAssignment& groups, std::span<co
     out.grad_norm = clipped.norm;
   }
 
-  // Per group (or the optimizer's defaults, -1), its lr this step: built once.
-  std::map<int, NodeId> group_lr;
-  auto lr_of = [&](const ParamGroup& entry) {
-    auto it = group_lr.find(entry.group);
-    if (it != group_lr.end()) return it->second;
-    return group_lr[entry.group] = b.mul(f64(b, entry.lr), factor);
+  // The scalars of this step, each built once: torch's Python floats, in f64, rounded to
+  // f32 where they meet tensors. t is torch's state step, after its increment.
+  NodeId beta1 = 0, beta2 = 0, eps = 0, rest1 = 0, rest2 = 0, bias1 = 0, bias2_sqrt = 0, first = 0, momentum = 0;
+  if (has_momentum(opt)) {
+    first = b.eq(out.step, b.scalar(0, DType::i64));
+    momentum = f32(b, opt.momentum);
+  }
+  if (opt.kind == OptimizerSpec::Kind::AdamW) {
+    NodeId t = b.add(b.cast(out.step, DType::f64), f64(b, 1.0));
+    beta1 = f32(b, opt.beta1), beta2 = f32(b, opt.beta2), eps = f32(b, opt.eps);
+    rest1 = f32(b, 1.0 - opt.beta1), rest2 = f32(b, 1.0 - opt.beta2);
+    bias1 = b.sub(f64(b, 1.0), b.pow(f64(b, opt.beta1), t));
+    bias2_sqrt = to_f32(b, b.sqrt(b.sub(f64(b, 1.0), b.pow(f64(b, opt.beta2), t))));
+  }
+  // Per (lr, weight decay) of a group: adamw's 1 - lr*wd and -lr/bias1, sgd's -lr and wd.
+  struct GroupScalars {
+    NodeId decay, neg_step, weight_decay;
   };
-  NodeId t = b.add(b.cast(out.step, DType::f64), f64(b, 1.0));  // torch's state step, after its increment
-  NodeId first = b.eq(out.step, b.scalar(0, DType::i64));
+  std::map<std::pair<double, double>, GroupScalars> group_scalars;
+  auto scalars_of = [&](const ParamGroup& entry) {
+    auto key = std::make_pair(entry.lr, entry.weight_decay);
+    if (auto it = group_scalars.find(key); it != group_scalars.end()) return it->second;
+    NodeId lr = b.mul(f64(b, entry.lr), factor);
+    GroupScalars g{};
+    g.weight_decay = f32(b, entry.weight_decay);
+    if (opt.kind == OptimizerSpec::Kind::AdamW) {
+      g.decay = to_f32(b, b.sub(f64(b, 1.0), b.mul(lr, f64(b, entry.weight_decay))));
+      g.neg_step = to_f32(b, b.neg(b.div(lr, bias1)));
+    } else {
+      g.neg_step = to_f32(b, b.neg(lr));
+    }
+    return group_scalars[key] = g;
+  };
 
   std::vector<StateTensor> tensors = state_tensors(groups, settings);
   size_t next_state = 0;
@@ -186,41 +204,36 @@ UpdateGraph build_update(Builder& b, const GroupAssignment& groups, std::span<co
     }
     NodeId p = b.cast(params[i].value, DType::f32);
     NodeId g = grads[i];
-    NodeId lr = lr_of(entry);
+    const GroupScalars& k = scalars_of(entry);
     NodeId updated;
     if (opt.kind == OptimizerSpec::Kind::AdamW) {
       size_t m_index = state_input(tensors[next_state]);
       size_t v_index = state_input(tensors[next_state]);
       NodeId m0 = out.state[m_index].input, v0 = out.state[v_index].input;
       // param.mul_(1 - lr * weight_decay), a no-op without weight decay
-      if (entry.weight_decay != 0) {
-        p = b.mul(p, to_f32(b, b.sub(f64(b, 1.0), b.mul(lr, f64(b, entry.weight_decay)))));
-      }
+      if (entry.weight_decay != 0) p = b.mul(p, k.decay);
       // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-      NodeId m = b.add(b.mul(m0, f32(b, opt.beta1)), b.mul(f32(b, 1.0 - opt.beta1), g));
+      NodeId m = b.add(b.mul(m0, beta1), b.mul(rest1, g));
       // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-      NodeId v = b.add(b.mul(v0, f32(b, opt.beta2)), b.mul(b.mul(f32(b, 1.0 - opt.beta2), g), g));
-      NodeId bias1 = b.sub(f64(b, 1.0), b.pow(f64(b, opt.beta1), t));
-      NodeId bias2 = b.sub(f64(b, 1.0), b.pow(f64(b, opt.beta2), t));
-      NodeId step_size = b.div(lr, bias1);
+      NodeId v = b.add(b.mul(v0, beta2), b.mul(b.mul(rest2, g), g));
       // denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-      NodeId denom = b.add(b.div(b.sqrt(v), to_f32(b, b.sqrt(bias2))), f32(b, opt.eps));
-      // param.addcdiv_(exp_avg, denom, value=-step_size)
-      updated = b.add(p, b.div(b.mul(to_f32(b, b.neg(step_size)), m), denom));
+      NodeId denom = b.add(b.div(b.sqrt(v), bias2_sqrt), eps);
+      // param.addcdiv_(exp_avg, denom, value=-step_size), step_size = lr / bias_correction1
+      updated = b.add(p, b.div(b.mul(k.neg_step, m), denom));
       out.state[m_index].updated = m;
       out.state[v_index].updated = v;
     } else {
       // d_p = d_p.add(param, alpha=weight_decay)
-      if (entry.weight_decay != 0) g = b.add(g, b.mul(f32(b, entry.weight_decay), p));
+      if (entry.weight_decay != 0) g = b.add(g, b.mul(k.weight_decay, p));
       if (has_momentum(opt)) {
         size_t index = state_input(tensors[next_state]);
         // buf = clone(d_p) at the first step, else buf.mul_(momentum).add_(d_p)
-        NodeId buf = b.where(first, g, b.add(b.mul(out.state[index].input, f32(b, opt.momentum)), g));
+        NodeId buf = b.where(first, g, b.add(b.mul(out.state[index].input, momentum), g));
         out.state[index].updated = buf;
         g = buf;
       }
       // param.add_(d_p, alpha=-lr)
-      updated = b.add(p, b.mul(to_f32(b, b.neg(lr)), g));
+      updated = b.add(p, b.mul(k.neg_step, g));
     }
     out.new_params.push_back(b.cast(updated, dtype));
   }
