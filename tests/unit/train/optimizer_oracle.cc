@@ -36,7 +36,7 @@ json run(const json& c) {
   RunFile f;
   f.load(c.at("model").get<std::string>());
   const OptimizerSpec& opt = f.optimizer(c.at("optimizer").get<std::string>());
-  UpdateSettings settings{&opt};
+  UpdateSettings settings = settings_for(opt);
   if (!c.at("schedule").is_null()) settings.schedule = &f.schedule(c.at("schedule").get<std::string>());
   settings.total_steps = c.at("total_steps").get<int64_t>();
   if (!c.at("grad_clip").is_null()) settings.grad_clip = c.at("grad_clip").get<double>();

@@ -115,7 +115,7 @@ TEST(AdamW, WeightDecayAndGroupsForSeveralSteps) {
       ":groups (list (group (select :tag :no-decay) :lr 0.02 :weight-decay 0.0)))");
   GroupAssignment groups = assign_groups(f.table, opt);
   ASSERT_EQ(groups.params.size(), 2u);
-  Stepper stepper(groups, {&opt});
+  Stepper stepper(groups, settings_for(opt));
   Values params = initial(groups), want = params;
   Values m, v;
   for (const auto& [path, p] : params) m[path] = v[path] = std::vector<double>(p.size(), 0.0);
@@ -140,7 +140,7 @@ TEST(Sgd, MomentumStartsAtTheFirstGradientWhateverTheBufferHolds) {
   f.load(kToy);
   const auto& opt = f.optimizer("(sgd :lr 0.1 :momentum 0.9 :weight-decay 0.01)");
   GroupAssignment groups = assign_groups(f.table, opt);
-  Stepper stepper(groups, {&opt});
+  Stepper stepper(groups, settings_for(opt));
   Values params = initial(groups), want = params, bufs;
   // The buffers start as zeros; garbage there must not matter at step 0 either (torch
   // clones the first gradient).
@@ -163,7 +163,7 @@ TEST(Sgd, WithoutMomentumKeepsNoState) {
   f.load(kToy);
   const auto& opt = f.optimizer("(sgd :lr 0.5)");
   GroupAssignment groups = assign_groups(f.table, opt);
-  Stepper stepper(groups, {&opt});
+  Stepper stepper(groups, settings_for(opt));
   EXPECT_TRUE(stepper.state.empty());
   Values params = initial(groups), want = params;
   for (int64_t step = 0; step < 3; ++step) {
@@ -179,7 +179,7 @@ TEST(Clipping, ByTheGlobalNormOfAllGradients) {
   f.load(kToy);
   const auto& opt = f.optimizer("(adamw :lr 0.01 :weight-decay 0.0)");
   GroupAssignment groups = assign_groups(f.table, opt);
-  UpdateSettings settings{&opt};
+  UpdateSettings settings = settings_for(opt);
   settings.grad_clip = 1.0;
   Stepper stepper(groups, settings);
   Values params = initial(groups), want = params, m, v;
@@ -191,8 +191,11 @@ TEST(Clipping, ByTheGlobalNormOfAllGradients) {
     stepper.step(params, grads);
     double norm = torch_clip(grads, 1.0);
     EXPECT_NEAR(stepper.norm, norm, 1e-5 * norm) << step;
-    if (step < 2) EXPECT_GT(norm, 1.0);
-    if (step >= 2) EXPECT_LT(norm, 1.0);
+    if (step < 2) {
+      EXPECT_GT(norm, 1.0);
+    } else {
+      EXPECT_LT(norm, 1.0);
+    }
     for (auto& [path, p] : want) torch_adamw(p, m[path], v[path], grads[path], 0.01, 0.0, 0.9, 0.999, 1e-8, step + 1);
     for (const auto& [path, p] : want)
       expect_close(params[path], p, 1e-5, 1e-7, path + " step " + std::to_string(step));
@@ -205,7 +208,7 @@ TEST(Ema, IsTheParametersAtTheFirstStepThenDecays) {
   f.load(kToy);
   const auto& opt = f.optimizer("(sgd :lr 0.1)");
   GroupAssignment groups = assign_groups(f.table, opt);
-  UpdateSettings settings{&opt};
+  UpdateSettings settings = settings_for(opt);
   settings.ema = 0.75;
   Stepper stepper(groups, settings);
   Values params = initial(groups), ema;
@@ -246,7 +249,7 @@ TEST(Schedules, AtTheirBoundaries) {
     f.load(kToy);
     const auto& opt = f.optimizer("(sgd :lr 0.02 :groups (list (group (select :tag :no-decay) :lr 0.06)))");
     GroupAssignment groups = assign_groups(f.table, opt);
-    UpdateSettings settings{&opt, &f.schedule(c.schedule), total};
+    UpdateSettings settings = settings_for(opt, &f.schedule(c.schedule), total);
     Stepper stepper(groups, settings);
     for (int64_t s : {int64_t{0}, c.warmup - 1, c.warmup, c.warmup + 1, total / 2, total - 1, total}) {
       if (s < 0) continue;
@@ -281,13 +284,41 @@ TEST(Update, Bf16ParametersAreUpdatedInF32AndStayBf16) {
   f.load("(defmodel half () (defparam w (zeros [4] :dtype :bf16)) (lambda (x) x)) (defvar model (half))");
   const auto& opt = f.optimizer("(adamw :lr 0.01)");
   GroupAssignment groups = assign_groups(f.table, opt);
-  Stepper stepper(groups, {&opt});
+  Stepper stepper(groups, settings_for(opt));
   EXPECT_EQ(stepper.graph().node(stepper.update().new_params[0]).dtype, graph::DType::bf16);
   for (const auto& s : stepper.update().state) EXPECT_EQ(s.tensor.dtype, graph::DType::f32);
   Values params{{"model.w", {1, 1, 1, 1}}};
   stepper.step(params, Values{{"model.w", {1, -1, 1, -1}}});
   // AdamW's first step moves each element by lr against the gradient's sign, after decay.
   expect_close(params["model.w"], {0.9899, 1.0099, 0.9899, 1.0099}, 4e-3, 0, "bf16");
+}
+
+// The loop runs the step on the cpu device: it must give the reference's values.
+TEST(Update, TheCpuDeviceAgreesWithTheReference) {
+  auto devices = device::available_devices();
+  if (std::find(devices.begin(), devices.end(), "cpu") == devices.end()) GTEST_SKIP() << "no cpu device";
+  RunFile f;
+  f.load(kToy);
+  for (const char* text : {"(adamw :lr 0.01 :groups (list (group (select :tag :no-decay) :weight-decay 0.0)))",
+                           "(sgd :lr 0.1 :momentum 0.9 :weight-decay 0.01)"}) {
+    const auto& opt = f.optimizer(text);
+    GroupAssignment groups = assign_groups(f.table, opt);
+    UpdateSettings settings = settings_for(opt, &f.schedule("(warmup-cosine :warmup 2 :min-lr 0.001)"), 6);
+    settings.grad_clip = 1.0;
+    settings.ema = 0.9;
+    Stepper reference(groups, settings), cpu(groups, settings);
+    Values on_reference = initial(groups), on_cpu = on_reference;
+    for (int64_t step = 0; step < 6; ++step) {
+      Values grads = grads_at(groups, step, 2.0);
+      reference.step(on_reference, grads);
+      cpu.step(on_cpu, grads, "cpu");
+      for (const auto& [path, p] : on_reference)
+        expect_close(on_cpu[path], p, 1e-6, 1e-8, std::string(text) + " " + path);
+      for (const auto& [name, v] : reference.state) expect_close(cpu.state[name], v, 1e-6, 1e-9, text + (" " + name));
+      EXPECT_NEAR(cpu.norm, reference.norm, 1e-6 * reference.norm);
+      EXPECT_EQ(cpu.lr, reference.lr);
+    }
+  }
 }
 
 // --- Groups and state -------------------------------------------------------------------
@@ -345,7 +376,7 @@ TEST(State, NamedByPathInTheOrderBuildUpdateUses) {
   f.load(kGrouped);
   const auto& adamw = f.optimizer("(adamw)");
   GroupAssignment groups = assign_groups(f.table, adamw);
-  UpdateSettings settings{&adamw};
+  UpdateSettings settings = settings_for(adamw);
   settings.ema = 0.99;
   std::vector<std::string> names;
   for (const auto& s : state_tensors(groups, settings)) {
@@ -371,11 +402,11 @@ TEST(State, NamedByPathInTheOrderBuildUpdateUses) {
 
   const auto& sgd = f.optimizer("(sgd :momentum 0.9)");
   names.clear();
-  for (const auto& s : state_tensors(assign_groups(f.table, sgd), {&sgd})) names.push_back(s.name);
+  for (const auto& s : state_tensors(assign_groups(f.table, sgd), settings_for(sgd))) names.push_back(s.name);
   EXPECT_EQ(names, (std::vector<std::string>{"opt.model.embed.momentum", "opt.model.w.momentum",
                                              "opt.model.norm.scale.momentum"}));
   const auto& plain = f.optimizer("(sgd)");
-  EXPECT_TRUE(state_tensors(assign_groups(f.table, plain), {&plain}).empty());
+  EXPECT_TRUE(state_tensors(assign_groups(f.table, plain), settings_for(plain)).empty());
 }
 
 TEST(Update, AGivenStepInputIsUsedAndMisuseIsRefused) {
@@ -391,12 +422,12 @@ TEST(Update, AGivenStepInputIsUsedAndMisuseIsRefused) {
     graph::NodeId p = b.input(e.param->path, e.param->decl->shape, graph::DType::f32);
     nodes.push_back({p, p});
   }
-  EXPECT_EQ(build_update(b, groups, nodes, {&opt}, step).step, step);
+  EXPECT_EQ(build_update(b, groups, nodes, settings_for(opt), step).step, step);
   EXPECT_FALSE(g.find_input("step"));
-  EXPECT_THROW(build_update(b, groups, std::span<const ParamNodes>(nodes).first(1), {&opt}, step),
+  EXPECT_THROW(build_update(b, groups, std::span<const ParamNodes>(nodes).first(1), settings_for(opt), step),
                std::invalid_argument);
   // warmup-cosine ends at the run's last step: without one it is refused.
-  UpdateSettings no_total{&opt, &f.schedule("(warmup-cosine :warmup 3)"), 0};
+  UpdateSettings no_total = settings_for(opt, &f.schedule("(warmup-cosine :warmup 3)"), 0);
   try {
     build_update(b, groups, nodes, no_total, step);
     ADD_FAILURE() << "no error";

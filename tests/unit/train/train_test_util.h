@@ -28,10 +28,11 @@ inline lang::InterpreterOptions test_options() {
   return options;
 }
 
-// The one place these tests use the device API: runs `graph` on the reference device.
-inline std::vector<graph::Tensor> run_graph(const graph::Graph& graph, const std::vector<graph::Tensor>& inputs) {
-  static std::unique_ptr<device::Device> reference = device::make_device("reference");
-  return reference->compile(graph)->run(inputs);
+// The one place these tests use the device API: runs `graph` on a device, by default the
+// reference.
+inline std::vector<graph::Tensor> run_graph(const graph::Graph& graph, const std::vector<graph::Tensor>& inputs,
+                                            const std::string& device = "reference") {
+  return device::make_device(device)->compile(graph)->run(inputs);
 }
 
 struct RunFile {
@@ -74,6 +75,17 @@ inline std::string error_code(const std::string& text) {
   return "";
 }
 
+// The settings of a run with this optimizer, schedule and total steps, without clipping
+// or EMA.
+inline UpdateSettings settings_for(const OptimizerSpec& optimizer, const ScheduleSpec* schedule = nullptr,
+                                   int64_t total_steps = 0) {
+  UpdateSettings settings;
+  settings.optimizer = &optimizer;
+  settings.schedule = schedule;
+  settings.total_steps = total_steps;
+  return settings;
+}
+
 using Values = std::map<std::string, std::vector<double>>;  // by parameter path or state name
 
 // One optimizer step as a graph: inputs are each parameter (named by its path), its
@@ -100,7 +112,7 @@ class Stepper {
 
   // Runs one step on `params` (by path) with `grads` (by path), updating both `params`
   // and `state`; `lr` and `norm` are this step's.
-  void step(Values& params, const Values& grads) {
+  void step(Values& params, const Values& grads, const std::string& device = "reference") {
     std::vector<graph::Tensor> inputs;
     for (const auto& input : graph_.inputs) {
       const graph::Node& n = graph_.node(input.node);
@@ -114,7 +126,7 @@ class Stepper {
       else values = &params.at(input.name);
       inputs.push_back(graph::Tensor::from_doubles(n.dtype, n.shape, *values));
     }
-    auto outputs = run_graph(graph_, inputs);
+    auto outputs = run_graph(graph_, inputs, device);
     for (size_t i = 0; i < graph_.outputs.size(); ++i) {
       const std::string& name = graph_.outputs[i].name;
       std::vector<double> v = outputs[i].to_doubles();
