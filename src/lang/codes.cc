@@ -337,8 +337,14 @@ with `let`, or name it.)"},
     {"E-RUN-001", "a defrun setting that is unknown or of the wrong kind",
      R"(`defrun` takes keyword settings: :data :eval :batch :steps :seed :optimizer
 :schedule :ema :precision :grad-clip :checkpoint-every :keep :log-every. The
-message names the key it did not know, or the value it could not take (`:seed` is a
-non-negative integer).)"},
+message names the key it did not know, or the value it could not take: `:seed` is a
+non-negative integer, `:optimizer` an `(adamw ...)` or `(sgd ...)`, `:schedule` a
+`(constant)`, `(warmup-cosine ...)` or `(warmup-linear ...)`, `:grad-clip` a positive number
+(the largest global norm of the gradients) and `:ema` a decay in [0, 1); `nil` is none
+(no clipping, no EMA, the constant schedule).
+
+    (defrun :optimizer :adamw)        ; a keyword, not an optimizer
+    (defrun :optimizer (adamw :lr 3e-4) :grad-clip 1.0 :ema 0.999))"},
     {"E-RUN-002", "a second defrun", R"(A run file has one `defrun`. Merge the settings of the two into one.)"},
 
     {"E-RUN-003", "a --knob the file does not define",
@@ -352,6 +358,42 @@ any `--knob` is refused rather than ignored.)"},
      R"(`--variant NAME` chooses a `(defvariant NAME :knob value ...)` of the file, and the
 file has none of that name. The help line lists its variants. Without a file (`eval`
 without `--file`, `repl` without FILE) there are no variants, so `--variant` is refused.)"},
+    {"E-RUN-010", "an optimizer or group option out of range",
+     R"(`sgd`, `adamw` and `group` check their options when they are called, as PyTorch's
+optimizers do:
+
+    :lr :weight-decay :eps    non-negative numbers
+    :momentum                 a number in [0, 1)        (sgd)
+    :betas                    [b1 b2], each in [0, 1)   (adamw)
+    :groups                   a list of (group ...)
+    (group SELECTOR ...)      a selector first: (select :tag :no-decay), (select :path "model.*.b")
+
+    (adamw :lr -3e-4)                              ; a negative learning rate
+    (adamw :betas 0.9)                             ; one number, not [0.9 0.999]
+    (adamw :groups (list (select :tag :no-decay))) ; a selector, not a group
+
+The message names the option and the value given. Defaults, as PyTorch's: sgd :lr 0.001
+:momentum 0 :weight-decay 0; adamw :lr 0.001 :betas [0.9 0.999] :eps 1e-8
+:weight-decay 0.01. See docs/optimizers.md.)"},
+    {"E-RUN-011", "a learning-rate schedule option out of range",
+     R"(`constant`, `warmup-cosine` and `warmup-linear` take `:warmup`, a number of steps (a
+non-negative integer), and `warmup-cosine` `:min-lr`, `warmup-linear` `:end-lr`, learning rates
+(non-negative numbers).
+
+    (warmup-cosine :warmup 0.1)      ; a fraction, not a number of steps
+    (warmup-linear :end-lr -1e-5)
+
+`warmup-cosine` and `warmup-linear` end at the run's last step, so the run needs its total
+steps: a run without `:steps` (or `--steps`) is refused with this code. See
+docs/optimizers.md.)"},
+    {"W-RUN-001", "an optimizer group no parameter joins",
+     R"(A `(group SELECTOR ...)` of the optimizer matched no trainable parameter that an
+earlier group had not taken, so its options apply to nothing. Usually a tag or path
+misspelled (`:no-decay` against `:nodecay`), parameters that are frozen
+(`:trainable false` joins no group), or an earlier group whose selector took them
+first: a parameter joins the first group that matches it.
+
+`sexpgpu explain FILE --select '(select :tag :no-decay)'` lists what a selector matches.)"},
 
     {"E-RUN-020", "a loader's arguments are not valid",
      R"(A loader's constructor was given options it cannot take.

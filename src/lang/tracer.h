@@ -41,6 +41,10 @@ class TensorValue final : public Opaque {
 
   std::shared_ptr<Tracer> tracer;
   graph::NodeId node;
+  // A model's parameter as `(parameters model)` gives it: `grad` differentiates it where
+  // it is, through every use (the model's own included), where any other tensor argument
+  // is copied at the call.
+  bool parameter = false;
 };
 
 Value make_tensor(const std::shared_ptr<Tracer>& tracer, graph::NodeId node);

@@ -87,7 +87,7 @@ struct ModelState {
 std::string resolve_data_path(const std::string& path, lang::Span span);
 
 // Installs defmodel, defparam, named, the initializers (normal, uniform,
-// truncated-normal), select and save-tensors; returns the state they fill while files evaluate.
+// truncated-normal), select, save-tensors and parameters; returns the state they fill while files evaluate.
 std::shared_ptr<ModelState> install_models(lang::Interpreter& interp);
 
 // The key of random stream `index` of the parameter at `path`, for run seed `seed`:

@@ -42,13 +42,13 @@ class Namer {
 
   void walk(Model& model, const std::string& prefix) {
     visited_.insert(&model);
-    size_t anonymous = 0, gensyms = 0;
-    for (const auto& member : model.members) {
+    std::vector<std::string> segments = member_segments(model);
+    for (size_t m = 0; m < model.members.size(); ++m) {
+      const auto& member = model.members[m];
+      const std::string& segment = segments[m];
       if (member.child) {
         Model& child = *member.child;
-        std::string segment = !child.named.empty() ? child.named : child.segment;
-        if (segment.empty()) {
-          segment = fmt::format("anon.{}", anonymous++);
+        if (child.named.empty() && child.segment.empty()) {
           lang::Diagnostic d;
           d.code = "W-PARAM-001";
           d.span = child.span;
@@ -61,9 +61,6 @@ class Namer {
         continue;
       }
       const ParamDecl& decl = model.params[member.param];
-      std::string segment = !decl.named.empty() ? decl.named
-                            : decl.gensym       ? fmt::format("param.{}", gensyms++)
-                                                : decl.name;
       std::string path = prefix + "." + segment;
       if (const Parameter* other = table_.find(path)) {
         lang::Diagnostic d;
@@ -128,6 +125,23 @@ std::optional<graph::NodeId> first_reader(const graph::Graph& graph, graph::Node
 }
 
 }  // namespace
+
+std::vector<std::string> member_segments(const Model& model) {
+  std::vector<std::string> out;
+  size_t anonymous = 0, gensyms = 0;
+  for (const auto& member : model.members) {
+    if (member.child) {
+      const Model& child = *member.child;
+      out.push_back(!child.named.empty()     ? child.named
+                    : !child.segment.empty() ? child.segment
+                                             : fmt::format("anon.{}", anonymous++));
+      continue;
+    }
+    const ParamDecl& decl = model.params[member.param];
+    out.push_back(!decl.named.empty() ? decl.named : decl.gensym ? fmt::format("param.{}", gensyms++) : decl.name);
+  }
+  return out;
+}
 
 ParameterTable resolve_parameters(lang::Interpreter& interp, ModelState& state, lang::Env& top) {
   std::vector<Root> roots;

@@ -21,6 +21,10 @@ struct ParameterTable {
   const Parameter* find_node(graph::NodeId node) const;
 };
 
+// The path segment of each of `model`'s members, in order: a sub-model's `named`, the
+// name its `let` gave it, or anon.N; a parameter's `named`, its name, or param.N.
+std::vector<std::string> member_segments(const Model& model);
+
 // Names the roots (E-PARAM-008 for a model bound twice), gives every parameter its path
 // (W-PARAM-001 for an unnamed model, E-PARAM-010 for two with one path), and renames each
 // parameter's trace input to its path, or to param#N while it has none. Roots brought in by `require` come after

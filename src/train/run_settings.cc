@@ -1,10 +1,12 @@
-// defrun: keyword settings, checked against the keys DESIGN section 4 lists.
+// defrun: keyword settings, checked against the keys DESIGN section 4 lists, and the
+// values of those the optimizer step reads.
 #include "train/run_settings.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 #include "lang/printer.h"
 #include "train/loaders.h"
@@ -32,7 +34,47 @@ std::string known_keys() {
   return out;
 }
 
+// :optimizer, :schedule, :grad-clip and :ema are checked here, so a file that `check`
+// accepts has settings the training loop can use. nil is none (no clipping, no EMA, the
+// constant schedule), so a knob can turn one off.
+void check_training_setting(const std::string& key, const lang::Value& value, lang::Span span) {
+  if (value.is_nil()) return;
+  auto refuse = [&](std::string_view what, std::string help) {
+    lang::fail("E-RUN-001", span, fmt::format("`:{}` is {}, not `{}`", key, what, lang::print(value)), std::move(help));
+  };
+  if (key == "optimizer" && !as_optimizer(value)) {
+    refuse("an optimizer", "write (adamw :lr 3e-4) or (sgd :lr 0.1 :momentum 0.9)");
+  }
+  if (key == "schedule" && !as_schedule(value)) {
+    refuse("a learning-rate schedule", "write (constant), (warmup-cosine :warmup 100 :min-lr 1e-5) or (warmup-linear)");
+  }
+  bool number = value.is_number() && std::isfinite(value.as_double());
+  if (key == "grad-clip" && !(number && value.as_double() > 0)) {
+    refuse("a positive number",
+           "the largest global norm of the gradients, as clip_grad_norm_'s max_norm: 1.0 is usual");
+  }
+  if (key == "ema" && !(number && value.as_double() >= 0 && value.as_double() < 1)) {
+    refuse("a number in [0, 1)", "the decay of the average of the parameters: 0.999 is usual");
+  }
+}
+
 }  // namespace
+
+const OptimizerSpec* RunSettings::optimizer() const {
+  const lang::Value* v = find("optimizer");
+  return v ? as_optimizer(*v) : nullptr;
+}
+
+const ScheduleSpec* RunSettings::schedule() const {
+  const lang::Value* v = find("schedule");
+  return v ? as_schedule(*v) : nullptr;
+}
+
+std::optional<double> RunSettings::number(std::string_view key) const {
+  const lang::Value* v = find(key);
+  if (!v || !v->is_number()) return std::nullopt;
+  return v->as_double();
+}
 
 const lang::Value* RunSettings::find(std::string_view key) const {
   for (const auto& [name, value] : entries) {
@@ -47,6 +89,7 @@ uint64_t RunSettings::seed() const {
 }
 
 std::shared_ptr<RunSettings> install_defrun(lang::Interpreter& interp) {
+  install_optimizer_specs(interp);
   auto settings = std::make_shared<RunSettings>();
   interp.define_special_form(
       "defrun",
@@ -81,6 +124,7 @@ std::shared_ptr<RunSettings> install_defrun(lang::Interpreter& interp) {
             lang::fail("E-RUN-001", value_span,
                        fmt::format("`:seed` is a non-negative integer, not `{}`", lang::print(value)));
           }
+          check_training_setting(key, value, value_span);
           entries.emplace_back(key, std::move(value));
           c = value_cell;
         }

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "lang/interp.h"
+#include "train/optimizer_spec.h"
 
 namespace sx::train {
 
@@ -18,10 +20,16 @@ struct RunSettings {
   const lang::Value* find(std::string_view key) const;
   // `:seed`, 0 without one.
   uint64_t seed() const;
+  // `:optimizer` and `:schedule` (checked when defrun is evaluated), nullptr without one.
+  const OptimizerSpec* optimizer() const;
+  const ScheduleSpec* schedule() const;
+  // A number setting (`:grad-clip`, `:ema`), if given.
+  std::optional<double> number(std::string_view key) const;
 };
 
-// Installs `defrun` and the loaders (train/loaders.h); returns the settings defrun fills
-// when a file evaluates it.
+// Installs `defrun`, the optimizers and schedules its settings take
+// (install_optimizer_specs) and the loaders (train/loaders.h); returns the settings
+// defrun fills when a file evaluates it.
 std::shared_ptr<RunSettings> install_defrun(lang::Interpreter& interp);
 
 }  // namespace sx::train

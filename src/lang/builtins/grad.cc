@@ -1,6 +1,9 @@
 // `grad` and `value-and-grad`: functions that trace f and append its reverse-mode
-// gradient (graph/autodiff.h) to the same graph.
+// gradient (graph/autodiff.h) to the same graph, over the tensors in their arguments,
+// which may be lists, plists and vectors of them (pytrees, as in JAX).
 #include <fmt/format.h>
+
+#include <functional>
 
 #include "graph/autodiff.h"
 #include "graph/errors.h"
@@ -10,25 +13,72 @@
 namespace sx::lang {
 namespace {
 
-// Calls f on fresh copies of its tensor arguments, so tensors f closes over that were
-// computed from an argument stay constants, as in JAX; then differentiates.
+// Arguments are pytrees, as in JAX: lists, plists and vectors of values, nested; their
+// tensors are the leaves differentiated. Deeper nesting than this is refused.
+constexpr size_t kMaxNesting = 1000;
+
+// `v` with each leaf replaced by leaf(v): lists (proper or not) and vectors are walked,
+// their elements in order, and keep their spans.
+Value map_tree(const Value& v, const std::function<Value(const Value&)>& leaf, size_t depth, Args& a) {
+  if (depth > kMaxNesting) {
+    fail("E-EVAL-008", a.call,
+         fmt::format("`{}`: the arguments nest lists and vectors more than {} deep", a.function, kMaxNesting));
+  }
+  if (v.is(Type::Vector)) {
+    const auto* vec = v.as<Vector>();
+    std::vector<Value> items;
+    for (const auto& item : vec->items) items.push_back(map_tree(item, leaf, depth + 1, a));
+    return Value(new Vector(std::move(items), vec->spans));
+  }
+  if (v.is(Type::Cons)) {
+    std::vector<Value> items;
+    std::vector<Span> spans;
+    const Cons* c = v.as<Cons>();
+    for (;;) {
+      items.push_back(map_tree(c->car, leaf, depth + 1, a));
+      spans.push_back(c->car_span);
+      if (const Cons* n = next(c)) {
+        c = n;
+        continue;
+      }
+      break;
+    }
+    Value out = c->cdr.is_nil() ? Value() : leaf(c->cdr);
+    for (size_t i = items.size(); i-- > 0;) out = cons(std::move(items[i]), std::move(out), spans[i]);
+    return out;
+  }
+  return leaf(v);
+}
+
+// Calls f on its arguments with every tensor in them replaced by a fresh copy, so tensors
+// f closes over that were computed from an argument stay constants, as in JAX; then
+// differentiates. The gradient has the arguments' structure: each tensor its gradient,
+// each keyword, string or symbol itself (a plist keeps its keys), anything else nil. A
+// model's parameter from `(parameters model)` is not copied: its gradient counts every
+// use, so f may call the model that reads it.
 Value differentiate(Args& a, const Value& f, bool with_value) {
   const auto& tracer = a.interp.tracer();
   graph::Builder& b = tracer->builder();
-  std::vector<Value> args(a.values.begin(), a.values.end());
+  std::vector<Value> args;
   std::vector<graph::NodeId> wrt;
-  std::vector<bool> is_tensor;
   tracer->at(a.call);
-  for (auto& arg : args) {
-    const TensorValue* t = as_tensor(arg);
-    is_tensor.push_back(t != nullptr);
-    if (!t) continue;
-    const graph::Node& n = t->info();
-    graph::NodeId copy = b.emit(graph::primitive("reshape"), {t->node}, {{"shape", n.shape}});
-    wrt.push_back(copy);
-    arg = make_tensor(tracer, copy);
+  auto copy = [&](const Value& leaf) {
+    const TensorValue* t = as_tensor(leaf);
+    if (!t) return leaf;
+    if (t->parameter) {
+      wrt.push_back(t->node);
+      return leaf;
+    }
+    graph::NodeId id = b.emit(graph::primitive("reshape"), {t->node}, {{"shape", t->info().shape}});
+    wrt.push_back(id);
+    return make_tensor(tracer, id);
+  };
+  for (const auto& arg : a.values) args.push_back(map_tree(arg, copy, 0, a));
+  if (wrt.empty()) {
+    fail(
+        "E-EVAL-004", a.call,
+        fmt::format("`{}` needs a tensor among its arguments (or in the lists, vectors and plists given)", a.function));
   }
-  if (wrt.empty()) fail("E-EVAL-004", a.call, fmt::format("`{}` needs at least one tensor argument", a.function));
   std::vector<Span> spans(a.spans.begin(), a.spans.end());
   Value result = a.interp.apply(f, args, spans, a.call);
   const TensorValue* loss = as_tensor(result);
@@ -44,9 +94,14 @@ Value differentiate(Args& a, const Value& f, bool with_value) {
   } catch (const graph::GraphError& e) {
     fail("E-SHAPE-001", a.call, e.what());
   }
+  size_t next_grad = 0;
+  auto gradient_of = [&](const Value& leaf) {
+    if (as_tensor(leaf)) return make_tensor(tracer, grads[next_grad++]);
+    if (leaf.is(Type::Keyword) || leaf.is(Type::String) || leaf.is(Type::Symbol)) return leaf;
+    return Value();
+  };
   std::vector<Value> out;
-  for (size_t i = 0, g = 0; i < args.size(); ++i)
-    out.push_back(is_tensor[i] ? make_tensor(tracer, grads[g++]) : Value());
+  for (const auto& arg : args) out.push_back(map_tree(arg, gradient_of, 0, a));
   Value gradient = out.size() == 1 ? out[0] : list(std::move(out));
   return with_value ? list({result, gradient}) : gradient;
 }
@@ -63,7 +118,8 @@ void install_grad_builtins(Interpreter& in) {
   install_rows(in, "Gradients",
                {
                    {"grad", 1, 1, [](Args& a) { return make_grad(a, false); }, "(f)",
-                    "A function that calls f and gives the gradient of its scalar result for each tensor argument.",
+                    "A function that calls f and gives the gradient of its scalar result for each tensor argument; "
+                    "arguments may be lists, plists and vectors of tensors, and their gradient has their shape.",
                     "((grad (lambda (x) (sum (* x x)))) (tensor [1.0 2.0]))\n;; => (tensor [2.0 4.0] :dtype :f32)"},
                    {"value-and-grad", 1, 1, [](Args& a) { return make_grad(a, true); }, "(f)",
                     "As `grad`, but the function gives (list value gradient).",
