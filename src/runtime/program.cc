@@ -49,8 +49,7 @@ std::vector<std::string> Store::paths() const {
   return out;
 }
 
-Program::Program(device::Device& device, graph::Graph graph, std::vector<Binding> inputs,
-                 std::vector<Binding> outputs)
+Program::Program(device::Device& device, graph::Graph graph, std::vector<Binding> inputs, std::vector<Binding> outputs)
     : device_(device), graph_(std::move(graph)), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {
   if (inputs_.size() != graph_.inputs.size() || outputs_.size() != graph_.outputs.size()) {
     throw ProgramError(fmt::format("a program of {} inputs and {} outputs was given {} and {} roles",

@@ -114,8 +114,7 @@ TEST(Program, RefusesRolesAndInputsThatDoNotFit) {
             "a program of 4 inputs and 3 outputs was given 0 and 3 roles");
   auto bad_in = inputs;
   bad_in[2].role = Role::metric;
-  EXPECT_EQ(error_of([&] { Program(*device, step.graph, bad_in, outputs); }),
-            "input `x` cannot have the role metric");
+  EXPECT_EQ(error_of([&] { Program(*device, step.graph, bad_in, outputs); }), "input `x` cannot have the role metric");
   auto bad_out = outputs;
   bad_out[2].role = Role::data;
   EXPECT_EQ(error_of([&] { Program(*device, step.graph, inputs, bad_out); }),
