@@ -21,6 +21,12 @@ void EvalFlags::add_to(CLI::App& command) {
       });
 }
 
+void EvalFlags::add_checkpoint_to(CLI::App& command) {
+  command.add_option(
+      "--checkpoint", checkpoint,
+      "Parameters from this checkpoint (LOC/step-N, or LOC for its newest) instead of their initializers");
+}
+
 namespace {
 
 // The standard library: $SEXPGPU_LIB, then beside the installed program, then the source tree.

@@ -21,7 +21,10 @@ struct EvalFlags {
   std::string variant;
   std::vector<std::string> knobs;  // NAME=VALUE
   bool warn_redefinition = true;   // off in the REPL, where redefining is the point
+  std::string checkpoint;          // eval and repl: parameters from this checkpoint
   void add_to(CLI::App& command);
+  // --checkpoint, for the commands that run the file's model (eval, repl).
+  void add_checkpoint_to(CLI::App& command);
 };
 
 // A session's options for a command: the interpreter's (the library path, limits for
@@ -42,6 +45,7 @@ constexpr size_t kEvalStackBytes = kLargeStackBytes - (size_t{64} << 20);
 // One function per command, each in its own file.
 void add_check_command(CLI::App& app, std::function<int()>& action);
 void add_eval_command(CLI::App& app, std::function<int()>& action);
+void add_run_command(CLI::App& app, std::function<int()>& action);
 void add_repl_command(CLI::App& app, std::function<int()>& action);
 void add_explain_error_command(CLI::App& app, std::function<int()>& action);
 void add_explain_command(CLI::App& app, std::function<int()>& action);

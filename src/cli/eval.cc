@@ -19,6 +19,7 @@ void add_eval_command(CLI::App& app, std::function<int()>& action) {
   auto full = std::make_shared<bool>(false);
   command->add_flag("--full", *full, "Print every element of a large tensor (else elided past 1000)");
   flags->add_to(*command);
+  flags->add_checkpoint_to(*command);
   device->add_to(*command);
   command->callback([&action, file, expression, flags, device, full] {
     action = [file, expression, flags, device, full] {
@@ -31,6 +32,7 @@ void add_eval_command(CLI::App& app, std::function<int()>& action) {
           session.run_tensors_on(*on);
           if (file->empty()) session.start_empty();
           else session.load(*file);
+          if (!flags->checkpoint.empty()) session.use_checkpoint(flags->checkpoint);
           lang::Value value = session.interp().eval_text(*expression, "<expr>", session.top());
           value = session.run(value, *on);
           std::printf("%s\n", lang::print(value).c_str());

@@ -130,6 +130,7 @@ int repl(const std::string& file, const EvalFlags& flags, const DeviceFlags& dev
     session.run_tensors_on(*device);
     if (file.empty()) session.start_empty();
     else session.load(file);
+    if (!flags.checkpoint.empty()) session.use_checkpoint(flags.checkpoint);
   } catch (const lang::Error& e) {
     return report(e);
   }
@@ -186,6 +187,7 @@ void add_repl_command(CLI::App& app, std::function<int()>& action) {
   command->add_option("file", *file, "Evaluate this file's top level first");
   command->add_flag("--full", *full, "Print every element of a large tensor (else elided past 1000)");
   flags->add_to(*command);
+  flags->add_checkpoint_to(*command);
   device->add_to(*command);
   command->callback([&action, file, flags, device, full] {
     action = [file, flags, device, full] {

@@ -358,6 +358,43 @@ any `--knob` is refused rather than ignored.)"},
      R"(`--variant NAME` chooses a `(defvariant NAME :knob value ...)` of the file, and the
 file has none of that name. The help line lists its variants. Without a file (`eval`
 without `--file`, `repl` without FILE) there are no variants, so `--variant` is refused.)"},
+    {"E-RUN-005", "a run file without the model or the loss a run needs",
+     R"(`sexpgpu run` trains the top-level `model` of the file on the scalar that
+`(loss prediction prepared)` gives, so the file must define both:
+
+    (defvar model (mlp 16 64 :out 4))
+    (defun loss (prediction prepared) (cross-entropy prediction (getf prepared :targets)))
+
+`prepare` is optional: without it the loader's batch is the prepared plist, and must
+hold `:inputs`.)"},
+    {"E-RUN-006", "a batch or prepared plist without the field asked for",
+     R"(`(field batch :name)` reads a field of the loader's batch; the loader has no field
+of that name (the help line lists those it has). And `prepare` must give a plist
+holding `:inputs`, what the model is applied to: one tensor, or a list of them.
+
+    (defun prepare (batch)
+      (let ((ids (field batch :ids)))
+        (list :inputs (slice ids [0 0] [8 64]) :targets (slice ids [0 1] [8 65]))))
+)"},
+    {"E-RUN-007", "a loss or metric that is not a scalar",
+     R"(The loss must be a floating-point scalar tensor: its gradient is what trains the
+model. A tensor of another shape is reduced first (`(mean x)`), an integer tensor cast
+(`(cast x :f32)`). `(metric :name x)` and `(counter :name n)` log scalars too, each
+under a name of its own.)"},
+    {"E-RUN-008", "a run stopped: a non-finite loss, or a guard that failed",
+     R"(A run stops at the first step whose loss is NaN or infinite, and where a
+`(guard condition "message")` of the model or loss finds its condition false; the error
+names the step. The checkpoints written before it are whole, and a run resumes from the
+newest. A loss that diverges usually asks for a lower learning rate, a warmup, or
+`:grad-clip`.)"},
+    {"E-RUN-009", "a defrun without a setting a run needs",
+     R"(A run needs `:data` (a loader), `:batch`, `:steps` (or `--steps`) and `:optimizer`:
+
+    (defrun :data (text-windows "input.txt" :window 64) :batch 8 :steps 1000
+            :optimizer (adamw :lr 3e-4))
+
+Counts (`:batch`, `:steps`, `:checkpoint-every`, `:keep`, `:log-every`) are whole
+numbers above 0.)"},
     {"E-RUN-010", "an optimizer or group option out of range",
      R"(`sgd`, `adamw` and `group` check their options when they are called, as PyTorch's
 optimizers do:
@@ -641,6 +678,16 @@ locations, `s3://bucket/prefix` and `o41://team/run`, are not read or written in
 version, and any other scheme (`https://`) is refused by its name.
 
 Write the checkpoints to a local folder and copy them where they are kept.)"},
+
+    {"E-CKPT-005", "a checkpoint location that holds another run",
+     R"(`sexpgpu run` resumes from the newest checkpoint of its location, and that location
+holds the checkpoints of another run file (or variant): their slugs differ. Name
+another `--checkpoint-dir`, or pass `--fresh` to start over in a location of its own
+(the given one with `-2`, `-3`, ... after it).)"},
+    {"E-CKPT-006", "a checkpoint this run cannot resume from",
+     R"(The newest checkpoint of the location does not fit the run: a parameter trainable
+in one and frozen in the other, a tensor of another shape, or a file that is not what
+a checkpoint holds. Resume with the file as it was, or pass `--fresh` to start over.)"},
 
     {"E-SHAPE-001", "shapes or dtypes that do not fit",
      R"(A tensor operation was given operands whose shapes, dtypes or attributes it

@@ -13,6 +13,7 @@
 #include "io/safetensors.h"
 #include "lang/builtins/builtins.h"
 #include "lang/printer.h"
+#include "lang/tracer.h"
 #include "train/loaders.h"
 
 namespace sx::train {
@@ -140,6 +141,32 @@ Value jsonl(Args& a) {
   return loader_value(a, std::move(spec));
 }
 
+// (take-batch LOADER &key step batch seed): the batch a run of that seed reads at that
+// step, as a plist of its fields.
+Value take_batch(Args& a) {
+  const LoaderSpec* spec = as_loader_spec(a[0]);
+  if (!spec) a.type_error(0, "a loader, such as (jsonl \"test.jsonl\" :fields [:x])");
+  auto keys = a.keywords(1, {"step", "batch", "seed"});
+  auto count = [&](std::string_view key, int64_t fallback, int64_t least) {
+    auto it = keys.find(std::string(key));
+    if (it == keys.end()) return fallback;
+    int64_t n = a.integer(it->second);
+    if (n < least) {
+      lang::fail(kLoaderArguments, a.span(it->second), fmt::format("`:{}` must be {} or more, not {}", key, least, n));
+    }
+    return n;
+  };
+  int64_t step = count("step", 0, 0), batch = count("batch", 1, 1), seed = count("seed", 0, 0);
+  Batch taken = open_loader(*spec)->batch(static_cast<uint64_t>(seed), step, batch);
+  const auto& tracer = a.interp.tracer();
+  std::vector<Value> items;
+  for (auto& [name, tensor] : taken.fields) {
+    items.push_back(lang::make_keyword(name));
+    items.push_back(lang::make_tensor(tracer, tracer->builder().constant(std::move(tensor))));
+  }
+  return lang::list(std::move(items));
+}
+
 // A field name as the call shows it: a keyword when it reads back as one, else a string.
 std::string shown_field(const std::string& name) {
   bool plain = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
@@ -189,6 +216,11 @@ void install_loaders(lang::Interpreter& interp) {
            "The lines of a JSON-lines file: a field per key, each a number or fixed-shape array (i32 if all "
            "integers, else f32).",
            "(jsonl \"train.jsonl\" :fields [:x :y])  ; here train.jsonl does not exist\n;; error[E-RUN-021]"},
+          {"take-batch", 1, 7, take_batch, "(loader &key (step 0) (batch 1) (seed 0))",
+           "The batch a run with that seed reads at that step: a plist of the loader's fields, each with a leading "
+           "batch axis.",
+           "(save-tensors \"rows.safetensors\" (list :x (iota 4)))\n"
+           "(shape (getf (take-batch (records \"rows.safetensors\") :batch 3) :x))\n;; => [3]"},
       });
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "graph/passes.h"
+#include "io/checkpoint.h"
 #include "lang/tracer.h"
 #include "model/load.h"
 #include "model/values.h"
@@ -47,7 +48,8 @@ Session::Session(SessionOptions options)
     : interp_(std::move(options.interpreter)),
       models_(model::install_models(interp_)),
       settings_(train::install_defrun(interp_)),
-      knobs_(train::install_knobs(interp_, std::move(options.choices))) {
+      knobs_(train::install_knobs(interp_, std::move(options.choices))),
+      step_record_(install_step_forms(interp_)) {
   interp_.on_warning = [this](const lang::Diagnostic& d) {
     if (!warned_.insert({d.code + (d.span.known() ? d.span.file->path() : ""), d.span.offset}).second) return;
     std::fputs(lang::render(d, lang::stderr_wants_color()).c_str(), stderr);
@@ -70,6 +72,16 @@ void Session::load(const std::string& file) {
 void Session::start_empty() {
   train::check_no_choices(*knobs_);
   top_ = interp_.new_top_level();
+}
+
+void Session::use_checkpoint(const std::string& location) {
+  try {
+    checkpoint_ = io::SafetensorsFile::open(io::resolve_checkpoint(location).path + "/params.safetensors");
+  } catch (const io::CheckpointError& e) {
+    lang::fail(e.code(), {}, e.what());
+  } catch (const io::LoadError& e) {
+    lang::fail("E-CKPT-006", {}, e.what());
+  }
 }
 
 void Session::run_tensors_on(device::Device& device) {
@@ -116,6 +128,26 @@ void Session::initialize(const graph::Graph& program, const std::map<std::string
       store_->erase(param->path);
     }
     missing.params.push_back(*param);
+  }
+  if (checkpoint_) {
+    std::erase_if(missing.params, [&](const model::Parameter& param) {
+      const io::TensorInfo* info = checkpoint_->find(param.path);
+      if (!info) return false;
+      const graph::Node& node = program.node(*program.find_input(param.path));
+      graph::Tensor value;
+      try {
+        value = io::read_tensor(*checkpoint_, *info, node.dtype);
+      } catch (const io::LoadError& e) {
+        lang::fail("E-CKPT-006", param.decl->span, e.what());
+      }
+      if (value.shape() != node.shape) {
+        lang::fail("E-CKPT-006", param.decl->span,
+                   fmt::format("`{}` is {} in {}, {} here", param.path, graph::shape_str(value.shape()),
+                               checkpoint_->path(), graph::shape_str(node.shape)));
+      }
+      store_->put(param.path, std::move(value));
+      return true;
+    });
   }
   if (missing.params.empty()) return;
   for (auto& [path, value] : model::initial_values(missing, seed(), store_->device(), stored)) {

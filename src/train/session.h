@@ -9,11 +9,13 @@
 #include <string>
 
 #include "device/device.h"
+#include "io/safetensors.h"
 #include "model/model.h"
 #include "model/paths.h"
 #include "runtime/program.h"
 #include "train/knobs.h"
 #include "train/run_settings.h"
+#include "train/step_forms.h"
 
 namespace sx::train {
 
@@ -37,6 +39,8 @@ class Session {
   const model::ParameterTable& params() const { return params_; }
   const train::KnobState& knobs() const { return *knobs_; }
   uint64_t seed() const { return settings_->seed(); }
+  const RunSettings& settings() const { return *settings_; }
+  StepRecord& step_record() { return *step_record_; }
 
   // Gives every parameter of the top level its path again, after more code ran there
   // (eval's expression, a REPL entry); each warning is shown once.
@@ -47,6 +51,10 @@ class Session {
   // of what those tensors need. Parameters get their initial values the first time
   // a program reads them, and keep them on the device from then on.
   lang::Value run(const lang::Value& value, device::Device& device);
+  // Parameters get their values from this checkpoint's params.safetensors (a location
+  // means its newest checkpoint) instead of their initializers; E-CKPT-003 when there is
+  // none, E-LOAD when the file cannot be read.
+  void use_checkpoint(const std::string& location);
   // From now on `print`, `str`, `format`, `item` and `save-tensors` run the tensors they
   // are given on `device` (which must outlive the session's evaluation).
   void run_tensors_on(device::Device& device);
@@ -62,9 +70,11 @@ class Session {
   std::shared_ptr<model::ModelState> models_;
   std::shared_ptr<train::RunSettings> settings_;
   std::shared_ptr<train::KnobState> knobs_;
+  std::shared_ptr<StepRecord> step_record_;
   lang::Ref<lang::Env> top_;
   model::ParameterTable params_;
   std::unique_ptr<runtime::Store> store_;
+  std::shared_ptr<const io::SafetensorsFile> checkpoint_;
   std::set<std::pair<std::string, uint32_t>> warned_;
 };
 

@@ -10,6 +10,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -225,8 +226,8 @@ def case_unknown_subcommand(tmp):
     # An unknown subcommand exits 2 naming it, with --help after it too (it once printed the
     # top-level help and exited 0), and prints no help on standard output.
     script = write(tmp, "ok.sx", b"(defvar x 1)\n")
-    for args in [["run", "--help"], ["evaluate", "--help"], ["run", "-h"], ["run", script], ["evaluate"],
-                 ["--help", "run"], ["serve", "--socket", "x"], ["no-such-command", "--help"]]:
+    for args in [["evaluate", "--help"], ["evaluate"], ["--help", "evaluate"], ["serve", "--socket", "x"],
+                 ["no-such-command", "--help"]]:
         rc, out, err, _ = run(args)
         expect(rc == 2, f"sexpgpu {' '.join(args)}: exit {rc}, expected 2 (usage)", out, err)
         expect(f"no subcommand `{args[1] if args[0] == '--help' else args[0]}`" in err,
@@ -469,7 +470,13 @@ def case_cli_docs(tmp):
 
 def case_examples(tmp):
     root = os.environ.get("SEXPGPU_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-    examples = os.path.join(root, "examples")
+    # A copy, where an example's data generator (make_data.py) writes its data.
+    examples = os.path.join(tmp, "examples")
+    shutil.copytree(os.path.join(root, "examples"), examples)
+    for d in os.listdir(examples):
+        generator = os.path.join(examples, d, "make_data.py")
+        if os.path.isfile(generator):
+            subprocess.run([sys.executable, generator], check=True)
     runs = sorted(os.path.join(examples, d, "run.sx") for d in os.listdir(examples)
                   if os.path.isfile(os.path.join(examples, d, "run.sx")))
     expect(runs, f"no examples/*/run.sx under {root}")
@@ -480,6 +487,122 @@ def case_examples(tmp):
         print(f"ok: check {run_file}")
     rc, out, err, _ = run(["eval", "--file", os.path.join(examples, "lr-schedule", "run.sx"), "(summary)"])
     expect(rc == 0 and out.startswith("(:schedule ") and ":scaled " in out, f"(summary): exit {rc}", out, err)
+
+
+# --- Training (sexpgpu run) ---------------------------------------------------------------
+
+TRAIN_FILE = b"""
+(require "sexpgpu/nn")
+(defmodel tiny (vocab dim)
+  (defparam positions (normal [8 dim] :std 0.02))
+  (let ((embed (embedding vocab dim)) (block (transformer-block dim 2)) (head (linear dim vocab)))
+    (lambda (ids) (head (block (+ (embed ids) positions))))))
+(defvar model (tiny 256 16))
+(defun prepare (batch)
+  (let ((ids (field batch :ids)))
+    (list :inputs (slice ids [0 0] [4 8]) :targets (slice ids [0 1] [4 9]))))
+(defun loss (logits prepared)
+  (metric :top (mean (cast (= (argmax logits :axes [-1]) (cast (getf prepared :targets) :i64)) :f32)))
+  (cross-entropy logits (getf prepared :targets)))
+(defrun :seed 3 :data (text-windows "text.txt" :window 8) :batch 4 :steps 12
+        :optimizer (adamw :lr 1e-2) :schedule (warmup-cosine :warmup 3 :min-lr 1e-3)
+        :grad-clip 1.0 :ema 0.9 :checkpoint-every 3 :keep 10 :log-every 4)
+"""
+
+
+def training_dir(tmp, name="run.sx", text=TRAIN_FILE):
+    write(tmp, "text.txt", b"the quick brown fox jumps over the lazy dog. " * 40)
+    return write(tmp, name, text)
+
+
+def checkpoint_bytes(location, step):
+    folder = os.path.join(location, f"step-{step:08d}")
+    out = {}
+    for name in ["params.safetensors", "optimizer.safetensors", "ema.safetensors"]:
+        with open(os.path.join(folder, name), "rb") as f:
+            out[name] = f.read()
+    return out
+
+
+def train(args, timeout=120):
+    rc, out, err, _ = run(["run", *args], timeout=timeout)
+    expect(rc == 0, f"sexpgpu run {' '.join(args)}: exit {rc}", out, err)
+    return out
+
+
+def case_train_determinism(tmp):
+    """Two runs of one file give the same bits, on one core or two."""
+    run_file = training_dir(tmp)
+    locations = []
+    for i, cores in enumerate(["1", "1", "2"]):
+        location = os.path.join(tmp, f"run{i}")
+        out = train([run_file, "--checkpoint-dir", location, "--cpu-cores", cores])
+        expect(out.rstrip().splitlines()[-1].startswith("trained ") and "loss.svg" in out, "the run's last line", out)
+        locations.append(location)
+    first = checkpoint_bytes(locations[0], 12)
+    for location in locations[1:]:
+        expect(checkpoint_bytes(location, 12) == first, f"{location} differs from {locations[0]}")
+    with open(os.path.join(locations[0], "metrics.jsonl")) as f:
+        lines = f.read().splitlines()
+    expect(len(lines) == 12 and '"step":1,' in lines[0] and '"top"' in lines[0], "metrics.jsonl", "\n".join(lines))
+    steps = sorted(d for d in os.listdir(locations[0]) if d.startswith("step-"))
+    expect(steps == [f"step-{s:08d}" for s in (3, 6, 9, 12)], f"checkpoints {steps}")
+    print("ok: three runs, the same bits")
+
+
+def case_train_resume_after_kill(tmp):
+    """kill -9 at random points, then run again: the newest whole checkpoint is resumed and
+    the final parameters are the unbroken run's bits."""
+    import random
+    run_file = training_dir(tmp)
+    unbroken = os.path.join(tmp, "unbroken")
+    train([run_file, "--checkpoint-dir", unbroken])
+    broken = os.path.join(tmp, "broken")
+    rng = random.Random(5)
+    env = dict(os.environ, NO_COLOR="1")
+    for attempt in range(40):
+        if os.path.isdir(os.path.join(broken, "step-00000012")):
+            break
+        proc = subprocess.Popen([SEXPGPU, "run", run_file, "--checkpoint-dir", broken], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env=env)
+        time.sleep(rng.uniform(0.05, 0.6) * TIME_SCALE)
+        proc.kill()
+        proc.wait()
+        for d in os.listdir(broken) if os.path.isdir(broken) else []:
+            if d.startswith("step-"):
+                names = set(os.listdir(os.path.join(broken, d)))
+                expect({"params.safetensors", "optimizer.safetensors", "experiment.json", "state.json"} <= names,
+                       f"{d} after a kill holds only {sorted(names)}")
+    train([run_file, "--checkpoint-dir", broken])
+    expect(checkpoint_bytes(broken, 12) == checkpoint_bytes(unbroken, 12), "the resumed run's bits differ")
+    print(f"ok: resumed after kills, the same bits")
+
+
+def case_train_errors(tmp):
+    training_dir(tmp)
+    base = TRAIN_FILE.decode()
+    cases = [
+        ("E-RUN-005", base.replace("(defun loss", "(defun not-loss"), "`loss`"),
+        ("E-RUN-006", base.replace("(list :inputs", "(list :in"), ":inputs"),
+        ("E-RUN-007", base.replace("(cross-entropy logits (getf prepared :targets))", "logits"), "scalar"),
+        ("E-RUN-008", base.replace(":lr 1e-2", ":lr 1e30"), "step"),
+        ("E-RUN-009", base.replace(':data (text-windows "text.txt" :window 8)', ""), ":data"),
+    ]
+    for i, (code, text, mention) in enumerate(cases):
+        path = write(tmp, f"bad{i}.sx", text.encode())
+        expect_error(["run", path, "--checkpoint-dir", os.path.join(tmp, f"bad{i}")], code, mentions=(mention,))
+    # A location holding another file's checkpoints is refused, unless --fresh.
+    first = write(tmp, "first.sx", TRAIN_FILE)
+    other = write(tmp, "other.sx", TRAIN_FILE)
+    location = os.path.join(tmp, "shared")
+    train([first, "--checkpoint-dir", location, "--steps", "3"])
+    expect_error(["run", other, "--checkpoint-dir", location, "--steps", "3"], "E-CKPT-005", mentions=("first",))
+    out = train([other, "--checkpoint-dir", location, "--steps", "3", "--fresh"])
+    expect(os.path.isdir(location + "-2/step-00000003"), "--fresh starts in LOC-2", out)
+    # The same file with a parameter frozen that the checkpoint trained is refused by name.
+    frozen = TRAIN_FILE.replace(b"(normal [8 dim] :std 0.02)", b"(normal [8 dim] :std 0.02) :trainable false")
+    write(tmp, "first.sx", frozen)
+    expect_error(["run", first, "--checkpoint-dir", location, "--steps", "6"], "E-CKPT-006", mentions=("positions",))
 
 
 def main():

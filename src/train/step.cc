@@ -1,0 +1,157 @@
+// Tracing the training step.
+#include "train/step.h"
+
+#include <fmt/format.h>
+
+#include "graph/autodiff.h"
+#include "graph/errors.h"
+#include "graph/passes.h"
+#include "lang/printer.h"
+#include "lang/tracer.h"
+#include "model/values.h"
+
+namespace sx::train {
+namespace {
+
+// The top-level function or value `name` of the run file; E-RUN-005 when it has none.
+lang::Value required(Session& session, std::string_view name, std::string_view what) {
+  if (lang::Value* v = session.top().lookup(lang::intern(name))) return *v;
+  lang::fail("E-RUN-005", {}, fmt::format("the run file defines no `{}`: {}", name, what),
+             "see docs/training.md for what a run file defines");
+}
+
+lang::Value call(Session& session, const lang::Value& f, std::vector<lang::Value> args) {
+  std::vector<lang::Span> spans(args.size());
+  return session.interp().apply(f, args, spans, {});
+}
+
+}  // namespace
+
+std::string data_input_name(const std::string& field) { return "data." + field; }
+
+StepGraph trace_step(Session& session, const Loader& loader, const StepSettings& settings) {
+  auto& interp = session.interp();
+  const auto& tracer = interp.tracer();
+  graph::Builder& b = tracer->builder();
+  const RunSettings& run = session.settings();
+  const OptimizerSpec* optimizer = run.optimizer();
+  if (!optimizer) {
+    lang::fail("E-RUN-009", run.span, "`defrun` has no `:optimizer`, which a run needs",
+               "add one, e.g. :optimizer (adamw :lr 3e-4)");
+  }
+  lang::Value model = required(session, "model", "the model the run trains");
+  lang::Value loss_fn = required(session, "loss", "(defun loss (prediction prepared) ...), a scalar");
+  lang::Value* prepare = session.top().lookup(lang::intern("prepare"));
+
+  // The batch: one data input per field, a new leading axis of the batch size.
+  std::vector<lang::Value> items;
+  for (const FieldInfo& field : loader.fields()) {
+    graph::Shape shape{settings.batch};
+    shape.insert(shape.end(), field.shape.begin(), field.shape.end());
+    graph::NodeId node = b.input(data_input_name(field.name), shape, field.dtype);
+    items.push_back(lang::make_keyword(field.name));
+    items.push_back(lang::make_tensor(tracer, node));
+  }
+  lang::Value batch = lang::list(std::move(items));
+
+  StepRecord& record = session.step_record();
+  record = StepRecord{};
+  record.recording = true;
+  lang::Value prepared = prepare ? call(session, *prepare, {batch}) : batch;
+  const lang::Value* inputs = plist_find(prepared, "inputs");
+  if (!inputs) {
+    lang::fail("E-RUN-006", {},
+               fmt::format("{} gives no `:inputs`: {}", prepare ? "`prepare`" : "the batch (there is no `prepare`)",
+                           lang::print(prepared).substr(0, 200)),
+               "return a plist such as (list :inputs x :targets y)");
+  }
+  std::vector<lang::Value> model_args;
+  if (lang::as_tensor(*inputs) || !inputs->is_list()) model_args.push_back(*inputs);
+  else model_args = lang::list_items(*inputs);
+  lang::Value prediction = call(session, model, model_args);
+  lang::Value loss_value = call(session, loss_fn, {prediction, prepared});
+  record.recording = false;
+  const auto* loss = lang::as_tensor(loss_value);
+  if (!loss || !loss->info().shape.empty() || !graph::is_float(loss->info().dtype)) {
+    lang::fail("E-RUN-007", {},
+               fmt::format("`loss` must give a floating-point scalar tensor, not {}",
+                           loss ? fmt::format("{}{}", graph::dtype_name(loss->info().dtype),
+                                              graph::shape_str(loss->info().shape))
+                                : lang::print(loss_value).substr(0, 200)),
+               "reduce it with (mean ...) and keep it a float");
+  }
+
+  session.resolve();
+  const model::ParameterTable& params = session.params();
+  graph::Graph& trace = tracer->graph();
+  model::store_frozen_parameters(params, trace);
+  GroupAssignment groups = assign_groups(params, *optimizer);
+  for (const auto& warning : groups.warnings) interp.warn(warning);
+  std::vector<graph::NodeId> values;
+  for (const ParamGroup& p : groups.params) values.push_back(p.param->decl->node);
+  std::vector<graph::NodeId> grads;
+  try {
+    grads = graph::gradients(b, loss->node, values);
+  } catch (const graph::GraphError& e) {
+    lang::fail("E-RUN-007", {}, fmt::format("the loss cannot be differentiated: {}", e.what()));
+  }
+  std::vector<ParamNodes> param_nodes;
+  for (size_t i = 0; i < values.size(); ++i) param_nodes.push_back({values[i], grads[i]});
+  UpdateSettings update_settings{.optimizer = optimizer,
+                                 .schedule = run.schedule(),
+                                 .total_steps = settings.total_steps,
+                                 .grad_clip = run.number("grad-clip"),
+                                 .ema = run.number("ema")};
+  UpdateGraph update = build_update(b, groups, param_nodes, update_settings);
+
+  StepGraph step;
+  std::vector<graph::NodeId> outputs;
+  for (size_t i = 0; i < groups.params.size(); ++i) {
+    outputs.push_back(update.new_params[i]);
+    step.outputs.push_back({runtime::Role::parameter, groups.params[i].param->path});
+  }
+  for (const auto& state : update.state) {
+    outputs.push_back(state.updated);
+    step.outputs.push_back({runtime::Role::optimizer_state, state.tensor.name});
+    step.state.push_back(state.tensor);
+  }
+  outputs.push_back(loss->node);
+  step.outputs.push_back({runtime::Role::value, "loss"});
+  auto metric = [&](const std::string& name, graph::NodeId node) {
+    outputs.push_back(b.cast(node, graph::DType::f32));
+    step.outputs.push_back({runtime::Role::metric, name});
+    step.metrics.push_back(name);
+  };
+  metric("lr", update.lr);
+  if (update.grad_norm) metric("grad-norm", *update.grad_norm);
+  for (const auto& m : record.metrics) metric(m.name, m.node);
+  for (const auto& c : record.counters) {
+    outputs.push_back(b.cast(c.node, graph::DType::f32));
+    step.outputs.push_back({runtime::Role::metric, c.name});
+    step.counters.push_back(c.name);
+  }
+  for (const auto& g : record.guards) {
+    outputs.push_back(g.node);
+    step.outputs.push_back({runtime::Role::value, g.name});
+    step.guards.push_back(g);
+  }
+
+  step.graph = graph::optimize(graph::extract(trace, outputs));
+  for (size_t i = 0; i < step.outputs.size(); ++i) step.graph.outputs[i].name = step.outputs[i].name;
+  for (const graph::NamedNode& input : step.graph.inputs) {
+    const std::string& name = input.name;
+    if (params.find(name)) step.inputs.push_back({runtime::Role::parameter, name});
+    else if (name == "step") step.inputs.push_back({runtime::Role::step, name});
+    else if (name.starts_with("data.")) step.inputs.push_back({runtime::Role::data, name});
+    else if (name.starts_with("rng.")) step.inputs.push_back({runtime::Role::random_key, name});
+    else if (std::any_of(step.state.begin(), step.state.end(), [&](const StateTensor& s) { return s.name == name; }))
+      step.inputs.push_back({runtime::Role::optimizer_state, name});
+    else {
+      lang::fail("E-PARAM-009", {}, fmt::format("the step reads the parameter input `{}`, which has no root", name),
+                 "bind the model with `defvar` at the top level, or build it inside the `defmodel` that uses it");
+    }
+  }
+  return step;
+}
+
+}  // namespace sx::train

@@ -1,0 +1,46 @@
+// The training step as one program (DESIGN 4, 5, 6b): the run file's prepare, model and
+// loss traced on a batch of the loader's fields, the gradient of the loss with respect to
+// every trainable parameter, the optimizer's update, metrics, counters and guards, in one
+// graph: (parameters, optimizer state, batch, random keys, step) -> (new parameters, new
+// state, loss, metrics). Parameters and state are read from the store and written back
+// over it; the host feeds the batch and the step and reads the loss and metrics.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/program.h"
+#include "train/loaders.h"
+#include "train/optimizer.h"
+#include "train/session.h"
+
+namespace sx::train {
+
+struct StepGraph {
+  graph::Graph graph;
+  std::vector<runtime::Binding> inputs;   // one per graph input
+  std::vector<runtime::Binding> outputs;  // one per graph output
+  std::vector<StateTensor> state;         // what the store must hold besides parameters
+  // The returned outputs, in the order Program::run returns them: the loss first, then
+  // each metric and counter (names as logged: "lr", "grad-norm", a metric's name, a
+  // counter's name), then one bool per guard.
+  std::vector<std::string> metrics;
+  std::vector<std::string> counters;
+  std::vector<StepRecord::Named> guards;
+};
+
+struct StepSettings {
+  int64_t batch = 0;
+  int64_t total_steps = 0;
+};
+
+// Traces the step in the session's interpreter (after Session::load). E-RUN-005 for a
+// file without `model` or `loss`, E-RUN-006 for a prepare without :inputs, E-RUN-007 for a
+// loss that is not a floating-point scalar, E-RUN-009 for a defrun without :optimizer.
+StepGraph trace_step(Session& session, const Loader& loader, const StepSettings& settings);
+
+// The data input of a loader field, as the step graph names it.
+std::string data_input_name(const std::string& field);
+
+}  // namespace sx::train

@@ -1,0 +1,295 @@
+// The training loop.
+#include "train/trainer.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "io/checkpoint.h"
+#include "io/identity.h"
+#include "io/safetensors.h"
+#include "lang/printer.h"
+#include "lang/tracer.h"
+#include "model/model.h"
+#include "model/values.h"
+#include "train/loss_curve.h"
+#include "train/metrics_log.h"
+#include "train/prefetcher.h"
+#include "train/step.h"
+
+namespace sx::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+int64_t integer_setting(const RunSettings& run, std::string_view key, std::optional<int64_t> fallback) {
+  const lang::Value* v = run.find(key);
+  if (v && v->is(lang::Type::Int) && v->as_int() > 0) return v->as_int();
+  if (v) {
+    lang::fail("E-RUN-009", run.span,
+               fmt::format("`:{}` must be a whole number above 0, not {}", key, lang::print(*v)));
+  }
+  if (fallback) return *fallback;
+  lang::fail("E-RUN-009", run.span, fmt::format("`defrun` has no `:{}`, which a run needs", key),
+             "see docs/training.md for the settings of a run");
+}
+
+// Where a fresh run goes when `location` holds another run's checkpoints: the first of
+// LOC-2, LOC-3, ... that holds none.
+std::string fresh_location(const std::string& location) {
+  for (int n = 2;; ++n) {
+    std::string candidate = fmt::format("{}-{}", location, n);
+    if (io::list_checkpoints(candidate).empty()) return candidate;
+  }
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+json experiment_json(Session& session, const TrainOptions& options, const std::string& slug, int64_t step) {
+  json sources = json::array();
+  std::string text = read_text(options.file);
+  sources.push_back({{"path", std::filesystem::path(options.file).filename().string()},
+                     {"sha256", io::sha256_hex({reinterpret_cast<const uint8_t*>(text.data()), text.size()})}});
+  json knobs = json::object();
+  for (const Knob& knob : session.knobs().knobs) knobs[knob.name] = lang::print(knob.value);
+  json parameters = json::array();
+  for (const auto& p : session.params().params) {
+    const graph::Node& node = session.interp().tracer()->graph().node(p.decl->node);
+    parameters.push_back({{"path", p.path},
+                          {"shape", node.shape},
+                          {"dtype", graph::dtype_name(node.dtype)},
+                          {"trainable", p.decl->trainable}});
+  }
+  return {{"slug", slug},       {"file", std::filesystem::path(options.file).filename().string()},
+          {"sources", sources}, {"variant", options.variant},
+          {"knobs", knobs},     {"seed", session.seed()},
+          {"step", step},       {"parameters", parameters}};
+}
+
+// Refuses to resume from a checkpoint of another file, or of a parameter table whose
+// parameters differ in what is trained.
+void check_resumable(Session& session, const json& saved, const std::string& slug, const std::string& where) {
+  if (saved.value("slug", "") != slug) {
+    lang::fail("E-CKPT-005", {},
+               fmt::format("{} holds checkpoints of `{}`, not of `{}`", where, saved.value("slug", "?"), slug),
+               "give another --checkpoint-dir, or --fresh to start in a location of its own");
+  }
+  std::map<std::string, bool> trainable;
+  for (const auto& p : saved.value("parameters", json::array()))
+    trainable[p.value("path", "")] = p.value("trainable", true);
+  for (const auto& p : session.params().params) {
+    auto it = trainable.find(p.path);
+    if (it != trainable.end() && it->second != p.decl->trainable) {
+      lang::fail("E-CKPT-006", {},
+                 fmt::format("`{}` is {} in this file but {} in the checkpoint in {}", p.path,
+                             p.decl->trainable ? "trainable" : "frozen", it->second ? "trainable" : "frozen", where),
+                 "keep what is trained as it was, or --fresh to start over");
+    }
+  }
+}
+
+// Reads the tensors of a checkpoint file into the store, each under the name `key` gives.
+void restore(runtime::Store& store, const std::string& path,
+             const std::function<std::string(const std::string&)>& key) {
+  auto file = io::SafetensorsFile::open(path);
+  for (const auto& info : file->tensors()) {
+    std::string name = key(info.name);
+    if (!store.contains(name)) continue;
+    const device::Buffer& held = store.at(name);
+    graph::Tensor value = io::read_tensor(*file, info, held.dtype());
+    if (value.shape() != held.shape()) {
+      lang::fail("E-CKPT-006", {},
+                 fmt::format("`{}` in {} is {}, the run's is {}", info.name, path, graph::shape_str(value.shape()),
+                             graph::shape_str(held.shape())),
+                 "a checkpoint resumes the run that wrote it; --fresh starts over");
+    }
+    store.put(name, std::move(value));
+  }
+}
+
+std::string format_seconds(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  auto t = static_cast<int64_t>(s);
+  return t >= 3600 ? fmt::format("{}h{:02}m", t / 3600, t / 60 % 60) : fmt::format("{}m{:02}s", t / 60, t % 60);
+}
+
+}  // namespace
+
+std::string run_slug(const TrainOptions& options) {
+  // examples/addition/run.sx is "addition": a file named run.sx is named by its folder.
+  std::filesystem::path file = std::filesystem::absolute(options.file).lexically_normal();
+  std::string stem = file.stem().string();
+  if (stem == "run" && !file.parent_path().filename().empty()) stem = file.parent_path().filename().string();
+  return options.variant.empty() ? stem : stem + "-" + options.variant;
+}
+
+std::string train(Session& session, device::Device& device, const TrainOptions& options) {
+  const RunSettings& run = session.settings();
+  const lang::Value* data = run.find("data");
+  const LoaderSpec* spec = data ? as_loader_spec(*data) : nullptr;
+  if (!spec) {
+    lang::fail("E-RUN-009", run.span, "`defrun` has no `:data` loader, which a run needs",
+               "add one, e.g. :data (text-windows \"input.txt\" :window 64)");
+  }
+  int64_t batch = integer_setting(run, "batch", std::nullopt);
+  int64_t total = options.steps ? *options.steps : integer_setting(run, "steps", std::nullopt);
+  int64_t checkpoint_every = integer_setting(run, "checkpoint-every", total);
+  int64_t keep = integer_setting(run, "keep", 3);
+  int64_t log_every = integer_setting(run, "log-every", 10);
+  uint64_t seed = session.seed();
+  std::shared_ptr<const Loader> loader = open_loader(*spec);
+
+  std::string slug = run_slug(options);
+  std::string location = options.checkpoint_dir.empty() ? "runs/" + slug : options.checkpoint_dir;
+  std::optional<io::Checkpoint> newest = io::newest_checkpoint(location);
+  if (newest && options.fresh) {
+    location = fresh_location(location);
+    newest.reset();
+  }
+
+  StepGraph step = trace_step(session, *loader, {.batch = batch, .total_steps = total});
+  runtime::Store store(device);
+  auto stored = model::store_frozen_parameters(session.params(), session.interp().tracer()->graph());
+  for (auto& [path, value] : model::initial_values(session.params(), seed, device, stored)) {
+    store.put(path, std::move(value));
+  }
+  for (const StateTensor& s : step.state) store.put(s.name, graph::Tensor(s.dtype, s.shape));
+  int64_t start = 0;
+  if (newest) {
+    json saved = json::parse(read_text(newest->path + "/experiment.json"), nullptr, false);
+    if (saved.is_discarded()) {
+      lang::fail("E-CKPT-006", {}, fmt::format("{}/experiment.json is not JSON", newest->path),
+                 "remove the checkpoint, or --fresh to start over");
+    }
+    check_resumable(session, saved, slug, location);
+    try {
+      restore(store, newest->path + "/params.safetensors", [](const std::string& n) { return n; });
+      restore(store, newest->path + "/optimizer.safetensors", [](const std::string& n) { return n; });
+      if (std::filesystem::exists(newest->path + "/ema.safetensors")) {
+        restore(store, newest->path + "/ema.safetensors", [](const std::string& n) { return "ema." + n; });
+      }
+    } catch (const io::LoadError& e) {
+      lang::fail("E-CKPT-006", {}, e.what(), "remove the checkpoint, or --fresh to start over");
+    }
+    start = newest->step;
+    std::printf("resuming %s from %s (step %lld of %lld)\n", slug.c_str(), newest->path.c_str(),
+                static_cast<long long>(start), static_cast<long long>(total));
+  } else {
+    std::printf("training %s: %lld steps of batch %lld on %s, checkpoints in %s\n", slug.c_str(),
+                static_cast<long long>(total), static_cast<long long>(batch), device.name().c_str(), location.c_str());
+  }
+  std::fflush(stdout);
+  if (start >= total) return location;
+
+  runtime::Program program(device, step.graph, step.inputs, step.outputs);
+  std::filesystem::create_directories(location);
+  MetricsLog metrics(location + "/metrics.jsonl", newest ? std::optional<int64_t>(start) : std::nullopt);
+  Prefetcher prefetcher(loader, seed, start, batch, {.depth = 2, .end_step = total});
+  std::map<std::string, double> counters;
+  if (newest) {
+    json state = json::parse(read_text(newest->path + "/state.json"), nullptr, false);
+    if (state.is_object() && state.contains("counters"))
+      counters = state["counters"].get<std::map<std::string, double>>();
+  }
+  bool terminal = isatty(STDOUT_FILENO);
+  auto began = Clock::now();
+  double data_seconds = 0;
+  double loss_value = 0;
+  for (int64_t s = start; s < total; ++s) {
+    Prefetcher::Next next = prefetcher.next();
+    data_seconds += next.waited_seconds;
+    std::vector<device::Buffer> fed_buffers;
+    for (size_t i : program.fed_inputs()) {
+      const runtime::Binding& input = program.inputs()[i];
+      if (input.role == runtime::Role::data) {
+        const graph::Tensor* field = next.batch.find(input.name.substr(5));
+        fed_buffers.push_back(device.upload(*field));
+      } else if (input.role == runtime::Role::random_key) {
+        graph::Tensor key(graph::DType::i64, {});
+        key.data<int64_t>()[0] =
+            static_cast<int64_t>(model::stream_key(seed, input.name, static_cast<uint64_t>(s) + 1));
+        fed_buffers.push_back(device.upload(std::move(key)));
+      } else {
+        fed_buffers.push_back(device.upload(graph::Tensor::scalar(graph::DType::i64, static_cast<double>(s))));
+      }
+    }
+    std::vector<const device::Buffer*> fed;
+    for (const auto& b : fed_buffers) fed.push_back(&b);
+    std::span<const device::Buffer> results;
+    try {
+      results = program.run(store, fed);
+    } catch (const device::DeviceError& e) {
+      lang::fail("E-DEVICE-001", {}, fmt::format("step {}: {}", s, e.what()));
+    }
+    loss_value = device.download(results[0]).value(0);
+    std::vector<std::pair<std::string, double>> logged{{"loss", loss_value}};
+    size_t r = 1;
+    for (const std::string& name : step.metrics) logged.emplace_back(name, device.download(results[r++]).value(0));
+    for (const std::string& name : step.counters) {
+      counters[name] += device.download(results[r++]).value(0);
+      logged.emplace_back(name, counters[name]);
+    }
+    for (const auto& guard : step.guards) {
+      if (device.download(results[r++]).value(0) == 0) {
+        lang::fail("E-RUN-008", guard.span, fmt::format("step {}: guard: {}", s, guard.name));
+      }
+    }
+    if (!std::isfinite(loss_value)) {
+      lang::fail("E-RUN-008", {}, fmt::format("the loss is {} at step {}", loss_value, s),
+                 "lower the learning rate, clip the gradients (:grad-clip), or guard the loss");
+    }
+    // Logged, like checkpoints, by the steps done: the first step's loss is step 1's.
+    int64_t done = s + 1;
+    metrics.append(done, logged);
+    double elapsed = std::chrono::duration<double>(Clock::now() - began).count();
+    double rate = static_cast<double>(done - start) / elapsed;
+    std::string line = fmt::format("step {}/{}  loss {:.4f}  {:.1f} steps/s  data {:.2f} ms/step  eta {}", done, total,
+                                   loss_value, rate, 1e3 * data_seconds / static_cast<double>(done - start),
+                                   format_seconds(static_cast<double>(total - done) / rate));
+    if (terminal) std::printf("\r%s\033[K", line.c_str());
+    if (done % log_every == 0 || done == total) {
+      if (terminal) std::printf("\n");
+      else std::printf("%s\n", line.c_str());
+    }
+    std::fflush(stdout);
+    if (done % checkpoint_every == 0 || done == total) {
+      std::vector<std::pair<std::string, graph::Tensor>> params, optimizer, ema;
+      for (const auto& p : session.params().params) params.emplace_back(p.path, store.read(p.path));
+      for (const StateTensor& st : step.state) {
+        if (st.kind == StateTensor::Kind::Ema) ema.emplace_back(st.path, store.read(st.name));
+        else optimizer.emplace_back(st.name, store.read(st.name));
+      }
+      std::vector<io::CheckpointFile> files{
+          io::CheckpointFile::bytes("experiment.json", experiment_json(session, options, slug, done).dump(2) + "\n"),
+          io::CheckpointFile::tensors("params.safetensors", std::move(params)),
+          io::CheckpointFile::tensors("optimizer.safetensors", std::move(optimizer)),
+          io::CheckpointFile::bytes("state.json",
+                                    json{{"step", done}, {"loss", loss_value}, {"counters", counters}}.dump(2) + "\n")};
+      if (!ema.empty()) files.push_back(io::CheckpointFile::tensors("ema.safetensors", std::move(ema)));
+      try {
+        io::write_checkpoint(location, done, files);
+        io::prune_checkpoints(location, keep);
+      } catch (const io::CheckpointError& e) {
+        lang::fail(e.code(), {}, e.what());
+      }
+    }
+  }
+  std::string curve = location + "/loss.svg";
+  std::vector<CurveSeries> series = read_metrics(location + "/metrics.jsonl");
+  std::erase_if(series, [](const CurveSeries& c) { return c.name != "loss"; });
+  write_loss_curve(curve, series, {.title = slug + ": loss"});
+  std::printf("trained %s: loss %.4f after %lld steps; checkpoints in %s, loss curve %s\n", slug.c_str(), loss_value,
+              static_cast<long long>(total), location.c_str(), curve.c_str());
+  return location;
+}
+
+}  // namespace sx::train

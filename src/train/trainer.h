@@ -1,0 +1,33 @@
+// `sexpgpu run`: the training loop (DESIGN 4, 7). The step is one program compiled once
+// (train/step.h); parameters and optimizer state stay in a store on the device, updated
+// in place; a background thread makes the batches; the loop feeds them, reads the loss
+// and metrics, logs, and writes checkpoints (io/checkpoint.h) that a later run resumes
+// from, reaching the same bits as an unbroken run.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "device/device.h"
+#include "train/session.h"
+
+namespace sx::train {
+
+struct TrainOptions {
+  std::string file;            // the run file, as given
+  std::string checkpoint_dir;  // empty: runs/<slug> in the working directory
+  std::optional<int64_t> steps;
+  bool fresh = false;  // never resume: start in a location of its own
+  std::string variant;
+};
+
+// The run's slug: the file's stem (its folder's name for a file named run.sx), and the
+// variant after a dash when there is one.
+std::string run_slug(const TrainOptions& options);
+
+// Trains the loaded session's run on `device`. Diagnosed errors are lang::Error (E-RUN,
+// E-CKPT, E-LOAD). Returns the location the checkpoints are in.
+std::string train(Session& session, device::Device& device, const TrainOptions& options);
+
+}  // namespace sx::train
