@@ -158,6 +158,56 @@ Value format_string(Args& a) {
   return make_string(std::move(result));
 }
 
+// `raw` with each byte that does not start a well-formed UTF-8 sequence replaced by U+FFFD.
+std::string valid_utf8(std::string_view raw) {
+  std::string out;
+  for (size_t i = 0; i < raw.size();) {
+    auto lead = static_cast<unsigned char>(raw[i]);
+    size_t length = lead < 0x80                   ? 1
+                    : lead >= 0xc2 && lead < 0xe0 ? 2
+                    : lead >= 0xe0 && lead < 0xf0 ? 3
+                    : lead >= 0xf0 && lead < 0xf5 ? 4
+                                                  : 0;
+    bool whole = length > 0 && i + length <= raw.size();
+    for (size_t k = 1; whole && k < length; ++k) whole = is_continuation(raw[i + k]);
+    // Overlong three- and four-byte forms, surrogates, and code points past U+10FFFF.
+    if (whole && length >= 3) {
+      auto second = static_cast<unsigned char>(raw[i + 1]);
+      whole = !(lead == 0xe0 && second < 0xa0) && !(lead == 0xed && second >= 0xa0) &&
+              !(lead == 0xf0 && second < 0x90) && !(lead == 0xf4 && second >= 0x90);
+    }
+    if (!whole) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+      continue;
+    }
+    out.append(raw.substr(i, length));
+    i += length;
+  }
+  return out;
+}
+
+// (string-bytes s): the UTF-8 bytes of s, what text-windows reads as tokens.
+Value string_bytes(Args& a) {
+  std::vector<Value> out;
+  for (char c : a.string(0)) out.push_back(Value::integer(static_cast<unsigned char>(c)));
+  return list(std::move(out));
+}
+
+// (bytes-string bytes): the string of a sequence of byte values; bytes that are not
+// valid UTF-8 become U+FFFD, so the result is always a string the printer shows.
+Value bytes_string(Args& a) {
+  std::string raw;
+  const Value& given = a[0];
+  std::vector<Value> items = given.is(Type::Vector) ? given.as<Vector>()->items : list_items(a.list(0));
+  for (const Value& item : items) {
+    if (!item.is(Type::Int) || item.as_int() < 0 || item.as_int() > 255)
+      a.type_error(0, "a sequence of bytes (0 to 255)");
+    raw.push_back(static_cast<char>(item.as_int()));
+  }
+  return make_string(valid_utf8(raw));
+}
+
 Value string_length(Args& a) { return Value::integer(static_cast<int64_t>(code_points(a.string(0)))); }
 
 // (substring s start [end]): code points start..end-1.
@@ -340,6 +390,11 @@ void install_string_builtins(Interpreter& in) {
                    {"format", 1, any, format_string, "(pattern &rest values)",
                     "pattern with each {} replaced by the next value; {:.3f} and other fmt specs format numbers.",
                     "(format \"{} of {} is {:.2f}\" 1 3 (/ 1.0 3))\n;; => \"1 of 3 is 0.33\""},
+                   {"string-bytes", 1, 1, string_bytes, "(s)", "The UTF-8 bytes of a string, as integers.",
+                    "(string-bytes \"hé\")\n;; => (104 195 169)"},
+                   {"bytes-string", 1, 1, bytes_string, "(bytes)",
+                    "The string of a sequence of byte values; invalid UTF-8 becomes U+FFFD.",
+                    "(bytes-string (list 104 105))\n;; => \"hi\""},
                    {"string-length", 1, 1, string_length, "(s)", "The characters (code points) of a string.",
                     "(string-length \"héllo\")\n;; => 5"},
                    {"substring", 2, 3, substring, "(s start &optional end)", "Characters start to end-1.",
