@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "lang/printer.h"
+#include "train/eval_pass.h"
 #include "train/loaders.h"
 
 namespace sx::train {
@@ -44,6 +45,15 @@ void check_training_setting(const std::string& key, const lang::Value& value, la
   };
   if (key == "optimizer" && !as_optimizer(value)) {
     refuse("an optimizer", "write (adamw :lr 3e-4) or (sgd :lr 0.1 :momentum 0.9)");
+  }
+  if (key == "eval") {
+    bool passes = as_eval_pass(value) != nullptr;
+    if (value.is_list()) {
+      passes = true;
+      for (const lang::Value& item : lang::list_items(value)) passes = passes && as_eval_pass(item);
+    }
+    if (!passes)
+      refuse("a pass or a list of passes", "write :eval (list (pass :name \"val\" :data LOADER :every 100))");
   }
   if (key == "schedule" && !as_schedule(value)) {
     refuse("a learning-rate schedule", "write (constant), (warmup-cosine :warmup 100 :min-lr 1e-5) or (warmup-linear)");
@@ -140,6 +150,7 @@ std::shared_ptr<RunSettings> install_defrun(lang::Interpreter& interp) {
   // The loaders `:data` and `:eval` name come with defrun, so every command that evaluates
   // a run file has them.
   install_loaders(interp);
+  install_eval_passes(interp);
   return settings;
 }
 

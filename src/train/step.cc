@@ -11,23 +11,46 @@
 #include "model/values.h"
 
 namespace sx::train {
-namespace {
-
-// The top-level function or value `name` of the run file; E-RUN-005 when it has none.
-lang::Value required(Session& session, std::string_view name, std::string_view what) {
-  if (lang::Value* v = session.top().lookup(lang::intern(name))) return *v;
-  lang::fail("E-RUN-005", {}, fmt::format("the run file defines no `{}`: {}", name, what),
-             "see docs/training.md for what a run file defines");
-}
 
 lang::Value call(Session& session, const lang::Value& f, std::vector<lang::Value> args) {
   std::vector<lang::Span> spans(args.size());
   return session.interp().apply(f, args, spans, {});
 }
 
-}  // namespace
+lang::Value required_definition(Session& session, std::string_view name, std::string_view what) {
+  if (lang::Value* v = session.top().lookup(lang::intern(name))) return *v;
+  lang::fail("E-RUN-005", {}, fmt::format("the run file defines no `{}`: {}", name, what),
+             "see docs/training.md for what a run file defines");
+}
 
-std::string data_input_name(const std::string& field) { return "data." + field; }
+lang::Value traced_batch(Session& session, const Loader& loader, int64_t batch, std::string_view prefix) {
+  const auto& tracer = session.interp().tracer();
+  std::vector<lang::Value> items;
+  for (const FieldInfo& field : loader.fields()) {
+    graph::Shape shape{batch};
+    shape.insert(shape.end(), field.shape.begin(), field.shape.end());
+    graph::NodeId node = tracer->builder().input(std::string(prefix) + field.name, shape, field.dtype);
+    items.push_back(lang::make_keyword(field.name));
+    items.push_back(lang::make_tensor(tracer, node));
+  }
+  return lang::list(std::move(items));
+}
+
+lang::Value apply_model(Session& session, const lang::Value& model, const lang::Value& prepared,
+                        std::string_view prepared_by) {
+  const lang::Value* inputs = plist_find(prepared, "inputs");
+  if (!inputs) {
+    lang::fail("E-RUN-006", {},
+               fmt::format("{} gives no `:inputs`: {}",
+                           prepared_by.empty() ? "the batch (there is no `prepare`)" : prepared_by,
+                           lang::print(prepared).substr(0, 200)),
+               "return a plist such as (list :inputs x :targets y)");
+  }
+  std::vector<lang::Value> args;
+  if (lang::as_tensor(*inputs) || !inputs->is_list()) args.push_back(*inputs);
+  else args = lang::list_items(*inputs);
+  return call(session, model, args);
+}
 
 StepGraph trace_step(Session& session, const Loader& loader, const StepSettings& settings) {
   auto& interp = session.interp();
@@ -39,36 +62,17 @@ StepGraph trace_step(Session& session, const Loader& loader, const StepSettings&
     lang::fail("E-RUN-009", run.span, "`defrun` has no `:optimizer`, which a run needs",
                "add one, e.g. :optimizer (adamw :lr 3e-4)");
   }
-  lang::Value model = required(session, "model", "the model the run trains");
-  lang::Value loss_fn = required(session, "loss", "(defun loss (prediction prepared) ...), a scalar");
+  lang::Value model = required_definition(session, "model", "the model the run trains");
+  lang::Value loss_fn = required_definition(session, "loss", "(defun loss (prediction prepared) ...), a scalar");
   lang::Value* prepare = session.top().lookup(lang::intern("prepare"));
 
-  // The batch: one data input per field, a new leading axis of the batch size.
-  std::vector<lang::Value> items;
-  for (const FieldInfo& field : loader.fields()) {
-    graph::Shape shape{settings.batch};
-    shape.insert(shape.end(), field.shape.begin(), field.shape.end());
-    graph::NodeId node = b.input(data_input_name(field.name), shape, field.dtype);
-    items.push_back(lang::make_keyword(field.name));
-    items.push_back(lang::make_tensor(tracer, node));
-  }
-  lang::Value batch = lang::list(std::move(items));
+  lang::Value batch = traced_batch(session, loader, settings.batch, kDataPrefix);
 
   StepRecord& record = session.step_record();
   record = StepRecord{};
   record.recording = true;
   lang::Value prepared = prepare ? call(session, *prepare, {batch}) : batch;
-  const lang::Value* inputs = plist_find(prepared, "inputs");
-  if (!inputs) {
-    lang::fail("E-RUN-006", {},
-               fmt::format("{} gives no `:inputs`: {}", prepare ? "`prepare`" : "the batch (there is no `prepare`)",
-                           lang::print(prepared).substr(0, 200)),
-               "return a plist such as (list :inputs x :targets y)");
-  }
-  std::vector<lang::Value> model_args;
-  if (lang::as_tensor(*inputs) || !inputs->is_list()) model_args.push_back(*inputs);
-  else model_args = lang::list_items(*inputs);
-  lang::Value prediction = call(session, model, model_args);
+  lang::Value prediction = apply_model(session, model, prepared, prepare ? "`prepare`" : "");
   lang::Value loss_value = call(session, loss_fn, {prediction, prepared});
   record.recording = false;
   const auto* loss = lang::as_tensor(loss_value);

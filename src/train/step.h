@@ -40,7 +40,22 @@ struct StepSettings {
 // loss that is not a floating-point scalar, E-RUN-009 for a defrun without :optimizer.
 StepGraph trace_step(Session& session, const Loader& loader, const StepSettings& settings);
 
-// The data input of a loader field, as the step graph names it.
-std::string data_input_name(const std::string& field);
+// The step graph's data inputs are named this and the loader field's name.
+inline constexpr std::string_view kDataPrefix = "data.";
+
+// The run file's top-level `name`; E-RUN-005 naming `what` it is for when it has none.
+lang::Value required_definition(Session& session, std::string_view name, std::string_view what);
+
+// f applied to `args` in the session's interpreter.
+lang::Value call(Session& session, const lang::Value& f, std::vector<lang::Value> args);
+
+// A batch of `batch` rows of the loader's fields as traced inputs: a plist of a data
+// input per field, each named `prefix` and the field's name.
+lang::Value traced_batch(Session& session, const Loader& loader, int64_t batch, std::string_view prefix);
+
+// (model inputs...) on the `:inputs` of a prepared plist (E-RUN-006 without one;
+// `prepared_by` names what made it, "" for the batch itself).
+lang::Value apply_model(Session& session, const lang::Value& model, const lang::Value& prepared,
+                        std::string_view prepared_by);
 
 }  // namespace sx::train

@@ -17,6 +17,7 @@
 #include "lang/tracer.h"
 #include "model/model.h"
 #include "model/values.h"
+#include "train/eval_pass.h"
 #include "train/loss_curve.h"
 #include "train/metrics_log.h"
 #include "train/prefetcher.h"
@@ -191,6 +192,9 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   if (start >= total) return location;
 
   runtime::Program program(device, step.graph, step.inputs, step.outputs);
+  std::vector<std::unique_ptr<EvalPass>> passes;
+  for (const EvalPassSpec* spec : eval_passes(run))
+    passes.push_back(std::make_unique<EvalPass>(session, *spec, batch, device));
   std::filesystem::create_directories(location);
   MetricsLog metrics(location + "/metrics.jsonl", newest ? std::optional<int64_t>(start) : std::nullopt);
   Prefetcher prefetcher(loader, seed, start, batch, {.depth = 2, .end_step = total});
@@ -211,7 +215,7 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
     for (size_t i : program.fed_inputs()) {
       const runtime::Binding& input = program.inputs()[i];
       if (input.role == runtime::Role::data) {
-        const graph::Tensor* field = next.batch.find(input.name.substr(5));
+        const graph::Tensor* field = next.batch.find(input.name.substr(kDataPrefix.size()));
         fed_buffers.push_back(device.upload(*field));
       } else if (input.role == runtime::Role::random_key) {
         graph::Tensor key(graph::DType::i64, {});
@@ -249,6 +253,16 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
     }
     // Logged, like checkpoints, by the steps done: the first step's loss is step 1's.
     int64_t done = s + 1;
+    std::string evaluated;
+    for (auto& pass : passes) {
+      int64_t every = pass->spec().every;
+      if (!(done == total || (every > 0 && done % every == 0))) continue;
+      evaluated += fmt::format("  {}:", pass->name());
+      for (const auto& [name, value] : pass->run(store, seed)) {
+        logged.emplace_back(pass->name() + "/" + name, value);
+        evaluated += fmt::format(" {} {:.4g}", name, value);
+      }
+    }
     metrics.append(done, logged);
     double elapsed = std::chrono::duration<double>(Clock::now() - began).count();
     double rate = static_cast<double>(done - start) / elapsed;
@@ -256,9 +270,9 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
                                    loss_value, rate, 1e3 * data_seconds / static_cast<double>(done - start),
                                    format_seconds(static_cast<double>(total - done) / rate));
     if (terminal) std::printf("\r%s\033[K", line.c_str());
-    if (done % log_every == 0 || done == total) {
-      if (terminal) std::printf("\n");
-      else std::printf("%s\n", line.c_str());
+    if (done % log_every == 0 || done == total || !evaluated.empty()) {
+      if (terminal) std::printf("%s\n", evaluated.c_str());
+      else std::printf("%s%s\n", line.c_str(), evaluated.c_str());
     }
     std::fflush(stdout);
     if (done % checkpoint_every == 0 || done == total) {
@@ -285,7 +299,7 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   }
   std::string curve = location + "/loss.svg";
   std::vector<CurveSeries> series = read_metrics(location + "/metrics.jsonl");
-  std::erase_if(series, [](const CurveSeries& c) { return c.name != "loss"; });
+  std::erase_if(series, [](const CurveSeries& c) { return c.name != "loss" && !c.name.ends_with("/loss"); });
   write_loss_curve(curve, series, {.title = slug + ": loss"});
   std::printf("trained %s: loss %.4f after %lld steps; checkpoints in %s, loss curve %s\n", slug.c_str(), loss_value,
               static_cast<long long>(total), location.c_str(), curve.c_str());

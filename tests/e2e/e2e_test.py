@@ -226,7 +226,7 @@ def case_unknown_subcommand(tmp):
     # An unknown subcommand exits 2 naming it, with --help after it too (it once printed the
     # top-level help and exited 0), and prints no help on standard output.
     script = write(tmp, "ok.sx", b"(defvar x 1)\n")
-    for args in [["evaluate", "--help"], ["evaluate"], ["--help", "evaluate"], ["serve", "--socket", "x"],
+    for args in [["export", "--help"], ["export"], ["--help", "export"], ["serve", "--socket", "x"],
                  ["no-such-command", "--help"]]:
         rc, out, err, _ = run(args)
         expect(rc == 2, f"sexpgpu {' '.join(args)}: exit {rc}, expected 2 (usage)", out, err)
@@ -506,7 +506,11 @@ TRAIN_FILE = b"""
   (cross-entropy logits (getf prepared :targets)))
 (defrun :seed 3 :data (text-windows "text.txt" :window 8) :batch 4 :steps 12
         :optimizer (adamw :lr 1e-2) :schedule (warmup-cosine :warmup 3 :min-lr 1e-3)
-        :grad-clip 1.0 :ema 0.9 :checkpoint-every 3 :keep 10 :log-every 4)
+        :grad-clip 1.0 :ema 0.9 :checkpoint-every 3 :keep 10 :log-every 4
+        :eval (pass :name "val" :data (text-windows "text.txt" :window 8) :every 6 :batches 2
+                    :metrics (list :top (lambda (logits prepared)
+                                          (mean (cast (= (argmax logits :axes [-1])
+                                                         (cast (getf prepared :targets) :i64)) :f32))))))
 """
 
 
@@ -545,6 +549,12 @@ def case_train_determinism(tmp):
     with open(os.path.join(locations[0], "metrics.jsonl")) as f:
         lines = f.read().splitlines()
     expect(len(lines) == 12 and '"step":1,' in lines[0] and '"top"' in lines[0], "metrics.jsonl", "\n".join(lines))
+    expect('"val/top"' in lines[5] and '"val/loss"' in lines[11] and "val/" not in lines[4], "the pass every 6 steps",
+           "\n".join(lines))
+    # evaluate: the pass on a checkpoint, with the :ema averages or the trained parameters.
+    for extra, says in [([], "the :ema averages"), (["--trained"], "the trained parameters")]:
+        rc, out, err, _ = run(["evaluate", run_file, "--checkpoint", locations[0], *extra])
+        expect(rc == 0 and says in out and "val:  loss " in out and " top " in out, "evaluate", out, err)
     steps = sorted(d for d in os.listdir(locations[0]) if d.startswith("step-"))
     expect(steps == [f"step-{s:08d}" for s in (3, 6, 9, 12)], f"checkpoints {steps}")
     print("ok: three runs, the same bits")
@@ -586,7 +596,7 @@ def case_train_errors(tmp):
         ("E-RUN-006", base.replace("(list :inputs", "(list :in"), ":inputs"),
         ("E-RUN-007", base.replace("(cross-entropy logits (getf prepared :targets))", "logits"), "scalar"),
         ("E-RUN-008", base.replace(":lr 1e-2", ":lr 1e30"), "step"),
-        ("E-RUN-009", base.replace(':data (text-windows "text.txt" :window 8)', ""), ":data"),
+        ("E-RUN-009", base.replace(':data (text-windows "text.txt" :window 8)', "", 1), ":data"),
     ]
     for i, (code, text, mention) in enumerate(cases):
         path = write(tmp, f"bad{i}.sx", text.encode())
