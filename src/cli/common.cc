@@ -59,6 +59,30 @@ train::SessionOptions session_options(const EvalFlags& flags) {
   return options;
 }
 
+namespace {
+
+// The exit status of `body`, or of an internal error: an exception no command turned
+// into a diagnostic is a bug of ours, reported as one rather than an abort.
+int last_resort(const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "internal error: %s\n  = note: SexpGPU %s; this is a bug: please report it with the command and "
+                 "the files it read\n",
+                 e.what(), SEXPGPU_VERSION);
+  } catch (...) {
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "internal error: an unknown exception\n  = note: SexpGPU %s; this is a bug: please report it\n",
+                 SEXPGPU_VERSION);
+  }
+  return kExitInternal;
+}
+
+}  // namespace
+
 int run_on_large_stack(const std::function<int()>& body) {
   struct Task {
     const std::function<int()>* body;
@@ -70,12 +94,12 @@ int run_on_large_stack(const std::function<int()>& body) {
   pthread_t thread;
   auto entry = [](void* p) -> void* {
     auto* t = static_cast<Task*>(p);
-    t->result = (*t->body)();
+    t->result = last_resort(*t->body);
     return nullptr;
   };
   if (pthread_create(&thread, &attr, entry, &task) != 0) {
     pthread_attr_destroy(&attr);
-    return body();  // no thread to be had: run here, where the smaller stack limit still holds
+    return last_resort(body);  // no thread to be had: run here, where the smaller stack limit still holds
   }
   pthread_join(thread, nullptr);
   pthread_attr_destroy(&attr);

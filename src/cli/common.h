@@ -14,6 +14,7 @@ namespace sx::cli {
 constexpr int kExitOk = 0;
 constexpr int kExitDiagnosed = 1;
 constexpr int kExitUsage = 2;
+constexpr int kExitInternal = 70;  // an internal error (EX_SOFTWARE): a bug to report
 
 // Flags every evaluating command takes.
 struct EvalFlags {
@@ -32,7 +33,8 @@ struct EvalFlags {
 train::SessionOptions session_options(const EvalFlags& flags);
 
 // Runs `body` on a thread with a large stack, so deep (but bounded) recursion in the
-// evaluator meets E-EVAL-008 rather than the end of the native stack.
+// evaluator meets E-EVAL-008 rather than the end of the native stack. An exception that
+// escapes `body` is reported as an internal error, exit kExitInternal.
 int run_on_large_stack(const std::function<int()>& body);
 
 // Prints a diagnosed error to standard error and returns kExitDiagnosed.
@@ -46,6 +48,7 @@ constexpr size_t kEvalStackBytes = kLargeStackBytes - (size_t{64} << 20);
 void add_check_command(CLI::App& app, std::function<int()>& action);
 void add_eval_command(CLI::App& app, std::function<int()>& action);
 void add_run_command(CLI::App& app, std::function<int()>& action);
+void add_evaluate_command(CLI::App& app, std::function<int()>& action);
 void add_repl_command(CLI::App& app, std::function<int()>& action);
 void add_explain_error_command(CLI::App& app, std::function<int()>& action);
 void add_explain_command(CLI::App& app, std::function<int()>& action);
