@@ -278,6 +278,17 @@ that re-exports another's names), replaces nothing and is fine. A `defun` or `de
 after a `require` may replace an imported name on purpose: that is only a warning,
 W-EVAL-002.)"},
 
+    {"E-EVAL-019", "a bool tensor used as a truth value",
+     R"(`if`, `when`, `unless`, `cond`, `and` and `or` decide on a value while the file is
+evaluated, once; a tensor's elements are only known when it runs, and a graph has no
+branch. So a comparison of tensors is never true or false (any other tensor is a value
+like any other, and true: `(if weight ...)` asks whether an argument was given):
+
+    (if (< x 0) (- x) x)        ; error[E-EVAL-019]
+    (where (< x 0) (- x) x)     ; elementwise: the graph computes both and chooses
+
+To branch on a value you have (a scalar in `eval` or the REPL), read it first:
+`(if (< (item x) 0) ...)`.)"},
     {"E-PARAM-002", "defparam outside a model",
      R"(`defparam` declares persistent state, and state belongs to a model: it may appear
 only while a `defmodel` constructor is running.

@@ -4,6 +4,7 @@
 
 #include "lang/interp.h"
 #include "lang/printer.h"
+#include "lang/tracer.h"
 
 namespace sx::lang {
 namespace {
@@ -51,23 +52,38 @@ Value quote(Interpreter&, const Value& form, Span span, Env&) {
   return p[1].value;
 }
 
+// Whether `v`, the value of a test at `span`, is true. A bool tensor (a comparison) is
+// no truth value: its elements are not known while it is traced, and a branch on them
+// would be taken once, at tracing (as JAX refuses to branch on a traced value). Any
+// other tensor is a value like any other, true (so `(if weight ...)` asks whether an
+// optional argument was given).
+bool truth(const Value& v, Span span) {
+  if (const auto* t = as_tensor(v); t && t->info().dtype == graph::DType::boolean) {
+    fail("E-EVAL-019", span,
+         fmt::format("a bool tensor ({}{}) is not a truth value", graph::dtype_name(t->info().dtype),
+                     graph::shape_str(t->info().shape)),
+         "choose elementwise with (where condition a b), or read a scalar's value with (item x)");
+  }
+  return v.truthy();
+}
+
 Value if_form(Interpreter& in, const Value& form, Span span, Env& env) {
   auto p = parts_of(form, span);
   expect_count(p, span, 2, 3, "(if test then [else])");
-  if (in.eval(p[1].value, p[1].span, env).truthy()) return in.eval(p[2].value, p[2].span, env);
+  if (truth(in.eval(p[1].value, p[1].span, env), p[1].span)) return in.eval(p[2].value, p[2].span, env);
   return p.size() == 4 ? in.eval(p[3].value, p[3].span, env) : Value();
 }
 
 Value when_form(Interpreter& in, const Value& form, Span span, Env& env) {
   auto p = parts_of(form, span);
   expect_count(p, span, 1, SIZE_MAX, "(when test body...)");
-  return in.eval(p[1].value, p[1].span, env).truthy() ? eval_body(in, p, 2, env) : Value();
+  return truth(in.eval(p[1].value, p[1].span, env), p[1].span) ? eval_body(in, p, 2, env) : Value();
 }
 
 Value unless_form(Interpreter& in, const Value& form, Span span, Env& env) {
   auto p = parts_of(form, span);
   expect_count(p, span, 1, SIZE_MAX, "(unless test body...)");
-  return in.eval(p[1].value, p[1].span, env).truthy() ? Value() : eval_body(in, p, 2, env);
+  return truth(in.eval(p[1].value, p[1].span, env), p[1].span) ? Value() : eval_body(in, p, 2, env);
 }
 
 Value cond_form(Interpreter& in, const Value& form, Span span, Env& env) {
@@ -76,7 +92,7 @@ Value cond_form(Interpreter& in, const Value& form, Span span, Env& env) {
     if (!p[i].value.is(Type::Cons)) malformed(p[i].span, "cond", "(cond (test body...) ...)");
     auto clause = parts_of(p[i].value, p[i].span);
     Value test = in.eval(clause[0].value, clause[0].span, env);
-    if (test.truthy()) return clause.size() == 1 ? test : eval_body(in, clause, 1, env);
+    if (truth(test, clause[0].span)) return clause.size() == 1 ? test : eval_body(in, clause, 1, env);
   }
   return Value();
 }
@@ -86,7 +102,7 @@ Value and_form(Interpreter& in, const Value& form, Span span, Env& env) {
   Value result = Value::boolean(true);
   for (size_t i = 1; i < p.size(); ++i) {
     result = in.eval(p[i].value, p[i].span, env);
-    if (!result.truthy()) return result;
+    if (i + 1 < p.size() && !truth(result, p[i].span)) return result;
   }
   return result;
 }
@@ -96,7 +112,7 @@ Value or_form(Interpreter& in, const Value& form, Span span, Env& env) {
   Value result;
   for (size_t i = 1; i < p.size(); ++i) {
     result = in.eval(p[i].value, p[i].span, env);
-    if (result.truthy()) return result;
+    if (i + 1 < p.size() && truth(result, p[i].span)) return result;
   }
   return result;
 }
