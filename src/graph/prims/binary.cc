@@ -65,16 +65,18 @@ Tensor where_kernel(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return out;
 }
 
-#define SX_COMPARISON(NAME, EXPR)                                                                             \
-  {                                                                                                           \
-    .name = NAME, .arity = 2, .infer = [](Types args, const Attrs&) { return infer_comparison(args, NAME); }, \
-    .build = build_elementwise, .batch = batch_elementwise, .kernel = [](const Node&, Args x) {               \
-      return map_binary(*x[0], *x[1], DType::boolean, [](auto a, auto b) { return EXPR; });                   \
-    }                                                                                                         \
+#define SX_COMPARISON(ID, EXPR)                                                                                \
+  {                                                                                                            \
+    .id = PrimId::ID, .name = #ID, .arity = 2,                                                                 \
+    .infer = [](Types args, const Attrs&) { return infer_comparison(args, #ID); }, .build = build_elementwise, \
+    .batch = batch_elementwise, .kernel = [](const Node&, Args x) {                                            \
+      return map_binary(*x[0], *x[1], DType::boolean, [](auto a, auto b) { return EXPR; });                    \
+    }                                                                                                          \
   }
 
 const Primitive kBinary[] = {
-    {.name = "add",
+    {.id = PrimId::add,
+     .name = "add",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "add"); },
      .build = build_elementwise,
@@ -84,7 +86,8 @@ const Primitive kBinary[] = {
      .batch = batch_elementwise,
      .kernel = [](const Node& n,
                   Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return wrap_add(a, b); }); }},
-    {.name = "sub",
+    {.id = PrimId::sub,
+     .name = "sub",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "sub"); },
      .build = build_elementwise,
@@ -94,7 +97,8 @@ const Primitive kBinary[] = {
      .batch = batch_elementwise,
      .kernel = [](const Node& n,
                   Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return wrap_sub(a, b); }); }},
-    {.name = "mul",
+    {.id = PrimId::mul,
+     .name = "mul",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "mul"); },
      .build = build_elementwise,
@@ -104,7 +108,8 @@ const Primitive kBinary[] = {
      .batch = batch_elementwise,
      .kernel = [](const Node& n,
                   Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return wrap_mul(a, b); }); }},
-    {.name = "div",
+    {.id = PrimId::div,
+     .name = "div",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "div"); },
      .build = build_elementwise,
@@ -115,7 +120,8 @@ const Primitive kBinary[] = {
      .batch = batch_elementwise,
      .kernel = [](const Node& n,
                   Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return divide(a, b); }); }},
-    {.name = "pow",
+    {.id = PrimId::pow,
+     .name = "pow",
      .arity = 2,
      .infer =
          [](Types args, const Attrs&) {
@@ -132,7 +138,8 @@ const Primitive kBinary[] = {
      .batch = batch_elementwise,
      .kernel = [](const Node& n,
                   Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return std::pow(a, b); }); }},
-    {.name = "max",
+    {.id = PrimId::max,
+     .name = "max",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "max"); },
      .build = build_elementwise,
@@ -143,7 +150,8 @@ const Primitive kBinary[] = {
      .batch = batch_elementwise,
      .kernel = [](const Node& n,
                   Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return maximum(a, b); }); }},
-    {.name = "min",
+    {.id = PrimId::min,
+     .name = "min",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "min"); },
      .build = build_elementwise,
@@ -154,27 +162,30 @@ const Primitive kBinary[] = {
      .batch = batch_elementwise,
      .kernel = [](const Node& n,
                   Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return minimum(a, b); }); }},
-    SX_COMPARISON("eq", a == b),
-    SX_COMPARISON("ne", a != b),
-    SX_COMPARISON("lt", a < b),
-    SX_COMPARISON("le", a <= b),
-    SX_COMPARISON("gt", a > b),
-    SX_COMPARISON("ge", a >= b),
-    {.name = "logical_and",
+    SX_COMPARISON(eq, a == b),
+    SX_COMPARISON(ne, a != b),
+    SX_COMPARISON(lt, a < b),
+    SX_COMPARISON(le, a <= b),
+    SX_COMPARISON(gt, a > b),
+    SX_COMPARISON(ge, a >= b),
+    {.id = PrimId::logical_and,
+     .name = "logical_and",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_logical(args, "logical_and"); },
      .build = build_elementwise,
      .batch = batch_elementwise,
      .kernel = [](const Node& n,
                   Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return a && b; }); }},
-    {.name = "logical_or",
+    {.id = PrimId::logical_or,
+     .name = "logical_or",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_logical(args, "logical_or"); },
      .build = build_elementwise,
      .batch = batch_elementwise,
      .kernel = [](const Node& n,
                   Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return a || b; }); }},
-    {.name = "where",
+    {.id = PrimId::where,
+     .name = "where",
      .arity = 3,
      .infer =
          [](Types args, const Attrs&) {
@@ -196,7 +207,8 @@ const Primitive kBinary[] = {
      },
      .batch = batch_elementwise,
      .kernel = [](const Node&, Args x) { return where_kernel(*x[0], *x[1], *x[2]); }},
-    {.name = "cast",
+    {.id = PrimId::cast,
+     .name = "cast",
      .arity = 1,
      .infer =
          [](Types args, const Attrs& attrs) {
