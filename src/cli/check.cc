@@ -1,24 +1,67 @@
 // `sexpgpu check FILE.sx`: read and evaluate a file, run nothing, report every problem.
+// With --graph, print the file's optimized graph as text, so the passes are seen from the
+// command line.
+#include <fmt/format.h>
+
 #include <cstdio>
 
 #include "cli/common.h"
+#include "graph/passes.h"
+#include "graph/text.h"
+#include "lang/tracer.h"
 
 namespace sx::cli {
+namespace {
+
+// Makes each traced tensor in `value` (at any depth of lists and vectors) an output of
+// `graph`: `name` for the value itself, `name.0`, `name.1`, ... for the items inside.
+void add_outputs(const lang::Value& value, const std::string& name, graph::Graph& graph) {
+  if (const auto* t = lang::as_tensor(value)) {
+    graph.outputs.push_back({name, t->node});
+  } else if (value.is(lang::Type::Cons)) {
+    size_t i = 0;
+    for (lang::Cons* c = lang::as_cons(value); c; c = lang::next(c))
+      add_outputs(c->car, fmt::format("{}.{}", name, i++), graph);
+  } else if (value.is(lang::Type::Vector)) {
+    const auto& items = value.as<lang::Vector>()->items;
+    for (size_t i = 0; i < items.size(); ++i) add_outputs(items[i], fmt::format("{}.{}", name, i), graph);
+  }
+}
+
+// The file's whole trace, whose outputs are the tensors its top level defines (not those
+// a `require` brought in), after graph::optimize: what none of them needs is dropped.
+graph::Graph optimized_graph(train::Session& session) {
+  graph::Graph trace = session.interp().tracer()->graph();
+  trace.outputs.clear();
+  for (const auto& [symbol, value] : session.top().bindings()) {
+    if (!session.top().imported(symbol)) add_outputs(value, symbol->name, trace);
+  }
+  return graph::optimize(trace);
+}
+
+}  // namespace
 
 void add_check_command(CLI::App& app, std::function<int()>& action) {
   auto* command = app.add_subcommand("check", "Read and evaluate FILE.sx and report its errors; run nothing");
   auto file = std::make_shared<std::string>();
   auto flags = std::make_shared<EvalFlags>();
+  auto print_graph = std::make_shared<bool>(false);
   command->add_option("file", *file, "The run file")->required();
+  command->add_flag("--graph", *print_graph,
+                    "Print the optimized graph of the tensors the file defines, as text, instead of `FILE: ok`");
   flags->add_to(*command);
-  command->callback([&action, file, flags] {
-    action = [file, flags] {
+  command->callback([&action, file, flags, print_graph] {
+    action = [file, flags, print_graph] {
       return run_on_large_stack([&] {
         // Outlives the try: a diagnostic's spans point into the interpreter's sources.
         train::Session session(session_options(*flags));
         try {
           session.load(*file);
-          std::printf("%s: ok\n", file->c_str());
+          if (*print_graph) {
+            std::fputs(graph::graph_to_text(optimized_graph(session)).c_str(), stdout);
+          } else {
+            std::printf("%s: ok\n", file->c_str());
+          }
           return kExitOk;
         } catch (const lang::Error& e) {
           return report(e);

@@ -13,12 +13,6 @@
 namespace sx::cli {
 namespace {
 
-std::string shape_text(const graph::Shape& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? " " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
 std::string source_text(const model::ParamDecl& decl) {
   if (decl.load) return fmt::format("{} : {}", decl.load->first, decl.load->second);
   std::string text = decl.init_source;
@@ -51,8 +45,8 @@ void print_table(const model::ParameterTable& table) {
   double bytes = 0;
   for (const auto& p : table.params) {
     const auto& d = *p.decl;
-    rows.push_back({p.path, shape_text(d.shape), std::string(graph::dtype_name(d.dtype)), d.trainable ? "yes" : "no",
-                    d.tags.empty() ? "-" : join(d.tags), source_text(d)});
+    rows.push_back({p.path, graph::shape_str(d.shape, " "), std::string(graph::dtype_name(d.dtype)),
+                    d.trainable ? "yes" : "no", d.tags.empty() ? "-" : join(d.tags), source_text(d)});
     total += count(d.shape);
     if (d.trainable) trainable += count(d.shape);
     bytes += static_cast<double>(count(d.shape) * static_cast<int64_t>(graph::dtype_size(d.dtype)));

@@ -30,7 +30,7 @@ Graph vmap(const Graph& graph, std::span<const std::string> batched_inputs, int6
   for (NodeId id = 0; id < graph.nodes.size(); ++id) {
     const Node& node = graph.nodes[id];
     b.set_origin(node.origin);
-    if (node.op_name() == "input") {
+    if (node.op() == PrimId::input) {
       batched[id] = names.contains(input_name[id]);
       Shape shape = node.shape;
       if (batched[id]) shape.insert(shape.begin(), batch_size);

@@ -26,7 +26,7 @@ NodeId Builder::input(std::string name, Shape shape, DType dtype) {
     throw GraphError(fmt::format("input: the graph already has an input named '{}'", name));
   }
   Node n;
-  n.prim = &primitive("input");
+  n.prim = &primitive(PrimId::input);
   n.shape = std::move(shape);
   n.dtype = dtype;
   NodeId id = append(std::move(n));
@@ -44,7 +44,7 @@ void Builder::output(std::string name, NodeId id) {
 
 NodeId Builder::constant(Tensor value, bool weak) {
   Node n;
-  n.prim = &primitive("constant");
+  n.prim = &primitive(PrimId::constant);
   n.shape = value.shape();
   n.dtype = value.dtype();
   n.weak = weak;
@@ -144,14 +144,14 @@ std::vector<NodeId> Builder::broadcast_args(std::string_view op_name, std::span<
 
 NodeId Builder::cast_to(NodeId x, DType to) {
   if (dtype(x) == to) return x;
-  NodeId y = emit(primitive("cast"), {x}, {{"dtype", to}});
+  NodeId y = emit(primitive(PrimId::cast), {x}, {{"dtype", to}});
   graph_.nodes[y].weak = node(x).weak;
   return y;
 }
 
 NodeId Builder::broadcast_to(NodeId x, Shape to) {
   if (shape(x) == to) return x;
-  return emit(primitive("broadcast"), {x}, {{"shape", std::move(to)}});
+  return emit(primitive(PrimId::broadcast), {x}, {{"shape", std::move(to)}});
 }
 
 namespace {

@@ -7,6 +7,8 @@
 
 namespace sx::graph {
 
+PrimId Node::op() const { return prim->id; }
+
 std::string_view Node::op_name() const { return prim ? prim->name : "?"; }
 
 std::optional<NodeId> Graph::find_input(std::string_view name) const {

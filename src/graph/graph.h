@@ -17,6 +17,7 @@
 namespace sx::graph {
 
 struct Primitive;
+enum class PrimId : uint8_t;  // primitive.h
 
 using NodeId = uint32_t;
 
@@ -34,6 +35,9 @@ struct Node {
   // The value of a constant node; null for every other node.
   std::shared_ptr<const Tensor> value;
 
+  // Its primitive's id (what code that acts per primitive dispatches on; the
+  // node must have a primitive) and name (for printing; "?" without one).
+  PrimId op() const;
   std::string_view op_name() const;
 };
 

@@ -16,7 +16,7 @@
 namespace sx::graph {
 namespace {
 
-bool is_source(const Node& node) { return node.op_name() == "input" || node.op_name() == "constant"; }
+bool is_source(const Node& node) { return node.op() == PrimId::input || node.op() == PrimId::constant; }
 
 Graph checked(Graph graph) {
   verify(graph);
@@ -30,7 +30,7 @@ Graph fold_constants(const Graph& graph, int64_t max_elements) {
   for (NodeId id = 0; id < graph.nodes.size(); ++id) {
     const Node& node = graph.nodes[id];
     bool foldable = !is_source(node) && numel(node.shape) <= max_elements;
-    for (NodeId in : node.inputs) foldable = foldable && r.out.nodes[r.map[in]].op_name() == "constant";
+    for (NodeId in : node.inputs) foldable = foldable && r.out.nodes[r.map[in]].op() == PrimId::constant;
     if (!foldable) {
       r.map[id] = r.copy(node);
       continue;
@@ -38,7 +38,7 @@ Graph fold_constants(const Graph& graph, int64_t max_elements) {
     std::vector<const Tensor*> args;
     for (NodeId in : node.inputs) args.push_back(r.out.nodes[r.map[in]].value.get());
     Node folded;
-    folded.prim = &primitive("constant");
+    folded.prim = &primitive(PrimId::constant);
     folded.shape = node.shape;
     folded.dtype = node.dtype;
     folded.weak = node.weak;
@@ -56,7 +56,7 @@ Graph eliminate_common_subexpressions(const Graph& graph) {
   std::map<std::string, NodeId> seen;
   for (NodeId id = 0; id < graph.nodes.size(); ++id) {
     const Node& node = graph.nodes[id];
-    if (node.op_name() == "input") {
+    if (node.op() == PrimId::input) {
       r.map[id] = r.copy(node);
       continue;
     }
@@ -77,8 +77,8 @@ namespace {
 // Whether `id` is a constant, or a broadcast of one, whose every element is `value`.
 bool is_constant_value(const Graph& g, NodeId id, double value) {
   const Node& node = g.nodes[id];
-  if (node.op_name() == "broadcast") return is_constant_value(g, node.inputs[0], value);
-  if (node.op_name() != "constant") return false;
+  if (node.op() == PrimId::broadcast) return is_constant_value(g, node.inputs[0], value);
+  if (node.op() != PrimId::constant) return false;
   std::vector<double> values = node.value->to_doubles();
   return std::all_of(values.begin(), values.end(), [&](double v) { return v == value; });
 }
@@ -87,7 +87,7 @@ bool is_constant_value(const Graph& g, NodeId id, double value) {
 // to, or nullopt when no identity applies.
 std::optional<NodeId> simplified(Builder& b, const Node& node) {
   const Graph& g = b.graph();
-  std::string_view op = node.op_name();
+  PrimId op = node.op();
   if (node.inputs.empty()) return std::nullopt;
   auto same_type = [&](NodeId x) { return g.nodes[x].shape == node.shape && g.nodes[x].dtype == node.dtype; };
   auto in = [&](size_t i) { return node.inputs[i]; };
@@ -95,22 +95,22 @@ std::optional<NodeId> simplified(Builder& b, const Node& node) {
     if (same_type(x)) return x;
     return std::nullopt;
   };
-  if (op == "add" && is_constant_value(g, in(1), 0.0)) return pick(in(0));
-  if (op == "add" && is_constant_value(g, in(0), 0.0)) return pick(in(1));
-  if (op == "sub" && is_constant_value(g, in(1), 0.0)) return pick(in(0));
-  if (op == "mul" && is_constant_value(g, in(1), 1.0)) return pick(in(0));
-  if (op == "mul" && is_constant_value(g, in(0), 1.0)) return pick(in(1));
-  if (op == "div" && is_constant_value(g, in(1), 1.0)) return pick(in(0));
-  if (op == "neg" && g.nodes[in(0)].op_name() == "neg") return pick(g.nodes[in(0)].inputs[0]);
-  if (op == "reshape" || op == "broadcast" || op == "cast" || op == "transpose") {
-    if (same_type(in(0)) &&
-        (op != "transpose" || std::is_sorted(node.attrs.get_ints("perm").begin(), node.attrs.get_ints("perm").end()))) {
+  if (op == PrimId::add && is_constant_value(g, in(1), 0.0)) return pick(in(0));
+  if (op == PrimId::add && is_constant_value(g, in(0), 0.0)) return pick(in(1));
+  if (op == PrimId::sub && is_constant_value(g, in(1), 0.0)) return pick(in(0));
+  if (op == PrimId::mul && is_constant_value(g, in(1), 1.0)) return pick(in(0));
+  if (op == PrimId::mul && is_constant_value(g, in(0), 1.0)) return pick(in(1));
+  if (op == PrimId::div && is_constant_value(g, in(1), 1.0)) return pick(in(0));
+  if (op == PrimId::neg && g.nodes[in(0)].op() == PrimId::neg) return pick(g.nodes[in(0)].inputs[0]);
+  if (op == PrimId::reshape || op == PrimId::broadcast || op == PrimId::cast || op == PrimId::transpose) {
+    if (same_type(in(0)) && (op != PrimId::transpose ||
+                             std::is_sorted(node.attrs.get_ints("perm").begin(), node.attrs.get_ints("perm").end()))) {
       return in(0);
     }
   }
   Node inner = g.nodes[in(0)];  // a copy: emitting below may move the nodes
-  if (op == "reshape" && inner.op_name() == "reshape") return b.reshape(inner.inputs[0], node.shape);
-  if (op == "transpose" && inner.op_name() == "transpose") {
+  if (op == PrimId::reshape && inner.op() == PrimId::reshape) return b.reshape(inner.inputs[0], node.shape);
+  if (op == PrimId::transpose && inner.op() == PrimId::transpose) {
     const auto &outer_perm = node.attrs.get_ints("perm"), &inner_perm = inner.attrs.get_ints("perm");
     std::vector<int64_t> composed;
     for (int64_t p : outer_perm) composed.push_back(inner_perm[static_cast<size_t>(p)]);

@@ -1,6 +1,10 @@
-// What a primitive is: its name, arity and the five rules declared side by
-// side in its family's file (src/graph/prims/*.cc), and the registry that
-// finds them by name.
+// What a primitive is: its id, name, arity and the five rules declared side
+// by side in its family's file (src/graph/prims/*.cc), and the registry that
+// finds them by id or by name.
+//
+// The id is what code that acts per primitive dispatches on (devices index
+// their kernel tables by it, passes compare it); the name is for people and
+// files: printing, errors, the JSON form and the front end's ops.
 //
 //   infer   the shape/dtype rule: checks canonical arguments and gives the
 //           output type; the verifier re-runs it on every node.
@@ -13,6 +17,7 @@
 //   kernel  the reference kernel: plain loops in the node's dtype.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -25,6 +30,77 @@ namespace sx::graph {
 
 class Builder;
 struct Primitive;
+
+// Every primitive, family by family as families.h lists them; all_primitives()
+// gives them in this order. A new primitive adds its id here and its row in
+// its family's file; the registry refuses an id without a row or with two.
+enum class PrimId : uint8_t {
+  // source
+  input,
+  constant,
+  // unary
+  neg,
+  abs,
+  sign,
+  exp,
+  log,
+  sqrt,
+  rsqrt,
+  sin,
+  cos,
+  tanh,
+  erf,
+  logistic,
+  logical_not,
+  // binary, where, cast
+  add,
+  sub,
+  mul,
+  div,
+  pow,
+  max,
+  min,
+  eq,
+  ne,
+  lt,
+  le,
+  gt,
+  ge,
+  logical_and,
+  logical_or,
+  where,
+  cast,
+  // reduce
+  sum,
+  reduce_max,
+  reduce_min,
+  argmax,
+  argmin,
+  // shape
+  reshape,
+  transpose,
+  broadcast,
+  slice,
+  concat,
+  pad,
+  // index
+  gather,
+  scatter_add,
+  iota,
+  one_hot,
+  // matmul
+  matmul,
+  // random
+  random_normal,
+  random_uniform,
+  random_bernoulli,
+};
+
+// How many primitives there are: the size of a table indexed by id.
+inline constexpr size_t kPrimitiveCount = static_cast<size_t>(PrimId::random_bernoulli) + 1;
+
+// A primitive's place in a table indexed by id.
+constexpr size_t index_of(PrimId id) { return static_cast<size_t>(id); }
 
 // The type of a value: what shape rules take and give.
 struct ValueType {
@@ -40,6 +116,7 @@ using BatchFn = NodeId (*)(Builder& b, const Node& node, std::span<const NodeId>
 using KernelFn = Tensor (*)(const Node& node, std::span<const Tensor* const> args);
 
 struct Primitive {
+  PrimId id = PrimId::input;
   std::string_view name;
   int arity = 0;  // -1: any number of inputs, at least one
   InferFn infer = nullptr;
@@ -51,10 +128,11 @@ struct Primitive {
   bool differentiable() const { return grad != nullptr; }
 };
 
+const Primitive& primitive(PrimId id);
 // Throws GraphError listing the known names when there is no such primitive.
 const Primitive& primitive(std::string_view name);
 const Primitive* find_primitive(std::string_view name);
-// Every registered primitive, in registry order.
+// Every registered primitive, in registry order (all_primitives()[index_of(id)] is id's).
 std::span<const Primitive* const> all_primitives();
 
 }  // namespace sx::graph

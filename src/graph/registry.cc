@@ -1,4 +1,5 @@
-// The one table of primitives: every family's rows, found by name.
+// The one table of primitives: every family's rows, found by id or by name.
+// Each id of PrimId has exactly one row; building the table checks it.
 #include <fmt/format.h>
 
 #include <string>
@@ -11,17 +12,27 @@ namespace sx::graph {
 namespace {
 
 struct Registry {
-  std::vector<const Primitive*> all;
+  std::vector<const Primitive*> all;  // by id
   std::unordered_map<std::string_view, const Primitive*> by_name;
 
-  Registry() {
+  Registry() : all(kPrimitiveCount, nullptr) {
     for (auto family : {prims::source_primitives(), prims::unary_primitives(), prims::binary_primitives(),
                         prims::reduce_primitives(), prims::shape_primitives(), prims::index_primitives(),
                         prims::matmul_primitives(), prims::random_primitives()}) {
       for (const Primitive& p : family) {
-        all.push_back(&p);
-        by_name.emplace(p.name, &p);
+        size_t at = index_of(p.id);
+        if (at >= kPrimitiveCount || all[at]) {
+          throw GraphError(fmt::format("the primitive '{}' has the id {}, which {}", p.name, at,
+                                       at >= kPrimitiveCount ? "is out of range" : "another row has"));
+        }
+        all[at] = &p;
+        if (!by_name.emplace(p.name, &p).second) {
+          throw GraphError(fmt::format("two primitives are named '{}'", p.name));
+        }
       }
+    }
+    for (size_t at = 0; at < kPrimitiveCount; ++at) {
+      if (!all[at]) throw GraphError(fmt::format("the primitive id {} has no row in src/graph/prims/", at));
     }
   }
 };
@@ -32,6 +43,8 @@ const Registry& registry() {
 }
 
 }  // namespace
+
+const Primitive& primitive(PrimId id) { return *registry().all.at(index_of(id)); }
 
 const Primitive* find_primitive(std::string_view name) {
   auto it = registry().by_name.find(name);

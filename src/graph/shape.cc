@@ -24,16 +24,16 @@ std::string join(const std::vector<std::string>& parts, std::string_view separat
   return out;
 }
 
-std::string list_str(const std::vector<int64_t>& values) {
+std::string list_str(const std::vector<int64_t>& values, std::string_view separator) {
   std::vector<std::string> parts;
   for (int64_t v : values) parts.push_back(std::to_string(v));
   std::string out = "[";
-  out += join(parts, ", ");
+  out += join(parts, separator);
   out += ']';
   return out;
 }
 
-std::string shape_str(const Shape& shape) { return list_str(shape); }
+std::string shape_str(const Shape& shape, std::string_view separator) { return list_str(shape, separator); }
 
 std::vector<int64_t> row_major_strides(const Shape& shape) {
   std::vector<int64_t> strides(shape.size(), 1);

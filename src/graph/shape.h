@@ -13,12 +13,14 @@ namespace sx::graph {
 using Shape = std::vector<int64_t>;
 
 int64_t numel(const Shape& shape);
-// "[2, 3]"; a scalar is "[]".
-std::string shape_str(const Shape& shape);
+// The one way a shape is written: "[2, 3]", a scalar "[]"; `separator` between
+// the sizes: " " writes it as the language does, "[2 3]", and "," as compact
+// JSON, "[2,3]".
+std::string shape_str(const Shape& shape, std::string_view separator = ", ");
 // `parts` separated by `separator`.
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 // Also for lists of axes or indices: "[0, 2]".
-std::string list_str(const std::vector<int64_t>& values);
+std::string list_str(const std::vector<int64_t>& values, std::string_view separator = ", ");
 std::vector<int64_t> row_major_strides(const Shape& shape);
 
 // NumPy broadcasting of two shapes: aligned at the right, each pair of

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "graph/primitive.h"
+
 namespace sx::graph {
 
 std::string graph_to_text(const Graph& graph, int64_t max_values) {
@@ -14,7 +16,7 @@ std::string graph_to_text(const Graph& graph, int64_t max_values) {
   for (NodeId id = 0; id < graph.nodes.size(); ++id) {
     const Node& node = graph.nodes[id];
     out += fmt::format("%{} = {}", id, node.op_name());
-    if (node.op_name() == "input") out += fmt::format(" \"{}\"", input_names[id]);
+    if (node.prim && node.op() == PrimId::input) out += fmt::format(" \"{}\"", input_names[id]);
     if (node.value && node.value->numel() <= max_values) {
       std::vector<std::string> values;
       for (double v : node.value->to_doubles()) values.push_back(fmt::format("{}", v));

@@ -17,7 +17,8 @@ namespace {
 
 void verify_node(const Graph& graph, NodeId id, const std::set<NodeId>& named_inputs) {
   const Node& node = graph.nodes[id];
-  if (!node.prim || find_primitive(node.prim->name) != node.prim) reject(graph, id, "its primitive is not registered");
+  if (!node.prim || index_of(node.prim->id) >= kPrimitiveCount || &primitive(node.prim->id) != node.prim)
+    reject(graph, id, "its primitive is not registered");
   const Primitive& prim = *node.prim;
   for (NodeId in : node.inputs) {
     if (in >= id) reject(graph, id, fmt::format("input {} does not come before the node", in));
@@ -25,11 +26,11 @@ void verify_node(const Graph& graph, NodeId id, const std::set<NodeId>& named_in
   if (prim.arity >= 0 ? node.inputs.size() != static_cast<size_t>(prim.arity) : node.inputs.empty()) {
     reject(graph, id, fmt::format("has {} inputs; {} takes {}", node.inputs.size(), prim.name, prim.arity));
   }
-  if (prim.name == "input") {
+  if (prim.id == PrimId::input) {
     if (!named_inputs.contains(id)) reject(graph, id, "is an input node that no named input refers to");
     return;
   }
-  if (prim.name == "constant") {
+  if (prim.id == PrimId::constant) {
     if (!node.value) reject(graph, id, "is a constant without a value");
     if (node.value->shape() != node.shape || node.value->dtype() != node.dtype) {
       reject(graph, id,
@@ -69,7 +70,7 @@ void verify(const Graph& graph) {
   std::set<NodeId> named_inputs;
   for (const NamedNode& in : graph.inputs) {
     const Node& node = graph.nodes[in.node];
-    if (node.op_name() != "input") {
+    if (node.op() != PrimId::input) {
       throw VerifyError(fmt::format("verify: input '{}' refers to {}, which is not an input node", in.name,
                                     describe_node(graph, in.node)));
     }

@@ -22,6 +22,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "graph/shape.h"
 #include "io/util.h"
 
 namespace sx::io {
@@ -133,13 +134,6 @@ std::optional<uint64_t> as_unsigned(const json& value) {
 }
 
 std::string offsets_str(const TensorInfo& t) { return fmt::format("[{}, {}]", t.begin, t.end); }
-
-// "[2, 3]"; `separator` between the sizes. (fmt::join of integers trips a false g++ 12 warning.)
-std::string shape_text(const std::vector<int64_t>& shape, std::string_view separator = ", ") {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? std::string(separator) : "") + std::to_string(shape[i]);
-  return out + "]";
-}
 
 }  // namespace
 
@@ -339,13 +333,13 @@ void SafetensorsFile::parse() {
     for (int64_t dim : info.shape) overflow |= __builtin_mul_overflow(need, static_cast<uint64_t>(dim), &need);
     if (overflow) {
       throw LoadError(kBadOffsets, fmt::format("{}: tensor `{}` is {} {}, more than 2^64 bytes", path_, name,
-                                               info.dtype, shape_text(info.shape)));
+                                               info.dtype, graph::shape_str(info.shape)));
     }
     if (need != info.end - info.begin) {
       throw LoadError(kBadOffsets, fmt::format("{}: tensor `{}` is {} {}, which is {} bytes, but its data_offsets {} "
                                                "span {} bytes",
-                                               path_, name, info.dtype, shape_text(info.shape), need, offsets_str(info),
-                                               info.end - info.begin));
+                                               path_, name, info.dtype, graph::shape_str(info.shape), need,
+                                               offsets_str(info), info.end - info.begin));
     }
     if (info.end > data_size) {
       throw LoadError(kTruncated, fmt::format("{}: tensor `{}` says its data ends at byte {} but the data section is "
@@ -479,7 +473,7 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
     header +=
         fmt::format("{}{}:{{\"dtype\":\"{}\",\"shape\":{},\"data_offsets\":[{},{}]}}", header.size() > 1 ? "," : "",
                     quoted(name, "the tensor name"), safetensors_dtype_name(tensor.dtype()),
-                    shape_text(tensor.shape(), ","), offset, offset + size);
+                    graph::shape_str(tensor.shape(), ","), offset, offset + size);
     offset += size;
   }
   header += "}";

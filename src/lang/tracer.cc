@@ -68,19 +68,14 @@ std::vector<int64_t> shown(int64_t n, bool elide) {
   return idx;
 }
 
-std::string shape_text(const graph::Shape& shape) {
-  std::string out = "[";
-  for (size_t d = 0; d < shape.size(); ++d) out += (d ? " " : "") + std::to_string(shape[d]);
-  return out + "]";
-}
-
 }  // namespace
 
 std::string format_tensor(const graph::Tensor& t, size_t max_elements, const ElementText& element) {
   const graph::Shape& shape = t.shape();
   // Nested brackets cannot say the length of the axes after an empty one: [0 2] would
   // print as [] and read back as [0]. The constructor says the shape.
-  if (t.numel() == 0) return fmt::format("(zeros {} :dtype :{})", shape_text(shape), graph::dtype_name(t.dtype()));
+  if (t.numel() == 0)
+    return fmt::format("(zeros {} :dtype :{})", graph::shape_str(shape, " "), graph::dtype_name(t.dtype()));
   bool elide = max_elements != 0 && static_cast<size_t>(t.numel()) > max_elements;
   std::vector<int64_t> strides(shape.size(), 1);
   for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
@@ -130,7 +125,7 @@ std::string format_tensor(const graph::Tensor& t, size_t max_elements, const Ele
   write(write, 0, 0);
   out += fmt::format(" :dtype :{})", graph::dtype_name(t.dtype()));
   // An elided tensor no longer shows its shape by its nesting: say it.
-  if (elide) out += " ; shape " + shape_text(shape);
+  if (elide) out += " ; shape " + graph::shape_str(shape, " ");
   return out;
 }
 

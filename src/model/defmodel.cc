@@ -7,6 +7,7 @@
 #include <set>
 
 #include "graph/errors.h"
+#include "graph/primitive.h"
 #include "io/location.h"
 #include "io/safetensors.h"
 #include "lang/printer.h"
@@ -124,7 +125,7 @@ graph::Graph closed_initializer(const std::shared_ptr<ModelState>& state, lang::
   for (graph::NodeId id = root + 1; id-- > 0;) {
     if (!needed[id]) continue;
     const graph::Node& n = trace.node(id);
-    if (n.op_name() == "input" && !rng.count(id)) {
+    if (n.op() == graph::PrimId::input && !rng.count(id)) {
       std::string what = "a value that is not a shape, constant or random node";
       if (auto named = state->param_names.find(id); named != state->param_names.end()) {
         what = fmt::format("the parameter `{}`, which is not a shape, constant or random node", named->second);
@@ -148,7 +149,7 @@ graph::Graph closed_initializer(const std::shared_ptr<ModelState>& state, lang::
     graph::Node n = trace.node(id);
     for (auto& input : n.inputs) input = remap[input];
     remap[id] = static_cast<graph::NodeId>(init.nodes.size());
-    if (n.op_name() == "input") init.inputs.push_back({fmt::format("key.{}", keys++), remap[id]});
+    if (n.op() == graph::PrimId::input) init.inputs.push_back({fmt::format("key.{}", keys++), remap[id]});
     n.origin = 0;
     init.nodes.push_back(std::move(n));
   }

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "graph/shape.h"
 #include "io/location.h"
 #include "io/safetensors.h"
 #include "io/tensor_source.h"
@@ -54,12 +55,6 @@ class Sources {
   std::map<std::string, std::shared_ptr<io::TensorSource>> sources_;
 };
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? " " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
 }  // namespace
 
 void check_loads(const ParameterTable& table) {
@@ -76,8 +71,8 @@ void check_loads(const ParameterTable& table) {
     const io::TensorInfo& info = found->second;
     if (info.shape != param.decl->shape) {
       lang::fail("E-LOAD-012", param.decl->span,
-                 fmt::format("`{}` is {} but tensor `{}` of {} is {}", param.path, shape_text(param.decl->shape),
-                             tensor, file, shape_text(info.shape)),
+                 fmt::format("`{}` is {} but tensor `{}` of {} is {}", param.path,
+                             graph::shape_str(param.decl->shape, " "), tensor, file, graph::shape_str(info.shape, " ")),
                  "make the initializer state the tensor's shape; a Hugging Face weight is [out in]: multiply by its "
                  "transpose");
     }

@@ -1,12 +1,9 @@
 // Elementwise kernels: the unary and binary primitives, where and cast, as
 // parallel loops over the output. Each element is computed exactly as the
-// reference kernel computes it (same function, same compute type), so the
-// results agree bit for bit; the speed comes from the threads and from loops
-// the compiler can vectorize.
-#include <cmath>
+// reference kernel computes it (the same formula from graph/prims/scalar.h,
+// the same compute type), so the results agree bit for bit; the speed comes
+// from the threads and from loops the compiler can vectorize.
 #include <cstring>
-#include <limits>
-#include <string_view>
 #include <type_traits>
 
 #include "device/cpu/kernels.h"
@@ -16,23 +13,13 @@ namespace sx::device::cpu {
 namespace {
 
 using graph::DType;
-using graph::prims::absolute;
+using graph::PrimId;
 using graph::prims::convert;
-using graph::prims::divide;
-using graph::prims::maximum;
-using graph::prims::minimum;
-using graph::prims::negate;
-using graph::prims::sign_of;
-using graph::prims::wrap_add;
-using graph::prims::wrap_mul;
-using graph::prims::wrap_sub;
+namespace scalar = graph::prims::scalar;
 
 // Work per element, in units of an add: transcendental functions cost more,
 // so they go parallel at smaller sizes.
-int64_t unary_cost(std::string_view op) {
-  if (op == "neg" || op == "abs" || op == "sign" || op == "logical_not") return 1;
-  return 16;
-}
+constexpr int64_t kCheap = 1, kCostly = 16;
 
 template <class Fn>
 Step unary(DType dtype, int64_t n, int threads, Fn f) {
@@ -112,49 +99,71 @@ Step where(DType dtype, int64_t n, int threads) {
   }
 }
 
+// The dtype of the node's first operand: what its elements are computed in.
+DType operand_dtype(const StepContext& c, const graph::Node& node) { return c.graph.node(node.inputs[0]).dtype; }
+
+// The step of a primitive whose formula is F, on elements costing `Cost`.
+template <class F, int64_t Cost>
+Step unary_step(const StepContext& c, const graph::Node& node) {
+  int64_t n = graph::numel(node.shape);
+  return unary(operand_dtype(c, node), n, threads_for(n * Cost, c.cores), F{});
+}
+
+template <class F, int64_t Cost>
+Step binary_step(const StepContext& c, const graph::Node& node) {
+  int64_t n = graph::numel(node.shape);
+  return binary<false>(operand_dtype(c, node), n, threads_for(n * Cost, c.cores), F{});
+}
+
+template <class F>
+Step comparison_step(const StepContext& c, const graph::Node& node) {
+  int64_t n = graph::numel(node.shape);
+  return binary<true>(operand_dtype(c, node), n, threads_for(n, c.cores), F{});
+}
+
 }  // namespace
 
-std::optional<Step> elementwise_step(const graph::Graph& graph, const graph::Node& node, int cores) {
-  std::string_view op = node.op_name();
-  int64_t n = graph::numel(node.shape);
-  DType in = node.inputs.empty() ? node.dtype : graph.node(node.inputs[0]).dtype;
-  int cheap = threads_for(n, cores), costly = threads_for(n * unary_cost(op), cores);
+void add_elementwise_steps(StepTable& table) {
   // Unary.
-  if (op == "neg") return unary(in, n, cheap, [](auto v) { return negate(v); });
-  if (op == "abs") return unary(in, n, cheap, [](auto v) { return absolute(v); });
-  if (op == "sign") return unary(in, n, cheap, [](auto v) { return sign_of(v); });
-  if (op == "logical_not") return unary(in, n, cheap, [](auto v) { return !v; });
-  if (op == "exp") return unary(in, n, costly, [](auto v) { return std::exp(v); });
-  if (op == "log") return unary(in, n, costly, [](auto v) { return std::log(v); });
-  if (op == "sqrt") return unary(in, n, costly, [](auto v) { return std::sqrt(v); });
-  if (op == "rsqrt") return unary(in, n, costly, [](auto v) { return decltype(v)(1) / std::sqrt(v); });
-  if (op == "sin") return unary(in, n, costly, [](auto v) { return std::sin(v); });
-  if (op == "cos") return unary(in, n, costly, [](auto v) { return std::cos(v); });
-  if (op == "tanh") return unary(in, n, costly, [](auto v) { return std::tanh(v); });
-  if (op == "erf") return unary(in, n, costly, [](auto v) { return std::erf(v); });
-  if (op == "logistic") {
-    return unary(in, n, costly, [](auto v) { return decltype(v)(1) / (decltype(v)(1) + std::exp(-v)); });
-  }
-  // Binary arithmetic.
-  if (op == "add") return binary<false>(in, n, cheap, [](auto a, auto b) { return wrap_add(a, b); });
-  if (op == "sub") return binary<false>(in, n, cheap, [](auto a, auto b) { return wrap_sub(a, b); });
-  if (op == "mul") return binary<false>(in, n, cheap, [](auto a, auto b) { return wrap_mul(a, b); });
-  if (op == "div") return binary<false>(in, n, cheap, [](auto a, auto b) { return divide(a, b); });
-  if (op == "pow") return binary<false>(in, n, costly, [](auto a, auto b) { return std::pow(a, b); });
-  if (op == "max") return binary<false>(in, n, cheap, [](auto a, auto b) { return maximum(a, b); });
-  if (op == "min") return binary<false>(in, n, cheap, [](auto a, auto b) { return minimum(a, b); });
-  if (op == "logical_and") return binary<false>(in, n, cheap, [](auto a, auto b) { return a && b; });
-  if (op == "logical_or") return binary<false>(in, n, cheap, [](auto a, auto b) { return a || b; });
+  table.set(PrimId::neg, unary_step<scalar::Neg, kCheap>);
+  table.set(PrimId::abs, unary_step<scalar::Abs, kCheap>);
+  table.set(PrimId::sign, unary_step<scalar::Sign, kCheap>);
+  table.set(PrimId::logical_not, unary_step<scalar::LogicalNot, kCheap>);
+  table.set(PrimId::exp, unary_step<scalar::Exp, kCostly>);
+  table.set(PrimId::log, unary_step<scalar::Log, kCostly>);
+  table.set(PrimId::sqrt, unary_step<scalar::Sqrt, kCostly>);
+  table.set(PrimId::rsqrt, unary_step<scalar::Rsqrt, kCostly>);
+  table.set(PrimId::sin, unary_step<scalar::Sin, kCostly>);
+  table.set(PrimId::cos, unary_step<scalar::Cos, kCostly>);
+  table.set(PrimId::tanh, unary_step<scalar::Tanh, kCostly>);
+  table.set(PrimId::erf, unary_step<scalar::Erf, kCostly>);
+  table.set(PrimId::logistic, unary_step<scalar::Logistic, kCostly>);
+  // Binary arithmetic and logic.
+  table.set(PrimId::add, binary_step<scalar::Add, kCheap>);
+  table.set(PrimId::sub, binary_step<scalar::Sub, kCheap>);
+  table.set(PrimId::mul, binary_step<scalar::Mul, kCheap>);
+  table.set(PrimId::div, binary_step<scalar::Div, kCheap>);
+  table.set(PrimId::pow, binary_step<scalar::Pow, kCostly>);
+  table.set(PrimId::max, binary_step<scalar::Max, kCheap>);
+  table.set(PrimId::min, binary_step<scalar::Min, kCheap>);
+  table.set(PrimId::logical_and, binary_step<scalar::LogicalAnd, kCheap>);
+  table.set(PrimId::logical_or, binary_step<scalar::LogicalOr, kCheap>);
   // Comparisons.
-  if (op == "eq") return binary<true>(in, n, cheap, [](auto a, auto b) { return a == b; });
-  if (op == "ne") return binary<true>(in, n, cheap, [](auto a, auto b) { return a != b; });
-  if (op == "lt") return binary<true>(in, n, cheap, [](auto a, auto b) { return a < b; });
-  if (op == "le") return binary<true>(in, n, cheap, [](auto a, auto b) { return a <= b; });
-  if (op == "gt") return binary<true>(in, n, cheap, [](auto a, auto b) { return a > b; });
-  if (op == "ge") return binary<true>(in, n, cheap, [](auto a, auto b) { return a >= b; });
-  if (op == "where") return where(node.dtype, n, cheap);
-  if (op == "cast") return cast(in, node.dtype, n, cheap);
-  return std::nullopt;
+  table.set(PrimId::eq, comparison_step<scalar::Eq>);
+  table.set(PrimId::ne, comparison_step<scalar::Ne>);
+  table.set(PrimId::lt, comparison_step<scalar::Lt>);
+  table.set(PrimId::le, comparison_step<scalar::Le>);
+  table.set(PrimId::gt, comparison_step<scalar::Gt>);
+  table.set(PrimId::ge, comparison_step<scalar::Ge>);
+  // where selects bytes; cast converts as graph::prims::convert does.
+  table.set(PrimId::where, [](const StepContext& c, const graph::Node& node) {
+    int64_t n = graph::numel(node.shape);
+    return where(node.dtype, n, threads_for(n, c.cores));
+  });
+  table.set(PrimId::cast, [](const StepContext& c, const graph::Node& node) {
+    int64_t n = graph::numel(node.shape);
+    return cast(operand_dtype(c, node), node.dtype, n, threads_for(n, c.cores));
+  });
 }
 
 }  // namespace sx::device::cpu

@@ -1,16 +1,20 @@
 // The cpu device's kernels, as steps prepared at compile time: a step knows
 // its node's shapes and dtypes and its thread count, and at run time only
-// reads its inputs' bytes and writes its output's.
+// reads its inputs' bytes and writes its output's. The plan finds how to run
+// a node in a table indexed by its primitive's id (StepTable), which each
+// family of kernels fills with its rows.
 #pragma once
 
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
 
 #include "graph/graph.h"
+#include "graph/primitive.h"
 
 namespace sx::device::cpu {
 
@@ -45,19 +49,56 @@ void parallel_for(int64_t n, int threads, Body body) {
   }
 }
 
-// Each returns the step for `node` (whose inputs are graph.nodes[node.inputs])
-// or nullopt when this family has no fast kernel for it.
-std::optional<Step> elementwise_step(const graph::Graph& graph, const graph::Node& node, int cores);
-std::optional<Step> reduce_step(const graph::Graph& graph, const graph::Node& node, int cores);
-std::optional<Step> movement_step(const graph::Graph& graph, const graph::Node& node, int cores);
-
 struct KernelSet;
 
-// Matrix products with the micro-kernels of `kernels`. `weights_broadcast`:
-// the right operand is a broadcast node that only adds batch axes to a
-// [k, n] matrix, and the step reads that matrix (the broadcast's input) in
-// its place.
-Step matmul_step(const graph::Graph& graph, const graph::Node& node, int cores, bool weights_broadcast,
-                 const KernelSet& kernels);
+// What making a node's step may read besides the node: the graph (its
+// inputs' shapes and dtypes), the thread count and the micro-kernels.
+struct StepContext {
+  const graph::Graph& graph;
+  int cores = 1;
+  const KernelSet& kernels;
+  // matmul: the right operand is a broadcast node that only adds batch axes
+  // to a [k, n] matrix, and the step reads that matrix (the broadcast's
+  // input) in its place.
+  bool weights_broadcast = false;
+};
+
+using MakeStep = Step (*)(const StepContext& context, const graph::Node& node);
+
+// How the cpu device runs each primitive, by id: the plan's dispatch.
+enum class Run : uint8_t {
+  reference,  // by its reference kernel: a fallback (CpuDevice::fallback_primitives)
+  input,      // a graph input: its buffer is read where it lies
+  constant,   // its value, read where the node holds it
+  view,       // the bytes of its input (reshape)
+  once,       // computed at compile time (iota)
+  step,       // by `make`, one of the families below
+};
+
+struct StepRow {
+  Run run = Run::reference;
+  MakeStep make = nullptr;
+};
+
+class StepTable {
+ public:
+  StepRow& operator[](graph::PrimId id) { return rows_[graph::index_of(id)]; }
+  const StepRow& operator[](graph::PrimId id) const { return rows_[graph::index_of(id)]; }
+  // Sets `id`'s row to a step made by `make`.
+  void set(graph::PrimId id, MakeStep make) { (*this)[id] = {Run::step, make}; }
+
+ private:
+  std::array<StepRow, graph::kPrimitiveCount> rows_{};
+};
+
+// The table, built once: the plan's own rows and each family's.
+const StepTable& step_table();
+
+// Each family sets the rows of the primitives it has kernels for:
+// elementwise.cc, reduce.cc, movement.cc, matmul.cc.
+void add_elementwise_steps(StepTable& table);
+void add_reduce_steps(StepTable& table);
+void add_movement_steps(StepTable& table);
+void add_matmul_steps(StepTable& table);
 
 }  // namespace sx::device::cpu

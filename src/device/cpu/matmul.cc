@@ -82,11 +82,10 @@ Step loop_matmul(int64_t batch, int64_t m, int64_t k, int64_t n, bool shared_wei
   };
 }
 
-}  // namespace
-
-Step matmul_step(const graph::Graph& graph, const graph::Node& node, int cores, bool weights_broadcast,
-                 const KernelSet& kernels) {
-  const Shape& a = graph.node(node.inputs[0]).shape;
+Step matmul_step(const StepContext& c, const graph::Node& node) {
+  int cores = c.cores;
+  bool weights_broadcast = c.weights_broadcast;
+  const Shape& a = c.graph.node(node.inputs[0]).shape;
   size_t r = a.size();
   int64_t m = a[r - 2], k = a[r - 1], n = node.shape[r - 1];
   int64_t batch = graph::numel(Shape(node.shape.begin(), node.shape.end() - 2));
@@ -109,9 +108,9 @@ Step matmul_step(const graph::Graph& graph, const graph::Node& node, int cores, 
       mm->m = m;
     }
     if (mm->batch >= threads && threads > 1) {
-      for (int t = 0; t < threads; ++t) mm->gemms.push_back(std::make_unique<Gemm>(kernels, mm->m, n, k, 1));
+      for (int t = 0; t < threads; ++t) mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, n, k, 1));
     } else {
-      mm->gemms.push_back(std::make_unique<Gemm>(kernels, mm->m, n, k, threads));
+      mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, n, k, threads));
     }
     if (mm->bf16) mm->result.resize(static_cast<size_t>(batch * m * n));
     return [mm, weights_broadcast](const uint8_t* const* in, uint8_t* out) {
@@ -125,5 +124,9 @@ Step matmul_step(const graph::Graph& graph, const graph::Node& node, int cores, 
     return loop_matmul<S, C>(batch, m, k, n, weights_broadcast, loop_threads);
   });
 }
+
+}  // namespace
+
+void add_matmul_steps(StepTable& table) { table.set(graph::PrimId::matmul, matmul_step); }
 
 }  // namespace sx::device::cpu

@@ -2,7 +2,6 @@
 // is a strided copy (an output region walked in row-major order, a source
 // reached through per-axis strides), so the bytes are the reference's.
 #include <cstring>
-#include <string_view>
 #include <vector>
 
 #include "device/cpu/kernels.h"
@@ -130,73 +129,101 @@ Step gather_step(const graph::Graph& graph, const graph::Node& node, int cores) 
   });
 }
 
+// Each primitive's copies. An empty output needs no copy (and gather's shape
+// rule refuses to read an empty axis, so an empty operand gives an empty
+// result).
+Step nothing_step() {
+  return [](const uint8_t* const*, uint8_t*) {};
+}
+
+Step transpose_step(const StepContext& c, const graph::Node& node) {
+  int64_t out_count = graph::numel(node.shape);
+  if (out_count == 0) return nothing_step();
+  const graph::Node& x = c.graph.node(node.inputs[0]);
+  std::vector<int64_t> in_strides = graph::row_major_strides(x.shape), src;
+  for (int64_t p : node.attrs.get_ints("perm")) src.push_back(in_strides[static_cast<size_t>(p)]);
+  return copies_step({Copy{node.shape, src, graph::row_major_strides(node.shape)}}, {0}, graph::dtype_size(node.dtype),
+                     out_count, std::nullopt, c.cores);
+}
+
+Step broadcast_step(const StepContext& c, const graph::Node& node) {
+  int64_t out_count = graph::numel(node.shape);
+  if (out_count == 0) return nothing_step();
+  const Shape& from = c.graph.node(node.inputs[0]).shape;
+  std::vector<int64_t> in_strides = graph::row_major_strides(from), src(node.shape.size(), 0);
+  size_t lead = node.shape.size() - from.size();
+  for (size_t d = 0; d < from.size(); ++d) src[lead + d] = from[d] == 1 ? 0 : in_strides[d];
+  return copies_step({Copy{node.shape, src, graph::row_major_strides(node.shape)}}, {0}, graph::dtype_size(node.dtype),
+                     out_count, std::nullopt, c.cores);
+}
+
+Step slice_step(const StepContext& c, const graph::Node& node) {
+  int64_t out_count = graph::numel(node.shape);
+  if (out_count == 0) return nothing_step();
+  const Shape& from = c.graph.node(node.inputs[0]).shape;
+  std::vector<int64_t> in_strides = graph::row_major_strides(from), src;
+  const auto &start = node.attrs.get_ints("start"), &step = node.attrs.get_ints("step");
+  int64_t base = 0;
+  for (size_t d = 0; d < from.size(); ++d) {
+    base += start[d] * in_strides[d];
+    src.push_back(in_strides[d] * step[d]);
+  }
+  return copies_step({Copy{node.shape, src, graph::row_major_strides(node.shape), base, 0}}, {0},
+                     graph::dtype_size(node.dtype), out_count, std::nullopt, c.cores);
+}
+
+Step concat_step(const StepContext& c, const graph::Node& node) {
+  int64_t out_count = graph::numel(node.shape);
+  if (out_count == 0) return nothing_step();
+  std::vector<int64_t> out_strides = graph::row_major_strides(node.shape);
+  auto axis = static_cast<size_t>(node.attrs.get_int("axis"));
+  std::vector<Copy> copies;
+  std::vector<size_t> inputs;
+  int64_t offset = 0;
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    const Shape& s = c.graph.node(node.inputs[k]).shape;
+    if (graph::numel(s) > 0) {
+      copies.push_back(Copy{s, graph::row_major_strides(s), out_strides, 0, offset * out_strides[axis]});
+      inputs.push_back(k);
+    }
+    offset += s[axis];
+  }
+  return copies_step(std::move(copies), std::move(inputs), graph::dtype_size(node.dtype), out_count, std::nullopt,
+                     c.cores);
+}
+
+Step pad_step(const StepContext& c, const graph::Node& node) {
+  int64_t out_count = graph::numel(node.shape);
+  if (out_count == 0) return nothing_step();
+  std::vector<int64_t> out_strides = graph::row_major_strides(node.shape);
+  const Shape& from = c.graph.node(node.inputs[0]).shape;
+  graph::Tensor value = graph::Tensor::scalar(node.dtype, node.attrs.get_double("value"));
+  std::vector<uint8_t> fill(value.bytes().begin(), value.bytes().end());
+  const auto &low = node.attrs.get_ints("low"), &interior = node.attrs.get_ints("interior");
+  std::vector<int64_t> dst;
+  int64_t base = 0;
+  for (size_t d = 0; d < from.size(); ++d) {
+    base += low[d] * out_strides[d];
+    dst.push_back(out_strides[d] * (interior[d] + 1));
+  }
+  std::vector<Copy> copies;
+  if (graph::numel(from) > 0) copies.push_back(Copy{from, graph::row_major_strides(from), dst, 0, base});
+  std::vector<size_t> inputs(copies.size(), 0);
+  return copies_step(std::move(copies), std::move(inputs), graph::dtype_size(node.dtype), out_count, std::move(fill),
+                     c.cores);
+}
+
 }  // namespace
 
-std::optional<Step> movement_step(const graph::Graph& graph, const graph::Node& node, int cores) {
-  std::string_view op = node.op_name();
-  // (gather's shape rule refuses to read an empty axis, so an empty operand
-  // gives an empty result.)
-  if (op == "gather" && graph::numel(node.shape) > 0) return gather_step(graph, node, cores);
-  size_t size = graph::dtype_size(node.dtype);
-  int64_t out_count = graph::numel(node.shape);
-  std::vector<int64_t> out_strides = graph::row_major_strides(node.shape);
-  if (out_count == 0) return Step([](const uint8_t* const*, uint8_t*) {});
-  if (op == "transpose") {
-    const graph::Node& x = graph.node(node.inputs[0]);
-    std::vector<int64_t> in_strides = graph::row_major_strides(x.shape), src;
-    for (int64_t p : node.attrs.get_ints("perm")) src.push_back(in_strides[static_cast<size_t>(p)]);
-    return copies_step({Copy{node.shape, src, out_strides}}, {0}, size, out_count, std::nullopt, cores);
-  }
-  if (op == "broadcast") {
-    const Shape& from = graph.node(node.inputs[0]).shape;
-    std::vector<int64_t> in_strides = graph::row_major_strides(from), src(node.shape.size(), 0);
-    size_t lead = node.shape.size() - from.size();
-    for (size_t d = 0; d < from.size(); ++d) src[lead + d] = from[d] == 1 ? 0 : in_strides[d];
-    return copies_step({Copy{node.shape, src, out_strides}}, {0}, size, out_count, std::nullopt, cores);
-  }
-  if (op == "slice") {
-    const Shape& from = graph.node(node.inputs[0]).shape;
-    std::vector<int64_t> in_strides = graph::row_major_strides(from), src;
-    const auto &start = node.attrs.get_ints("start"), &step = node.attrs.get_ints("step");
-    int64_t base = 0;
-    for (size_t d = 0; d < from.size(); ++d) {
-      base += start[d] * in_strides[d];
-      src.push_back(in_strides[d] * step[d]);
-    }
-    return copies_step({Copy{node.shape, src, out_strides, base, 0}}, {0}, size, out_count, std::nullopt, cores);
-  }
-  if (op == "concat") {
-    auto axis = static_cast<size_t>(node.attrs.get_int("axis"));
-    std::vector<Copy> copies;
-    std::vector<size_t> inputs;
-    int64_t offset = 0;
-    for (size_t k = 0; k < node.inputs.size(); ++k) {
-      const Shape& s = graph.node(node.inputs[k]).shape;
-      if (graph::numel(s) > 0) {
-        copies.push_back(Copy{s, graph::row_major_strides(s), out_strides, 0, offset * out_strides[axis]});
-        inputs.push_back(k);
-      }
-      offset += s[axis];
-    }
-    return copies_step(std::move(copies), std::move(inputs), size, out_count, std::nullopt, cores);
-  }
-  if (op == "pad") {
-    const Shape& from = graph.node(node.inputs[0]).shape;
-    graph::Tensor value = graph::Tensor::scalar(node.dtype, node.attrs.get_double("value"));
-    std::vector<uint8_t> fill(value.bytes().begin(), value.bytes().end());
-    const auto &low = node.attrs.get_ints("low"), &interior = node.attrs.get_ints("interior");
-    std::vector<int64_t> dst;
-    int64_t base = 0;
-    for (size_t d = 0; d < from.size(); ++d) {
-      base += low[d] * out_strides[d];
-      dst.push_back(out_strides[d] * (interior[d] + 1));
-    }
-    std::vector<Copy> copies;
-    if (graph::numel(from) > 0) copies.push_back(Copy{from, graph::row_major_strides(from), dst, 0, base});
-    std::vector<size_t> inputs(copies.size(), 0);
-    return copies_step(std::move(copies), std::move(inputs), size, out_count, std::move(fill), cores);
-  }
-  return std::nullopt;
+void add_movement_steps(StepTable& table) {
+  table.set(graph::PrimId::gather, [](const StepContext& c, const graph::Node& node) {
+    return graph::numel(node.shape) > 0 ? gather_step(c.graph, node, c.cores) : nothing_step();
+  });
+  table.set(graph::PrimId::transpose, transpose_step);
+  table.set(graph::PrimId::broadcast, broadcast_step);
+  table.set(graph::PrimId::slice, slice_step);
+  table.set(graph::PrimId::concat, concat_step);
+  table.set(graph::PrimId::pad, pad_step);
 }
 
 }  // namespace sx::device::cpu

@@ -5,11 +5,13 @@
 // the input buffers, calls the steps in graph order and copies each output
 // from the arena into its buffer.
 //
-// Fast kernels: elementwise (elementwise.cc), reductions (reduce.cc), data
-// movement and gather (movement.cc), matmul (matmul.cc). reshape is a view
-// of its input, constant is its value, iota is computed once at compile
-// time. The primitives CpuDevice::fallback_primitives names run by their
-// reference kernel, single-threaded and copying their inputs.
+// How a node runs is its primitive's row in the step table (kernels.h),
+// indexed by the primitive's id: fast kernels for elementwise
+// (elementwise.cc), reductions (reduce.cc), data movement and gather
+// (movement.cc), matmul (matmul.cc); reshape is a view of its input, constant
+// is its value, iota is computed once at compile time. The primitives without
+// a row (CpuDevice::fallback_primitives names them) run by their reference
+// kernel, single-threaded and copying their inputs.
 #include <fmt/format.h>
 #include <omp.h>
 
@@ -27,8 +29,10 @@
 namespace sx::device {
 namespace {
 
+using cpu::Run;
 using graph::Node;
 using graph::NodeId;
+using graph::PrimId;
 
 // A node's reference kernel as a step: for primitives without a fast kernel.
 cpu::Step reference_step(const Node* node, std::vector<graph::ValueType> types) {
@@ -49,7 +53,7 @@ cpu::Step reference_step(const Node* node, std::vector<graph::ValueType> types) 
 // the [k, n] matrix under it: the broadcast only adds batch axes.
 bool weights_broadcast(const graph::Graph& graph, const Node& node) {
   const Node& right = graph.node(node.inputs[1]);
-  if (right.op_name() != "broadcast" || node.shape.size() < 3) return false;
+  if (right.op() != PrimId::broadcast || node.shape.size() < 3) return false;
   const graph::Shape& from = graph.node(right.inputs[0]).shape;
   size_t r = right.shape.size();
   if (from.size() < 2) return false;
@@ -73,9 +77,8 @@ std::string describe(const graph::Graph& graph, const Node& node) {
 class CpuPlan : public Plan {
  public:
   CpuPlan(CpuDevice& device, graph::Graph graph) : Plan(device, graph), graph_(std::move(graph)) {
-    int cores = device.cores();
     const cpu::KernelSet& kernels = cpu::kernels_for(device.isa());
-    std::vector<std::string> fallbacks = device.fallback_primitives();
+    const cpu::StepTable& table = cpu::step_table();
     size_t count = graph_.nodes.size();
     pointers_.resize(count, nullptr);
     storage_.resize(count);
@@ -86,7 +89,7 @@ class CpuPlan : public Plan {
     for (NodeId id = static_cast<NodeId>(count); id-- > 0;) {
       if (!needed[id]) continue;
       const Node& node = graph_.nodes[id];
-      bool absorbs = node.op_name() == "matmul" && weights_broadcast(graph_, node);
+      bool absorbs = node.op() == PrimId::matmul && weights_broadcast(graph_, node);
       absorbed[id] = absorbs;
       for (size_t k = 0; k < node.inputs.size(); ++k) {
         NodeId in = node.inputs[k];
@@ -102,7 +105,9 @@ class CpuPlan : public Plan {
     }
     double bytes = 0;
     for (NodeId id = 0; id < count; ++id) {
-      if (needed[id] && graph_.nodes[id].op_name() == "iota") bytes += static_cast<double>(bytes_of(graph_.nodes[id]));
+      if (needed[id] && table[graph_.nodes[id].op()].run == Run::once) {
+        bytes += static_cast<double>(bytes_of(graph_.nodes[id]));
+      }
     }
     check_fits_in_memory("cpu", bytes);
     // A broadcast every user absorbs is not computed (needed stays false
@@ -110,40 +115,32 @@ class CpuPlan : public Plan {
     for (NodeId id = 0; id < count; ++id) {
       if (!needed[id]) continue;
       const Node& node = graph_.nodes[id];
-      std::string_view op = node.op_name();
-      if (op == "input") continue;
-      if (op == "constant") {
+      const cpu::StepRow& row = table[node.op()];
+      if (row.run == Run::input) continue;
+      if (row.run == Run::constant) {
         pointers_[id] = node.value->bytes().data();
         continue;
       }
-      if (op == "reshape") {
+      if (row.run == Run::view) {
         entries_.push_back({.id = id, .alias = node.inputs[0], .inputs = {}, .step = {}});
         continue;
       }
-      if (op == "iota") {
+      if (row.run == Run::once) {
         storage_[id] = node.prim->kernel(node, {});
         pointers_[id] = storage_[id].bytes().data();
         continue;
       }
       Entry entry{.id = id, .alias = 0, .inputs = node.inputs, .step = {}};
-      std::optional<cpu::Step> step;
-      if (op == "matmul") {
-        if (absorbed[id]) entry.inputs[1] = graph_.node(node.inputs[1]).inputs[0];
-        step = cpu::matmul_step(graph_, node, cores, absorbed[id], kernels);
-      }
-      if (!step) step = cpu::elementwise_step(graph_, node, cores);
-      if (!step) step = cpu::reduce_step(graph_, node, cores);
-      if (!step) step = cpu::movement_step(graph_, node, cores);
-      if (!step) {
-        if (std::find(fallbacks.begin(), fallbacks.end(), op) == fallbacks.end()) {
-          throw DeviceError(
-              fmt::format("cpu: no kernel for {} (an internal error: report it)", describe(graph_, node)));
-        }
+      if (absorbed[id]) entry.inputs[1] = graph_.node(node.inputs[1]).inputs[0];
+      if (row.run == Run::step) {
+        cpu::StepContext context{
+            .graph = graph_, .cores = device.cores(), .kernels = kernels, .weights_broadcast = absorbed[id]};
+        entry.step = row.make(context, node);
+      } else {
         std::vector<graph::ValueType> types;
         for (NodeId in : node.inputs) types.push_back({graph_.node(in).shape, graph_.node(in).dtype});
-        step = reference_step(&node, std::move(types));
+        entry.step = reference_step(&node, std::move(types));
       }
-      entry.step = std::move(*step);
       entries_.push_back(std::move(entry));
     }
     plan_memory(bytes);
@@ -291,10 +288,34 @@ std::unique_ptr<Plan> CpuDevice::compile(const graph::Graph& graph) {
 }
 
 std::vector<std::string> CpuDevice::fallback_primitives() const {
-  // Rare in a model (one_hot, scatter_add: gather's gradient) or run once per
-  // parameter at initialization (random): not worth a kernel until a
-  // benchmark asks for one.
-  return {"scatter_add", "one_hot", "random_normal", "random_uniform", "random_bernoulli"};
+  // The primitives without a row in the step table. Today: rare in a model
+  // (one_hot, scatter_add: gather's gradient) or run once per parameter at
+  // initialization (random): not worth a kernel until a benchmark asks for one.
+  std::vector<std::string> names;
+  for (const graph::Primitive* p : graph::all_primitives()) {
+    if (cpu::step_table()[p->id].run == Run::reference) names.emplace_back(p->name);
+  }
+  return names;
 }
+
+namespace cpu {
+
+const StepTable& step_table() {
+  static const StepTable table = [] {
+    StepTable t;
+    t[PrimId::input].run = Run::input;
+    t[PrimId::constant].run = Run::constant;
+    t[PrimId::reshape].run = Run::view;
+    t[PrimId::iota].run = Run::once;
+    add_elementwise_steps(t);
+    add_reduce_steps(t);
+    add_movement_steps(t);
+    add_matmul_steps(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace cpu
 
 }  // namespace sx::device

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <limits>
 #include <memory>
-#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -215,18 +214,9 @@ Step make_reduction(Kind kind, Layout layout, int cores) {
   };
 }
 
-}  // namespace
-
-std::optional<Step> reduce_step(const graph::Graph& graph, const graph::Node& node, int cores) {
-  std::string_view op = node.op_name();
-  Kind kind;
-  if (op == "sum") kind = Kind::sum;
-  else if (op == "reduce_max") kind = Kind::max;
-  else if (op == "reduce_min") kind = Kind::min;
-  else if (op == "argmax") kind = Kind::argmax;
-  else if (op == "argmin") kind = Kind::argmin;
-  else return std::nullopt;
-  const graph::Node& x = graph.node(node.inputs[0]);
+template <Kind K>
+Step reduce_step(const StepContext& c, const graph::Node& node) {
+  const graph::Node& x = c.graph.node(node.inputs[0]);
   Layout layout = layout_of(x.shape, node.attrs.get_ints("axes"));
   if (graph::numel(x.shape) == 0) {
     // Nothing to read: the outputs keep their initial values, as in the
@@ -238,8 +228,18 @@ std::optional<Step> reduce_step(const graph::Graph& graph, const graph::Node& no
   return graph::visit_dtype(x.dtype, [&](auto types) -> Step {
     using S = typename decltype(types)::storage;
     using C = typename decltype(types)::compute;
-    return make_reduction<S, C>(kind, std::move(layout), cores);
+    return make_reduction<S, C>(K, std::move(layout), c.cores);
   });
+}
+
+}  // namespace
+
+void add_reduce_steps(StepTable& table) {
+  table.set(graph::PrimId::sum, reduce_step<Kind::sum>);
+  table.set(graph::PrimId::reduce_max, reduce_step<Kind::max>);
+  table.set(graph::PrimId::reduce_min, reduce_step<Kind::min>);
+  table.set(graph::PrimId::argmax, reduce_step<Kind::argmax>);
+  table.set(graph::PrimId::argmin, reduce_step<Kind::argmin>);
 }
 
 }  // namespace sx::device::cpu

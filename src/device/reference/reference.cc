@@ -39,7 +39,7 @@ class ReferencePlan : public Plan {
     for (size_t i = 0; i < inputs.size(); ++i) values[graph_.inputs[i].node] = &host_tensor(*inputs[i]);
     for (graph::NodeId id = 0; id < graph_.nodes.size(); ++id) {
       const graph::Node& node = graph_.nodes[id];
-      if (node.op_name() == "input") continue;
+      if (node.op() == graph::PrimId::input) continue;
       std::vector<const graph::Tensor*> args;
       for (graph::NodeId in : node.inputs) args.push_back(values[in]);
       computed[id] = node.prim->kernel(node, args);

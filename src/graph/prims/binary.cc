@@ -2,7 +2,8 @@
 // mul, div, pow, max, min), comparisons (eq, ne, lt, le, gt, ge), logic
 // (logical_and, logical_or), where, and cast. Their ops promote the operands
 // to one dtype and broadcast them to one shape (NumPy rules) before the
-// primitive, which takes equal shapes and dtypes, is emitted.
+// primitive, which takes equal shapes and dtypes, is emitted. The reference
+// kernels' formulas are in scalar.h, where the devices' kernels find them too.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -65,16 +66,16 @@ Tensor where_kernel(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return out;
 }
 
-#define SX_COMPARISON(NAME, EXPR)                                                                             \
-  {                                                                                                           \
-    .name = NAME, .arity = 2, .infer = [](Types args, const Attrs&) { return infer_comparison(args, NAME); }, \
-    .build = build_elementwise, .batch = batch_elementwise, .kernel = [](const Node&, Args x) {               \
-      return map_binary(*x[0], *x[1], DType::boolean, [](auto a, auto b) { return EXPR; });                   \
-    }                                                                                                         \
+#define SX_COMPARISON(ID, FORMULA)                                                                             \
+  {                                                                                                            \
+    .id = PrimId::ID, .name = #ID, .arity = 2,                                                                 \
+    .infer = [](Types args, const Attrs&) { return infer_comparison(args, #ID); }, .build = build_elementwise, \
+    .batch = batch_elementwise, .kernel = binary_kernel<scalar::FORMULA>                                       \
   }
 
 const Primitive kBinary[] = {
-    {.name = "add",
+    {.id = PrimId::add,
+     .name = "add",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "add"); },
      .build = build_elementwise,
@@ -82,9 +83,9 @@ const Primitive kBinary[] = {
        return {ct, ct};
      },
      .batch = batch_elementwise,
-     .kernel = [](const Node& n,
-                  Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return wrap_add(a, b); }); }},
-    {.name = "sub",
+     .kernel = binary_kernel<scalar::Add>},
+    {.id = PrimId::sub,
+     .name = "sub",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "sub"); },
      .build = build_elementwise,
@@ -92,9 +93,9 @@ const Primitive kBinary[] = {
        return {ct, b.neg(ct)};
      },
      .batch = batch_elementwise,
-     .kernel = [](const Node& n,
-                  Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return wrap_sub(a, b); }); }},
-    {.name = "mul",
+     .kernel = binary_kernel<scalar::Sub>},
+    {.id = PrimId::mul,
+     .name = "mul",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "mul"); },
      .build = build_elementwise,
@@ -102,9 +103,9 @@ const Primitive kBinary[] = {
        return {b.mul(ct, n.inputs[1]), b.mul(ct, n.inputs[0])};
      },
      .batch = batch_elementwise,
-     .kernel = [](const Node& n,
-                  Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return wrap_mul(a, b); }); }},
-    {.name = "div",
+     .kernel = binary_kernel<scalar::Mul>},
+    {.id = PrimId::div,
+     .name = "div",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "div"); },
      .build = build_elementwise,
@@ -113,9 +114,9 @@ const Primitive kBinary[] = {
        return {b.div(ct, divisor), b.neg(b.div(b.mul(ct, self), divisor))};
      },
      .batch = batch_elementwise,
-     .kernel = [](const Node& n,
-                  Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return divide(a, b); }); }},
-    {.name = "pow",
+     .kernel = binary_kernel<scalar::Div>},
+    {.id = PrimId::pow,
+     .name = "pow",
      .arity = 2,
      .infer =
          [](Types args, const Attrs&) {
@@ -130,9 +131,9 @@ const Primitive kBinary[] = {
        return {b.mul(ct, d_base), b.mul(ct, b.mul(self, b.log(base)))};
      },
      .batch = batch_elementwise,
-     .kernel = [](const Node& n,
-                  Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return std::pow(a, b); }); }},
-    {.name = "max",
+     .kernel = binary_kernel<scalar::Pow>},
+    {.id = PrimId::max,
+     .name = "max",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "max"); },
      .build = build_elementwise,
@@ -141,9 +142,9 @@ const Primitive kBinary[] = {
        return {b.where(b.ge(a, c), ct, zero), b.where(b.lt(a, c), ct, zero)};
      },
      .batch = batch_elementwise,
-     .kernel = [](const Node& n,
-                  Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return maximum(a, b); }); }},
-    {.name = "min",
+     .kernel = binary_kernel<scalar::Max>},
+    {.id = PrimId::min,
+     .name = "min",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_arithmetic(args, "min"); },
      .build = build_elementwise,
@@ -152,29 +153,29 @@ const Primitive kBinary[] = {
        return {b.where(b.le(a, c), ct, zero), b.where(b.gt(a, c), ct, zero)};
      },
      .batch = batch_elementwise,
-     .kernel = [](const Node& n,
-                  Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return minimum(a, b); }); }},
-    SX_COMPARISON("eq", a == b),
-    SX_COMPARISON("ne", a != b),
-    SX_COMPARISON("lt", a < b),
-    SX_COMPARISON("le", a <= b),
-    SX_COMPARISON("gt", a > b),
-    SX_COMPARISON("ge", a >= b),
-    {.name = "logical_and",
+     .kernel = binary_kernel<scalar::Min>},
+    SX_COMPARISON(eq, Eq),
+    SX_COMPARISON(ne, Ne),
+    SX_COMPARISON(lt, Lt),
+    SX_COMPARISON(le, Le),
+    SX_COMPARISON(gt, Gt),
+    SX_COMPARISON(ge, Ge),
+    {.id = PrimId::logical_and,
+     .name = "logical_and",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_logical(args, "logical_and"); },
      .build = build_elementwise,
      .batch = batch_elementwise,
-     .kernel = [](const Node& n,
-                  Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return a && b; }); }},
-    {.name = "logical_or",
+     .kernel = binary_kernel<scalar::LogicalAnd>},
+    {.id = PrimId::logical_or,
+     .name = "logical_or",
      .arity = 2,
      .infer = [](Types args, const Attrs&) { return infer_logical(args, "logical_or"); },
      .build = build_elementwise,
      .batch = batch_elementwise,
-     .kernel = [](const Node& n,
-                  Args x) { return map_binary(*x[0], *x[1], n.dtype, [](auto a, auto b) { return a || b; }); }},
-    {.name = "where",
+     .kernel = binary_kernel<scalar::LogicalOr>},
+    {.id = PrimId::where,
+     .name = "where",
      .arity = 3,
      .infer =
          [](Types args, const Attrs&) {
@@ -196,7 +197,8 @@ const Primitive kBinary[] = {
      },
      .batch = batch_elementwise,
      .kernel = [](const Node&, Args x) { return where_kernel(*x[0], *x[1], *x[2]); }},
-    {.name = "cast",
+    {.id = PrimId::cast,
+     .name = "cast",
      .arity = 1,
      .infer =
          [](Types args, const Attrs& attrs) {

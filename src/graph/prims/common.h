@@ -64,6 +64,18 @@ Tensor map_binary(const Tensor& a, const Tensor& b, DType out_dtype, Fn f) {
   return out;
 }
 
+// The reference kernels of the elementwise primitives, from their formulas
+// (scalar.h): f(x[i]), and f(a[i], b[i]) into the node's dtype (the operands'
+// or, for a comparison, bool).
+template <class F>
+Tensor unary_kernel(const Node&, std::span<const Tensor* const> args) {
+  return map_unary(*args[0], F{});
+}
+template <class F>
+Tensor binary_kernel(const Node& node, std::span<const Tensor* const> args) {
+  return map_binary(*args[0], *args[1], node.dtype, F{});
+}
+
 // Walks the positions of a shape in row-major order: index() is the
 // multi-index of position 0, 1, ... after that many calls to next().
 class IndexWalk {

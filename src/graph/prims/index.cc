@@ -135,7 +135,8 @@ NodeId batch_scatter_add(Builder& b, const Node& node, std::span<const NodeId> a
 }
 
 const Primitive kIndex[] = {
-    {.name = "gather",
+    {.id = PrimId::gather,
+     .name = "gather",
      .arity = 2,
      .infer = infer_gather,
      .build = build_with_axis,
@@ -146,7 +147,8 @@ const Primitive kIndex[] = {
      },
      .batch = batch_gather,
      .kernel = [](const Node& n, Args x) { return gather_kernel(n, *x[0], *x[1]); }},
-    {.name = "scatter_add",
+    {.id = PrimId::scatter_add,
+     .name = "scatter_add",
      .arity = 3,
      .infer = infer_scatter_add,
      .build = build_with_axis,
@@ -155,7 +157,8 @@ const Primitive kIndex[] = {
      },
      .batch = batch_scatter_add,
      .kernel = [](const Node& n, Args x) { return scatter_add_kernel(n, *x[0], *x[1], *x[2]); }},
-    {.name = "iota",
+    {.id = PrimId::iota,
+     .name = "iota",
      .arity = 0,
      .infer =
          [](Types, const Attrs& attrs) {
@@ -174,7 +177,8 @@ const Primitive kIndex[] = {
              out.set_value(i, static_cast<double>(walk.index()[axis]));
            return out;
          }},
-    {.name = "one_hot",
+    {.id = PrimId::one_hot,
+     .name = "one_hot",
      .arity = 1,
      .infer =
          [](Types args, const Attrs& attrs) {

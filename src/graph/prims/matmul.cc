@@ -100,7 +100,8 @@ Tensor matmul_kernel(const Node& node, const Tensor& a, const Tensor& b) {
 }
 
 const Primitive kMatmul[] = {
-    {.name = "matmul",
+    {.id = PrimId::matmul,
+     .name = "matmul",
      .arity = 2,
      .infer = infer_matmul,
      .build = build_matmul,

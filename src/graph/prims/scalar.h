@@ -2,6 +2,11 @@
 // device's kernels compute the reference's bits: integer arithmetic wraps (two's
 // complement), integer division by zero gives 0, max/min propagate NaN, and a float
 // converted to an integer saturates with NaN giving 0.
+//
+// Each elementwise primitive's formula is written here once, as a function object of
+// one element (or two) in the compute type (bf16 computes in float): the reference
+// kernel (prims/unary.cc, prims/binary.cc) and every device's kernels call the same
+// one, so that they agree bit for bit. tests/unit/device/formula_test.cc checks it.
 #pragma once
 
 #include <cmath>
@@ -92,5 +97,185 @@ To convert(From v) {
     return static_cast<To>(v);
   }
 }
+
+// The formulas, named as the primitives are. They return what the expression gives
+// (the callers convert it to the compute type, or to bool for a comparison).
+namespace scalar {
+
+// Unary.
+struct Neg {
+  template <class C>
+  auto operator()(C v) const {
+    return negate(v);
+  }
+};
+struct Abs {
+  template <class C>
+  auto operator()(C v) const {
+    return absolute(v);
+  }
+};
+struct Sign {
+  template <class C>
+  auto operator()(C v) const {
+    return sign_of(v);
+  }
+};
+struct Exp {
+  template <class C>
+  auto operator()(C v) const {
+    return std::exp(v);
+  }
+};
+struct Log {
+  template <class C>
+  auto operator()(C v) const {
+    return std::log(v);
+  }
+};
+struct Sqrt {
+  template <class C>
+  auto operator()(C v) const {
+    return std::sqrt(v);
+  }
+};
+struct Rsqrt {
+  template <class C>
+  auto operator()(C v) const {
+    return C(1) / std::sqrt(v);
+  }
+};
+struct Sin {
+  template <class C>
+  auto operator()(C v) const {
+    return std::sin(v);
+  }
+};
+struct Cos {
+  template <class C>
+  auto operator()(C v) const {
+    return std::cos(v);
+  }
+};
+struct Tanh {
+  template <class C>
+  auto operator()(C v) const {
+    return std::tanh(v);
+  }
+};
+struct Erf {
+  template <class C>
+  auto operator()(C v) const {
+    return std::erf(v);
+  }
+};
+struct Logistic {
+  template <class C>
+  auto operator()(C v) const {
+    return C(1) / (C(1) + std::exp(-v));
+  }
+};
+struct LogicalNot {
+  template <class C>
+  auto operator()(C v) const {
+    return !v;
+  }
+};
+
+// Binary arithmetic and logic: the result has the operands' dtype.
+struct Add {
+  template <class C>
+  auto operator()(C a, C b) const {
+    return wrap_add(a, b);
+  }
+};
+struct Sub {
+  template <class C>
+  auto operator()(C a, C b) const {
+    return wrap_sub(a, b);
+  }
+};
+struct Mul {
+  template <class C>
+  auto operator()(C a, C b) const {
+    return wrap_mul(a, b);
+  }
+};
+struct Div {
+  template <class C>
+  auto operator()(C a, C b) const {
+    return divide(a, b);
+  }
+};
+struct Pow {
+  template <class C>
+  auto operator()(C a, C b) const {
+    return std::pow(a, b);
+  }
+};
+struct Max {
+  template <class C>
+  auto operator()(C a, C b) const {
+    return maximum(a, b);
+  }
+};
+struct Min {
+  template <class C>
+  auto operator()(C a, C b) const {
+    return minimum(a, b);
+  }
+};
+struct LogicalAnd {
+  template <class C>
+  auto operator()(C a, C b) const {
+    return a && b;
+  }
+};
+struct LogicalOr {
+  template <class C>
+  auto operator()(C a, C b) const {
+    return a || b;
+  }
+};
+
+// Comparisons: the result is bool.
+struct Eq {
+  template <class C>
+  bool operator()(C a, C b) const {
+    return a == b;
+  }
+};
+struct Ne {
+  template <class C>
+  bool operator()(C a, C b) const {
+    return a != b;
+  }
+};
+struct Lt {
+  template <class C>
+  bool operator()(C a, C b) const {
+    return a < b;
+  }
+};
+struct Le {
+  template <class C>
+  bool operator()(C a, C b) const {
+    return a <= b;
+  }
+};
+struct Gt {
+  template <class C>
+  bool operator()(C a, C b) const {
+    return a > b;
+  }
+};
+struct Ge {
+  template <class C>
+  bool operator()(C a, C b) const {
+    return a >= b;
+  }
+};
+
+}  // namespace scalar
 
 }  // namespace sx::graph::prims

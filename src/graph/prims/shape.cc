@@ -100,7 +100,7 @@ Grads broadcast_grad(Builder& b, const Node& node, NodeId, NodeId ct) {
   for (size_t d = 0; d < node.shape.size(); ++d) {
     if (d < lead || (from[d - lead] == 1 && node.shape[d] != 1)) axes.push_back(static_cast<int64_t>(d));
   }
-  NodeId summed = axes.empty() ? ct : b.emit(primitive("sum"), {ct}, {{"axes", axes}, {"keepdims", int64_t{1}}});
+  NodeId summed = axes.empty() ? ct : b.emit(primitive(PrimId::sum), {ct}, {{"axes", axes}, {"keepdims", int64_t{1}}});
   return {b.reshape(summed, from)};
 }
 
@@ -226,7 +226,8 @@ std::vector<int64_t> with_front(int64_t front, std::vector<int64_t> rest) {
 }
 
 const Primitive kShape[] = {
-    {.name = "reshape",
+    {.id = PrimId::reshape,
+     .name = "reshape",
      .arity = 1,
      .infer = infer_reshape,
      .build = build_reshape,
@@ -239,7 +240,8 @@ const Primitive kShape[] = {
          [](const Node& n, Args x) {
            return Tensor(n.dtype, n.shape, std::vector<uint8_t>(x[0]->bytes().begin(), x[0]->bytes().end()));
          }},
-    {.name = "transpose",
+    {.id = PrimId::transpose,
+     .name = "transpose",
      .arity = 1,
      .infer = infer_transpose,
      .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
@@ -257,7 +259,8 @@ const Primitive kShape[] = {
              return flat;
            });
          }},
-    {.name = "broadcast",
+    {.id = PrimId::broadcast,
+     .name = "broadcast",
      .arity = 1,
      .infer =
          [](Types args, const Attrs& attrs) {
@@ -288,7 +291,8 @@ const Primitive kShape[] = {
              return flat;
            });
          }},
-    {.name = "slice",
+    {.id = PrimId::slice,
+     .name = "slice",
      .arity = 1,
      .infer = infer_slice,
      .build = build_slice,
@@ -321,7 +325,8 @@ const Primitive kShape[] = {
              return flat;
            });
          }},
-    {.name = "concat",
+    {.id = PrimId::concat,
+     .name = "concat",
      .arity = -1,
      .infer = infer_concat,
      .build =
@@ -350,7 +355,8 @@ const Primitive kShape[] = {
            return b.emit(*n.prim, xs, {{"axis", n.attrs.get_int("axis") + 1}});
          },
      .kernel = concat_kernel},
-    {.name = "pad",
+    {.id = PrimId::pad,
+     .name = "pad",
      .arity = 1,
      .infer = infer_pad,
      .build =

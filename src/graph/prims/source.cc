@@ -11,12 +11,13 @@ namespace {
 using Args = std::span<const Tensor* const>;
 
 const Primitive kSource[] = {
-    {.name = "input",
+    {.id = PrimId::input,
+     .name = "input",
      .arity = 0,
      .kernel = [](const Node&, Args) -> Tensor {
        throw GraphError("input: has no kernel; the executor binds its value");
      }},
-    {.name = "constant", .arity = 0, .kernel = [](const Node& n, Args) { return *n.value; }},
+    {.id = PrimId::constant, .name = "constant", .arity = 0, .kernel = [](const Node& n, Args) { return *n.value; }},
 };
 
 }  // namespace

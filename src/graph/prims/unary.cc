@@ -1,6 +1,7 @@
 // Elementwise unary primitives: neg, abs, sign, exp, log, sqrt, rsqrt, sin,
 // cos, tanh, erf, logistic and logical_not. Each row holds the primitive's
-// shape/dtype rule, gradient, batching rule and reference kernel.
+// shape/dtype rule, gradient, batching rule and reference kernel; the kernel's
+// formula is in scalar.h, where the devices' kernels find it too.
 #include <cmath>
 #include <numbers>
 
@@ -11,7 +12,6 @@ namespace sx::graph::prims {
 namespace {
 
 using Grads = std::vector<std::optional<NodeId>>;
-using Args = std::span<const Tensor* const>;
 using Types = std::span<const ValueType>;
 
 template <bool (*Accepts)(DType)>
@@ -29,44 +29,51 @@ ValueType infer_numeric(std::span<const ValueType> args, std::string_view op) {
 }
 
 const Primitive kUnary[] = {
-    {.name = "neg",
+    {.id = PrimId::neg,
+     .name = "neg",
      .arity = 1,
      .infer = [](Types args, const Attrs&) { return infer_numeric(args, "neg"); },
      .grad = [](Builder& b, const Node&, NodeId, NodeId ct) -> Grads { return {b.neg(ct)}; },
      .batch = batch_elementwise,
-     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return negate(v); }); }},
-    {.name = "abs",
+     .kernel = unary_kernel<scalar::Neg>},
+    {.id = PrimId::abs,
+     .name = "abs",
      .arity = 1,
      .infer = [](Types args, const Attrs&) { return infer_numeric(args, "abs"); },
      .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads { return {b.mul(ct, b.sign(n.inputs[0]))}; },
      .batch = batch_elementwise,
-     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return absolute(v); }); }},
-    {.name = "sign",
+     .kernel = unary_kernel<scalar::Abs>},
+    {.id = PrimId::sign,
+     .name = "sign",
      .arity = 1,
      .infer = [](Types args, const Attrs&) { return infer_numeric(args, "sign"); },
      .batch = batch_elementwise,
-     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return sign_of(v); }); }},
-    {.name = "exp",
+     .kernel = unary_kernel<scalar::Sign>},
+    {.id = PrimId::exp,
+     .name = "exp",
      .arity = 1,
      .infer = [](Types args, const Attrs&) { return infer_float(args, "exp"); },
      .grad = [](Builder& b, const Node&, NodeId self, NodeId ct) -> Grads { return {b.mul(ct, self)}; },
      .batch = batch_elementwise,
-     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return std::exp(v); }); }},
-    {.name = "log",
+     .kernel = unary_kernel<scalar::Exp>},
+    {.id = PrimId::log,
+     .name = "log",
      .arity = 1,
      .infer = [](Types args, const Attrs&) { return infer_float(args, "log"); },
      .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads { return {b.div(ct, n.inputs[0])}; },
      .batch = batch_elementwise,
-     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return std::log(v); }); }},
-    {.name = "sqrt",
+     .kernel = unary_kernel<scalar::Log>},
+    {.id = PrimId::sqrt,
+     .name = "sqrt",
      .arity = 1,
      .infer = [](Types args, const Attrs&) { return infer_float(args, "sqrt"); },
      .grad = [](Builder& b, const Node&, NodeId self, NodeId ct) -> Grads {
        return {b.div(ct, b.mul(b.literal(2.0), self))};
      },
      .batch = batch_elementwise,
-     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return std::sqrt(v); }); }},
-    {.name = "rsqrt",
+     .kernel = unary_kernel<scalar::Sqrt>},
+    {.id = PrimId::rsqrt,
+     .name = "rsqrt",
      .arity = 1,
      .infer = [](Types args, const Attrs&) { return infer_float(args, "rsqrt"); },
      .grad = [](Builder& b, const Node& n, NodeId self, NodeId ct) -> Grads {
@@ -74,31 +81,34 @@ const Primitive kUnary[] = {
        return {b.mul(ct, b.div(b.mul(b.literal(-0.5), self), n.inputs[0]))};
      },
      .batch = batch_elementwise,
-     .kernel = [](const Node&,
-                  Args a) { return map_unary(*a[0], [](auto v) { return decltype(v)(1) / std::sqrt(v); }); }},
-    {.name = "sin",
+     .kernel = unary_kernel<scalar::Rsqrt>},
+    {.id = PrimId::sin,
+     .name = "sin",
      .arity = 1,
      .infer = [](Types args, const Attrs&) { return infer_float(args, "sin"); },
      .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads { return {b.mul(ct, b.cos(n.inputs[0]))}; },
      .batch = batch_elementwise,
-     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return std::sin(v); }); }},
-    {.name = "cos",
+     .kernel = unary_kernel<scalar::Sin>},
+    {.id = PrimId::cos,
+     .name = "cos",
      .arity = 1,
      .infer = [](Types args, const Attrs&) { return infer_float(args, "cos"); },
      .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
        return {b.neg(b.mul(ct, b.sin(n.inputs[0])))};
      },
      .batch = batch_elementwise,
-     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return std::cos(v); }); }},
-    {.name = "tanh",
+     .kernel = unary_kernel<scalar::Cos>},
+    {.id = PrimId::tanh,
+     .name = "tanh",
      .arity = 1,
      .infer = [](Types args, const Attrs&) { return infer_float(args, "tanh"); },
      .grad = [](Builder& b, const Node&, NodeId self, NodeId ct) -> Grads {
        return {b.mul(ct, b.sub(b.literal(1.0), b.mul(self, self)))};
      },
      .batch = batch_elementwise,
-     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return std::tanh(v); }); }},
-    {.name = "erf",
+     .kernel = unary_kernel<scalar::Tanh>},
+    {.id = PrimId::erf,
+     .name = "erf",
      .arity = 1,
      .infer = [](Types args, const Attrs&) { return infer_float(args, "erf"); },
      .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
@@ -107,23 +117,22 @@ const Primitive kUnary[] = {
        return {b.mul(ct, b.mul(b.literal(2.0 / std::sqrt(std::numbers::pi)), density))};
      },
      .batch = batch_elementwise,
-     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return std::erf(v); }); }},
-    {.name = "logistic",
+     .kernel = unary_kernel<scalar::Erf>},
+    {.id = PrimId::logistic,
+     .name = "logistic",
      .arity = 1,
      .infer = [](Types args, const Attrs&) { return infer_float(args, "logistic"); },
      .grad = [](Builder& b, const Node&, NodeId self, NodeId ct) -> Grads {
        return {b.mul(ct, b.mul(self, b.sub(b.literal(1.0), self)))};
      },
      .batch = batch_elementwise,
-     .kernel =
-         [](const Node&, Args a) {
-           return map_unary(*a[0], [](auto v) { return decltype(v)(1) / (decltype(v)(1) + std::exp(-v)); });
-         }},
-    {.name = "logical_not",
+     .kernel = unary_kernel<scalar::Logistic>},
+    {.id = PrimId::logical_not,
+     .name = "logical_not",
      .arity = 1,
      .infer = [](Types args, const Attrs&) { return infer_unary<is_bool>("logical_not", args, "bool"); },
      .batch = batch_elementwise,
-     .kernel = [](const Node&, Args a) { return map_unary(*a[0], [](auto v) { return !v; }); }},
+     .kernel = unary_kernel<scalar::LogicalNot>},
 };
 
 }  // namespace

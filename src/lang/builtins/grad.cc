@@ -69,7 +69,7 @@ Value differentiate(Args& a, const Value& f, bool with_value) {
       wrt.push_back(t->node);
       return leaf;
     }
-    graph::NodeId id = b.emit(graph::primitive("reshape"), {t->node}, {{"shape", t->info().shape}});
+    graph::NodeId id = b.emit(graph::primitive(graph::PrimId::reshape), {t->node}, {{"shape", t->info().shape}});
     wrt.push_back(id);
     return make_tensor(tracer, id);
   };
