@@ -15,10 +15,12 @@ approximation (sexpgpu/ops' `gelu`, GPT-2's); no dropout. AdamW with PyTorch's d
 but the rate, clip_grad_norm_ at 1.0.
 
 As a program it times training steps: `torch_train_peer.py --model tiny|small --text PATH
---threads N --seconds S` prints `torch VERSION blas NAME` and then the best milliseconds
-per steady-state step (forward, backward, clipping, AdamW step) over S seconds, after a
-warmup. The BLAS is whatever libblas.so.3 the loader finds (Debian's default is the
-netlib reference BLAS; bench/train.py can point LD_LIBRARY_PATH at OpenBLAS).
+--threads N --seconds S` prints `torch VERSION blas NAME threads N` and then the mean and the
+best milliseconds per steady-state step (forward, backward, clipping, AdamW step) and the
+steps timed, over S seconds (at least 3 steps), after a warmup. bench/train.py takes the
+mean: SexpGPU's figure is a mean too. The BLAS is whatever libblas.so.3 the loader finds
+(Debian's default is the netlib reference BLAS; bench/train.py can point LD_LIBRARY_PATH
+at OpenBLAS).
 OPENBLAS_CORETYPE is dropped from the environment before torch loads, as
 bench/numpy_peer.py does: set on some hosts to dodge old OpenBLAS bugs, it slows a
 current one.
@@ -127,7 +129,7 @@ def main():
     ap.add_argument("--text", required=True)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=5.0)
-    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=3)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     cfg = MODELS[args.model]
@@ -150,13 +152,13 @@ def main():
     for _ in range(args.warmup):
         step()
     print(f"torch {torch.__version__} blas {loaded_blas()} threads {torch.get_num_threads()}", flush=True)
-    best = float("inf")
+    times = []
     end = time.perf_counter() + args.seconds
-    while time.perf_counter() < end:
+    while time.perf_counter() < end or len(times) < 3:
         t0 = time.perf_counter()
         step()
-        best = min(best, time.perf_counter() - t0)
-    print(f"{best * 1e3:.3f}", flush=True)
+        times.append(time.perf_counter() - t0)
+    print(f"{1e3 * sum(times) / len(times):.3f} {1e3 * min(times):.3f} {len(times)}", flush=True)
 
 
 if __name__ == "__main__":
