@@ -1,0 +1,165 @@
+"""The PyTorch peer of bench/train, and the PyTorch side of tests/oracle/train_oracle.py.
+
+bench/gpt.sx built in PyTorch, parameter for parameter: a dict of tensors keyed by the
+paths SexpGPU gives them (model.blocks.0.attn.qkv.weight), weights stored [in out] as
+sexpgpu/nn stores them, and the forward written as lib/sexpgpu/nn.sx writes it:
+
+  h = embed(ids) + positions
+  each block (pre-norm): h = h + proj(attention(layer_norm(h)))
+                         h = h + down(gelu_tanh(up(layer_norm(h))))
+  logits = layer_norm(h) @ head; loss = mean cross-entropy of the next byte
+
+attention: q k v from one [dim 3*dim] product, scores / sqrt(head_dim), positions after
+the query set to -1e9, softmax; layer_norm eps 1e-5 (biased variance); gelu the tanh
+approximation (sexpgpu/ops' `gelu`, GPT-2's); no dropout. AdamW with PyTorch's defaults
+but the rate, clip_grad_norm_ at 1.0.
+
+As a program it times training steps: `torch_train_peer.py --model tiny|small --text PATH
+--threads N --seconds S` prints `torch VERSION blas NAME threads N` and then the mean and the
+best milliseconds per steady-state step (forward, backward, clipping, AdamW step) and the
+steps timed, over S seconds (at least 3 steps), after a warmup. bench/train.py takes the
+mean: SexpGPU's figure is a mean too. The BLAS is whatever libblas.so.3 the loader finds
+(Debian's default is the netlib reference BLAS; bench/train.py can point LD_LIBRARY_PATH
+at OpenBLAS).
+OPENBLAS_CORETYPE is dropped from the environment before torch loads, as
+bench/numpy_peer.py does: set on some hosts to dodge old OpenBLAS bugs, it slows a
+current one.
+"""
+import argparse
+import math
+import os
+import sys
+import time
+
+for _name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+    os.environ.pop(_name, None)
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+# bench/gpt.sx's knobs for each model.
+MODELS = {
+    "tiny": dict(vocab=256, dim=64, depth=2, heads=4, window=64, rows=8),
+    "small": dict(vocab=256, dim=256, depth=4, heads=4, window=128, rows=8),
+}
+
+
+def init_params(cfg, seed=0):
+    """The parameters in sexpgpu/nn's initializers (not its random stream), in the order
+    SexpGPU declares them."""
+    g = torch.Generator().manual_seed(seed)
+    dim, hidden = cfg["dim"], 4 * cfg["dim"]
+    p = {}
+
+    def normal(shape, std):
+        return torch.randn(shape, generator=g) * std
+
+    def linear(path, n_in, n_out, bias=True):
+        p[path + ".weight"] = normal([n_in, n_out], 1.0 / math.sqrt(n_in))
+        if bias:
+            p[path + ".b"] = torch.zeros(n_out)
+
+    def norm(path):
+        p[path + ".weight"] = torch.ones(dim)
+        p[path + ".b"] = torch.zeros(dim)
+
+    p["model.positions"] = normal([cfg["window"], dim], 0.02)
+    p["model.embed.table"] = normal([cfg["vocab"], dim], 0.02)
+    for i in range(cfg["depth"]):
+        b = f"model.blocks.{i}"
+        norm(b + ".attn-norm")
+        linear(b + ".attn.qkv", dim, 3 * dim)
+        linear(b + ".attn.proj", dim, dim)
+        norm(b + ".mlp-norm")
+        linear(b + ".feed-forward.up", dim, hidden)
+        linear(b + ".feed-forward.down", hidden, dim)
+    norm("model.final-norm")
+    linear("model.head", dim, cfg["vocab"], bias=False)
+    return p
+
+
+def forward(p, ids, cfg):
+    """The logits [rows window vocab] of ids [rows window]."""
+    dim, heads = cfg["dim"], cfg["heads"]
+    head_dim = dim // heads
+    rows, seq = ids.shape
+    causal = torch.ones(seq, seq, dtype=torch.bool).tril()
+
+    def layer_norm(x, path):
+        return F.layer_norm(x, (dim,), p[path + ".weight"], p[path + ".b"], eps=1e-5)
+
+    def linear(x, path):
+        y = x @ p[path + ".weight"]
+        return y + p[path + ".b"] if path + ".b" in p else y
+
+    h = p["model.embed.table"][ids] + p["model.positions"][:seq]
+    for i in range(cfg["depth"]):
+        b = f"model.blocks.{i}"
+        qkv = linear(layer_norm(h, b + ".attn-norm"), b + ".attn.qkv")
+        q, k, v = (t.reshape(rows, seq, heads, head_dim).transpose(1, 2) for t in qkv.split(dim, dim=-1))
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(head_dim)
+        weights = torch.softmax(scores.masked_fill(~causal, -1e9), dim=-1)
+        mixed = (weights @ v).transpose(1, 2).reshape(rows, seq, dim)
+        h = h + linear(mixed, b + ".attn.proj")
+        up = linear(layer_norm(h, b + ".mlp-norm"), b + ".feed-forward.up")
+        h = h + linear(F.gelu(up, approximate="tanh"), b + ".feed-forward.down")
+    return linear(layer_norm(h, "model.final-norm"), "model.head")
+
+
+def loss_of(p, ids, cfg):
+    """Mean cross-entropy of each next byte; ids is [rows window+1]."""
+    ids = ids.long()
+    logits = forward(p, ids[:, :-1], cfg)
+    return F.cross_entropy(logits.reshape(-1, cfg["vocab"]), ids[:, 1:].reshape(-1))
+
+
+def loaded_blas():
+    """The BLAS library this process mapped, by file name."""
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if "blas" in line.lower() and "/" in line}
+    real = sorted({os.path.realpath(path) for path in paths})
+    if any("openblas" in path for path in real):
+        return "openblas"
+    return "netlib-reference" if real else "none"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", choices=sorted(MODELS), required=True)
+    ap.add_argument("--text", required=True)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--warmup", type=int, default=3)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    cfg = MODELS[args.model]
+    data = torch.tensor(list(open(args.text, "rb").read()), dtype=torch.long)
+    params = init_params(cfg, seed=1)
+    tensors = [t.requires_grad_() for t in params.values()]
+    opt = torch.optim.AdamW(tensors, lr=1e-3)
+    gen = torch.Generator().manual_seed(1)
+
+    def step():
+        starts = torch.randint(0, len(data) - cfg["window"] - 1, (cfg["rows"],), generator=gen)
+        ids = torch.stack([data[s:s + cfg["window"] + 1] for s in starts.tolist()])
+        opt.zero_grad(set_to_none=True)
+        loss = loss_of(params, ids, cfg)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(tensors, 1.0)
+        opt.step()
+        return loss.item()
+
+    for _ in range(args.warmup):
+        step()
+    print(f"torch {torch.__version__} blas {loaded_blas()} threads {torch.get_num_threads()}", flush=True)
+    times = []
+    end = time.perf_counter() + args.seconds
+    while time.perf_counter() < end or len(times) < 3:
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    print(f"{1e3 * sum(times) / len(times):.3f} {1e3 * min(times):.3f} {len(times)}", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

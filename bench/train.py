@@ -1,0 +1,136 @@
+"""bench/train: the training step time of gpt-tiny and gpt-small (bench/gpt.sx) in SexpGPU
+and in PyTorch (bench/torch_train_peer.py), in one run, as a ratio.
+
+  /usr/bin/python3 bench/train.py [--program build/sexpgpu] [--openblas DIR] [--quick]
+
+SexpGPU: `sexpgpu run` of bench/gpt.sx (copied into a temporary folder beside the text it
+trains on) for N and N+K steps; the difference of the two wall times over K is the time
+of a steady-state step, with the start, the compile and the final checkpoint cancelled.
+Each pair runs with --cpu-cores 1 and 2, and the faster is kept.
+
+PyTorch: the same model, the same optimizer, the mean time of a step after a warmup, on
+1 and 2 threads, the faster kept, in a process of its own per setting. PyTorch runs the
+BLAS its libblas.so.3 is: Debian's python3-torch gets the netlib reference BLAS unless
+another is installed, which would flatter SexpGPU. --openblas DIR (a folder holding
+OpenBLAS's libblas.so.3, e.g. /usr/lib/x86_64-linux-gnu/openblas-pthread) adds a PyTorch
+on OpenBLAS, through LD_LIBRARY_PATH; the ratio is taken against the fastest PyTorch.
+OPENBLAS_CORETYPE is dropped from PyTorch's environment (see torch_train_peer.py).
+
+The load average is printed before and after: a figure measured on a busy machine says so.
+"""
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TORCH_PYTHON = "/usr/bin/python3"
+# model: (variant, the K steps timed by default and with --quick)
+MODELS = {"tiny": (None, 20, 6), "small": ("small", 6, 2)}
+
+
+def write_text(path, size=1 << 18):
+    """Deterministic text-like bytes: words from a small vocabulary, lines of them."""
+    rng = random.Random(1)
+    words = ["".join(rng.choice("etaoinshrdlucmfwypvbgkjqxz") for _ in range(rng.randint(1, 9)))
+             for _ in range(2000)]
+    out, n = [], 0
+    while n < size:
+        line = " ".join(rng.choice(words) for _ in range(rng.randint(4, 14))) + ".\n"
+        out.append(line)
+        n += len(line)
+    with open(path, "w") as f:
+        f.write("".join(out)[:size])
+
+
+def sexpgpu_seconds(program, run_file, variant, steps, cores, where):
+    location = tempfile.mkdtemp(dir=where, prefix="loc-")
+    command = [program, "run", run_file, "--steps", str(steps), "--checkpoint-dir", location,
+               "--cpu-cores", str(cores)]
+    if variant:
+        command += ["--variant", variant]
+    t0 = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    seconds = time.perf_counter() - t0
+    shutil.rmtree(location)
+    return seconds
+
+
+def sexpgpu_ms(program, run_file, variant, k, where):
+    """The best ms per steady-state step over --cpu-cores 1 and 2, and the cores."""
+    best = None
+    for cores in (1, 2):
+        base = 2
+        short = sexpgpu_seconds(program, run_file, variant, base, cores, where)
+        long = sexpgpu_seconds(program, run_file, variant, base + k, cores, where)
+        ms = 1e3 * (long - short) / k
+        if best is None or ms < best[0]:
+            best = (ms, cores)
+    return best
+
+
+def torch_ms(model, text, seconds, blas_dir):
+    """The best ms per step over 1 and 2 threads, with a description, or (None, why)."""
+    best = None
+    for threads in (1, 2):
+        env = dict(os.environ)
+        env.pop("OPENBLAS_CORETYPE", None)
+        env["OPENBLAS_NUM_THREADS"] = str(threads)
+        if blas_dir:
+            env["LD_LIBRARY_PATH"] = blas_dir + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+        done = subprocess.run([TORCH_PYTHON, os.path.join(HERE, "torch_train_peer.py"), "--model", model,
+                               "--text", text, "--threads", str(threads), "--seconds", str(seconds)],
+                              env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            return None, done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"
+        header, value = done.stdout.strip().splitlines()[:2]
+        ms = float(value.split()[0])
+        blas = header.split(" blas ")[1].split()[0]
+        if best is None or ms < best[0]:
+            best = (ms, f"{threads} thread{'s' if threads > 1 else ''}, {blas}")
+    return best
+
+
+def load():
+    return " ".join(open("/proc/loadavg").read().split()[:3])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--program", default=os.path.join(HERE, "..", "build", "sexpgpu"))
+    ap.add_argument("--openblas", help="a folder holding OpenBLAS's libblas.so.3, for a PyTorch on OpenBLAS")
+    ap.add_argument("--models", default="tiny,small")
+    ap.add_argument("--quick", action="store_true", help="fewer steps: a smoke test, not a figure")
+    args = ap.parse_args()
+    blas_dirs = [None] + ([args.openblas] if args.openblas else [])
+    print(f"load average before: {load()}  ({os.cpu_count()} cores)", flush=True)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-train-") as where:
+        run_file = os.path.join(where, "gpt.sx")
+        shutil.copy(os.path.join(HERE, "gpt.sx"), run_file)
+        text = os.path.join(where, "text.txt")
+        write_text(text)
+        for model in args.models.split(","):
+            variant, k, quick_k = MODELS[model]
+            ours, cores = sexpgpu_ms(args.program, run_file, variant, quick_k if args.quick else k, where)
+            peers = [torch_ms(model, text, 1.0 if args.quick else 5.0, d) for d in blas_dirs]
+            for ms, setting in peers:
+                ratio = f"{ours / ms:.2f}" if ms else "-"
+                theirs = f"{ms:.1f}" if ms else "-"
+                rows.append((f"gpt-{model}", f"{ours:.1f} ({cores} core{'s' if cores > 1 else ''})",
+                             f"{theirs} ({setting})", ratio))
+                print("  ".join(rows[-1]), flush=True)
+    print(f"load average after: {load()}")
+    print()
+    print("| model | SexpGPU ms/step | PyTorch ms/step | SexpGPU / PyTorch |")
+    print("| --- | --- | --- | --- |")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
