@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 
 #include "io/safetensors.h"
