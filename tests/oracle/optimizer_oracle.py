@@ -25,7 +25,6 @@ Exit status: 0 all agreed, 1 a mismatch (or an error), 77 skipped.
 import argparse
 import json
 import math
-import os
 import random
 import struct
 import subprocess
@@ -33,31 +32,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-DEBIAN_PYTHON = "/usr/bin/python3"
 RTOL, ATOL = 1e-5, 1e-6
 
 
-def setup_installs_torch():
-    setup = ROOT / "scripts" / "setup"
-    return setup.exists() and "torch" in setup.read_text()
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from torch_import import import_torch  # noqa: E402
 
-
-try:
-    import torch
-except ImportError:
-    if (not os.environ.get("SEXPGPU_ORACLE_REEXEC") and os.path.exists(DEBIAN_PYTHON)
-            and os.path.realpath(sys.executable) != os.path.realpath(DEBIAN_PYTHON)
-            and subprocess.run([DEBIAN_PYTHON, "-c", "import torch"], capture_output=True).returncode == 0):
-        os.environ["SEXPGPU_ORACLE_REEXEC"] = "1"
-        os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON] + sys.argv)
-    installs = setup_installs_torch()
-    print("optimizer oracle: SKIPPED: PyTorch is not installed for %s%s (apt-get install python3-torch); "
-          "scripts/setup %s" % (sys.executable, "" if os.path.realpath(sys.executable) == DEBIAN_PYTHON
-                                else " nor for " + DEBIAN_PYTHON,
-                                "installs it, so under CI this is a failure" if installs
-                                else "does not install it yet, so this is a skip under CI too"))
-    sys.exit(1 if os.environ.get("CI") == "true" and installs else 77)
+torch = import_torch("optimizer oracle")
 
 
 MODEL = """

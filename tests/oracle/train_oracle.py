@@ -36,7 +36,6 @@ Exit status: 0 all agreed, 1 a mismatch (or an error), 77 skipped.
 import argparse
 import json
 import math
-import os
 import struct
 import subprocess
 import sys
@@ -44,21 +43,13 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-DEBIAN_PYTHON = "/usr/bin/python3"
 LOSS_RTOL, PARAM_ATOL = 1e-4, 1e-4
 STEPS = 50
 
-try:
-    import torch
-except ImportError:
-    if (not os.environ.get("SEXPGPU_ORACLE_REEXEC") and os.path.exists(DEBIAN_PYTHON)
-            and os.path.realpath(sys.executable) != os.path.realpath(DEBIAN_PYTHON)
-            and subprocess.run([DEBIAN_PYTHON, "-c", "import torch"], capture_output=True).returncode == 0):
-        os.environ["SEXPGPU_ORACLE_REEXEC"] = "1"
-        os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON] + sys.argv)
-    installs = (ROOT / "scripts" / "setup").exists() and "torch" in (ROOT / "scripts" / "setup").read_text()
-    print("train oracle: SKIPPED: PyTorch is not installed for %s (apt-get install python3-torch)" % sys.executable)
-    sys.exit(1 if os.environ.get("CI") == "true" and installs else 77)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from torch_import import import_torch  # noqa: E402
+
+torch = import_torch("train oracle")
 
 sys.path.insert(0, str(ROOT / "bench"))
 from torch_train_peer import loss_of  # noqa: E402
