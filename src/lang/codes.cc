@@ -690,6 +690,13 @@ version, and any other scheme (`https://`) is refused by its name.
 
 Write the checkpoints to a local folder and copy them where they are kept.)"},
 
+    {"E-INFER-001", "a model that cannot run alone",
+     R"(Every checkpoint holds the model alone (model.json): `model` applied to the `:inputs`
+that eval-prepare (else prepare) makes from one record, with the prediction's tensors as
+its outputs, named by their paths through lists and plists. A prediction holding
+anything else (a model, a function), or a model that reads random numbers, cannot run
+alone: the run says so as it starts and trains as always, its checkpoints without a
+model.)"},
     {"E-CKPT-005", "a checkpoint location that holds another run",
      R"(`sexpgpu run` resumes from the newest checkpoint of its location, and that location
 holds the checkpoints of another run file (or variant): their slugs differ. Name

@@ -20,6 +20,7 @@
 #include "train/eval_pass.h"
 #include "train/loss_curve.h"
 #include "train/metrics_log.h"
+#include "train/model_alone.h"
 #include "train/prefetcher.h"
 #include "train/step.h"
 
@@ -158,6 +159,15 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   }
 
   StepGraph step = trace_step(session, *loader, {.batch = batch, .total_steps = total});
+  std::optional<ModelAlone> alone;
+  try {
+    alone = trace_model_alone(session, *loader);
+  } catch (const lang::Error& e) {
+    if (e.diagnostic().code != "E-INFER-001") throw;
+    std::fflush(stdout);
+    std::fputs("note: the checkpoints will hold no model, so they run only from the file:\n", stderr);
+    std::fputs(lang::render(e.diagnostic(), lang::stderr_wants_color()).c_str(), stderr);
+  }
   runtime::Store store(device);
   auto stored = model::store_frozen_parameters(session.params(), session.interp().tracer()->graph());
   for (auto& [path, value] : model::initial_values(session.params(), seed, device, stored)) {
@@ -193,8 +203,8 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
 
   runtime::Program program(device, step.graph, step.inputs, step.outputs);
   std::vector<std::unique_ptr<EvalPass>> passes;
-  for (const EvalPassSpec* spec : eval_passes(run))
-    passes.push_back(std::make_unique<EvalPass>(session, *spec, batch, device));
+  for (const EvalPassSpec* pass : eval_passes(run))
+    passes.push_back(std::make_unique<EvalPass>(session, *pass, batch, device));
   std::filesystem::create_directories(location);
   MetricsLog metrics(location + "/metrics.jsonl", newest ? std::optional<int64_t>(start) : std::nullopt);
   Prefetcher prefetcher(loader, seed, start, batch, {.depth = 2, .end_step = total});
@@ -289,6 +299,9 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
           io::CheckpointFile::bytes("state.json",
                                     json{{"step", done}, {"loss", loss_value}, {"counters", counters}}.dump(2) + "\n")};
       if (!ema.empty()) files.push_back(io::CheckpointFile::tensors("ema.safetensors", std::move(ema)));
+      if (alone) {
+        files.push_back(io::CheckpointFile::bytes("model.json", model_json(*alone, session, slug, done).dump() + "\n"));
+      }
       try {
         io::write_checkpoint(location, done, files);
         io::prune_checkpoints(location, keep);
@@ -300,7 +313,9 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   std::string curve = location + "/loss.svg";
   std::vector<CurveSeries> series = read_metrics(location + "/metrics.jsonl");
   std::erase_if(series, [](const CurveSeries& c) { return c.name != "loss" && !c.name.ends_with("/loss"); });
-  write_loss_curve(curve, series, {.title = slug + ": loss"});
+  CurveOptions options_of_curve;
+  options_of_curve.title = slug + ": loss";
+  write_loss_curve(curve, series, options_of_curve);
   std::printf("trained %s: loss %.4f after %lld steps; checkpoints in %s, loss curve %s\n", slug.c_str(), loss_value,
               static_cast<long long>(total), location.c_str(), curve.c_str());
   return location;

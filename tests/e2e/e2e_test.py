@@ -555,6 +555,13 @@ def case_train_determinism(tmp):
     for extra, says in [([], "the :ema averages"), (["--trained"], "the trained parameters")]:
         rc, out, err, _ = run(["evaluate", run_file, "--checkpoint", locations[0], *extra])
         expect(rc == 0 and says in out and "val:  loss " in out and " top " in out, "evaluate", out, err)
+    import json
+    with open(os.path.join(locations[0], "step-00000012", "model.json")) as f:
+        model = json.load(f)
+    expect(model["inputs"] == [{"name": "inputs", "shape": [1, 8], "dtype": "i32"}]
+           and model["outputs"] == [{"name": "output", "shape": [1, 8, 256], "dtype": "f32"}]
+           and model["step"] == 12 and model["graph"]["format"] == "sexpgpu-graph"
+           and "model.positions" in [p["path"] for p in model["parameters"]], "model.json", json.dumps(model)[:2000])
     steps = sorted(d for d in os.listdir(locations[0]) if d.startswith("step-"))
     expect(steps == [f"step-{s:08d}" for s in (3, 6, 9, 12)], f"checkpoints {steps}")
     print("ok: three runs, the same bits")
@@ -601,6 +608,14 @@ def case_train_errors(tmp):
     for i, (code, text, mention) in enumerate(cases):
         path = write(tmp, f"bad{i}.sx", text.encode())
         expect_error(["run", path, "--checkpoint-dir", os.path.join(tmp, f"bad{i}")], code, mentions=(mention,))
+    # A prediction holding a function cannot run alone: a note, and the run goes on without model.json.
+    text = (TRAIN_FILE.replace(b"(lambda (ids) (head (block (+ (embed ids) positions))))",
+                               b"(lambda (ids) (list (head (block (+ (embed ids) positions))) identity))")
+            .replace(b"(argmax logits", b"(argmax (first logits)").replace(b"(cross-entropy logits", b"(cross-entropy (first logits)"))
+    path = write(tmp, "infer.sx", text)
+    rc, out, err, _ = run(["run", path, "--checkpoint-dir", os.path.join(tmp, "infer"), "--steps", "3"])
+    expect(rc == 0 and "error[E-INFER-001]" in err and "output.1" in err and "no model" in err, "E-INFER-001", out, err)
+    expect(not os.path.exists(os.path.join(tmp, "infer", "step-00000003", "model.json")), "no model.json", out, err)
     # A location holding another file's checkpoints is refused, unless --fresh.
     first = write(tmp, "first.sx", TRAIN_FILE)
     other = write(tmp, "other.sx", TRAIN_FILE)
