@@ -37,7 +37,10 @@ void add_run_command(CLI::App& app, std::function<int()>& action) {
         } catch (const lang::Error& e) {
           return report(e);
         } catch (const io::CheckpointError& e) {
-          return report(lang::Error(lang::Diagnostic{.code = e.code(), .message = e.what()}));
+          lang::Diagnostic d;
+          d.code = e.code();
+          d.message = e.what();
+          return report(lang::Error(std::move(d)));
         }
       });
     };

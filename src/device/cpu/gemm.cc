@@ -48,8 +48,8 @@ void pack_a(const MatrixRef& a, int64_t row, int64_t rows, int64_t col, int64_t 
     float* sliver = out + s * mr * depth;
     if (a.bf16 && a.cols == 1) {
       for (int64_t i = 0; i < height; ++i) {
-        const graph::Bf16* src = static_cast<const graph::Bf16*>(a.data) + (row + s * mr + i) * a.rows + col;
-        for (int64_t p = 0; p < depth; ++p) sliver[p * mr + i] = widen(src[p]);
+        const graph::Bf16* column = static_cast<const graph::Bf16*>(a.data) + (row + s * mr + i) * a.rows + col;
+        for (int64_t p = 0; p < depth; ++p) sliver[p * mr + i] = widen(column[p]);
       }
       continue;
     }
