@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "graph/graph.h"
 
@@ -35,6 +36,16 @@ Graph extract(const Graph& graph, std::span<const NodeId> outputs);
 
 // All of the above, in that order, then dead-code elimination.
 Graph optimize(const Graph& graph);
+
+// Only the outputs named, in that order, and only the work they need; every input is
+// kept. GraphError naming an output the graph does not have.
+Graph select_outputs(const Graph& graph, std::span<const std::string> names);
+
+// A last input `at` (i32 [1]) and each output taken at that place of its second axis,
+// which keeps length 1. GraphError when an output has no second axis, or the outputs'
+// second axes differ in length. An `at` outside the axis is clamped, as gather clamps:
+// a caller that must refuse one checks it before the run.
+Graph take_at(const Graph& graph);
 
 // The batching transformation: a graph in which each input named in
 // `batched_inputs` has a new leading axis of size `batch_size`, computing
