@@ -81,7 +81,9 @@ std::string open_failure(int err) {
 }
 
 OpenFile open_regular_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever. It
+  // changes nothing for the regular file, the only kind taken.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   // A name too long for the system (ENAMETOOLONG) is shown cut, as any name is.
   if (fd < 0) throw LoadError(kUnreadable, fmt::format("{}: {}", shown(path), open_failure(errno)));
   struct stat st {};

@@ -42,6 +42,17 @@ class Sources {
     }
   }
 
+  // The tensor `param` loads, when its file holds it. An index opens the shard here, so a
+  // malformed shard is reported as the parameter's error, like a malformed single file.
+  std::optional<std::pair<std::shared_ptr<const io::SafetensorsFile>, io::TensorInfo>> find(const Parameter& param) {
+    io::TensorSource& source = get(param);
+    try {
+      return source.find(param.decl->load->second);
+    } catch (const io::LoadError& e) {
+      fail_for(param, e);
+    }
+  }
+
   [[noreturn]] static void fail_for(const Parameter& param, const io::LoadError& e) {
     lang::Diagnostic d;
     d.code = e.code();
@@ -62,7 +73,7 @@ void check_loads(const ParameterTable& table) {
   for (const auto& param : table.params) {
     if (!param.decl->load) continue;
     const auto& [file, tensor] = *param.decl->load;
-    auto found = sources.get(param).find(tensor);
+    auto found = sources.find(param);
     if (!found) {
       lang::fail("E-LOAD-011", param.decl->span,
                  fmt::format("`{}` loads tensor `{}`, which {} does not hold", param.path, tensor, file),
@@ -91,7 +102,7 @@ std::map<std::string, graph::Tensor> loaded_values(const ParameterTable& table,
   std::map<std::string, graph::Tensor> values;
   for (const auto& param : table.params) {
     if (!param.decl->load) continue;
-    auto found = sources.get(param).find(param.decl->load->second);
+    auto found = sources.find(param);
     if (!found) continue;  // check_loads reports it
     try {
       auto dtype = stored.find(param.path);

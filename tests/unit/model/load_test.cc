@@ -2,6 +2,8 @@
 // with-loaded read safetensors files written here with io::write_safetensors.
 #include "model/load.h"
 
+#include <sys/stat.h>
+
 #include "io/safetensors.h"
 #include "model_test_util.h"
 
@@ -310,6 +312,33 @@ TEST_F(Loading, AHuggingFaceCacheSnapshotLoadsThroughItsLinks) {
   auto identities = load_identities(run.table);
   EXPECT_EQ(identities.size(), 3u);  // the index and both shards, by the names the snapshot gives them
   EXPECT_TRUE(identities.count((snapshot / "model-00002-of-00002.safetensors").string()));
+}
+
+// A shard an index names is opened when a tensor is looked up in it: whatever is wrong
+// with it is the parameter's coded error, as for a single file (issue 12 item 2).
+TEST_F(Loading, AMalformedShardIsTheParametersCodedError) {
+  namespace fs = std::filesystem;
+  std::ofstream(dir_ / "garbage.safetensors") << "garbage";
+  std::ofstream(dir_ / "nested.safetensors") << R"({"weight_map": {"emb": "garbage.safetensors"}})";
+  fs::create_symlink(dir_ / "run.sx", dir_ / "linked.safetensors");
+  for (const std::string shard : {"garbage.safetensors", "nested.safetensors", "linked.safetensors"}) {
+    SCOPED_TRACE(shard);
+    std::ofstream(dir_ / "index.json") << R"({"weight_map": {"emb": ")" + shard + R"("}})";
+    std::string text = "(defmodel m () (defparam e (zeros [8 4]) :load [\"index.json\" \"emb\"]) (lambda (x) x))\n"
+                       "(defvar model (m))\n";
+    std::string message = error(text);
+    EXPECT_EQ(message.substr(0, 7), "E-LOAD-") << message;
+    EXPECT_NE(message.find(shard), std::string::npos) << message;
+  }
+}
+
+// Opening a FIFO for reading waits for a writer: a :load of one is refused at once.
+TEST_F(Loading, AFifoIsRefusedWithoutWaitingForAWriter) {
+  ASSERT_EQ(::mkfifo((dir_ / "fifo.safetensors").c_str(), 0600), 0);
+  std::string message =
+      error("(defmodel m () (defparam e (zeros [8 4]) :load [\"fifo.safetensors\" \"emb\"]) (lambda (x) x))\n"
+            "(defvar model (m))\n");
+  EXPECT_EQ(message, "E-LOAD-002: " + (dir_ / "fifo.safetensors").string() + ": not a regular file");
 }
 
 TEST_F(Loading, EveryFileReadIsIdentifiedBySizeAndHash) {
