@@ -116,7 +116,9 @@ NodeId Builder::emit(const Primitive& prim, std::vector<NodeId> args, const Attr
   n.attrs = attrs;
   n.shape = std::move(out.shape);
   n.dtype = out.dtype;
-  n.weak = all_weak && !n.inputs.empty();
+  // A literal's weakness passes to what is computed from literals in their dtype, not to
+  // a value of a dtype of its own: a random tensor drawn from a literal key, a comparison.
+  n.weak = all_weak && !n.inputs.empty() && n.dtype == types.front().dtype;
   return append(std::move(n));
 }
 

@@ -103,6 +103,18 @@ TEST(Builder, PromotionInsertsCastsAndLiteralsStayNarrow) {
   EXPECT_EQ(b.dtype(b.add(n, y)), DType::f32);
 }
 
+// A tensor of a dtype of its own is strong even when made from literals only (issue 12
+// item 6: 0.02 times a random tensor drawn from a literal key was f64).
+TEST(Builder, WhatIsMadeFromLiteralsInAnotherDtypeIsStrong) {
+  Graph g;
+  Builder b(g);
+  NodeId noise = b.random_normal(b.literal_int(1), {3}, DType::f32);
+  EXPECT_FALSE(g.node(noise).weak);
+  EXPECT_EQ(b.dtype(b.mul(b.literal(0.02), noise)), DType::f32);
+  EXPECT_FALSE(g.node(b.op("lt", {b.literal(1.0), b.literal(2.0)})).weak);
+  EXPECT_TRUE(g.node(b.add(b.literal(1.0), b.literal(2.0))).weak);
+}
+
 TEST(Builder, MatmulBroadcastsBatchAndTakesVectors) {
   Graph g;
   Builder b(g);
