@@ -23,6 +23,7 @@
 #include <unordered_set>
 
 #include "graph/shape.h"
+#include "io/json_checked.h"
 #include "io/util.h"
 
 namespace sx::io {
@@ -76,55 +77,6 @@ std::string_view kind_of(const json& value) {
 
 // A JSON value as it appears in the header, cut short when long.
 std::string shown_json(const json& value) { return shown(value.dump(-1, ' ', false, json::error_handler_t::replace)); }
-
-// Parses JSON text with the checks nlohmann leaves out: a key twice in one object, and
-// nesting deeper than `max_depth` containers. `what` begins each message ("model.safetensors:
-// the header"). Returns the value and the top-level object's keys in their order.
-struct ParsedJson {
-  json value;
-  std::vector<std::string> top_keys;
-};
-
-ParsedJson parse_json_checked(std::string_view text, const std::string& what, const char* code, size_t max_depth) {
-  ParsedJson out;
-  std::vector<std::unordered_set<std::string>> open;  // one per open container; arrays' stay empty
-  auto callback = [&](int /*depth*/, json::parse_event_t event, json& parsed) -> bool {
-    switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        if (open.size() >= max_depth) {
-          throw LoadError(code,
-                          fmt::format("{} nests JSON objects and arrays more than {} deep, which the format never "
-                                      "does",
-                                      what, max_depth));
-        }
-        open.emplace_back();
-        break;
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end: open.pop_back(); break;
-      case json::parse_event_t::key: {
-        const auto& key = parsed.get_ref<const std::string&>();
-        if (!open.back().insert(key).second) {
-          if (open.size() == 1) throw LoadError(code, fmt::format("{} has the key `{}` twice", what, shown(key)));
-          throw LoadError(code, fmt::format("{} has the key `{}` twice in the entry of `{}`", what, shown(key),
-                                            out.top_keys.empty() ? std::string() : shown(out.top_keys.back())));
-        }
-        if (open.size() == 1) out.top_keys.push_back(key);
-        break;
-      }
-      case json::parse_event_t::value: break;
-    }
-    return true;
-  };
-  try {
-    out.value = json::parse(text.begin(), text.end(), callback);
-  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
-    std::string detail = e.what();
-    if (auto pos = detail.find("] "); pos != std::string::npos) detail = detail.substr(pos + 2);
-    throw LoadError(code, fmt::format("{} is not valid JSON: {}", what, shown(detail)));
-  }
-  return out;
-}
 
 // Non-negative integer of a JSON value, or nullopt.
 std::optional<uint64_t> as_unsigned(const json& value) {
@@ -245,7 +197,7 @@ void SafetensorsFile::parse() {
                                 shown(text.substr(*bad >= 40 ? *bad - 40 : 0, std::min<size_t>(*bad, 40)))));
   }
   const std::string what = path_ + ": the header";
-  ParsedJson parsed = parse_json_checked(text, what, kBadHeader, 3);
+  CheckedJson parsed = parse_json_checked(text, what, kBadHeader, 3);
   const json& header = parsed.value;
   if (!header.is_object()) {
     throw LoadError(kBadHeader, fmt::format("{}: the header is {}, not an object of tensors", path_, kind_of(header)));

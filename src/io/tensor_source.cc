@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <unordered_set>
 
+#include "io/json_checked.h"
 #include "io/location.h"
 #include "io/util.h"
 
@@ -64,37 +64,7 @@ std::shared_ptr<TensorSource> TensorSource::open(const std::string& location) {
   if (auto bad = find_invalid_utf8(text)) {
     throw LoadError(kBadIndex, fmt::format("{}: the index is not valid UTF-8 (byte {})", path, *bad));
   }
-  // Duplicate keys: nlohmann keeps the last in silence, so the callback refuses them.
-  std::vector<std::unordered_set<std::string>> open;
-  auto callback = [&](int /*depth*/, json::parse_event_t event, json& parsed) -> bool {
-    switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        if (open.size() >= 64) {
-          throw LoadError(kBadIndex, fmt::format("{}: the index nests JSON more than 64 deep", path));
-        }
-        open.emplace_back();
-        break;
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end: open.pop_back(); break;
-      case json::parse_event_t::key:
-        if (!open.back().insert(parsed.get_ref<const std::string&>()).second) {
-          throw LoadError(kBadIndex, fmt::format("{}: the index has the key `{}` twice in one object", path,
-                                                 shown(parsed.get_ref<const std::string&>())));
-        }
-        break;
-      case json::parse_event_t::value: break;
-    }
-    return true;
-  };
-  json index;
-  try {
-    index = json::parse(text, callback);
-  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
-    std::string detail = e.what();
-    if (auto pos = detail.find("] "); pos != std::string::npos) detail = detail.substr(pos + 2);
-    throw LoadError(kBadIndex, fmt::format("{}: the index is not valid JSON: {}", path, shown(detail)));
-  }
+  json index = parse_json_checked(text, path + ": the index", kBadIndex, 64).value;
   if (!index.is_object()) {
     throw LoadError(kBadIndex, fmt::format("{}: the index is not a JSON object with a `weight_map`", path));
   }

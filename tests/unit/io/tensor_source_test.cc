@@ -114,7 +114,7 @@ TEST(Index, Refused) {
       {"a number too large for a double", R"({"metadata": {"total_size": 1e999}, "weight_map": {}})", "E-LOAD-009",
        "the index is not valid JSON: number overflow parsing '1e999'"},
       {"a duplicate tensor", index_json(R"({"x": "a.safetensors", "x": "b.safetensors"})"), "E-LOAD-009",
-       "the index has the key `x` twice in one object"},
+       "the index has the key `x` twice in the entry of `weight_map`"},
       {"not UTF-8", index_json("{\"x\xfe\": \"a.safetensors\"}"), "E-LOAD-009",
        "the index is not valid UTF-8 (byte 49)"},
       {"a git-lfs pointer", "version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 9\n", "E-LOAD-003", ""},

@@ -324,8 +324,9 @@ TEST_F(Loading, AMalformedShardIsTheParametersCodedError) {
   for (const std::string shard : {"garbage.safetensors", "nested.safetensors", "linked.safetensors"}) {
     SCOPED_TRACE(shard);
     std::ofstream(dir_ / "index.json") << R"({"weight_map": {"emb": ")" + shard + R"("}})";
-    std::string text = "(defmodel m () (defparam e (zeros [8 4]) :load [\"index.json\" \"emb\"]) (lambda (x) x))\n"
-                       "(defvar model (m))\n";
+    std::string text =
+        "(defmodel m () (defparam e (zeros [8 4]) :load [\"index.json\" \"emb\"]) (lambda (x) x))\n"
+        "(defvar model (m))\n";
     std::string message = error(text);
     EXPECT_EQ(message.substr(0, 7), "E-LOAD-") << message;
     EXPECT_NE(message.find(shard), std::string::npos) << message;
@@ -335,9 +336,9 @@ TEST_F(Loading, AMalformedShardIsTheParametersCodedError) {
 // Opening a FIFO for reading waits for a writer: a :load of one is refused at once.
 TEST_F(Loading, AFifoIsRefusedWithoutWaitingForAWriter) {
   ASSERT_EQ(::mkfifo((dir_ / "fifo.safetensors").c_str(), 0600), 0);
-  std::string message =
-      error("(defmodel m () (defparam e (zeros [8 4]) :load [\"fifo.safetensors\" \"emb\"]) (lambda (x) x))\n"
-            "(defvar model (m))\n");
+  std::string message = error(
+      "(defmodel m () (defparam e (zeros [8 4]) :load [\"fifo.safetensors\" \"emb\"]) (lambda (x) x))\n"
+      "(defvar model (m))\n");
   EXPECT_EQ(message, "E-LOAD-002: " + (dir_ / "fifo.safetensors").string() + ": not a regular file");
 }
 
