@@ -45,6 +45,16 @@ Graph select_outputs(const Graph& graph, std::span<const std::string> names);
 // which keeps length 1. GraphError when an output has no second axis, or the outputs'
 // second axes differ in length. An `at` outside the axis is clamped, as gather clamps:
 // a caller that must refuse one checks it before the run.
+//
+// The gather is sunk toward the inputs through every node that computes each place
+// of the axis from that place of its inputs alone (each primitive's sinking rule, see
+// primitive.h), following the axis through transposes and reshapes that keep it: so
+// a final projection, and everything after it, runs for one row, not the window. It
+// stays after a node that mixes the places (a reduction over the axis, a reshape
+// that merges it); a node that is needed whole anyway is computed once, whole, and
+// gathered. The outputs are the same bits as a gather at the end, on every device
+// whose kernels' order of summation does not depend on the other rows (reference,
+// cpu).
 Graph take_at(const Graph& graph);
 
 // The batching transformation: a graph in which each input named in
