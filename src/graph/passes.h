@@ -57,6 +57,15 @@ Graph select_outputs(const Graph& graph, std::span<const std::string> names);
 // cpu).
 Graph take_at(const Graph& graph);
 
+// The bf16 policy as a server applies it (`--precision bf16`): every matrix product of
+// f32 operands runs on both operands cast to bf16, and its result is cast back to f32,
+// so every output keeps its dtype. The product is the bf16 matmul the devices run: the
+// operands rounded to bf16 (8 significant bits), their products exact in f32 and
+// summed in f32, the sum rounded once to bf16; cast back, it carries bf16's precision
+// (a relative error within 2^-8 of the f32 sum of the rounded operands). A graph
+// without such a product is returned as it is.
+Graph bf16_products(const Graph& graph);
+
 // The batching transformation: a graph in which each input named in
 // `batched_inputs` has a new leading axis of size `batch_size`, computing
 // each row as the original graph would, by each primitive's batching rule.
