@@ -284,6 +284,45 @@ TEST(Sinking, ATransformerComputesOneRowOfItsHeadWithTheSameBits) {
   expect_same_bits_at_every_place(m.graph, m.inputs, "transformer");
 }
 
+TEST(Sinking, BatchedCallsGiveEachCallsBits) {
+  // As a server runs it: calls batched by vmap over the window and `at`; each
+  // call's row must be the bits it gets alone.
+  Model m = transformer();
+  Graph sunk = take_at(m.graph);
+  constexpr int64_t kCalls = 3;
+  std::vector<std::string> per_call{"inputs", "at"};
+  Graph batched = vmap(sunk, per_call, kCalls);
+  std::mt19937 rng(8);
+  std::vector<Tensor> windows, places;
+  for (int64_t call = 0; call < kCalls; ++call) {
+    windows.push_back(random_input({{1, kWindow}, DType::i32, 0, kVocab}, rng));
+    places.push_back(testing::tensor(DType::i32, {1}, {static_cast<double>(call * 7)}));
+  }
+  auto stacked = [](const std::vector<Tensor>& rows) {
+    Shape shape = rows[0].shape();
+    shape.insert(shape.begin(), static_cast<int64_t>(rows.size()));
+    std::vector<uint8_t> bytes;
+    for (const Tensor& r : rows) bytes.insert(bytes.end(), r.bytes().begin(), r.bytes().end());
+    return Tensor(rows[0].dtype(), shape, bytes);
+  };
+  std::vector<Tensor> inputs = m.inputs;
+  inputs[0] = stacked(windows);
+  inputs.push_back(stacked(places));
+  for (std::string_view device : {"reference", "cpu"}) {
+    Tensor together = run_on(device, batched, inputs)[0];
+    for (int64_t call = 0; call < kCalls; ++call) {
+      std::vector<Tensor> alone_inputs = m.inputs;
+      alone_inputs[0] = windows[static_cast<size_t>(call)];
+      alone_inputs.push_back(places[static_cast<size_t>(call)]);
+      Tensor alone = run_on(device, sunk, alone_inputs)[0];
+      size_t size = alone.bytes().size();
+      std::vector<uint8_t> row(together.bytes().begin() + static_cast<int64_t>(call * size),
+                               together.bytes().begin() + static_cast<int64_t>((call + 1) * size));
+      EXPECT_EQ(Tensor(alone.dtype(), alone.shape(), row), alone) << device << ", call " << call;
+    }
+  }
+}
+
 TEST(Sinking, ATransformerSavesTheWindowLessOneRowOfItsHead) {
   Model m = transformer();
   Graph head_alone;
