@@ -45,7 +45,26 @@ Graph select_outputs(const Graph& graph, std::span<const std::string> names);
 // which keeps length 1. GraphError when an output has no second axis, or the outputs'
 // second axes differ in length. An `at` outside the axis is clamped, as gather clamps:
 // a caller that must refuse one checks it before the run.
+//
+// The gather is sunk toward the inputs through every node that computes each place
+// of the axis from that place of its inputs alone (each primitive's sinking rule, see
+// primitive.h), following the axis through transposes and reshapes that keep it: so
+// a final projection, and everything after it, runs for one row, not the window. It
+// stays after a node that mixes the places (a reduction over the axis, a reshape
+// that merges it); a node that is needed whole anyway is computed once, whole, and
+// gathered. The outputs are the same bits as a gather at the end, on every device
+// whose kernels' order of summation does not depend on the other rows (reference,
+// cpu).
 Graph take_at(const Graph& graph);
+
+// The bf16 policy as a server applies it (`--precision bf16`): every matrix product of
+// f32 operands runs on both operands cast to bf16, and its result is cast back to f32,
+// so every output keeps its dtype. The product is the bf16 matmul the devices run: the
+// operands rounded to bf16 (8 significant bits), their products exact in f32 and
+// summed in f32, the sum rounded once to bf16; cast back, it carries bf16's precision
+// (a relative error within 2^-8 of the f32 sum of the rounded operands). A graph
+// without such a product is returned as it is.
+Graph bf16_products(const Graph& graph);
 
 // The batching transformation: a graph in which each input named in
 // `batched_inputs` has a new leading axis of size `batch_size`, computing

@@ -1,4 +1,4 @@
-// What a primitive is: its id, name, arity and the five rules declared side
+// What a primitive is: its id, name, arity and the six rules declared side
 // by side in its family's file (src/graph/prims/*.cc), and the registry that
 // finds them by id or by name.
 //
@@ -14,6 +14,10 @@
 //           ops; null = not differentiable (no gradient flows through).
 //   batch   the batching rule: the node applied to inputs of which some
 //           carry a new leading batch axis; the result carries it.
+//   sink    the gather-sinking rule (take_at): how the node's value at one
+//           place of an axis is computed from its inputs, each at one place
+//           of one of its axes or whole; null, or nullopt for an axis, = the
+//           node mixes that axis's places, so a gather of it stays after it.
 //   kernel  the reference kernel: plain loops in the node's dtype.
 #pragma once
 
@@ -115,6 +119,16 @@ using BatchFn = NodeId (*)(Builder& b, const Node& node, std::span<const NodeId>
                            int64_t batch_size);
 using KernelFn = Tensor (*)(const Node& node, std::span<const Tensor* const> args);
 
+// What a sinking rule gives for a node taken at one place of `axis` (that
+// axis kept with length 1): for each input, the axis it is taken at, at the
+// same place, or nullopt to read it whole; and the attributes of the node that
+// computes the one place from them, as the same primitive.
+struct Sinking {
+  std::vector<std::optional<int64_t>> input_axes;
+  Attrs attrs;
+};
+using SinkFn = std::optional<Sinking> (*)(const Node& node, std::span<const ValueType> args, int64_t axis);
+
 struct Primitive {
   PrimId id = PrimId::input;
   std::string_view name;
@@ -123,6 +137,7 @@ struct Primitive {
   BuildFn build = nullptr;
   GradFn grad = nullptr;
   BatchFn batch = nullptr;
+  SinkFn sink = nullptr;
   KernelFn kernel = nullptr;
 
   bool differentiable() const { return grad != nullptr; }

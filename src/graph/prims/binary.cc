@@ -70,7 +70,7 @@ Tensor where_kernel(const Tensor& cond, const Tensor& a, const Tensor& b) {
   {                                                                                                            \
     .id = PrimId::ID, .name = #ID, .arity = 2,                                                                 \
     .infer = [](Types args, const Attrs&) { return infer_comparison(args, #ID); }, .build = build_elementwise, \
-    .batch = batch_elementwise, .kernel = binary_kernel<scalar::FORMULA>                                       \
+    .batch = batch_elementwise, .sink = sink_elementwise, .kernel = binary_kernel<scalar::FORMULA>             \
   }
 
 const Primitive kBinary[] = {
@@ -83,6 +83,7 @@ const Primitive kBinary[] = {
        return {ct, ct};
      },
      .batch = batch_elementwise,
+     .sink = sink_elementwise,
      .kernel = binary_kernel<scalar::Add>},
     {.id = PrimId::sub,
      .name = "sub",
@@ -93,6 +94,7 @@ const Primitive kBinary[] = {
        return {ct, b.neg(ct)};
      },
      .batch = batch_elementwise,
+     .sink = sink_elementwise,
      .kernel = binary_kernel<scalar::Sub>},
     {.id = PrimId::mul,
      .name = "mul",
@@ -103,6 +105,7 @@ const Primitive kBinary[] = {
        return {b.mul(ct, n.inputs[1]), b.mul(ct, n.inputs[0])};
      },
      .batch = batch_elementwise,
+     .sink = sink_elementwise,
      .kernel = binary_kernel<scalar::Mul>},
     {.id = PrimId::div,
      .name = "div",
@@ -114,6 +117,7 @@ const Primitive kBinary[] = {
        return {b.div(ct, divisor), b.neg(b.div(b.mul(ct, self), divisor))};
      },
      .batch = batch_elementwise,
+     .sink = sink_elementwise,
      .kernel = binary_kernel<scalar::Div>},
     {.id = PrimId::pow,
      .name = "pow",
@@ -131,6 +135,7 @@ const Primitive kBinary[] = {
        return {b.mul(ct, d_base), b.mul(ct, b.mul(self, b.log(base)))};
      },
      .batch = batch_elementwise,
+     .sink = sink_elementwise,
      .kernel = binary_kernel<scalar::Pow>},
     {.id = PrimId::max,
      .name = "max",
@@ -142,6 +147,7 @@ const Primitive kBinary[] = {
        return {b.where(b.ge(a, c), ct, zero), b.where(b.lt(a, c), ct, zero)};
      },
      .batch = batch_elementwise,
+     .sink = sink_elementwise,
      .kernel = binary_kernel<scalar::Max>},
     {.id = PrimId::min,
      .name = "min",
@@ -153,6 +159,7 @@ const Primitive kBinary[] = {
        return {b.where(b.le(a, c), ct, zero), b.where(b.gt(a, c), ct, zero)};
      },
      .batch = batch_elementwise,
+     .sink = sink_elementwise,
      .kernel = binary_kernel<scalar::Min>},
     SX_COMPARISON(eq, Eq),
     SX_COMPARISON(ne, Ne),
@@ -166,6 +173,7 @@ const Primitive kBinary[] = {
      .infer = [](Types args, const Attrs&) { return infer_logical(args, "logical_and"); },
      .build = build_elementwise,
      .batch = batch_elementwise,
+     .sink = sink_elementwise,
      .kernel = binary_kernel<scalar::LogicalAnd>},
     {.id = PrimId::logical_or,
      .name = "logical_or",
@@ -173,6 +181,7 @@ const Primitive kBinary[] = {
      .infer = [](Types args, const Attrs&) { return infer_logical(args, "logical_or"); },
      .build = build_elementwise,
      .batch = batch_elementwise,
+     .sink = sink_elementwise,
      .kernel = binary_kernel<scalar::LogicalOr>},
     {.id = PrimId::where,
      .name = "where",
@@ -196,6 +205,7 @@ const Primitive kBinary[] = {
        return {std::nullopt, b.where(cond, ct, zero), b.where(cond, zero, ct)};
      },
      .batch = batch_elementwise,
+     .sink = sink_elementwise,
      .kernel = [](const Node&, Args x) { return where_kernel(*x[0], *x[1], *x[2]); }},
     {.id = PrimId::cast,
      .name = "cast",
@@ -212,6 +222,7 @@ const Primitive kBinary[] = {
        return {b.cast_to(ct, from)};
      },
      .batch = batch_elementwise,
+     .sink = sink_elementwise,
      .kernel = [](const Node& n, Args x) { return cast_kernel(*x[0], n.dtype); }},
 };
 

@@ -76,6 +76,10 @@ NodeId batch_by_unrolling(Builder& b, const Node& node, std::span<const NodeId> 
   return rows.size() == 1 ? rows[0] : b.concat(rows, 0);
 }
 
+std::optional<Sinking> sink_elementwise(const Node& node, std::span<const ValueType> args, int64_t axis) {
+  return Sinking{.input_axes = std::vector<std::optional<int64_t>>(args.size(), axis), .attrs = node.attrs};
+}
+
 std::vector<int64_t> shift_axes(std::vector<int64_t> axes, int64_t shift) {
   for (int64_t& a : axes) a += shift;
   return axes;

@@ -107,6 +107,11 @@ NodeId batch_elementwise(Builder& b, const Node& node, std::span<const NodeId> a
 // primitive, used where no cheaper rule exists.
 NodeId batch_by_unrolling(Builder& b, const Node& node, std::span<const NodeId> args, std::span<const bool> batched,
                           int64_t batch_size);
+// The sinking rule of every primitive whose operands have the node's shape
+// and whose result at a position reads the operands at that position alone:
+// each operand taken at the same place of the same axis.
+std::optional<Sinking> sink_elementwise(const Node& node, std::span<const ValueType> args, int64_t axis);
+
 // Each axis plus `shift`.
 std::vector<int64_t> shift_axes(std::vector<int64_t> axes, int64_t shift);
 

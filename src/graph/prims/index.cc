@@ -134,6 +134,17 @@ NodeId batch_scatter_add(Builder& b, const Node& node, std::span<const NodeId> a
                        node.attrs.get_int("axis") + 1);
 }
 
+// The place's axis is an axis of x before the gathered one, an axis of the
+// indices, or an axis of x after it; the other operand is read whole.
+std::optional<Sinking> sink_gather(const Node& node, Types args, int64_t axis) {
+  int64_t gathered = node.attrs.get_int("axis"), index_rank = static_cast<int64_t>(args[1].shape.size());
+  std::vector<std::optional<int64_t>> input_axes(2);
+  if (axis < gathered) input_axes[0] = axis;
+  else if (axis < gathered + index_rank) input_axes[1] = axis - gathered;
+  else input_axes[0] = axis - index_rank + 1;
+  return Sinking{.input_axes = std::move(input_axes), .attrs = node.attrs};
+}
+
 const Primitive kIndex[] = {
     {.id = PrimId::gather,
      .name = "gather",
@@ -146,6 +157,7 @@ const Primitive kIndex[] = {
        return {b.scatter_add(zeros, indices, ct, n.attrs.get_int("axis")), std::nullopt};
      },
      .batch = batch_gather,
+     .sink = sink_gather,
      .kernel = [](const Node& n, Args x) { return gather_kernel(n, *x[0], *x[1]); }},
     {.id = PrimId::scatter_add,
      .name = "scatter_add",
@@ -193,6 +205,10 @@ const Primitive kIndex[] = {
          },
      .batch = [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>,
                  int64_t) { return b.emit(*n.prim, {args[0]}, n.attrs); },
+     .sink = [](const Node& n, Types args, int64_t axis) -> std::optional<Sinking> {
+       if (axis >= static_cast<int64_t>(args[0].shape.size())) return std::nullopt;
+       return Sinking{.input_axes = {axis}, .attrs = n.attrs};
+     },
      .kernel =
          [](const Node& n, Args x) {
            Tensor out(n.dtype, n.shape);

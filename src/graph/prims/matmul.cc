@@ -99,6 +99,16 @@ Tensor matmul_kernel(const Node& node, const Tensor& a, const Tensor& b) {
   return out;
 }
 
+// A batch axis is both operands'; a row of the result is a row of a alone,
+// a column a column of b alone.
+std::optional<Sinking> sink_matmul(const Node& node, Types, int64_t axis) {
+  auto rank = static_cast<int64_t>(node.shape.size());
+  std::vector<std::optional<int64_t>> input_axes{axis, axis};
+  if (axis == rank - 2) input_axes[1] = std::nullopt;
+  if (axis == rank - 1) input_axes[0] = std::nullopt;
+  return Sinking{.input_axes = std::move(input_axes), .attrs = node.attrs};
+}
+
 const Primitive kMatmul[] = {
     {.id = PrimId::matmul,
      .name = "matmul",
@@ -110,6 +120,7 @@ const Primitive kMatmul[] = {
        return {b.matmul(ct, swap_last_two(b, c)), b.matmul(swap_last_two(b, a), ct)};
      },
      .batch = batch_elementwise,
+     .sink = sink_matmul,
      .kernel = [](const Node& n, Args x) { return matmul_kernel(n, *x[0], *x[1]); }},
 };
 

@@ -51,6 +51,18 @@ NodeId batch_reduction(Builder& b, const Node& node, std::span<const NodeId> arg
   return b.emit(*node.prim, {args[0]}, attrs);
 }
 
+// Sinks through a reduction over axes that all come after the one the place
+// is taken at (which is then the same axis of the input, keepdims or not):
+// each output element adds up the same elements in the same layout for one
+// place as for all of them, so a device that picks its order of summation
+// from the layout (the cpu's) keeps its bits.
+std::optional<Sinking> sink_reduction(const Node& node, Types, int64_t axis) {
+  for (int64_t reduced : node.attrs.get_ints("axes")) {
+    if (reduced <= axis) return std::nullopt;
+  }
+  return Sinking{.input_axes = {axis}, .attrs = node.attrs};
+}
+
 // Where each input element lands: its output position and its flat position
 // within the reduced axes.
 struct ReductionMap {
@@ -156,6 +168,7 @@ const Primitive kReduce[] = {
        return {b.broadcast(keepdims_form(b, n, ct), b.shape(n.inputs[0]))};
      },
      .batch = batch_reduction,
+     .sink = sink_reduction,
      .kernel = [](const Node& n, Args x) { return sum_kernel(n, *x[0]); }},
     {.id = PrimId::reduce_max,
      .name = "reduce_max",
@@ -164,6 +177,7 @@ const Primitive kReduce[] = {
      .build = build_reduction,
      .grad = extremum_grad,
      .batch = batch_reduction,
+     .sink = sink_reduction,
      .kernel = [](const Node& n, Args x) { return extremum_kernel(n, *x[0], true, false); }},
     {.id = PrimId::reduce_min,
      .name = "reduce_min",
@@ -172,6 +186,7 @@ const Primitive kReduce[] = {
      .build = build_reduction,
      .grad = extremum_grad,
      .batch = batch_reduction,
+     .sink = sink_reduction,
      .kernel = [](const Node& n, Args x) { return extremum_kernel(n, *x[0], false, false); }},
     {.id = PrimId::argmax,
      .name = "argmax",
@@ -179,6 +194,7 @@ const Primitive kReduce[] = {
      .infer = [](Types args, const Attrs& attrs) { return infer_reduction(args, attrs, "argmax", true); },
      .build = build_reduction,
      .batch = batch_reduction,
+     .sink = sink_reduction,
      .kernel = [](const Node& n, Args x) { return extremum_kernel(n, *x[0], true, true); }},
     {.id = PrimId::argmin,
      .name = "argmin",
@@ -186,6 +202,7 @@ const Primitive kReduce[] = {
      .infer = [](Types args, const Attrs& attrs) { return infer_reduction(args, attrs, "argmin", true); },
      .build = build_reduction,
      .batch = batch_reduction,
+     .sink = sink_reduction,
      .kernel = [](const Node& n, Args x) { return extremum_kernel(n, *x[0], false, true); }},
 };
 

@@ -220,6 +220,61 @@ Tensor pad_kernel(const Node& node, const Tensor& x) {
   return out;
 }
 
+// The sinking rules: each keeps the place's axis as one axis of its input
+// and moves the rest as it did.
+using MaybeSinking = std::optional<Sinking>;
+
+std::vector<int64_t> one_at(std::vector<int64_t> values, int64_t axis) {
+  values[static_cast<size_t>(axis)] = 1;
+  return values;
+}
+
+// An axis that a reshape keeps whole, with as many elements before it in the
+// input as in the output, is the same positions in both.
+MaybeSinking sink_reshape(const Node& node, Types args, int64_t axis) {
+  const Shape& in = args[0].shape;
+  int64_t before = numel(Shape(node.shape.begin(), node.shape.begin() + axis));
+  int64_t in_before = 1;
+  for (size_t d = 0; d < in.size(); in_before *= in[d], ++d) {
+    if (in_before == before && in[d] == node.shape[static_cast<size_t>(axis)]) {
+      return Sinking{.input_axes = {static_cast<int64_t>(d)}, .attrs = {{"shape", one_at(node.shape, axis)}}};
+    }
+  }
+  return std::nullopt;
+}
+
+MaybeSinking sink_transpose(const Node& node, Types, int64_t axis) {
+  return Sinking{.input_axes = {node.attrs.get_ints("perm")[static_cast<size_t>(axis)]}, .attrs = node.attrs};
+}
+
+// An axis the broadcast adds, or stretches from length 1, reads the input
+// whole; another is the input's.
+MaybeSinking sink_broadcast(const Node& node, Types args, int64_t axis) {
+  int64_t lead = static_cast<int64_t>(node.shape.size() - args[0].shape.size());
+  std::optional<int64_t> input_axis;
+  if (axis >= lead && args[0].shape[static_cast<size_t>(axis - lead)] != 1) input_axis = axis - lead;
+  return Sinking{.input_axes = {input_axis}, .attrs = {{"shape", one_at(node.shape, axis)}}};
+}
+
+MaybeSinking sink_slice(const Node& node, Types args, int64_t axis) {
+  SliceSpec s = slice_spec(node.attrs);
+  auto a = static_cast<size_t>(axis);
+  if (s.start[a] != 0 || s.stop[a] != args[0].shape[a] || s.step[a] != 1) return std::nullopt;
+  return Sinking{.input_axes = {axis}, .attrs = {{"start", s.start}, {"stop", one_at(s.stop, axis)}, {"step", s.step}}};
+}
+
+MaybeSinking sink_concat(const Node& node, Types args, int64_t axis) {
+  if (node.attrs.get_int("axis") == axis) return std::nullopt;
+  return Sinking{.input_axes = std::vector<std::optional<int64_t>>(args.size(), axis), .attrs = node.attrs};
+}
+
+MaybeSinking sink_pad(const Node& node, Types, int64_t axis) {
+  for (const char* name : {"low", "high", "interior"}) {
+    if (node.attrs.get_ints(name)[static_cast<size_t>(axis)] != 0) return std::nullopt;
+  }
+  return Sinking{.input_axes = {axis}, .attrs = node.attrs};
+}
+
 std::vector<int64_t> with_front(int64_t front, std::vector<int64_t> rest) {
   rest.insert(rest.begin(), front);
   return rest;
@@ -236,6 +291,7 @@ const Primitive kShape[] = {
      },
      .batch = [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>,
                  int64_t batch) { return b.reshape(args[0], with_front(batch, n.shape)); },
+     .sink = sink_reshape,
      .kernel =
          [](const Node& n, Args x) {
            return Tensor(n.dtype, n.shape, std::vector<uint8_t>(x[0]->bytes().begin(), x[0]->bytes().end()));
@@ -249,6 +305,7 @@ const Primitive kShape[] = {
      },
      .batch = [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>,
                  int64_t) { return b.transpose(args[0], with_front(0, shift_axes(n.attrs.get_ints("perm"), 1))); },
+     .sink = sink_transpose,
      .kernel =
          [](const Node& n, Args x) {
            const auto& perm = n.attrs.get_ints("perm");
@@ -280,6 +337,7 @@ const Primitive kShape[] = {
            aligned.insert(aligned.end(), from.begin() + 1, from.end());
            return b.broadcast_to(b.reshape(args[0], aligned), with_front(batch, n.shape));
          },
+     .sink = sink_broadcast,
      .kernel =
          [](const Node& n, Args x) {
            const Shape& from = x[0]->shape();
@@ -315,6 +373,7 @@ const Primitive kShape[] = {
                           {"stop", with_front(batch, s.stop)},
                           {"step", with_front(1, s.step)}});
          },
+     .sink = sink_slice,
      .kernel =
          [](const Node& n, Args x) {
            SliceSpec s = slice_spec(n.attrs);
@@ -354,6 +413,7 @@ const Primitive kShape[] = {
            for (size_t i = 0; i < args.size(); ++i) xs.push_back(to_batched(b, args[i], batched[i], batch));
            return b.emit(*n.prim, xs, {{"axis", n.attrs.get_int("axis") + 1}});
          },
+     .sink = sink_concat,
      .kernel = concat_kernel},
     {.id = PrimId::pad,
      .name = "pad",
@@ -386,6 +446,7 @@ const Primitive kShape[] = {
            for (const char* name : {"low", "high", "interior"}) attrs.set(name, with_front(0, n.attrs.get_ints(name)));
            return b.emit(*n.prim, {args[0]}, attrs);
          },
+     .sink = sink_pad,
      .kernel = [](const Node& n, Args x) { return pad_kernel(n, *x[0]); }},
 };
 

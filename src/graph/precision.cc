@@ -1,0 +1,70 @@
+// The bf16 policy as a served model applies it (`--precision bf16`, see
+// passes.h): matrix products on bf16 operands, every output in its own dtype.
+//
+// The form is a bf16 matmul between casts: both devices' bf16 kernels widen
+// the operands exactly and accumulate in f32, rounding only the result, so
+// this is f32 accumulation wherever the kernels give it. The other form, f32
+// products of operands rounded to bf16, would be a little more exact (no
+// rounding of the result) but would run the f32 kernels at their cost: the
+// policy is there to run the products in bf16.
+#include <unordered_map>
+
+#include "graph/builder.h"
+#include "graph/passes.h"
+#include "graph/primitive.h"
+#include "graph/rewrite.h"
+#include "graph/verify.h"
+
+namespace sx::graph {
+namespace {
+
+// The bf16 form of a node of the new graph, made once per node. A broadcast
+// (a weight spread over a batch) is cast before it is spread: the same
+// values, a cast of the weight alone, and the product still reads a broadcast
+// weight, as devices that run it as one product expect.
+class Bf16Operands {
+ public:
+  explicit Bf16Operands(Builder& b) : b_(b) {}
+
+  NodeId of(NodeId x) {
+    if (auto it = made_.find(x); it != made_.end()) return it->second;
+    const Node& node = b_.node(x);
+    NodeId made;
+    if (node.op() == PrimId::broadcast) {
+      Shape shape = node.shape;
+      NodeId spread = node.inputs[0];
+      made = b_.broadcast(of(spread), shape);
+    } else {
+      made = b_.cast(x, DType::bf16);
+    }
+    made_.emplace(x, made);
+    return made;
+  }
+
+ private:
+  Builder& b_;
+  std::unordered_map<NodeId, NodeId> made_;
+};
+
+}  // namespace
+
+Graph bf16_products(const Graph& graph) {
+  Rewrite r(graph);
+  Builder b(r.out);
+  Bf16Operands bf16(b);
+  for (NodeId id = 0; id < graph.nodes.size(); ++id) {
+    const Node& node = graph.nodes[id];
+    if (node.op() != PrimId::matmul || node.dtype != DType::f32) {
+      r.map[id] = r.copy(node);
+      continue;
+    }
+    b.set_origin(node.origin);
+    NodeId a = bf16.of(r.map[node.inputs[0]]), c = bf16.of(r.map[node.inputs[1]]);
+    r.map[id] = b.cast(b.emit(*node.prim, {a, c}, node.attrs), node.dtype);
+  }
+  r.copy_names(graph);
+  verify(r.out);
+  return std::move(r.out);
+}
+
+}  // namespace sx::graph

@@ -1,0 +1,143 @@
+// bf16_products, the bf16 policy a server applies: every f32 product runs on
+// bf16 operands and is cast back, so the outputs keep their dtypes; the
+// results are the f32 graph's within what bf16 operands and a bf16 result
+// allow; reference and cpu agree bit for bit (a product of two bf16 values is
+// exact in f32, so the cpu's fused multiply-add and the reference's multiply
+// then add round the same sums, in the same order over k); and a graph
+// without an f32 product is unchanged.
+#include <cmath>
+#include <random>
+
+#include "device/device.h"
+#include "graph/json.h"
+#include "graph/passes.h"
+#include "graph/primitive.h"
+#include "test_util.h"
+
+namespace sx::graph {
+namespace {
+
+Tensor uniform(DType dtype, Shape shape, std::mt19937& rng) {
+  std::uniform_real_distribution<double> dist(-1, 1);
+  std::vector<double> values(static_cast<size_t>(numel(shape)));
+  for (double& v : values) v = dist(rng);
+  return Tensor::from_doubles(dtype, std::move(shape), values);
+}
+
+std::vector<Tensor> run_on(std::string_view device, const Graph& graph, const std::vector<Tensor>& inputs) {
+  return device::make_device(device)->compile(graph)->run_host(inputs);
+}
+
+// x [4, 32] @ w, x3 [2, 4, 32] @ w (a broadcast weight), tanh of the first @ v,
+// and an f64 product, which the policy leaves alone.
+struct Layers {
+  Graph graph;
+  std::vector<Tensor> inputs;
+};
+
+Layers layers() {
+  Layers m;
+  Builder b(m.graph);
+  std::mt19937 rng(9);
+  auto input = [&](std::string name, Shape shape, DType dtype = DType::f32) {
+    m.inputs.push_back(uniform(dtype, shape, rng));
+    return b.input(std::move(name), std::move(shape), dtype);
+  };
+  NodeId x = input("x", {4, 32}), x3 = input("x3", {2, 4, 32}), w = input("w", {32, 8}), v = input("v", {8, 5});
+  NodeId d = input("d", {3, 6}, DType::f64), e = input("e", {6, 2}, DType::f64);
+  NodeId y = b.matmul(x, w);
+  b.output("y", y);
+  b.output("y3", b.matmul(x3, w));
+  b.output("z", b.matmul(b.tanh(y), v));
+  b.output("f64", b.matmul(d, e));
+  return m;
+}
+
+TEST(Bf16Products, ProductsRunOnBf16AndOutputsKeepTheirDtypes) {
+  Layers m = layers();
+  Graph policy = bf16_products(m.graph);
+  ASSERT_EQ(policy.outputs.size(), m.graph.outputs.size());
+  for (size_t o = 0; o < policy.outputs.size(); ++o) {
+    EXPECT_EQ(policy.outputs[o].name, m.graph.outputs[o].name);
+    EXPECT_EQ(policy.node(policy.outputs[o].node).dtype, m.graph.node(m.graph.outputs[o].node).dtype);
+    EXPECT_EQ(policy.node(policy.outputs[o].node).shape, m.graph.node(m.graph.outputs[o].node).shape);
+  }
+  int bf16_products = 0, f64_products = 0, f32_products = 0;
+  for (const Node& node : policy.nodes) {
+    if (node.op() != PrimId::matmul) continue;
+    bf16_products += node.dtype == DType::bf16 ? 1 : 0;
+    f64_products += node.dtype == DType::f64 ? 1 : 0;
+    f32_products += node.dtype == DType::f32 ? 1 : 0;
+  }
+  EXPECT_EQ(bf16_products, 3);
+  EXPECT_EQ(f64_products, 1);
+  EXPECT_EQ(f32_products, 0);
+  // The broadcast weight is cast once, before it is spread, and w once for both products.
+  int casts_to_bf16 = 0;
+  for (const Node& node : policy.nodes) {
+    if (node.op() == PrimId::cast && node.dtype == DType::bf16) {
+      ++casts_to_bf16;
+      EXPECT_LE(numel(node.shape), 32 * 8) << describe_node(policy, static_cast<NodeId>(&node - policy.nodes.data()));
+    }
+  }
+  EXPECT_EQ(casts_to_bf16, 5);  // x, x3, w, tanh(y), v
+}
+
+TEST(Bf16Products, CloseToF32WithinWhatBf16Allows) {
+  Layers m = layers();
+  std::vector<Tensor> f32 = testing::run(m.graph, m.inputs), bf16 = testing::run(bf16_products(m.graph), m.inputs);
+  // For y = x @ w: rounding each operand to bf16 moves each product by at most
+  // 2u of its size (u = 2^-8, bf16's unit roundoff), and the result's rounding
+  // moves it by u of its size; the f32 sums add a little more.
+  const double u = std::ldexp(1.0, -8);
+  Graph bound;
+  Builder b(bound);
+  NodeId x = b.abs(b.cast(b.input("x", {4, 32}, DType::f32), DType::f64));
+  NodeId w = b.abs(b.cast(b.input("w", {32, 8}, DType::f32), DType::f64));
+  b.output("bound", b.matmul(x, w));
+  std::vector<Tensor> bound_inputs{m.inputs[0], m.inputs[2]};
+  Tensor magnitude = testing::run(bound, bound_inputs)[0];
+  for (int64_t i = 0; i < f32[0].numel(); ++i) {
+    double want = f32[0].value(i), got = bf16[0].value(i);
+    EXPECT_LE(std::fabs(got - want), 2.1 * u * magnitude.value(i) + u * std::fabs(want)) << "y element " << i;
+  }
+  // The other outputs, loosely: within a few bf16 roundings.
+  for (size_t o = 1; o < f32.size(); ++o) {
+    for (int64_t i = 0; i < f32[o].numel(); ++i) {
+      EXPECT_NEAR(bf16[o].value(i), f32[o].value(i), 16 * u * (1 + std::fabs(f32[o].value(i))))
+          << m.graph.outputs[o].name << " element " << i;
+    }
+  }
+}
+
+TEST(Bf16Products, ReferenceAndCpuAgreeBitForBit) {
+  Layers m = layers();
+  // And products large enough for the cpu's packed kernels, with a broadcast
+  // weight and a single row.
+  Builder b(m.graph);
+  std::mt19937 rng(4);
+  NodeId big = b.input("big", {64, 256}, DType::f32), rows = b.input("rows", {2, 1, 256}, DType::f32);
+  NodeId wide = b.input("wide", {256, 96}, DType::f32);
+  for (Shape shape : {Shape{64, 256}, Shape{2, 1, 256}, Shape{256, 96}})
+    m.inputs.push_back(uniform(DType::f32, shape, rng));
+  b.output("big", b.matmul(big, wide));
+  b.output("rows", b.matmul(rows, wide));
+  Graph policy = bf16_products(m.graph);
+  std::vector<Tensor> reference = run_on("reference", policy, m.inputs), cpu = run_on("cpu", policy, m.inputs);
+  for (size_t o = 0; o < reference.size(); ++o) {
+    if (policy.outputs[o].name == "f64") continue;  // not a bf16 product
+    EXPECT_EQ(cpu[o], reference[o]) << policy.outputs[o].name;
+  }
+}
+
+TEST(Bf16Products, AGraphWithoutAnF32ProductIsUnchanged) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", {3, 4}, DType::f32);
+  b.output("y", b.sum(b.tanh(b.mul(x, x)), {1}));
+  b.output("i", b.matmul(b.input("i", {2, 2}, DType::i32), b.input("j", {2, 2}, DType::i32)));
+  EXPECT_EQ(graph_to_json_text(bf16_products(g)), graph_to_json_text(g));
+}
+
+}  // namespace
+}  // namespace sx::graph
