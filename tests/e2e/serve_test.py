@@ -428,6 +428,30 @@ def case_serve_page_client(tmp):
     print(f"ok: the page's client printed {tokens}")
 
 
+def case_serve_docs_client(tmp):
+    """docs/serving.md's own client, as it is written there, on a model served with --at."""
+    with open(os.path.join(ROOT, "docs", "serving.md"), encoding="utf-8") as f:
+        program = f.read().split("## A client in a few lines", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    try:
+        import numpy  # noqa: F401  (the example needs it)
+    except ImportError:
+        raise Skip("numpy is not installed; the example needs it")
+    sock = "/tmp/tiny.sock"  # the path the example names
+    location = trained(tmp)
+    client = os.path.join(tmp, "client.py")
+    with open(client, "w") as f:
+        f.write(program)
+    server = Server(location, sock, "--at")
+    try:
+        done = subprocess.run([sys.executable, client], capture_output=True, timeout=60 * TIME_SCALE)
+        out = done.stdout.decode()
+        expect(done.returncode == 0 and 0 <= int(out) < 256, f"the example: exit {done.returncode}", out,
+               done.stderr.decode())
+    finally:
+        server.stop()
+    print(f"ok: the example printed {out.strip()}")
+
+
 def main():
     if len(sys.argv) != 3:
         cases = sorted(name[5:] for name in globals() if name.startswith("case_"))
