@@ -47,9 +47,6 @@ class Batcher {
   void stop();
 
   const CallLayout& layout() const { return layout_; }
-  int max_batch() const { return static_cast<int>(programs_.size()); }
-  // The program that runs `batch` calls together (1 <= batch <= max_batch()).
-  const runtime::Program& program(int batch) const { return *programs_.at(static_cast<size_t>(batch) - 1); }
   // The calls run so far, the device runs they took, and the calls waiting for the device.
   uint64_t calls() const;
   uint64_t runs() const;

@@ -44,7 +44,7 @@ graph::Graph with_precision(graph::Graph g, const std::string& precision) {
   throw ServeError(kFlagDoesNotFit, fmt::format("--precision {}: the only precision serve takes is bf16", precision));
 }
 
-// The weights file `key` comes from, and the tensor: the :ema average where there is one.
+// A parameter's weight: its :ema average where `ema` holds one, else the trained weight.
 graph::Tensor read_weight(const TensorSpec& parameter, const io::SafetensorsFile& params,
                           const io::SafetensorsFile* ema) {
   const io::SafetensorsFile* from = &params;

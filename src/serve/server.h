@@ -7,7 +7,6 @@
 // mid-frame or not, and takes nothing with it but its own call.
 #pragma once
 
-#include <atomic>
 #include <list>
 #include <memory>
 #include <mutex>
