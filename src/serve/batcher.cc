@@ -103,14 +103,18 @@ void Batcher::loop() {
         queue_.pop_front();
       }
     }
-    run(batch);
-    std::lock_guard lock(mutex_);
-    calls_ += batch.size();
-    runs_ += 1;
+    std::vector<std::string> answers = run(batch);
+    {
+      // Counted before they are handed over: a caller that has its answer sees it counted.
+      std::lock_guard lock(mutex_);
+      calls_ += batch.size();
+      runs_ += 1;
+    }
+    for (size_t i = 0; i < batch.size(); ++i) batch[i]->answer.set_value(std::move(answers[i]));
   }
 }
 
-void Batcher::run(std::vector<std::unique_ptr<Pending>>& batch) {
+std::vector<std::string> Batcher::run(const std::vector<std::unique_ptr<Pending>>& batch) {
   std::vector<std::string_view> bodies;
   for (const auto& p : batch) bodies.push_back(p->body);
   std::vector<std::string> answers;
@@ -127,7 +131,7 @@ void Batcher::run(std::vector<std::unique_ptr<Pending>>& batch) {
     answers.assign(batch.size(),
                    error_answer(fmt::format("error[{}]: the device failed to run the call: {}", kRunFailed, e.what())));
   }
-  for (size_t i = 0; i < batch.size(); ++i) batch[i]->answer.set_value(std::move(answers[i]));
+  return answers;
 }
 
 }  // namespace sx::serve

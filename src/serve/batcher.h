@@ -58,7 +58,8 @@ class Batcher {
     std::promise<std::string> answer;
   };
   void loop();
-  void run(std::vector<std::unique_ptr<Pending>>& batch);
+  // The answers of the calls, run as one batch.
+  std::vector<std::string> run(const std::vector<std::unique_ptr<Pending>>& batch);
 
   device::Device& device_;
   CallLayout layout_;
