@@ -53,5 +53,6 @@ void add_repl_command(CLI::App& app, std::function<int()>& action);
 void add_explain_error_command(CLI::App& app, std::function<int()>& action);
 void add_explain_command(CLI::App& app, std::function<int()>& action);
 void add_doc_command(CLI::App& app, std::function<int()>& action);
+void add_serve_command(CLI::App& app, std::function<int()>& action);
 
 }  // namespace sx::cli

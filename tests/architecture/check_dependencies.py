@@ -12,7 +12,7 @@ only those parts' libraries:
     lang      graph (it builds graphs, never runs them)
     model     lang, graph, io, device, runtime
     train     lang, graph, io, device, runtime, model
-    serve     graph, device, runtime, io (no Lisp; not written yet)
+    serve     graph, device, runtime, io (no Lisp)
     cli       every part
 
 Checked here:

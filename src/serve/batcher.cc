@@ -1,0 +1,137 @@
+// The batcher's device thread.
+#include "serve/batcher.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "graph/errors.h"
+#include "graph/passes.h"
+#include "serve/errors.h"
+
+namespace sx::serve {
+
+Batcher::Batcher(device::Device& device, const ServedModel& model, int max_batch)
+    : device_(device), layout_(model.about.inputs), store_(device) {
+  if (max_batch < 1 || max_batch > kMaxBatch) {
+    throw ServeError(kFlagDoesNotFit, fmt::format("--batch is {}; it is from 1 to {}", max_batch, kMaxBatch),
+                     "each batch size is a program compiled at start: ask for the most calls worth running together");
+  }
+  std::vector<std::string> data;
+  for (const TensorSpec& s : model.about.inputs) data.push_back(s.name);
+  std::set<std::string> data_names(data.begin(), data.end());
+  for (const auto& [path, value] : model.weights) store_.put(path, value);
+  for (int batch = 1; batch <= max_batch; ++batch) {
+    graph::Graph g;
+    try {
+      g = graph::vmap(model.graph, data, batch);
+    } catch (const graph::GraphError& e) {
+      throw ServeError(kRunFailed, fmt::format("the model cannot run {} calls together: {}", batch, e.what()),
+                       "serve it with --batch 1");
+    }
+    std::vector<runtime::Binding> inputs, outputs;
+    for (const graph::NamedNode& in : g.inputs) {
+      inputs.push_back({data_names.contains(in.name) ? runtime::Role::data : runtime::Role::parameter, in.name});
+    }
+    for (const graph::NamedNode& out : g.outputs) outputs.push_back({runtime::Role::value, out.name});
+    try {
+      programs_.push_back(std::make_unique<runtime::Program>(device, std::move(g), inputs, outputs));
+    } catch (const device::DeviceMemoryError&) {
+      throw;
+    } catch (const device::DeviceError& e) {
+      throw ServeError(kRunFailed, fmt::format("the {} device cannot run the model: {}", device.name(), e.what()));
+    }
+  }
+  const runtime::Program& first = *programs_.front();
+  for (size_t i : first.fed_inputs()) {
+    const std::string& name = first.graph().inputs[i].name;
+    for (size_t k = 0; k < data.size(); ++k) {
+      if (data[k] == name) fed_input_.push_back(k);
+    }
+  }
+  device_thread_ = std::thread([this] { loop(); });
+}
+
+Batcher::~Batcher() { stop(); }
+
+std::string Batcher::call(std::string body) {
+  auto pending = std::make_unique<Pending>();
+  pending->body = std::move(body);
+  std::future<std::string> answer = pending->answer.get_future();
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return error_answer(fmt::format("error[{}]: the server is stopping", kRunFailed));
+    queue_.push_back(std::move(pending));
+  }
+  waiting_.notify_one();
+  return answer.get();
+}
+
+void Batcher::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  waiting_.notify_one();
+  if (device_thread_.joinable()) device_thread_.join();
+}
+
+uint64_t Batcher::calls() const {
+  std::lock_guard lock(mutex_);
+  return calls_;
+}
+
+uint64_t Batcher::runs() const {
+  std::lock_guard lock(mutex_);
+  return runs_;
+}
+
+size_t Batcher::waiting() const {
+  std::lock_guard lock(mutex_);
+  return queue_.size();
+}
+
+void Batcher::loop() {
+  for (;;) {
+    std::vector<std::unique_ptr<Pending>> batch;
+    {
+      std::unique_lock lock(mutex_);
+      waiting_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and every call answered
+      while (!queue_.empty() && batch.size() < programs_.size()) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    std::vector<std::string> answers = run(batch);
+    {
+      // Counted before they are handed over: a caller that has its answer sees it counted.
+      std::lock_guard lock(mutex_);
+      calls_ += batch.size();
+      runs_ += 1;
+    }
+    for (size_t i = 0; i < batch.size(); ++i) batch[i]->answer.set_value(std::move(answers[i]));
+  }
+}
+
+std::vector<std::string> Batcher::run(const std::vector<std::unique_ptr<Pending>>& batch) {
+  std::vector<std::string_view> bodies;
+  for (const auto& p : batch) bodies.push_back(p->body);
+  std::vector<std::string> answers;
+  try {
+    std::vector<device::Buffer> fed;
+    std::vector<const device::Buffer*> fed_pointers;
+    for (size_t k : fed_input_) fed.push_back(device_.upload(stack_input(layout_, k, bodies)));
+    for (const device::Buffer& b : fed) fed_pointers.push_back(&b);
+    auto results = programs_[batch.size() - 1]->run(store_, fed_pointers);
+    std::vector<graph::Tensor> outputs;
+    for (const device::Buffer& r : results) outputs.push_back(device_.download(r));
+    for (size_t i = 0; i < batch.size(); ++i) answers.push_back(ok_answer(outputs, i));
+  } catch (const std::exception& e) {
+    answers.assign(batch.size(),
+                   error_answer(fmt::format("error[{}]: the device failed to run the call: {}", kRunFailed, e.what())));
+  }
+  return answers;
+}
+
+}  // namespace sx::serve

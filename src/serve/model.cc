@@ -1,0 +1,170 @@
+// Opening the operand, reading its model and weights, shaping the model by the flags.
+#include "serve/model.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "graph/errors.h"
+#include "graph/passes.h"
+#include "io/checkpoint.h"
+#include "io/location.h"
+#include "io/safetensors.h"
+#include "serve/errors.h"
+
+namespace sx::serve {
+namespace {
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// The run file a checkpoint's experiment.json names, for the hint that `export` writes a
+// model; "FILE" when it names none or cannot be read.
+std::string run_file_of(const std::string& folder) {
+  std::ifstream in(folder + "/experiment.json");
+  nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  if (doc.is_object() && doc.contains("file") && doc["file"].is_string()) return doc["file"].get<std::string>();
+  return "FILE";
+}
+
+// --precision: the one place the graph is rewritten for it.
+graph::Graph with_precision(graph::Graph g, const std::string& precision) {
+  if (precision.empty()) return g;
+  if (precision == "bf16") {
+    throw ServeError(kBf16Unavailable, "--precision bf16: serving under the bf16 policy is not available yet",
+                     "serve without --precision: the model runs at the precision it trained under");
+  }
+  throw ServeError(kFlagDoesNotFit, fmt::format("--precision {}: the only precision serve takes is bf16", precision));
+}
+
+// A parameter's weight: its :ema average where `ema` holds one, else the trained weight.
+graph::Tensor read_weight(const TensorSpec& parameter, const io::SafetensorsFile& params,
+                          const io::SafetensorsFile* ema) {
+  const io::SafetensorsFile* from = &params;
+  const io::TensorInfo* info = ema ? ema->find(parameter.name) : nullptr;
+  if (info) from = ema;
+  else info = params.find(parameter.name);
+  if (!info) {
+    throw ServeError(kWeightsDoNotFit,
+                     fmt::format("{}: holds no `{}`, a weight the model reads", params.path(), parameter.name),
+                     "the weights and model.json must come from one checkpoint or one export");
+  }
+  graph::Tensor value = io::read_tensor(*from, *info, parameter.dtype);
+  if (value.shape() != parameter.shape) {
+    throw ServeError(kWeightsDoNotFit,
+                     fmt::format("{}: `{}` is {}, but the model reads it as {}", from->path(), parameter.name,
+                                 graph::shape_str(value.shape()), graph::shape_str(parameter.shape)),
+                     "the weights and model.json must come from one checkpoint or one export");
+  }
+  return value;
+}
+
+}  // namespace
+
+ModelSource resolve_operand(const std::string& operand) {
+  try {
+    return {io::resolve_checkpoint(operand).path, true};
+  } catch (const io::CheckpointError& e) {
+    if (e.code() != io::kNoCheckpoint) throw;
+  }
+  std::string folder = io::local_path(operand);
+  if (exists(folder + "/model.json") || exists(folder + "/params.safetensors")) return {folder, false};
+  throw io::CheckpointError(io::kNoCheckpoint,
+                            fmt::format("{}: neither a checkpoint (a folder step-NNNNNNNN, or a location holding "
+                                        "them) nor a directory `sexpgpu export` wrote (model.json, "
+                                        "params.safetensors)",
+                                        operand));
+}
+
+ShapedGraph shape_graph(const graph::Graph& model, const ServeOptions& options) {
+  ShapedGraph shaped{model, std::nullopt};
+  if (!options.outputs.empty()) {
+    std::set<std::string> seen;
+    for (const std::string& name : options.outputs) {
+      if (!seen.insert(name).second) {
+        throw ServeError(kFlagDoesNotFit, fmt::format("--output `{}` is given twice", name),
+                         "name each output once, in the order the answers should hold them");
+      }
+    }
+    try {
+      shaped.graph = graph::select_outputs(shaped.graph, options.outputs);
+    } catch (const graph::GraphError& e) {
+      throw ServeError(kFlagDoesNotFit, fmt::format("--output: {}", e.what()));
+    }
+  }
+  if (options.at) {
+    try {
+      graph::Graph taken = graph::take_at(shaped.graph);
+      shaped.at_limit = shaped.graph.node(shaped.graph.outputs.front().node).shape.at(1);
+      shaped.graph = std::move(taken);
+    } catch (const graph::GraphError& e) {
+      throw ServeError(kFlagDoesNotFit, fmt::format("--at: {}", e.what()),
+                       "--at is for outputs along a sequence: every output's second axis of one length");
+    }
+  }
+  shaped.graph = with_precision(std::move(shaped.graph), options.precision);
+  return shaped;
+}
+
+ServedModel open_model(const ModelSource& source, const ServeOptions& options) {
+  const std::string model_path = source.folder + "/model.json";
+  struct stat st {};
+  if (::stat(model_path.c_str(), &st) != 0 && errno == ENOENT) {
+    if (source.is_checkpoint) {
+      throw ServeError(kNoModel,
+                       fmt::format("{}: the checkpoint holds no model (model.json): its run's model did not run "
+                                   "alone, or an earlier version wrote it",
+                                   source.folder),
+                       fmt::format("`sexpgpu export {} --checkpoint {} -o DIR` writes the model, then serve DIR",
+                                   run_file_of(source.folder), source.folder));
+    }
+    throw ServeError(kNoModel, fmt::format("{}: holds no model.json", source.folder),
+                     "serve a checkpoint, or a directory `sexpgpu export` wrote");
+  }
+  if (options.trained && !source.is_checkpoint) {
+    throw ServeError(kFlagDoesNotFit,
+                     fmt::format("--trained: {} is an export directory, which holds one set of weights", source.folder),
+                     "--trained chooses between a checkpoint's weights and its :ema averages; export with "
+                     "--trained to export the trained weights");
+  }
+  ModelFile file = read_model_file(model_path);
+  ShapedGraph shaped = shape_graph(file.graph, options);
+
+  auto params = io::SafetensorsFile::open(source.folder + "/params.safetensors");
+  std::shared_ptr<const io::SafetensorsFile> ema;
+  if (source.is_checkpoint && !options.trained && exists(source.folder + "/ema.safetensors")) {
+    ema = io::SafetensorsFile::open(source.folder + "/ema.safetensors");
+  }
+  ServedModel served;
+  served.source = source;
+  for (const TensorSpec& p : file.parameters) served.weights.emplace_back(p.name, read_weight(p, *params, ema.get()));
+  Handshake& about = served.about;
+  about.checkpoint = source.is_checkpoint ? source.folder : file.checkpoint;
+  about.step = file.step;
+  about.slug = file.slug;
+  about.precision = options.precision.empty() ? file.precision : options.precision;
+  // A call carries the inputs in model.json's order, then `at`.
+  const graph::Graph& g = shaped.graph;
+  std::vector<std::string> data;
+  for (const TensorSpec& in : file.inputs) data.push_back(in.name);
+  if (options.at) data.push_back("at");
+  for (const std::string& name : data) {
+    const graph::Node& node = g.node(*g.find_input(name));
+    about.inputs.push_back({name, node.shape, node.dtype});
+  }
+  for (const graph::NamedNode& out : g.outputs) {
+    about.outputs.push_back({out.name, g.node(out.node).shape, g.node(out.node).dtype});
+  }
+  served.graph = std::move(shaped.graph);
+  served.at_limit = shaped.at_limit;
+  return served;
+}
+
+}  // namespace sx::serve
