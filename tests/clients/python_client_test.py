@@ -318,6 +318,17 @@ class ErrorTest(ServerTest):
                 model.call(np.zeros(1, np.float32))
             self.assertIn("0 of 8 bytes", str(caught.exception))
 
+    def test_a_server_that_never_answers(self):
+        never = threading.Event()
+        self.addCleanup(never.set)
+        server = self.serve([spec("x", (1,), "f32")], [spec("y", (1,), "f32")],
+                            lambda payload: (lambda conn: never.wait(30)))
+        model = Client(server.path, timeout=0.2)
+        with self.assertRaises(TimeoutError):
+            model.call(np.zeros(1, np.float32))
+        with self.assertRaises(ProtocolError):
+            model.call(np.zeros(1, np.float32))  # closed: the answer may come half-way later
+
     def test_answers_out_of_protocol(self):
         for reply, says in [(b"\0" + b"\0" * 3, "4 bytes"), (b"\2" + b"\0" * 4, "status 2"), (b"", "0 bytes")]:
             server = self.serve([spec("x", (1,), "f32")], [spec("y", (1,), "f32")], lambda payload, r=reply: r)

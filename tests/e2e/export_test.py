@@ -134,7 +134,8 @@ def case_trained(tmp):
         return
     stored = weights(os.path.join(out_dir, "params.safetensors"))
     trained_values = weights(os.path.join(location, "step-00000012", "params.safetensors"))
-    expect(stored and all((stored[n] == trained_values[n]).all() for n in stored), "--trained gives the trained weights")
+    expect(stored and all((stored[n] == trained_values[n]).all() for n in stored),
+           "--trained gives the trained weights")
     # A run without :ema: its weights are the trained ones either way.
     plain = TRAIN_FILE.replace(b":ema 0.9 ", b"")
     plain_dir = os.path.join(tmp, "plain")
@@ -150,7 +151,8 @@ def case_trained(tmp):
     bf16_dir = os.path.join(tmp, "bf16")
     os.makedirs(bf16_dir)
     with_bf16 = (plain.replace(b"(defparam positions (normal [8 dim] :std 0.02))",
-                               b"(defparam positions (normal [8 dim] :std 0.02))\n  (defparam gain (ones [dim] :dtype :bf16))")
+                               b"(defparam positions (normal [8 dim] :std 0.02))\n"
+                               b"  (defparam gain (ones [dim] :dtype :bf16))")
                  .replace(b"(lambda (ids) (head (block (+ (embed ids) positions))))",
                           b"(lambda (ids) (head (* (block (+ (embed ids) positions)) (cast gain :f32))))"))
     run_file, location = trained_run(bf16_dir, text=with_bf16, extra=["--steps", "3"])
@@ -294,7 +296,8 @@ def case_full_disk(tmp):
                           capture_output=True, timeout=120 * e2e_test.TIME_SCALE, preexec_fn=small_files,
                           env=dict(os.environ, NO_COLOR="1"))
     err = proc.stderr.decode(errors="replace")
-    expect(proc.returncode == 1 and "error[E-SERVE-021]" in err and out_dir in err, f"a full disk: exit {proc.returncode}",
+    expect(proc.returncode == 1 and "error[E-SERVE-021]" in err and out_dir in err,
+           f"a full disk: exit {proc.returncode}",
            proc.stdout.decode(errors="replace"), err)
     expect(os.listdir(out_parent) == [], f"left behind: {os.listdir(out_parent)}")
     # A temporary a killed export left (its process gone) is cleared by the next export.

@@ -147,7 +147,9 @@ class Client:
         bf16 input); a list or number converts when its kind fits (floats for a float input,
         whole numbers in range for an integer one, booleans for bool). Wrong ones raise
         ValueError or TypeError before anything is sent. An error the server answers raises
-        ServeError with its text; a closed connection or bytes out of protocol, ProtocolError.
+        ServeError with its text; a closed connection or bytes out of protocol, ProtocolError;
+        the client's timeout, TimeoutError. After the last two the client is closed, since the
+        connection may be in the middle of a frame.
         """
         given = self._arrange(args, kwargs)
         payload = b"".join(self._encode(spec, value) for spec, value in zip(self.inputs, given))
@@ -199,7 +201,8 @@ class Client:
         if isinstance(value, (np.ndarray, np.generic)):
             array = np.asarray(value)
             if array.dtype != want:
-                raise TypeError(f"the input `{spec.name}` is {spec.dtype}, which takes a {want} array, not {array.dtype}")
+                raise TypeError(f"the input `{spec.name}` is {spec.dtype}, which takes a {want} array, "
+                                f"not {array.dtype}")
         else:
             loose = np.asarray(value)
             kind = _KIND[spec.dtype]
