@@ -308,6 +308,38 @@ def case_full_disk(tmp):
     print("ok: a full disk")
 
 
+def case_killed(tmp):
+    """kill -9 or SIGINT at random points of an export: the folder is whole or absent, and
+    the next export to its name clears what a killed one left."""
+    import random
+    import time
+    run_file, location = trained_run(tmp)
+    out_parent = os.path.join(tmp, "exports")
+    os.makedirs(out_parent)
+    rng = random.Random(3)
+    whole = 0
+    for attempt in range(30):
+        out_dir = os.path.join(out_parent, f"model-{attempt % 3}")
+        proc = subprocess.Popen([e2e_test.SEXPGPU, "export", run_file, "--checkpoint", location, "-o", out_dir],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.0, 0.03) * e2e_test.TIME_SCALE)  # an export takes about 0.02 s
+        proc.send_signal(signal.SIGKILL if attempt % 2 else signal.SIGINT)
+        proc.wait()
+        if os.path.exists(out_dir):
+            expect(sorted(os.listdir(out_dir)) == ["model.json", "params.safetensors"], f"{out_dir} is not whole")
+            read_json(os.path.join(out_dir, "model.json"))
+            if load_file is not None:
+                load_file(os.path.join(out_dir, "params.safetensors"))
+            whole += 1
+            os.rename(out_dir, os.path.join(tmp, f"done-{attempt}"))
+    exported([run_file, "--checkpoint", location, "-o", os.path.join(out_parent, "model-0")])
+    exported([run_file, "--checkpoint", location, "-o", os.path.join(out_parent, "model-1")])
+    exported([run_file, "--checkpoint", location, "-o", os.path.join(out_parent, "model-2")])
+    expect(sorted(os.listdir(out_parent)) == ["model-0", "model-1", "model-2"],
+           f"left behind: {sorted(os.listdir(out_parent))}")
+    print(f"ok: 30 exports killed, {whole} of them after they finished")
+
+
 def main():
     if len(sys.argv) != 3:
         cases = sorted(name[5:] for name in globals() if name.startswith("case_"))
