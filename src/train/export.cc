@@ -148,7 +148,7 @@ void export_model(const ExportOptions& options, lang::InterpreterOptions interpr
   try {
     io::refuse_existing_export(options.out);
   } catch (const io::ExportError& e) {
-    lang::fail(e.code(), {}, e.what(), "give -o a new folder, or remove that one");
+    lang::fail(e.code(), {}, e.what(), e.code() == io::kExportExists ? "give -o a new folder, or remove that one" : "");
   }
   RunRecord record = read_run_record(options.checkpoint);
   std::printf("export: %s\n", record.checkpoint.path.c_str());
