@@ -49,6 +49,7 @@ void add_check_command(CLI::App& app, std::function<int()>& action);
 void add_eval_command(CLI::App& app, std::function<int()>& action);
 void add_run_command(CLI::App& app, std::function<int()>& action);
 void add_evaluate_command(CLI::App& app, std::function<int()>& action);
+void add_export_command(CLI::App& app, std::function<int()>& action);
 void add_repl_command(CLI::App& app, std::function<int()>& action);
 void add_explain_error_command(CLI::App& app, std::function<int()>& action);
 void add_explain_command(CLI::App& app, std::function<int()>& action);

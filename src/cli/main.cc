@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   add_run_command(app, action);
   add_evaluate_command(app, action);
   add_serve_command(app, action);
+  add_export_command(app, action);
   add_repl_command(app, action);
   add_explain_command(app, action);
   add_explain_error_command(app, action);

@@ -4,7 +4,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,16 +51,6 @@ std::string local_checkpoint_dir(const std::string& location) {
   throw CheckpointError(kCheckpointLocation,
                         fmt::format("{}: checkpoint locations are local folders in this version, not {}://",
                                     shown(location), shown(scheme)));
-}
-
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "host";
-  std::string out(name);
-  for (char& c : out) {
-    if (c == '/' || c == '\0') c = '_';
-  }
-  return out;
 }
 
 // The temporary folders this process is writing now: never stale.
@@ -379,7 +368,7 @@ int remove_stale_temporaries(const std::string& location) {
       std::lock_guard lock(live_mutex);
       alive = live_temporaries.count(name) != 0;
     } else {
-      alive = owner->pid > 0 && (::kill(static_cast<pid_t>(owner->pid), 0) == 0 || errno == EPERM);
+      alive = process_alive(owner->pid);
     }
     if (!alive) stale.push_back(it->path());
   }

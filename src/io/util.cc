@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -126,6 +127,18 @@ std::string read_small_file(const std::string& path, size_t limit, const char* t
   });
   return out;
 }
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "host";
+  std::string out(name);
+  for (char& c : out) {
+    if (c == '/') c = '_';
+  }
+  return out;
+}
+
+bool process_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
 
 // --- AtomicFile -------------------------------------------------------------------------
 

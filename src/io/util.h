@@ -1,6 +1,7 @@
 // Helpers the io files share: text for messages (a name shown safely, UTF-8 checks),
-// reading a whole small file, and writing a file atomically (a temporary name in the same
-// directory, renamed when complete). Internal to src/io.
+// reading a whole small file, writing a file atomically (a temporary name in the same
+// directory, renamed when complete), and telling whose a temporary name is. Internal to
+// src/io.
 #pragma once
 
 #include <cstddef>
@@ -34,6 +35,12 @@ void read_chunks(int fd, const std::string& path, const std::function<void(const
 // The whole of a regular file, at most `limit` bytes; throws LoadError (E-LOAD-002) when it
 // cannot be read, and `too_big_code` when it is longer than `limit`.
 std::string read_small_file(const std::string& path, size_t limit, const char* too_big_code);
+
+// This host's name, safe in a file name ('/' replaced), "host" when it has none: part of
+// every temporary folder's name, so that only this host's stale ones are removed.
+std::string host_name();
+// Whether process `pid` of this host still runs (one of another user's counts).
+bool process_alive(long pid);
 
 // A file written under a temporary name beside `path` and renamed to `path` by commit();
 // destroyed uncommitted, it removes the temporary. Throws LoadError (E-LOAD-002) on any

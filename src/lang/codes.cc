@@ -702,10 +702,36 @@ model.)"},
 holds the checkpoints of another run file (or variant): their slugs differ. Name
 another `--checkpoint-dir`, or pass `--fresh` to start over in a location of its own
 (the given one with `-2`, `-3`, ... after it).)"},
-    {"E-CKPT-006", "a checkpoint this run cannot resume from",
+    {"E-CKPT-006", "a checkpoint that does not fit the run file",
      R"(The newest checkpoint of the location does not fit the run: a parameter trainable
 in one and frozen in the other, a tensor of another shape, or a file that is not what
-a checkpoint holds. Resume with the file as it was, or pass `--fresh` to start over.)"},
+a checkpoint holds. Resume with the file as it was, or pass `--fresh` to start over.
+
+`sexpgpu evaluate` and `sexpgpu export` refuse a checkpoint the same way when the file's
+parameters are not the checkpoint's: one that either lacks, or one of another shape or
+dtype. The file may have been edited since the run, but not in what it declares; the
+checkpoint's experiment.json holds the text its run compiled.)"},
+
+    {"E-SERVE-020", "an export folder that exists",
+     R"(`sexpgpu export` writes a new folder and never replaces one: the folder given to `-o`
+(or a file or link of that name) already exists.
+
+    $ sexpgpu export run.sx --checkpoint runs/run -o /tmp/model
+    error[E-SERVE-020]: /tmp/model: it exists; export writes a new folder
+
+Give `-o` a name that is free, or remove the old export first. The check is made before
+any work and again, atomically, when the finished folder is renamed into place, so a
+folder that appears meanwhile is not replaced either.)"},
+    {"E-SERVE-021", "an export that cannot be written",
+     R"(`sexpgpu export` could not write its folder: its parent cannot be created, the disk
+is full, a file cannot be written or flushed, or the finished folder cannot be renamed
+into place. The message names the path and the system's reason.
+
+The folder is written under a temporary name beside it (`.NAME.export-...`) and renamed
+only when every file in it is complete and flushed to disk, so a failure, or a process
+stopped midway, never leaves a half export under the name asked for; the next export to
+that name removes what a stopped one left. Free space or choose a folder you can write,
+then export again.)"},
 
     {"E-SERVE-001", "a checkpoint that holds no model",
      R"(`sexpgpu serve` runs the model a checkpoint holds as `model.json`, and this checkpoint

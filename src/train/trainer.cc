@@ -59,8 +59,10 @@ std::string read_text(const std::string& path) {
 json experiment_json(Session& session, const TrainOptions& options, const std::string& slug, int64_t step) {
   json sources = json::array();
   std::string text = read_text(options.file);
+  // The text too, so that `export` can tell which lines an edit since the run moved.
   sources.push_back({{"path", std::filesystem::path(options.file).filename().string()},
-                     {"sha256", io::sha256_hex({reinterpret_cast<const uint8_t*>(text.data()), text.size()})}});
+                     {"sha256", io::sha256_hex({reinterpret_cast<const uint8_t*>(text.data()), text.size()})},
+                     {"text", text}});
   json knobs = json::object();
   for (const Knob& knob : session.knobs().knobs) knobs[knob.name] = lang::print(knob.value);
   json parameters = json::array();
@@ -293,7 +295,10 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
         else optimizer.emplace_back(st.name, store.read(st.name));
       }
       std::vector<io::CheckpointFile> files{
-          io::CheckpointFile::bytes("experiment.json", experiment_json(session, options, slug, done).dump(2) + "\n"),
+          // A source edited into invalid UTF-8 since the run read it must not stop the run.
+          io::CheckpointFile::bytes(
+              "experiment.json",
+              experiment_json(session, options, slug, done).dump(2, ' ', false, json::error_handler_t::replace) + "\n"),
           io::CheckpointFile::tensors("params.safetensors", std::move(params)),
           io::CheckpointFile::tensors("optimizer.safetensors", std::move(optimizer)),
           io::CheckpointFile::bytes("state.json",

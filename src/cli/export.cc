@@ -1,0 +1,31 @@
+// `sexpgpu export FILE.sx --checkpoint LOC -o DIR [--trained]`: a checkpoint's model and
+// weights as a folder of their own (train/export.h).
+#include "train/export.h"
+
+#include "cli/common.h"
+
+namespace sx::cli {
+
+void add_export_command(CLI::App& app, std::function<int()>& action) {
+  auto* command = app.add_subcommand("export", "Write a checkpoint's model and weights as a folder of their own");
+  auto options = std::make_shared<train::ExportOptions>();
+  command->add_option("file", options->file, "The run file whose checkpoint it is")->required();
+  command->add_option("--checkpoint", options->checkpoint, "The checkpoint: LOC/step-N, or LOC for its newest")
+      ->required();
+  command->add_option("-o", options->out, "The folder to write; one that exists is refused")->required();
+  command->add_flag("--trained", options->trained, "The trained weights, not the :ema averages");
+  command->callback([&action, options] {
+    action = [options] {
+      return run_on_large_stack([&] {
+        try {
+          train::export_model(*options, session_options(EvalFlags{}).interpreter);
+          return kExitOk;
+        } catch (const lang::Error& e) {
+          return report(e);
+        }
+      });
+    };
+  });
+}
+
+}  // namespace sx::cli

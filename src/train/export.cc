@@ -1,0 +1,181 @@
+// Exporting a checkpoint's model: the file compiled as its run compiled it, checked
+// against the checkpoint, the model alone traced and written with its weights.
+#include "train/export.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "graph/shape.h"
+#include "io/export_folder.h"
+#include "io/identity.h"
+#include "io/safetensors.h"
+#include "lang/reader.h"
+#include "lang/tracer.h"
+#include "train/model_alone.h"
+#include "train/moved_lines.h"
+#include "train/run_record.h"
+#include "train/session.h"
+#include "train/step.h"
+
+namespace sx::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The differences a refusal shows before it says how many more there are.
+constexpr size_t kDifferencesShown = 8;
+
+// Prints what changed in the run file since the run: its moved lines, and its name when
+// the run knew it by another.
+void print_source_changes(const RunRecord& record, const std::string& file, const std::string& text) {
+  const RunRecord::Source& recorded = record.sources.front();
+  const std::string name = fs::path(file).filename().string();
+  if (name != recorded.path)
+    std::printf("  %s: the checkpoint's run compiled %s\n", name.c_str(), recorded.path.c_str());
+  if (io::sha256_hex({reinterpret_cast<const uint8_t*>(text.data()), text.size()}) == recorded.sha256) return;
+  for (const std::string& line : describe_moved_lines(name, recorded.text, text)) std::printf("%s\n", line.c_str());
+}
+
+// Loads the file under the record's variant and knobs; an unknown knob or variant means
+// the file no longer has what the run set, which the note says.
+void load_as_the_run_did(Session& session, const RunRecord& record, const std::string& file) {
+  try {
+    session.load(file);
+  } catch (lang::Error& e) {
+    auto& d = e.diagnostic();
+    if (d.code == "E-RUN-003" || d.code == "E-RUN-004") {
+      d.notes.push_back(fmt::format("export compiles the file under the variant and knobs {}/experiment.json records",
+                                    record.checkpoint.path));
+    }
+    throw;
+  }
+}
+
+void refuse_other_parameters(const RunRecord& record, const Session& session, const std::string& file) {
+  std::vector<std::string> differences = parameter_differences(record, session.params());
+  if (differences.empty()) return;
+  lang::Diagnostic d;
+  d.code = "E-CKPT-006";
+  d.message = fmt::format("the parameters of {} are not those of the checkpoint {}: {}", file, record.checkpoint.path,
+                          differences.front());
+  for (size_t i = 1; i < differences.size() && i < kDifferencesShown; ++i) d.notes.push_back(differences[i]);
+  if (differences.size() > kDifferencesShown) {
+    d.notes.push_back(fmt::format("and {} more differences", differences.size() - kDifferencesShown));
+  }
+  d.helps.push_back(
+      fmt::format("export the checkpoint with the file its run trained; {}/experiment.json holds its text",
+                  record.checkpoint.path));
+  throw lang::Error(std::move(d));
+}
+
+ModelAlone trace_exported_model(Session& session) {
+  const lang::Value* data = session.settings().find("data");
+  const LoaderSpec* spec = data ? as_loader_spec(*data) : nullptr;
+  if (!spec) {
+    lang::fail("E-RUN-009", session.settings().span,
+               "`defrun` has no `:data` loader, whose fields make the model's inputs");
+  }
+  std::shared_ptr<const Loader> loader = open_loader(*spec);
+  try {
+    return trace_model_alone(session, *loader);
+  } catch (lang::Error& e) {
+    if (e.diagnostic().code == "E-INFER-001") {
+      e.diagnostic().helps = {"an exported model runs alone: make its prediction tensors, in lists and plists"};
+    }
+    throw;
+  }
+}
+
+// Every weight the graph reads, by path, as f32: the :ema average when there is one and
+// `trained` is not asked for, else the trained value.
+std::vector<std::pair<std::string, graph::Tensor>> read_weights(const ModelAlone& model, const Session& session,
+                                                                const RunRecord& record, bool trained) {
+  const std::string folder = record.checkpoint.path;
+  std::vector<std::pair<std::string, graph::Tensor>> weights;
+  try {
+    auto params = io::SafetensorsFile::open(folder + "/params.safetensors");
+    std::shared_ptr<const io::SafetensorsFile> averages;
+    if (!trained && fs::exists(folder + "/ema.safetensors"))
+      averages = io::SafetensorsFile::open(folder + "/ema.safetensors");
+    for (const auto& input : model.graph.inputs) {
+      if (!session.params().find(input.name)) continue;
+      const auto& source = averages && averages->find(input.name) ? averages : params;
+      const io::TensorInfo* info = source->find(input.name);
+      if (!info) lang::fail("E-CKPT-006", {}, fmt::format("{} holds no `{}`", source->path(), input.name));
+      const graph::Shape& shape = model.graph.node(input.node).shape;
+      if (graph::Shape(info->shape.begin(), info->shape.end()) != shape) {
+        lang::fail("E-CKPT-006", {},
+                   fmt::format("`{}` in {} is {}, the file's is {}", input.name, source->path(),
+                               graph::shape_str(graph::Shape(info->shape.begin(), info->shape.end())),
+                               graph::shape_str(shape)));
+      }
+      weights.emplace_back(input.name, io::read_tensor(*source, *info, graph::DType::f32));
+    }
+  } catch (const io::LoadError& e) {
+    lang::fail("E-CKPT-006", {}, e.what());
+  }
+  return weights;
+}
+
+}  // namespace
+
+std::string format_size(uint64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes) / 1024;
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) value /= 1024, ++unit;
+  return fmt::format("{:.1f} {}", value, kUnits[unit]);
+}
+
+std::vector<std::string> describe_signature(const nlohmann::json& model) {
+  std::vector<std::string> out;
+  for (const char* side : {"inputs", "outputs"}) {
+    for (const auto& tensor : model.at(side)) {
+      // The names line up: "inputs " is as wide as "outputs".
+      out.push_back(
+          fmt::format("  {}{} {} {} {}", side, side[0] == 'i' ? " " : "", tensor.at("name").get<std::string>(),
+                      graph::shape_str(tensor.at("shape").get<graph::Shape>()), tensor.at("dtype").get<std::string>()));
+    }
+  }
+  return out;
+}
+
+void export_model(const ExportOptions& options, lang::InterpreterOptions interpreter) {
+  // Before any work: an export never replaces a folder.
+  try {
+    io::refuse_existing_export(options.out);
+  } catch (const io::ExportError& e) {
+    lang::fail(e.code(), {}, e.what(), e.code() == io::kExportExists ? "give -o a new folder, or remove that one" : "");
+  }
+  RunRecord record = read_run_record(options.checkpoint);
+  std::printf("export: %s\n", record.checkpoint.path.c_str());
+  Session session({std::move(interpreter), record.choices()});
+  const std::string& text =
+      lang::load_source_file(session.interp().sources(), options.file, session.interp().options().reader_limits).text();
+  print_source_changes(record, options.file, text);
+  std::fflush(stdout);
+  load_as_the_run_did(session, record, options.file);
+  refuse_other_parameters(record, session, options.file);
+  ModelAlone model = trace_exported_model(session);
+  std::vector<std::pair<std::string, graph::Tensor>> weights = read_weights(model, session, record, options.trained);
+  nlohmann::json described = model_json(model, session, record.slug, record.checkpoint.step);
+  uint64_t bytes = 0;
+  for (const auto& [path, weight] : weights) bytes += weight.bytes().size();
+  std::string path;
+  try {
+    io::ExportFolderWriter folder(options.out);
+    folder.write_bytes("model.json", described.dump() + "\n");
+    folder.write_tensors("params.safetensors", weights);
+    folder.commit();
+    path = folder.path();
+  } catch (const io::ExportError& e) {
+    lang::fail(e.code(), {}, e.what(), e.code() == io::kExportExists ? "give -o a new folder, or remove that one" : "");
+  }
+  std::printf("wrote %s: %zu weights, %s\n", path.c_str(), weights.size(), format_size(bytes).c_str());
+  for (const std::string& line : describe_signature(described)) std::printf("%s\n", line.c_str());
+}
+
+}  // namespace sx::train

@@ -1,0 +1,88 @@
+// Reading a checkpoint's experiment.json.
+#include "train/run_record.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "lang/diagnostic.h"
+
+namespace sx::train {
+
+using nlohmann::json;
+
+KnobChoices RunRecord::choices() const {
+  KnobChoices out;
+  out.variant = variant;
+  // Quoted, so that a value is read back as the value it was and never evaluated: a list
+  // knob `(1 2)` is not a call.
+  for (const auto& [name, value] : knobs) out.knobs[name] = "'" + value;
+  return out;
+}
+
+RunRecord read_run_record(const std::string& location) {
+  RunRecord record;
+  try {
+    record.checkpoint = io::resolve_checkpoint(location);
+  } catch (const io::CheckpointError& e) {
+    lang::fail(e.code(), {}, e.what());
+  }
+  const std::string path = record.checkpoint.path + "/experiment.json";
+  auto refuse = [&](const std::string& why) -> void {
+    lang::fail("E-CKPT-006", {}, fmt::format("{}: {}", path, why),
+               "a checkpoint holds the experiment.json its run wrote; export a checkpoint `sexpgpu run` wrote");
+  };
+  std::ifstream in(path, std::ios::binary);
+  if (!in) refuse("it is missing or cannot be read");
+  json saved = json::parse(std::string(std::istreambuf_iterator<char>(in), {}), nullptr, false);
+  if (saved.is_discarded() || !saved.is_object()) refuse("not a JSON object");
+  try {
+    record.slug = saved.at("slug").get<std::string>();
+    record.variant = saved.value("variant", "");
+    const json knobs = saved.value("knobs", json::object());
+    for (const auto& [name, value] : knobs.items()) {
+      record.knobs[name] = value.get<std::string>();
+    }
+    for (const auto& source : saved.at("sources")) {
+      RunRecord::Source s{source.at("path").get<std::string>(), source.at("sha256").get<std::string>(), {}};
+      if (source.contains("text")) s.text = source.at("text").get<std::string>();
+      record.sources.push_back(std::move(s));
+    }
+    for (const auto& p : saved.at("parameters")) {
+      record.parameters.push_back({p.at("path").get<std::string>(), p.at("shape").get<std::vector<int64_t>>(),
+                                   p.at("dtype").get<std::string>()});
+    }
+  } catch (const json::exception& e) {
+    refuse(fmt::format("not what a run writes: {}", e.what()));
+  }
+  if (record.sources.empty()) refuse("it records no source file");
+  return record;
+}
+
+std::vector<std::string> parameter_differences(const RunRecord& record, const model::ParameterTable& params) {
+  std::vector<std::string> out;
+  std::map<std::string, const RunRecord::Parameter*> recorded;
+  for (const auto& p : record.parameters) recorded[p.path] = &p;
+  for (const auto& p : params.params) {
+    auto it = recorded.find(p.path);
+    const std::string here = fmt::format("{}{}", graph::dtype_name(p.decl->dtype), graph::shape_str(p.decl->shape));
+    if (it == recorded.end()) {
+      out.push_back(fmt::format("`{}` ({}) is a parameter of the file but not of the checkpoint", p.path, here));
+      continue;
+    }
+    const std::string there = fmt::format("{}{}", it->second->dtype, graph::shape_str(it->second->shape));
+    if (here != there)
+      out.push_back(fmt::format("`{}` is {} in the file but {} in the checkpoint", p.path, here, there));
+    recorded.erase(it);
+  }
+  for (const auto& p : record.parameters) {
+    if (recorded.count(p.path)) {
+      out.push_back(fmt::format("`{}` ({}{}) is a parameter of the checkpoint but not of the file", p.path, p.dtype,
+                                graph::shape_str(p.shape)));
+    }
+  }
+  return out;
+}
+
+}  // namespace sx::train

@@ -1,0 +1,53 @@
+// What a checkpoint's experiment.json records of the run that wrote it (trainer.cc writes
+// it): the slug, the sources with their sha256 and text, the variant and every knob's
+// value, the seed and step, and the parameter table. A command that compiles the run file
+// against a checkpoint (`export`) reads it to compile the file as the run did and to
+// refuse a checkpoint that is not the file's.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/checkpoint.h"
+#include "model/paths.h"
+#include "train/knobs.h"
+
+namespace sx::train {
+
+struct RunRecord {
+  struct Source {
+    std::string path;  // the file's name, as the run was given it
+    std::string sha256;
+    std::optional<std::string> text;  // absent in checkpoints written before it was recorded
+  };
+  struct Parameter {
+    std::string path;
+    std::vector<int64_t> shape;
+    std::string dtype;  // "f32", "bf16", ...
+  };
+
+  io::Checkpoint checkpoint;
+  std::string slug;
+  std::string variant;                       // empty: none
+  std::map<std::string, std::string> knobs;  // name -> the value as the reader reads it back
+  std::vector<Source> sources;               // the run file first
+  std::vector<Parameter> parameters;
+
+  // The file compiled as the run compiled it: its variant, and every knob at the value the
+  // run gave it.
+  KnobChoices choices() const;
+};
+
+// The record of the checkpoint `location` names (LOC/step-N, or LOC's newest):
+// E-CKPT-002..004 as io::resolve_checkpoint has them, E-CKPT-006 for an experiment.json
+// that is missing, not JSON, or lacks what a run writes.
+RunRecord read_run_record(const std::string& location);
+
+// Where the file's parameters differ from the record's, one line each: a parameter one
+// holds and the other does not, or of another shape or dtype. Empty when they agree.
+std::vector<std::string> parameter_differences(const RunRecord& record, const model::ParameterTable& params);
+
+}  // namespace sx::train
