@@ -765,10 +765,6 @@ The message names the file and the parameter's path.)"},
     --batch 0           a batch is from 1 to 256 calls
 
 `sexpgpu serve --help` lists the flags; docs/serving.md says what each does.)"},
-    {"E-SERVE-005", "bf16 serving is not available yet",
-     R"(`--precision bf16` runs the model's matrix products on bf16 operands. This build does
-not do it yet: serve the model without `--precision`, at the precision it trained
-under.)"},
     {"E-SERVE-006", "a socket path serve cannot listen on",
      R"(`--socket PATH` names where the server listens. Refused:
 

@@ -12,7 +12,6 @@ inline constexpr const char* kNoModel = "E-SERVE-001";            // a checkpoin
 inline constexpr const char* kBadModelFile = "E-SERVE-002";       // model.json unreadable or not the format
 inline constexpr const char* kWeightsDoNotFit = "E-SERVE-003";    // a weight missing, or of another shape or dtype
 inline constexpr const char* kFlagDoesNotFit = "E-SERVE-004";     // --output, --at, --trained, --batch vs the model
-inline constexpr const char* kBf16Unavailable = "E-SERVE-005";    // --precision bf16 before its pass exists
 inline constexpr const char* kSocketUnusable = "E-SERVE-006";     // --socket: live, not a socket, too long, bind
 inline constexpr const char* kCallLength = "E-SERVE-007";         // a call frame of the wrong length
 inline constexpr const char* kCallValue = "E-SERVE-008";          // a bool byte not 0/1, an `at` off the axis

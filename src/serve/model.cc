@@ -37,10 +37,7 @@ std::string run_file_of(const std::string& folder) {
 // --precision: the one place the graph is rewritten for it.
 graph::Graph with_precision(graph::Graph g, const std::string& precision) {
   if (precision.empty()) return g;
-  if (precision == "bf16") {
-    throw ServeError(kBf16Unavailable, "--precision bf16: serving under the bf16 policy is not available yet",
-                     "serve without --precision: the model runs at the precision it trained under");
-  }
+  if (precision == "bf16") return graph::bf16_products(g);
   throw ServeError(kFlagDoesNotFit, fmt::format("--precision {}: the only precision serve takes is bf16", precision));
 }
 

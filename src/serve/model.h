@@ -44,7 +44,7 @@ struct ServedModel {
 
 // The graph as the flags shape it: only the outputs named (graph::select_outputs), each
 // taken at `at` (graph::take_at), under the precision asked. Throws ServeError
-// (E-SERVE-004) when a flag does not fit the model, E-SERVE-005 for bf16.
+// (E-SERVE-004) when a flag does not fit the model.
 struct ShapedGraph {
   graph::Graph graph;
   std::optional<int64_t> at_limit;  // with --at: the outputs' second-axis length, which `at` must stay in

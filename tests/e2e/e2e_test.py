@@ -226,7 +226,7 @@ def case_unknown_subcommand(tmp):
     # An unknown subcommand exits 2 naming it, with --help after it too (it once printed the
     # top-level help and exited 0), and prints no help on standard output.
     script = write(tmp, "ok.sx", b"(defvar x 1)\n")
-    for args in [["export", "--help"], ["export"], ["--help", "export"], ["no-such-command", "--socket", "x"],
+    for args in [["deploy", "--help"], ["deploy"], ["--help", "deploy"], ["no-such-command", "--socket", "x"],
                  ["no-such-command", "--help"]]:
         rc, out, err, _ = run(args)
         expect(rc == 2, f"sexpgpu {' '.join(args)}: exit {rc}, expected 2 (usage)", out, err)

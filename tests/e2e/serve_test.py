@@ -297,6 +297,17 @@ def case_serve_output_and_at(tmp):
         expect("  inputs  at [1] i32\n  outputs output [1, 1, 256] f32\n" in out, "the banner with --at", out, err)
     finally:
         server.kill()
+    # "--precision bf16: run the model under the bf16 policy": close to f32, not the same.
+    server = Server(location, sock, "--precision", "bf16")
+    try:
+        c = Client(sock)
+        expect(c.about["precision"] == "bf16" and c.about["outputs"][0]["dtype"] == "f32", f"bf16: {c.about}")
+        half = floats(c.call(ids(4)))
+        gap = max(abs(a - b) for a, b in zip(half, full))
+        expect(0 < gap < 0.05 * max(abs(a) for a in full), f"bf16 products differ from f32 by {gap}")
+        server.stop()
+    finally:
+        server.kill()
     expect_refused(["serve", location, "--socket", sock, "--output", "logits"], "E-SERVE-004",
                    mentions=["no output `logits`", "`output`"])
     print("ok: --output and --at")
@@ -356,7 +367,6 @@ def case_serve_refusals(tmp):
     finally:
         server.kill()
     expect_refused(["serve", export, "--socket", sock, "--trained"], "E-SERVE-004", mentions=["export directory"])
-    expect_refused(["serve", location, "--socket", sock, "--precision", "bf16"], "E-SERVE-005")
     expect_refused(["serve", location, "--socket", sock, "--precision", "f16"], None, exit_code=2)
     expect_refused(["serve", location], None, exit_code=2)
     expect_refused(["serve", location, "--socket", sock, "--batch", "0"], None, exit_code=2)
@@ -450,6 +460,41 @@ def case_serve_docs_client(tmp):
     finally:
         server.stop()
     print(f"ok: the example printed {out.strip()}")
+
+
+def case_serve_python_client(tmp):
+    """clients/python against the real server: "Clients connect side by side"; a call's
+    outputs by name; the server's error text raised; greedy and sampled loops over --at."""
+    try:
+        import numpy as np
+    except ImportError:
+        raise Skip("numpy is not installed; the client needs it")
+    sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
+    import sexpgpu_client as sx
+
+    location = trained(tmp)
+    sock = os.path.join(tmp, "s.sock")
+    server = Server(location, sock, "--at", "--batch", "4")
+    try:
+        with sx.Client(sock, timeout=60 * TIME_SCALE) as a, sx.Client(sock, timeout=60 * TIME_SCALE) as b:
+            expect([i.name for i in a.inputs] == ["inputs", "at"], f"inputs: {a.about}")
+            window = np.arange(8, dtype=np.int32).reshape(1, 8)
+            row = a.call(window, np.array([3], np.int32))["output"]
+            expect(row.shape == (1, 1, 256) and row.dtype == np.float32, f"output {row.shape} {row.dtype}")
+            same = b.call(inputs=window, at=np.array([3], np.int32))["output"]
+            expect(np.array_equal(row, same), "two clients, one call: the same bits")
+            try:
+                a.call(window, np.array([9], np.int32))
+                raise Failure("an `at` off the window was answered")
+            except sx.ServeError as e:
+                expect("E-SERVE-008" in str(e), f"the server's text: {e}")
+            tokens = sx.greedy(a, [5, 8])
+            expect(len(tokens) == 8 and tokens[:2] == [5, 8], f"greedy: {tokens}")
+            drawn = [sx.sample(b, [5, 8], temperature=0.8, seed=1) for _ in range(2)]
+            expect(drawn[0] == drawn[1] and len(drawn[0]) == 8, f"one seed, one sample: {drawn}")
+    finally:
+        server.stop()
+    print(f"ok: the Python client made {tokens}")
 
 
 def main():

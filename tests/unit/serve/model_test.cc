@@ -210,10 +210,22 @@ TEST(ServeModel, AtAddsALastInputAndRemembersTheAxis) {
   error_of<ServeError>([&] { shape_graph(scalar_out, {.at = true}); }, "E-SERVE-004");
 }
 
-TEST(ServeModel, Bf16IsRefusedUntilItsPassExists) {
-  auto message =
-      error_of<ServeError>([&] { shape_graph(testing::tiny_lm().graph, {.precision = "bf16"}); }, "E-SERVE-005");
-  EXPECT_NE(message.find("--precision bf16"), std::string::npos) << message;
+// "--precision bf16: run the model under the bf16 policy": its products on bf16 operands,
+// each output keeping its dtype.
+TEST(ServeModel, Bf16RunsTheProductsOnBf16Operands) {
+  const graph::Graph& model = testing::tiny_lm().graph;
+  ShapedGraph shaped = shape_graph(model, {.precision = "bf16"});
+  size_t products = 0;
+  for (const graph::Node& node : shaped.graph.nodes) {
+    if (node.op_name() != "matmul") continue;
+    ++products;
+    EXPECT_EQ(node.dtype, graph::DType::bf16);
+  }
+  EXPECT_GT(products, 0u);
+  for (size_t i = 0; i < model.outputs.size(); ++i) {
+    EXPECT_EQ(shaped.graph.node(shaped.graph.outputs[i].node).dtype, model.node(model.outputs[i].node).dtype);
+  }
+  error_of<ServeError>([&] { shape_graph(model, {.precision = "f16"}); }, "E-SERVE-004");
 }
 
 }  // namespace
