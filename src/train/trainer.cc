@@ -120,6 +120,15 @@ void restore(runtime::Store& store, const std::string& path,
   }
 }
 
+// A weight as a checkpoint stores it: bf16 as f32 (the seed page "Running a trained
+// model"), exactly, since every bf16 value is an f32; model.json and experiment.json say
+// the dtype the run reads it as.
+graph::Tensor as_stored(graph::Tensor weight) {
+  if (weight.dtype() != graph::DType::bf16) return weight;
+  std::vector<double> values = weight.to_doubles();
+  return graph::Tensor::from_doubles(graph::DType::f32, weight.shape(), values);
+}
+
 std::string format_seconds(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
   auto t = static_cast<int64_t>(s);
@@ -289,9 +298,9 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
     std::fflush(stdout);
     if (done % checkpoint_every == 0 || done == total) {
       std::vector<std::pair<std::string, graph::Tensor>> params, optimizer, ema;
-      for (const auto& p : session.params().params) params.emplace_back(p.path, store.read(p.path));
+      for (const auto& p : session.params().params) params.emplace_back(p.path, as_stored(store.read(p.path)));
       for (const StateTensor& st : step.state) {
-        if (st.kind == StateTensor::Kind::Ema) ema.emplace_back(st.path, store.read(st.name));
+        if (st.kind == StateTensor::Kind::Ema) ema.emplace_back(st.path, as_stored(store.read(st.name)));
         else optimizer.emplace_back(st.name, store.read(st.name));
       }
       std::vector<io::CheckpointFile> files{
