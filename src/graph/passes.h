@@ -63,8 +63,10 @@ Graph take_at(const Graph& graph);
 // operands rounded to bf16 (8 significant bits), their products exact in f32 and
 // summed in f32, the sum rounded once to bf16; cast back, it carries bf16's precision
 // (a relative error within 2^-8 of the f32 sum of the rounded operands). A graph
-// without such a product is returned as it is.
-Graph bf16_products(const Graph& graph);
+// without such a product is returned as it is. A product that reads one of the inputs
+// named in `kept_f32` (a parameter declared `:numerics :high`), directly or through a
+// broadcast, reshape or transpose of it, stays f32: that input is never cast down.
+Graph bf16_products(const Graph& graph, std::span<const std::string> kept_f32 = {});
 
 // The batching transformation: a graph in which each input named in
 // `batched_inputs` has a new leading axis of size `batch_size`, computing

@@ -8,6 +8,7 @@
 // rounding of the result) but would run the f32 kernels at their cost: the
 // policy is there to run the products in bf16.
 #include <unordered_map>
+#include <unordered_set>
 
 #include "graph/builder.h"
 #include "graph/passes.h"
@@ -46,15 +47,31 @@ class Bf16Operands {
   std::unordered_map<NodeId, NodeId> made_;
 };
 
+// Whether `x` is one of the inputs `kept` names, or a broadcast, reshape or transpose
+// of one.
+bool reads_kept(const Graph& graph, NodeId x, const std::unordered_set<NodeId>& kept) {
+  for (;;) {
+    if (kept.contains(x)) return true;
+    const Node& node = graph.node(x);
+    if (node.op() != PrimId::broadcast && node.op() != PrimId::reshape && node.op() != PrimId::transpose) return false;
+    x = node.inputs[0];
+  }
+}
+
 }  // namespace
 
-Graph bf16_products(const Graph& graph) {
+Graph bf16_products(const Graph& graph, std::span<const std::string> kept_f32) {
+  std::unordered_set<NodeId> kept;
+  for (const std::string& name : kept_f32) {
+    if (auto node = graph.find_input(name)) kept.insert(*node);
+  }
   Rewrite r(graph);
   Builder b(r.out);
   Bf16Operands bf16(b);
   for (NodeId id = 0; id < graph.nodes.size(); ++id) {
     const Node& node = graph.nodes[id];
-    if (node.op() != PrimId::matmul || node.dtype != DType::f32) {
+    if (node.op() != PrimId::matmul || node.dtype != DType::f32 || reads_kept(graph, node.inputs[0], kept) ||
+        reads_kept(graph, node.inputs[1], kept)) {
       r.map[id] = r.copy(node);
       continue;
     }

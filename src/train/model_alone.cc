@@ -94,7 +94,7 @@ ModelAlone trace_model_alone(Session& session, const Loader& loader) {
                  "random numbers (dropout, say) belong to the training step, not the model");
     }
   }
-  alone.graph = std::move(g);
+  alone.graph = session.under_precision(std::move(g));
   return alone;
 }
 
@@ -123,7 +123,7 @@ nlohmann::json model_json(const ModelAlone& model, const Session& session, const
           {"checkpoint", fmt::format("step-{:08}", step)},
           {"step", step},
           {"slug", slug},
-          {"precision", "f32"},
+          {"precision", session.settings().precision()},
           {"inputs", inputs},
           {"outputs", outputs},
           {"parameters", parameters},

@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 
+#include "graph/passes.h"
 #include "lang/printer.h"
 #include "train/eval_pass.h"
 #include "train/loaders.h"
@@ -58,6 +59,10 @@ void check_training_setting(const std::string& key, const lang::Value& value, la
   if (key == "schedule" && !as_schedule(value)) {
     refuse("a learning-rate schedule", "write (constant), (warmup-cosine :warmup 100 :min-lr 1e-5) or (warmup-linear)");
   }
+  if (key == "precision" && !(value.is(lang::Type::Keyword) &&
+                              (value.as<lang::Symbol>()->name == "f32" || value.as<lang::Symbol>()->name == "bf16"))) {
+    refuse("a precision", "write :precision :bf16 (matrix products on bf16 operands), or :f32");
+  }
   bool number = value.is_number() && std::isfinite(value.as_double());
   if (key == "grad-clip" && !(number && value.as_double() > 0)) {
     refuse("a positive number",
@@ -84,6 +89,15 @@ std::optional<double> RunSettings::number(std::string_view key) const {
   const lang::Value* v = find(key);
   if (!v || !v->is_number()) return std::nullopt;
   return v->as_double();
+}
+
+std::string RunSettings::precision() const {
+  const lang::Value* v = find("precision");
+  return v && v->is(lang::Type::Keyword) ? v->as<lang::Symbol>()->name : "f32";
+}
+
+graph::Graph RunSettings::under_precision(graph::Graph graph, std::span<const std::string> kept_f32) const {
+  return precision() == "bf16" ? graph::bf16_products(graph, kept_f32) : graph;
 }
 
 const lang::Value* RunSettings::find(std::string_view key) const {

@@ -1,12 +1,14 @@
-// `defrun`: the run's settings (DESIGN section 4). The training loop reads them in a
-// later part; what every command needs now is the seed, which keys initial values.
+// `defrun`: the run's settings (DESIGN section 4), checked when the file is evaluated and
+// read by the commands that run it.
 #pragma once
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "graph/graph.h"
 #include "lang/interp.h"
 #include "train/optimizer_spec.h"
 
@@ -25,6 +27,12 @@ struct RunSettings {
   const ScheduleSpec* schedule() const;
   // A number setting (`:grad-clip`, `:ema`), if given.
   std::optional<double> number(std::string_view key) const;
+  // `:precision`: "f32" (also without one) or "bf16".
+  std::string precision() const;
+  // A graph the run runs (the step, a pass, the model alone) as its precision runs it:
+  // under bf16, every product of f32 operands on bf16 operands (graph::bf16_products),
+  // except those that read a parameter named in `kept_f32` (declared :numerics :high).
+  graph::Graph under_precision(graph::Graph graph, std::span<const std::string> kept_f32) const;
 };
 
 // Installs `defrun`, the optimizers and schedules its settings take

@@ -92,6 +92,14 @@ void Session::run_tensors_on(device::Device& device) {
   };
 }
 
+graph::Graph Session::under_precision(graph::Graph graph) const {
+  std::vector<std::string> high;
+  for (const auto& p : params_.params) {
+    if (p.decl->numerics_high) high.push_back(p.path);
+  }
+  return settings_->under_precision(std::move(graph), high);
+}
+
 void Session::resolve() {
   params_ = model::resolve_parameters(interp_, *models_, *top_);
   model::check_loads(params_);

@@ -41,6 +41,10 @@ class Session {
   uint64_t seed() const { return settings_->seed(); }
   const RunSettings& settings() const { return *settings_; }
   StepRecord& step_record() { return *step_record_; }
+  // A graph the run runs (its step, a pass, the model alone) under `defrun :precision`:
+  // under :bf16, products on bf16 operands but for those reading a :numerics :high
+  // parameter (RunSettings::under_precision).
+  graph::Graph under_precision(graph::Graph graph) const;
 
   // Gives every parameter of the top level its path again, after more code ran there
   // (eval's expression, a REPL entry); each warning is shown once.

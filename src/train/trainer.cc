@@ -212,7 +212,7 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   std::fflush(stdout);
   if (start >= total) return location;
 
-  runtime::Program program(device, step.graph, step.inputs, step.outputs);
+  runtime::Program program(device, session.under_precision(step.graph), step.inputs, step.outputs);
   std::vector<std::unique_ptr<EvalPass>> passes;
   for (const EvalPassSpec* pass : eval_passes(run))
     passes.push_back(std::make_unique<EvalPass>(session, *pass, batch, device));

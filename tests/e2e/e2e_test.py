@@ -6,6 +6,7 @@ temporary directory at test time, never in the repository. Time limits are multi
 $SEXPGPU_E2E_TIME_SCALE (the sanitizer build sets it), since ASan makes everything slower.
 """
 
+import json
 import os
 import pty
 import re
@@ -593,6 +594,31 @@ def case_train_resume_after_kill(tmp):
     train([run_file, "--checkpoint-dir", broken])
     expect(checkpoint_bytes(broken, 12) == checkpoint_bytes(unbroken, 12), "the resumed run's bits differ")
     print(f"ok: resumed after kills, the same bits")
+
+
+def case_train_bf16(tmp):
+    """`defrun :precision :bf16`: the step, the passes and the model alone run their products
+    on bf16 operands; the weights stay f32; the run learns, and not the f32 run's bits."""
+    base = TRAIN_FILE.decode()
+    runs = {}
+    for precision in ["f32", "bf16"]:
+        run_file = training_dir(tmp, f"{precision}.sx", base.replace("(defrun :seed 3", f"(defrun :seed 3 :precision :{precision}").encode())
+        location = os.path.join(tmp, precision)
+        out = train([run_file, "--checkpoint-dir", location])
+        runs[precision] = (location, out)
+    with open(os.path.join(runs["bf16"][0], "step-00000012", "model.json")) as f:
+        model = json.load(f)
+    products = [n for n in model["graph"]["nodes"] if n["op"] == "matmul"]
+    expect(model["precision"] == "bf16" and products and all(n["dtype"] == "bf16" for n in products),
+           f"model.json under bf16: precision {model['precision']}, products {[n['dtype'] for n in products]}")
+    expect(model["outputs"][0]["dtype"] == "f32", f"the output keeps its dtype: {model['outputs']}")
+    f32, bf16 = (checkpoint_bytes(runs[p][0], 12)["params.safetensors"] for p in ["f32", "bf16"])
+    expect(f32 != bf16, "bf16 products train other bits than f32 ones")
+    losses = [float(line.split("loss ")[1].split()[0]) for line in runs["bf16"][1].splitlines() if line.startswith("step ")]
+    expect(losses and losses[-1] < losses[0], f"the bf16 run learns: {losses}")
+    bad = write(tmp, "f16.sx", base.replace("(defrun :seed 3", "(defrun :seed 3 :precision :f16").encode())
+    expect_error(["run", bad, "--checkpoint-dir", os.path.join(tmp, "f16")], "E-RUN-001", mentions=(":precision",))
+    print("ok: :precision :bf16")
 
 
 def case_train_errors(tmp):

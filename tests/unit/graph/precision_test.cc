@@ -83,6 +83,27 @@ TEST(Bf16Products, ProductsRunOnBf16AndOutputsKeepTheirDtypes) {
   EXPECT_EQ(casts_to_bf16, 5);  // x, x3, w, tanh(y), v
 }
 
+// "under :bf16 the parameter stays an f32 master weight read without a cast down": the
+// products that read a :numerics :high weight (here `w`, also through the broadcast that
+// spreads it over x3's batch) stay f32; the others run on bf16.
+TEST(Bf16Products, AHighWeightIsNeverCastDown) {
+  Layers m = layers();
+  std::vector<std::string> high{"w"};
+  Graph policy = bf16_products(m.graph, high);
+  int bf16_products = 0, f32_products = 0;
+  for (const Node& node : policy.nodes) {
+    if (node.op() != PrimId::matmul) continue;
+    bf16_products += node.dtype == DType::bf16 ? 1 : 0;
+    f32_products += node.dtype == DType::f32 ? 1 : 0;
+  }
+  EXPECT_EQ(f32_products, 2);   // x @ w, x3 @ w
+  EXPECT_EQ(bf16_products, 1);  // tanh(y) @ v
+  std::vector<Tensor> exact = run_on("reference", m.graph, m.inputs), mixed = run_on("reference", policy, m.inputs);
+  EXPECT_EQ(exact[0], mixed[0]);
+  EXPECT_EQ(exact[1], mixed[1]);
+  EXPECT_NE(exact[2], mixed[2]);
+}
+
 TEST(Bf16Products, CloseToF32WithinWhatBf16Allows) {
   Layers m = layers();
   std::vector<Tensor> f32 = testing::run(m.graph, m.inputs), bf16 = testing::run(bf16_products(m.graph), m.inputs);
