@@ -297,18 +297,20 @@ class Reader {
       int64_t value = 0;
       auto [ptr, ec] = std::from_chars(first, last, value);
       if (ec == std::errc::result_out_of_range) {
-        fail("E-READ-004", where, fmt::format("integer `{}` does not fit in 64 bits", token),
+        fail("E-READ-004", where, fmt::format("integer `{}` does not fit in 64 bits", shown_in_message(token)),
              "write it as a float, e.g. `1e20`");
       }
-      if (ec != std::errc() || ptr != last) fail("E-READ-004", where, fmt::format("`{}` is not a number", token));
+      if (ec != std::errc() || ptr != last)
+        fail("E-READ-004", where, fmt::format("`{}` is not a number", shown_in_message(token)));
       return Value::integer(value);
     }
     double value = 0;
     auto [ptr, ec] = std::from_chars(first, last, value, std::chars_format::general);
     if (ec == std::errc::result_out_of_range) {
-      fail("E-READ-004", where, fmt::format("float `{}` is out of range", token));
+      fail("E-READ-004", where, fmt::format("float `{}` is out of range", shown_in_message(token)));
     }
-    if (ec != std::errc() || ptr != last) fail("E-READ-004", where, fmt::format("`{}` is not a number", token));
+    if (ec != std::errc() || ptr != last)
+      fail("E-READ-004", where, fmt::format("`{}` is not a number", shown_in_message(token)));
     return Value::number(value);
   }
 
