@@ -16,6 +16,7 @@ const Node& Builder::node(NodeId id) const {
 }
 
 NodeId Builder::append(Node node) {
+  checked_numel(node.shape);
   node.origin = origin_;
   graph_.nodes.push_back(std::move(node));
   return static_cast<NodeId>(graph_.nodes.size() - 1);

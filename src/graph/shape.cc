@@ -15,6 +15,17 @@ int64_t numel(const Shape& shape) {
   return n;
 }
 
+int64_t checked_numel(const Shape& shape) {
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (__builtin_mul_overflow(n, d, &n)) {
+      throw ShapeError(fmt::format("the shape {} has more elements than a tensor can hold (2^63)", shape_str(shape)));
+    }
+  }
+  return n;
+}
+
 std::string join(const std::vector<std::string>& parts, std::string_view separator) {
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) {

@@ -13,6 +13,9 @@ namespace sx::graph {
 using Shape = std::vector<int64_t>;
 
 int64_t numel(const Shape& shape);
+// numel, or ShapeError naming the shape when its count does not fit in int64 (every
+// node's shape is checked so when it is built, so numel never overflows afterwards).
+int64_t checked_numel(const Shape& shape);
 // The one way a shape is written: "[2, 3]", a scalar "[]"; `separator` between
 // the sizes: " " writes it as the language does, "[2 3]", and "," as compact
 // JSON, "[2,3]".
