@@ -656,29 +656,43 @@ def case_train_errors(tmp):
     expect_error(["run", first, "--checkpoint-dir", location, "--steps", "6"], "E-CKPT-006", mentions=("positions",))
 
 
-def main():
+class Skip(Exception):
+    """A case that cannot run here (a missing folder or package), with the reason."""
+
+
+SKIP = 77  # CTest's SKIP_RETURN_CODE for the e2e tests
+
+
+def main_for(namespace, prefix):
+    """Runs the case sys.argv[2] of a test file whose cases are the `case_` functions of
+    `namespace`, with SEXPGPU from sys.argv[1], in a fresh temporary folder; returns the
+    exit status: 0 passed, 1 failed, SKIP skipped, 2 a wrong command line."""
     global SEXPGPU
     if len(sys.argv) != 3:
-        cases = sorted(name[5:] for name in globals() if name.startswith("case_"))
+        cases = sorted(name[5:] for name in namespace if name.startswith("case_"))
         print(f"usage: {sys.argv[0]} SEXPGPU CASE\ncases: {' '.join(cases)}", file=sys.stderr)
         return 2
     SEXPGPU = os.path.abspath(sys.argv[1])
-    case = globals().get("case_" + sys.argv[2])
+    name = sys.argv[2]
+    case = namespace.get("case_" + name)
     if case is None:
-        print(f"no case {sys.argv[2]!r}", file=sys.stderr)
+        print(f"no case {name!r}", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="sexpgpu-e2e-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"sexpgpu-{prefix}-") as tmp:
         try:
             case(tmp)
+        except Skip as skip:
+            print(f"SKIP {name}: {skip}")
+            return SKIP
         except Failure as failure:
-            print(f"FAIL {sys.argv[2]}: {failure}", file=sys.stderr)
+            print(f"FAIL {name}: {failure}", file=sys.stderr)
             return 1
         except subprocess.TimeoutExpired as timeout:
-            print(f"FAIL {sys.argv[2]}: timed out: {timeout}", file=sys.stderr)
+            print(f"FAIL {name}: timed out: {timeout}", file=sys.stderr)
             return 1
-    print(f"PASS {sys.argv[2]}")
+    print(f"PASS {name}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main_for(globals(), "e2e"))

@@ -14,10 +14,9 @@ import signal
 import struct
 import subprocess
 import sys
-import tempfile
 
 import e2e_test
-from e2e_test import TRAIN_FILE, Failure, expect, expect_error, run, train, training_dir, write
+from e2e_test import TRAIN_FILE, expect, expect_error, run, train, training_dir, write
 
 try:
     from safetensors.numpy import load_file
@@ -333,25 +332,5 @@ def case_killed(tmp):
     print(f"ok: 30 exports killed, {whole} of them after they finished")
 
 
-def main():
-    if len(sys.argv) != 3:
-        cases = sorted(name[5:] for name in globals() if name.startswith("case_"))
-        print(f"usage: {sys.argv[0]} SEXPGPU CASE\ncases: {' '.join(cases)}", file=sys.stderr)
-        return 2
-    e2e_test.SEXPGPU = os.path.abspath(sys.argv[1])
-    case = globals().get("case_" + sys.argv[2])
-    if case is None:
-        print(f"no case {sys.argv[2]!r}", file=sys.stderr)
-        return 2
-    with tempfile.TemporaryDirectory(prefix="sexpgpu-export-") as tmp:
-        try:
-            case(tmp)
-        except Failure as failure:
-            print(f"FAIL export_{sys.argv[2]}: {failure}", file=sys.stderr)
-            return 1
-    print(f"PASS export_{sys.argv[2]}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(e2e_test.main_for(globals(), "export"))

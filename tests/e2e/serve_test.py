@@ -14,23 +14,17 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_test  # noqa: E402  (its helpers: run, expect, Failure, TRAIN_FILE, training_dir)
-from e2e_test import Failure, expect  # noqa: E402
+from e2e_test import Failure, Skip, expect  # noqa: E402
 
 TIME_SCALE = e2e_test.TIME_SCALE
-SKIP = 77  # CTest's SKIP_RETURN_CODE for these tests
 ROOT = os.environ.get("SEXPGPU_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 SEED_PAGE = os.path.join(ROOT, "..", "shared", "seeds", "000_1f6bcd0bc5bcc012.txt")
 PAGE_SOCKET = "/tmp/my-model.sock"  # the path the page's client program names
-
-
-class Skip(Exception):
-    pass
 
 
 def trained(tmp, steps=3):
@@ -497,31 +491,5 @@ def case_serve_python_client(tmp):
     print(f"ok: the Python client made {tokens}")
 
 
-def main():
-    if len(sys.argv) != 3:
-        cases = sorted(name[5:] for name in globals() if name.startswith("case_"))
-        print(f"usage: {sys.argv[0]} SEXPGPU CASE\ncases: {' '.join(cases)}", file=sys.stderr)
-        return 2
-    e2e_test.SEXPGPU = os.path.abspath(sys.argv[1])
-    case = globals().get("case_" + sys.argv[2])
-    if case is None:
-        print(f"no case {sys.argv[2]!r}", file=sys.stderr)
-        return 2
-    with tempfile.TemporaryDirectory(prefix="sexpgpu-serve-") as tmp:
-        try:
-            case(tmp)
-        except Skip as skip:
-            print(f"SKIP {sys.argv[2]}: {skip}")
-            return SKIP
-        except Failure as failure:
-            print(f"FAIL {sys.argv[2]}: {failure}", file=sys.stderr)
-            return 1
-        except subprocess.TimeoutExpired as timeout:
-            print(f"FAIL {sys.argv[2]}: timed out: {timeout}", file=sys.stderr)
-            return 1
-    print(f"PASS {sys.argv[2]}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(e2e_test.main_for(globals(), "serve"))
