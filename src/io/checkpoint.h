@@ -34,6 +34,7 @@ inline constexpr const char* kCheckpointUnwritable = "E-CKPT-001";  // creating,
 inline constexpr const char* kCheckpointUnreadable = "E-CKPT-002";  // a location that cannot be listed
 inline constexpr const char* kNoCheckpoint = "E-CKPT-003";          // no complete checkpoint at LOC
 inline constexpr const char* kCheckpointLocation = "E-CKPT-004";    // s3://, o41:// or another scheme
+inline constexpr const char* kCheckpointMismatch = "E-CKPT-006";    // does not fit the run file, or malformed
 
 class CheckpointError : public std::runtime_error {
  public:

@@ -55,6 +55,7 @@ inline constexpr const char* kUnknownDType = "E-LOAD-006";      // a dtype safet
 inline constexpr const char* kBadOffsets = "E-LOAD-007";        // offsets that do not describe the bytes
 inline constexpr const char* kDTypeDoesNotLoad = "E-LOAD-008";  // read_tensor: not F32/BF16 into f32/bf16
 inline constexpr const char* kBadIndex = "E-LOAD-009";          // a sharded checkpoint's index.json
+inline constexpr const char* kMissingTensor = "E-LOAD-011";     // a :load tensor the file does not hold
 
 // The largest header accepted, as the reference implementation has it.
 inline constexpr uint64_t kMaxHeaderBytes = 100'000'000;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "graph/shape.h"
+#include "io/checkpoint.h"
 #include "io/location.h"
 #include "io/safetensors.h"
 #include "io/tensor_source.h"
@@ -75,7 +76,7 @@ void check_loads(const ParameterTable& table) {
     const auto& [file, tensor] = *param.decl->load;
     auto found = sources.find(param);
     if (!found) {
-      lang::fail("E-LOAD-011", param.decl->span,
+      lang::fail(io::kMissingTensor, param.decl->span,
                  fmt::format("`{}` loads tensor `{}`, which {} does not hold", param.path, tensor, file),
                  "list the file's tensors to find the name (python: safetensors.safe_open(...).keys())");
     }
@@ -115,11 +116,14 @@ std::map<std::string, graph::Tensor> loaded_values(const ParameterTable& table,
   return values;
 }
 
-std::map<std::string, io::FileIdentity> load_identities(const ParameterTable& table) {
+namespace {
+
+// The identity of every file the parameters `chosen` picks read, each hashed once.
+std::map<std::string, io::FileIdentity> identities_of(const ParameterTable& table, bool (*chosen)(const Parameter&)) {
   Sources sources;
   std::map<std::string, io::FileIdentity> identities;
   for (const auto& param : table.params) {
-    if (!param.decl->load) continue;
+    if (!param.decl->load || !chosen(param)) continue;
     for (const auto& file : sources.get(param).files()) {
       if (identities.count(file)) continue;
       try {
@@ -130,6 +134,69 @@ std::map<std::string, io::FileIdentity> load_identities(const ParameterTable& ta
     }
   }
   return identities;
+}
+
+}  // namespace
+
+std::map<std::string, io::FileIdentity> load_identities(const ParameterTable& table) {
+  return identities_of(table, [](const Parameter&) { return true; });
+}
+
+bool is_frozen_load(const Parameter& param) { return param.decl->load && !param.decl->trainable; }
+
+io::LoadRecord frozen_load_record(const ParameterTable& table) {
+  io::LoadRecord record;
+  for (const auto& param : table.params) {
+    if (is_frozen_load(param))
+      record.parameters.push_back({param.path, param.decl->load->first, param.decl->load->second});
+  }
+  record.files = identities_of(table, is_frozen_load);
+  return record;
+}
+
+void check_load_reference(const Parameter& param, const io::LoadRecord& recorded, const std::string& where) {
+  const auto& [file, tensor] = *param.decl->load;
+  const io::LoadReference* reference = recorded.find(param.path);
+  if (!reference) {
+    lang::fail(io::kCheckpointMismatch, param.decl->span,
+               fmt::format("`{}` is loaded frozen from {} here, but the checkpoint {} holds its own value", param.path,
+                           file, where),
+               "keep the parameter as the run declared it, or --fresh to start over");
+  }
+  if (reference->file != file || reference->tensor != tensor) {
+    lang::fail(io::kCheckpointMismatch, param.decl->span,
+               fmt::format("`{}` loads tensor `{}` of {} here, but the run of the checkpoint {} loaded `{}` of {}",
+                           param.path, tensor, file, where, reference->tensor, reference->file),
+               "load what the run loaded, or --fresh to start over");
+  }
+}
+
+void check_recorded_files(const io::LoadRecord& recorded, const std::string& where) {
+  try {
+    io::check_files_unchanged(recorded);
+  } catch (const io::LoadError& e) {
+    lang::fail(e.code(), {}, e.what(),
+               fmt::format("the checkpoint {} names this file instead of holding its weights: put the file back as "
+                           "it was, or start the run again from the new file",
+                           where));
+  }
+}
+
+void check_load_record(const ParameterTable& table, const io::LoadRecord& recorded, const std::string& where) {
+  for (const auto& param : table.params) {
+    if (is_frozen_load(param)) check_load_reference(param, recorded, where);
+  }
+  for (const io::LoadReference& reference : recorded.parameters) {
+    const Parameter* param = table.find(reference.path);
+    if (!param || !is_frozen_load(*param)) {
+      lang::fail(io::kCheckpointMismatch, param ? param->decl->span : lang::Span{},
+                 fmt::format("the checkpoint {} does not hold `{}`: its run loaded it frozen from {}, and here it {}",
+                             where, reference.path, reference.file,
+                             param ? (param->decl->trainable ? "trains" : "has an initializer") : "does not exist"),
+                 "load it frozen as the run did, or --fresh to start over");
+    }
+  }
+  check_recorded_files(recorded, where);
 }
 
 }  // namespace sx::model

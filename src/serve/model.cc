@@ -13,6 +13,7 @@
 #include "graph/errors.h"
 #include "graph/passes.h"
 #include "io/checkpoint.h"
+#include "io/load_record.h"
 #include "io/location.h"
 #include "io/safetensors.h"
 #include "serve/errors.h"
@@ -41,22 +42,30 @@ graph::Graph with_precision(graph::Graph g, const std::string& precision) {
   throw ServeError(kFlagDoesNotFit, fmt::format("--precision {}: the only precision serve takes is bf16", precision));
 }
 
-// A parameter's weight: its :ema average where `ema` holds one, else the trained weight.
+// A parameter's weight: its :ema average where `ema` holds one, else the trained weight,
+// else (a frozen :load parameter) the tensor of the file `loads` names.
 graph::Tensor read_weight(const TensorSpec& parameter, const io::SafetensorsFile& params,
-                          const io::SafetensorsFile* ema) {
+                          const io::SafetensorsFile* ema, const io::LoadRecord& loads) {
   const io::SafetensorsFile* from = &params;
   const io::TensorInfo* info = ema ? ema->find(parameter.name) : nullptr;
   if (info) from = ema;
   else info = params.find(parameter.name);
-  if (!info) {
+  graph::Tensor value;
+  std::string where;
+  if (info) {
+    value = io::read_tensor(*from, *info, parameter.dtype);
+    where = from->path();
+  } else if (const io::LoadReference* reference = loads.find(parameter.name)) {
+    value = io::read_reference(*reference, parameter.dtype);
+    where = reference->file;
+  } else {
     throw ServeError(kWeightsDoNotFit,
                      fmt::format("{}: holds no `{}`, a weight the model reads", params.path(), parameter.name),
                      "the weights and model.json must come from one checkpoint or one export");
   }
-  graph::Tensor value = io::read_tensor(*from, *info, parameter.dtype);
   if (value.shape() != parameter.shape) {
     throw ServeError(kWeightsDoNotFit,
-                     fmt::format("{}: `{}` is {}, but the model reads it as {}", from->path(), parameter.name,
+                     fmt::format("{}: `{}` is {}, but the model reads it as {}", where, parameter.name,
                                  graph::shape_str(value.shape()), graph::shape_str(parameter.shape)),
                      "the weights and model.json must come from one checkpoint or one export");
   }
@@ -139,9 +148,17 @@ ServedModel open_model(const ModelSource& source, const ServeOptions& options) {
   if (source.is_checkpoint && !options.trained && exists(source.folder + "/ema.safetensors")) {
     ema = io::SafetensorsFile::open(source.folder + "/ema.safetensors");
   }
+  // A checkpoint names its frozen :load files instead of holding their weights; each is
+  // read where its run read it once its bytes are checked to be the same (E-LOAD-001).
+  io::LoadRecord loads;
+  if (source.is_checkpoint) {
+    loads = io::read_load_record(source.folder);
+    io::check_files_unchanged(loads);
+  }
   ServedModel served;
   served.source = source;
-  for (const TensorSpec& p : file.parameters) served.weights.emplace_back(p.name, read_weight(p, *params, ema.get()));
+  for (const TensorSpec& p : file.parameters)
+    served.weights.emplace_back(p.name, read_weight(p, *params, ema.get(), loads));
   Handshake& about = served.about;
   about.checkpoint = source.is_checkpoint ? source.folder : file.checkpoint;
   about.step = file.step;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "graph/passes.h"
 #include "io/checkpoint.h"
@@ -75,13 +76,17 @@ void Session::start_empty() {
 }
 
 void Session::use_checkpoint(const std::string& location) {
+  std::string folder;
   try {
-    checkpoint_ = io::SafetensorsFile::open(io::resolve_checkpoint(location).path + "/params.safetensors");
+    folder = io::resolve_checkpoint(location).path;
+    checkpoint_ = io::SafetensorsFile::open(folder + "/params.safetensors");
+    checkpoint_loads_ = io::read_load_record(folder);
   } catch (const io::CheckpointError& e) {
     lang::fail(e.code(), {}, e.what());
   } catch (const io::LoadError& e) {
     lang::fail("E-CKPT-006", {}, e.what());
   }
+  model::check_recorded_files(checkpoint_loads_, folder);
 }
 
 void Session::run_tensors_on(device::Device& device) {
@@ -140,7 +145,13 @@ void Session::initialize(const graph::Graph& program, const std::map<std::string
   if (checkpoint_) {
     std::erase_if(missing.params, [&](const model::Parameter& param) {
       const io::TensorInfo* info = checkpoint_->find(param.path);
-      if (!info) return false;
+      if (!info) {
+        // Read from its file below, as the checkpoint's run read it.
+        if (model::is_frozen_load(param))
+          model::check_load_reference(param, checkpoint_loads_,
+                                      std::filesystem::path(checkpoint_->path()).parent_path().string());
+        return false;
+      }
       const graph::Node& node = program.node(*program.find_input(param.path));
       graph::Tensor value;
       try {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "device/device.h"
+#include "io/load_record.h"
 #include "io/safetensors.h"
 #include "model/model.h"
 #include "model/paths.h"
@@ -56,8 +57,9 @@ class Session {
   // a program reads them, and keep them on the device from then on.
   lang::Value run(const lang::Value& value, device::Device& device);
   // Parameters get their values from this checkpoint's params.safetensors (a location
-  // means its newest checkpoint) instead of their initializers; E-CKPT-003 when there is
-  // none, E-LOAD when the file cannot be read.
+  // means its newest checkpoint) instead of their initializers, and frozen :load ones
+  // from the files it names; E-CKPT-003 when there is none, E-LOAD when a file cannot be
+  // read, E-LOAD-001 when a named file changed.
   void use_checkpoint(const std::string& location);
   // From now on `print`, `str`, `format`, `item` and `save-tensors` run the tensors they
   // are given on `device` (which must outlive the session's evaluation).
@@ -79,6 +81,7 @@ class Session {
   model::ParameterTable params_;
   std::unique_ptr<runtime::Store> store_;
   std::shared_ptr<const io::SafetensorsFile> checkpoint_;
+  io::LoadRecord checkpoint_loads_;
   std::set<std::pair<std::string, uint32_t>> warned_;
 };
 

@@ -12,9 +12,11 @@
 
 #include "io/checkpoint.h"
 #include "io/identity.h"
+#include "io/load_record.h"
 #include "io/safetensors.h"
 #include "lang/printer.h"
 #include "lang/tracer.h"
+#include "model/load.h"
 #include "model/model.h"
 #include "model/values.h"
 #include "train/eval_pass.h"
@@ -56,7 +58,8 @@ std::string read_text(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-json experiment_json(Session& session, const TrainOptions& options, const std::string& slug, int64_t step) {
+json experiment_json(Session& session, const TrainOptions& options, const std::string& slug, int64_t step,
+                     const io::LoadRecord& loads) {
   json sources = json::array();
   std::string text = read_text(options.file);
   // The text too, so that `export` can tell which lines an edit since the run moved.
@@ -73,10 +76,15 @@ json experiment_json(Session& session, const TrainOptions& options, const std::s
                           {"dtype", graph::dtype_name(node.dtype)},
                           {"trainable", p.decl->trainable}});
   }
-  return {{"slug", slug},       {"file", std::filesystem::path(options.file).filename().string()},
-          {"sources", sources}, {"variant", options.variant},
-          {"knobs", knobs},     {"seed", session.seed()},
-          {"step", step},       {"parameters", parameters}};
+  return {{"slug", slug},
+          {"file", std::filesystem::path(options.file).filename().string()},
+          {"sources", sources},
+          {"variant", options.variant},
+          {"knobs", knobs},
+          {"seed", session.seed()},
+          {"step", step},
+          {"parameters", parameters},
+          {"loads", io::load_record_json(loads)}};
 }
 
 // Refuses to resume from a checkpoint of another file, or of a parameter table whose
@@ -179,6 +187,25 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
     std::fputs("note: the checkpoints will hold no model, so they run only from the file:\n", stderr);
     std::fputs(lang::render(e.diagnostic(), lang::stderr_wants_color()).c_str(), stderr);
   }
+  // A resumed run checks what the checkpoint says of the run before reading any weight;
+  // its frozen :load files, checked unchanged, are recorded again as they were.
+  io::LoadRecord loads;
+  if (newest) {
+    json saved = json::parse(read_text(newest->path + "/experiment.json"), nullptr, false);
+    if (saved.is_discarded()) {
+      lang::fail("E-CKPT-006", {}, fmt::format("{}/experiment.json is not JSON", newest->path),
+                 "remove the checkpoint, or --fresh to start over");
+    }
+    check_resumable(session, saved, slug, location);
+    try {
+      loads = io::parse_load_record(saved, newest->path + "/experiment.json");
+    } catch (const io::CheckpointError& e) {
+      lang::fail(e.code(), {}, e.what(), "remove the checkpoint, or --fresh to start over");
+    }
+    model::check_load_record(session.params(), loads, newest->path);
+  } else {
+    loads = model::frozen_load_record(session.params());
+  }
   runtime::Store store(device);
   auto stored = model::store_frozen_parameters(session.params(), session.interp().tracer()->graph());
   for (auto& [path, value] : model::initial_values(session.params(), seed, device, stored)) {
@@ -187,12 +214,6 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   for (const StateTensor& s : step.state) store.put(s.name, graph::Tensor(s.dtype, s.shape));
   int64_t start = 0;
   if (newest) {
-    json saved = json::parse(read_text(newest->path + "/experiment.json"), nullptr, false);
-    if (saved.is_discarded()) {
-      lang::fail("E-CKPT-006", {}, fmt::format("{}/experiment.json is not JSON", newest->path),
-                 "remove the checkpoint, or --fresh to start over");
-    }
-    check_resumable(session, saved, slug, location);
     try {
       restore(store, newest->path + "/params.safetensors", [](const std::string& n) { return n; });
       restore(store, newest->path + "/optimizer.safetensors", [](const std::string& n) { return n; });
@@ -298,7 +319,10 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
     std::fflush(stdout);
     if (done % checkpoint_every == 0 || done == total) {
       std::vector<std::pair<std::string, graph::Tensor>> params, optimizer, ema;
-      for (const auto& p : session.params().params) params.emplace_back(p.path, as_stored(store.read(p.path)));
+      for (const auto& p : session.params().params) {
+        // A frozen parameter read from a file is named in experiment.json, not copied.
+        if (!model::is_frozen_load(p)) params.emplace_back(p.path, as_stored(store.read(p.path)));
+      }
       for (const StateTensor& st : step.state) {
         if (st.kind == StateTensor::Kind::Ema) ema.emplace_back(st.path, as_stored(store.read(st.name)));
         else optimizer.emplace_back(st.name, store.read(st.name));
@@ -307,7 +331,8 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
           // A source edited into invalid UTF-8 since the run read it must not stop the run.
           io::CheckpointFile::bytes(
               "experiment.json",
-              experiment_json(session, options, slug, done).dump(2, ' ', false, json::error_handler_t::replace) + "\n"),
+              experiment_json(session, options, slug, done, loads).dump(2, ' ', false, json::error_handler_t::replace) +
+                  "\n"),
           io::CheckpointFile::tensors("params.safetensors", std::move(params)),
           io::CheckpointFile::tensors("optimizer.safetensors", std::move(optimizer)),
           io::CheckpointFile::bytes("state.json",

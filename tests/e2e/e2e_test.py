@@ -656,6 +656,82 @@ def case_train_errors(tmp):
     expect_error(["run", first, "--checkpoint-dir", location, "--steps", "6"], "E-CKPT-006", mentions=("positions",))
 
 
+def write_safetensors(path, tensors):
+    """A safetensors file of f32 tensors: {name: (shape, values)}."""
+    import struct
+    header, data = {}, b""
+    for name, (shape, values) in tensors.items():
+        raw = struct.pack(f"<{len(values)}f", *values)
+        header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)
+
+
+def frozen_load_dir(tmp):
+    """The training file with `positions` frozen and loaded from pos.safetensors: the run file's path."""
+    write_safetensors(os.path.join(tmp, "pos.safetensors"),
+                      {"pos": ([8, 16], [((k * 37) % 19 - 9) / 50 for k in range(128)])})
+    text = TRAIN_FILE.replace(b"(defparam positions (normal [8 dim] :std 0.02))",
+                              b'(defparam positions (zeros [8 dim]) :trainable false :load ["pos.safetensors" "pos"])')
+    return training_dir(tmp, "frozen.sx", text)
+
+
+def safetensors_names(path):
+    import struct
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        return sorted(k for k in json.loads(f.read(n)) if k != "__metadata__")
+
+
+def case_train_frozen_load(tmp):
+    """A frozen :load parameter is named by the checkpoint, not copied: experiment.json records
+    its file, tensor, size and hash; resume, evaluate and eval --checkpoint read the file again,
+    and refuse it with E-LOAD-001 once its bytes changed."""
+    run_file = frozen_load_dir(tmp)
+    pos = os.path.join(tmp, "pos.safetensors")
+    unbroken = os.path.join(tmp, "unbroken")
+    train([run_file, "--checkpoint-dir", unbroken])
+    # The same run stopped after step 6: its later checkpoints removed.
+    location = os.path.join(tmp, "resumed")
+    shutil.copytree(unbroken, location)
+    for step in (9, 12):
+        shutil.rmtree(os.path.join(location, f"step-{step:08d}"))
+    out = train([run_file, "--checkpoint-dir", location])
+    expect("resuming" in out, "the second run resumes", out)
+    expect(checkpoint_bytes(location, 12) == checkpoint_bytes(unbroken, 12), "the resumed run's bits differ")
+    folder = os.path.join(location, "step-00000012")
+    names = safetensors_names(os.path.join(folder, "params.safetensors"))
+    expect("model.positions" not in names and "model.head.weight" in names, f"params.safetensors holds {names}")
+    with open(os.path.join(folder, "experiment.json")) as f:
+        loads = json.load(f)["loads"]
+    with open(pos, "rb") as f:
+        import hashlib
+        digest = hashlib.sha256(f.read()).hexdigest()
+    expect(loads == {"parameters": [{"path": "model.positions", "file": pos, "tensor": "pos"}],
+                     "files": [{"file": pos, "size": os.path.getsize(pos), "sha256": digest}]},
+           f"experiment.json's loads: {loads}")
+    rc, out, err, _ = run(["evaluate", run_file, "--checkpoint", location])
+    expect(rc == 0 and "val:  loss " in out, "evaluate reads the frozen file", out, err)
+    probe = "(item (sum (abs (getf (parameters model) :positions))))"
+    rc, out, err, _ = run(["eval", "--file", run_file, "--checkpoint", location, probe])
+    expect(rc == 0 and abs(float(out.split()[-1]) - 12.0) < 1e-3, "eval --checkpoint reads the frozen file", out, err)
+    # Another tensor of the same file is not what the run loaded.
+    other = write(tmp, "frozen.sx", open(run_file, "rb").read().replace(b'"pos"])', b'"pos2"])'))
+    write_safetensors(pos, {"pos": ([8, 16], [((k * 37) % 19 - 9) / 50 for k in range(128)]),
+                            "pos2": ([8, 16], [0.0] * 128)})
+    expect_error(["run", other, "--checkpoint-dir", location, "--steps", "15"], "E-CKPT-006",
+                 mentions=("model.positions", "pos2"))
+    # The file the run read, changed: every command that reads it refuses.
+    write(tmp, "frozen.sx", open(run_file, "rb").read().replace(b'"pos2"])', b'"pos"])'))
+    for args in (["run", run_file, "--checkpoint-dir", location, "--steps", "15"],
+                 ["evaluate", run_file, "--checkpoint", location],
+                 ["eval", "--file", run_file, "--checkpoint", location, probe]):
+        expect_error(args, "E-LOAD-001", mentions=(pos,))
+    print("ok: a frozen :load parameter named, read again, refused once changed")
+
+
 class Skip(Exception):
     """A case that cannot run here (a missing folder or package), with the reason."""
 

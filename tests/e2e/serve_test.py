@@ -378,6 +378,43 @@ def case_serve_refusals(tmp):
     expect(not os.path.exists(sock), "no socket is left by a refused start")
 
 
+def case_serve_frozen_load(tmp):
+    """"A frozen :load parameter, which a checkpoint names instead of holding, is read from the
+    file its run read ... and refused with E-LOAD-001 when that file has changed"; export
+    writes it into params.safetensors, so the export serves the same bits."""
+    run_file = e2e_test.frozen_load_dir(tmp)
+    location = os.path.join(tmp, "run")
+    e2e_test.train([run_file, "--checkpoint-dir", location, "--steps", "3"])
+    sock = os.path.join(tmp, "s.sock")
+    server = Server(location, sock)
+    try:
+        answer = Client(sock).call(ids(1))
+        expect(answer[0] == 0, f"the checkpoint answers: {answer[:200]!r}")
+    finally:
+        server.stop()
+    export = os.path.join(tmp, "exported")
+    rc, out, err, _ = e2e_test.run(["export", run_file, "--checkpoint", location, "-o", export])
+    expect(rc == 0, "export", out, err)
+    names = e2e_test.safetensors_names(os.path.join(export, "params.safetensors"))
+    expect("model.positions" in names, f"the export holds the frozen weight: {names}")
+    server = Server(export, sock)
+    try:
+        expect(Client(sock).call(ids(1)) == answer, "the export answers the checkpoint's bits")
+    finally:
+        server.stop()
+    pos = os.path.join(tmp, "pos.safetensors")
+    e2e_test.write_safetensors(pos, {"pos": ([8, 16], [0.5] * 128)})
+    expect_refused(["serve", location, "--socket", sock], "E-LOAD-001", mentions=[pos])
+    expect_refused(["export", run_file, "--checkpoint", location, "-o", os.path.join(tmp, "again")], "E-LOAD-001",
+                   mentions=[pos])
+    expect(not os.path.exists(os.path.join(tmp, "again")), "a refused export writes nothing")
+    server = Server(export, sock)
+    try:
+        expect(Client(sock).call(ids(1)) == answer, "the export holds its weights, whatever the file became")
+    finally:
+        server.stop()
+
+
 # --- The page's own client ------------------------------------------------------------------
 
 
