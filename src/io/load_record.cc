@@ -54,7 +54,8 @@ LoadRecord parse_load_record(const json& experiment, const std::string& where) {
   LoadRecord record;
   if (!experiment.is_object() || !experiment.contains("loads")) return record;
   const json& loads = experiment["loads"];
-  if (!loads.is_object()) throw CheckpointError(kCheckpointMismatch, fmt::format("{}: `loads` is not an object", where));
+  if (!loads.is_object())
+    throw CheckpointError(kCheckpointMismatch, fmt::format("{}: `loads` is not an object", where));
   for (const json& entry : list_field(loads, "parameters", where)) {
     record.parameters.push_back({string_field(entry, "path", where, "parameters"),
                                  string_field(entry, "file", where, "parameters"),
@@ -91,9 +92,8 @@ graph::Tensor read_reference(const LoadReference& reference, graph::DType dtype)
   auto source = TensorSource::open(reference.file);
   auto found = source->find(reference.tensor);
   if (!found) {
-    throw LoadError(kMissingTensor,
-                    fmt::format("{}: holds no tensor `{}`, which `{}` loads", reference.file, reference.tensor,
-                                reference.path));
+    throw LoadError(kMissingTensor, fmt::format("{}: holds no tensor `{}`, which `{}` loads", reference.file,
+                                                reference.tensor, reference.path));
   }
   return read_tensor(*found->first, found->second, dtype);
 }

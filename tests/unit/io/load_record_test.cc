@@ -52,9 +52,10 @@ TEST(LoadRecord, AbsentMeansNothingWasLoadedFrozen) {
 
 TEST(LoadRecord, MalformedIsRefusedNamingTheField) {
   EXPECT_EQ(malformed_message(json::array()), "ckpt/experiment.json: `loads` is not an object");
-  EXPECT_EQ(malformed_message(json{{"files", json::array()}}), "ckpt/experiment.json: `loads` has no list `parameters`");
-  EXPECT_EQ(malformed_message(json{{"parameters", json::array({json{{"path", "a"}, {"file", "f"}}})},
-                                   {"files", json::array()}}),
+  EXPECT_EQ(malformed_message(json{{"files", json::array()}}),
+            "ckpt/experiment.json: `loads` has no list `parameters`");
+  EXPECT_EQ(malformed_message(
+                json{{"parameters", json::array({json{{"path", "a"}, {"file", "f"}}})}, {"files", json::array()}}),
             "ckpt/experiment.json: an entry of loads.parameters has no string `tensor`");
   EXPECT_EQ(malformed_message(json{{"parameters", json::array()},
                                    {"files", json::array({json{{"file", "f"}, {"sha256", "00"}, {"size", -1}}})}}),
