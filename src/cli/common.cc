@@ -10,9 +10,13 @@
 
 namespace sx::cli {
 
-void EvalFlags::add_to(CLI::App& command) {
+void EvalFlags::add_limits_to(CLI::App& command) {
   command.add_option("--max-steps", max_steps, "Stop evaluation after this many steps (E-EVAL-017); 0: no limit")
       ->check(CLI::NonNegativeNumber);
+}
+
+void EvalFlags::add_to(CLI::App& command) {
+  add_limits_to(command);
   command.add_option("--variant", variant, "Evaluate under this defvariant's knob values");
   command.add_option("--knob", knobs, "Set a defknob: NAME=VALUE, VALUE read as one form (repeatable)")
       ->check([](const std::string& text) {

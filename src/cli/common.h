@@ -23,7 +23,10 @@ struct EvalFlags {
   std::vector<std::string> knobs;  // NAME=VALUE
   bool warn_redefinition = true;   // off in the REPL, where redefining is the point
   std::string checkpoint;          // eval and repl: parameters from this checkpoint
+  // --max-steps, --variant and --knob.
   void add_to(CLI::App& command);
+  // --max-steps alone, for a command that compiles a file as a checkpoint records it.
+  void add_limits_to(CLI::App& command);
   // --checkpoint, for the commands that run the file's model (eval, repl).
   void add_checkpoint_to(CLI::App& command);
 };

@@ -15,6 +15,8 @@
 #include "lang/tracer.h"
 #include "model/load.h"
 #include "model/model.h"
+#include "train/run_record.h"
+#include "train/session.h"
 #include "train/step.h"
 
 namespace sx::train {
@@ -152,20 +154,19 @@ std::vector<std::pair<std::string, double>> EvalPass::run(runtime::Store& store,
   return out;
 }
 
-void evaluate_checkpoint(Session& session, device::Device& device, const std::string& location, bool trained) {
+void evaluate_checkpoint(const EvaluateOptions& options, lang::InterpreterOptions interpreter, device::Device& device) {
+  RunRecord record = read_run_record(options.checkpoint);
+  Session session({std::move(interpreter), record.choices()});
+  load_as_recorded(session, record, options.file, "evaluate");
+  refuse_other_parameters(record, session, options.file, "evaluate");
   std::vector<const EvalPassSpec*> passes = eval_passes(session.settings());
   if (passes.empty()) {
     lang::fail("E-RUN-009", session.settings().span, "`defrun` has no `:eval` passes to run",
                "add :eval (list (pass :name \"val\" :data LOADER))");
   }
-  io::Checkpoint checkpoint;
-  try {
-    checkpoint = io::resolve_checkpoint(location);
-  } catch (const io::CheckpointError& e) {
-    lang::fail(e.code(), {}, e.what());
-  }
+  const io::Checkpoint& checkpoint = record.checkpoint;
   std::string ema = checkpoint.path + "/ema.safetensors";
-  bool averages = !trained && std::filesystem::exists(ema);
+  bool averages = !options.trained && std::filesystem::exists(ema);
   runtime::Store store(device);
   // Frozen :load parameters, which the checkpoint names instead of holding, are read from
   // their files once the record is checked.

@@ -36,9 +36,17 @@ const EvalPassSpec* as_eval_pass(const lang::Value& v);
 // defrun's `:eval` (checked when defrun is evaluated): its passes.
 std::vector<const EvalPassSpec*> eval_passes(const RunSettings& run);
 
-// `sexpgpu evaluate`: each pass of the loaded file on the checkpoint at `location` (its
-// newest, or LOC/step-N), with the :ema averages unless `trained`; prints a line a pass.
-void evaluate_checkpoint(Session& session, device::Device& device, const std::string& location, bool trained);
+struct EvaluateOptions {
+  std::string file;        // the run file
+  std::string checkpoint;  // LOC/step-N, or LOC for its newest
+  bool trained = false;    // the trained parameters, not the :ema averages
+};
+
+// `sexpgpu evaluate`: each pass of the run file on the checkpoint, with the :ema averages
+// unless `trained`; prints a line a pass. The file is compiled under the variant and
+// knobs the checkpoint records and must declare its parameters (E-CKPT-006), as `export`
+// does (train/run_record.h).
+void evaluate_checkpoint(const EvaluateOptions& options, lang::InterpreterOptions interpreter, device::Device& device);
 
 // A pass traced and compiled for a device: its program reads the parameters from a store.
 class EvalPass {

@@ -26,9 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The differences a refusal shows before it says how many more there are.
-constexpr size_t kDifferencesShown = 8;
-
 // Prints what changed in the run file since the run: its moved lines, and its name when
 // the run knew it by another.
 void print_source_changes(const RunRecord& record, const std::string& file, const std::string& text) {
@@ -38,38 +35,6 @@ void print_source_changes(const RunRecord& record, const std::string& file, cons
     std::printf("  %s: the checkpoint's run compiled %s\n", name.c_str(), recorded.path.c_str());
   if (io::sha256_hex({reinterpret_cast<const uint8_t*>(text.data()), text.size()}) == recorded.sha256) return;
   for (const std::string& line : describe_moved_lines(name, recorded.text, text)) std::printf("%s\n", line.c_str());
-}
-
-// Loads the file under the record's variant and knobs; an unknown knob or variant means
-// the file no longer has what the run set, which the note says.
-void load_as_the_run_did(Session& session, const RunRecord& record, const std::string& file) {
-  try {
-    session.load(file);
-  } catch (lang::Error& e) {
-    auto& d = e.diagnostic();
-    if (d.code == "E-RUN-003" || d.code == "E-RUN-004") {
-      d.notes.push_back(fmt::format("export compiles the file under the variant and knobs {}/experiment.json records",
-                                    record.checkpoint.path));
-    }
-    throw;
-  }
-}
-
-void refuse_other_parameters(const RunRecord& record, const Session& session, const std::string& file) {
-  std::vector<std::string> differences = parameter_differences(record, session.params());
-  if (differences.empty()) return;
-  lang::Diagnostic d;
-  d.code = "E-CKPT-006";
-  d.message = fmt::format("the parameters of {} are not those of the checkpoint {}: {}", file, record.checkpoint.path,
-                          differences.front());
-  for (size_t i = 1; i < differences.size() && i < kDifferencesShown; ++i) d.notes.push_back(differences[i]);
-  if (differences.size() > kDifferencesShown) {
-    d.notes.push_back(fmt::format("and {} more differences", differences.size() - kDifferencesShown));
-  }
-  d.helps.push_back(
-      fmt::format("export the checkpoint with the file its run trained; {}/experiment.json holds its text",
-                  record.checkpoint.path));
-  throw lang::Error(std::move(d));
 }
 
 ModelAlone trace_exported_model(Session& session) {
@@ -173,8 +138,8 @@ void export_model(const ExportOptions& options, lang::InterpreterOptions interpr
       lang::load_source_file(session.interp().sources(), options.file, session.interp().options().reader_limits).text();
   print_source_changes(record, options.file, text);
   std::fflush(stdout);
-  load_as_the_run_did(session, record, options.file);
-  refuse_other_parameters(record, session, options.file);
+  load_as_recorded(session, record, options.file, "export");
+  refuse_other_parameters(record, session, options.file, "export");
   ModelAlone model = trace_exported_model(session);
   std::vector<std::pair<std::string, graph::Tensor>> weights = read_weights(model, session, record, options.trained);
   nlohmann::json described = model_json(model, session, record.slug, record.checkpoint.step);

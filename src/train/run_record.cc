@@ -7,10 +7,14 @@
 #include <nlohmann/json.hpp>
 
 #include "lang/diagnostic.h"
+#include "train/session.h"
 
 namespace sx::train {
 
 using nlohmann::json;
+
+// The differences a refusal shows before it says how many more there are.
+constexpr size_t kDifferencesShown = 8;
 
 KnobChoices RunRecord::choices() const {
   KnobChoices out;
@@ -83,6 +87,36 @@ std::vector<std::string> parameter_differences(const RunRecord& record, const mo
     }
   }
   return out;
+}
+
+void load_as_recorded(Session& session, const RunRecord& record, const std::string& file, std::string_view command) {
+  try {
+    session.load(file);
+  } catch (lang::Error& e) {
+    auto& d = e.diagnostic();
+    if (d.code == "E-RUN-003" || d.code == "E-RUN-004") {
+      d.notes.push_back(fmt::format("{} compiles the file under the variant and knobs {}/experiment.json records",
+                                    command, record.checkpoint.path));
+    }
+    throw;
+  }
+}
+
+void refuse_other_parameters(const RunRecord& record, const Session& session, const std::string& file,
+                             std::string_view command) {
+  std::vector<std::string> differences = parameter_differences(record, session.params());
+  if (differences.empty()) return;
+  lang::Diagnostic d;
+  d.code = "E-CKPT-006";
+  d.message = fmt::format("the parameters of {} are not those of the checkpoint {}: {}", file, record.checkpoint.path,
+                          differences.front());
+  for (size_t i = 1; i < differences.size() && i < kDifferencesShown; ++i) d.notes.push_back(differences[i]);
+  if (differences.size() > kDifferencesShown) {
+    d.notes.push_back(fmt::format("and {} more differences", differences.size() - kDifferencesShown));
+  }
+  d.helps.push_back(fmt::format("{} the checkpoint with the file its run trained; {}/experiment.json holds its text",
+                                command, record.checkpoint.path));
+  throw lang::Error(std::move(d));
 }
 
 }  // namespace sx::train

@@ -1,14 +1,15 @@
 // What a checkpoint's experiment.json records of the run that wrote it (trainer.cc writes
 // it): the slug, the sources with their sha256 and text, the variant and every knob's
 // value, the seed and step, and the parameter table. A command that compiles the run file
-// against a checkpoint (`export`) reads it to compile the file as the run did and to
-// refuse a checkpoint that is not the file's.
+// against a checkpoint (`export`, `evaluate`) reads it to compile the file as the run did
+// and to refuse a checkpoint that is not the file's.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/checkpoint.h"
@@ -49,5 +50,16 @@ RunRecord read_run_record(const std::string& location);
 // Where the file's parameters differ from the record's, one line each: a parameter one
 // holds and the other does not, or of another shape or dtype. Empty when they agree.
 std::vector<std::string> parameter_differences(const RunRecord& record, const model::ParameterTable& params);
+
+class Session;
+
+// Loads `file` into `session`, made with `record.choices()`. A knob or variant the file no
+// longer has (E-RUN-003, E-RUN-004) gets a note that `command` compiles the file under
+// the variant and knobs the checkpoint records.
+void load_as_recorded(Session& session, const RunRecord& record, const std::string& file, std::string_view command);
+// E-CKPT-006 naming each difference (parameter_differences) when the loaded file's
+// parameters are not the checkpoint's.
+void refuse_other_parameters(const RunRecord& record, const Session& session, const std::string& file,
+                             std::string_view command);
 
 }  // namespace sx::train

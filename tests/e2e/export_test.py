@@ -251,8 +251,11 @@ KNOB_FILE = TRAIN_FILE.replace(b'(require "sexpgpu/nn")', b'(require "sexpgpu/nn
 
 
 def case_variant_knobs(tmp):
-    """The file compiled under the variant and knobs the checkpoint records."""
+    """The file compiled under the variant and knobs the checkpoint records, by export and
+    by evaluate alike."""
     run_file, location = trained_run(tmp, text=KNOB_FILE, extra=["--variant", "wide", "--steps", "3"])
+    rc, out, err, _ = run(["evaluate", run_file, "--checkpoint", location])
+    expect(rc == 0 and "val:  loss " in out, "evaluate compiles the variant the checkpoint records", out, err)
     out_dir = os.path.join(tmp, "wide")
     exported([run_file, "--checkpoint", location, "-o", out_dir])
     model = read_json(os.path.join(out_dir, "model.json"))
@@ -269,6 +272,8 @@ def case_variant_knobs(tmp):
     write(tmp, "run.sx", TRAIN_FILE)
     expect_error(["export", run_file, "--checkpoint", location, "-o", os.path.join(tmp, "gone")], "E-RUN-003",
                  mentions=("dim", "experiment.json"))
+    expect_error(["evaluate", run_file, "--checkpoint", location], "E-RUN-003",
+                 mentions=("dim", "evaluate compiles the file under the variant and knobs"))
     print("ok: variant and knobs")
 
 
