@@ -56,6 +56,7 @@ inline constexpr const char* kBadOffsets = "E-LOAD-007";        // offsets that 
 inline constexpr const char* kDTypeDoesNotLoad = "E-LOAD-008";  // read_tensor: not F32/BF16 into f32/bf16
 inline constexpr const char* kBadIndex = "E-LOAD-009";          // a sharded checkpoint's index.json
 inline constexpr const char* kMissingTensor = "E-LOAD-011";     // a :load tensor the file does not hold
+inline constexpr const char* kShapeDiffers = "E-LOAD-012";      // a :load tensor of another shape
 
 // The largest header accepted, as the reference implementation has it.
 inline constexpr uint64_t kMaxHeaderBytes = 100'000'000;

@@ -82,14 +82,21 @@ void check_loads(const ParameterTable& table) {
     }
     const io::TensorInfo& info = found->second;
     if (info.shape != param.decl->shape) {
-      lang::fail("E-LOAD-012", param.decl->span,
+      lang::fail(io::kShapeDiffers, param.decl->span,
                  fmt::format("`{}` is {} but tensor `{}` of {} is {}", param.path,
                              graph::shape_str(param.decl->shape, " "), tensor, file, graph::shape_str(info.shape, " ")),
                  "make the initializer state the tensor's shape; a Hugging Face weight is [out in]: multiply by its "
                  "transpose");
     }
+    if (param.decl->dtype != graph::DType::f32 && param.decl->dtype != graph::DType::bf16) {
+      lang::fail(io::kDTypeDoesNotLoad, param.decl->span,
+                 fmt::format("`{}` is {}, and tensor `{}` of {} ({}) cannot load into it: tensors load into f32 or "
+                             "bf16 parameters only",
+                             param.path, graph::dtype_name(param.decl->dtype), tensor, file, info.dtype),
+                 "make the initializer f32 or bf16, and cast where an integer is needed");
+    }
     if (info.dtype != "F32" && info.dtype != "BF16") {
-      lang::fail("E-LOAD-008", param.decl->span,
+      lang::fail(io::kDTypeDoesNotLoad, param.decl->span,
                  fmt::format("`{}` loads tensor `{}` of {}, stored as {}: only F32 and BF16 tensors load", param.path,
                              tensor, file, info.dtype),
                  "convert the tensor to float32 or bfloat16 before saving it");
