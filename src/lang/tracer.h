@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,11 +25,16 @@ class Tracer {
   void at(Span span);
   // The span a node's origin stands for (unknown for origin 0).
   Span span_of(uint32_t origin) const { return origin < origins_.size() ? origins_[origin] : Span{}; }
+  // A variable of a function being differentiated (grad's copy of a tensor argument): a
+  // value no initializer may read, whatever it was made from (E-PARAM-003).
+  void mark_argument(graph::NodeId node) { arguments_.insert(node); }
+  bool is_argument(graph::NodeId node) const { return arguments_.count(node) > 0; }
 
  private:
   graph::Graph graph_;
   graph::Builder builder_;
   std::vector<Span> origins_{Span{}};
+  std::set<graph::NodeId> arguments_;
 };
 
 class TensorValue final : public Opaque {

@@ -125,10 +125,12 @@ graph::Graph closed_initializer(const std::shared_ptr<ModelState>& state, lang::
   for (graph::NodeId id = root + 1; id-- > 0;) {
     if (!needed[id]) continue;
     const graph::Node& n = trace.node(id);
-    if (n.op() == graph::PrimId::input && !rng.count(id)) {
+    if ((n.op() == graph::PrimId::input && !rng.count(id)) || tracer.is_argument(id)) {
       std::string what = "a value that is not a shape, constant or random node";
       if (auto named = state->param_names.find(id); named != state->param_names.end()) {
         what = fmt::format("the parameter `{}`, which is not a shape, constant or random node", named->second);
+      } else if (tracer.is_argument(id)) {
+        what = "an argument of a function being differentiated, which is not a shape, constant or random node";
       }
       lang::Diagnostic d;
       d.code = "E-PARAM-003";

@@ -70,6 +70,7 @@ Value differentiate(Args& a, const Value& f, bool with_value) {
       return leaf;
     }
     graph::NodeId id = b.emit(graph::primitive(graph::PrimId::reshape), {t->node}, {{"shape", t->info().shape}});
+    tracer->mark_argument(id);
     wrt.push_back(id);
     return make_tensor(tracer, id);
   };
