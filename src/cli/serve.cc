@@ -81,7 +81,6 @@ int serve_until_stopped(const ServeFlags& flags, const sigset_t& stop_signals) {
   });
   server.run();
   waiter.join();
-  batcher.stop();
   std::printf("sexpgpu serve: stopped by %s, %s in %s\n", signal_name(stopped_by),
               count(batcher.calls(), "call", "calls").c_str(), count(batcher.runs(), "run", "runs").c_str());
   std::fflush(stdout);

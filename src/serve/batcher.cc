@@ -1,4 +1,4 @@
-// The batcher's device thread.
+// The batcher: its programs, compiled at start, and one batch's run.
 #include "serve/batcher.h"
 
 #include <fmt/format.h>
@@ -49,88 +49,26 @@ Batcher::Batcher(device::Device& device, const ServedModel& model, int max_batch
       if (data[k] == name) fed_input_.push_back(k);
     }
   }
-  device_thread_ = std::thread([this] { loop(); });
 }
 
-Batcher::~Batcher() { stop(); }
-
-std::string Batcher::call(std::string body) {
-  auto pending = std::make_unique<Pending>();
-  pending->body = std::move(body);
-  std::future<std::string> answer = pending->answer.get_future();
-  {
-    std::lock_guard lock(mutex_);
-    if (stopping_) return error_answer(fmt::format("error[{}]: the server is stopping", kRunFailed));
-    queue_.push_back(std::move(pending));
-  }
-  waiting_.notify_one();
-  return answer.get();
-}
-
-void Batcher::stop() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  waiting_.notify_one();
-  if (device_thread_.joinable()) device_thread_.join();
-}
-
-uint64_t Batcher::calls() const {
-  std::lock_guard lock(mutex_);
-  return calls_;
-}
-
-uint64_t Batcher::runs() const {
-  std::lock_guard lock(mutex_);
-  return runs_;
-}
-
-size_t Batcher::waiting() const {
-  std::lock_guard lock(mutex_);
-  return queue_.size();
-}
-
-void Batcher::loop() {
-  for (;;) {
-    std::vector<std::unique_ptr<Pending>> batch;
-    {
-      std::unique_lock lock(mutex_);
-      waiting_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and every call answered
-      while (!queue_.empty() && batch.size() < programs_.size()) {
-        batch.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
-    }
-    std::vector<std::string> answers = run(batch);
-    {
-      // Counted before they are handed over: a caller that has its answer sees it counted.
-      std::lock_guard lock(mutex_);
-      calls_ += batch.size();
-      runs_ += 1;
-    }
-    for (size_t i = 0; i < batch.size(); ++i) batch[i]->answer.set_value(std::move(answers[i]));
-  }
-}
-
-std::vector<std::string> Batcher::run(const std::vector<std::unique_ptr<Pending>>& batch) {
-  std::vector<std::string_view> bodies;
-  for (const auto& p : batch) bodies.push_back(p->body);
+std::vector<std::string> Batcher::run(std::span<const std::string> calls) {
+  std::vector<std::string_view> bodies(calls.begin(), calls.end());
   std::vector<std::string> answers;
   try {
     std::vector<device::Buffer> fed;
     std::vector<const device::Buffer*> fed_pointers;
     for (size_t k : fed_input_) fed.push_back(device_.upload(stack_input(layout_, k, bodies)));
     for (const device::Buffer& b : fed) fed_pointers.push_back(&b);
-    auto results = programs_[batch.size() - 1]->run(store_, fed_pointers);
+    auto results = programs_.at(calls.size() - 1)->run(store_, fed_pointers);
     std::vector<graph::Tensor> outputs;
     for (const device::Buffer& r : results) outputs.push_back(device_.download(r));
-    for (size_t i = 0; i < batch.size(); ++i) answers.push_back(ok_answer(outputs, i));
+    for (size_t i = 0; i < calls.size(); ++i) answers.push_back(ok_answer(outputs, i));
   } catch (const std::exception& e) {
-    answers.assign(batch.size(),
+    answers.assign(calls.size(),
                    error_answer(fmt::format("error[{}]: the device failed to run the call: {}", kRunFailed, e.what())));
   }
+  calls_ += calls.size();
+  runs_ += 1;
   return answers;
 }
 

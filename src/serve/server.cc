@@ -1,39 +1,54 @@
-// The accept loop and each connection's loop.
+// The event loop.
 #include "serve/server.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <system_error>
+#include <vector>
 
 #include "serve/protocol.h"
 
 namespace sx::serve {
 namespace {
 
-// A client that takes no answer for this long is disconnected, so that one that stopped
-// reading cannot hold its thread, or a stopping server, for ever.
-constexpr time_t kSendTimeoutSeconds = 10;
-// How often the accept loop wakes to join the threads of connections that ended.
-constexpr int kReapMilliseconds = 1000;
+constexpr uint64_t kListenId = 0;
+constexpr uint64_t kStopId = 1;
+// How often an idle loop wakes to drop stalled clients and retry a refused accept.
+constexpr int kTickMilliseconds = 200;
+constexpr int kEventsAtOnce = 64;
 
 }  // namespace
 
 Server::Server(Batcher& batcher, std::string handshake, std::optional<int64_t> at_limit,
-               std::unique_ptr<ListeningSocket> socket)
-    : batcher_(batcher), handshake_(std::move(handshake)), at_limit_(at_limit), socket_(std::move(socket)) {
+               std::unique_ptr<ListeningSocket> socket, size_t max_connections)
+    : batcher_(batcher),
+      handshake_(std::move(handshake)),
+      at_limit_(at_limit),
+      socket_(std::move(socket)),
+      max_connections_(max_connections),
+      next_id_(kStopId + 1) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
   stop_read_ = fds[0];
   stop_write_ = fds[1];
+  epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_ < 0) throw std::system_error(errno, std::generic_category(), "epoll_create1");
+  epoll_event stop{EPOLLIN, {.u64 = kStopId}};
+  ::epoll_ctl(epoll_, EPOLL_CTL_ADD, stop_read_, &stop);
+  int flags = ::fcntl(socket_->fd(), F_GETFL);
+  ::fcntl(socket_->fd(), F_SETFL, flags | O_NONBLOCK);
+  epoll_event listen{0, {.u64 = kListenId}};
+  ::epoll_ctl(epoll_, EPOLL_CTL_ADD, socket_->fd(), &listen);
+  set_listening(true);
 }
 
 Server::~Server() {
+  for (auto& [id, c] : connections_) ::close(c.fd);
+  ::close(epoll_);
   ::close(stop_read_);
   ::close(stop_write_);
 }
@@ -44,76 +59,187 @@ void Server::request_stop() {
   [[maybe_unused]] ssize_t n = ::write(stop_write_, &byte, 1);
 }
 
-void Server::reap_finished() {
-  std::lock_guard lock(connections_mutex_);
-  for (auto it = connections_.begin(); it != connections_.end();) {
-    if (it->done) {
-      it->thread.join();
-      it = connections_.erase(it);
+void Server::set_listening(bool on) {
+  if (on == listening_ || stopping_) return;
+  epoll_event listen{on ? static_cast<uint32_t>(EPOLLIN) : 0u, {.u64 = kListenId}};
+  ::epoll_ctl(epoll_, EPOLL_CTL_MOD, socket_->fd(), &listen);
+  listening_ = on;
+}
+
+void Server::accept_clients() {
+  while (connections_.size() < max_connections_) {
+    int fd = ::accept4(socket_->fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      // No descriptor or memory free now: listen again after a tick rather than spin.
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
+        set_listening(false);
+        retry_accept_at_ = Clock::now() + std::chrono::milliseconds(kTickMilliseconds);
+      }
+      return;
+    }
+    uint64_t id = next_id_++;
+    Connection& c = connections_[id];
+    c.fd = fd;
+    c.frame_bytes = kFrameHeaderBytes;
+    c.out = frame(handshake_);
+    epoll_event event{0, {.u64 = id}};
+    ::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &event);
+    if (!flush(c)) close(id);
+    else watch(id, c);
+  }
+  set_listening(false);  // at the cap: the next client waits until one leaves
+}
+
+void Server::read_from(uint64_t id, Connection& c) {
+  const CallLayout& layout = batcher_.layout();
+  while (!c.queued && c.out.empty() && !c.ended) {
+    if (c.frame.size() < c.frame_bytes) {
+      size_t have = c.frame.size();
+      c.frame.resize(c.frame_bytes);
+      ssize_t n = ::recv(c.fd, c.frame.data() + have, c.frame_bytes - have, 0);
+      c.frame.resize(have + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (n <= 0) c.ended = true;
+      continue;
+    }
+    if (c.frame_bytes == kFrameHeaderBytes) {
+      uint64_t length = frame_length(std::span<const uint8_t, kFrameHeaderBytes>(
+          reinterpret_cast<const uint8_t*>(c.frame.data()), kFrameHeaderBytes));
+      // Refused before a byte of its body is read: no client makes the server hold more
+      // than one call's bytes.
+      if (auto why = check_call_length(layout, length)) {
+        c.out = frame(error_answer(*why));
+        c.close_when_written = true;
+        return;
+      }
+      c.frame_bytes = kFrameHeaderBytes + length;
+      continue;
+    }
+    std::string body = c.frame.substr(kFrameHeaderBytes);
+    c.frame.clear();
+    c.frame_bytes = kFrameHeaderBytes;
+    if (auto why = check_call_values(layout, body, at_limit_)) {
+      c.out = frame(error_answer(*why));
     } else {
-      ++it;
+      c.queued = true;
+      waiting_.push_back({id, std::move(body)});
     }
   }
+}
+
+bool Server::flush(Connection& c) {
+  while (c.written < c.out.size()) {
+    ssize_t n = ::send(c.fd, c.out.data() + c.written, c.out.size() - c.written, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!c.stalled_since) c.stalled_since = Clock::now();
+      return true;
+    }
+    if (n < 0) return false;
+    c.written += static_cast<size_t>(n);
+    c.stalled_since.reset();
+  }
+  c.out.clear();
+  c.written = 0;
+  c.stalled_since.reset();
+  return !c.close_when_written;
+}
+
+void Server::watch(uint64_t id, Connection& c) {
+  uint32_t wanted = 0;
+  if (!c.out.empty()) wanted |= EPOLLOUT;
+  if (!c.queued && c.out.empty()) wanted |= EPOLLIN;
+  if (wanted == c.watched) return;
+  epoll_event event{wanted, {.u64 = id}};
+  ::epoll_ctl(epoll_, EPOLL_CTL_MOD, c.fd, &event);
+  c.watched = wanted;
+}
+
+void Server::close(uint64_t id) {
+  auto it = connections_.find(id);
+  ::epoll_ctl(epoll_, EPOLL_CTL_DEL, it->second.fd, nullptr);
+  ::close(it->second.fd);
+  connections_.erase(it);  // a call of it still waiting is dropped when its batch is made
+  set_listening(true);
+}
+
+void Server::run_waiting_calls() {
+  std::vector<uint64_t> ids;
+  std::vector<std::string> calls;
+  while (!waiting_.empty() && calls.size() < static_cast<size_t>(batcher_.max_batch())) {
+    Call call = std::move(waiting_.front());
+    waiting_.pop_front();
+    if (!connections_.count(call.connection)) continue;
+    ids.push_back(call.connection);
+    calls.push_back(std::move(call.body));
+  }
+  if (calls.empty()) return;
+  std::vector<std::string> answers = batcher_.run(calls);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    Connection& c = connections_.at(ids[i]);
+    c.queued = false;
+    c.out = frame(answers[i]);
+    if (!flush(c)) {
+      close(ids[i]);
+      continue;
+    }
+    // A client that sent its next call already gets it read now, for the next batch.
+    read_from(ids[i], c);
+    if (c.ended && !c.queued && c.out.empty()) close(ids[i]);
+    else watch(ids[i], c);
+  }
+}
+
+void Server::stop_accepting() {
+  set_listening(false);
+  stopping_ = true;
+  ::epoll_ctl(epoll_, EPOLL_CTL_DEL, socket_->fd(), nullptr);
+  ::epoll_ctl(epoll_, EPOLL_CTL_DEL, stop_read_, nullptr);
+  socket_->close();
+  // Every call already sent is answered; a connection then sees the end of its input
+  // (what is queued in its socket is still read) and closes.
+  for (auto& [id, c] : connections_) ::shutdown(c.fd, SHUT_RD);
 }
 
 void Server::run() {
-  pollfd watched[2] = {{socket_->fd(), POLLIN, 0}, {stop_read_, POLLIN, 0}};
+  epoll_event events[kEventsAtOnce];
   for (;;) {
-    // Only a stop ends the loop: a failed poll (a signal, no memory for a moment) is tried again.
-    int ready = ::poll(watched, 2, kReapMilliseconds);
-    reap_finished();
-    if (ready <= 0) continue;
-    if (watched[1].revents) break;
-    if (!(watched[0].revents & POLLIN)) continue;
-    int fd = ::accept4(socket_->fd(), nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;  // the client left already, or no descriptor is free now: the next one may fare better
-    std::lock_guard lock(connections_mutex_);
-    Connection& c = connections_.emplace_back(Connection{fd, {}, false});
-    try {
-      c.thread = std::thread([this, &c] { serve(c); });
-    } catch (const std::system_error&) {
-      // No thread to be had now: this client is turned away, the next may fare better.
-      ::close(fd);
-      connections_.pop_back();
+    Clock::time_point now = Clock::now();
+    std::vector<uint64_t> stalled;
+    for (const auto& [id, c] : connections_) {
+      if (c.stalled_since && now - *c.stalled_since > std::chrono::seconds(kStalledSeconds)) stalled.push_back(id);
     }
-  }
-  socket_->close();
-  // Every call already read is answered; a connection waiting for its next frame sees the
-  // end of its input (what is queued is still read) and ends.
-  {
-    std::lock_guard lock(connections_mutex_);
-    for (Connection& c : connections_) {
-      if (!c.done) ::shutdown(c.fd, SHUT_RD);
+    for (uint64_t id : stalled) close(id);
+    if (!listening_ && !stopping_ && now >= retry_accept_at_ && connections_.size() < max_connections_) {
+      set_listening(true);
     }
-  }
-  for (Connection& c : connections_) c.thread.join();
-  connections_.clear();
-}
-
-void Server::serve(Connection& connection) {
-  int fd = connection.fd;
-  timeval timeout{kSendTimeoutSeconds, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-  const CallLayout& layout = batcher_.layout();
-  bool open = write_frame(fd, handshake_);
-  while (open) {
-    uint8_t header[kFrameHeaderBytes];
-    if (read_exact(fd, header, sizeof header) != ReadResult::whole) break;
-    uint64_t length = frame_length(std::span<const uint8_t, kFrameHeaderBytes>(header));
-    // Refused before a byte of its body is read: no client makes the server hold more
-    // than one call's bytes.
-    if (auto why = check_call_length(layout, length)) {
-      write_frame(fd, error_answer(*why));
-      break;
+    if (stopping_ && connections_.empty()) break;
+    // Calls waiting: look for more without blocking, then run them all together.
+    int ready = ::epoll_wait(epoll_, events, kEventsAtOnce, waiting_.empty() ? kTickMilliseconds : 0);
+    for (int i = 0; i < ready; ++i) {
+      uint64_t id = events[i].data.u64;
+      if (id == kListenId) {
+        if (!stopping_) accept_clients();
+        continue;
+      }
+      if (id == kStopId) {
+        stop_accepting();
+        continue;
+      }
+      auto it = connections_.find(id);
+      if (it == connections_.end()) continue;
+      Connection& c = it->second;
+      if (!c.out.empty() && !flush(c)) {
+        close(id);
+        continue;
+      }
+      read_from(id, c);
+      if (c.ended && !c.queued && c.out.empty()) close(id);
+      else watch(id, c);
     }
-    std::string body(layout.call_bytes(), '\0');
-    if (read_exact(fd, body.data(), body.size()) != ReadResult::whole) break;
-    std::optional<std::string> why = check_call_values(layout, body, at_limit_);
-    open = write_frame(fd, why ? error_answer(*why) : batcher_.call(std::move(body)));
+    run_waiting_calls();
   }
-  std::lock_guard lock(connections_mutex_);
-  ::close(fd);
-  connection.done = true;
 }
 
 }  // namespace sx::serve

@@ -1,56 +1,95 @@
-// The server: clients on a Unix socket, each call answered through the batcher.
+// The server: clients on a Unix socket, their calls run through the batcher.
 //
-// A thread per connection. A connection spends nearly all its time blocked in one read
-// or waiting for the device, so a thread each keeps its code a plain read-call-write loop;
-// the clients of `serve` are a few programs being built and tried, not thousands, and the
-// device thread is where the work is. A connection's thread ends when its client leaves,
-// mid-frame or not, and takes nothing with it but its own call.
+// One thread does it all: an epoll loop accepts clients, reads their frames as the bytes
+// come (a connection keeps its partial frame), runs the calls that are waiting as one
+// batch on the device and writes the answers. A call so passes no thread hand-off between
+// its arrival and its answer, and calls that arrive while the device runs wait in their
+// sockets and make up the next batch, up to --batch. A connection has at most one call in
+// the server at a time: its next frame is read once its answer is written, so a client
+// makes the server hold at most one call and one answer for it.
+//
+// Up to kMaxConnections clients at once; more wait in the socket's backlog until one
+// leaves. A client that takes no answer for kStalledSeconds is disconnected, and one that
+// leaves, mid-frame or not, takes nothing with it but its own call.
 #pragma once
 
-#include <list>
+#include <sys/epoll.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "serve/batcher.h"
 #include "serve/socket.h"
 
 namespace sx::serve {
 
+inline constexpr size_t kMaxConnections = 1024;
+inline constexpr int kStalledSeconds = 10;
+
 class Server {
  public:
   // Serves the batcher's model on `socket` (already listening); `handshake` is the JSON
-  // each client reads first; `at_limit`, with --at, the bound each call's `at` is held to.
+  // each client reads first; `at_limit`, with --at, the bound each call's `at` is held to;
+  // `max_connections` the clients served at once.
   Server(Batcher& batcher, std::string handshake, std::optional<int64_t> at_limit,
-         std::unique_ptr<ListeningSocket> socket);
+         std::unique_ptr<ListeningSocket> socket, size_t max_connections = kMaxConnections);
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
   ~Server();
 
-  // Accepts clients until request_stop(); then stops accepting, removes the socket,
-  // answers the calls already received, closes every connection and returns.
+  // Serves until request_stop(); then stops accepting, removes the socket, answers the
+  // calls already received, closes every connection and returns.
   void run();
   // Safe from any thread and from a signal handler: it writes one byte to a pipe.
   void request_stop();
 
  private:
+  using Clock = std::chrono::steady_clock;
   struct Connection {
-    int fd;
-    std::thread thread;
-    bool done = false;  // under connections_mutex_: the thread has closed fd and is ending
+    int fd = -1;
+    std::string frame;                               // the frame being read: its header, then its body
+    size_t frame_bytes = 0;                          // how long `frame` is when whole: the header's, then the frame's
+    bool queued = false;                             // its call waits for the device
+    std::string out;                                 // answers not yet written
+    size_t written = 0;                              // of `out`
+    std::optional<Clock::time_point> stalled_since;  // a write that could not finish
+    bool close_when_written = false;                 // a refused frame: answered, then closed
+    bool ended = false;                              // the client left, or its socket failed
+    uint32_t watched = 0;                            // the epoll events asked for now
   };
-  void serve(Connection& connection);
-  void reap_finished();
+  struct Call {
+    uint64_t connection;
+    std::string body;
+  };
+
+  void accept_clients();
+  // Reads the connection's bytes up to the end of its next call, which joins the calls
+  // waiting; answers a frame it refuses.
+  void read_from(uint64_t id, Connection& c);
+  // Writes what the socket takes; false when the connection is to be closed.
+  bool flush(Connection& c);
+  void watch(uint64_t id, Connection& c);
+  void close(uint64_t id);
+  void run_waiting_calls();
+  void stop_accepting();
+  void set_listening(bool on);
 
   Batcher& batcher_;
   std::string handshake_;
   std::optional<int64_t> at_limit_;
   std::unique_ptr<ListeningSocket> socket_;
-  int stop_read_ = -1, stop_write_ = -1;
-  std::mutex connections_mutex_;
-  std::list<Connection> connections_;
+  int stop_read_ = -1, stop_write_ = -1, epoll_ = -1;
+  bool listening_ = false, stopping_ = false;
+  Clock::time_point retry_accept_at_{};
+  size_t max_connections_;
+  uint64_t next_id_;
+  std::map<uint64_t, Connection> connections_;
+  std::deque<Call> waiting_;
 };
 
 }  // namespace sx::serve

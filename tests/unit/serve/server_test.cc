@@ -4,10 +4,12 @@
 #include "serve/server.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -48,7 +50,59 @@ std::string at_call(uint32_t seed, int32_t place) {
   return testing::call_body({testing::ids(seed), at});
 }
 
-// A tiny model served with --at and --batch 4 on the cpu device, on tmp/s.sock.
+// A device that holds every run until the test lets it go, so that calls are known to
+// arrive while it is busy.
+class GatedDevice : public device::Device {
+ public:
+  explicit GatedDevice(device::Device& inner) : inner_(inner) {}
+  std::string name() const override { return inner_.name(); }
+  std::unique_ptr<device::Plan> compile(const graph::Graph& graph) override {
+    return std::make_unique<GatedPlan>(*this, graph, inner_.compile(graph));
+  }
+  device::Buffer allocate(const graph::ValueType& type) override { return inner_.allocate(type); }
+  device::Buffer upload(graph::Tensor value) override { return inner_.upload(std::move(value)); }
+  graph::Tensor download(const device::Buffer& buffer) override { return inner_.download(buffer); }
+
+  void wait_until_busy() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return runs_ > 0; });
+  }
+  void open() {
+    std::lock_guard lock(mutex_);
+    open_ = true;
+    changed_.notify_all();
+  }
+
+ private:
+  class GatedPlan : public device::Plan {
+   public:
+    GatedPlan(GatedDevice& device, const graph::Graph& graph, std::unique_ptr<device::Plan> inner)
+        : Plan(device, graph), gated_(device), inner_(std::move(inner)) {}
+    using Plan::run;
+    void run(std::span<const device::Buffer* const> inputs, std::span<device::Buffer* const> outputs) override {
+      {
+        std::unique_lock lock(gated_.mutex_);
+        ++gated_.runs_;
+        gated_.changed_.notify_all();
+        gated_.changed_.wait(lock, [&] { return gated_.open_; });
+      }
+      inner_->run(inputs, outputs);
+    }
+
+   private:
+    GatedDevice& gated_;
+    std::unique_ptr<device::Plan> inner_;
+  };
+
+  device::Device& inner_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int runs_ = 0;
+  bool open_ = false;
+};
+
+// A tiny model served with --at and --batch 4 on tmp/s.sock; each test starts it on the
+// cpu device or another.
 class ServeServer : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -56,11 +110,14 @@ class ServeServer : public ::testing::Test {
     testing::write_checkpoint(tmp_.path(), m);
     model_ = open_model(resolve_operand(tmp_.path()), {.at = true});
     device_ = device::make_device("cpu", {.cpu_cores = 1});
-    batcher_ = std::make_unique<Batcher>(*device_, model_, 4);
+  }
+  void start(device::Device& device, size_t max_connections = kMaxConnections) {
+    batcher_ = std::make_unique<Batcher>(device, model_, 4);
     server_ = std::make_unique<Server>(*batcher_, handshake_json(model_.about), model_.at_limit,
-                                       std::make_unique<ListeningSocket>(path_));
+                                       std::make_unique<ListeningSocket>(path_), max_connections);
     running_ = std::thread([this] { server_->run(); });
   }
+  void start() { start(*device_); }
   void TearDown() override {
     if (running_.joinable()) stop();
   }
@@ -75,6 +132,11 @@ class ServeServer : public ::testing::Test {
     EXPECT_TRUE(handshake);
     return fd;
   }
+  // The answer of a call run alone, on a batcher of its own.
+  std::string alone(const std::string& call) {
+    Batcher one(*device_, model_, 1);
+    return one.run({&call, 1}).at(0);
+  }
 
   TempDir tmp_;
   std::string path_ = tmp_ / "s.sock";
@@ -87,6 +149,7 @@ class ServeServer : public ::testing::Test {
 
 // "On connecting, the client reads one frame ... as JSON, as the flags left them."
 TEST_F(ServeServer, HandshakeIsTheFirstFrame) {
+  start();
   int fd = connect_to(path_);
   auto handshake = read_frame(fd);
   ASSERT_TRUE(handshake);
@@ -100,11 +163,12 @@ TEST_F(ServeServer, HandshakeIsTheFirstFrame) {
 
 // "Each call is one frame ... Its answer is one frame starting with a status byte"
 TEST_F(ServeServer, CallsAreAnsweredAndAnAtOffTheAxisIsAnErrorThatKeepsTheConnection) {
+  start();
   int fd = client();
   send_bytes(fd, frame(at_call(3, 7)));
   auto answer = read_frame(fd);
   ASSERT_TRUE(answer);
-  EXPECT_EQ(*answer, batcher_->call(at_call(3, 7)));
+  EXPECT_EQ(*answer, alone(at_call(3, 7)));
   EXPECT_EQ((*answer)[0], 0);
   EXPECT_EQ(answer->size(), 1u + 4 * testing::kVocab);
   send_bytes(fd, frame(at_call(3, 8)));
@@ -121,6 +185,7 @@ TEST_F(ServeServer, CallsAreAnsweredAndAnAtOffTheAxisIsAnErrorThatKeepsTheConnec
 
 // "A call frame of another length than the inputs take is answered with an error, and the connection closed."
 TEST_F(ServeServer, CallOfTheWrongLengthIsAnsweredThenClosed) {
+  start();
   int fd = client();
   send_bytes(fd, frame("short"));
   auto answer = read_frame(fd);
@@ -135,6 +200,7 @@ TEST_F(ServeServer, CallOfTheWrongLengthIsAnsweredThenClosed) {
 // A frame length larger than any call is refused before its bytes are read: the answer
 // comes though none were sent.
 TEST_F(ServeServer, HugeLengthIsRefusedBeforeReadingIt) {
+  start();
   int fd = client();
   auto header = frame_header(uint64_t{1} << 62);
   send_bytes(fd, std::string_view(reinterpret_cast<const char*>(header.data()), header.size()));
@@ -147,6 +213,7 @@ TEST_F(ServeServer, HugeLengthIsRefusedBeforeReadingIt) {
 
 // A client that disconnects mid-frame costs the server nothing: the others go on.
 TEST_F(ServeServer, ClientsLeavingMidFrameCostNothing) {
+  start();
   int steady = client();
   for (int i = 0; i < 50; ++i) {
     int fd = client();
@@ -167,11 +234,55 @@ TEST_F(ServeServer, ClientsLeavingMidFrameCostNothing) {
 
 // Stopping: no more connections, the socket removed, and a connected client sees the end.
 TEST_F(ServeServer, StopRemovesTheSocketAndEndsConnections) {
+  start();
   int fd = client();
   stop();
   EXPECT_FALSE(std::filesystem::exists(path_));
   EXPECT_FALSE(read_frame(fd));
   ::close(fd);
+}
+
+// "Calls that arrive while the device is busy run together as one batch when it is free
+// ... so a call that arrives alone runs at once": the first call runs by itself; the three
+// sent while it runs go together, and each answer is its call's bits alone.
+TEST_F(ServeServer, CallsThatArriveWhileTheDeviceIsBusyRunTogether) {
+  GatedDevice gated(*device_);
+  start(gated);
+  std::vector<int> fds;
+  for (int i = 0; i < 4; ++i) fds.push_back(client());
+  send_bytes(fds[0], frame(at_call(0, 0)));
+  gated.wait_until_busy();
+  for (int i = 1; i < 4; ++i) send_bytes(fds[i], frame(at_call(static_cast<uint32_t>(i), i)));
+  gated.open();
+  std::vector<std::string> answers;
+  for (int fd : fds) {
+    auto answer = read_frame(fd);
+    ASSERT_TRUE(answer);
+    answers.push_back(*answer);
+    ::close(fd);
+  }
+  stop();
+  EXPECT_EQ(batcher_->calls(), 4u);
+  EXPECT_EQ(batcher_->runs(), 2u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(answers[i], alone(at_call(static_cast<uint32_t>(i), i))) << "call " << i;
+}
+
+// At the cap, a new client is not accepted (it gets no handshake) until another leaves.
+TEST_F(ServeServer, ClientsBeyondTheCapWaitUntilOneLeaves) {
+  start(*device_, 2);
+  int first = client();
+  int second = client();
+  int third = connect_to(path_);
+  pollfd waiting{third, POLLIN, 0};
+  EXPECT_EQ(::poll(&waiting, 1, 300), 0) << "the third client was let in at a cap of two";
+  ::close(first);
+  ASSERT_TRUE(read_frame(third));
+  send_bytes(third, frame(at_call(5, 1)));
+  auto answer = read_frame(third);
+  ASSERT_TRUE(answer);
+  EXPECT_EQ((*answer)[0], 0);
+  ::close(second);
+  ::close(third);
 }
 
 TEST(ServeSocket, StaleSocketIsReplacedLiveOneAndOtherFilesRefused) {
