@@ -49,7 +49,7 @@ A token that starts with a digit (or a sign or `.` followed by a digit) is read 
 number, so a name may not start with a digit: write `layer-2` instead of `2nd-layer`.
 Integers are signed 64-bit, from -9223372036854775808 to 9223372036854775807; write
 larger values as floats (`1e20`). Floats are doubles, written `1.5`, `-0.5`, `.5`,
-`3e-4` or `1E10`.)"},
+`3e-4` or `1E10`; the infinities and NaN are `+inf.0`, `-inf.0` and `+nan.0`.)"},
     {"E-READ-005", "bad escape in a string",
      R"(A backslash in a string is followed by a character that is not an escape.
 
@@ -232,7 +232,7 @@ both require and that requires neither.)"},
     (/ 10 0)
 
 Check the divisor before dividing. Float division by zero follows IEEE 754 and gives an
-infinity or NaN instead of an error: (/ 1.0 0) is inf.)"},
+infinity or NaN instead of an error: (/ 1.0 0) is +inf.0.)"},
     {"E-EVAL-015", "index out of range",
      R"(An index given to `nth`, `slice` or a string function is negative or past the end.
 

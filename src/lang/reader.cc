@@ -9,6 +9,8 @@
 #include <charconv>
 #include <cstring>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <sstream>
 
 namespace sx::lang {
@@ -268,6 +270,7 @@ class Reader {
       }
     }
     if (looks_numeric(token)) return Form{read_number(token, where), where};
+    if (auto special = non_finite(token)) return Form{Value::number(*special), where};
     if (token[0] == ':') {
       if (token.size() == 1 || token.substr(1).find(':') != std::string_view::npos) {
         fail("E-READ-006", where, fmt::format("`{}` is not a keyword", token),
@@ -286,6 +289,14 @@ class Reader {
       return fmt::format("\\u{{{:X}}}", static_cast<unsigned>(c[0]));
     }
     return std::string(c);
+  }
+
+  // The infinities and NaN as the printer writes them (Scheme's spellings).
+  static std::optional<double> non_finite(std::string_view token) {
+    if (token == "+inf.0") return std::numeric_limits<double>::infinity();
+    if (token == "-inf.0") return -std::numeric_limits<double>::infinity();
+    if (token == "+nan.0") return std::numeric_limits<double>::quiet_NaN();
+    return std::nullopt;
   }
 
   static Value read_number(std::string_view token, Span where) {

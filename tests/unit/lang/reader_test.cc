@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "lang/printer.h"
 
 namespace sx::lang {
@@ -50,6 +53,18 @@ TEST(Reader, FloatsPrintShortestAndReadBack) {
     EXPECT_EQ(read_print(text), read_print(read_print(text))) << text;
   }
   EXPECT_EQ(read_print("0.1"), "0.1");
+}
+
+TEST(Reader, NonFiniteFloatsReadAsThePrinterWritesThem) {
+  EXPECT_EQ(read_print("+inf.0 -inf.0 +nan.0"), "+inf.0 -inf.0 +nan.0");
+  SourceMap sources;
+  auto forms = read("+inf.0 -inf.0 +nan.0 inf -inf nan", sources);
+  ASSERT_EQ(forms.size(), 6u);
+  EXPECT_EQ(forms[0].value.as_float(), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(forms[1].value.as_float(), -std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(forms[2].value.as_float()));
+  // The names stay names: `inf` and `nan` are bound to the floats, `-inf` is just a symbol.
+  for (size_t i = 3; i < 6; ++i) EXPECT_TRUE(forms[i].value.is(Type::Symbol)) << i;
 }
 
 TEST(Reader, SpansPointAtEachForm) {
