@@ -53,7 +53,8 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
 
 class Reader {
  public:
-  Reader(const SourceFile& file, const ReaderLimits& limits) : file_(file), text_(file.text()), limits_(limits) {}
+  Reader(const SourceFile& file, const ReaderLimits& limits)
+      : file_(file), text_(file.text()), limits_(limits), pos_(file.start()) {}
 
   std::vector<Form> read_all() {
     check_limits();
@@ -74,8 +75,8 @@ class Reader {
            fmt::format("{} is {} bytes; source files are limited to {} bytes", file_.path(), text_.size(),
                        limits_.max_file_bytes));
     }
-    size_t line_start = 0;
-    for (size_t i = 0; i <= text_.size(); ++i) {
+    size_t line_start = file_.start();
+    for (size_t i = line_start; i <= text_.size(); ++i) {
       if (i == text_.size() || text_[i] == '\n') {
         if (i - line_start > limits_.max_line_bytes) {
           fail("E-READ-009", span(line_start, line_start + 1),
@@ -328,7 +329,7 @@ class Reader {
   const SourceFile& file_;
   std::string_view text_;
   const ReaderLimits& limits_;
-  size_t pos_ = 0;
+  size_t pos_;
   size_t depth_ = 0;
 };
 

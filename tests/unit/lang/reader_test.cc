@@ -85,6 +85,19 @@ TEST(Reader, ColumnsCountCodePoints) {
   EXPECT_EQ(next(as_cons(forms[0].value))->car_span.location(), "t.sx:1:6");
 }
 
+TEST(Reader, ByteOrderMarkOnlyAtTheStartIsSkipped) {
+  const std::string bom = "\xEF\xBB\xBF";
+  SourceMap sources;
+  auto forms = read(bom + "(f x)\ny", sources);
+  ASSERT_EQ(forms.size(), 2u);
+  EXPECT_EQ(print(forms[0].value), "(f x)");
+  EXPECT_EQ(forms[0].span.location(), "t.sx:1:1");
+  EXPECT_EQ(next(as_cons(forms[0].value))->car_span.location(), "t.sx:1:4");
+  EXPECT_EQ(read_print(bom), "");
+  // Anywhere else it is a character like any other, here a name of its own.
+  EXPECT_EQ(read_print("x " + bom), "x " + bom);
+}
+
 TEST(Reader, Errors) {
   EXPECT_EQ(read_error("(a b"), "E-READ-001");
   EXPECT_EQ(read_error("[a b"), "E-READ-001");
