@@ -57,8 +57,9 @@ larger values as floats (`1e20`). Floats are doubles, written `1.5`, `-0.5`, `.5
 
 The escapes are `\n` (newline), `\t` (tab), `\r` (carriage return), `\0`, `\\` (one
 backslash), `\"` (a double quote) and `\u{1F600}` (a Unicode code point, 1 to 6
-hexadecimal digits inside braces, up to 10FFFF). Write `\\` for a backslash itself:
-"C:\\temp\\data".)"},
+hexadecimal digits inside braces, up to 10FFFF; the surrogates D800 to DFFF are no
+characters, so a character past FFFF is one escape, not a UTF-16 pair). Write `\\` for
+a backslash itself: "C:\\temp\\data".)"},
     {"E-READ-006", "bad character",
      R"(A character that cannot start or continue any form: a control character, one of
 `{ } \ #` outside a string or comment, or a `:` that does not begin a keyword.

@@ -236,7 +236,13 @@ class Reader {
     uint32_t cp = 0;
     std::from_chars(text_.data() + digits, text_.data() + pos_, cp, 16);
     ++pos_;
-    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) bad(pos_);
+    if (cp >= 0xD800 && cp <= 0xDFFF) {
+      fail("E-READ-005", span(escape, pos_),
+           fmt::format("`{}` is a surrogate, not a character: D800 to DFFF are reserved for UTF-16 pairs",
+                       text_.substr(escape, pos_ - escape)),
+           "a character past FFFF is one escape of its code point, as in \\u{1F600}, not two UTF-16 surrogates");
+    }
+    if (cp > 0x10FFFF) bad(pos_);
     if (cp < 0x80) {
       out += static_cast<char>(cp);
     } else if (cp < 0x800) {

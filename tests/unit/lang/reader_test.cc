@@ -109,6 +109,7 @@ TEST(Reader, Errors) {
   EXPECT_EQ(read_error("99999999999999999999"), "E-READ-004");
   EXPECT_EQ(read_error("\"\\q\""), "E-READ-005");
   EXPECT_EQ(read_error("\"\\u{110000}\""), "E-READ-005");
+  EXPECT_EQ(read_error("\"\\u{D800}\""), "E-READ-005");
   EXPECT_EQ(read_error("{a}"), "E-READ-006");
   EXPECT_EQ(read_error("a\x01"), "E-READ-006");
   EXPECT_EQ(read_error(":"), "E-READ-006");
