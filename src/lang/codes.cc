@@ -804,9 +804,9 @@ broadcast, an axis past the tensor's rank, a reshape to another number of elemen
 
     (matmul (ones [2 3]) (ones [4 5]))   ; 3 and 4 differ
 
-The message begins with the operation and names the shapes it was given; the span
-points at the form that built it. Print `(shape x)` of the operands to find which one
-is not what you meant.)"},
+The message begins with the function called (`matmul`, or `+` for the graph's `add`)
+and names the shapes it was given; the span points at the form that built it. Print
+`(shape x)` of the operands to find which one is not what you meant.)"},
 
     {"E-DEVICE-001", "device not available",
      R"(The device named by `--device` or SEXPGPU_DEVICE cannot be made in this build or on
