@@ -49,7 +49,7 @@ A token that starts with a digit (or a sign or `.` followed by a digit) is read 
 number, so a name may not start with a digit: write `layer-2` instead of `2nd-layer`.
 Integers are signed 64-bit, from -9223372036854775808 to 9223372036854775807; write
 larger values as floats (`1e20`). Floats are doubles, written `1.5`, `-0.5`, `.5`,
-`3e-4` or `1E10`.)"},
+`3e-4` or `1E10`; the infinities and NaN are `+inf.0`, `-inf.0` and `+nan.0`.)"},
     {"E-READ-005", "bad escape in a string",
      R"(A backslash in a string is followed by a character that is not an escape.
 
@@ -57,8 +57,9 @@ larger values as floats (`1e20`). Floats are doubles, written `1.5`, `-0.5`, `.5
 
 The escapes are `\n` (newline), `\t` (tab), `\r` (carriage return), `\0`, `\\` (one
 backslash), `\"` (a double quote) and `\u{1F600}` (a Unicode code point, 1 to 6
-hexadecimal digits inside braces, up to 10FFFF). Write `\\` for a backslash itself:
-"C:\\temp\\data".)"},
+hexadecimal digits inside braces, up to 10FFFF; the surrogates D800 to DFFF are no
+characters, so a character past FFFF is one escape, not a UTF-16 pair). Write `\\` for
+a backslash itself: "C:\\temp\\data".)"},
     {"E-READ-006", "bad character",
      R"(A character that cannot start or continue any form: a control character, one of
 `{ } \ #` outside a string or comment, or a `:` that does not begin a keyword.
@@ -232,7 +233,7 @@ both require and that requires neither.)"},
     (/ 10 0)
 
 Check the divisor before dividing. Float division by zero follows IEEE 754 and gives an
-infinity or NaN instead of an error: (/ 1.0 0) is inf.)"},
+infinity or NaN instead of an error: (/ 1.0 0) is +inf.0.)"},
     {"E-EVAL-015", "index out of range",
      R"(An index given to `nth`, `slice` or a string function is negative or past the end.
 
@@ -803,9 +804,9 @@ broadcast, an axis past the tensor's rank, a reshape to another number of elemen
 
     (matmul (ones [2 3]) (ones [4 5]))   ; 3 and 4 differ
 
-The message begins with the operation and names the shapes it was given; the span
-points at the form that built it. Print `(shape x)` of the operands to find which one
-is not what you meant.)"},
+The message begins with the function called (`matmul`, or `+` for the graph's `add`)
+and names the shapes it was given; the span points at the form that built it. Print
+`(shape x)` of the operands to find which one is not what you meant.)"},
 
     {"E-DEVICE-001", "device not available",
      R"(The device named by `--device` or SEXPGPU_DEVICE cannot be made in this build or on

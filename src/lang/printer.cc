@@ -75,8 +75,10 @@ void print_to(const Value& v, bool readable, int depth, std::string& out) {
 }  // namespace
 
 std::string format_float(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  // Scheme's spellings, which the reader reads back as floats (`inf` and `nan` are names, so
+  // `-inf` would read as a symbol). Every NaN prints alike: its sign and payload are lost.
+  if (std::isnan(value)) return "+nan.0";
+  if (std::isinf(value)) return value > 0 ? "+inf.0" : "-inf.0";
   std::string text = fmt::format("{}", value);
   if (text.find_first_of(".e") == std::string::npos) text += ".0";
   return text;

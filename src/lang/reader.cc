@@ -9,6 +9,8 @@
 #include <charconv>
 #include <cstring>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <sstream>
 
 namespace sx::lang {
@@ -51,7 +53,8 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
 
 class Reader {
  public:
-  Reader(const SourceFile& file, const ReaderLimits& limits) : file_(file), text_(file.text()), limits_(limits) {}
+  Reader(const SourceFile& file, const ReaderLimits& limits)
+      : file_(file), text_(file.text()), limits_(limits), pos_(file.start()) {}
 
   std::vector<Form> read_all() {
     check_limits();
@@ -72,8 +75,8 @@ class Reader {
            fmt::format("{} is {} bytes; source files are limited to {} bytes", file_.path(), text_.size(),
                        limits_.max_file_bytes));
     }
-    size_t line_start = 0;
-    for (size_t i = 0; i <= text_.size(); ++i) {
+    size_t line_start = file_.start();
+    for (size_t i = line_start; i <= text_.size(); ++i) {
       if (i == text_.size() || text_[i] == '\n') {
         if (i - line_start > limits_.max_line_bytes) {
           fail("E-READ-009", span(line_start, line_start + 1),
@@ -233,7 +236,13 @@ class Reader {
     uint32_t cp = 0;
     std::from_chars(text_.data() + digits, text_.data() + pos_, cp, 16);
     ++pos_;
-    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) bad(pos_);
+    if (cp >= 0xD800 && cp <= 0xDFFF) {
+      fail("E-READ-005", span(escape, pos_),
+           fmt::format("`{}` is a surrogate, not a character: D800 to DFFF are reserved for UTF-16 pairs",
+                       text_.substr(escape, pos_ - escape)),
+           "a character past FFFF is one escape of its code point, as in \\u{1F600}, not two UTF-16 surrogates");
+    }
+    if (cp > 0x10FFFF) bad(pos_);
     if (cp < 0x80) {
       out += static_cast<char>(cp);
     } else if (cp < 0x800) {
@@ -268,6 +277,7 @@ class Reader {
       }
     }
     if (looks_numeric(token)) return Form{read_number(token, where), where};
+    if (auto special = non_finite(token)) return Form{Value::number(*special), where};
     if (token[0] == ':') {
       if (token.size() == 1 || token.substr(1).find(':') != std::string_view::npos) {
         fail("E-READ-006", where, fmt::format("`{}` is not a keyword", token),
@@ -286,6 +296,14 @@ class Reader {
       return fmt::format("\\u{{{:X}}}", static_cast<unsigned>(c[0]));
     }
     return std::string(c);
+  }
+
+  // The infinities and NaN as the printer writes them (Scheme's spellings).
+  static std::optional<double> non_finite(std::string_view token) {
+    if (token == "+inf.0") return std::numeric_limits<double>::infinity();
+    if (token == "-inf.0") return -std::numeric_limits<double>::infinity();
+    if (token == "+nan.0") return std::numeric_limits<double>::quiet_NaN();
+    return std::nullopt;
   }
 
   static Value read_number(std::string_view token, Span where) {
@@ -317,7 +335,7 @@ class Reader {
   const SourceFile& file_;
   std::string_view text_;
   const ReaderLimits& limits_;
-  size_t pos_ = 0;
+  size_t pos_;
   size_t depth_ = 0;
 };
 

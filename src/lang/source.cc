@@ -8,7 +8,7 @@
 namespace sx::lang {
 
 SourceFile::SourceFile(std::string path, std::string text) : path_(std::move(path)), text_(std::move(text)) {
-  line_starts_.push_back(0);
+  line_starts_.push_back(text_.starts_with("\xEF\xBB\xBF") ? 3 : 0);
   for (uint32_t i = 0; i < text_.size(); ++i) {
     if (text_[i] == '\n') line_starts_.push_back(i + 1);
   }
@@ -16,7 +16,7 @@ SourceFile::SourceFile(std::string path, std::string text) : path_(std::move(pat
 
 uint32_t SourceFile::line_of(uint32_t offset) const {
   auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
-  return static_cast<uint32_t>(it - line_starts_.begin());
+  return std::max<uint32_t>(1, static_cast<uint32_t>(it - line_starts_.begin()));  // a byte-order mark is line 1
 }
 
 uint32_t SourceFile::column_of(uint32_t offset) const {

@@ -25,6 +25,9 @@ class SourceFile {
   std::string_view line_text(uint32_t line) const;
   uint32_t line_count() const { return static_cast<uint32_t>(line_starts_.size()); }
   uint32_t line_start(uint32_t line) const { return line_starts_[line - 1]; }
+  // Where the text begins: after the UTF-8 byte-order mark some editors write first,
+  // which is not part of the program (the reader skips it; columns do not count it).
+  uint32_t start() const { return line_starts_[0]; }
 
  private:
   std::string path_;

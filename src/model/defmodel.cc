@@ -10,6 +10,7 @@
 #include "graph/primitive.h"
 #include "io/location.h"
 #include "io/safetensors.h"
+#include "lang/builtins/builtins.h"
 #include "lang/printer.h"
 #include "lang/tracer.h"
 #include "model/model.h"
@@ -299,13 +300,15 @@ Value with_loaded(const std::shared_ptr<ModelState>& state, Interpreter& in, con
   Value file = in.eval(header[0].value, header[0].span, env);
   if (!file.is(Type::String)) {
     fail("E-PARAM-007", header[0].span,
-         fmt::format("the file of `with-loaded` is a string, not `{}`", lang::print(file)));
+         fmt::format("the file of `with-loaded` must be a string, not {} `{}`", lang::type_label(file),
+                     lang::print(file)));
   }
   Value name = in.eval(header[1].value, header[1].span, env);
   if (!name.is(Type::Function)) {
     fail("E-PARAM-007", header[1].span,
-         fmt::format("the name of `with-loaded` is a function from a parameter's path to a tensor name, not `{}`",
-                     lang::print(name)));
+         fmt::format(
+             "the name of `with-loaded` must be a function from a parameter's path to a tensor name, not {} `{}`",
+             lang::type_label(name), lang::print(name)));
   }
   LoadScope scope{resolve_data_path(lang::string_of(file), header[0].span), name, false, span};
   if (header.size() == 4) {

@@ -170,6 +170,7 @@ def case_cpu_cores(tmp):
                                         (["--cpu-cores", "1.5"], None, "--cpu-cores", "1.5"),
                                         (["--cpu-cores", "+4"], None, "--cpu-cores", "+4"),
                                         ([], "-1", "SEXPGPU_CPU_CORES", "-1"),
+                                        ([], "abc", "SEXPGPU_CPU_CORES", "abc"),
                                         ([], " 4", "SEXPGPU_CPU_CORES", " 4"),
                                         ([], "4x", "SEXPGPU_CPU_CORES", "4x")]:
         rc, out, err = run_with(["eval", *flags, expr], cores)

@@ -131,9 +131,9 @@ def num(v, dtype):
         return str(int(v))
     f = float(np.float32(v)) if dtype in ("f32", "bf16") else float(v)
     if math.isnan(f):
-        return "nan"
+        return "+nan.0"
     if math.isinf(f):
-        return "inf" if f > 0 else "(- inf)"
+        return "+inf.0" if f > 0 else "-inf.0"
     return repr(f)
 
 
@@ -172,7 +172,9 @@ def parse(text):
             return t == "true"
         if re.fullmatch(r"[-+]?\d+", t):
             return int(t)
-        if t in ("inf", "+inf", "-inf", "nan", "-nan") or re.fullmatch(r"[-+]?[\d.]+(e[-+]?\d+)?", t):
+        if t in ("+inf.0", "-inf.0", "+nan.0"):
+            return float(t[:-2])
+        if re.fullmatch(r"[-+]?[\d.]+(e[-+]?\d+)?", t):
             return float(t)
         return ("sym", t)
 

@@ -83,10 +83,21 @@ Value differentiate(Args& a, const Value& f, bool with_value) {
   std::vector<Span> spans(a.spans.begin(), a.spans.end());
   Value result = a.interp.apply(f, args, spans, a.call);
   const TensorValue* loss = as_tensor(result);
-  if (!loss || !loss->info().shape.empty() || !graph::is_float(loss->info().dtype)) {
+  if (!loss) {
     fail("E-SHAPE-001", a.call,
          fmt::format("`{}`: the function must return a floating-point scalar tensor, not {}", a.function,
-                     loss ? fmt::format("a tensor of shape {}", graph::shape_str(loss->info().shape)) : print(result)));
+                     print(result)));
+  }
+  const graph::Node& n = loss->info();
+  bool scalar = n.shape.empty(), floating = graph::is_float(n.dtype);
+  if (!scalar || !floating) {
+    // Name only what is wrong: an integer scalar's shape is fine.
+    std::string wrong = scalar ? "" : fmt::format("shape {}", graph::shape_str(n.shape));
+    if (!floating) wrong += fmt::format("{}dtype {}", scalar ? "" : " and ", graph::dtype_name(n.dtype));
+    fail("E-SHAPE-001", a.call,
+         fmt::format("`{}`: the function must return a floating-point scalar tensor, not one of {}", a.function, wrong),
+         floating ? "reduce it to one number, as with (sum x)"
+                  : "gradients are of floats: give float tensors, as (tensor [1.0 2.0]), or (cast x :f32) inside");
   }
   tracer->at(a.call);
   std::vector<graph::NodeId> grads;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "graph/errors.h"
+#include "graph/primitive.h"
 #include "lang/printer.h"
 
 namespace sx::lang {
@@ -83,13 +84,28 @@ graph::DType dtype_arg(Args& a, size_t i) {
   a.type_error(i, "a dtype (:f32 :bf16 :f64 :i32 :i64 :bool :u8 :u16)");
 }
 
+namespace {
+
+// A graph error begins with the op that refused it (`add: cannot broadcast ...`), which
+// may be an internal name or one of several ops a builtin builds; the message names the
+// builtin the program called (`+`) instead.
+std::string named_by_the_call(const Args& a, std::string_view message) {
+  size_t colon = message.find(": ");
+  if (colon != std::string_view::npos && graph::find_primitive(message.substr(0, colon))) {
+    message.remove_prefix(colon + 2);
+  }
+  return fmt::format("`{}`: {}", a.function, message);
+}
+
+}  // namespace
+
 Value trace(Args& a, const std::function<graph::NodeId(graph::Builder&)>& build) {
   const auto& tracer = a.interp.tracer();
   tracer->at(a.call);
   try {
     return make_tensor(tracer, build(tracer->builder()));
   } catch (const graph::GraphError& e) {
-    fail("E-SHAPE-001", a.call, e.what());
+    fail("E-SHAPE-001", a.call, named_by_the_call(a, e.what()));
   }
 }
 

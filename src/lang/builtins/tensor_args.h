@@ -31,7 +31,8 @@ int64_t one_axis(Args& a, std::map<std::string, size_t>& kw, int64_t fallback);
 // A dtype keyword: :f32 :bf16 :f64 :i32 :i64 :bool :u8 :u16.
 graph::DType dtype_arg(Args& a, size_t i);
 
-// Emits what `build` builds, at the call's span; graph errors become E-SHAPE-001.
+// Emits what `build` builds, at the call's span; graph errors become E-SHAPE-001, named
+// by the builtin called (`+`), not the graph op that refused (`add`).
 Value trace(Args& a, const std::function<graph::NodeId(graph::Builder&)>& build);
 
 // The elementwise forms of number builtins, used when an argument is a tensor.

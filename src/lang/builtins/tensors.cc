@@ -279,6 +279,18 @@ Value binary(Args& a, std::string_view op) {
   return trace(a, [&](Builder& b) { return b.op(op, {x, y}); });
 }
 
+// Two integers would make an integer tensor, which the pow op (floats only) refuses in
+// terms of dtypes the caller never wrote; say what to write instead.
+Value power(Args& a) {
+  if (!has_tensor(a) && a[0].is(Type::Int) && a[1].is(Type::Int)) {
+    fail("E-EVAL-004", a.call,
+         fmt::format("`pow` raises floats, and {} and {} are integers", a[0].as_int(), a[1].as_int()),
+         fmt::format("write (pow {}.0 {}) for a float, or (expt {} {}) for the exact integer", a[0].as_int(),
+                     a[1].as_int(), a[0].as_int(), a[1].as_int()));
+  }
+  return binary(a, "pow");
+}
+
 }  // namespace
 
 void install_tensor_builtins(Interpreter& in) {
@@ -381,7 +393,7 @@ void install_tensor_builtins(Interpreter& in) {
            },
            "(condition a b)", "Elementwise, a where condition is true, else b.",
            "(where (tensor [true false]) (tensor [1.0 2.0]) 0.0)\n;; => (tensor [1.0 0.0] :dtype :f32)"},
-          {"pow", 2, 2, [](Args& a) { return binary(a, "pow"); }, "(x y)", "x to the power y, elementwise.",
+          {"pow", 2, 2, power, "(x y)", "x to the power y, elementwise, in floating point (`expt` for integers).",
            "(pow (tensor [2.0 3.0]) 2.0)\n;; => (tensor [4.0 9.0] :dtype :f32)"},
           {"logical-and", 2, any, [](Args& a) { return tensor_fold(a, "logical_and"); }, "(a b &rest more)",
            "Elementwise and of bool tensors.",

@@ -191,7 +191,7 @@ TEST(Eval, Division) {
   EXPECT_EQ(eval_print("(list (/ 6 3) (/ 7 2) (/ 1.0 4) (/ 2) (quot -7 2) (rem -7 2) (mod -7 2))"),
             "(2 3.5 0.25 0.5 -3 -1 1)");
   EXPECT_EQ(error_code("(/ 1 0)"), "E-EVAL-014");
-  EXPECT_EQ(eval_print("(/ 1.0 0)"), "inf");
+  EXPECT_EQ(eval_print("(/ 1.0 0)"), "+inf.0");
 }
 
 TEST(Eval, MalformedSpecialForms) {

@@ -1,8 +1,11 @@
 // Showing values to a person: tensors in print, str and format (which run traced tensors
-// through Interpreter::materialize), format's specs, item, and empty tensors that read
-// back with their shape.
+// through Interpreter::materialize), format's specs, item, and printed values (empty
+// tensors, infinities, NaN) that read back as the same value.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
 #include <string>
 
 #include "lang/tracer.h"
@@ -44,6 +47,71 @@ TEST(Printing, EmptyTensorsReadBackWithTheirShape) {
   }
   EXPECT_EQ(eval_run_print("(tensor [] :dtype :i32)"), "(zeros [0] :dtype :i32)");
   EXPECT_EQ(eval_run_print("(zeros [0 2] :dtype :bool)"), "(zeros [0 2] :dtype :bool)");
+}
+
+// Floats alike bit for bit; any two NaNs alike, since a NaN prints without its sign and payload.
+bool same_float(double a, double b) {
+  return std::isnan(a) ? std::isnan(b) : std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b);
+}
+
+// The same value: floats by their bits, tensors by dtype, shape and elements.
+::testing::AssertionResult same_value(const Value& a, const Value& b) {
+  const TensorValue* ta = as_tensor(a);
+  const TensorValue* tb = as_tensor(b);
+  if (ta && tb) {
+    const graph::Tensor& x = *ta->info().value;
+    const graph::Tensor& y = *tb->info().value;
+    if (x.dtype() != y.dtype() || x.shape() != y.shape()) return ::testing::AssertionFailure() << "dtype or shape";
+    if (graph::is_float(x.dtype())) {
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        if (!same_float(x.value(i), y.value(i))) return ::testing::AssertionFailure() << "element " << i;
+      }
+      return ::testing::AssertionSuccess();
+    }
+    return std::ranges::equal(x.bytes(), y.bytes()) ? ::testing::AssertionSuccess()
+                                                    : ::testing::AssertionFailure() << "elements";
+  }
+  if (a.is(Type::Float) && b.is(Type::Float)) {
+    return same_float(a.as_float(), b.as_float()) ? ::testing::AssertionSuccess() : ::testing::AssertionFailure();
+  }
+  return ::testing::AssertionFailure() << "not two tensors or two floats";
+}
+
+// Issue 12 item 10: what `sexpgpu eval` prints, read and evaluated again, is the same value.
+TEST(Printing, ValuesReadBack) {
+  for (std::string text : {
+           "(/ 1.0 0)",
+           "(/ -1.0 0)",
+           "(/ 0.0 0)",
+           "(- inf)",
+           "nan",
+           "-0.0",
+           "1e300",
+           "(tensor [(- inf) nan inf -0.0 0.1 3.4028235e38 1e-45])",
+           "(tensor [[(- inf) nan] [inf 2.5]] :dtype :f64)",
+           "(tensor [(- inf) nan inf 0.1 -0.0] :dtype :bf16)",
+           "(/ (tensor [0.0 1.0 -1.0]) 0)",
+           "(tensor (/ -1.0 0))",
+           "(zeros [2 0 3])",
+           "(zeros [0 2] :dtype :i64)",
+           "(tensor [] :dtype :bool)",
+           "(tensor [9223372036854775807 -9223372036854775808] :dtype :i64)",
+           "(tensor [[true false] [false true]])",
+           "(tensor [0 255] :dtype :u8)",
+       }) {
+    Interpreter interp(testing::test_options());
+    Ref<Env> env = interp.new_top_level();
+    auto eval = [&](const std::string& source) {
+      return testing::run_on_reference(interp, interp.eval_text(source, "<test>", *env));
+    };
+    Value value = eval(text);
+    std::string printed = print(value);
+    Value again = eval(printed);
+    EXPECT_EQ(print(again), printed) << text;
+    EXPECT_TRUE(same_value(value, again)) << text << " printed as " << printed;
+  }
+  // The float and the name it is bound to print apart.
+  EXPECT_EQ(eval_run_print("(list inf 'inf)"), "(+inf.0 inf)");
 }
 
 TEST(Printing, LimitAndFull) {

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "lang/printer.h"
 
 namespace sx::lang {
@@ -52,6 +55,18 @@ TEST(Reader, FloatsPrintShortestAndReadBack) {
   EXPECT_EQ(read_print("0.1"), "0.1");
 }
 
+TEST(Reader, NonFiniteFloatsReadAsThePrinterWritesThem) {
+  EXPECT_EQ(read_print("+inf.0 -inf.0 +nan.0"), "+inf.0 -inf.0 +nan.0");
+  SourceMap sources;
+  auto forms = read("+inf.0 -inf.0 +nan.0 inf -inf nan", sources);
+  ASSERT_EQ(forms.size(), 6u);
+  EXPECT_EQ(forms[0].value.as_float(), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(forms[1].value.as_float(), -std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(forms[2].value.as_float()));
+  // The names stay names: `inf` and `nan` are bound to the floats, `-inf` is just a symbol.
+  for (size_t i = 3; i < 6; ++i) EXPECT_TRUE(forms[i].value.is(Type::Symbol)) << i;
+}
+
 TEST(Reader, SpansPointAtEachForm) {
   SourceMap sources;
   auto forms = read("(f  x)\n  [a b]", sources);
@@ -70,6 +85,19 @@ TEST(Reader, ColumnsCountCodePoints) {
   EXPECT_EQ(next(as_cons(forms[0].value))->car_span.location(), "t.sx:1:6");
 }
 
+TEST(Reader, ByteOrderMarkOnlyAtTheStartIsSkipped) {
+  const std::string bom = "\xEF\xBB\xBF";
+  SourceMap sources;
+  auto forms = read(bom + "(f x)\ny", sources);
+  ASSERT_EQ(forms.size(), 2u);
+  EXPECT_EQ(print(forms[0].value), "(f x)");
+  EXPECT_EQ(forms[0].span.location(), "t.sx:1:1");
+  EXPECT_EQ(next(as_cons(forms[0].value))->car_span.location(), "t.sx:1:4");
+  EXPECT_EQ(read_print(bom), "");
+  // Anywhere else it is a character like any other, here a name of its own.
+  EXPECT_EQ(read_print("x " + bom), "x " + bom);
+}
+
 TEST(Reader, Errors) {
   EXPECT_EQ(read_error("(a b"), "E-READ-001");
   EXPECT_EQ(read_error("[a b"), "E-READ-001");
@@ -81,6 +109,7 @@ TEST(Reader, Errors) {
   EXPECT_EQ(read_error("99999999999999999999"), "E-READ-004");
   EXPECT_EQ(read_error("\"\\q\""), "E-READ-005");
   EXPECT_EQ(read_error("\"\\u{110000}\""), "E-READ-005");
+  EXPECT_EQ(read_error("\"\\u{D800}\""), "E-READ-005");
   EXPECT_EQ(read_error("{a}"), "E-READ-006");
   EXPECT_EQ(read_error("a\x01"), "E-READ-006");
   EXPECT_EQ(read_error(":"), "E-READ-006");
