@@ -82,6 +82,45 @@ TEST_P(ServeBatching, EveryCallGetsTheBitsOfItsCallAloneInAnyBatch) {
   EXPECT_EQ(one.calls(), 16u);
 }
 
+// A device whose runs fail, as one out of memory does.
+class FailingDevice : public device::Device {
+ public:
+  explicit FailingDevice(device::Device& inner) : inner_(inner) {}
+  std::string name() const override { return inner_.name(); }
+  std::unique_ptr<device::Plan> compile(const graph::Graph& graph) override {
+    return std::make_unique<FailingPlan>(*this, graph);
+  }
+  device::Buffer allocate(const graph::ValueType& type) override { return inner_.allocate(type); }
+  device::Buffer upload(graph::Tensor value) override { return inner_.upload(std::move(value)); }
+  graph::Tensor download(const device::Buffer& buffer) override { return inner_.download(buffer); }
+
+ private:
+  class FailingPlan : public device::Plan {
+   public:
+    FailingPlan(device::Device& device, const graph::Graph& graph) : Plan(device, graph) {}
+    using Plan::run;
+    void run(std::span<const device::Buffer* const>, std::span<device::Buffer* const>) override {
+      throw device::DeviceError("no memory left");
+    }
+  };
+  device::Device& inner_;
+};
+
+// A device that fails a run answers each of its calls with the error, and serves on.
+TEST(ServeBatcher, ADeviceFailureIsEveryCallsErrorAnswer) {
+  auto m = testing::tiny_lm();
+  auto inner = device::make_device("reference");
+  FailingDevice device(*inner);
+  Batcher batcher(device, served(m, shape_graph(m.graph, {})), 2);
+  std::vector<std::string> calls{testing::call_body({testing::ids(1)}), testing::call_body({testing::ids(2)})};
+  for (const std::string& answer : batcher.run(calls)) {
+    EXPECT_EQ(answer[0], 1);
+    EXPECT_NE(answer.find("error[E-SERVE-009]: the device failed to run the call: no memory left"), std::string::npos)
+        << answer;
+  }
+  EXPECT_EQ(batcher.runs(), 1u);
+}
+
 TEST(ServeBatcher, BatchOutsideOneTo256IsRefused) {
   auto m = testing::tiny_lm();
   auto device = device::make_device("reference");
