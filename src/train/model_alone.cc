@@ -118,6 +118,10 @@ nlohmann::json model_json(const ModelAlone& model, const Session& session, const
     // As params.safetensors holds it, and the graph reads it.
     parameters.push_back({{"path", input.name}, {"shape", node.shape}, {"dtype", graph::dtype_name(node.dtype)}});
   }
+  // A node's origin indexes the spans of the process that traced it, so it means nothing
+  // in a file, and would make a checkpoint's model and its export differ.
+  graph::Graph graph = model.graph;
+  for (graph::Node& node : graph.nodes) node.origin = 0;
   return {{"format", "sexpgpu-model"},
           {"version", 1},
           {"checkpoint", fmt::format("step-{:08}", step)},
@@ -127,7 +131,7 @@ nlohmann::json model_json(const ModelAlone& model, const Session& session, const
           {"inputs", inputs},
           {"outputs", outputs},
           {"parameters", parameters},
-          {"graph", graph::graph_to_json(model.graph)}};
+          {"graph", graph::graph_to_json(graph)}};
 }
 
 }  // namespace sx::train
