@@ -16,7 +16,7 @@
 namespace sx::train {
 namespace {
 
-constexpr std::array<std::string_view, 13> kKeys = {"data",
+constexpr std::array<std::string_view, 14> kKeys = {"data",
                                                     "eval",
                                                     "batch",
                                                     "steps",
@@ -28,7 +28,8 @@ constexpr std::array<std::string_view, 13> kKeys = {"data",
                                                     "grad-clip",
                                                     "checkpoint-every",
                                                     "keep",
-                                                    "log-every"};
+                                                    "log-every",
+                                                    "after"};
 
 std::string known_keys() {
   std::string out;
@@ -55,6 +56,10 @@ void check_training_setting(const std::string& key, const lang::Value& value, la
     }
     if (!passes)
       refuse("a pass or a list of passes", "write :eval (list (pass :name \"val\" :data LOADER :every 100))");
+  }
+  if (key == "after" && !value.is(lang::Type::Function)) {
+    refuse("a function of no arguments, called with the trained parameters when the run ends",
+           "write :after (lambda () (print (sample \"The\" 80)))");
   }
   if (key == "schedule" && !as_schedule(value)) {
     refuse("a learning-rate schedule", "write (constant), (warmup-cosine :warmup 100 :min-lr 1e-5) or (warmup-linear)");
@@ -159,7 +164,7 @@ std::shared_ptr<RunSettings> install_defrun(lang::Interpreter& interp) {
       },
       lang::BuiltinDoc{"(defrun :key value ...)",
                        "The run's settings: :data :eval :batch :steps :seed :optimizer :schedule :ema :precision "
-                       ":grad-clip :checkpoint-every :keep :log-every.",
+                       ":grad-clip :checkpoint-every :keep :log-every :after.",
                        "(defrun :steps 100 :seed 7)", "Special forms"});
   // The loaders `:data` and `:eval` name come with defrun, so every command that evaluates
   // a run file has them.

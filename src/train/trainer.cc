@@ -143,6 +143,17 @@ std::string format_seconds(double s) {
   return t >= 3600 ? fmt::format("{}h{:02}m", t / 3600, t / 60 % 60) : fmt::format("{}m{:02}s", t / 60, t % 60);
 }
 
+// `defrun :after`: the function, once the run is done, with the parameters of its newest
+// checkpoint as `eval --checkpoint` has them.
+void run_after(Session& session, device::Device& device, const std::string& location) {
+  const lang::Value* after = session.settings().find("after");
+  if (!after || after->is_nil()) return;
+  session.use_checkpoint(location);
+  session.run_tensors_on(device);
+  session.interp().apply(*after, {}, {}, session.settings().span);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 std::string run_slug(const TrainOptions& options) {
@@ -231,7 +242,10 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
                 static_cast<long long>(total), static_cast<long long>(batch), device.name().c_str(), location.c_str());
   }
   std::fflush(stdout);
-  if (start >= total) return location;
+  if (start >= total) {
+    run_after(session, device, location);
+    return location;
+  }
 
   runtime::Program program(device, session.under_precision(step.graph), step.inputs, step.outputs);
   std::vector<std::unique_ptr<EvalPass>> passes;
@@ -357,6 +371,7 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   write_loss_curve(curve, series, options_of_curve);
   std::printf("trained %s: loss %.4f after %lld steps; checkpoints in %s, loss curve %s\n", slug.c_str(), loss_value,
               static_cast<long long>(total), location.c_str(), curve.c_str());
+  run_after(session, device, location);
   return location;
 }
 

@@ -657,6 +657,28 @@ def case_train_errors(tmp):
     expect_error(["run", first, "--checkpoint-dir", location, "--steps", "6"], "E-CKPT-006", mentions=("positions",))
 
 
+def case_train_after(tmp):
+    """`defrun :after` runs when the run ends, with the trained parameters: what it prints is
+    what `eval --checkpoint` computes from the newest checkpoint."""
+    probe = "(item (sum (abs (getf (parameters model) :positions))))"
+    text = TRAIN_FILE.replace(b":log-every 4", b":log-every 4 :after (lambda () (print " + probe.encode() + b"))")
+    run_file = training_dir(tmp, "after.sx", text)
+    location = os.path.join(tmp, "after")
+    out = train([run_file, "--checkpoint-dir", location, "--steps", "6"])
+    printed = out.rstrip().splitlines()[-1]
+    expect(out.rstrip().splitlines()[-2].startswith("trained "), ":after prints after the run's last line", out)
+    rc, evaluated, err, _ = run(["eval", "--file", run_file, "--checkpoint", location, probe])
+    expect(rc == 0 and printed == evaluated.strip(), f":after printed {printed}, eval --checkpoint {evaluated}", out,
+           err)
+    rc, initial, err, _ = run(["eval", "--file", run_file, probe])
+    expect(rc == 0 and initial.strip() != printed, "the trained parameters, not the initial ones", initial, err)
+    out = train([run_file, "--checkpoint-dir", location, "--steps", "6"])
+    expect(out.rstrip().splitlines()[-1] == printed, "a run that finds itself done runs :after too", out)
+    bad = write(tmp, "bad-after.sx", TRAIN_FILE.replace(b":log-every 4", b":log-every 4 :after 3"))
+    expect_error(["run", bad, "--checkpoint-dir", os.path.join(tmp, "bad")], "E-RUN-001", mentions=(":after",))
+    print("ok: :after")
+
+
 def write_safetensors(path, tensors):
     """A safetensors file of f32 tensors: {name: (shape, values)}."""
     import struct
