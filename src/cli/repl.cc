@@ -91,9 +91,6 @@ class LineSource {
     using_history();
     if (!history_.empty()) read_history(history_.c_str());
   }
-  ~LineSource() {
-    if (interactive_ && !history_.empty()) write_history(history_.c_str());
-  }
 
   bool interactive() const { return interactive_; }
 
@@ -110,8 +107,11 @@ class LineSource {
     return line;
   }
 
+  // Kept in the history file at once, so a session that is killed loses none of it.
   void remember(const std::string& entry) {
-    if (interactive_ && entry.find_first_not_of(" \t\n") != std::string::npos) add_history(entry.c_str());
+    if (!interactive_ || entry.find_first_not_of(" \t\n") == std::string::npos) return;
+    add_history(entry.c_str());
+    if (!history_.empty()) write_history(history_.c_str());
   }
 
  private:
@@ -155,6 +155,8 @@ int repl(const std::string& file, const EvalFlags& flags, const DeviceFlags& dev
       auto forms = lang::read_forms(source, interp.options().reader_limits);
       lines.remember(pending.substr(0, pending.size() - 1));
       pending.clear();
+      // --max-steps bounds each input, so one that spends it leaves the session usable.
+      interp.reset_steps();
       for (const auto& form : forms) {
         lang::Value value = session.run(interp.eval(form.value, form.span, session.top()), *device);
         std::printf("%s\n", lang::print(value).c_str());

@@ -258,6 +258,8 @@ class Interpreter {
 
   // Counts one evaluation step against `max_steps`, or `n` for builtins that build n things.
   void charge(uint64_t n, Span span);
+  // Starts the `max_steps` budget over: the REPL gives each input its own.
+  void reset_steps() { steps_ = 0; }
 
   // Used by Env's constructor and destructor.
   void register_env(Env* env);

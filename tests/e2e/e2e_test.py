@@ -371,6 +371,33 @@ def case_repl_tty(tmp):
     print("ok: repl on a terminal")
 
 
+def case_repl_budget_and_history(tmp):
+    """--max-steps bounds each REPL input, not the session: after an input spends it, the
+    next one runs. The history file holds each input as soon as it is entered, so a
+    session that is killed loses none of it."""
+    session = b"\n".join([
+        b"(defun down (n) (if (= n 0) 0 (down (- n 1))))",
+        b"(down 100000)",
+        b"(+ 1 2)",
+        b"(down 50)",
+    ]) + b"\n"
+    rc, out, err, _ = run(["repl", "--max-steps", "2000"], stdin=session)
+    expect(rc == 0 and "error[E-EVAL-017]" in err, f"the spent input: exit {rc}", out, err)
+    values = [line for line in out.splitlines() if line.strip()]
+    expect(values[-2:] == ["3", "0"], f"the inputs after it run: {values}", out, err)
+    term = Terminal(["repl"], tmp)
+    term.read_until("sx> ")
+    term.type("(+ 40 2)\r")
+    term.read_until("\n42\r\n")
+    term.read_until("sx> ")
+    os.kill(term.pid, signal.SIGKILL)
+    os.waitpid(term.pid, 0)
+    with open(os.path.join(tmp, ".sexpgpu_history"), encoding="utf-8", errors="replace") as f:
+        history = f.read().replace("\\040", " ")  # libedit writes a space as \040
+    expect("(+ 40 2)" in history, f"the history after a kill: {history!r}")
+    print("ok: a budget per input, history as it goes")
+
+
 def case_repl_quit(tmp):
     # (quit) and (exit) end the REPL at once, on a pipe too; (exit N) gives status N.
     rc, out, err, _ = run(["repl"], stdin=b"(+ 1 2)\n(exit 3)\n(+ 4 5)\n")
