@@ -2,10 +2,10 @@
 #include "device/device.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include "device/cpu/cpu.h"
 #include "device/reference/reference.h"
+#include "graph/memory.h"
 
 namespace sx::device {
 
@@ -27,13 +27,7 @@ std::unique_ptr<Device> make_device(std::string_view name, const DeviceOptions& 
 std::vector<std::string> available_devices() { return {"reference", "cpu"}; }
 
 void check_fits_in_memory(std::string_view device, double bytes) {
-  double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-  if (memory > 0 && bytes > memory) {
-    throw DeviceMemoryError(
-        fmt::format("the {} device needs {:.1f} GiB for this graph's buffers, more than the memory "
-                    "of this machine",
-                    device, bytes / (1 << 30)));
-  }
+  graph::check_memory(bytes, [&] { return fmt::format("the {} device, running this graph,", device); });
 }
 
 namespace {
