@@ -31,12 +31,12 @@ Value make_like(bool vector, std::vector<Value> items) {
   return vector ? make_vector(std::move(items)) : list(std::move(items));
 }
 
-// Charges the step budget for building n items, after refusing n items past the memory
+// Charges the step budget for building n items, then refuses n items past the memory
 // limit: called before the items are built, where a count such as `range`'s could ask
 // for any number.
 void charge(const Args& a, size_t n) {
-  check_items_memory(a, n);
   a.interp.charge(n, a.call);
+  check_items_memory(a, n);
 }
 
 // A non-negative integer argument: a count or an index.
