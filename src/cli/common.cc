@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "device/device.h"
 #include "graph/memory.h"
 
 namespace sx::cli {
@@ -24,7 +25,10 @@ void add_max_memory(CLI::App& command) {
     std::string value = *text;
     if (flag->count() == 0) {
       const char* env = std::getenv("SEXPGPU_MAX_MEMORY");
-      if (!env || !*env) return;
+      if (!env || !*env) {
+        graph::set_memory_limit(device::default_memory_limit());
+        return;
+      }
       source = "SEXPGPU_MAX_MEMORY";
       value = env;
     }

@@ -32,7 +32,7 @@ struct EvalFlags {
   void add_checkpoint_to(CLI::App& command);
 };
 
-// --max-memory SIZE, else SEXPGPU_MAX_MEMORY, else the default (graph/memory.h): the
+// --max-memory SIZE, else SEXPGPU_MAX_MEMORY, else device::default_memory_limit(): the
 // process's memory limit, set once the command's flags are parsed. A value that is not
 // a size is a usage error naming the flag or the variable.
 void add_max_memory(CLI::App& command);

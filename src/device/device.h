@@ -26,6 +26,11 @@ class DeviceError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The memory limit of a command given none (graph/memory.h): 3/4 of the
+// machine's physical memory, or of its cgroup v2 memory.max when that is
+// lower; read once. No limit when neither can be read.
+uint64_t default_memory_limit();
+
 // Throws graph::MemoryLimitError when `bytes` of buffers the `device` plans
 // for a graph pass the memory limit: refused before allocating, so that a
 // huge graph is an error, not a process killed by the kernel's OOM killer.

@@ -1,50 +1,22 @@
-// The memory limit: one value for the process, its default, and the size syntax.
+// The memory limit: one value for the process, and the size syntax.
 #include "graph/memory.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <charconv>
-#include <fstream>
 
 namespace sx::graph {
 namespace {
 
-// 0 until set_memory_limit: the default then applies.
-std::atomic<uint64_t> chosen_limit{0};
-
-// The cgroup v2 limit of this process's group, when one is set ("max" means none).
-std::optional<uint64_t> cgroup_memory_max() {
-  std::ifstream file("/sys/fs/cgroup/memory.max");
-  std::string text;
-  if (!(file >> text)) return std::nullopt;
-  uint64_t bytes = 0;
-  auto parsed = std::from_chars(text.data(), text.data() + text.size(), bytes);
-  if (parsed.ec != std::errc() || parsed.ptr != text.data() + text.size()) return std::nullopt;
-  return bytes;
-}
+// No limit until a command sets one.
+std::atomic<uint64_t> limit{UINT64_MAX};
 
 }  // namespace
 
-uint64_t default_memory_limit() {
-  static const uint64_t limit = [] {
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    uint64_t memory = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
-    if (auto cgroup = cgroup_memory_max(); cgroup && (memory == 0 || *cgroup < memory)) memory = *cgroup;
-    // Unknown memory (no sysconf, no cgroup): no limit but the allocator's.
-    return memory == 0 ? UINT64_MAX : std::max<uint64_t>(memory / 4 * 3, 1);
-  }();
-  return limit;
-}
+uint64_t memory_limit() { return limit.load(std::memory_order_relaxed); }
 
-uint64_t memory_limit() {
-  uint64_t chosen = chosen_limit.load(std::memory_order_relaxed);
-  return chosen ? chosen : default_memory_limit();
-}
-
-void set_memory_limit(uint64_t bytes) { chosen_limit.store(bytes, std::memory_order_relaxed); }
+void set_memory_limit(uint64_t bytes) { limit.store(bytes, std::memory_order_relaxed); }
 
 std::string bytes_text(double bytes) {
   const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};

@@ -32,13 +32,12 @@ inline constexpr std::string_view kOutOfMemoryHelp =
     "the machine had less memory to give than the limit allows: lower it with --max-memory or SEXPGPU_MAX_MEMORY, "
     "so that a request too large is refused by name, or ask for less";
 
-// The limit in bytes: what set_memory_limit set, else default_memory_limit().
+// The limit in bytes: what set_memory_limit set; none (2^64 - 1) until then. Graph knows
+// nothing of the machine: the commands set it (cli/common.h), by default to
+// device::default_memory_limit().
 uint64_t memory_limit();
 // `bytes` > 0; for the whole process, from then on.
 void set_memory_limit(uint64_t bytes);
-// 3/4 of the machine's physical memory, or of a cgroup v2 memory.max when that is
-// lower; read once.
-uint64_t default_memory_limit();
 
 // Throws MemoryLimitError for `bytes` asked by `what` (what asks for them, e.g.
 // "`range`: a list of 100000000 items"), naming the bytes and the limit.
