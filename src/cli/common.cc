@@ -1,6 +1,7 @@
 // Shared command plumbing.
 #include "cli/common.h"
 
+#include <fmt/format.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -8,11 +9,43 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "device/device.h"
+#include "graph/memory.h"
+
 namespace sx::cli {
+
+void add_max_memory(CLI::App& command) {
+  auto text = std::make_shared<std::string>();
+  const CLI::Option* flag = command.add_option(
+      "--max-memory", *text,
+      "The most bytes one tensor, program or value may ask for (E-MEM-001): 8G, 512M, 64K or bytes; default 3/4 "
+      "of the machine's memory (SEXPGPU_MAX_MEMORY)");
+  command.parse_complete_callback([text, flag] {
+    std::string source = "--max-memory";
+    std::string value = *text;
+    if (flag->count() == 0) {
+      const char* env = std::getenv("SEXPGPU_MAX_MEMORY");
+      if (!env || !*env) {
+        graph::set_memory_limit(device::default_memory_limit());
+        return;
+      }
+      source = "SEXPGPU_MAX_MEMORY";
+      value = env;
+    }
+    auto bytes = graph::parse_size(value);
+    if (!bytes) {
+      throw CLI::ValidationError(source, fmt::format("`{}` is not a memory size: write a whole number of bytes above "
+                                                     "0, or one followed by K, M, G or T, such as 512M or 8G",
+                                                     lang::shown_in_message(value)));
+    }
+    graph::set_memory_limit(*bytes);
+  });
+}
 
 void EvalFlags::add_limits_to(CLI::App& command) {
   command.add_option("--max-steps", max_steps, "Stop evaluation after this many steps (E-EVAL-017); 0: no limit")
       ->check(CLI::NonNegativeNumber);
+  add_max_memory(command);
 }
 
 void EvalFlags::add_to(CLI::App& command) {
@@ -65,11 +98,26 @@ train::SessionOptions session_options(const EvalFlags& flags) {
 
 namespace {
 
+// E-MEM-001 without a span: the request, or the allocation, was not a form's.
+int report_memory(std::string message, std::string_view help) {
+  lang::Diagnostic d;
+  d.code = "E-MEM-001";
+  d.message = std::move(message);
+  d.helps.emplace_back(help);
+  return report(lang::Error(std::move(d)));
+}
+
 // The exit status of `body`, or of an internal error: an exception no command turned
-// into a diagnostic is a bug of ours, reported as one rather than an abort.
+// into a diagnostic is a bug of ours, reported as one rather than an abort. Memory is
+// the exception: a request over the limit, or an allocation the machine refused, is
+// the user's to fix whichever code made it.
 int last_resort(const std::function<int()>& body) {
   try {
     return body();
+  } catch (const graph::MemoryLimitError& e) {
+    return report_memory(e.what(), graph::kMemoryLimitHelp);
+  } catch (const std::bad_alloc&) {
+    return report_memory(graph::out_of_memory_message("running the command"), graph::kOutOfMemoryHelp);
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr,

@@ -23,13 +23,19 @@ struct EvalFlags {
   std::vector<std::string> knobs;  // NAME=VALUE
   bool warn_redefinition = true;   // off in the REPL, where redefining is the point
   std::string checkpoint;          // eval and repl: parameters from this checkpoint
-  // --max-steps, --variant and --knob.
+  // --max-steps, --max-memory, --variant and --knob.
   void add_to(CLI::App& command);
-  // --max-steps alone, for a command that compiles a file as a checkpoint records it.
+  // --max-steps and --max-memory, for a command that compiles a file as a checkpoint
+  // records it.
   void add_limits_to(CLI::App& command);
   // --checkpoint, for the commands that run the file's model (eval, repl).
   void add_checkpoint_to(CLI::App& command);
 };
+
+// --max-memory SIZE, else SEXPGPU_MAX_MEMORY, else device::default_memory_limit(): the
+// process's memory limit, set once the command's flags are parsed. A value that is not
+// a size is a usage error naming the flag or the variable.
+void add_max_memory(CLI::App& command);
 
 // A session's options for a command: the interpreter's (the library path, limits for
 // the large stack) and the knobs and variant chosen.

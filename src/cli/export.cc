@@ -14,6 +14,7 @@ void add_export_command(CLI::App& app, std::function<int()>& action) {
       ->required();
   command->add_option("-o", options->out, "The folder to write; one that exists is refused")->required();
   command->add_flag("--trained", options->trained, "The trained weights, not the :ema averages");
+  add_max_memory(*command);
   command->callback([&action, options] {
     action = [options] {
       return run_on_large_stack([&] {

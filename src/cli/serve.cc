@@ -110,6 +110,7 @@ void add_serve_command(CLI::App& app, std::function<int()>& action) {
   command->add_flag("--trained", flags->options.trained,
                     "The trained weights instead of the :ema averages (a checkpoint's model only)");
   flags->device.add_to(*command);
+  add_max_memory(*command);
   command->callback([&action, flags] {
     action = [flags] {
       // Before any thread exists, so that every thread inherits it: the stop signals
@@ -131,8 +132,6 @@ void add_serve_command(CLI::App& app, std::function<int()>& action) {
           return report_coded(e.code(), e.what());
         } catch (const io::CheckpointError& e) {
           return report_coded(e.code(), e.what());
-        } catch (const device::DeviceMemoryError& e) {
-          return report_coded("E-DEVICE-002", e.what());
         }
       });
     };

@@ -4,8 +4,14 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <optional>
+
 #include "device/cpu/cpu.h"
 #include "device/reference/reference.h"
+#include "graph/memory.h"
 
 namespace sx::device {
 
@@ -26,14 +32,33 @@ std::unique_ptr<Device> make_device(std::string_view name, const DeviceOptions& 
 
 std::vector<std::string> available_devices() { return {"reference", "cpu"}; }
 
+namespace {
+
+// The cgroup v2 limit of this process's group, when one is set ("max" means none).
+std::optional<uint64_t> cgroup_memory_max() {
+  std::ifstream file("/sys/fs/cgroup/memory.max");
+  std::string text;
+  if (!(file >> text)) return std::nullopt;
+  uint64_t bytes = 0;
+  auto parsed = std::from_chars(text.data(), text.data() + text.size(), bytes);
+  if (parsed.ec != std::errc() || parsed.ptr != text.data() + text.size()) return std::nullopt;
+  return bytes;
+}
+
+}  // namespace
+
+uint64_t default_memory_limit() {
+  static const uint64_t limit = [] {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    uint64_t memory = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+    if (auto cgroup = cgroup_memory_max(); cgroup && (memory == 0 || *cgroup < memory)) memory = *cgroup;
+    return memory == 0 ? UINT64_MAX : std::max<uint64_t>(memory / 4 * 3, 1);
+  }();
+  return limit;
+}
+
 void check_fits_in_memory(std::string_view device, double bytes) {
-  double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-  if (memory > 0 && bytes > memory) {
-    throw DeviceMemoryError(
-        fmt::format("the {} device needs {:.1f} GiB for this graph's buffers, more than the memory "
-                    "of this machine",
-                    device, bytes / (1 << 30)));
-  }
+  graph::check_memory(bytes, [&] { return fmt::format("the {} device, running this graph,", device); });
 }
 
 namespace {

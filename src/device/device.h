@@ -26,15 +26,14 @@ class DeviceError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A plan needs more memory than the machine has, or an allocation failed.
-class DeviceMemoryError : public DeviceError {
- public:
-  using DeviceError::DeviceError;
-};
+// The memory limit of a command given none (graph/memory.h): 3/4 of the
+// machine's physical memory, or of its cgroup v2 memory.max when that is
+// lower; read once. No limit when neither can be read.
+uint64_t default_memory_limit();
 
-// Throws DeviceMemoryError when `bytes` of buffers cannot fit in this
-// machine's physical memory: refused before allocating, so that a huge
-// graph is an error, not a process killed by the kernel's OOM killer.
+// Throws graph::MemoryLimitError when `bytes` of buffers the `device` plans
+// for a graph pass the memory limit: refused before allocating, so that a
+// huge graph is an error, not a process killed by the kernel's OOM killer.
 void check_fits_in_memory(std::string_view device, double bytes);
 
 struct DeviceOptions {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "graph/errors.h"
+#include "graph/memory.h"
 
 namespace sx::graph {
 
@@ -16,7 +17,11 @@ const Node& Builder::node(NodeId id) const {
 }
 
 NodeId Builder::append(Node node) {
-  checked_numel(node.shape);
+  // Every tensor is a node first: refusing the node refuses the tensor before any
+  // device allocates it.
+  auto bytes = static_cast<double>(checked_numel(node.shape)) * static_cast<double>(dtype_size(node.dtype));
+  check_memory(bytes,
+               [&] { return fmt::format("a {} {} tensor", shape_str(node.shape, " "), dtype_name(node.dtype)); });
   node.origin = origin_;
   graph_.nodes.push_back(std::move(node));
   return static_cast<NodeId>(graph_.nodes.size() - 1);

@@ -815,15 +815,10 @@ or a name that is not a device. SexpGPU never falls back to another device in si
 
 Use one the message lists (`reference` always exists), or rebuild with what the
 device needs.)"},
-    {"E-DEVICE-002", "not enough memory",
-     R"(Running a value needs more memory than this machine has: its tensors are too
-large, or too many are alive at once.
-
-    (sum (iota 10000000000000))   ; a 40 TB tensor before the sum
-
-The `cpu` device adds up the buffers a graph needs when it compiles it and refuses
-one larger than the machine's memory before allocating anything, so the program
-reports it instead of being killed. Make the tensors smaller, or split the work.)"},
+    {"E-DEVICE-002", "not enough memory (retired: now E-MEM-001)",
+     R"(Retired. A graph whose buffers did not fit in the machine's memory was reported with
+this code; since the memory limit (`--max-memory`, SEXPGPU_MAX_MEMORY) every request
+over it, and every allocation the machine refuses, is E-MEM-001.)"},
     {"E-DEVICE-003", "a core count that is not a whole number",
      R"(`--cpu-cores` (or the SEXPGPU_CPU_CORES variable, read when the flag is absent) says
 how many host cores the `cpu` device may use. It is a whole number written in decimal
@@ -836,6 +831,24 @@ digits alone:
 A count above the host's cores, however large, means all of them. A sign, a
 fraction, spaces or an empty value are refused, naming the flag or the variable and
 the value, rather than read as some other number.)"},
+
+    {"E-MEM-001", "a request over the memory limit",
+     R"(A form asked for more memory than the memory limit allows, and was refused before
+anything was allocated. The message names the request (a tensor's shape and dtype, a
+list's items, a string, the buffers of a program the device compiled), the bytes it
+needs and the limit; the span points at the form that asked.
+
+    (zeros [1000000 1000000])       ; a 4 TB tensor
+    (range 100000000)               ; a list of a hundred million items
+
+The limit is `--max-memory SIZE` (8G, 512M, 64K, or bytes), else the SEXPGPU_MAX_MEMORY
+variable, else 3/4 of the machine's memory (or of its cgroup's limit, when that is
+lower). It bounds each request, not the sum of everything alive at once. Ask for less,
+or raise the limit when the machine has the memory.
+
+The same code reports an allocation the machine refused although the limit allowed
+it ("ran out of memory"): lower the limit to what the machine can give, so that a
+request too large is refused by name. docs/limits.md lists every limit.)"},
 
     {"W-EVAL-001", "a definition shadows a builtin",
      R"(A top-level `defvar`, `defun` or `defmacro` defines a name that is also a builtin.

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <new>
 
+#include "graph/memory.h"
 #include "lang/printer.h"
 #include "lang/tracer.h"
 
@@ -271,7 +273,17 @@ Value Interpreter::eval(const Value& form, Span span, Env& env) {
       }
       unbound(name, span, env);
     }
-    case Type::Cons: return eval_call(form, span, env);
+    case Type::Cons:
+      // The innermost form that was evaluating owns a request over the memory limit,
+      // wherever below it the request was made.
+      try {
+        return eval_call(form, span, env);
+      } catch (const graph::MemoryLimitError& e) {
+        fail("E-MEM-001", span, e.what(), std::string(graph::kMemoryLimitHelp));
+      } catch (const std::bad_alloc&) {
+        fail("E-MEM-001", span, graph::out_of_memory_message("evaluating this form"),
+             std::string(graph::kOutOfMemoryHelp));
+      }
     case Type::Vector: {
       // A vector literal evaluates its elements: [in out] is a shape of two numbers.
       const auto* vector = form.as<Vector>();

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "graph/memory.h"
 #include "lang/diagnostic.h"
 #include "model/load.h"
 
@@ -34,8 +35,9 @@ std::map<std::string, graph::Tensor> initial_values(const ParameterTable& table,
         value = graph::Tensor::from_doubles(it->second, value.shape(), value.to_doubles());
       }
       values[param.path] = std::move(value);
-    } catch (const device::DeviceMemoryError& e) {
-      lang::fail("E-DEVICE-002", param.decl->span, fmt::format("initializing `{}`: {}", param.path, e.what()));
+    } catch (const graph::MemoryLimitError& e) {
+      lang::fail("E-MEM-001", param.decl->span, fmt::format("initializing `{}`: {}", param.path, e.what()),
+                 std::string(graph::kMemoryLimitHelp));
     } catch (const device::DeviceError& e) {
       lang::fail("E-DEVICE-001", param.decl->span,
                  fmt::format("the {} device could not initialize `{}`: {}", device.name(), param.path, e.what()));

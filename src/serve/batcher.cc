@@ -36,8 +36,6 @@ Batcher::Batcher(device::Device& device, const ServedModel& model, int max_batch
     for (const graph::NamedNode& out : g.outputs) outputs.push_back({runtime::Role::value, out.name});
     try {
       programs_.push_back(std::make_unique<runtime::Program>(device, std::move(g), inputs, outputs));
-    } catch (const device::DeviceMemoryError&) {
-      throw;
     } catch (const device::DeviceError& e) {
       throw ServeError(kRunFailed, fmt::format("the {} device cannot run the model: {}", device.name(), e.what()));
     }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "graph/memory.h"
 #include "graph/passes.h"
 #include "io/checkpoint.h"
 #include "lang/tracer.h"
@@ -203,10 +204,12 @@ lang::Value Session::run(const lang::Value& value, device::Device& device) {
     runtime::Program run(device, std::move(program), std::move(inputs),
                          std::vector<runtime::Binding>(nodes.size(), {runtime::Role::value, ""}));
     for (const device::Buffer& result : run.run(*store_, fed)) results.push_back(device.download(result));
-  } catch (const device::DeviceMemoryError& e) {
-    lang::fail("E-DEVICE-002", {}, e.what());
+  } catch (const graph::MemoryLimitError& e) {
+    lang::fail("E-MEM-001", {}, e.what(), std::string(graph::kMemoryLimitHelp));
   } catch (const std::bad_alloc&) {
-    lang::fail("E-DEVICE-002", {}, fmt::format("the {} device ran out of memory running the value", device.name()));
+    lang::fail("E-MEM-001", {},
+               graph::out_of_memory_message(fmt::format("running the value on the {} device", device.name())),
+               std::string(graph::kOutOfMemoryHelp));
   } catch (const device::DeviceError& e) {
     lang::fail("E-DEVICE-001", {}, fmt::format("the {} device could not run the value: {}", device.name(), e.what()));
   }

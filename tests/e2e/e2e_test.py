@@ -179,6 +179,62 @@ def case_cpu_cores(tmp):
     print("ok: --cpu-cores and SEXPGPU_CPU_CORES")
 
 
+def case_max_memory(tmp):
+    # One syntax for --max-memory and SEXPGPU_MAX_MEMORY (8G, 512M, bytes), the flag first; a
+    # bad value is a usage error naming where it came from; a modest limit leaves ordinary
+    # work alone, and a request over it is E-MEM-001.
+    def run_with(args, limit=None, preexec_fn=None):
+        env = dict(os.environ, NO_COLOR="1")
+        env.pop("SEXPGPU_MAX_MEMORY", None)
+        if limit is not None:
+            env["SEXPGPU_MAX_MEMORY"] = limit
+        proc = subprocess.run([SEXPGPU, *args], capture_output=True, timeout=60 * TIME_SCALE, env=env,
+                              preexec_fn=preexec_fn)
+        return proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
+
+    expr = "(sum (ones [1000 1000]))"  # 4 MB
+    for flags, limit in [(["--max-memory", "64M"], None), (["--max-memory", "67108864"], None),
+                         (["--max-memory", "1g"], None), ([], "64M"), (["--max-memory", "64M"], "1K"),
+                         (["--max-memory", "64M"], "abc")]:
+        rc, out, err = run_with(["eval", *flags, expr], limit)
+        expect(rc == 0 and "1000000.0" in out, f"eval {flags} with SEXPGPU_MAX_MEMORY={limit}: exit {rc}", out, err)
+    for flags, limit in [(["--max-memory", "1M"], None), ([], "1M"), (["--max-memory", "1M"], "64M")]:
+        rc, out, err = run_with(["eval", *flags, expr], limit)
+        expect(rc == 1 and "error[E-MEM-001]" in err and "4000000 bytes" in err and "1048576 bytes" in err,
+               f"eval {flags} with SEXPGPU_MAX_MEMORY={limit}: exit {rc}, expected E-MEM-001", out, err)
+    for flags, limit, source, value in [(["--max-memory", "0"], None, "--max-memory", "0"),
+                                        (["--max-memory", "abc"], None, "--max-memory", "abc"),
+                                        (["--max-memory=-1"], None, "--max-memory", "-1"),
+                                        (["--max-memory", "8GB"], None, "--max-memory", "8GB"),
+                                        (["--max-memory", "1.5G"], None, "--max-memory", "1.5G"),
+                                        (["--max-memory", "99999999999T"], None, "--max-memory", "99999999999T"),
+                                        ([], "abc", "SEXPGPU_MAX_MEMORY", "abc"),
+                                        ([], "0", "SEXPGPU_MAX_MEMORY", "0"),
+                                        ([], " 8G", "SEXPGPU_MAX_MEMORY", " 8G")]:
+        rc, out, err = run_with(["eval", *flags, expr], limit)
+        expect(rc == 2 and source in err and f"`{value}` is not a memory size" in err,
+               f"eval {flags} with SEXPGPU_MAX_MEMORY={limit!r}: exit {rc}, expected 2 naming {source}", out, err)
+    for command in ["check", "eval", "repl", "run", "evaluate", "serve", "explain", "export"]:
+        rc, out, err = run_with([command, "--help"])
+        expect(rc == 0 and "--max-memory" in out, f"{command} --help does not list --max-memory", out, err)
+    # E-DEVICE-002, retired, still explains itself and says what replaced it.
+    rc, out, err = run_with(["explain-error", "E-DEVICE-002"])
+    expect(rc == 0 and "E-MEM-001" in out, "explain-error E-DEVICE-002 should name E-MEM-001", out, err)
+    # An allocation the machine refuses within the limit is E-MEM-001 too, not an abort: here
+    # a small address space refuses the first allocation of a list, so nothing is touched.
+    # ASan reserves terabytes of address space, so the sanitizer build cannot run this part.
+    if TIME_SCALE == 1:
+        def small_address_space():
+            import resource
+            resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+        rc, out, err = run_with(["eval", "--max-memory", "1T", "(length (range 1000000000))"],
+                                preexec_fn=small_address_space)
+        expect(rc == 1 and "error[E-MEM-001]" in err and "ran out of memory" in err,
+               f"a refused allocation: exit {rc}, expected E-MEM-001", out, err)
+    print("ok: --max-memory and SEXPGPU_MAX_MEMORY")
+
+
 # --- Values and usage -----------------------------------------------------------------------
 
 

@@ -33,6 +33,10 @@ inline std::string type_label(const Value& v) {
   return v.is(Type::Opaque) ? v.as<Opaque>()->type_label() : std::string(type_name(v.type()));
 }
 
+// Refuses (E-MEM-001) a list or vector of n items that `a`'s function would build past
+// the memory limit; called before they are built (lists.cc).
+void check_items_memory(const Args& a, size_t n);
+
 // The arguments from `first` on, each with its traced tensors run where the command has
 // a device (Interpreter::materialize), so that showing them shows their elements.
 inline std::vector<Value> materialized_args(Args& a, size_t first) {

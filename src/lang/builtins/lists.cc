@@ -1,13 +1,15 @@
 // List, vector and plist builtins, and the higher-order functions over them.
 // Lists are always proper. A function that takes "a sequence" takes a list or a vector
 // and gives back the same kind (the first sequence's kind, when it takes several).
-// Every function that builds n items charges the evaluation-step budget n.
+// Every function that builds n items charges the evaluation-step budget n, and is
+// refused (E-MEM-001) when n items would pass the memory limit.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "graph/memory.h"
 #include "lang/builtins/builtins.h"
 #include "lang/builtins/tensor_args.h"
 #include "lang/printer.h"
@@ -29,8 +31,13 @@ Value make_like(bool vector, std::vector<Value> items) {
   return vector ? make_vector(std::move(items)) : list(std::move(items));
 }
 
-// Charges the step budget for building n items.
-void charge(const Args& a, size_t n) { a.interp.charge(n, a.call); }
+// Charges the step budget for building n items, then refuses n items past the memory
+// limit: called before the items are built, where a count such as `range`'s could ask
+// for any number.
+void charge(const Args& a, size_t n) {
+  a.interp.charge(n, a.call);
+  check_items_memory(a, n);
+}
 
 // A non-negative integer argument: a count or an index.
 size_t count(const Args& a, size_t i) {
@@ -457,6 +464,13 @@ Value plist_keys(Args& a) {
 }
 
 }  // namespace
+
+void check_items_memory(const Args& a, size_t n) {
+  // What one item costs at most: a cons cell, and its value while the items are gathered.
+  constexpr double kItemBytes = sizeof(Cons) + sizeof(Value);
+  graph::check_memory(static_cast<double>(n) * kItemBytes,
+                      [&] { return fmt::format("`{}`: a list of {} items", a.function, n); });
+}
 
 void install_list_builtins(Interpreter& in) {
   install_rows(

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 
+#include "graph/memory.h"
 #include "lang/builtins/builtins.h"
 #include "lang/printer.h"
 #include "lang/tracer.h"
@@ -33,12 +34,32 @@ size_t byte_offset(std::string_view text, size_t index) {
   return text.size();
 }
 
-// (str x...): the `display` forms of the values, concatenated; tensors show their elements.
-Value concat_display(Args& a) {
-  std::string out;
-  for (const Value& v : materialized_args(a, 0)) out += display(v);
-  return make_string(std::move(out));
+// Refuses a string of `bytes` that `a`'s function would build past the memory limit.
+void check_string_bytes(const Args& a, double bytes) {
+  graph::check_memory(bytes, [&] { return fmt::format("`{}`: the string it builds", a.function); });
 }
+
+// The `display` forms of `values` with `separator` between them. A string is measured,
+// not copied, before the limit is checked: doubling a string is refused before the copy.
+std::string joined_display(const Args& a, const std::vector<Value>& values, std::string_view separator) {
+  std::vector<std::string> shown;  // the display form of each value that is not a string
+  double bytes = static_cast<double>(separator.size()) * static_cast<double>(values.empty() ? 0 : values.size() - 1);
+  for (const Value& v : values) {
+    bytes += static_cast<double>(v.is(Type::String) ? string_of(v).size() : shown.emplace_back(display(v)).size());
+  }
+  check_string_bytes(a, bytes);
+  std::string out;
+  out.reserve(static_cast<size_t>(bytes));
+  size_t next = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i) out += separator;
+    out += values[i].is(Type::String) ? string_of(values[i]) : shown[next++];
+  }
+  return out;
+}
+
+// (str x...): the `display` forms of the values, concatenated; tensors show their elements.
+Value concat_display(Args& a) { return make_string(joined_display(a, materialized_args(a, 0), "")); }
 
 // Whether a spec (what follows the `:` of `{:.3f}`) asks for a float presentation.
 bool float_spec(std::string_view spec) {
@@ -189,6 +210,7 @@ std::string valid_utf8(std::string_view raw) {
 
 // (string-bytes s): the UTF-8 bytes of s, what text-windows reads as tokens.
 Value string_bytes(Args& a) {
+  check_items_memory(a, a.string(0).size());
   std::vector<Value> out;
   for (char c : a.string(0)) out.push_back(Value::integer(static_cast<unsigned char>(c)));
   return list(std::move(out));
@@ -270,10 +292,7 @@ Value join_strings(Args& a) {
   if (a[0].is_list()) items = list_items(a[0]);
   else if (a[0].is(Type::Vector)) items = a[0].as<Vector>()->items;
   else a.type_error(0, "a list or a vector");
-  std::string sep = a.size() > 1 ? a.string(1) : "";
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + display(items[i]);
-  return make_string(std::move(out));
+  return make_string(joined_display(a, items, a.size() > 1 ? a.string(1) : ""));
 }
 
 Value change_case(Args& a, int (*f)(int)) {
@@ -293,6 +312,10 @@ Value replace_all(Args& a) {
   const std::string& old = a.string(1);
   const std::string& replacement = a.string(2);
   if (old.empty()) a.type_error(1, "a non-empty string");
+  double occurrences = 0;
+  for (size_t at = text.find(old); at != std::string::npos; at = text.find(old, at + old.size())) ++occurrences;
+  check_string_bytes(a, static_cast<double>(text.size()) +
+                            occurrences * (static_cast<double>(replacement.size()) - static_cast<double>(old.size())));
   std::string out;
   size_t start = 0;
   for (size_t at; (at = text.find(old, start)) != std::string::npos; start = at + old.size()) {
