@@ -267,6 +267,8 @@ class Interpreter {
 
   // Module loading (require); see module.cc.
   Ref<Env> require_module(const std::string& name, Span span, Env& from);
+  // The file of every module loaded so far, by its canonical path, sorted.
+  std::vector<std::string> module_files() const;
   // The standard library modules ("sexpgpu/ops", ...) whose top level defines `name`
   // (defun, defmacro, defvar, defmodel), sorted: read from the module files themselves,
   // once, the first time it is asked (for the help of an unbound name).

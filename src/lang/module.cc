@@ -164,4 +164,12 @@ Ref<Env> Interpreter::require_module(const std::string& name, Span span, Env& fr
   return env;
 }
 
+std::vector<std::string> Interpreter::module_files() const {
+  std::vector<std::string> files;
+  for (const auto& [path, module] : modules_) {
+    if (!module.loading) files.push_back(path);
+  }
+  return files;
+}
+
 }  // namespace sx::lang

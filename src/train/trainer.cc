@@ -58,14 +58,26 @@ std::string read_text(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-json experiment_json(Session& session, const TrainOptions& options, const std::string& slug, int64_t step,
-                     const io::LoadRecord& loads) {
+std::string sha256_of_text(const std::string& text) {
+  return io::sha256_hex({reinterpret_cast<const uint8_t*>(text.data()), text.size()});
+}
+
+// The run file, then every file it required (the standard library's too), each with its
+// SHA-256, as the run read them: taken once, when the run starts.
+json sources_json(Session& session, const TrainOptions& options) {
   json sources = json::array();
   std::string text = read_text(options.file);
   // The text too, so that `export` can tell which lines an edit since the run moved.
   sources.push_back({{"path", std::filesystem::path(options.file).filename().string()},
-                     {"sha256", io::sha256_hex({reinterpret_cast<const uint8_t*>(text.data()), text.size()})},
+                     {"sha256", sha256_of_text(text)},
                      {"text", text}});
+  for (const std::string& file : session.interp().module_files())
+    sources.push_back({{"path", file}, {"sha256", sha256_of_text(read_text(file))}});
+  return sources;
+}
+
+json experiment_json(Session& session, const TrainOptions& options, const std::string& slug, int64_t step,
+                     const json& sources, const io::LoadRecord& loads) {
   json knobs = json::object();
   for (const Knob& knob : session.knobs().knobs) knobs[knob.name] = lang::print(knob.value);
   json parameters = json::array();
@@ -217,6 +229,7 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   } else {
     loads = model::frozen_load_record(session.params());
   }
+  const json sources = sources_json(session, options);
   runtime::Store store(device);
   auto stored = model::store_frozen_parameters(session.params(), session.interp().tracer()->graph());
   for (auto& [path, value] : model::initial_values(session.params(), seed, device, stored)) {
@@ -343,10 +356,9 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
       }
       std::vector<io::CheckpointFile> files{
           // A source edited into invalid UTF-8 since the run read it must not stop the run.
-          io::CheckpointFile::bytes(
-              "experiment.json",
-              experiment_json(session, options, slug, done, loads).dump(2, ' ', false, json::error_handler_t::replace) +
-                  "\n"),
+          io::CheckpointFile::bytes("experiment.json", experiment_json(session, options, slug, done, sources, loads)
+                                                               .dump(2, ' ', false, json::error_handler_t::replace) +
+                                                           "\n"),
           io::CheckpointFile::tensors("params.safetensors", std::move(params)),
           io::CheckpointFile::tensors("optimizer.safetensors", std::move(optimizer)),
           io::CheckpointFile::bytes("state.json",

@@ -208,6 +208,14 @@ def case_moved_lines(tmp):
     recorded = read_json(os.path.join(checkpoint, "experiment.json"))["sources"]
     expect(recorded[0]["path"] == "run.sx" and recorded[0]["text"] == TRAIN_FILE.decode(),
            "experiment.json records the source's text", json.dumps(recorded)[:500])
+    # Then every file it required, with its hash: here the standard library's nn.sx.
+    import hashlib
+    required = {os.path.basename(s["path"]): s for s in recorded[1:]}
+    expect("nn.sx" in required and os.path.isabs(required["nn.sx"]["path"]), "experiment.json records nn.sx",
+           json.dumps(recorded[1:])[:500])
+    with open(required["nn.sx"]["path"], "rb") as f:
+        expect(required["nn.sx"]["sha256"] == hashlib.sha256(f.read()).hexdigest(), "nn.sx's hash",
+               json.dumps(required["nn.sx"]))
     # Unchanged: nothing between the two lines.
     out = exported([run_file, "--checkpoint", location, "-o", os.path.join(tmp, "same")])
     expect(out.splitlines()[1].startswith("wrote "), "an unchanged file reports no moved lines", out)
