@@ -202,15 +202,22 @@ void Server::stop_accepting() {
   for (auto& [id, c] : connections_) ::shutdown(c.fd, SHUT_RD);
 }
 
+void Server::drop_stalled(Clock::time_point now) {
+  std::vector<uint64_t> stalled;
+  for (const auto& [id, c] : connections_) {
+    if (c.stalled_since && now - *c.stalled_since > std::chrono::seconds(kStalledSeconds)) stalled.push_back(id);
+  }
+  for (uint64_t id : stalled) close(id);
+}
+
 void Server::run() {
   epoll_event events[kEventsAtOnce];
   for (;;) {
     Clock::time_point now = Clock::now();
-    std::vector<uint64_t> stalled;
-    for (const auto& [id, c] : connections_) {
-      if (c.stalled_since && now - *c.stalled_since > std::chrono::seconds(kStalledSeconds)) stalled.push_back(id);
+    if (now >= next_stall_check_) {
+      drop_stalled(now);
+      next_stall_check_ = now + std::chrono::milliseconds(kTickMilliseconds);
     }
-    for (uint64_t id : stalled) close(id);
     if (!listening_ && !stopping_ && now >= retry_accept_at_ && connections_.size() < max_connections_) {
       set_listening(true);
     }

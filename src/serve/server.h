@@ -75,6 +75,7 @@ class Server {
   bool flush(Connection& c);
   void watch(uint64_t id, Connection& c);
   void close(uint64_t id);
+  void drop_stalled(Clock::time_point now);  // closes clients that took no answer for too long
   void run_waiting_calls();
   void stop_accepting();
   void set_listening(bool on);
@@ -86,6 +87,7 @@ class Server {
   int stop_read_ = -1, stop_write_ = -1, epoll_ = -1;
   bool listening_ = false, stopping_ = false;
   Clock::time_point retry_accept_at_{};
+  Clock::time_point next_stall_check_{};  // stalls are looked for once a tick, not per event
   size_t max_connections_;
   uint64_t next_id_;
   std::map<uint64_t, Connection> connections_;
