@@ -8,12 +8,9 @@
 
 #include "graph/passes.h"
 #include "io/checkpoint.h"
-#include "io/load_record.h"
-#include "io/safetensors.h"
 #include "lang/builtins/builtins.h"
 #include "lang/printer.h"
 #include "lang/tracer.h"
-#include "model/load.h"
 #include "model/model.h"
 #include "train/run_record.h"
 #include "train/session.h"
@@ -168,34 +165,11 @@ void evaluate_checkpoint(const EvaluateOptions& options, lang::InterpreterOption
   std::string ema = checkpoint.path + "/ema.safetensors";
   bool averages = !options.trained && std::filesystem::exists(ema);
   runtime::Store store(device);
-  // Frozen :load parameters, which the checkpoint names instead of holding, are read from
-  // their files once the record is checked.
-  model::ParameterTable from_files;
-  std::map<std::string, graph::DType> dtypes;
-  try {
-    model::check_load_record(session.params(), io::read_load_record(checkpoint.path), checkpoint.path);
-    auto params = io::SafetensorsFile::open(checkpoint.path + "/params.safetensors");
-    auto averaged = averages ? io::SafetensorsFile::open(ema) : nullptr;
-    for (const auto& p : session.params().params) {
-      graph::DType dtype = session.interp().tracer()->graph().node(p.decl->node).dtype;
-      if (model::is_frozen_load(p)) {
-        from_files.params.push_back(p);
-        dtypes[p.path] = dtype;
-        continue;
-      }
-      const auto& source = averaged && averaged->find(p.path) ? averaged : params;
-      const io::TensorInfo* info = source->find(p.path);
-      if (!info) {
-        lang::fail("E-CKPT-006", p.decl->span, fmt::format("{} holds no `{}`", source->path(), p.path));
-      }
-      store.put(p.path, io::read_tensor(*source, *info, dtype));
-    }
-  } catch (const io::LoadError& e) {
-    lang::fail("E-CKPT-006", {}, e.what());
-  } catch (const io::CheckpointError& e) {
-    lang::fail(e.code(), {}, e.what());
-  }
-  for (auto& [path, value] : model::loaded_values(from_files, dtypes)) store.put(path, std::move(value));
+  std::vector<WantedParameter> wanted;
+  for (const auto& p : session.params().params)
+    wanted.push_back({&p, session.interp().tracer()->graph().node(p.decl->node).dtype});
+  for (auto& [path, value] : read_checkpoint_values(record, session.params(), wanted, averages))
+    store.put(path, std::move(value));
   int64_t batch = 0;
   if (const Value* b = session.settings().find("batch"); b && b->is(lang::Type::Int)) batch = b->as_int();
   if (batch < 1) lang::fail("E-RUN-009", session.settings().span, "`defrun` has no `:batch`, which a pass needs");

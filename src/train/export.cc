@@ -10,11 +10,8 @@
 #include "graph/shape.h"
 #include "io/export_folder.h"
 #include "io/identity.h"
-#include "io/load_record.h"
-#include "io/safetensors.h"
 #include "lang/reader.h"
 #include "lang/tracer.h"
-#include "model/load.h"
 #include "train/model_alone.h"
 #include "train/moved_lines.h"
 #include "train/run_record.h"
@@ -59,45 +56,11 @@ ModelAlone trace_exported_model(Session& session) {
 // `trained` is not asked for, else the trained value.
 std::vector<std::pair<std::string, graph::Tensor>> read_weights(const ModelAlone& model, const Session& session,
                                                                 const RunRecord& record, bool trained) {
-  const std::string folder = record.checkpoint.path;
-  std::vector<std::pair<std::string, graph::Tensor>> weights;
-  // A frozen :load parameter the checkpoint names instead of holding: from its file, which
-  // the record's identity says is the one the run read.
-  model::ParameterTable from_files;
-  std::map<std::string, graph::DType> as_f32;
-  try {
-    model::check_load_record(session.params(), io::read_load_record(folder), folder);
-    auto params = io::SafetensorsFile::open(folder + "/params.safetensors");
-    std::shared_ptr<const io::SafetensorsFile> averages;
-    if (!trained && fs::exists(folder + "/ema.safetensors"))
-      averages = io::SafetensorsFile::open(folder + "/ema.safetensors");
-    for (const auto& input : model.graph.inputs) {
-      const model::Parameter* param = session.params().find(input.name);
-      if (!param) continue;
-      if (model::is_frozen_load(*param)) {
-        from_files.params.push_back(*param);
-        as_f32[param->path] = graph::DType::f32;
-        continue;
-      }
-      const auto& source = averages && averages->find(input.name) ? averages : params;
-      const io::TensorInfo* info = source->find(input.name);
-      if (!info) lang::fail("E-CKPT-006", {}, fmt::format("{} holds no `{}`", source->path(), input.name));
-      const graph::Shape& shape = model.graph.node(input.node).shape;
-      if (graph::Shape(info->shape.begin(), info->shape.end()) != shape) {
-        lang::fail("E-CKPT-006", {},
-                   fmt::format("`{}` in {} is {}, the file's is {}", input.name, source->path(),
-                               graph::shape_str(graph::Shape(info->shape.begin(), info->shape.end())),
-                               graph::shape_str(shape)));
-      }
-      weights.emplace_back(input.name, io::read_tensor(*source, *info, graph::DType::f32));
-    }
-  } catch (const io::LoadError& e) {
-    lang::fail("E-CKPT-006", {}, e.what());
-  } catch (const io::CheckpointError& e) {
-    lang::fail(e.code(), {}, e.what());
+  std::vector<WantedParameter> wanted;
+  for (const auto& input : model.graph.inputs) {
+    if (const model::Parameter* param = session.params().find(input.name)) wanted.push_back({param, graph::DType::f32});
   }
-  for (auto& [path, value] : model::loaded_values(from_files, as_f32)) weights.emplace_back(path, std::move(value));
-  return weights;
+  return read_checkpoint_values(record, session.params(), wanted, !trained);
 }
 
 }  // namespace

@@ -3,10 +3,16 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "graph/shape.h"
+#include "io/load_record.h"
+#include "io/safetensors.h"
 #include "lang/diagnostic.h"
+#include "model/load.h"
+#include "model/model.h"
 #include "train/session.h"
 
 namespace sx::train {
@@ -117,6 +123,47 @@ void refuse_other_parameters(const RunRecord& record, const Session& session, co
   d.helps.push_back(fmt::format("{} the checkpoint with the file its run trained; {}/experiment.json holds its text",
                                 command, record.checkpoint.path));
   throw lang::Error(std::move(d));
+}
+
+std::vector<std::pair<std::string, graph::Tensor>> read_checkpoint_values(const RunRecord& record,
+                                                                          const model::ParameterTable& table,
+                                                                          const std::vector<WantedParameter>& wanted,
+                                                                          bool averages) {
+  const std::string& folder = record.checkpoint.path;
+  std::vector<std::pair<std::string, graph::Tensor>> values;
+  model::ParameterTable from_files;
+  std::map<std::string, graph::DType> file_dtypes;
+  try {
+    model::check_load_record(table, io::read_load_record(folder), folder);
+    auto params = io::SafetensorsFile::open(folder + "/params.safetensors");
+    std::shared_ptr<const io::SafetensorsFile> ema;
+    if (averages && std::filesystem::exists(folder + "/ema.safetensors"))
+      ema = io::SafetensorsFile::open(folder + "/ema.safetensors");
+    for (const WantedParameter& w : wanted) {
+      const std::string& path = w.param->path;
+      if (model::is_frozen_load(*w.param)) {
+        from_files.params.push_back(*w.param);
+        file_dtypes[path] = w.dtype;
+        continue;
+      }
+      const auto& source = ema && ema->find(path) ? ema : params;
+      const io::TensorInfo* info = source->find(path);
+      if (!info) lang::fail("E-CKPT-006", w.param->decl->span, fmt::format("{} holds no `{}`", source->path(), path));
+      graph::Shape held(info->shape.begin(), info->shape.end());
+      if (held != w.param->decl->shape) {
+        lang::fail("E-CKPT-006", w.param->decl->span,
+                   fmt::format("`{}` in {} is {}, the file's is {}", path, source->path(), graph::shape_str(held),
+                               graph::shape_str(w.param->decl->shape)));
+      }
+      values.emplace_back(path, io::read_tensor(*source, *info, w.dtype));
+    }
+  } catch (const io::LoadError& e) {
+    lang::fail("E-CKPT-006", {}, e.what());
+  } catch (const io::CheckpointError& e) {
+    lang::fail(e.code(), {}, e.what());
+  }
+  for (auto& [path, value] : model::loaded_values(from_files, file_dtypes)) values.emplace_back(path, std::move(value));
+  return values;
 }
 
 }  // namespace sx::train

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "graph/tensor.h"
 #include "io/checkpoint.h"
 #include "model/paths.h"
 #include "train/knobs.h"
@@ -61,5 +62,21 @@ void load_as_recorded(Session& session, const RunRecord& record, const std::stri
 // parameters are not the checkpoint's.
 void refuse_other_parameters(const RunRecord& record, const Session& session, const std::string& file,
                              std::string_view command);
+
+// A parameter a command reads from a checkpoint, and the dtype its value comes back in.
+struct WantedParameter {
+  const model::Parameter* param;
+  graph::DType dtype;
+};
+
+// The values of `wanted` from the checkpoint `record` names, by path, once its record of
+// frozen :load parameters is checked against `table` (E-CKPT-006, E-LOAD-001). A frozen
+// :load parameter is read from the file the record names; any other from ema.safetensors
+// when `averages` and that file holds it, else from params.safetensors. E-CKPT-006 names a
+// tensor the checkpoint lacks or holds in a shape other than the parameter's.
+std::vector<std::pair<std::string, graph::Tensor>> read_checkpoint_values(const RunRecord& record,
+                                                                          const model::ParameterTable& table,
+                                                                          const std::vector<WantedParameter>& wanted,
+                                                                          bool averages);
 
 }  // namespace sx::train
