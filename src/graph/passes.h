@@ -68,6 +68,14 @@ Graph take_at(const Graph& graph);
 // broadcast, reshape or transpose of it, stays f32: that input is never cast down.
 Graph bf16_products(const Graph& graph, std::span<const std::string> kept_f32 = {});
 
+// Inputs kept in bf16: each of `candidates` (f32 inputs) that is read, and only by casts
+// to bf16 (an output reads it as it is), becomes a bf16 input, in place, so a frozen weight read only in bf16 is held
+// in half the memory; its casts then cast bf16 to bf16, which simplify removes. The
+// outputs keep their bits: a cast of the f32 value is the bf16 value it is now given.
+// In place, because the graph is a session's trace whose node ids its parameters hold.
+// Returns the inputs retyped; the graph is verified after.
+std::vector<NodeId> keep_inputs_in_bf16(Graph& graph, std::span<const NodeId> candidates);
+
 // The batching transformation: a graph in which each input named in
 // `batched_inputs` has a new leading axis of size `batch_size`, computing
 // each row as the original graph would, by each primitive's batching rule.

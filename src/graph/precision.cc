@@ -84,4 +84,38 @@ Graph bf16_products(const Graph& graph, std::span<const std::string> kept_f32) {
   return std::move(r.out);
 }
 
+std::vector<NodeId> keep_inputs_in_bf16(Graph& graph, std::span<const NodeId> candidates) {
+  struct Readers {
+    bool read = false, all_cast_down = true;
+  };
+  std::unordered_map<NodeId, Readers> readers;
+  for (NodeId c : candidates) {
+    const Node& node = graph.nodes.at(c);
+    if (node.op() == PrimId::input && node.dtype == DType::f32) readers[c] = {};
+  }
+  if (readers.empty()) return {};
+  for (const Node& node : graph.nodes) {
+    for (NodeId arg : node.inputs) {
+      auto it = readers.find(arg);
+      if (it == readers.end()) continue;
+      it->second.read = true;
+      it->second.all_cast_down = it->second.all_cast_down && node.op() == PrimId::cast && node.dtype == DType::bf16;
+    }
+  }
+  // An output reads its node as it is.
+  for (const NamedNode& out : graph.outputs) {
+    if (auto it = readers.find(out.node); it != readers.end()) it->second.all_cast_down = false;
+  }
+  std::vector<NodeId> retyped;
+  for (NodeId c : candidates) {
+    auto it = readers.find(c);
+    if (it == readers.end() || !it->second.read || !it->second.all_cast_down) continue;
+    graph.nodes[c].dtype = DType::bf16;
+    retyped.push_back(c);
+    readers.erase(it);
+  }
+  verify(graph);
+  return retyped;
+}
+
 }  // namespace sx::graph

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "graph/memory.h"
+#include "graph/passes.h"
 #include "lang/diagnostic.h"
 #include "model/load.h"
 
@@ -48,33 +49,16 @@ std::map<std::string, graph::Tensor> initial_values(const ParameterTable& table,
 
 std::map<std::string, graph::DType> store_frozen_parameters(const ParameterTable& table, graph::Graph& trace) {
   std::map<std::string, graph::DType> stored;
-  // The frozen f32 parameters that may be stored as bf16, by trace node: one pass over
-  // the trace decides them all.
-  struct Readers {
-    bool read = false, all_cast_down = true;
-  };
-  std::map<graph::NodeId, Readers> candidates;
+  std::map<graph::NodeId, std::string> frozen_f32;  // trace input -> parameter path
   for (const auto& param : table.params) {
     stored[param.path] = trace.nodes[param.decl->node].dtype;
-    if (param.decl->trainable || param.decl->dtype != graph::DType::f32 || param.decl->numerics_high) continue;
-    candidates[param.decl->node] = {};
+    if (!param.decl->trainable && param.decl->dtype == graph::DType::f32 && !param.decl->numerics_high)
+      frozen_f32[param.decl->node] = param.path;
   }
-  if (candidates.empty()) return stored;
-  for (const auto& node : trace.nodes) {
-    for (graph::NodeId arg : node.inputs) {
-      auto it = candidates.find(arg);
-      if (it == candidates.end()) continue;
-      it->second.read = true;
-      it->second.all_cast_down =
-          it->second.all_cast_down && node.op_name() == "cast" && node.dtype == graph::DType::bf16;
-    }
-  }
-  for (const auto& param : table.params) {
-    auto it = candidates.find(param.decl->node);
-    if (it == candidates.end() || !it->second.read || !it->second.all_cast_down) continue;
-    trace.nodes[param.decl->node].dtype = graph::DType::bf16;
-    stored[param.path] = graph::DType::bf16;
-  }
+  std::vector<graph::NodeId> candidates;
+  for (const auto& [node, path] : frozen_f32) candidates.push_back(node);
+  for (graph::NodeId node : graph::keep_inputs_in_bf16(trace, candidates))
+    stored[frozen_f32[node]] = graph::DType::bf16;
   return stored;
 }
 

@@ -160,5 +160,46 @@ TEST(Bf16Products, AGraphWithoutAnF32ProductIsUnchanged) {
   EXPECT_EQ(graph_to_json_text(bf16_products(g)), graph_to_json_text(g));
 }
 
+// keep_inputs_in_bf16: an f32 input read only by casts to bf16 becomes bf16 and the
+// outputs keep their bits; one read otherwise too, one not read, and one not named stay f32.
+TEST(KeepInputsInBf16, OnlyInputsReadSolelyAsBf16AreRetypedAndTheOutputsKeepTheirBits) {
+  Graph g;
+  Builder b(g);
+  NodeId w = b.input("w", {4, 3}, DType::f32), v = b.input("v", {4, 3}, DType::f32);
+  NodeId unread = b.input("unread", {2}, DType::f32), other = b.input("other", {3}, DType::f32);
+  NodeId x = b.input("x", {2, 4}, DType::bf16);
+  b.output("y", b.matmul(x, b.cast(w, DType::bf16)));
+  b.output("z", b.add(b.cast(w, DType::bf16), b.cast(v, DType::bf16)));
+  b.output("v", v);
+  b.output("o", b.cast(other, DType::bf16));
+  std::mt19937 rng(3);
+  std::vector<Tensor> inputs{uniform(DType::f32, {4, 3}, rng), uniform(DType::f32, {4, 3}, rng),
+                             uniform(DType::f32, {2}, rng), uniform(DType::f32, {3}, rng),
+                             uniform(DType::bf16, {2, 4}, rng)};
+  std::vector<Tensor> before = run_on("reference", g, inputs);
+
+  std::vector<NodeId> candidates{w, v, unread};
+  EXPECT_EQ(keep_inputs_in_bf16(g, candidates), std::vector<NodeId>{w});
+  EXPECT_EQ(g.nodes[w].dtype, DType::bf16);
+  EXPECT_EQ(g.nodes[v].dtype, DType::f32);
+  EXPECT_EQ(g.nodes[unread].dtype, DType::f32);
+  EXPECT_EQ(g.nodes[other].dtype, DType::f32);
+  inputs[0] = Tensor::from_doubles(DType::bf16, {4, 3}, inputs[0].to_doubles());
+  std::vector<Tensor> after = run_on("reference", g, inputs);
+  for (size_t o = 0; o < before.size(); ++o) EXPECT_EQ(after[o], before[o]) << g.outputs[o].name;
+}
+
+TEST(KeepInputsInBf16, ANodeThatIsNotAnF32InputIsNoCandidate) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", {2}, DType::bf16);
+  NodeId y = b.neg(b.input("y", {2}, DType::f32));
+  b.output("a", b.cast(x, DType::bf16));
+  b.output("b", b.cast(y, DType::bf16));
+  std::vector<NodeId> candidates{x, y};
+  EXPECT_TRUE(keep_inputs_in_bf16(g, candidates).empty());
+  EXPECT_EQ(g.nodes[y].dtype, DType::f32);
+}
+
 }  // namespace
 }  // namespace sx::graph
