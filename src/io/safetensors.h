@@ -45,7 +45,7 @@ class LoadError : public std::runtime_error {
   std::string code_;
 };
 
-// The codes, one per kind of fault (their explanations are in src/lang/codes.cc).
+// The codes, one per kind of fault (their explanations are in src/io/codes.cc).
 inline constexpr const char* kFileChanged = "E-LOAD-001";       // a :load file whose bytes changed
 inline constexpr const char* kUnreadable = "E-LOAD-002";        // missing, unreadable or unwritable
 inline constexpr const char* kLfsPointer = "E-LOAD-003";        // a git-lfs pointer, not the file

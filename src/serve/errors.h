@@ -1,5 +1,5 @@
 // The errors serve reports: a code (explained by `sexpgpu explain-error`, in
-// src/lang/codes.cc), a message naming what is wrong and where, and what to do.
+// src/serve/codes.cc), a message naming what is wrong and where, and what to do.
 // serve knows no Lisp, so the cli turns a ServeError into a diagnostic.
 #pragma once
 

@@ -1,0 +1,13 @@
+// io's diagnostic codes, with their texts (the rows of graph/codes.h).
+#pragma once
+
+#include <span>
+
+#include "graph/codes.h"
+
+namespace sx::io {
+
+// E-LOAD (parameters read from files) and E-CKPT (checkpoints).
+std::span<const graph::CodeInfo> codes();
+
+}  // namespace sx::io
