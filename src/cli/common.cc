@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -153,7 +154,15 @@ int run_on_large_stack(const std::function<int()>& body) {
     pthread_attr_destroy(&attr);
     return last_resort(body);  // no thread to be had: run here, where the smaller stack limit still holds
   }
+  // The waiting thread takes no Ctrl-C: it goes to the evaluating thread, whose read a
+  // handler's signal must interrupt (the REPL's prompt). Unhandled, it ends the process
+  // from either thread.
+  sigset_t interrupt, before;
+  sigemptyset(&interrupt);
+  sigaddset(&interrupt, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &interrupt, &before);
   pthread_join(thread, nullptr);
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
   pthread_attr_destroy(&attr);
   return task.result;
 }

@@ -1,11 +1,14 @@
 // `sexpgpu repl [FILE.sx]`: read-eval-print with line editing, history and completion of
 // names (libedit). A form may span lines; an error is reported and the session goes on.
-// On a terminal a banner says how to get help and how to leave: (quit), (exit) or Ctrl-D.
+// On a terminal a banner says how to get help and how to leave: (quit), (exit) or Ctrl-D;
+// Ctrl-C clears the line being typed, or interrupts the evaluation (E-EVAL-020).
 #include <editline/readline.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +16,7 @@
 #include <iostream>
 #include <optional>
 #include <set>
+#include <variant>
 
 #include "cli/common.h"
 #include "cli/device_flags.h"
@@ -79,10 +83,22 @@ char** complete(const char* text, int, int) {
 // Where a name ends: the characters that cannot be part of a symbol.
 char word_breaks[] = " \t\n\"'`,;()[]{}";
 
+// Set by Ctrl-C (SIGINT) in an interactive session, the one thing its handler may do.
+// The handler does not restart the terminal read it interrupts, so at the prompt libedit
+// gives the line up; during evaluation the interpreter stops at its next step.
+std::atomic<bool> interrupted{false};
+
+void on_interrupt(int) { interrupted.store(true); }
+
 class LineSource {
  public:
   LineSource() : interactive_(isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)) {
     if (!interactive_) return;
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, nullptr);
+    rl_catch_signals = 0;  // libedit's own handler would pass the signal on to its default
     if (const char* home = std::getenv("HOME")) history_ = std::filesystem::path(home) / ".sexpgpu_history";
     rl_readline_name = "sexpgpu";
     rl_attempted_completion_function = complete;
@@ -94,14 +110,26 @@ class LineSource {
 
   bool interactive() const { return interactive_; }
 
-  std::optional<std::string> next(bool continuation) {
+  // What the prompt gives: a line, Ctrl-C (which drops what was typed) or the end of input.
+  struct CtrlC {};
+  struct EndOfInput {};
+  using Input = std::variant<std::string, CtrlC, EndOfInput>;
+
+  Input next(bool continuation) {
     if (!interactive_) {
       std::string line;
-      if (!std::getline(std::cin, line)) return std::nullopt;
+      if (!std::getline(std::cin, line)) return EndOfInput{};
       return line;
     }
+    interrupted.store(false);
     char* raw = readline(continuation ? "...  " : "sx> ");
-    if (!raw) return std::nullopt;
+    if (interrupted.load()) {
+      std::free(raw);
+      std::fputs("^C\n", stdout);
+      std::fflush(stdout);
+      return CtrlC{};
+    }
+    if (!raw) return EndOfInput{};
     std::string line(raw);
     std::free(raw);
     return line;
@@ -137,6 +165,7 @@ int repl(const std::string& file, const EvalFlags& flags, const DeviceFlags& dev
   // After the file: only what is typed at the prompt can call them.
   install_repl_builtins(interp);
   LineSource lines;
+  if (lines.interactive()) interp.interrupt_when(&interrupted);
   completing_interp = &interp;
   completing_env = &session.top();
   if (lines.interactive()) {
@@ -148,8 +177,14 @@ int repl(const std::string& file, const EvalFlags& flags, const DeviceFlags& dev
   }
   std::string pending;
   int entry = 0;
-  while (auto line = lines.next(!pending.empty())) {
-    pending += *line + "\n";
+  for (;;) {
+    LineSource::Input input = lines.next(!pending.empty());
+    if (std::holds_alternative<LineSource::EndOfInput>(input)) break;
+    if (std::holds_alternative<LineSource::CtrlC>(input)) {
+      pending.clear();
+      continue;
+    }
+    pending += std::get<std::string>(input) + "\n";
     try {
       const auto& source = interp.sources().add(fmt::format("<repl:{}>", ++entry), pending);
       auto forms = lang::read_forms(source, interp.options().reader_limits);

@@ -290,6 +290,18 @@ like any other, and true: `(if weight ...)` asks whether an argument was given):
 
 To branch on a value you have (a scalar in `eval` or the REPL), read it first:
 `(if (< (item x) 0) ...)`.)"},
+    {"E-EVAL-020", "interrupted",
+     R"(Ctrl-C was pressed in the REPL while an input was evaluating. The evaluation stops
+at its next step and the REPL returns to its prompt; the session is intact: what the
+input defined before it stopped stays defined, and the history keeps every input.
+
+    sx> (defun spin (n) (if (= n 0) 0 (spin (- n 1))))
+    sx> (spin 100000000)          ; Ctrl-C: error[E-EVAL-020]: interrupted
+    sx>
+
+One computation on a device (running a traced graph) is not cut short: the
+evaluation stops at its first step after it. Ctrl-C at the prompt clears the line being
+typed. Outside the REPL (`eval`, `run`, `check`) Ctrl-C ends the program, as usual.)"},
     {"E-PARAM-002", "defparam outside a model",
      R"(`defparam` declares persistent state, and state belongs to a model: it may appear
 only while a `defmodel` constructor is running.

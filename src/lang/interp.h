@@ -1,6 +1,7 @@
 // The evaluator: environments, functions, and the Interpreter that evaluates forms.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -260,6 +261,9 @@ class Interpreter {
   void charge(uint64_t n, Span span);
   // Starts the `max_steps` budget over: the REPL gives each input its own.
   void reset_steps() { steps_ = 0; }
+  // Evaluation stops at its next step with E-EVAL-020 while `*flag` is true: the REPL's
+  // Ctrl-C, whose signal handler may do no more than set a flag.
+  void interrupt_when(const std::atomic<bool>* flag) { interrupt_ = flag; }
 
   // Used by Env's constructor and destructor.
   void register_env(Env* env);
@@ -311,6 +315,7 @@ class Interpreter {
   size_t depth_ = 0;
   uintptr_t stack_base_ = 0;
   uint64_t steps_ = 0;
+  const std::atomic<bool>* interrupt_ = nullptr;
 };
 
 // Defines `name` at the top level of `env`'s module, warning when it replaces a definition

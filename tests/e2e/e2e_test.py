@@ -454,6 +454,49 @@ def case_repl_budget_and_history(tmp):
     print("ok: a budget per input, history as it goes")
 
 
+def case_repl_interrupt(tmp):
+    """Ctrl-C at the prompt drops what was typed and stays in the REPL; during an
+    evaluation it stops it with E-EVAL-020 and returns to the prompt, the session and its
+    history intact. Outside the REPL, Ctrl-C still ends the program."""
+    fib = "(defun fib (n) (if (< n 2) n (+ (fib (- n 1)) (fib (- n 2)))))"
+    term = Terminal(["repl"], tmp)
+    term.read_until("sx> ")
+    term.type(f"(defvar kept 42) {fib}\r")
+    term.read_until("\nfib\r\n")
+    term.type("(list 1\r")
+    term.read_until("...  ")
+    term.type("\x03")
+    term.read_until("sx> ")
+    term.type("(+ 2 3)\r")
+    shown = term.read_until("sx> ")
+    expect("\n5\r\n" in shown, f"Ctrl-C at the prompt should drop the unfinished (list 1: {shown!r}")
+    term.type("(fib 40)\r")
+    term.read_until("(fib 40)\r\n")
+    time.sleep(0.5)
+    start = time.monotonic()
+    term.type("\x03")
+    shown = term.read_until("sx> ")
+    expect("error[E-EVAL-020]: interrupted" in shown, f"Ctrl-C during (fib 40): {shown!r}")
+    expect(time.monotonic() - start < 5 * TIME_SCALE, "the interruption took more than 5 s")
+    term.type("(list kept (fib 10))\r")
+    term.read_until("\n(42 55)\r\n")
+    term.type("(quit)\r")
+    status = term.wait()
+    expect(status == 0, f"(quit) after Ctrl-C: exit {status}", term.seen.decode(errors="replace"))
+    with open(os.path.join(tmp, ".sexpgpu_history"), encoding="utf-8", errors="replace") as f:
+        history = f.read().replace("\\040", " ")
+    expect("(fib 40)" in history and "(list 1" not in history, f"the history after Ctrl-C: {history!r}")
+
+    env = dict(os.environ, NO_COLOR="1")
+    proc = subprocess.Popen([SEXPGPU, "eval", f"{fib} (fib 40)"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    status = proc.wait(timeout=10 * TIME_SCALE)
+    expect(status == -signal.SIGINT, f"sexpgpu eval after Ctrl-C: exit {status}, expected the signal's")
+    print("ok: Ctrl-C in the REPL, and in eval")
+
+
 def case_repl_quit(tmp):
     # (quit) and (exit) end the REPL at once, on a pipe too; (exit N) gives status N.
     rc, out, err, _ = run(["repl"], stdin=b"(+ 1 2)\n(exit 3)\n(+ 4 5)\n")
