@@ -302,6 +302,23 @@ input defined before it stopped stays defined, and the history keeps every input
 One computation on a device (running a traced graph) is not cut short: the
 evaluation stops at its first step after it. Ctrl-C at the prompt clears the line being
 typed. Outside the REPL (`eval`, `run`, `check`) Ctrl-C ends the program, as usual.)"},
+    {"E-EVAL-021", "a require outside the folders it may read",
+     R"(A run file's requires stay under its folder: a relative path is resolved from the
+file that requires it, and the file it names must lie under the folder of the run file
+(the file given to the command; with none, for an expression given to `eval` or typed
+in a REPL started without one, the current directory). A library module's stay under
+its library folder. An absolute path, or one whose `..` leads out, is refused before
+the file is looked at, so a file you were given cannot read (and show in its errors)
+files elsewhere on the machine:
+
+    ;; exp/run.sx
+    (require "layers/blocks")        ; exp/layers/blocks.sx: fine
+    (require "../shared/blocks")     ; outside exp/: refused
+    (require "/home/me/blocks")      ; outside exp/: refused
+
+The rule reads the path as written: links inside the folder are followed, wherever they
+lead, so a layout you linked together keeps working. To allow more, name the folder:
+`--allow-require FOLDER` (repeatable), or `SEXPGPU_ALLOW_REQUIRE=FOLDER:FOLDER`.)"},
     {"E-PARAM-002", "defparam outside a model",
      R"(`defparam` declares persistent state, and state belongs to a model: it may appear
 only while a `defmodel` constructor is running.

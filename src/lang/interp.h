@@ -60,6 +60,11 @@ class Env final : public Object {
 
   // The module file a top-level environment belongs to ("" for the REPL and builtins).
   std::string module_path;
+  // The folder this module's relative requires must stay under, set by require
+  // (module.cc): the run file's folder, or a library module's library folder. Empty for
+  // the file given to the command, whose own folder it is, and for the top level of the
+  // REPL or of an expression, where it is the current directory.
+  std::string require_root;
 
  private:
   Ref<Env> parent_;
@@ -199,6 +204,9 @@ using SpecialForm = std::function<Value(Interpreter&, const Value& form, Span sp
 
 struct InterpreterOptions {
   std::vector<std::string> library_dirs;  // where `require "sexpgpu/..."` looks
+  // Folders (or files) a require may read besides the run file's folder and the library:
+  // --allow-require and SEXPGPU_ALLOW_REQUIRE.
+  std::vector<std::string> require_allowed;
   size_t max_call_depth = 10000;
   size_t max_stack_bytes = 6u << 20;  // native stack the evaluator may use below its first frame
   uint64_t max_steps = 0;             // 0: unlimited

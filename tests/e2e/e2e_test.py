@@ -238,6 +238,21 @@ def case_max_memory(tmp):
 # --- Values and usage -----------------------------------------------------------------------
 
 
+def case_require_containment(tmp):
+    # A run file's requires stay under its folder; SEXPGPU_ALLOW_REQUIRE, as
+    # --allow-require, names more folders (the UI cases module/require-* show the rest).
+    os.makedirs(os.path.join(tmp, "exp"))
+    os.makedirs(os.path.join(tmp, "shared"))
+    write(tmp, "shared/blocks.sx", b"(defun block () :shared)\n")
+    script = write(tmp, "exp/run.sx", b'(require "../shared/blocks")\n')
+    expect_error(["eval", "--file", script, "(block)"], "E-EVAL-021", mentions=["../shared/blocks"])
+    env = dict(os.environ, NO_COLOR="1", SEXPGPU_ALLOW_REQUIRE=f"/nowhere::{os.path.join(tmp, 'shared')}")
+    proc = subprocess.run([SEXPGPU, "eval", "--file", script, "(block)"], capture_output=True, env=env, timeout=60)
+    expect(proc.returncode == 0 and proc.stdout == b":shared\n", f"with SEXPGPU_ALLOW_REQUIRE: exit {proc.returncode}",
+           proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
+    print("ok: require containment, and SEXPGPU_ALLOW_REQUIRE")
+
+
 def case_eval_keys(tmp):
     rc, out, err, _ = run(["eval", "(let ((f (lambda (x &key (y 2)) (+ x y)))) (list (f 1) (f 1 :y 5)))"])
     expect(rc == 0 and out == "(3 6)\n", f"expected `(3 6)`, exit 0; got exit {rc}", out, err)
@@ -586,7 +601,8 @@ def case_cli_docs(tmp):
     missing = [f"`sexpgpu {name}`" for name in names if f"sexpgpu {name}" not in page]
     for name, flags in cli_flags(names).items():
         missing += [f"{flag} of {name or 'sexpgpu'}" for flag in sorted(flags) if f"`{flag}" not in page]
-    for variable in ["SEXPGPU_DEVICE", "SEXPGPU_CPU_CORES", "SEXPGPU_CPU_ISA", "SEXPGPU_LIB", "NO_COLOR"]:
+    for variable in ["SEXPGPU_DEVICE", "SEXPGPU_CPU_CORES", "SEXPGPU_CPU_ISA", "SEXPGPU_LIB", "SEXPGPU_MAX_MEMORY",
+                     "SEXPGPU_ALLOW_REQUIRE", "NO_COLOR"]:
         if variable not in page:
             missing.append(variable)
     expect(not missing, f"docs/cli.md does not document: {', '.join(missing)}")
