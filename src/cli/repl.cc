@@ -4,10 +4,12 @@
 // Ctrl-C clears the line being typed, or interrupts the evaluation (E-EVAL-020).
 #include <editline/readline.h>
 #include <fmt/format.h>
+#include <sys/select.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -84,11 +86,36 @@ char** complete(const char* text, int, int) {
 char word_breaks[] = " \t\n\"'`,;()[]{}";
 
 // Set by Ctrl-C (SIGINT) in an interactive session, the one thing its handler may do.
-// The handler does not restart the terminal read it interrupts, so at the prompt libedit
-// gives the line up; during evaluation the interpreter stops at its next step.
+// At the prompt the line reader gives the line up (read_key); during evaluation the
+// interpreter stops at its next step.
 std::atomic<bool> interrupted{false};
 
 void on_interrupt(int) { interrupted.store(true); }
+
+// The signal mask read_key waits under: SIGINT unblocked. At the prompt SIGINT is
+// blocked everywhere else, so that a Ctrl-C pressed while libedit draws is delivered
+// during the wait, which it ends, rather than before a read that would then block.
+sigset_t prompt_wait_mask;
+
+// libedit's character reader: a byte of the terminal, or EOF (libedit then ends the
+// line) once Ctrl-C was pressed.
+int read_key(FILE* in) {
+  int fd = fileno(in);
+  while (!interrupted.load()) {
+    fd_set readable;
+    FD_ZERO(&readable);
+    FD_SET(fd, &readable);
+    if (pselect(fd + 1, &readable, nullptr, nullptr, nullptr, &prompt_wait_mask) < 0) {
+      if (errno == EINTR) continue;
+      return EOF;
+    }
+    unsigned char key;
+    ssize_t n = read(fd, &key, 1);
+    if (n == 1) return key;
+    if (n == 0 || errno != EINTR) return EOF;
+  }
+  return EOF;
+}
 
 class LineSource {
  public:
@@ -99,6 +126,7 @@ class LineSource {
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, nullptr);
     rl_catch_signals = 0;  // libedit's own handler would pass the signal on to its default
+    rl_getc_function = read_key;
     if (const char* home = std::getenv("HOME")) history_ = std::filesystem::path(home) / ".sexpgpu_history";
     rl_readline_name = "sexpgpu";
     rl_attempted_completion_function = complete;
@@ -121,8 +149,13 @@ class LineSource {
       if (!std::getline(std::cin, line)) return EndOfInput{};
       return line;
     }
+    sigset_t interrupt_only;
+    sigemptyset(&interrupt_only);
+    sigaddset(&interrupt_only, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &interrupt_only, &prompt_wait_mask);
     interrupted.store(false);
     char* raw = readline(continuation ? "...  " : "sx> ");
+    pthread_sigmask(SIG_SETMASK, &prompt_wait_mask, nullptr);
     if (interrupted.load()) {
       std::free(raw);
       std::fputs("^C\n", stdout);

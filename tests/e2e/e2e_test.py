@@ -476,8 +476,10 @@ def case_repl_interrupt(tmp):
     fib = "(defun fib (n) (if (< n 2) n (+ (fib (- n 1)) (fib (- n 2)))))"
     term = Terminal(["repl"], tmp)
     term.read_until("sx> ")
+    # Each input is typed at a prompt: typed earlier, the terminal would echo it before
+    # the prompt, and the echo would be taken for the REPL's.
     term.type(f"(defvar kept 42) {fib}\r")
-    term.read_until("\nfib\r\n")
+    term.read_until("\nfib\r\nsx> ")
     term.type("(list 1\r")
     term.read_until("...  ")
     term.type("\x03")
@@ -494,7 +496,7 @@ def case_repl_interrupt(tmp):
     expect("error[E-EVAL-020]: interrupted" in shown, f"Ctrl-C during (fib 40): {shown!r}")
     expect(time.monotonic() - start < 5 * TIME_SCALE, "the interruption took more than 5 s")
     term.type("(list kept (fib 10))\r")
-    term.read_until("\n(42 55)\r\n")
+    term.read_until("\n(42 55)\r\nsx> ")
     term.type("(quit)\r")
     status = term.wait()
     expect(status == 0, f"(quit) after Ctrl-C: exit {status}", term.seen.decode(errors="replace"))
