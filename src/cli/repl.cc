@@ -22,6 +22,7 @@
 
 #include "cli/common.h"
 #include "cli/device_flags.h"
+#include "device/interrupt.h"
 #include "lang/printer.h"
 #include "lang/tracer.h"
 
@@ -87,7 +88,7 @@ char word_breaks[] = " \t\n\"'`,;()[]{}";
 
 // Set by Ctrl-C (SIGINT) in an interactive session, the one thing its handler may do.
 // At the prompt the line reader gives the line up (read_key); during evaluation the
-// interpreter stops at its next step.
+// interpreter, and a device running a graph, stop at their next step.
 std::atomic<bool> interrupted{false};
 
 void on_interrupt(int) { interrupted.store(true); }
@@ -198,7 +199,10 @@ int repl(const std::string& file, const EvalFlags& flags, const DeviceFlags& dev
   // After the file: only what is typed at the prompt can call them.
   install_repl_builtins(interp);
   LineSource lines;
-  if (lines.interactive()) interp.interrupt_when(&interrupted);
+  if (lines.interactive()) {
+    interp.interrupt_when(&interrupted);
+    device::stop_runs_when(&interrupted);
+  }
   completing_interp = &interp;
   completing_env = &session.top();
   if (lines.interactive()) {

@@ -299,9 +299,9 @@ input defined before it stopped stays defined, and the history keeps every input
     sx> (spin 100000000)          ; Ctrl-C: error[E-EVAL-020]: interrupted
     sx>
 
-One computation on a device (running a traced graph) is not cut short: the
-evaluation stops at its first step after it. Ctrl-C at the prompt clears the line being
-typed. Outside the REPL (`eval`, `run`, `check`) Ctrl-C ends the program, as usual.)"},
+A graph running on the cpu or reference device stops too, between two of its
+operations, before it writes anything; one operation (a large matmul, say) runs to its
+end first. Ctrl-C at the prompt clears the line being typed. Outside the REPL (`eval`, `run`, `check`) Ctrl-C ends the program, as usual.)"},
     {"E-EVAL-021", "a require outside the folders it may read",
      R"(A run file's requires stay under its folder: a relative path is resolved from the
 file that requires it, and the file it names must lie under the folder of the run file

@@ -474,7 +474,7 @@ def case_repl_interrupt(tmp):
     evaluation it stops it with E-EVAL-020 and returns to the prompt, the session and its
     history intact. Outside the REPL, Ctrl-C still ends the program."""
     fib = "(defun fib (n) (if (< n 2) n (+ (fib (- n 1)) (fib (- n 2)))))"
-    term = Terminal(["repl"], tmp)
+    term = Terminal(["repl", "--cpu-cores", "1"], tmp)  # one core: steps stay short on a busy machine
     term.read_until("sx> ")
     # Each input is typed at a prompt: typed earlier, the terminal would echo it before
     # the prompt, and the echo would be taken for the REPL's.
@@ -497,6 +497,20 @@ def case_repl_interrupt(tmp):
     expect(time.monotonic() - start < 5 * TIME_SCALE, "the interruption took more than 5 s")
     term.type("(list kept (fib 10))\r")
     term.read_until("\n(42 55)\r\nsx> ")
+    # A graph of 400 matmuls (10 s or more on the cpu device) stops between two of them.
+    term.type("(defun chain (x n) (if (= n 0) x (chain (matmul x x) (- n 1))))\r")
+    term.read_until("\nchain\r\nsx> ")
+    term.type("(sum (chain (ones [800 800]) 400))\r")
+    term.read_until("400))\r\n")
+    time.sleep(1.5 * TIME_SCALE)  # traced by then: the device runs it
+    start = time.monotonic()
+    term.type("\x03")
+    shown = term.read_until("sx> ")
+    expect("error[E-EVAL-020]: interrupted while the cpu device ran the value" in shown,
+           f"Ctrl-C during a device run: {shown!r}")
+    expect(time.monotonic() - start < 5 * TIME_SCALE, "the device run took more than 5 s to stop")
+    term.type("(+ kept 1)\r")
+    term.read_until("\n43\r\nsx> ")
     term.type("(quit)\r")
     status = term.wait()
     expect(status == 0, f"(quit) after Ctrl-C: exit {status}", term.seen.decode(errors="replace"))
