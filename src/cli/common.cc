@@ -5,6 +5,8 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -46,6 +48,9 @@ void EvalFlags::add_limits_to(CLI::App& command) {
   command.add_option("--max-steps", max_steps, "Stop evaluation after this many steps (E-EVAL-017); 0: no limit")
       ->check(CLI::NonNegativeNumber);
   add_max_memory(command);
+  command.add_option("--allow-require", allow_require,
+                     "A folder (or file) `require` may read besides the run file's folder and the library "
+                     "(repeatable; also SEXPGPU_ALLOW_REQUIRE, folders separated by `:`)");
 }
 
 void EvalFlags::add_to(CLI::App& command) {
@@ -86,6 +91,14 @@ train::SessionOptions session_options(const EvalFlags& flags) {
   train::SessionOptions options;
   options.interpreter.library_dirs = library_dirs();
   options.interpreter.max_steps = flags.max_steps;
+  options.interpreter.require_allowed = flags.allow_require;
+  if (const char* env = std::getenv("SEXPGPU_ALLOW_REQUIRE")) {
+    std::string_view folders = env;
+    for (size_t start = 0, end; start <= folders.size(); start = end + 1) {
+      end = std::min(folders.find(':', start), folders.size());
+      if (end > start) options.interpreter.require_allowed.emplace_back(folders.substr(start, end - start));
+    }
+  }
   options.interpreter.warn_redefinition = flags.warn_redefinition;
   options.interpreter.max_stack_bytes = kEvalStackBytes;
   options.choices.variant = flags.variant;
@@ -153,7 +166,15 @@ int run_on_large_stack(const std::function<int()>& body) {
     pthread_attr_destroy(&attr);
     return last_resort(body);  // no thread to be had: run here, where the smaller stack limit still holds
   }
+  // The waiting thread takes no Ctrl-C: it goes to the evaluating thread, whose read a
+  // handler's signal must interrupt (the REPL's prompt). Unhandled, it ends the process
+  // from either thread.
+  sigset_t interrupt, before;
+  sigemptyset(&interrupt);
+  sigaddset(&interrupt, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &interrupt, &before);
   pthread_join(thread, nullptr);
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
   pthread_attr_destroy(&attr);
   return task.result;
 }

@@ -23,10 +23,12 @@ struct EvalFlags {
   std::vector<std::string> knobs;  // NAME=VALUE
   bool warn_redefinition = true;   // off in the REPL, where redefining is the point
   std::string checkpoint;          // eval and repl: parameters from this checkpoint
-  // --max-steps, --max-memory, --variant and --knob.
+  // --allow-require: folders `require` may read besides the run file's.
+  std::vector<std::string> allow_require;
+  // --max-steps, --max-memory, --allow-require, --variant and --knob.
   void add_to(CLI::App& command);
-  // --max-steps and --max-memory, for a command that compiles a file as a checkpoint
-  // records it.
+  // --max-steps, --max-memory and --allow-require, for a command that compiles a file as
+  // a checkpoint records it.
   void add_limits_to(CLI::App& command);
   // --checkpoint, for the commands that run the file's model (eval, repl).
   void add_checkpoint_to(CLI::App& command);

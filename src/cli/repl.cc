@@ -1,11 +1,16 @@
 // `sexpgpu repl [FILE.sx]`: read-eval-print with line editing, history and completion of
 // names (libedit). A form may span lines; an error is reported and the session goes on.
-// On a terminal a banner says how to get help and how to leave: (quit), (exit) or Ctrl-D.
+// On a terminal a banner says how to get help and how to leave: (quit), (exit) or Ctrl-D;
+// Ctrl-C clears the line being typed, or interrupts the evaluation (E-EVAL-020).
 #include <editline/readline.h>
 #include <fmt/format.h>
+#include <sys/select.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,9 +18,11 @@
 #include <iostream>
 #include <optional>
 #include <set>
+#include <variant>
 
 #include "cli/common.h"
 #include "cli/device_flags.h"
+#include "device/interrupt.h"
 #include "lang/printer.h"
 #include "lang/tracer.h"
 
@@ -79,10 +86,48 @@ char** complete(const char* text, int, int) {
 // Where a name ends: the characters that cannot be part of a symbol.
 char word_breaks[] = " \t\n\"'`,;()[]{}";
 
+// Set by Ctrl-C (SIGINT) in an interactive session, the one thing its handler may do.
+// At the prompt the line reader gives the line up (read_key); during evaluation the
+// interpreter, and a device running a graph, stop at their next step.
+std::atomic<bool> interrupted{false};
+
+void on_interrupt(int) { interrupted.store(true); }
+
+// The signal mask read_key waits under: SIGINT unblocked. At the prompt SIGINT is
+// blocked everywhere else, so that a Ctrl-C pressed while libedit draws is delivered
+// during the wait, which it ends, rather than before a read that would then block.
+sigset_t prompt_wait_mask;
+
+// libedit's character reader: a byte of the terminal, or EOF (libedit then ends the
+// line) once Ctrl-C was pressed.
+int read_key(FILE* in) {
+  int fd = fileno(in);
+  while (!interrupted.load()) {
+    fd_set readable;
+    FD_ZERO(&readable);
+    FD_SET(fd, &readable);
+    if (pselect(fd + 1, &readable, nullptr, nullptr, nullptr, &prompt_wait_mask) < 0) {
+      if (errno == EINTR) continue;
+      return EOF;
+    }
+    unsigned char key;
+    ssize_t n = read(fd, &key, 1);
+    if (n == 1) return key;
+    if (n == 0 || errno != EINTR) return EOF;
+  }
+  return EOF;
+}
+
 class LineSource {
  public:
   LineSource() : interactive_(isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)) {
     if (!interactive_) return;
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, nullptr);
+    rl_catch_signals = 0;  // libedit's own handler would pass the signal on to its default
+    rl_getc_function = read_key;
     if (const char* home = std::getenv("HOME")) history_ = std::filesystem::path(home) / ".sexpgpu_history";
     rl_readline_name = "sexpgpu";
     rl_attempted_completion_function = complete;
@@ -94,14 +139,31 @@ class LineSource {
 
   bool interactive() const { return interactive_; }
 
-  std::optional<std::string> next(bool continuation) {
+  // What the prompt gives: a line, Ctrl-C (which drops what was typed) or the end of input.
+  struct CtrlC {};
+  struct EndOfInput {};
+  using Input = std::variant<std::string, CtrlC, EndOfInput>;
+
+  Input next(bool continuation) {
     if (!interactive_) {
       std::string line;
-      if (!std::getline(std::cin, line)) return std::nullopt;
+      if (!std::getline(std::cin, line)) return EndOfInput{};
       return line;
     }
+    sigset_t interrupt_only;
+    sigemptyset(&interrupt_only);
+    sigaddset(&interrupt_only, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &interrupt_only, &prompt_wait_mask);
+    interrupted.store(false);
     char* raw = readline(continuation ? "...  " : "sx> ");
-    if (!raw) return std::nullopt;
+    pthread_sigmask(SIG_SETMASK, &prompt_wait_mask, nullptr);
+    if (interrupted.load()) {
+      std::free(raw);
+      std::fputs("^C\n", stdout);
+      std::fflush(stdout);
+      return CtrlC{};
+    }
+    if (!raw) return EndOfInput{};
     std::string line(raw);
     std::free(raw);
     return line;
@@ -137,6 +199,10 @@ int repl(const std::string& file, const EvalFlags& flags, const DeviceFlags& dev
   // After the file: only what is typed at the prompt can call them.
   install_repl_builtins(interp);
   LineSource lines;
+  if (lines.interactive()) {
+    interp.interrupt_when(&interrupted);
+    device::stop_runs_when(&interrupted);
+  }
   completing_interp = &interp;
   completing_env = &session.top();
   if (lines.interactive()) {
@@ -148,8 +214,14 @@ int repl(const std::string& file, const EvalFlags& flags, const DeviceFlags& dev
   }
   std::string pending;
   int entry = 0;
-  while (auto line = lines.next(!pending.empty())) {
-    pending += *line + "\n";
+  for (;;) {
+    LineSource::Input input = lines.next(!pending.empty());
+    if (std::holds_alternative<LineSource::EndOfInput>(input)) break;
+    if (std::holds_alternative<LineSource::CtrlC>(input)) {
+      pending.clear();
+      continue;
+    }
+    pending += std::get<std::string>(input) + "\n";
     try {
       const auto& source = interp.sources().add(fmt::format("<repl:{}>", ++entry), pending);
       auto forms = lang::read_forms(source, interp.options().reader_limits);

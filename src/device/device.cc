@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <fstream>
 #include <optional>
 
 #include "device/cpu/cpu.h"
+#include "device/interrupt.h"
 #include "device/reference/reference.h"
 #include "graph/memory.h"
 
@@ -31,6 +33,17 @@ std::unique_ptr<Device> make_device(std::string_view name, const DeviceOptions& 
 }
 
 std::vector<std::string> available_devices() { return {"reference", "cpu"}; }
+
+namespace {
+std::atomic<const std::atomic<bool>*> run_stop_flag{nullptr};
+}  // namespace
+
+void stop_runs_when(const std::atomic<bool>* flag) { run_stop_flag.store(flag); }
+
+void check_interrupt() {
+  const std::atomic<bool>* flag = run_stop_flag.load(std::memory_order_relaxed);
+  if (flag && flag->load(std::memory_order_relaxed)) throw Interrupted();
+}
 
 namespace {
 

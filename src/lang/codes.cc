@@ -284,6 +284,35 @@ like any other, and true: `(if weight ...)` asks whether an argument was given):
 
 To branch on a value you have (a scalar in `eval` or the REPL), read it first:
 `(if (< (item x) 0) ...)`.)"},
+    {"E-EVAL-020", "interrupted",
+     R"(Ctrl-C was pressed in the REPL while an input was evaluating. The evaluation stops
+at its next step and the REPL returns to its prompt; the session is intact: what the
+input defined before it stopped stays defined, and the history keeps every input.
+
+    sx> (defun spin (n) (if (= n 0) 0 (spin (- n 1))))
+    sx> (spin 100000000)          ; Ctrl-C: error[E-EVAL-020]: interrupted
+    sx>
+
+A graph running on the cpu or reference device stops too, between two of its
+operations, before it writes anything; one operation (a large matmul, say) runs to its
+end first. Ctrl-C at the prompt clears the line being typed. Outside the REPL (`eval`, `run`, `check`) Ctrl-C ends the program, as usual.)"},
+    {"E-EVAL-021", "a require outside the folders it may read",
+     R"(A run file's requires stay under its folder: a relative path is resolved from the
+file that requires it, and the file it names must lie under the folder of the run file
+(the file given to the command; with none, for an expression given to `eval` or typed
+in a REPL started without one, the current directory). A library module's stay under
+its library folder. An absolute path, or one whose `..` leads out, is refused before
+the file is looked at, so a file you were given cannot read (and show in its errors)
+files elsewhere on the machine:
+
+    ;; exp/run.sx
+    (require "layers/blocks")        ; exp/layers/blocks.sx: fine
+    (require "../shared/blocks")     ; outside exp/: refused
+    (require "/home/me/blocks")      ; outside exp/: refused
+
+The rule reads the path as written: links inside the folder are followed, wherever they
+lead, so a layout you linked together keeps working. To allow more, name the folder:
+`--allow-require FOLDER` (repeatable), or `SEXPGPU_ALLOW_REQUIRE=FOLDER:FOLDER`.)"},
     {"E-SHAPE-001", "shapes or dtypes that do not fit",
      R"(A tensor operation was given operands whose shapes, dtypes or attributes it
 cannot take: a matrix product whose inner dimensions differ, shapes that do not

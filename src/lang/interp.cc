@@ -236,6 +236,9 @@ void Interpreter::warn(Diagnostic diagnostic) {
 }
 
 void Interpreter::charge(uint64_t n, Span span) {
+  if (interrupt_ && interrupt_->load(std::memory_order_relaxed)) {
+    fail("E-EVAL-020", span, "interrupted", "Ctrl-C stopped this input; the session goes on");
+  }
   steps_ += n;
   if (options_.max_steps && steps_ > options_.max_steps) {
     fail("E-EVAL-017", span, fmt::format("evaluation took more than {} steps", options_.max_steps),
@@ -262,7 +265,7 @@ Ref<Env> Interpreter::load_file(const std::string& path) {
 }
 
 Value Interpreter::eval(const Value& form, Span span, Env& env) {
-  if (options_.max_steps) charge(1, span);
+  if (options_.max_steps || interrupt_) charge(1, span);
   switch (form.type()) {
     case Type::Symbol: {
       const auto* name = form.as<Symbol>();

@@ -1,6 +1,7 @@
 // The evaluator: environments, functions, and the Interpreter that evaluates forms.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -59,6 +60,11 @@ class Env final : public Object {
 
   // The module file a top-level environment belongs to ("" for the REPL and builtins).
   std::string module_path;
+  // The folder this module's relative requires must stay under, set by require
+  // (module.cc): the run file's folder, or a library module's library folder. Empty for
+  // the file given to the command, whose own folder it is, and for the top level of the
+  // REPL or of an expression, where it is the current directory.
+  std::string require_root;
 
  private:
   Ref<Env> parent_;
@@ -198,6 +204,9 @@ using SpecialForm = std::function<Value(Interpreter&, const Value& form, Span sp
 
 struct InterpreterOptions {
   std::vector<std::string> library_dirs;  // where `require "sexpgpu/..."` looks
+  // Folders (or files) a require may read besides the run file's folder and the library:
+  // --allow-require and SEXPGPU_ALLOW_REQUIRE.
+  std::vector<std::string> require_allowed;
   size_t max_call_depth = 10000;
   size_t max_stack_bytes = 6u << 20;  // native stack the evaluator may use below its first frame
   uint64_t max_steps = 0;             // 0: unlimited
@@ -260,6 +269,9 @@ class Interpreter {
   void charge(uint64_t n, Span span);
   // Starts the `max_steps` budget over: the REPL gives each input its own.
   void reset_steps() { steps_ = 0; }
+  // Evaluation stops at its next step with E-EVAL-020 while `*flag` is true: the REPL's
+  // Ctrl-C, whose signal handler may do no more than set a flag.
+  void interrupt_when(const std::atomic<bool>* flag) { interrupt_ = flag; }
 
   // Used by Env's constructor and destructor.
   void register_env(Env* env);
@@ -311,6 +323,7 @@ class Interpreter {
   size_t depth_ = 0;
   uintptr_t stack_base_ = 0;
   uint64_t steps_ = 0;
+  const std::atomic<bool>* interrupt_ = nullptr;
 };
 
 // Defines `name` at the top level of `env`'s module, warning when it replaces a definition

@@ -36,6 +36,37 @@ bool is_module_file(const fs::path& path, const std::string& name, Span span) {
   return fs::is_regular_file(status);
 }
 
+// `path` made absolute and normal, without touching the file system beyond the current
+// directory: the containment rule of require is lexical, so links inside a folder work.
+fs::path absolute_normal(const fs::path& path) {
+  std::error_code ec;
+  fs::path given = path.empty() ? fs::path(".") : path;  // the folder of a file named without one
+  fs::path absolute = fs::absolute(given, ec);
+  fs::path normal = (ec ? given : absolute).lexically_normal();
+  return normal.has_filename() || normal == normal.root_path() ? normal : normal.parent_path();  // "a/b/" as "a/b"
+}
+
+// Whether `path` lies under `folder` (or is it), both absolute and normal.
+bool lies_under(const fs::path& path, const fs::path& folder) {
+  fs::path relative = path.lexically_relative(folder);
+  return !relative.empty() && *relative.begin() != "..";
+}
+
+// Refuses (E-EVAL-021) a required file that lies, lexically, outside `root` (absolute and
+// normal) and every folder (or file) in `allowed`.
+void check_contained(const fs::path& path, const fs::path& root, const std::vector<std::string>& allowed,
+                     const std::string& name, Span span) {
+  fs::path file = absolute_normal(path);
+  if (lies_under(file, root)) return;
+  for (const auto& folder : allowed) {
+    if (lies_under(file, absolute_normal(folder))) return;
+  }
+  fail("E-EVAL-021", span,
+       fmt::format("cannot require \"{}\": {} is outside {}, the folder requires may read", shown_in_message(name),
+                   shown_in_message(file.string()), shown_in_message(root.string())),
+       "move the file under that folder, or allow its folder with --allow-require FOLDER (or SEXPGPU_ALLOW_REQUIRE)");
+}
+
 // The names a module file's top level defines with defun, defmacro, defvar or defmodel;
 // none when it cannot be read.
 std::vector<std::string> top_level_definitions(const std::string& path, const ReaderLimits& limits) {
@@ -91,11 +122,13 @@ std::vector<std::string> Interpreter::library_modules_defining(const std::string
 
 Ref<Env> Interpreter::require_module(const std::string& name, Span span, Env& from) {
   fs::path path;
+  fs::path root;  // what the module's own relative requires must stay under
   if (name.starts_with(kLibraryPrefix)) {
     std::string relative = with_extension(name);
     for (const auto& dir : options_.library_dirs) {
       if (is_module_file(fs::path(dir) / relative, name, span)) {
         path = fs::path(dir) / relative;
+        root = absolute_normal(dir);
         break;
       }
     }
@@ -119,7 +152,10 @@ Ref<Env> Interpreter::require_module(const std::string& name, Span span, Env& fr
     } else {
       dir = fs::path(base).parent_path();
     }
+    root = absolute_normal(from.module().require_root.empty() ? dir : fs::path(from.module().require_root));
     path = dir / with_extension(name);
+    // Before the file is looked at: what is outside is neither read nor said to exist.
+    check_contained(path, root, options_.require_allowed, name, span);
     if (!is_module_file(path, name, span)) {
       fail("E-EVAL-012", span,
            fmt::format("cannot find \"{}\": no file {}", shown_in_message(name),
@@ -146,6 +182,7 @@ Ref<Env> Interpreter::require_module(const std::string& name, Span span, Env& fr
     return found->second.env;
   }
   Ref<Env> env = new_top_level(path.string());
+  env->require_root = root.string();
   modules_[key] = Module{env, true};
   loading_.push_back(key);
   struct PopLoading {

@@ -59,10 +59,14 @@ Value eval_quasiquote(Interpreter& in, const Value& tmpl, Span span, Env& env, i
     }
     Span splice_span = splice->car_span.known() ? splice->car_span : where;
     Value spliced = in.eval(splice->car, splice_span, env);
+    // Each spliced item is a step, as each item a list builtin builds: a macro that
+    // doubles a list by splicing it twice is bounded by --max-steps.
     if (spliced.is(Type::Vector)) {
+      in.charge(spliced.as<Vector>()->items.size(), splice_span);
       for (const auto& item : spliced.as<Vector>()->items) items.push_back(item), spans.push_back(splice_span);
     } else if (spliced.is_list()) {
       for (Cons* c = as_cons(spliced); c; c = next(c)) {
+        in.charge(1, splice_span);
         items.push_back(c->car);
         spans.push_back(span_of_inserted(in, c->car, c->car_span.known() ? c->car_span : splice_span));
       }

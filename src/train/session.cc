@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "device/interrupt.h"
 #include "graph/memory.h"
 #include "graph/passes.h"
 #include "io/checkpoint.h"
@@ -191,16 +192,18 @@ lang::Value Session::run(const lang::Value& value, device::Device& device) {
     }
     store_ = std::move(moved);
   }
-  initialize(program, stored);
-  std::vector<runtime::Binding> inputs = bind_inputs(program);
-  std::vector<device::Buffer> keys;
-  for (const runtime::Binding& input : inputs) {
-    if (input.role == runtime::Role::random_key) keys.push_back(device.upload(model::random_key(seed(), input.name)));
-  }
-  std::vector<const device::Buffer*> fed;
-  for (const device::Buffer& key : keys) fed.push_back(&key);
   std::vector<graph::Tensor> results;
+  // What the device runs, the parameters' initializers first: the errors of either (and
+  // an interruption, the REPL's Ctrl-C) are the value's.
   try {
+    initialize(program, stored);
+    std::vector<runtime::Binding> inputs = bind_inputs(program);
+    std::vector<device::Buffer> keys;
+    for (const runtime::Binding& input : inputs) {
+      if (input.role == runtime::Role::random_key) keys.push_back(device.upload(model::random_key(seed(), input.name)));
+    }
+    std::vector<const device::Buffer*> fed;
+    for (const device::Buffer& key : keys) fed.push_back(&key);
     runtime::Program run(device, std::move(program), std::move(inputs),
                          std::vector<runtime::Binding>(nodes.size(), {runtime::Role::value, ""}));
     for (const device::Buffer& result : run.run(*store_, fed)) results.push_back(device.download(result));
@@ -212,6 +215,9 @@ lang::Value Session::run(const lang::Value& value, device::Device& device) {
                std::string(graph::kOutOfMemoryHelp));
   } catch (const device::DeviceError& e) {
     lang::fail("E-DEVICE-001", {}, fmt::format("the {} device could not run the value: {}", device.name(), e.what()));
+  } catch (const device::Interrupted&) {
+    lang::fail("E-EVAL-020", {}, fmt::format("interrupted while the {} device ran the value", device.name()),
+               "Ctrl-C stopped this input; the session goes on");
   }
   const auto& tracer = interp_.tracer();
   std::map<graph::NodeId, lang::Value> done;

@@ -238,6 +238,21 @@ def case_max_memory(tmp):
 # --- Values and usage -----------------------------------------------------------------------
 
 
+def case_require_containment(tmp):
+    # A run file's requires stay under its folder; SEXPGPU_ALLOW_REQUIRE, as
+    # --allow-require, names more folders (the UI cases module/require-* show the rest).
+    os.makedirs(os.path.join(tmp, "exp"))
+    os.makedirs(os.path.join(tmp, "shared"))
+    write(tmp, "shared/blocks.sx", b"(defun block () :shared)\n")
+    script = write(tmp, "exp/run.sx", b'(require "../shared/blocks")\n')
+    expect_error(["eval", "--file", script, "(block)"], "E-EVAL-021", mentions=["../shared/blocks"])
+    env = dict(os.environ, NO_COLOR="1", SEXPGPU_ALLOW_REQUIRE=f"/nowhere::{os.path.join(tmp, 'shared')}")
+    proc = subprocess.run([SEXPGPU, "eval", "--file", script, "(block)"], capture_output=True, env=env, timeout=60)
+    expect(proc.returncode == 0 and proc.stdout == b":shared\n", f"with SEXPGPU_ALLOW_REQUIRE: exit {proc.returncode}",
+           proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
+    print("ok: require containment, and SEXPGPU_ALLOW_REQUIRE")
+
+
 def case_eval_keys(tmp):
     rc, out, err, _ = run(["eval", "(let ((f (lambda (x &key (y 2)) (+ x y)))) (list (f 1) (f 1 :y 5)))"])
     expect(rc == 0 and out == "(3 6)\n", f"expected `(3 6)`, exit 0; got exit {rc}", out, err)
@@ -454,6 +469,65 @@ def case_repl_budget_and_history(tmp):
     print("ok: a budget per input, history as it goes")
 
 
+def case_repl_interrupt(tmp):
+    """Ctrl-C at the prompt drops what was typed and stays in the REPL; during an
+    evaluation it stops it with E-EVAL-020 and returns to the prompt, the session and its
+    history intact. Outside the REPL, Ctrl-C still ends the program."""
+    fib = "(defun fib (n) (if (< n 2) n (+ (fib (- n 1)) (fib (- n 2)))))"
+    term = Terminal(["repl", "--cpu-cores", "1"], tmp)  # one core: steps stay short on a busy machine
+    term.read_until("sx> ")
+    # Each input is typed at a prompt: typed earlier, the terminal would echo it before
+    # the prompt, and the echo would be taken for the REPL's.
+    term.type(f"(defvar kept 42) {fib}\r")
+    term.read_until("\nfib\r\nsx> ")
+    term.type("(list 1\r")
+    term.read_until("...  ")
+    term.type("\x03")
+    term.read_until("sx> ")
+    term.type("(+ 2 3)\r")
+    shown = term.read_until("sx> ")
+    expect("\n5\r\n" in shown, f"Ctrl-C at the prompt should drop the unfinished (list 1: {shown!r}")
+    term.type("(fib 40)\r")
+    term.read_until("(fib 40)\r\n")
+    time.sleep(0.5)
+    start = time.monotonic()
+    term.type("\x03")
+    shown = term.read_until("sx> ")
+    expect("error[E-EVAL-020]: interrupted" in shown, f"Ctrl-C during (fib 40): {shown!r}")
+    expect(time.monotonic() - start < 5 * TIME_SCALE, "the interruption took more than 5 s")
+    term.type("(list kept (fib 10))\r")
+    term.read_until("\n(42 55)\r\nsx> ")
+    # A graph of 400 matmuls (10 s or more on the cpu device) stops between two of them.
+    term.type("(defun chain (x n) (if (= n 0) x (chain (matmul x x) (- n 1))))\r")
+    term.read_until("\nchain\r\nsx> ")
+    term.type("(sum (chain (ones [800 800]) 400))\r")
+    term.read_until("400))\r\n")
+    time.sleep(1.5 * TIME_SCALE)  # traced by then: the device runs it
+    start = time.monotonic()
+    term.type("\x03")
+    shown = term.read_until("sx> ")
+    expect("error[E-EVAL-020]: interrupted while the cpu device ran the value" in shown,
+           f"Ctrl-C during a device run: {shown!r}")
+    expect(time.monotonic() - start < 5 * TIME_SCALE, "the device run took more than 5 s to stop")
+    term.type("(+ kept 1)\r")
+    term.read_until("\n43\r\nsx> ")
+    term.type("(quit)\r")
+    status = term.wait()
+    expect(status == 0, f"(quit) after Ctrl-C: exit {status}", term.seen.decode(errors="replace"))
+    with open(os.path.join(tmp, ".sexpgpu_history"), encoding="utf-8", errors="replace") as f:
+        history = f.read().replace("\\040", " ")
+    expect("(fib 40)" in history and "(list 1" not in history, f"the history after Ctrl-C: {history!r}")
+
+    env = dict(os.environ, NO_COLOR="1")
+    proc = subprocess.Popen([SEXPGPU, "eval", f"{fib} (fib 40)"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    status = proc.wait(timeout=10 * TIME_SCALE)
+    expect(status == -signal.SIGINT, f"sexpgpu eval after Ctrl-C: exit {status}, expected the signal's")
+    print("ok: Ctrl-C in the REPL, and in eval")
+
+
 def case_repl_quit(tmp):
     # (quit) and (exit) end the REPL at once, on a pipe too; (exit N) gives status N.
     rc, out, err, _ = run(["repl"], stdin=b"(+ 1 2)\n(exit 3)\n(+ 4 5)\n")
@@ -543,7 +617,8 @@ def case_cli_docs(tmp):
     missing = [f"`sexpgpu {name}`" for name in names if f"sexpgpu {name}" not in page]
     for name, flags in cli_flags(names).items():
         missing += [f"{flag} of {name or 'sexpgpu'}" for flag in sorted(flags) if f"`{flag}" not in page]
-    for variable in ["SEXPGPU_DEVICE", "SEXPGPU_CPU_CORES", "SEXPGPU_CPU_ISA", "SEXPGPU_LIB", "NO_COLOR"]:
+    for variable in ["SEXPGPU_DEVICE", "SEXPGPU_CPU_CORES", "SEXPGPU_CPU_ISA", "SEXPGPU_LIB", "SEXPGPU_MAX_MEMORY",
+                     "SEXPGPU_ALLOW_REQUIRE", "NO_COLOR"]:
         if variable not in page:
             missing.append(variable)
     expect(not missing, f"docs/cli.md does not document: {', '.join(missing)}")

@@ -23,6 +23,7 @@
 #include "device/cpu/cpu.h"
 #include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
+#include "device/interrupt.h"
 #include "graph/primitive.h"
 #include "graph/verify.h"
 
@@ -197,6 +198,7 @@ class CpuPlan : public Plan {
         pointers_[entry.id] = pointers_[entry.alias];
         continue;
       }
+      check_interrupt();
       in_.clear();
       for (NodeId id : entry.inputs) in_.push_back(pointers_[id]);
       try {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "device/interrupt.h"
 #include "graph/primitive.h"
 #include "graph/verify.h"
 
@@ -40,6 +41,7 @@ class ReferencePlan : public Plan {
     for (graph::NodeId id = 0; id < graph_.nodes.size(); ++id) {
       const graph::Node& node = graph_.nodes[id];
       if (node.op() == graph::PrimId::input) continue;
+      check_interrupt();
       std::vector<const graph::Tensor*> args;
       for (graph::NodeId in : node.inputs) args.push_back(values[in]);
       computed[id] = node.prim->kernel(node, args);

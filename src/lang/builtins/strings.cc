@@ -1,7 +1,9 @@
 // String, symbol and keyword builtins. Strings are UTF-8; every index and length a user
-// sees counts code points, never bytes. Case mapping is ASCII only.
+// sees counts code points, never bytes. Case mapping is ASCII only. A builtin that builds
+// a string has it admitted first (admit_string): steps charged, the memory limit checked.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <charconv>
@@ -34,8 +36,12 @@ size_t byte_offset(std::string_view text, size_t index) {
   return text.size();
 }
 
-// Refuses a string of `bytes` that `a`'s function would build past the memory limit.
-void check_string_bytes(const Args& a, double bytes) {
+// Before `a`'s function builds a string of `bytes`: charges the step budget one step per
+// KiB, so that --max-steps bounds the work of doubling a string as well as the calls that
+// double it, then refuses the string past the memory limit.
+void admit_string(const Args& a, double bytes) {
+  constexpr double kBytesPerStep = 1024;
+  a.interp.charge(static_cast<uint64_t>(std::min(bytes, 0x1p62) / kBytesPerStep), a.call);
   graph::check_memory(bytes, [&] { return fmt::format("`{}`: the string it builds", a.function); });
 }
 
@@ -47,7 +53,7 @@ std::string joined_display(const Args& a, const std::vector<Value>& values, std:
   for (const Value& v : values) {
     bytes += static_cast<double>(v.is(Type::String) ? string_of(v).size() : shown.emplace_back(display(v)).size());
   }
-  check_string_bytes(a, bytes);
+  admit_string(a, bytes);
   std::string out;
   out.reserve(static_cast<size_t>(bytes));
   size_t next = 0;
@@ -168,11 +174,18 @@ Value format_string(Args& a) {
          "each `{}` takes one value, in order");
   }
   std::vector<Value> shown = materialized_args(a, 1);
+  std::vector<std::string> filled;
+  double bytes = static_cast<double>(out.size());
+  for (size_t k = 0; k < holes.size(); ++k) {
+    bytes += static_cast<double>(filled.emplace_back(format_value(a, k, shown[k], holes[k].spec)).size());
+  }
+  admit_string(a, bytes);
   std::string result;
+  result.reserve(static_cast<size_t>(bytes));
   size_t from = 0;
   for (size_t k = 0; k < holes.size(); ++k) {
     result.append(out, from, holes[k].at - from);
-    result += format_value(a, k, shown[k], holes[k].spec);
+    result += filled[k];
     from = holes[k].at;
   }
   result.append(out, from);
@@ -210,6 +223,7 @@ std::string valid_utf8(std::string_view raw) {
 
 // (string-bytes s): the UTF-8 bytes of s, what text-windows reads as tokens.
 Value string_bytes(Args& a) {
+  a.interp.charge(a.string(0).size(), a.call);
   check_items_memory(a, a.string(0).size());
   std::vector<Value> out;
   for (char c : a.string(0)) out.push_back(Value::integer(static_cast<unsigned char>(c)));
@@ -227,6 +241,7 @@ Value bytes_string(Args& a) {
       a.type_error(0, "a sequence of bytes (0 to 255)");
     raw.push_back(static_cast<char>(item.as_int()));
   }
+  admit_string(a, static_cast<double>(raw.size()));
   return make_string(valid_utf8(raw));
 }
 
@@ -250,6 +265,7 @@ Value substring(Args& a) {
          "the end index is exclusive and at least the start");
   }
   size_t from = byte_offset(text, static_cast<size_t>(start)), to = byte_offset(text, static_cast<size_t>(end));
+  admit_string(a, static_cast<double>(to - from));
   return make_string(text.substr(from, to - from));
 }
 
@@ -296,6 +312,7 @@ Value join_strings(Args& a) {
 }
 
 Value change_case(Args& a, int (*f)(int)) {
+  admit_string(a, static_cast<double>(a.string(0).size()));
   std::string text = a.string(0);
   for (char& c : text) {
     if (static_cast<unsigned char>(c) < 0x80) c = static_cast<char>(f(static_cast<unsigned char>(c)));
@@ -314,8 +331,8 @@ Value replace_all(Args& a) {
   if (old.empty()) a.type_error(1, "a non-empty string");
   double occurrences = 0;
   for (size_t at = text.find(old); at != std::string::npos; at = text.find(old, at + old.size())) ++occurrences;
-  check_string_bytes(a, static_cast<double>(text.size()) +
-                            occurrences * (static_cast<double>(replacement.size()) - static_cast<double>(old.size())));
+  admit_string(a, static_cast<double>(text.size()) +
+                      occurrences * (static_cast<double>(replacement.size()) - static_cast<double>(old.size())));
   std::string out;
   size_t start = 0;
   for (size_t at; (at = text.find(old, start)) != std::string::npos; start = at + old.size()) {
@@ -331,6 +348,7 @@ Value trim(Args& a) {
   size_t start = 0, end = text.size();
   while (start < end && is_space(text[start])) ++start;
   while (end > start && is_space(text[end - 1])) --end;
+  admit_string(a, static_cast<double>(end - start));
   return make_string(text.substr(start, end - start));
 }
 

@@ -250,11 +250,31 @@ Value scatter_add(Args& a) {
   return trace(a, [&](Builder& b) { return b.scatter_add(x, indices, updates, axis); });
 }
 
+// Refuses an index of `indices` outside 0 to depth-1 when its elements are known (a
+// constant tensor); a computed one is only known when it runs, which checks nothing.
+void check_known_indices(Args& a, NodeId indices, int64_t depth) {
+  const graph::Node& node = a.interp.tracer()->graph().node(indices);
+  if (!node.value) return;
+  const graph::Tensor& known = *node.value;
+  for (int64_t i = 0; i < known.numel(); ++i) {
+    double index = known.value(i);
+    if (index < 0 || index >= static_cast<double>(depth)) {
+      fail(
+          "E-EVAL-015", a.span(0),
+          fmt::format("index {} (element {} of the indices) is outside the depth {}", element_text(known, i), i, depth),
+          fmt::format("an index is a class from 0 to {}", depth - 1));
+    }
+  }
+}
+
+// (one-hot indices depth :dtype d :checked true): an index outside the depth gives a row
+// of zeros, or with :checked is an error where it is known.
 Value one_hot(Args& a) {
-  auto kw = a.keywords(2, {"dtype"});
+  auto kw = a.keywords(2, {"dtype", "checked"});
   NodeId indices = node_arg(a, 0);
   int64_t depth = a.integer(1);
   DType dtype = dtype_or(a, kw, DType::f32);
+  if (kw.count("checked") && a[kw["checked"]].truthy()) check_known_indices(a, indices, depth);
   return trace(a, [&](Builder& b) { return b.one_hot(indices, depth, dtype); });
 }
 
@@ -380,8 +400,10 @@ void install_tensor_builtins(Interpreter& in) {
           {"scatter-add", 3, 5, scatter_add, "(x indices updates &key axis)",
            "x with updates added at the positions `gather` would read (its gradient).",
            "(scatter-add (zeros [3]) (tensor [0 2 0]) (ones [3]))\n;; => (tensor [2.0 0.0 1.0] :dtype :f32)"},
-          {"one-hot", 2, 4, one_hot, "(indices depth &key dtype)",
-           "indices' shape plus [depth], 1 at each index and 0 elsewhere (f32 unless :dtype says).",
+          {"one-hot", 2, 6, one_hot, "(indices depth &key dtype checked)",
+           "indices' shape plus [depth], 1 at each index and 0 elsewhere (f32 unless :dtype says). An index "
+           "outside 0 to depth-1 gives a row of zeros; with :checked true it is an error (E-EVAL-015) when the "
+           "indices are a constant tensor (a computed tensor is not checked).",
            "(one-hot (tensor [2]) 3)\n;; => (tensor [[0.0 0.0 1.0]] :dtype :f32)"},
           {"matmul", 2, 2, [](Args& a) { return binary(a, "matmul"); }, "(a b)",
            "The matrix product [..., m, k] by [..., k, n], broadcasting the leading axes.",

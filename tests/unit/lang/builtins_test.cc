@@ -1,5 +1,6 @@
 // The builtin functions: lists, vectors, plists, higher-order functions, strings, symbols,
 // keywords, type predicates. Each builtin's results, edge cases and error codes.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -297,6 +298,16 @@ TEST(Builtins, BuildingChargesTheStepBudget) {
   EXPECT_EQ(error_code_with_budget("(range 4000000000000000000)", 1000), "E-EVAL-017");
   EXPECT_EQ(error_code_with_budget("(defvar x (range 40)) (concat x x x)", 100), "E-EVAL-017");
   EXPECT_EQ(error_code_with_budget("(defvar x (range 40)) (map identity (concat x x))", 200), "E-EVAL-017");
+  // Strings cost a step per KiB they build, spliced items a step each: doubling either
+  // 40 times stops at the budget, long before the memory limit.
+  for (const char* doubled : {"(str s s)", "(format \"{}{}\" s s)", "(join (list s s))", "(replace s \"x\" \"xx\")"}) {
+    auto double_string = fmt::format("(defun d (s n) (if (= n 0) (length s) (d {} (- n 1))))", doubled);
+    EXPECT_EQ(error_code_with_budget(double_string + " (d \"x\" 40)", 1000), "E-EVAL-017") << doubled;
+    EXPECT_EQ(error_code_with_budget(double_string + " (d \"x\" 12)", 1000), "") << doubled;
+  }
+  const char* double_list = "(defun d (xs n) (if (= n 0) (length xs) (d `(,@xs ,@xs) (- n 1))))";
+  EXPECT_EQ(error_code_with_budget(fmt::format("{} (d (list 1) 40)", double_list), 1000), "E-EVAL-017");
+  EXPECT_EQ(error_code_with_budget(fmt::format("{} (d (list 1) 5)", double_list), 1000), "");
 }
 
 // --- Plists -------------------------------------------------------------------------------
