@@ -2,7 +2,9 @@
 // device runs: the best the host supports, or the one SEXPGPU_CPU_ISA (or
 // DeviceOptions::cpu_isa) names, refused by name when the host lacks it.
 // Kernels of every instruction set give the same f32 bits (see gemm.h), so
-// the choice changes speed, never results.
+// the choice changes speed, never results. scripts/test runs the device tests that reach
+// these kernels as a processor without AVX would (processor_chosen_tests): a test of a new
+// kernel chosen here joins that list.
 #pragma once
 
 #include <string>
