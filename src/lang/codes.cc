@@ -713,6 +713,36 @@ parameters are not the checkpoint's: one that either lacks, or one of another sh
 dtype. The file may have been edited since the run, but not in what it declares; the
 checkpoint's experiment.json holds the text its run compiled.)"},
 
+    {"E-LOC-001", "an s3:// or o41:// location not in its form",
+     R"(A storage location is `s3://bucket/key` (the bucket 3 to 63 lower-case letters,
+digits, `.` and `-`) or `o41://team/run`, optionally followed by `/file`. A key may not
+hold an empty segment (`//`) or a `.` or `..` segment, so that it names one place
+however it is joined. See docs/locations.md.)"},
+    {"E-LOC-002", "an o41:// location without SEXPGPU_O41_ROOT",
+     R"(`o41://team/run` is the path `team/run` under the root that the environment variable
+`SEXPGPU_O41_ROOT` names: a local folder (`/srv/o41`, `file:///srv/o41`) or an S3 URL
+(`s3://bucket/prefix`). The variable is not set, or names neither.
+
+    export SEXPGPU_O41_ROOT=s3://my-bucket/o41)"},
+    {"E-LOC-003", "the storage server refused access",
+     R"(The S3-compatible server answered 403 (access denied, a wrong key, a signature it
+does not accept), or no credentials are set. Credentials come from the standard
+variables `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and, for temporary ones,
+`AWS_SESSION_TOKEN`; the region signed for from `AWS_REGION`. The message names the
+URL and the server's own error code; it never shows a secret.)"},
+    {"E-LOC-004", "no such object or bucket on the storage server",
+     R"(The S3-compatible server answered 404: the bucket, or the key in it, does not exist.
+Check the URL, and `AWS_ENDPOINT_URL` (which server is asked).)"},
+    {"E-LOC-005", "the storage server cannot be reached",
+     R"(Connecting to the S3-compatible server failed, timed out or broke off, or the server
+kept answering 5xx (or 429, slow down). Each request is tried five times with doubling
+waits before this error. Check `AWS_ENDPOINT_URL` and that the server runs; a run that
+stopped on this error resumes from its newest complete checkpoint when started again.)"},
+    {"E-LOC-006", "an answer of the storage server that cannot be used",
+     R"(The S3-compatible server answered something SexpGPU cannot use: an unexpected status
+(400, 409, ...), an object shorter than the bytes asked of it (truncated while read), or
+a malformed listing. The message names the URL and what the server said.)"},
+
     {"E-SERVE-020", "an export folder that exists",
      R"(`sexpgpu export` writes a new folder and never replaces one: the folder given to `-o`
 (or a file or link of that name) already exists.
