@@ -158,8 +158,7 @@ std::string local_path(std::string_view location) {
   if (scheme.empty()) return std::string(location);
   if (is_storage_scheme(scheme)) {
     throw LoadError(kStorageLocation,
-                    fmt::format("{}: {}:// files are not readable in this version: they come with storage locations",
-                                shown(location), scheme));
+                    fmt::format("{}: a local file is read here, not an {}:// location", shown(location), scheme));
   }
   if (scheme != "file") {
     throw LoadError(kUnknownScheme, fmt::format("{}: SexpGPU reads no {}:// locations; a location is a local path, "

@@ -620,13 +620,15 @@ wherever the link points.
 
 Download the index again with its shards; an index written by hand must follow the form
 above, with every shard a file name beside the index.)"},
-    {"E-LOAD-010", "an s3:// or o41:// file in this version",
-     R"(A `:load` or `with-loaded` names an `s3://` or `o41://` file. Reading from object
-stores and o41 runs comes with storage locations (where checkpoints are kept); this
-version reads local files only.
+    {"E-LOAD-010", "an s3:// or o41:// location where a local file is read",
+     R"(A storage location, `s3://bucket/key` or `o41://team/run/file`, was given where only a
+local file is read. `:load`, `with-loaded`, `--checkpoint-dir`, `--checkpoint` and the
+operands of `serve` and `export` take every kind of location (docs/locations.md);
+others read local files only.
 
-Copy the file (or the index and its shards) next to the experiment and name it by its
-local path, or by `file:///absolute/path`.)"},
+Copy the file next to the experiment and name it by its local path, or by
+`file:///absolute/path`.)"},
+
     {"E-LOAD-011", "a tensor the file does not hold",
      R"(A parameter loads a tensor by a name its file (or sharded checkpoint) does not hold.
 The message names the parameter's path and the tensor. With `with-loaded`, the name
@@ -652,8 +654,8 @@ SexpGPU does not read, or a `file://` location that names no absolute path here.
 
 A location is a local path (relative to the file that names it, or absolute),
 `file:///absolute/path` (or `file://localhost/absolute/path`, `%20` and the like
-decoded), or a storage location, `s3://bucket/key` or `o41://team/run` (E-LOAD-010 in
-this version). The scheme is read first, so a location is never mistaken for a
+decoded), or a storage location, `s3://bucket/key` or `o41://team/run`
+(docs/locations.md). The scheme is read first, so a location is never mistaken for a
 relative path; the message shows it as written.)"},
 
     {"E-CKPT-001", "a checkpoint that cannot be written",

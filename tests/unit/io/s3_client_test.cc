@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <string>
 
+#include "io/identity.h"
 #include "io/location.h"
 #include "io/s3.h"
 #include "io/safetensors.h"
+#include "io/tensor_source.h"
 #include "test_util.h"
 
 namespace sx::io {
@@ -110,6 +112,99 @@ TEST_F(S3Client_, AFileThatCannotBeRead) {
     EXPECT_EQ(e.code(), kUnreadable);
   }
   EXPECT_FALSE(client.head_if_exists(bucket_, prefix_ + "x"));
+}
+
+// Tensors read from s3:// and o41:// files, whole or sharded, and their identities.
+class S3Files : public S3Client_ {
+ protected:
+  // Uploads f32 tensors of one element each as a safetensors file at `key`.
+  void upload(const std::string& key, const std::vector<std::string>& names, float value = 1.5f) {
+    std::vector<std::pair<std::string, graph::Tensor>> contents;
+    for (const auto& name : names) contents.emplace_back(name, graph::Tensor::scalar(graph::DType::f32, value));
+    write_safetensors(dir_.file("upload"), contents);
+    client_.put_file(bucket_, key, dir_.file("upload"));
+  }
+  std::string url(const std::string& key) { return "s3://" + bucket_ + "/" + key; }
+
+  testing::TempDir dir_;
+  S3Client client_{S3Config::from_environment()};
+};
+
+TEST_F(S3Files, ASingleFile) {
+  upload(prefix_ + "w.safetensors", {"a", "b"});
+  auto source = TensorSource::open(url(prefix_ + "w.safetensors"));
+  auto b = source->find("b");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(read_tensor(*b->first, b->second, graph::DType::f32).data<float>()[0], 1.5f);
+  EXPECT_FALSE(source->find("c"));
+  EXPECT_EQ(source->files(), std::vector<std::string>{url(prefix_ + "w.safetensors")});
+}
+
+TEST_F(S3Files, AShardedIndex) {
+  upload(prefix_ + "m/a.safetensors", {"x"});
+  upload(prefix_ + "m/sub/b.safetensors", {"y"}, 2.5f);
+  client_.put(bucket_, prefix_ + "m/model.safetensors.index.json",
+              R"({"weight_map": {"x": "a.safetensors", "y": "sub/b.safetensors"}})");
+  auto source = TensorSource::open(url(prefix_ + "m/model.safetensors.index.json"));
+  EXPECT_EQ(source->files(),
+            (std::vector<std::string>{url(prefix_ + "m/model.safetensors.index.json"), url(prefix_ + "m/a.safetensors"),
+                                      url(prefix_ + "m/sub/b.safetensors")}));
+  auto y = source->find("y");
+  ASSERT_TRUE(y);
+  EXPECT_EQ(read_tensor(*y->first, y->second, graph::DType::f32).data<float>()[0], 2.5f);
+  // A shard the index names that is not there.
+  client_.put(bucket_, prefix_ + "m/bad.index.json", R"({"weight_map": {"x": "gone.safetensors"}})");
+  try {
+    TensorSource::open(url(prefix_ + "m/bad.index.json"));
+    FAIL();
+  } catch (const LoadError& e) {
+    EXPECT_EQ(e.code(), "E-LOAD-002") << e.what();
+    EXPECT_NE(std::string(e.what()).find("gone.safetensors cannot be found"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(S3Files, MissingAndTruncated) {
+  try {
+    TensorSource::open(url(prefix_ + "absent.safetensors"));
+    FAIL();
+  } catch (const LoadError& e) {
+    EXPECT_EQ(e.code(), "E-LOC-004") << e.what();
+  }
+  upload(prefix_ + "whole.safetensors", {"a"});
+  std::string bytes = client_.get(bucket_, prefix_ + "whole.safetensors");
+  client_.put(bucket_, prefix_ + "cut.safetensors", bytes.substr(0, bytes.size() - 2));
+  try {
+    TensorSource::open(url(prefix_ + "cut.safetensors"));
+    FAIL();
+  } catch (const LoadError& e) {
+    EXPECT_EQ(e.code(), "E-LOAD-004") << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind(url(prefix_ + "cut.safetensors") + ": ", 0), 0u) << e.what();
+  }
+}
+
+TEST_F(S3Files, IdentityIsTheETag) {
+  upload(prefix_ + "w.safetensors", {"a"});
+  FileIdentity identity = identify(url(prefix_ + "w.safetensors"));
+  EXPECT_FALSE(identity.etag.empty());
+  EXPECT_EQ(identity.sha256, "");
+  check_unchanged(url(prefix_ + "w.safetensors"), identity);
+  upload(prefix_ + "w.safetensors", {"a"}, 9.0f);  // the same size, other bytes
+  try {
+    check_unchanged(url(prefix_ + "w.safetensors"), identity);
+    FAIL();
+  } catch (const LoadError& e) {
+    EXPECT_EQ(e.code(), "E-LOAD-001") << e.what();
+    EXPECT_NE(std::string(e.what()).find("its ETag is"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(S3Files, O41UnderAnS3Root) {
+  upload(prefix_ + "root/team/run/w.safetensors", {"a"});
+  setenv("SEXPGPU_O41_ROOT", url(prefix_ + "root").c_str(), 1);
+  auto source = TensorSource::open("o41://team/run/w.safetensors");
+  unsetenv("SEXPGPU_O41_ROOT");
+  EXPECT_TRUE(source->find("a"));
+  EXPECT_EQ(source->path(), url(prefix_ + "root/team/run/w.safetensors"));
 }
 
 }  // namespace
