@@ -282,11 +282,11 @@ std::string S3Client::get_range(const std::string& bucket, const std::string& ke
   return body;
 }
 
-void S3Client::put(const std::string& bucket, const std::string& key, std::string_view bytes) {
-  send({"PUT", bucket, key, {}, {}, bytes});
+std::string S3Client::put(const std::string& bucket, const std::string& key, std::string_view bytes) {
+  return unquoted(send({"PUT", bucket, key, {}, {}, bytes}).headers["etag"]);
 }
 
-void S3Client::put_file(const std::string& bucket, const std::string& key, const std::string& path) {
+std::string S3Client::put_file(const std::string& bucket, const std::string& key, const std::string& path) {
   OpenFile file = open_regular_file(path);
   struct Closer {
     int fd;
@@ -295,11 +295,11 @@ void S3Client::put_file(const std::string& bucket, const std::string& key, const
   if (file.size > config_.part_bytes) return put_in_parts(bucket, key, path, file.fd, file.size);
   std::string bytes;
   read_chunks(::dup(file.fd), path, [&](const char* data, size_t n) { bytes.append(data, n); });
-  put(bucket, key, bytes);
+  return put(bucket, key, bytes);
 }
 
-void S3Client::put_in_parts(const std::string& bucket, const std::string& key, const std::string& path, int fd,
-                            uint64_t size) {
+std::string S3Client::put_in_parts(const std::string& bucket, const std::string& key, const std::string& path, int fd,
+                                   uint64_t size) {
   Response started = send({"POST", bucket, key, {{"uploads", ""}}, {}, {}});
   std::optional<std::string> upload_id = xml_text(started.body, "UploadId");
   if (!upload_id) {
@@ -329,10 +329,12 @@ void S3Client::put_in_parts(const std::string& bucket, const std::string& key, c
     parts += "</CompleteMultipartUpload>";
     Response completed = send({"POST", bucket, key, {{"uploadId", *upload_id}}, {}, parts});
     // S3 may answer 200 and still report an error in the body.
-    if (std::optional<std::string> code = xml_text(completed.body, "Code"); code && !xml_text(completed.body, "ETag")) {
+    std::optional<std::string> etag = xml_text(completed.body, "ETag");
+    if (!etag) {
       throw LoadError(kStorageAnswer, fmt::format("{}: the storage server did not complete the multipart upload ({})",
-                                                  s3_url(bucket, key), *code));
+                                                  s3_url(bucket, key), xml_text(completed.body, "Code").value_or("")));
     }
+    return unquoted(*etag);
   } catch (...) {
     try {
       send({"DELETE", bucket, key, {{"uploadId", *upload_id}}, {}, {}});
@@ -343,11 +345,12 @@ void S3Client::put_in_parts(const std::string& bucket, const std::string& key, c
   }
 }
 
-std::vector<ListedObject> S3Client::list(const std::string& bucket, const std::string& prefix) {
+std::vector<ListedObject> S3Client::list(const std::string& bucket, const std::string& prefix, bool below) {
   std::vector<ListedObject> out;
   std::string token;
   while (true) {
     std::map<std::string, std::string> query{{"list-type", "2"}, {"prefix", prefix}};
+    if (!below) query["delimiter"] = "/";
     if (!token.empty()) query["continuation-token"] = token;
     Response response = send({"GET", bucket, "", query, {}, {}});
     size_t at = 0, end = 0;
@@ -355,7 +358,8 @@ std::vector<ListedObject> S3Client::list(const std::string& bucket, const std::s
       at = end;
       std::optional<std::string> key = xml_text(*entry, "Key");
       if (!key) continue;
-      out.push_back({*key, std::strtoull(xml_text(*entry, "Size").value_or("0").c_str(), nullptr, 10)});
+      out.push_back({*key, std::strtoull(xml_text(*entry, "Size").value_or("0").c_str(), nullptr, 10),
+                     unquoted(xml_text(*entry, "ETag").value_or(""))});
     }
     if (xml_text(response.body, "IsTruncated").value_or("false") != "true") break;
     token = xml_text(response.body, "NextContinuationToken").value_or("");

@@ -47,6 +47,7 @@ struct ObjectInfo {
 struct ListedObject {
   std::string key;
   uint64_t size = 0;
+  std::string etag;  // quotes removed
 };
 
 class S3Client {
@@ -65,13 +66,15 @@ class S3Client {
   // Exactly `length` bytes from `offset` (one ranged GET); E-LOC-006 when the object
   // gives fewer (it is shorter than that).
   std::string get_range(const std::string& bucket, const std::string& key, uint64_t offset, uint64_t length);
-  // Writes the object in one PUT.
-  void put(const std::string& bucket, const std::string& key, std::string_view bytes);
+  // Writes the object in one PUT; returns its ETag.
+  std::string put(const std::string& bucket, const std::string& key, std::string_view bytes);
   // Uploads a local file: one PUT up to part_bytes, a multipart upload above (aborted on
   // failure, so no parts are left behind). A file that cannot be read is E-LOAD-002.
-  void put_file(const std::string& bucket, const std::string& key, const std::string& path);
-  // Every object whose key starts with `prefix`, by key.
-  std::vector<ListedObject> list(const std::string& bucket, const std::string& prefix);
+  // Returns the object's ETag.
+  std::string put_file(const std::string& bucket, const std::string& key, const std::string& path);
+  // Every object whose key starts with `prefix`, by key; with `below` false, only those
+  // with no '/' after the prefix (S3's delimiter: one folder's files, not its subfolders').
+  std::vector<ListedObject> list(const std::string& bucket, const std::string& prefix, bool below = true);
   // Removes the object; one that does not exist is no error (as S3 has it).
   void remove(const std::string& bucket, const std::string& key);
 
@@ -81,7 +84,8 @@ class S3Client {
   struct Request;
   struct Response;
   Response send(const Request& request);
-  void put_in_parts(const std::string& bucket, const std::string& key, const std::string& path, int fd, uint64_t size);
+  std::string put_in_parts(const std::string& bucket, const std::string& key, const std::string& path, int fd,
+                           uint64_t size);
 
   S3Config config_;
   void* curl_;  // one CURL handle, so connections are reused

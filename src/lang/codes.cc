@@ -686,12 +686,12 @@ for checkpoints.
 
 Check the path (`ls LOC`); a run writes its first checkpoint after `:checkpoint-every`
 steps, and always at its last step.)"},
-    {"E-CKPT-004", "a checkpoint location SexpGPU does not write in this version",
-     R"(Checkpoint locations are local folders: a path, or `file:///absolute/path`. Storage
-locations, `s3://bucket/prefix` and `o41://team/run`, are not read or written in this
-version, and any other scheme (`https://`) is refused by its name.
+    {"E-CKPT-004", "a checkpoint location SexpGPU does not write",
+     R"(Checkpoint locations are local folders (a path, or `file:///absolute/path`) and
+storage locations, `s3://bucket/prefix` and `o41://team/run` (docs/locations.md). Any
+other scheme (`https://`) is refused by its name.
 
-Write the checkpoints to a local folder and copy them where they are kept.)"},
+Write the checkpoints to a local folder or an S3 bucket and copy them where they are kept.)"},
 
     {"E-INFER-001", "a model that cannot run alone",
      R"(Every checkpoint holds the model alone (model.json): `model` applied to the `:inputs`
@@ -714,6 +714,16 @@ a checkpoint holds. Resume with the file as it was, or pass `--fresh` to start o
 parameters are not the checkpoint's: one that either lacks, or one of another shape or
 dtype. The file may have been edited since the run, but not in what it declares; the
 checkpoint's experiment.json holds the text its run compiled.)"},
+    {"E-CKPT-007", "a checkpoint on storage whose files are not what its marker says",
+     R"(A checkpoint at a storage location (`s3://`, `o41://`) is complete when its completion
+marker, `step-NNNNNNNN.complete`, is there: written after every file, it names each
+file with its size and ETag. Reading the checkpoint found a file missing, of another
+size or of another ETag than the marker says (the file was replaced or removed after
+the checkpoint was written, or the marker was copied without its files), or a marker
+that is not one. The checkpoint is not used.
+
+Remove the marker (the checkpoint is then no longer listed), or write the checkpoint
+again; `LOC` alone means the newest complete one.)"},
 
     {"E-LOC-001", "an s3:// or o41:// location not in its form",
      R"(A storage location is `s3://bucket/key` (the bucket 3 to 63 lower-case letters,

@@ -75,12 +75,17 @@ graph::Tensor read_weight(const TensorSpec& parameter, const io::SafetensorsFile
 }  // namespace
 
 ModelSource resolve_operand(const std::string& operand) {
+  std::string folder;
   try {
     return {io::resolve_checkpoint(operand).path, true};
   } catch (const io::CheckpointError& e) {
     if (e.code() != io::kNoCheckpoint) throw;
+    // resolve_checkpoint took the location; on S3 it holds checkpoints only, as what
+    // `export` writes is a local folder.
+    io::ResolvedLocation resolved = io::resolve_location(operand);
+    if (resolved.is_s3()) throw;
+    folder = resolved.path;
   }
-  std::string folder = io::local_path(operand);
   if (exists(folder + "/model.json") || exists(folder + "/params.safetensors")) return {folder, false};
   throw io::CheckpointError(io::kNoCheckpoint,
                             fmt::format("{}: neither a checkpoint (a folder step-NNNNNNNN, or a location holding "

@@ -3,15 +3,19 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <string>
 
+#include "io/checkpoint.h"
 #include "io/identity.h"
 #include "io/location.h"
 #include "io/s3.h"
 #include "io/safetensors.h"
 #include "io/tensor_source.h"
+#include "io/util.h"
 #include "test_util.h"
 
 namespace sx::io {
@@ -205,6 +209,130 @@ TEST_F(S3Files, O41UnderAnS3Root) {
   unsetenv("SEXPGPU_O41_ROOT");
   EXPECT_TRUE(source->find("a"));
   EXPECT_EQ(source->path(), url(prefix_ + "root/team/run/w.safetensors"));
+}
+
+// Checkpoints at s3:// and o41:// locations: files first, the completion marker last;
+// listing by markers; local copies in the cache; pruning and stale uploads.
+class S3Checkpoints : public S3Files {
+ protected:
+  void SetUp() override {
+    S3Files::SetUp();
+    setenv("SEXPGPU_CACHE_DIR", cache_.path().c_str(), 1);
+    location_ = url(prefix_ + "runs");
+  }
+  void TearDown() override { unsetenv("SEXPGPU_CACHE_DIR"); }
+
+  Checkpoint write(int64_t step, const std::string& state) {
+    return write_checkpoint(
+        location_, step,
+        {CheckpointFile::bytes("state.json", state),
+         CheckpointFile::tensors("params.safetensors", {{"w", graph::Tensor::scalar(graph::DType::f32, 1.0 * step)}})});
+  }
+  std::vector<int64_t> steps() {
+    std::vector<int64_t> out;
+    for (const Checkpoint& c : list_checkpoints(location_)) out.push_back(c.step);
+    return out;
+  }
+  std::vector<std::string> keys(const std::string& under) {
+    std::vector<std::string> out;
+    for (const ListedObject& o : client_.list(bucket_, prefix_ + under)) out.push_back(o.key.substr(prefix_.size()));
+    return out;
+  }
+  std::string code_of_resolving(const std::string& location) {
+    try {
+      resolve_checkpoint(location);
+    } catch (const CheckpointError& e) {
+      EXPECT_NE(std::string(e.what()).find("s3://"), std::string::npos) << e.what();
+      return e.code();
+    }
+    return "";
+  }
+
+  testing::TempDir cache_;
+  std::string location_;
+};
+
+TEST_F(S3Checkpoints, WrittenListedReadAndPruned) {
+  EXPECT_EQ(steps(), std::vector<int64_t>{});
+  Checkpoint first = write(1, "one");
+  EXPECT_EQ(first, (Checkpoint{1, location_ + "/step-00000001"}));
+  write(2, "two");
+  EXPECT_EQ(steps(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(keys("runs/"),
+            (std::vector<std::string>{"runs/step-00000001.complete", "runs/step-00000001/params.safetensors",
+                                      "runs/step-00000001/state.json", "runs/step-00000002.complete",
+                                      "runs/step-00000002/params.safetensors", "runs/step-00000002/state.json"}));
+  // LOC means its newest; LOC/step-N that one; each read from a local copy in the cache.
+  Checkpoint newest = resolve_checkpoint(location_);
+  EXPECT_EQ(newest.step, 2);
+  EXPECT_EQ(newest.path.rfind(cache_.path().string(), 0), 0u) << newest.path;
+  EXPECT_EQ(testing::read_file(newest.path + "/state.json"), "two");
+  EXPECT_EQ(testing::read_file(resolve_checkpoint(location_ + "/step-00000001").path + "/state.json"), "one");
+  EXPECT_EQ(resolve_checkpoint(location_).path, newest.path);  // downloaded once
+  // A step written again is another checkpoint, read again.
+  write(2, "two again");
+  EXPECT_EQ(testing::read_file(resolve_checkpoint(location_).path + "/state.json"), "two again");
+  EXPECT_EQ(prune_checkpoints(location_, 1), (std::vector<Checkpoint>{first}));
+  EXPECT_EQ(steps(), std::vector<int64_t>{2});
+  EXPECT_EQ(keys("runs/step-00000001"), std::vector<std::string>{});
+}
+
+TEST_F(S3Checkpoints, NoneHere) {
+  EXPECT_EQ(code_of_resolving(location_), "E-CKPT-003");
+  write(1, "one");
+  EXPECT_EQ(code_of_resolving(location_ + "/step-00000002"), "E-CKPT-003");
+}
+
+// A writer that died mid-upload leaves files and its temporary object but no marker: no
+// checkpoint is listed, and the next writer clears them.
+TEST_F(S3Checkpoints, AnUploadCutShortNeverLooksWhole) {
+  write(1, "one");
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);  // a process that is gone
+  std::string temporary = fmt::format(".step-00000002.tmp-{}-0-{}", child, host_name());
+  client_.put(bucket_, prefix_ + "runs/" + temporary, "");
+  client_.put(bucket_, prefix_ + "runs/step-00000002/state.json", "half");
+  EXPECT_EQ(steps(), std::vector<int64_t>{1});
+  EXPECT_EQ(resolve_checkpoint(location_).step, 1);
+  EXPECT_EQ(remove_stale_temporaries(location_), 1);
+  EXPECT_EQ(keys("runs/step-00000002"), std::vector<std::string>{});
+  EXPECT_EQ(keys("runs/.step"), std::vector<std::string>{});
+  EXPECT_EQ(steps(), std::vector<int64_t>{1});
+}
+
+// A marker whose files are missing or not the ones it names is E-CKPT-007, never used.
+TEST_F(S3Checkpoints, AMarkerWithoutItsFiles) {
+  write(1, "one");
+  client_.put(bucket_, prefix_ + "runs/step-00000003.complete",
+              R"({"step": 3, "files": [{"name": "state.json", "size": 3, "etag": "abc"}]})");
+  EXPECT_EQ(steps(), (std::vector<int64_t>{1, 3}));  // listing reads markers alone
+  EXPECT_EQ(code_of_resolving(location_), "E-CKPT-007");
+  client_.put(bucket_, prefix_ + "runs/step-00000003/state.json", "xyz");  // there, but not the one named
+  EXPECT_EQ(code_of_resolving(location_), "E-CKPT-007");
+  client_.put(bucket_, prefix_ + "runs/step-00000003.complete", "not json");
+  EXPECT_EQ(code_of_resolving(location_), "E-CKPT-007");
+  client_.put(bucket_, prefix_ + "runs/step-00000003.complete",
+              R"({"files": [{"name": "../x", "size": 1, "etag": "e"}]})");
+  EXPECT_EQ(code_of_resolving(location_), "E-CKPT-007");
+  // Nothing half downloaded is left in the cache either.
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(cache_.path() / "checkpoints")) {
+    EXPECT_EQ(entry.path().filename().string().find("step-"), std::string::npos) << entry.path();
+  }
+}
+
+TEST_F(S3Checkpoints, O41UnderAnS3RootAndFilesBeside) {
+  setenv("SEXPGPU_O41_ROOT", url(prefix_ + "root").c_str(), 1);
+  write_checkpoint("o41://team/run", 4, {CheckpointFile::bytes("state.json", "four")});
+  EXPECT_EQ(list_checkpoints("o41://team/run"),
+            (std::vector<Checkpoint>{{4, url(prefix_ + "root/team/run/step-00000004")}}));
+  std::string side = side_folder("o41://team/run", {"metrics.jsonl"});
+  testing::write_file(side + "/metrics.jsonl", "{}\n");
+  publish_side_file("o41://team/run", "metrics.jsonl");
+  EXPECT_EQ(client_.get(bucket_, prefix_ + "root/team/run/metrics.jsonl"), "{}\n");
+  std::filesystem::remove(side + "/metrics.jsonl");
+  EXPECT_EQ(testing::read_file(side_folder("o41://team/run", {"metrics.jsonl"}) + "/metrics.jsonl"), "{}\n");
+  unsetenv("SEXPGPU_O41_ROOT");
 }
 
 }  // namespace
