@@ -279,7 +279,9 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   } catch (const io::CheckpointError& e) {
     lang::fail(e.code(), {}, e.what());
   }
-  MetricsLog metrics(side + "/metrics.jsonl", newest ? std::optional<int64_t>(start) : std::nullopt);
+  // Lines after the step the run starts from are a killed run's, dropped: a run killed
+  // before its first checkpoint starts again from step 0, and logs steps 1... once.
+  MetricsLog metrics(side + "/metrics.jsonl", start);
   Prefetcher prefetcher(loader, seed, start, batch, {.depth = 2, .end_step = total});
   std::map<std::string, double> counters;
   if (newest) {
@@ -382,9 +384,11 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
         files.push_back(io::CheckpointFile::bytes("model.json", model_json(*alone, session, slug, done).dump() + "\n"));
       }
       try {
+        // The log first: a run resumed from this checkpoint finds every line up to it (and
+        // drops those of steps after it).
+        io::publish_side_file(location, "metrics.jsonl");
         io::write_checkpoint(location, done, files);
         io::prune_checkpoints(location, keep);
-        io::publish_side_file(location, "metrics.jsonl");
       } catch (const io::CheckpointError& e) {
         lang::fail(e.code(), {}, e.what());
       }
