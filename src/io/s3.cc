@@ -7,11 +7,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <span>
@@ -308,23 +310,43 @@ std::string S3Client::put_in_parts(const std::string& bucket, const std::string&
                                                 s3_url(bucket, key)));
   }
   try {
-    std::string parts = "<CompleteMultipartUpload>";
-    std::string part(config_.part_bytes, '\0');
-    int number = 1;
-    for (uint64_t offset = 0; offset < size; offset += part.size(), ++number) {
-      part.resize(std::min<uint64_t>(config_.part_bytes, size - offset));
-      for (size_t done = 0; done < part.size();) {
-        ssize_t n = ::pread(fd, part.data() + done, part.size() - done, static_cast<off_t>(offset + done));
-        if (n <= 0) {
-          if (n < 0 && errno == EINTR) continue;
-          throw LoadError(kUnreadable, fmt::format("{}: cannot read it to upload it: {}", path,
-                                                   n == 0 ? "it became shorter" : std::strerror(errno)));
+    // Parts go up from several connections at once, each thread with a handle of its own.
+    const uint64_t count = (size + config_.part_bytes - 1) / config_.part_bytes;
+    std::vector<std::string> etags(count);
+    std::atomic<uint64_t> next{0};
+    std::exception_ptr failure;
+    std::mutex failure_mutex;
+    auto upload_parts = [&] {
+      try {
+        S3Client client(config_);
+        std::string part;
+        for (uint64_t i = next++; i < count && !failure; i = next++) {
+          const uint64_t offset = i * config_.part_bytes;
+          part.resize(std::min<uint64_t>(config_.part_bytes, size - offset));
+          for (size_t done = 0; done < part.size();) {
+            ssize_t n = ::pread(fd, part.data() + done, part.size() - done, static_cast<off_t>(offset + done));
+            if (n <= 0) {
+              if (n < 0 && errno == EINTR) continue;
+              throw LoadError(kUnreadable, fmt::format("{}: cannot read it to upload it: {}", path,
+                                                       n == 0 ? "it became shorter" : std::strerror(errno)));
+            }
+            done += static_cast<size_t>(n);
+          }
+          std::map<std::string, std::string> query{{"partNumber", std::to_string(i + 1)}, {"uploadId", *upload_id}};
+          etags[i] = client.send({"PUT", bucket, key, query, {}, part}).headers["etag"];
         }
-        done += static_cast<size_t>(n);
+      } catch (...) {
+        std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
       }
-      Response uploaded =
-          send({"PUT", bucket, key, {{"partNumber", std::to_string(number)}, {"uploadId", *upload_id}}, {}, part});
-      parts += fmt::format("<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>", number, uploaded.headers["etag"]);
+    };
+    std::vector<std::thread> threads;
+    for (uint64_t t = 0; t < std::min<uint64_t>(count, config_.upload_threads); ++t) threads.emplace_back(upload_parts);
+    for (std::thread& thread : threads) thread.join();
+    if (failure) std::rethrow_exception(failure);
+    std::string parts = "<CompleteMultipartUpload>";
+    for (uint64_t i = 0; i < count; ++i) {
+      parts += fmt::format("<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>", i + 1, etags[i]);
     }
     parts += "</CompleteMultipartUpload>";
     Response completed = send({"POST", bucket, key, {{"uploadId", *upload_id}}, {}, parts});

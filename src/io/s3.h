@@ -29,7 +29,8 @@ struct S3Config {
   std::string endpoint;  // "http://127.0.0.1:9000", no trailing '/'
   std::string region;
   AwsCredentials credentials;
-  uint64_t part_bytes = 64ull << 20;  // a larger upload goes in parts of this size (S3's least: 5 MiB)
+  uint64_t part_bytes = 16ull << 20;  // a larger upload goes in parts of this size (S3's least: 5 MiB)
+  int upload_threads = 4;             // parts sent at once
   int attempts = 5;                   // tries of one request, the first included
   int first_wait_ms = 200;            // before the first retry; doubled before each next one
 
@@ -68,9 +69,9 @@ class S3Client {
   std::string get_range(const std::string& bucket, const std::string& key, uint64_t offset, uint64_t length);
   // Writes the object in one PUT; returns its ETag.
   std::string put(const std::string& bucket, const std::string& key, std::string_view bytes);
-  // Uploads a local file: one PUT up to part_bytes, a multipart upload above (aborted on
-  // failure, so no parts are left behind). A file that cannot be read is E-LOAD-002.
-  // Returns the object's ETag.
+  // Uploads a local file: one PUT up to part_bytes, a multipart upload above, its parts
+  // sent upload_threads at a time (aborted on failure, so no parts are left behind). A
+  // file that cannot be read is E-LOAD-002. Returns the object's ETag.
   std::string put_file(const std::string& bucket, const std::string& key, const std::string& path);
   // Every object whose key starts with `prefix`, by key; with `below` false, only those
   // with no '/' after the prefix (S3's delimiter: one folder's files, not its subfolders').

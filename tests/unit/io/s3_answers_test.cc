@@ -9,7 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "io/location.h"
 #include "io/s3.h"
 #include "io/safetensors.h"
+#include "test_util.h"
 
 namespace sx::io {
 namespace {
@@ -45,6 +48,11 @@ class CannedServer {
   }
   std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
   int requests() const { return requests_; }
+  // The first line of each request so far ("PUT /bucket/key?... HTTP/1.1").
+  std::vector<std::string> request_lines() {
+    std::lock_guard lock(mutex_);
+    return request_lines_;
+  }
 
  private:
   void serve() {
@@ -58,6 +66,10 @@ class CannedServer {
         if (n <= 0) break;
         request.append(buffer, static_cast<size_t>(n));
       }
+      {
+        std::lock_guard lock(mutex_);
+        request_lines_.push_back(request.substr(0, request.find("\r\n")));
+      }
       int index = requests_++;
       const std::string& answer = answers_[std::min<size_t>(index, answers_.size() - 1)];
       (void)!::write(connection, answer.data(), answer.size());
@@ -68,6 +80,8 @@ class CannedServer {
   std::vector<std::string> answers_;
   int listener_ = -1, port_ = 0;
   std::atomic<int> requests_{0};
+  std::mutex mutex_;
+  std::vector<std::string> request_lines_;
   std::thread thread_;
 };
 
@@ -160,6 +174,23 @@ TEST(S3Answers, AnObjectShorterThanTheRange) {
   auto [code, message] = error_of([&] { client.get_range("bucket", "k", 10, 8); });
   EXPECT_EQ(code, "E-LOC-006");
   EXPECT_NE(message.find("s3://bucket/k"), std::string::npos) << message;
+}
+
+TEST(S3Answers, AMultipartUploadThatFailsIsAborted) {
+  CannedServer server({answer(200, "OK",
+                              "<InitiateMultipartUploadResult><UploadId>u1</UploadId>"
+                              "</InitiateMultipartUploadResult>"),
+                       answer(500, "Internal", "")});
+  S3Config config = config_for(server.endpoint());
+  config.part_bytes = 1024;
+  config.upload_threads = 2;
+  S3Client client(config);
+  testing::TempDir dir;
+  testing::write_file(dir.file("f"), std::string(3000, 'x'));  // three parts
+  EXPECT_EQ(error_of([&] { client.put_file("bucket", "k", dir.file("f")); }).first, "E-LOC-005");
+  std::vector<std::string> lines = server.request_lines();
+  EXPECT_EQ(lines.front(), "POST /bucket/k?uploads= HTTP/1.1");
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "DELETE /bucket/k?uploadId=u1 HTTP/1.1"), lines.end());
 }
 
 TEST(S3Answers, NoCredentials) {
