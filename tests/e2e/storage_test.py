@@ -234,6 +234,46 @@ def case_fault(tmp):
         server.stop()
 
 
+def case_frozen_load(tmp):
+    """A frozen :load parameter read from s3://: check and explain read it, a run records
+    its ETag, serve reads it again, and once the object is replaced serve and export
+    refuse with E-LOAD-001 naming it."""
+    server = start_moto()
+    try:
+        use_storage(server, tmp)
+        bucket = os.environ["SEXPGPU_TEST_BUCKET"]
+        pos = os.path.join(tmp, "pos.safetensors")
+        e2e_test.write_safetensors(pos, {"pos": ([8, 16], [((k * 37) % 19 - 9) / 50 for k in range(128)])})
+        server.client().upload_file(pos, bucket, "weights/pos.safetensors")
+        url = f"s3://{bucket}/weights/pos.safetensors"
+        text = e2e_test.TRAIN_FILE.replace(
+            b"(defparam positions (normal [8 dim] :std 0.02))",
+            b'(defparam positions (zeros [8 dim]) :trainable false :load ["' + url.encode() + b'" "pos"])')
+        run_file = training_dir(tmp, "frozen.sx", text)
+        for command in (["check", run_file], ["explain", run_file]):
+            rc, out, err, _ = e2e_test.run(command)
+            expect(rc == 0, f"sexpgpu {command[0]} of a file loading from S3", out, err)
+        location = os.path.join(tmp, "run")
+        train([run_file, "--checkpoint-dir", location, "--steps", "3"])
+        with open(os.path.join(location, "step-00000003", "experiment.json")) as f:
+            files = json.load(f)["loads"]["files"]
+        expect(files and files[0]["file"] == url and files[0].get("etag") and "sha256" not in files[0],
+               f"the checkpoint records the object's ETag: {files}")
+        sock = os.path.join(tmp, "s.sock")
+        served = serve_test.Server(location, sock)
+        try:
+            expect(serve_test.Client(sock).call(serve_test.ids(1))[0] == 0, "the checkpoint answers")
+        finally:
+            served.stop()
+        e2e_test.write_safetensors(pos, {"pos": ([8, 16], [0.5] * 128)})
+        server.client().upload_file(pos, bucket, "weights/pos.safetensors")
+        expect_error(["serve", location, "--socket", sock], "E-LOAD-001", mentions=(url, "ETag"))
+        expect_error(["export", run_file, "--checkpoint", location, "-o", os.path.join(tmp, "x")], "E-LOAD-001",
+                     mentions=(url,))
+    finally:
+        server.stop()
+
+
 def case_refusals(tmp):
     """o41:// without its root; a bucket that does not exist; a server that is down."""
     run_file = training_dir(tmp)
