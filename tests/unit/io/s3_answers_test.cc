@@ -51,7 +51,14 @@ class CannedServer {
   // The first line of each request so far ("PUT /bucket/key?... HTTP/1.1").
   std::vector<std::string> request_lines() {
     std::lock_guard lock(mutex_);
-    return request_lines_;
+    std::vector<std::string> lines;
+    for (const std::string& request : requests_seen_) lines.push_back(request.substr(0, request.find("\r\n")));
+    return lines;
+  }
+  // Each request's line and headers so far.
+  std::vector<std::string> requests_seen() {
+    std::lock_guard lock(mutex_);
+    return requests_seen_;
   }
 
  private:
@@ -68,7 +75,7 @@ class CannedServer {
       }
       {
         std::lock_guard lock(mutex_);
-        request_lines_.push_back(request.substr(0, request.find("\r\n")));
+        requests_seen_.push_back(request);
       }
       int index = requests_++;
       const std::string& answer = answers_[std::min<size_t>(index, answers_.size() - 1)];
@@ -81,7 +88,7 @@ class CannedServer {
   int listener_ = -1, port_ = 0;
   std::atomic<int> requests_{0};
   std::mutex mutex_;
-  std::vector<std::string> request_lines_;
+  std::vector<std::string> requests_seen_;
   std::thread thread_;
 };
 
@@ -191,6 +198,20 @@ TEST(S3Answers, AMultipartUploadThatFailsIsAborted) {
   std::vector<std::string> lines = server.request_lines();
   EXPECT_EQ(lines.front(), "POST /bucket/k?uploads= HTTP/1.1");
   EXPECT_NE(std::find(lines.begin(), lines.end(), "DELETE /bucket/k?uploadId=u1 HTTP/1.1"), lines.end());
+}
+
+// Temporary credentials: the session token is sent, and signed with the rest.
+TEST(S3Answers, ASessionTokenIsSentAndSigned) {
+  CannedServer server({answer(200, "OK", "hello")});
+  S3Config config = config_for(server.endpoint());
+  config.credentials.session_token = "token-123";
+  S3Client client(config);
+  EXPECT_EQ(client.get("bucket", "k"), "hello");
+  std::string request = server.requests_seen().at(0);
+  EXPECT_NE(request.find("x-amz-security-token: token-123\r\n"), std::string::npos) << request;
+  EXPECT_NE(request.find("SignedHeaders=host;x-amz-content-sha256;x-amz-date;x-amz-security-token,"), std::string::npos)
+      << request;
+  EXPECT_EQ(request.find("very-secret-key"), std::string::npos) << request;
 }
 
 TEST(S3Answers, NoCredentials) {
