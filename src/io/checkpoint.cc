@@ -350,12 +350,14 @@ std::optional<Checkpoint> newest_checkpoint(const std::string& location) {
   return all.back();
 }
 
-Checkpoint resolve_checkpoint(const std::string& location) {
+Checkpoint resolve_checkpoint(const std::string& location) { return local_checkpoint(find_checkpoint(location)); }
+
+Checkpoint find_checkpoint(const std::string& location) {
   ResolvedLocation resolved = checkpoint_location(location);
   if (resolved.is_s3()) {
     std::optional<Checkpoint> chosen = storage::named(resolved);
     if (!chosen) chosen = newest_checkpoint(location);
-    if (chosen) return storage::local_copy(*chosen);
+    if (chosen) return *chosen;
     throw CheckpointError(kNoCheckpoint, fmt::format("{}: no complete checkpoint here (a marker step-NNNNNNNN.complete "
                                                      "at {})",
                                                      shown(location), resolved.url()));

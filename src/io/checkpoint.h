@@ -121,8 +121,10 @@ Checkpoint write_checkpoint(const std::string& location, int64_t step, const std
 std::vector<Checkpoint> list_checkpoints(const std::string& location);
 std::optional<Checkpoint> newest_checkpoint(const std::string& location);
 // What a location given to a command means: a checkpoint folder itself (LOC/step-N), or
-// LOC's newest complete checkpoint; E-CKPT-003 when it holds none. Its path is a local
+// LOC's newest complete checkpoint; E-CKPT-003 when it holds none. find_checkpoint's path
+// is where the checkpoint is (an s3:// URL on storage); resolve_checkpoint's a local
 // folder: a checkpoint on storage is downloaded into the local cache (local_checkpoint).
+Checkpoint find_checkpoint(const std::string& location);
 Checkpoint resolve_checkpoint(const std::string& location);
 // The checkpoint with a local folder for its path: itself when local; for one on storage
 // a copy in the cache, downloaded once (E-CKPT-007 when its files are not as its

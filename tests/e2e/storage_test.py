@@ -119,7 +119,8 @@ def case_resume_and_serve(tmp):
         sock = os.path.join(tmp, "s.sock")
         served = serve_test.Server(LOCATION, sock)
         try:
-            expect("step-00000012" in served.first_line, "the newest checkpoint is served", served.first_line)
+            expect(served.first_line.startswith(f"serving {LOCATION}/step-00000012 on "),
+                   "the newest checkpoint is served, named as the location was", served.first_line)
             client = serve_test.Client(sock)
             answer = client.call(serve_test.ids(1))
             expect(answer is not None and answer[0] == 0, "a call is answered")
