@@ -68,7 +68,7 @@ int serve_until_stopped(const ServeFlags& flags, const sigset_t& stop_signals) {
   auto socket = std::make_unique<serve::ListeningSocket>(flags.socket);
   serve::Server server(batcher, serve::handshake_json(model.about), model.at_limit, std::move(socket));
 
-  std::printf("serving %s on %s, up to %d a call\n", source.folder.c_str(), flags.socket.c_str(), flags.batch);
+  std::printf("serving %s on %s, up to %d a call\n", source.shown.c_str(), flags.socket.c_str(), flags.batch);
   print_specs("inputs", model.about.inputs);
   print_specs("outputs", model.about.outputs);
   std::fflush(stdout);

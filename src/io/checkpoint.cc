@@ -16,8 +16,10 @@
 #include <mutex>
 #include <set>
 
+#include "io/checkpoint_internal.h"
 #include "io/location.h"
 #include "io/safetensors.h"
+#include "io/storage_checkpoint.h"
 #include "io/util.h"
 
 namespace sx::io {
@@ -36,56 +38,15 @@ constexpr std::string_view kTempPrefix = ".step-";
                         fmt::format("{}: cannot {}: {}", shown(path), doing, std::strerror(err)));
 }
 
-// The local folder a checkpoint location names. Storage locations (s3://, o41://) are
-// where a backend will plug in; for now they are refused by name.
-std::string local_checkpoint_dir(const std::string& location) {
-  std::string scheme = scheme_of(location);
-  if (scheme.empty()) return location.empty() ? "." : location;
-  if (scheme == "file") {
-    try {
-      return local_path(location);
-    } catch (const LoadError& e) {
-      throw CheckpointError(kCheckpointLocation, e.what());
-    }
+// The location a checkpoint location names, resolved: a local folder ("." for ""), or a
+// storage location; any other scheme is E-CKPT-004, a malformed s3:// or o41:// its E-LOC code.
+ResolvedLocation checkpoint_location(const std::string& location) {
+  if (location.empty()) return {location, ".", "", ""};
+  try {
+    return resolve_location(location);
+  } catch (const LoadError& e) {
+    throw CheckpointError(e.code() == kUnknownScheme ? kCheckpointLocation : e.code(), e.what());
   }
-  throw CheckpointError(kCheckpointLocation,
-                        fmt::format("{}: checkpoint locations are local folders in this version, not {}://",
-                                    shown(location), shown(scheme)));
-}
-
-// The temporary folders this process is writing now: never stale.
-std::mutex live_mutex;
-std::set<std::string> live_temporaries;
-
-std::string temporary_name(int64_t step, std::string_view kind) {
-  static std::atomic<uint64_t> counter{0};
-  return fmt::format(".{}.{}-{}-{}-{}", checkpoint_name(step), kind, ::getpid(), counter++, host_name());
-}
-
-// The process id and host of a temporary folder's name, when it is one.
-struct TempOwner {
-  long pid;
-  std::string host;
-};
-std::optional<TempOwner> temporary_owner(std::string_view name) {
-  if (!name.starts_with(kTempPrefix)) return std::nullopt;
-  std::string_view rest = name.substr(kTempPrefix.size());
-  size_t dot = rest.find('.');
-  if (dot == std::string_view::npos) return std::nullopt;
-  rest = rest.substr(dot + 1);
-  if (!rest.starts_with("tmp-") && !rest.starts_with("old-")) return std::nullopt;
-  rest = rest.substr(4);
-  size_t dash = rest.find('-');
-  if (dash == std::string_view::npos || dash == 0) return std::nullopt;
-  long pid = 0;
-  for (char c : rest.substr(0, dash)) {
-    if (c < '0' || c > '9' || pid > 1'000'000'000) return std::nullopt;
-    pid = pid * 10 + (c - '0');
-  }
-  rest = rest.substr(dash + 1);
-  dash = rest.find('-');
-  if (dash == std::string_view::npos) return std::nullopt;
-  return TempOwner{pid, std::string(rest.substr(dash + 1))};
 }
 
 void fsync_path(const std::string& path, bool directory, const std::string& shown_as) {
@@ -124,6 +85,56 @@ void create_location(const std::string& dir) {
 
 }  // namespace
 
+// --- Temporary names (checkpoint_internal.h) -------------------------------------------
+
+namespace {
+// The temporary folders this process is writing now: never stale.
+std::mutex live_mutex;
+std::set<std::string> live_temporaries;
+}  // namespace
+
+std::string temporary_name(int64_t step, std::string_view kind) {
+  static std::atomic<uint64_t> counter{0};
+  return fmt::format(".{}.{}-{}-{}-{}", checkpoint_name(step), kind, ::getpid(), counter++, host_name());
+}
+
+std::optional<TempOwner> temporary_owner(std::string_view name) {
+  if (!name.starts_with(kTempPrefix)) return std::nullopt;
+  std::string_view rest = name.substr(kTempPrefix.size());
+  size_t dot = rest.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  rest = rest.substr(dot + 1);
+  if (!rest.starts_with("tmp-") && !rest.starts_with("old-")) return std::nullopt;
+  rest = rest.substr(4);
+  size_t dash = rest.find('-');
+  if (dash == std::string_view::npos || dash == 0) return std::nullopt;
+  long pid = 0;
+  for (char c : rest.substr(0, dash)) {
+    if (c < '0' || c > '9' || pid > 1'000'000'000) return std::nullopt;
+    pid = pid * 10 + (c - '0');
+  }
+  rest = rest.substr(dash + 1);
+  dash = rest.find('-');
+  if (dash == std::string_view::npos) return std::nullopt;
+  return TempOwner{pid, std::string(rest.substr(dash + 1))};
+}
+
+void set_live(const std::string& name, bool live) {
+  std::lock_guard lock(live_mutex);
+  if (live) live_temporaries.insert(name);
+  else live_temporaries.erase(name);
+}
+
+bool is_stale_temporary(std::string_view name) {
+  auto owner = temporary_owner(name);
+  if (!owner || owner->host != host_name()) return false;
+  if (owner->pid == ::getpid()) {
+    std::lock_guard lock(live_mutex);
+    return live_temporaries.count(std::string(name)) == 0;
+  }
+  return !process_alive(owner->pid);
+}
+
 CheckpointError::CheckpointError(std::string code, std::string message)
     : std::runtime_error(std::move(message)), code_(std::move(code)) {}
 
@@ -148,31 +159,35 @@ std::optional<int64_t> checkpoint_step(std::string_view name) {
 
 // --- CheckpointWriter ------------------------------------------------------------------
 
-CheckpointWriter::CheckpointWriter(const std::string& location, int64_t step)
-    : dir_(local_checkpoint_dir(location)), step_(step) {
-  final_ = (fs::path(dir_) / checkpoint_name(step)).string();
-  create_location(dir_);
-  remove_stale_temporaries(location);
-  temp_ = (fs::path(dir_) / temporary_name(step, "tmp")).string();
-  {
-    std::lock_guard lock(live_mutex);
-    live_temporaries.insert(fs::path(temp_).filename().string());
+CheckpointWriter::CheckpointWriter(const std::string& location, int64_t step) : step_(step) {
+  ResolvedLocation resolved = checkpoint_location(location);
+  if (resolved.is_s3()) {
+    storage_ = resolved;
+    dir_ = storage::staging_folder(resolved);
+    final_ = resolved.child(checkpoint_name(step)).url();
+    storage::remove_stale(resolved);
+  } else {
+    dir_ = resolved.path;
+    final_ = (fs::path(dir_) / checkpoint_name(step)).string();
+    create_location(dir_);
   }
+  remove_stale_temporaries(dir_);
+  temp_ = (fs::path(dir_) / temporary_name(step, "tmp")).string();
+  set_live(fs::path(temp_).filename().string(), true);
   if (::mkdir(temp_.c_str(), 0777) != 0) {
     int err = errno;
-    std::lock_guard lock(live_mutex);
-    live_temporaries.erase(fs::path(temp_).filename().string());
+    set_live(fs::path(temp_).filename().string(), false);
     unwritable(final_, "create its temporary folder in the checkpoint folder", err);
   }
 }
 
 CheckpointWriter::~CheckpointWriter() {
-  if (!committed_) {
+  // At a storage location the staged files go, uploaded or not.
+  if (!committed_ || storage_) {
     std::error_code ec;
     fs::remove_all(temp_, ec);
   }
-  std::lock_guard lock(live_mutex);
-  live_temporaries.erase(fs::path(temp_).filename().string());
+  set_live(fs::path(temp_).filename().string(), false);
 }
 
 std::string CheckpointWriter::file_path(std::string_view name) {
@@ -237,6 +252,11 @@ void CheckpointWriter::write_with(std::string_view name, const std::function<voi
 
 Checkpoint CheckpointWriter::commit() {
   if (committed_) throw std::logic_error("CheckpointWriter: commit() twice");
+  if (storage_) {
+    Checkpoint uploaded = storage::upload(*storage_, step_, temp_, names_);
+    committed_ = true;
+    return uploaded;
+  }
   for (const auto& name : names_) {
     fsync_path((fs::path(temp_) / name).string(), false, (fs::path(final_) / name).string());
   }
@@ -294,7 +314,9 @@ Checkpoint write_checkpoint(const std::string& location, int64_t step, const std
 }
 
 std::vector<Checkpoint> list_checkpoints(const std::string& location) {
-  std::string dir = local_checkpoint_dir(location);
+  ResolvedLocation resolved = checkpoint_location(location);
+  if (resolved.is_s3()) return storage::list(resolved);
+  const std::string& dir = resolved.path;
   std::vector<Checkpoint> out;
   std::error_code ec;
   fs::file_status status = fs::status(dir, ec);
@@ -328,8 +350,19 @@ std::optional<Checkpoint> newest_checkpoint(const std::string& location) {
   return all.back();
 }
 
-Checkpoint resolve_checkpoint(const std::string& location) {
-  std::string dir = local_checkpoint_dir(location);
+Checkpoint resolve_checkpoint(const std::string& location) { return local_checkpoint(find_checkpoint(location)); }
+
+Checkpoint find_checkpoint(const std::string& location) {
+  ResolvedLocation resolved = checkpoint_location(location);
+  if (resolved.is_s3()) {
+    std::optional<Checkpoint> chosen = storage::named(resolved);
+    if (!chosen) chosen = newest_checkpoint(location);
+    if (chosen) return *chosen;
+    throw CheckpointError(kNoCheckpoint, fmt::format("{}: no complete checkpoint here (a marker step-NNNNNNNN.complete "
+                                                     "at {})",
+                                                     shown(location), resolved.url()));
+  }
+  const std::string& dir = resolved.path;
   fs::path path(dir);
   std::string name = (path.has_filename() ? path : path.parent_path()).filename().string();
   std::error_code ec;
@@ -339,38 +372,32 @@ Checkpoint resolve_checkpoint(const std::string& location) {
                         fmt::format("{}: no complete checkpoint here (a folder step-NNNNNNNN)", shown(location)));
 }
 
+Checkpoint local_checkpoint(const Checkpoint& checkpoint) {
+  return scheme_of(checkpoint.path) == "s3" ? storage::local_copy(checkpoint) : checkpoint;
+}
+
 std::vector<Checkpoint> prune_checkpoints(const std::string& location, int64_t keep) {
   if (keep < 1) throw std::invalid_argument(fmt::format("prune_checkpoints keeps 1 checkpoint or more, not {}", keep));
-  std::string dir = local_checkpoint_dir(location);
+  ResolvedLocation resolved = checkpoint_location(location);
   auto all = list_checkpoints(location);
   std::vector<Checkpoint> removed;
   for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) {
-    remove_folder(dir, all[i].path, all[i].step);
+    if (resolved.is_s3()) storage::remove(all[i]);
+    else remove_folder(resolved.path, all[i].path, all[i].step);
     removed.push_back(all[i]);
   }
   return removed;
 }
 
 int remove_stale_temporaries(const std::string& location) {
-  std::string dir = local_checkpoint_dir(location);
+  ResolvedLocation resolved = checkpoint_location(location);
+  if (resolved.is_s3()) return storage::remove_stale(resolved);
   std::error_code ec;
-  fs::directory_iterator it(dir, ec);
+  fs::directory_iterator it(resolved.path, ec);
   if (ec) return 0;
-  const std::string host = host_name();
-  const long self = ::getpid();
   std::vector<fs::path> stale;
   for (; it != fs::directory_iterator(); it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    auto owner = temporary_owner(name);
-    if (!owner || owner->host != host) continue;
-    bool alive;
-    if (owner->pid == self) {
-      std::lock_guard lock(live_mutex);
-      alive = live_temporaries.count(name) != 0;
-    } else {
-      alive = process_alive(owner->pid);
-    }
-    if (!alive) stale.push_back(it->path());
+    if (is_stale_temporary(it->path().filename().string())) stale.push_back(it->path());
   }
   int removed = 0;
   for (const auto& path : stale) {
@@ -379,6 +406,18 @@ int remove_stale_temporaries(const std::string& location) {
     if (!remove_ec) ++removed;
   }
   return removed;
+}
+
+std::string side_folder(const std::string& location, const std::vector<std::string>& fetch) {
+  ResolvedLocation resolved = checkpoint_location(location);
+  if (resolved.is_s3()) return storage::side_folder(resolved, fetch);
+  create_location(resolved.path);
+  return resolved.path;
+}
+
+void publish_side_file(const std::string& location, const std::string& name) {
+  ResolvedLocation resolved = checkpoint_location(location);
+  if (resolved.is_s3()) storage::publish(resolved, name);
 }
 
 void write_file_atomically(const std::string& path, std::string_view bytes) {

@@ -8,10 +8,10 @@
 // checkpoints under checkpoint names, and temporaries that remove_stale_temporaries (and
 // the next writer) clear away. `LOC` alone means its newest complete checkpoint.
 //
-// Locations are local folders for now: a path or file:///absolute/path. Storage
-// locations (s3://, o41://) come later through io/location.h; every function here takes
-// the location as written, so a backend for them is added where locations are resolved
-// (local_checkpoint_dir in checkpoint.cc) without changing a caller.
+// A location is any kind io/location.h resolves: a local folder (a path, file://, an
+// o41:// under a local root) as above, or a storage location (s3://, an o41:// under an
+// s3:// root), where a completion marker written last stands for the rename
+// (storage_checkpoint.h). Every function here takes the location as written.
 //
 // Errors are CheckpointError with an E-CKPT code and a message naming the path.
 #pragma once
@@ -27,14 +27,16 @@
 #include <vector>
 
 #include "graph/tensor.h"
+#include "io/location.h"
 
 namespace sx::io {
 
 inline constexpr const char* kCheckpointUnwritable = "E-CKPT-001";  // creating, writing, flushing, renaming
 inline constexpr const char* kCheckpointUnreadable = "E-CKPT-002";  // a location that cannot be listed
 inline constexpr const char* kNoCheckpoint = "E-CKPT-003";          // no complete checkpoint at LOC
-inline constexpr const char* kCheckpointLocation = "E-CKPT-004";    // s3://, o41:// or another scheme
+inline constexpr const char* kCheckpointLocation = "E-CKPT-004";    // a scheme that is not a location
 inline constexpr const char* kCheckpointMismatch = "E-CKPT-006";    // does not fit the run file, or malformed
+inline constexpr const char* kCheckpointIncomplete = "E-CKPT-007";  // storage: files not as the marker says
 
 class CheckpointError : public std::runtime_error {
  public:
@@ -53,7 +55,7 @@ std::optional<int64_t> checkpoint_step(std::string_view name);
 
 struct Checkpoint {
   int64_t step = 0;
-  std::string path;  // LOC/step-00000020
+  std::string path;  // LOC/step-00000020; on storage its s3:// URL, or (local_checkpoint) its local copy
 
   bool operator==(const Checkpoint&) const = default;
 };
@@ -82,7 +84,9 @@ class CheckpointWriter {
 
   // Flushes every file and the folder to disk and renames the folder to LOC/step-N,
   // replacing a checkpoint of the same step atomically where the file system can swap
-  // two folders (Linux renameat2). Returns the checkpoint.
+  // two folders (Linux renameat2). At a storage location the files were written to a
+  // local staging folder, and commit uploads them, then the completion marker. Returns
+  // the checkpoint.
   Checkpoint commit();
 
   // Where the files go until commit().
@@ -92,6 +96,7 @@ class CheckpointWriter {
   std::string file_path(std::string_view name);
 
   std::string dir_, final_, temp_;
+  std::optional<ResolvedLocation> storage_;  // where commit() uploads, for a storage location
   int64_t step_;
   std::vector<std::string> names_;
   bool committed_ = false;
@@ -116,8 +121,15 @@ Checkpoint write_checkpoint(const std::string& location, int64_t step, const std
 std::vector<Checkpoint> list_checkpoints(const std::string& location);
 std::optional<Checkpoint> newest_checkpoint(const std::string& location);
 // What a location given to a command means: a checkpoint folder itself (LOC/step-N), or
-// LOC's newest complete checkpoint; E-CKPT-003 when it holds none.
+// LOC's newest complete checkpoint; E-CKPT-003 when it holds none. find_checkpoint's path
+// is where the checkpoint is (an s3:// URL on storage); resolve_checkpoint's a local
+// folder: a checkpoint on storage is downloaded into the local cache (local_checkpoint).
+Checkpoint find_checkpoint(const std::string& location);
 Checkpoint resolve_checkpoint(const std::string& location);
+// The checkpoint with a local folder for its path: itself when local; for one on storage
+// a copy in the cache, downloaded once (E-CKPT-007 when its files are not as its
+// completion marker says).
+Checkpoint local_checkpoint(const Checkpoint& checkpoint);
 
 // Removes the oldest checkpoints beyond the newest `keep` (>= 1, else
 // std::invalid_argument), each renamed to a temporary name before it is removed; returns
@@ -132,5 +144,12 @@ int remove_stale_temporaries(const std::string& location);
 // Writes a file beside the checkpoints (the loss curve) under a temporary name and
 // renames it into place; E-CKPT-001 naming the path when it cannot.
 void write_file_atomically(const std::string& path, std::string_view bytes);
+
+// The local folder where files kept beside the checkpoints (metrics.jsonl, loss.svg) are
+// written: the location itself when local (created); for a storage location a folder in
+// the local cache, holding a copy of each file of `fetch` the location has.
+// publish_side_file copies one of them to a storage location (nothing to do for a local one).
+std::string side_folder(const std::string& location, const std::vector<std::string>& fetch);
+void publish_side_file(const std::string& location, const std::string& name);
 
 }  // namespace sx::io

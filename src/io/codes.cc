@@ -1,4 +1,5 @@
-// The texts of io's diagnostic codes: E-LOAD (parameters read from files) and E-CKPT (checkpoints).
+// The texts of io's diagnostic codes: E-LOAD (parameters read from files), E-CKPT
+// (checkpoints) and E-LOC (locations and the storage behind them).
 // Codes are never reused: a retired code keeps its row and says so.
 #include "io/codes.h"
 
@@ -115,13 +116,14 @@ wherever the link points.
 
 Download the index again with its shards; an index written by hand must follow the form
 above, with every shard a file name beside the index.)"},
-    {"E-LOAD-010", "an s3:// or o41:// file in this version",
-     R"(A `:load` or `with-loaded` names an `s3://` or `o41://` file. Reading from object
-stores and o41 runs comes with storage locations (where checkpoints are kept); this
-version reads local files only.
+    {"E-LOAD-010", "an s3:// or o41:// location where a local file is read",
+     R"(A storage location, `s3://bucket/key` or `o41://team/run/file`, was given where only a
+local file is read. `:load`, `with-loaded`, `--checkpoint-dir`, `--checkpoint` and the
+operands of `serve` and `export` take every kind of location (docs/locations.md);
+others read local files only.
 
-Copy the file (or the index and its shards) next to the experiment and name it by its
-local path, or by `file:///absolute/path`.)"},
+Copy the file next to the experiment and name it by its local path, or by
+`file:///absolute/path`.)"},
     {"E-LOAD-011", "a tensor the file does not hold",
      R"(A parameter loads a tensor by a name its file (or sharded checkpoint) does not hold.
 The message names the parameter's path and the tensor. With `with-loaded`, the name
@@ -147,8 +149,8 @@ SexpGPU does not read, or a `file://` location that names no absolute path here.
 
 A location is a local path (relative to the file that names it, or absolute),
 `file:///absolute/path` (or `file://localhost/absolute/path`, `%20` and the like
-decoded), or a storage location, `s3://bucket/key` or `o41://team/run` (E-LOAD-010 in
-this version). The scheme is read first, so a location is never mistaken for a
+decoded), or a storage location, `s3://bucket/key` or `o41://team/run`
+(docs/locations.md). The scheme is read first, so a location is never mistaken for a
 relative path; the message shows it as written.)"},
     {"E-CKPT-001", "a checkpoint that cannot be written",
      R"(A checkpoint, or a file kept beside the checkpoints (metrics.jsonl, the loss curve),
@@ -178,12 +180,12 @@ for checkpoints.
 
 Check the path (`ls LOC`); a run writes its first checkpoint after `:checkpoint-every`
 steps, and always at its last step.)"},
-    {"E-CKPT-004", "a checkpoint location SexpGPU does not write in this version",
-     R"(Checkpoint locations are local folders: a path, or `file:///absolute/path`. Storage
-locations, `s3://bucket/prefix` and `o41://team/run`, are not read or written in this
-version, and any other scheme (`https://`) is refused by its name.
+    {"E-CKPT-004", "a checkpoint location SexpGPU does not write",
+     R"(Checkpoint locations are local folders (a path, or `file:///absolute/path`) and
+storage locations, `s3://bucket/prefix` and `o41://team/run` (docs/locations.md). Any
+other scheme (`https://`) is refused by its name.
 
-Write the checkpoints to a local folder and copy them where they are kept.)"},
+Write the checkpoints to a local folder or an S3 bucket and copy them where they are kept.)"},
     {"E-CKPT-005", "a checkpoint location that holds another run",
      R"(`sexpgpu run` resumes from the newest checkpoint of its location, and that location
 holds the checkpoints of another run file (or variant): their slugs differ. Name
@@ -198,6 +200,45 @@ a checkpoint holds. Resume with the file as it was, or pass `--fresh` to start o
 parameters are not the checkpoint's: one that either lacks, or one of another shape or
 dtype. The file may have been edited since the run, but not in what it declares; the
 checkpoint's experiment.json holds the text its run compiled.)"},
+    {"E-CKPT-007", "a checkpoint on storage whose files are not what its marker says",
+     R"(A checkpoint at a storage location (`s3://`, `o41://`) is complete when its completion
+marker, `step-NNNNNNNN.complete`, is there: written after every file, it names each
+file with its size and ETag. Reading the checkpoint found a file missing, of another
+size or of another ETag than the marker says (the file was replaced or removed after
+the checkpoint was written, or the marker was copied without its files), or a marker
+that is not one. The checkpoint is not used.
+
+Remove the marker (the checkpoint is then no longer listed), or write the checkpoint
+again; `LOC` alone means the newest complete one.)"},
+    {"E-LOC-001", "an s3:// or o41:// location not in its form",
+     R"(A storage location is `s3://bucket/key` (the bucket 3 to 63 lower-case letters,
+digits, `.` and `-`) or `o41://team/run`, optionally followed by `/file`. A key may not
+hold an empty segment (`//`) or a `.` or `..` segment, so that it names one place
+however it is joined. See docs/locations.md.)"},
+    {"E-LOC-002", "an o41:// location without SEXPGPU_O41_ROOT",
+     R"(`o41://team/run` is the path `team/run` under the root that the environment variable
+`SEXPGPU_O41_ROOT` names: a local folder (`/srv/o41`, `file:///srv/o41`) or an S3 URL
+(`s3://bucket/prefix`). The variable is not set, or names neither.
+
+    export SEXPGPU_O41_ROOT=s3://my-bucket/o41)"},
+    {"E-LOC-003", "the storage server refused access",
+     R"(The S3-compatible server answered 403 (access denied, a wrong key, a signature it
+does not accept), or no credentials are set. Credentials come from the standard
+variables `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and, for temporary ones,
+`AWS_SESSION_TOKEN`; the region signed for from `AWS_REGION`. The message names the
+URL and the server's own error code; it never shows a secret.)"},
+    {"E-LOC-004", "no such object or bucket on the storage server",
+     R"(The S3-compatible server answered 404: the bucket, or the key in it, does not exist.
+Check the URL, and `AWS_ENDPOINT_URL` (which server is asked).)"},
+    {"E-LOC-005", "the storage server cannot be reached",
+     R"(Connecting to the S3-compatible server failed, timed out or broke off, or the server
+kept answering 5xx (or 429, slow down). Each request is tried five times with doubling
+waits before this error. Check `AWS_ENDPOINT_URL` and that the server runs; a run that
+stopped on this error resumes from its newest complete checkpoint when started again.)"},
+    {"E-LOC-006", "an answer of the storage server that cannot be used",
+     R"(The S3-compatible server answered something SexpGPU cannot use: an unexpected status
+(400, 409, ...), an object shorter than the bytes asked of it (truncated while read), or
+a malformed listing. The message names the URL and what the server said.)"},
 };
 
 }  // namespace

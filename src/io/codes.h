@@ -7,7 +7,8 @@
 
 namespace sx::io {
 
-// E-LOAD (parameters read from files) and E-CKPT (checkpoints).
+// E-LOAD (parameters read from files), E-CKPT (checkpoints) and E-LOC (locations and the
+// storage behind them).
 std::span<const graph::CodeInfo> codes();
 
 }  // namespace sx::io

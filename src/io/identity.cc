@@ -12,6 +12,8 @@
 #include <memory>
 #include <vector>
 
+#include "io/location.h"
+#include "io/s3.h"
 #include "io/safetensors.h"
 #include "io/util.h"
 
@@ -42,7 +44,13 @@ class Sha256 {
 
 }  // namespace
 
-FileIdentity identify(const std::string& path) {
+FileIdentity identify(const std::string& location) {
+  ResolvedLocation resolved = resolve_location(location);
+  if (resolved.is_s3()) {
+    ObjectInfo info = S3Client(S3Config::from_environment()).head(resolved.bucket, resolved.key);
+    return {info.size, "", info.etag, info.version_id};
+  }
+  const std::string& path = resolved.path;
   Sha256 hash;
   FileIdentity out;
   read_chunks(open_regular_file(path).fd, path, [&](const char* data, size_t n) {
@@ -56,9 +64,12 @@ FileIdentity identify(const std::string& path) {
 void check_unchanged(const std::string& path, const FileIdentity& recorded) {
   FileIdentity now = identify(path);
   if (now == recorded) return;
-  std::string what = now.size != recorded.size
-                         ? fmt::format("it is {} bytes, and was {} bytes", now.size, recorded.size)
-                         : fmt::format("its sha256 is {}, and was {}", now.sha256, recorded.sha256);
+  std::string what =
+      now.size != recorded.size       ? fmt::format("it is {} bytes, and was {} bytes", now.size, recorded.size)
+      : now.sha256 != recorded.sha256 ? fmt::format("its sha256 is {}, and was {}", now.sha256, recorded.sha256)
+      : now.etag != recorded.etag
+          ? fmt::format("its ETag is {}, and was {}", now.etag, recorded.etag)
+          : fmt::format("its version id is {}, and was {}", now.version_id, recorded.version_id);
   throw LoadError(kFileChanged, fmt::format("{}: the file changed since the checkpoint recorded it: {}", path, what));
 }
 

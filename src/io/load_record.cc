@@ -45,8 +45,13 @@ json load_record_json(const LoadRecord& record) {
   for (const LoadReference& r : record.parameters)
     parameters.push_back({{"path", r.path}, {"file", r.file}, {"tensor", r.tensor}});
   json files = json::array();
-  for (const auto& [file, identity] : record.files)
-    files.push_back({{"file", file}, {"size", identity.size}, {"sha256", identity.sha256}});
+  for (const auto& [file, identity] : record.files) {
+    json entry = {{"file", file}, {"size", identity.size}};
+    if (identity.etag.empty()) entry["sha256"] = identity.sha256;
+    if (!identity.etag.empty()) entry["etag"] = identity.etag;
+    if (!identity.version_id.empty()) entry["version_id"] = identity.version_id;
+    files.push_back(entry);
+  }
   return {{"parameters", parameters}, {"files", files}};
 }
 
@@ -63,12 +68,19 @@ LoadRecord parse_load_record(const json& experiment, const std::string& where) {
   }
   for (const json& entry : list_field(loads, "files", where)) {
     std::string file = string_field(entry, "file", where, "files");
-    std::string sha256 = string_field(entry, "sha256", where, "files");
+    // A local file is known by its sha256, a file on S3 by its etag (and version_id).
+    bool on_s3 = entry.contains("etag");
+    FileIdentity identity;
+    identity.sha256 = on_s3 ? "" : string_field(entry, "sha256", where, "files");
+    identity.etag = on_s3 ? string_field(entry, "etag", where, "files") : "";
+    identity.version_id =
+        on_s3 && entry.contains("version_id") ? string_field(entry, "version_id", where, "files") : "";
     if (!entry.contains("size") || !entry["size"].is_number_unsigned()) {
       throw CheckpointError(kCheckpointMismatch,
                             fmt::format("{}: the entry of loads.files for {} has no whole-number `size`", where, file));
     }
-    record.files[file] = {entry["size"].get<uint64_t>(), sha256};
+    identity.size = entry["size"].get<uint64_t>();
+    record.files[file] = identity;
   }
   return record;
 }

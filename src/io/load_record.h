@@ -6,7 +6,8 @@
 //   {"parameters": [{"path": "teacher.q", "file": "w/model.safetensors.index.json",
 //                    "tensor": "model.layers.0.self_attn.q_proj.weight"}],
 //    "files": [{"file": "w/model.safetensors.index.json", "size": 812, "sha256": "..."},
-//              {"file": "w/model-00001-of-00002.safetensors", ...}]}
+//              {"file": "w/model-00001-of-00002.safetensors", ...},
+//              {"file": "s3://bucket/w.safetensors", "size": 96, "etag": "...", "version_id": "..."}]}
 //
 // A file is named as the run read it, so a relative one is read from the directory a
 // command runs in. Reading a parameter back checks every recorded file first: a file

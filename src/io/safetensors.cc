@@ -167,8 +167,27 @@ std::shared_ptr<const SafetensorsFile> SafetensorsFile::from_bytes(std::string n
   return file;
 }
 
+std::shared_ptr<const SafetensorsFile> SafetensorsFile::from_ranges(std::string name, uint64_t size, RangeReader read) {
+  // Most headers fit in the first read; a longer one is read in a second.
+  constexpr uint64_t kFirstRead = 64 << 10;
+  std::shared_ptr<SafetensorsFile> file(new SafetensorsFile());
+  file->path_ = std::move(name);
+  std::string start = read(0, std::min(size, kFirstRead));
+  if (start.size() >= 8) {
+    uint64_t wanted = 8 + std::min(read_le64(reinterpret_cast<const uint8_t*>(start.data())), kMaxHeaderBytes);
+    if (wanted > start.size() && wanted <= size) start += read(start.size(), wanted - start.size());
+    if (start.size() > wanted) start.resize(wanted);
+  }
+  file->owned_.assign(start.begin(), start.end());
+  file->data_ = file->owned_.data();
+  file->size_ = size;  // parse() reads no further than the header, which owned_ holds
+  file->read_ = std::move(read);
+  file->parse();
+  return file;
+}
+
 void SafetensorsFile::parse() {
-  std::span<const uint8_t> all(data_, size_);
+  std::span<const uint8_t> all(data_, read_ ? owned_.size() : size_);  // from_ranges: what was read
   if (is_lfs_pointer(all)) throw lfs_pointer_error(path_, all);
   if (size_ < 8) {
     throw LoadError(kTruncated, fmt::format("{}: the file is {} byte{}, too short for the 8-byte header length a "
@@ -345,7 +364,18 @@ std::span<const uint8_t> SafetensorsFile::bytes(const TensorInfo& t) const {
                                              "section of {} bytes",
                                              path_, shown(t.name), offsets_str(t), data_size));
   }
-  return {data_ + data_offset_ + t.begin, static_cast<size_t>(t.end - t.begin)};
+  if (!read_) return {data_ + data_offset_ + t.begin, static_cast<size_t>(t.end - t.begin)};
+  std::lock_guard lock(read_mutex_);
+  auto [it, fresh] = read_tensors_.try_emplace(t.begin);
+  if (fresh || it->second.size() < t.end - t.begin) {
+    try {
+      it->second = read_(data_offset_ + t.begin, t.end - t.begin);
+    } catch (...) {
+      read_tensors_.erase(it);
+      throw;
+    }
+  }
+  return {reinterpret_cast<const uint8_t*>(it->second.data()), static_cast<size_t>(t.end - t.begin)};
 }
 
 // --- Reading a tensor -------------------------------------------------------------------

@@ -10,8 +10,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -70,6 +72,12 @@ class SafetensorsFile {
   // The same from bytes in memory (tests, the fuzzer); `name` stands for the path in
   // messages. Throws LoadError.
   static std::shared_ptr<const SafetensorsFile> from_bytes(std::string name, std::vector<uint8_t> bytes);
+  // A file read by ranges, as from an object store: `read(offset, length)` returns exactly
+  // those bytes (or throws). The header is read and validated now (one read, two when it
+  // is longer than the first); each tensor's bytes are read when bytes() first asks for
+  // them and kept while the file is open. `name` stands for the file in messages.
+  using RangeReader = std::function<std::string(uint64_t offset, uint64_t length)>;
+  static std::shared_ptr<const SafetensorsFile> from_ranges(std::string name, uint64_t size, RangeReader read);
 
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
@@ -81,8 +89,8 @@ class SafetensorsFile {
   uint64_t data_offset() const { return data_offset_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }  // in header order
   const TensorInfo* find(std::string_view name) const;                 // nullptr when absent
-  // A view into the mapping, no copy. Throws LoadError when `t` is not within this file's
-  // data section (a TensorInfo of another file).
+  // A view into the mapping, no copy (or into the bytes read for it, from_ranges). Throws
+  // LoadError when `t` is not within this file's data section (a TensorInfo of another file).
   std::span<const uint8_t> bytes(const TensorInfo& t) const;
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
@@ -94,7 +102,10 @@ class SafetensorsFile {
   const uint8_t* data_ = nullptr;  // the whole file
   uint64_t size_ = 0;
   bool mapped_ = false;         // data_ is an mmap of size_ bytes
-  std::vector<uint8_t> owned_;  // from_bytes
+  std::vector<uint8_t> owned_;  // from_bytes; from_ranges: the 8 bytes of length and the header
+  RangeReader read_;            // from_ranges
+  mutable std::mutex read_mutex_;
+  mutable std::map<uint64_t, std::string> read_tensors_;  // from_ranges: by offset in the data section
   uint64_t data_offset_ = 0;
   std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t, std::less<>> by_name_;

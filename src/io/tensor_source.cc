@@ -11,6 +11,7 @@
 
 #include "io/json_checked.h"
 #include "io/location.h"
+#include "io/s3.h"
 #include "io/util.h"
 
 namespace sx::io {
@@ -47,18 +48,54 @@ std::string unsafe_shard_name(std::string_view name) {
   return "";
 }
 
+// A safetensors file at a resolved location: mapped when local, read by ranges from S3.
+std::shared_ptr<const SafetensorsFile> open_file(const ResolvedLocation& location) {
+  if (!location.is_s3()) return SafetensorsFile::open(location.path);
+  auto client = std::make_shared<S3Client>(S3Config::from_environment());
+  ObjectInfo info = client->head(location.bucket, location.key);
+  return SafetensorsFile::from_ranges(location.url(), info.size,
+                                      [client, bucket = location.bucket, key = location.key](uint64_t at, uint64_t n) {
+                                        return client->get_range(bucket, key, at, n);
+                                      });
+}
+
+// An index's text, at most kMaxHeaderBytes; E-LOAD-009 when longer.
+std::string read_index(const ResolvedLocation& location) {
+  if (!location.is_s3()) return read_small_file(location.path, kMaxHeaderBytes, kBadIndex);
+  S3Client client(S3Config::from_environment());
+  ObjectInfo info = client.head(location.bucket, location.key);
+  if (info.size > kMaxHeaderBytes) {
+    throw LoadError(kBadIndex, fmt::format("{}: the index is {} bytes, more than the limit of {}", location.url(),
+                                           info.size, kMaxHeaderBytes));
+  }
+  return client.get(location.bucket, location.key);
+}
+
+// Why the shard at `location` cannot be opened ("cannot be found", "is not a file"), or "".
+std::string missing_shard(const ResolvedLocation& location) {
+  if (location.is_s3()) {
+    return S3Client(S3Config::from_environment()).head_if_exists(location.bucket, location.key) ? ""
+                                                                                                : "cannot be found";
+  }
+  struct stat st {};
+  if (stat(location.path.c_str(), &st) != 0) return "cannot be found";
+  return S_ISREG(st.st_mode) ? "" : "is not a file";
+}
+
 }  // namespace
 
 std::shared_ptr<TensorSource> TensorSource::open(const std::string& location) {
-  const std::string path = local_path(location);  // the scheme first: s3://, https://, ... are refused here
+  // The scheme first: https://, ... are refused here; s3:// and o41:// are resolved.
+  const ResolvedLocation resolved = resolve_location(location);
+  const std::string path = resolved.url();
   std::shared_ptr<TensorSource> source(new TensorSource());
   source->path_ = path;
   if (!ends_with(path, ".json")) {
-    source->single_ = SafetensorsFile::open(path);
+    source->single_ = open_file(resolved);
     return source;
   }
 
-  std::string text = read_small_file(path, kMaxHeaderBytes, kBadIndex);
+  std::string text = read_index(resolved);
   auto bytes = std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size());
   if (is_lfs_pointer(bytes)) throw lfs_pointer_error(path, bytes);
   if (auto bad = find_invalid_utf8(text)) {
@@ -87,7 +124,14 @@ std::shared_ptr<TensorSource> TensorSource::open(const std::string& location) {
                                            "file names",
                                            path));
   }
-  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  // The index's folder: its local parent folder, or its key's prefix on S3.
+  ResolvedLocation folder = resolved;
+  if (resolved.is_s3()) {
+    size_t slash = resolved.key.rfind('/');
+    folder.key = slash == std::string::npos ? "" : resolved.key.substr(0, slash);
+  } else {
+    folder.path = std::filesystem::path(resolved.path).parent_path().string();
+  }
   std::map<std::string, std::string> shard_path_of;  // shard name -> its path
   for (const auto& [tensor, shard] : weight_map.items()) {
     if (!shard.is_string()) {
@@ -105,12 +149,11 @@ std::shared_ptr<TensorSource> TensorSource::open(const std::string& location) {
                                                path, shown(name), shown(tensor), why));
       }
       // The name as checked: `sub/../a` opens folder/a, never a `..` taken through a link.
-      it->second = (folder / std::filesystem::path(name).lexically_normal()).string();
-      struct stat st {};
-      bool exists = stat(it->second.c_str(), &st) == 0;
-      if (!exists || !S_ISREG(st.st_mode)) {
+      ResolvedLocation shard_location = folder.child(std::filesystem::path(name).lexically_normal().string());
+      it->second = shard_location.url();
+      if (std::string why = missing_shard(shard_location); !why.empty()) {
         throw LoadError(kUnreadable, fmt::format("{}: the index names the shard `{}`, but {} {}", path, shown(name),
-                                                 shown(it->second), !exists ? "cannot be found" : "is not a file"));
+                                                 shown(it->second), why));
       }
     }
     source->weight_map_.emplace(tensor, it->second);
@@ -134,7 +177,7 @@ std::optional<std::pair<std::shared_ptr<const SafetensorsFile>, TensorInfo>> Ten
   {
     std::lock_guard lock(mutex_);
     auto& slot = open_[entry->second];
-    if (!slot) slot = SafetensorsFile::open(entry->second);
+    if (!slot) slot = open_file(resolve_location(entry->second));
     shard = slot;
   }
   const TensorInfo* info = shard->find(name);

@@ -20,16 +20,10 @@ class Sources {
     const std::string& file = param.decl->load->first;
     auto it = sources_.find(file);
     if (it != sources_.end()) return *it->second;
-    // The scheme before anything else; the location is shown as written.
+    // The scheme before anything else; the location is shown as written. s3:// and o41://
+    // files are read by TensorSource, whose errors name them.
     std::string scheme = io::scheme_of(file);
-    if (io::is_storage_scheme(scheme)) {
-      lang::fail(io::kStorageLocation, param.decl->span,
-                 fmt::format("`{}` loads from {}, and {}:// files are not readable in this version: they come with "
-                             "storage locations",
-                             param.path, lang::shown_in_message(file), scheme),
-                 "copy the file next to the experiment and load it by its local path");
-    }
-    if (!scheme.empty()) {
+    if (!scheme.empty() && !io::is_storage_scheme(scheme)) {
       lang::fail(io::kUnknownScheme, param.decl->span,
                  fmt::format("`{}` loads from {}, and SexpGPU does not read {}:// locations", param.path,
                              lang::shown_in_message(file), lang::shown_in_message(scheme)),

@@ -75,13 +75,25 @@ graph::Tensor read_weight(const TensorSpec& parameter, const io::SafetensorsFile
 }  // namespace
 
 ModelSource resolve_operand(const std::string& operand) {
+  std::string folder;
   try {
-    return {io::resolve_checkpoint(operand).path, true};
+    io::Checkpoint found = io::find_checkpoint(operand);
+    std::string local = io::local_checkpoint(found).path;
+    if (local == found.path) return {local, true, local};
+    // On storage, the checkpoint as the operand names it, not the cache's copy.
+    std::string shown = operand;
+    while (shown.ends_with('/')) shown.pop_back();
+    if (!shown.ends_with(io::checkpoint_name(found.step))) shown += "/" + io::checkpoint_name(found.step);
+    return {local, true, shown};
   } catch (const io::CheckpointError& e) {
     if (e.code() != io::kNoCheckpoint) throw;
+    // resolve_checkpoint took the location; on S3 it holds checkpoints only, as what
+    // `export` writes is a local folder.
+    io::ResolvedLocation resolved = io::resolve_location(operand);
+    if (resolved.is_s3()) throw;
+    folder = resolved.path;
   }
-  std::string folder = io::local_path(operand);
-  if (exists(folder + "/model.json") || exists(folder + "/params.safetensors")) return {folder, false};
+  if (exists(folder + "/model.json") || exists(folder + "/params.safetensors")) return {folder, false, folder};
   throw io::CheckpointError(io::kNoCheckpoint,
                             fmt::format("{}: neither a checkpoint (a folder step-NNNNNNNN, or a location holding "
                                         "them) nor a directory `sexpgpu export` wrote (model.json, "

@@ -213,8 +213,15 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   // A resumed run checks what the checkpoint says of the run before reading any weight;
   // its frozen :load files, checked unchanged, are recorded again as they were.
   io::LoadRecord loads;
+  // The newest checkpoint's files, read from a local folder (one on storage is downloaded).
+  std::string resumed;
   if (newest) {
-    json saved = json::parse(read_text(newest->path + "/experiment.json"), nullptr, false);
+    try {
+      resumed = io::local_checkpoint(*newest).path;
+    } catch (const io::CheckpointError& e) {
+      lang::fail(e.code(), {}, e.what(), "remove the checkpoint, or --fresh to start over");
+    }
+    json saved = json::parse(read_text(resumed + "/experiment.json"), nullptr, false);
     if (saved.is_discarded()) {
       lang::fail("E-CKPT-006", {}, fmt::format("{}/experiment.json is not JSON", newest->path),
                  "remove the checkpoint, or --fresh to start over");
@@ -239,10 +246,10 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   int64_t start = 0;
   if (newest) {
     try {
-      restore(store, newest->path + "/params.safetensors", [](const std::string& n) { return n; });
-      restore(store, newest->path + "/optimizer.safetensors", [](const std::string& n) { return n; });
-      if (std::filesystem::exists(newest->path + "/ema.safetensors")) {
-        restore(store, newest->path + "/ema.safetensors", [](const std::string& n) { return "ema." + n; });
+      restore(store, resumed + "/params.safetensors", [](const std::string& n) { return n; });
+      restore(store, resumed + "/optimizer.safetensors", [](const std::string& n) { return n; });
+      if (std::filesystem::exists(resumed + "/ema.safetensors")) {
+        restore(store, resumed + "/ema.safetensors", [](const std::string& n) { return "ema." + n; });
       }
     } catch (const io::LoadError& e) {
       lang::fail("E-CKPT-006", {}, e.what(), "remove the checkpoint, or --fresh to start over");
@@ -264,8 +271,17 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   std::vector<std::unique_ptr<EvalPass>> passes;
   for (const EvalPassSpec* pass : eval_passes(run))
     passes.push_back(std::make_unique<EvalPass>(session, *pass, batch, device));
-  std::filesystem::create_directories(location);
-  MetricsLog metrics(location + "/metrics.jsonl", newest ? std::optional<int64_t>(start) : std::nullopt);
+  // metrics.jsonl and loss.svg: beside the checkpoints, or for a storage location in a
+  // local folder whose copies are uploaded beside them.
+  std::string side;
+  try {
+    side = io::side_folder(location, {"metrics.jsonl"});
+  } catch (const io::CheckpointError& e) {
+    lang::fail(e.code(), {}, e.what());
+  }
+  // Lines after the step the run starts from are a killed run's, dropped: a run killed
+  // before its first checkpoint starts again from step 0, and logs steps 1... once.
+  MetricsLog metrics(side + "/metrics.jsonl", start);
   Prefetcher prefetcher(loader, seed, start, batch, {.depth = 2, .end_step = total});
   std::map<std::string, double> counters;
   if (newest) {
@@ -368,6 +384,9 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
         files.push_back(io::CheckpointFile::bytes("model.json", model_json(*alone, session, slug, done).dump() + "\n"));
       }
       try {
+        // The log first: a run resumed from this checkpoint finds every line up to it (and
+        // drops those of steps after it).
+        io::publish_side_file(location, "metrics.jsonl");
         io::write_checkpoint(location, done, files);
         io::prune_checkpoints(location, keep);
       } catch (const io::CheckpointError& e) {
@@ -375,12 +394,17 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
       }
     }
   }
-  std::string curve = location + "/loss.svg";
-  std::vector<CurveSeries> series = read_metrics(location + "/metrics.jsonl");
+  std::string curve = side + "/loss.svg";
+  std::vector<CurveSeries> series = read_metrics(side + "/metrics.jsonl");
   std::erase_if(series, [](const CurveSeries& c) { return c.name != "loss" && !c.name.ends_with("/loss"); });
   CurveOptions options_of_curve;
   options_of_curve.title = slug + ": loss";
   write_loss_curve(curve, series, options_of_curve);
+  try {
+    io::publish_side_file(location, "loss.svg");
+  } catch (const io::CheckpointError& e) {
+    lang::fail(e.code(), {}, e.what());
+  }
   std::printf("trained %s: loss %.4f after %lld steps; checkpoints in %s, loss curve %s\n", slug.c_str(), loss_value,
               static_cast<long long>(total), location.c_str(), curve.c_str());
   run_after(session, device, location);

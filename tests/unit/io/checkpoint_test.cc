@@ -279,18 +279,22 @@ TEST(Checkpoint, AWriteThatFailsMidFileLeavesNoCheckpoint) {
   EXPECT_EQ(names_in(loc), std::vector<std::string>{"step-00000010"});
 }
 
-TEST(Checkpoint, LocationsOtherThanLocalFoldersAreRefusedByName) {
+TEST(Checkpoint, LocationsThatAreNoneAreRefusedByName) {
   TempDir dir;
-  for (const char* location : {"s3://bucket/runs", "o41://team/run", "https://host/runs"}) {
+  unsetenv("SEXPGPU_O41_ROOT");
+  for (auto [location, code] : {std::pair{"https://host/runs", "E-CKPT-004"},
+                                {"s3://Bad_Bucket/runs", "E-LOC-001"},
+                                {"o41://team", "E-LOC-001"},
+                                {"o41://team/run", "E-LOC-002"}}) {
     try {
       list_checkpoints(location);
       FAIL() << location;
     } catch (const CheckpointError& e) {
-      EXPECT_EQ(e.code(), "E-CKPT-004");
+      EXPECT_EQ(e.code(), code);
       EXPECT_NE(std::string(e.what()).find(location), std::string::npos) << e.what();
     }
   }
-  EXPECT_THROW(CheckpointWriter("s3://bucket/runs", 1), CheckpointError);
+  EXPECT_THROW(CheckpointWriter("https://host/runs", 1), CheckpointError);
   write_file(dir.file("plain"), "x");
   try {
     list_checkpoints(dir.file("plain"));

@@ -15,10 +15,10 @@ TEST(Identity, KnownDigests) {
   TempDir dir;
   testing::write_file(dir.file("empty"), "");
   EXPECT_EQ(identify(dir.file("empty")),
-            (FileIdentity{0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}));
+            (FileIdentity{0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "", ""}));
   testing::write_file(dir.file("abc"), "abc");
   EXPECT_EQ(identify(dir.file("abc")),
-            (FileIdentity{3, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"}));
+            (FileIdentity{3, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", "", ""}));
   // Larger than one read chunk: the same as hashing it at once.
   std::string big(3 * (1 << 20) + 17, '\0');
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7919 % 251);

@@ -219,5 +219,49 @@ TEST(DTypes, Sizes) {
   }
 }
 
+// A file read by ranges (as from S3) reads its header, then only the tensors asked for,
+// each once; it validates the header as a mapped file does.
+TEST(FromRanges, ReadsTheHeaderThenOnlyTheTensorsAsked) {
+  testing::TempDir dir;
+  std::vector<std::pair<std::string, graph::Tensor>> tensors;
+  for (const char* name : {"a", "b", "c"}) {
+    tensors.emplace_back(name, graph::Tensor(graph::DType::f32, {100'000}, std::vector<uint8_t>(400'000, 7)));
+  }
+  write_safetensors(dir.file("w.safetensors"), tensors);
+  const std::string bytes = testing::read_file(dir.file("w.safetensors"));
+  std::vector<std::pair<uint64_t, uint64_t>> reads;
+  auto file = SafetensorsFile::from_ranges("s3://b/w.safetensors", bytes.size(), [&](uint64_t at, uint64_t n) {
+    reads.emplace_back(at, n);
+    return bytes.substr(at, n);
+  });
+  ASSERT_EQ(reads.size(), 1u);  // the header, in the first read of 64 KiB
+  EXPECT_EQ(reads[0], (std::pair<uint64_t, uint64_t>{0, 64 << 10}));
+  EXPECT_EQ(file->tensors().size(), 3u);
+  const TensorInfo* b = file->find("b");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(read_tensor(*file, *b, graph::DType::f32).bytes().size(), 400'000u);
+  file->bytes(*b);
+  ASSERT_EQ(reads.size(), 2u);  // b alone, once
+  EXPECT_EQ(reads[1], (std::pair<uint64_t, uint64_t>{file->data_offset() + b->begin, 400'000}));
+}
+
+TEST(FromRanges, TruncatedAndMalformedAreRefusedAsMappedOnesAre) {
+  const std::string bytes = testing::safetensors_bytes(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8);
+  auto reader = [&](uint64_t at, uint64_t n) { return bytes.substr(at, n); };
+  try {
+    SafetensorsFile::from_ranges("s3://b/short.safetensors", bytes.size(), reader);
+    FAIL();
+  } catch (const LoadError& e) {
+    EXPECT_EQ(e.code(), "E-LOAD-004") << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("s3://b/short.safetensors: ", 0), 0u) << e.what();
+  }
+  try {
+    SafetensorsFile::from_ranges("s3://b/cut.safetensors", 20, reader);  // cut inside the header
+    FAIL();
+  } catch (const LoadError& e) {
+    EXPECT_EQ(e.code(), "E-LOAD-004") << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace sx::io

@@ -1,6 +1,8 @@
 // The page's "defparam" rules: inside a model only (E-PARAM-002); a closed initializer
 // (E-PARAM-003) whose shape and dtype become the parameter's; the options and their
 // errors (E-PARAM-006, E-PARAM-007); random initializers keyed by seed and path.
+#include <stdlib.h>
+
 #include "model_test_util.h"
 
 namespace sx::model::testing {
@@ -180,13 +182,17 @@ TEST(Defparam, LoadedParameterKeepsItsInitializerShapeAndItsFile) {
   ASSERT_TRUE(q.load.has_value());
   EXPECT_EQ(q.load->first, "s3://my-bucket/llama/model.safetensors.index.json");
   EXPECT_EQ(q.load->second, "model.layers.0.self_attn.q_proj.weight");
-  // Reading it is refused by name until storage locations come.
+  // Reading it asks S3, here without credentials: refused, naming what is missing.
+  std::string saved = getenv("AWS_ACCESS_KEY_ID") ? getenv("AWS_ACCESS_KEY_ID") : "";
+  unsetenv("AWS_ACCESS_KEY_ID");
   try {
     f.values();
-    FAIL() << "an s3:// file was read";
+    FAIL() << "an s3:// file was read without credentials";
   } catch (const lang::Error& e) {
-    EXPECT_EQ(e.diagnostic().code, "E-LOAD-010");
+    EXPECT_EQ(e.diagnostic().code, "E-LOC-003");
+    EXPECT_NE(e.diagnostic().message.find("AWS_ACCESS_KEY_ID"), std::string::npos) << e.diagnostic().message;
   }
+  if (!saved.empty()) setenv("AWS_ACCESS_KEY_ID", saved.c_str(), 1);
 }
 
 // "Any other option, or a :numerics other than :high, is E-PARAM-006".

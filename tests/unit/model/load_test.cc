@@ -274,10 +274,9 @@ TEST_F(Loading, OtherSchemesAreRefusedByNameAsWritten) {
             "E-LOAD-013: `model.e` loads from https://host/w.safetensors, and SexpGPU does not read https:// "
             "locations");
   EXPECT_EQ(load_from("hf://org/name/model.safetensors.index.json").substr(0, 10), "E-LOAD-013");
-  EXPECT_EQ(load_from("o41://team/run/w.safetensors"),
-            "E-LOAD-010: `model.e` loads from o41://team/run/w.safetensors, and o41:// files are not readable in "
-            "this version: they come with storage locations");
-  EXPECT_EQ(load_from("s3://bucket/w.safetensors").substr(0, 10), "E-LOAD-010");
+  // Storage locations are read: malformed ones are refused as written.
+  EXPECT_EQ(load_from("s3://Bucket/w.safetensors").substr(0, 40), "E-LOC-001: s3://Bucket/w.safetensors: `B");
+  EXPECT_EQ(load_from("o41://team").substr(0, 22), "E-LOC-001: o41://team:");
   // file:// names an absolute path on this host: `w.safetensors` here would be a host.
   EXPECT_EQ(load_from("file://w.safetensors"),
             "E-LOAD-013: file://w.safetensors: a file:// location names an absolute path on this host, as in "

@@ -1,0 +1,399 @@
+// The S3 client (see s3.h).
+#include "io/s3.h"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <span>
+#include <thread>
+
+#include "io/identity.h"
+#include "io/location.h"
+#include "io/safetensors.h"
+#include "io/util.h"
+
+namespace sx::io {
+namespace {
+
+std::string environment(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+std::string amz_date_now() {
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y%m%dT%H%M%SZ", &utc);
+  return text;
+}
+
+std::string sha256_of(std::string_view bytes) {
+  return sha256_hex(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+}
+
+// The raw text of the first <tag>...</tag> in `xml` from `from` (`end` set past it);
+// nullopt when absent. S3's answers are small and regular, so this is all the XML read here.
+std::optional<std::string_view> xml_element(std::string_view xml, std::string_view tag, size_t from = 0,
+                                            size_t* end = nullptr) {
+  std::string open = fmt::format("<{}>", tag), close = fmt::format("</{}>", tag);
+  size_t start = xml.find(open, from);
+  if (start == std::string_view::npos) return std::nullopt;
+  start += open.size();
+  size_t stop = xml.find(close, start);
+  if (stop == std::string_view::npos) return std::nullopt;
+  if (end) *end = stop + close.size();
+  return xml.substr(start, stop - start);
+}
+
+// An element's text with XML's entities decoded.
+std::optional<std::string> xml_text(std::string_view xml, std::string_view tag) {
+  std::optional<std::string_view> text = xml_element(xml, tag);
+  if (!text) return std::nullopt;
+  static const std::pair<std::string_view, char> entities[] = {
+      {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+  std::string out;
+  for (size_t i = 0; i < text->size(); ++i) {
+    bool replaced = false;
+    for (const auto& [entity, c] : entities) {
+      if (text->substr(i, entity.size()) == entity) {
+        out += c;
+        i += entity.size() - 1;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += (*text)[i];
+  }
+  return out;
+}
+
+std::string unquoted(std::string text) {
+  if (text.size() >= 2 && text.front() == '"' && text.back() == '"') return text.substr(1, text.size() - 2);
+  return text;
+}
+
+size_t append_body(char* data, size_t size, size_t count, void* body) {
+  static_cast<std::string*>(body)->append(data, size * count);
+  return size * count;
+}
+
+// Keeps each response header by lower-case name.
+size_t keep_header(char* data, size_t size, size_t count, void* headers) {
+  std::string_view line(data, size * count);
+  size_t colon = line.find(':');
+  if (colon != std::string_view::npos) {
+    std::string name(line.substr(0, colon));
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
+      value.remove_suffix(1);
+    }
+    (*static_cast<std::map<std::string, std::string>*>(headers))[name] = std::string(value);
+  }
+  return size * count;
+}
+
+}  // namespace
+
+struct S3Client::Request {
+  std::string method;  // GET, HEAD, PUT, POST, DELETE
+  std::string bucket, key;
+  std::map<std::string, std::string> query;    // name -> value, not yet encoded
+  std::map<std::string, std::string> headers;  // lower-case name -> value, signed
+  std::string_view body;
+};
+
+struct S3Client::Response {
+  long status = 0;
+  std::string body;
+  std::map<std::string, std::string> headers;  // lower-case names
+};
+
+std::string s3_url(std::string_view bucket, std::string_view key) { return fmt::format("s3://{}/{}", bucket, key); }
+
+S3Config S3Config::from_environment() {
+  S3Config config;
+  config.region = environment("AWS_REGION");
+  if (config.region.empty()) config.region = environment("AWS_DEFAULT_REGION");
+  if (config.region.empty()) config.region = "us-east-1";
+  config.endpoint = environment("AWS_ENDPOINT_URL_S3");
+  if (config.endpoint.empty()) config.endpoint = environment("AWS_ENDPOINT_URL");
+  if (config.endpoint.empty()) config.endpoint = fmt::format("https://s3.{}.amazonaws.com", config.region);
+  while (config.endpoint.ends_with('/')) config.endpoint.pop_back();
+  config.credentials = {environment("AWS_ACCESS_KEY_ID"), environment("AWS_SECRET_ACCESS_KEY"),
+                        environment("AWS_SESSION_TOKEN")};
+  for (const char* name : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}) {
+    if (environment(name).empty()) {
+      throw LoadError(kStorageRefused, fmt::format("s3:// locations need credentials, and {} is not set", name));
+    }
+  }
+  return config;
+}
+
+S3Client::S3Client(S3Config config) : config_(std::move(config)) {
+  static std::once_flag curl_ready;
+  std::call_once(curl_ready, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  curl_ = curl_easy_init();
+  if (!curl_) throw std::runtime_error("libcurl: cannot create a handle");
+}
+
+S3Client::~S3Client() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
+
+S3Client::Response S3Client::send(const Request& request) {
+  CURL* curl = static_cast<CURL*>(curl_);
+  std::string path = "/" + uri_encoded(request.bucket, false);
+  if (!request.key.empty()) path += "/" + uri_encoded(request.key, true);
+  std::string query;
+  for (const auto& [name, value] : request.query) {
+    query += fmt::format("{}{}={}", query.empty() ? "" : "&", uri_encoded(name, false), uri_encoded(value, false));
+  }
+  std::string_view scheme_end = "://";
+  size_t host_start = config_.endpoint.find(scheme_end);
+  host_start = host_start == std::string::npos ? 0 : host_start + scheme_end.size();
+  std::string host = config_.endpoint.substr(host_start, config_.endpoint.find('/', host_start) - host_start);
+  std::string url = config_.endpoint + path + (query.empty() ? "" : "?" + query);
+  std::string shown_url = s3_url(request.bucket, request.key);
+
+  for (int attempt = 1;; ++attempt) {
+    SigningInput signing{request.method, path, query, request.headers, sha256_of(request.body)};
+    std::string amz_date = amz_date_now();
+    signing.headers["host"] = host;
+    signing.headers["x-amz-date"] = amz_date;
+    signing.headers["x-amz-content-sha256"] = signing.payload_sha256;
+    if (!config_.credentials.session_token.empty()) {
+      signing.headers["x-amz-security-token"] = config_.credentials.session_token;
+    }
+    curl_slist* headers = nullptr;
+    for (const auto& [name, value] : signing.headers) {
+      headers = curl_slist_append(headers, fmt::format("{}: {}", name, value).c_str());
+    }
+    std::string authorization = sigv4_authorization(signing, config_.credentials, config_.region, "s3", amz_date);
+    headers = curl_slist_append(headers, ("authorization: " + authorization).c_str());
+    headers = curl_slist_append(headers, "Expect:");        // no 100-continue round trip
+    headers = curl_slist_append(headers, "Content-Type:");  // none, rather than curl's form type
+
+    Response response;
+    curl_easy_reset(curl);
+    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // a transfer stalled for 30 s has timed out
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 30L);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, keep_header);
+    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response.headers);
+    if (request.method == "HEAD") {
+      curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    } else if (request.method != "GET") {
+      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+      curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
+      curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+    }
+    CURLcode result = curl_easy_perform(curl);
+    curl_slist_free_all(headers);
+    if (result == CURLE_OK) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+
+    bool transient = result != CURLE_OK || response.status >= 500 || response.status == 429;
+    if (transient && attempt < config_.attempts) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(config_.first_wait_ms << (attempt - 1)));
+      continue;
+    }
+    if (result != CURLE_OK) {
+      throw LoadError(kStorageUnreachable,
+                      fmt::format("{}: the storage server {} cannot be reached: {} ({} attempts)", shown_url,
+                                  config_.endpoint, curl_easy_strerror(result), attempt));
+    }
+    if (response.status < 300 || (request.method == "HEAD" && response.status == 404)) return response;
+    std::string code = xml_text(response.body, "Code").value_or("");
+    std::string said =
+        code.empty() ? "" : fmt::format(" ({}: {})", code, xml_text(response.body, "Message").value_or(""));
+    if (response.status == 403) {
+      throw LoadError(kStorageRefused, fmt::format("{}: the storage server {} refused access{}; check "
+                                                   "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and the bucket's policy",
+                                                   shown_url, config_.endpoint, said));
+    }
+    if (response.status == 404) {
+      throw LoadError(kStorageNotFound, fmt::format("{}: {} on the storage server {}{}", shown_url,
+                                                    code == "NoSuchBucket" ? "there is no such bucket" : "not found",
+                                                    config_.endpoint, said));
+    }
+    throw LoadError(
+        response.status >= 500 || response.status == 429 ? kStorageUnreachable : kStorageAnswer,
+        fmt::format("{}: the storage server {} answered {} {} to {}{}", shown_url, config_.endpoint, response.status,
+                    attempt > 1 ? fmt::format("after {} attempts", attempt) : "", request.method, said));
+  }
+}
+
+std::optional<ObjectInfo> S3Client::head_if_exists(const std::string& bucket, const std::string& key) {
+  Response response = send({"HEAD", bucket, key, {}, {}, {}});
+  if (response.status == 404) return std::nullopt;
+  ObjectInfo info;
+  info.size = std::strtoull(response.headers["content-length"].c_str(), nullptr, 10);
+  info.etag = unquoted(response.headers["etag"]);
+  info.version_id = response.headers["x-amz-version-id"];
+  if (info.version_id == "null") info.version_id.clear();
+  return info;
+}
+
+ObjectInfo S3Client::head(const std::string& bucket, const std::string& key) {
+  std::optional<ObjectInfo> info = head_if_exists(bucket, key);
+  if (!info) {
+    throw LoadError(kStorageNotFound,
+                    fmt::format("{}: not found on the storage server {}", s3_url(bucket, key), config_.endpoint));
+  }
+  return *info;
+}
+
+std::string S3Client::get(const std::string& bucket, const std::string& key) {
+  return send({"GET", bucket, key, {}, {}, {}}).body;
+}
+
+std::string S3Client::get_range(const std::string& bucket, const std::string& key, uint64_t offset, uint64_t length) {
+  if (length == 0) return "";
+  Response response =
+      send({"GET", bucket, key, {}, {{"range", fmt::format("bytes={}-{}", offset, offset + length - 1)}}, {}});
+  if (response.status != 206 && response.status != 200) {
+    throw LoadError(kStorageAnswer, fmt::format("{}: asked for bytes {} to {}, the storage server answered {}",
+                                                s3_url(bucket, key), offset, offset + length, response.status));
+  }
+  // A server that ignores Range sends the whole object (200).
+  std::string body = response.status == 200 ? response.body.substr(std::min<size_t>(offset, response.body.size()))
+                                            : std::move(response.body);
+  if (body.size() < length) {
+    throw LoadError(kStorageAnswer, fmt::format("{}: asked for bytes {} to {}, and the object ends at byte {}",
+                                                s3_url(bucket, key), offset, offset + length, offset + body.size()));
+  }
+  body.resize(length);
+  return body;
+}
+
+std::string S3Client::put(const std::string& bucket, const std::string& key, std::string_view bytes) {
+  return unquoted(send({"PUT", bucket, key, {}, {}, bytes}).headers["etag"]);
+}
+
+std::string S3Client::put_file(const std::string& bucket, const std::string& key, const std::string& path) {
+  OpenFile file = open_regular_file(path);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{file.fd};
+  if (file.size > config_.part_bytes) return put_in_parts(bucket, key, path, file.fd, file.size);
+  std::string bytes;
+  read_chunks(::dup(file.fd), path, [&](const char* data, size_t n) { bytes.append(data, n); });
+  return put(bucket, key, bytes);
+}
+
+std::string S3Client::put_in_parts(const std::string& bucket, const std::string& key, const std::string& path, int fd,
+                                   uint64_t size) {
+  Response started = send({"POST", bucket, key, {{"uploads", ""}}, {}, {}});
+  std::optional<std::string> upload_id = xml_text(started.body, "UploadId");
+  if (!upload_id) {
+    throw LoadError(kStorageAnswer, fmt::format("{}: the storage server started a multipart upload without an "
+                                                "UploadId",
+                                                s3_url(bucket, key)));
+  }
+  try {
+    // Parts go up from several connections at once, each thread with a handle of its own.
+    const uint64_t count = (size + config_.part_bytes - 1) / config_.part_bytes;
+    std::vector<std::string> etags(count);
+    std::atomic<uint64_t> next{0};
+    std::exception_ptr failure;
+    std::mutex failure_mutex;
+    auto upload_parts = [&] {
+      try {
+        S3Client client(config_);
+        std::string part;
+        for (uint64_t i = next++; i < count && !failure; i = next++) {
+          const uint64_t offset = i * config_.part_bytes;
+          part.resize(std::min<uint64_t>(config_.part_bytes, size - offset));
+          for (size_t done = 0; done < part.size();) {
+            ssize_t n = ::pread(fd, part.data() + done, part.size() - done, static_cast<off_t>(offset + done));
+            if (n <= 0) {
+              if (n < 0 && errno == EINTR) continue;
+              throw LoadError(kUnreadable, fmt::format("{}: cannot read it to upload it: {}", path,
+                                                       n == 0 ? "it became shorter" : std::strerror(errno)));
+            }
+            done += static_cast<size_t>(n);
+          }
+          std::map<std::string, std::string> query{{"partNumber", std::to_string(i + 1)}, {"uploadId", *upload_id}};
+          etags[i] = client.send({"PUT", bucket, key, query, {}, part}).headers["etag"];
+        }
+      } catch (...) {
+        std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+    };
+    std::vector<std::thread> threads;
+    for (uint64_t t = 0; t < std::min<uint64_t>(count, config_.upload_threads); ++t) threads.emplace_back(upload_parts);
+    for (std::thread& thread : threads) thread.join();
+    if (failure) std::rethrow_exception(failure);
+    std::string parts = "<CompleteMultipartUpload>";
+    for (uint64_t i = 0; i < count; ++i) {
+      parts += fmt::format("<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>", i + 1, etags[i]);
+    }
+    parts += "</CompleteMultipartUpload>";
+    Response completed = send({"POST", bucket, key, {{"uploadId", *upload_id}}, {}, parts});
+    // S3 may answer 200 and still report an error in the body.
+    std::optional<std::string> etag = xml_text(completed.body, "ETag");
+    if (!etag) {
+      throw LoadError(kStorageAnswer, fmt::format("{}: the storage server did not complete the multipart upload ({})",
+                                                  s3_url(bucket, key), xml_text(completed.body, "Code").value_or("")));
+    }
+    return unquoted(*etag);
+  } catch (...) {
+    try {
+      send({"DELETE", bucket, key, {{"uploadId", *upload_id}}, {}, {}});
+    } catch (const LoadError&) {
+      // The server is gone: its lifecycle rules, not this process, clear the parts.
+    }
+    throw;
+  }
+}
+
+std::vector<ListedObject> S3Client::list(const std::string& bucket, const std::string& prefix, bool below) {
+  std::vector<ListedObject> out;
+  std::string token;
+  while (true) {
+    std::map<std::string, std::string> query{{"list-type", "2"}, {"prefix", prefix}};
+    if (!below) query["delimiter"] = "/";
+    if (!token.empty()) query["continuation-token"] = token;
+    Response response = send({"GET", bucket, "", query, {}, {}});
+    size_t at = 0, end = 0;
+    while (std::optional<std::string_view> entry = xml_element(response.body, "Contents", at, &end)) {
+      at = end;
+      std::optional<std::string> key = xml_text(*entry, "Key");
+      if (!key) continue;
+      out.push_back({*key, std::strtoull(xml_text(*entry, "Size").value_or("0").c_str(), nullptr, 10),
+                     unquoted(xml_text(*entry, "ETag").value_or(""))});
+    }
+    if (xml_text(response.body, "IsTruncated").value_or("false") != "true") break;
+    token = xml_text(response.body, "NextContinuationToken").value_or("");
+    if (token.empty()) {
+      throw LoadError(kStorageAnswer, fmt::format("{}: the storage server cut a listing short without a "
+                                                  "continuation token",
+                                                  s3_url(bucket, prefix)));
+    }
+  }
+  return out;
+}
+
+void S3Client::remove(const std::string& bucket, const std::string& key) { send({"DELETE", bucket, key, {}, {}, {}}); }
+
+}  // namespace sx::io

@@ -1,0 +1,226 @@
+// How the S3 client takes a server's bad answers, from a loopback server that gives canned
+// ones: 403 and 404 are E-LOC codes naming the URL (never the secret), 5xx is retried and
+// then E-LOC-005, a body cut short is retried, a server that is down is E-LOC-005, an
+// object shorter than the range asked is E-LOC-006.
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "io/location.h"
+#include "io/s3.h"
+#include "io/safetensors.h"
+#include "test_util.h"
+
+namespace sx::io {
+namespace {
+
+// Answers the i-th request with answers[i] (the last one repeated), then closes the
+// connection.
+class CannedServer {
+ public:
+  explicit CannedServer(std::vector<std::string> answers) : answers_(std::move(answers)) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&address), length) != 0 || ::listen(listener_, 16) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      throw std::runtime_error("cannot listen on loopback");
+    }
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~CannedServer() {
+    ::shutdown(listener_, SHUT_RDWR);
+    ::close(listener_);
+    thread_.join();
+  }
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int requests() const { return requests_; }
+  // The first line of each request so far ("PUT /bucket/key?... HTTP/1.1").
+  std::vector<std::string> request_lines() {
+    std::lock_guard lock(mutex_);
+    std::vector<std::string> lines;
+    for (const std::string& request : requests_seen_) lines.push_back(request.substr(0, request.find("\r\n")));
+    return lines;
+  }
+  // Each request's line and headers so far.
+  std::vector<std::string> requests_seen() {
+    std::lock_guard lock(mutex_);
+    return requests_seen_;
+  }
+
+ private:
+  void serve() {
+    while (true) {
+      int connection = ::accept(listener_, nullptr, nullptr);
+      if (connection < 0) return;
+      std::string request;
+      char buffer[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        ssize_t n = ::read(connection, buffer, sizeof buffer);
+        if (n <= 0) break;
+        request.append(buffer, static_cast<size_t>(n));
+      }
+      {
+        std::lock_guard lock(mutex_);
+        requests_seen_.push_back(request);
+      }
+      int index = requests_++;
+      const std::string& answer = answers_[std::min<size_t>(index, answers_.size() - 1)];
+      (void)!::write(connection, answer.data(), answer.size());
+      ::close(connection);
+    }
+  }
+
+  std::vector<std::string> answers_;
+  int listener_ = -1, port_ = 0;
+  std::atomic<int> requests_{0};
+  std::mutex mutex_;
+  std::vector<std::string> requests_seen_;
+  std::thread thread_;
+};
+
+std::string answer(int status, std::string_view reason, std::string_view body, std::string_view extra = "") {
+  return fmt::format("HTTP/1.1 {} {}\r\nContent-Length: {}\r\nConnection: close\r\n{}\r\n{}", status, reason,
+                     body.size(), extra, body);
+}
+
+S3Config config_for(const std::string& endpoint) {
+  S3Config config;
+  config.endpoint = endpoint;
+  config.region = "us-east-1";
+  config.credentials = {"AKIDTEST", "very-secret-key", ""};
+  config.attempts = 3;
+  config.first_wait_ms = 1;
+  return config;
+}
+
+// The error `call` throws: its code and message.
+template <typename F>
+std::pair<std::string, std::string> error_of(F call) {
+  try {
+    call();
+  } catch (const LoadError& e) {
+    return {e.code(), e.what()};
+  }
+  return {"", ""};
+}
+
+TEST(S3Answers, ForbiddenNamesTheUrlNotTheSecret) {
+  CannedServer server({answer(403, "Forbidden", "<Error><Code>AccessDenied</Code><Message>no</Message></Error>")});
+  S3Client client(config_for(server.endpoint()));
+  auto [code, message] = error_of([&] { client.get("bucket", "w/model.safetensors"); });
+  EXPECT_EQ(code, "E-LOC-003");
+  EXPECT_NE(message.find("s3://bucket/w/model.safetensors"), std::string::npos) << message;
+  EXPECT_NE(message.find("AccessDenied"), std::string::npos) << message;
+  EXPECT_EQ(message.find("very-secret-key"), std::string::npos) << message;
+  EXPECT_EQ(server.requests(), 1);  // a refusal is not retried
+}
+
+TEST(S3Answers, NotFound) {
+  CannedServer server({answer(404, "Not Found", "<Error><Code>NoSuchBucket</Code><Message>x</Message></Error>")});
+  S3Client client(config_for(server.endpoint()));
+  auto [code, message] = error_of([&] { client.get("bucket", "k"); });
+  EXPECT_EQ(code, "E-LOC-004");
+  EXPECT_NE(message.find("no such bucket"), std::string::npos) << message;
+  EXPECT_FALSE(client.head_if_exists("bucket", "k"));
+  EXPECT_EQ(error_of([&] { client.head("bucket", "k"); }).first, kStorageNotFound);
+}
+
+TEST(S3Answers, ServerErrorsAreRetriedThenReported) {
+  CannedServer server({answer(503, "Slow Down", "<Error><Code>SlowDown</Code><Message>m</Message></Error>")});
+  S3Client client(config_for(server.endpoint()));
+  auto [code, message] = error_of([&] { client.get("bucket", "k"); });
+  EXPECT_EQ(code, "E-LOC-005");
+  EXPECT_NE(message.find("503"), std::string::npos) << message;
+  EXPECT_EQ(server.requests(), 3);
+}
+
+TEST(S3Answers, ARetryThatSucceeds) {
+  CannedServer server({answer(500, "Internal", ""), answer(200, "OK", "hello")});
+  S3Client client(config_for(server.endpoint()));
+  EXPECT_EQ(client.get("bucket", "k"), "hello");
+  EXPECT_EQ(server.requests(), 2);
+}
+
+TEST(S3Answers, ABodyCutShortIsRetried) {
+  std::string cut = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\nonly this";
+  CannedServer server({cut, answer(200, "OK", "whole")});
+  S3Client client(config_for(server.endpoint()));
+  EXPECT_EQ(client.get("bucket", "k"), "whole");
+  CannedServer always_cut({cut});
+  S3Client cut_client(config_for(always_cut.endpoint()));
+  EXPECT_EQ(error_of([&] { cut_client.get("bucket", "k"); }).first, kStorageUnreachable);
+}
+
+TEST(S3Answers, AServerThatIsDown) {
+  std::string endpoint;
+  { endpoint = CannedServer({answer(200, "OK", "")}).endpoint(); }  // its port, now closed
+  S3Client client(config_for(endpoint));
+  auto [code, message] = error_of([&] { client.list("bucket", "runs/"); });
+  EXPECT_EQ(code, "E-LOC-005");
+  EXPECT_NE(message.find(endpoint), std::string::npos) << message;
+  EXPECT_NE(message.find("3 attempts"), std::string::npos) << message;
+}
+
+TEST(S3Answers, AnObjectShorterThanTheRange) {
+  CannedServer server({answer(206, "Partial Content", "abc")});
+  S3Client client(config_for(server.endpoint()));
+  auto [code, message] = error_of([&] { client.get_range("bucket", "k", 10, 8); });
+  EXPECT_EQ(code, "E-LOC-006");
+  EXPECT_NE(message.find("s3://bucket/k"), std::string::npos) << message;
+}
+
+TEST(S3Answers, AMultipartUploadThatFailsIsAborted) {
+  CannedServer server({answer(200, "OK",
+                              "<InitiateMultipartUploadResult><UploadId>u1</UploadId>"
+                              "</InitiateMultipartUploadResult>"),
+                       answer(500, "Internal", "")});
+  S3Config config = config_for(server.endpoint());
+  config.part_bytes = 1024;
+  config.upload_threads = 2;
+  S3Client client(config);
+  testing::TempDir dir;
+  testing::write_file(dir.file("f"), std::string(3000, 'x'));  // three parts
+  EXPECT_EQ(error_of([&] { client.put_file("bucket", "k", dir.file("f")); }).first, "E-LOC-005");
+  std::vector<std::string> lines = server.request_lines();
+  EXPECT_EQ(lines.front(), "POST /bucket/k?uploads= HTTP/1.1");
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "DELETE /bucket/k?uploadId=u1 HTTP/1.1"), lines.end());
+}
+
+// Temporary credentials: the session token is sent, and signed with the rest.
+TEST(S3Answers, ASessionTokenIsSentAndSigned) {
+  CannedServer server({answer(200, "OK", "hello")});
+  S3Config config = config_for(server.endpoint());
+  config.credentials.session_token = "token-123";
+  S3Client client(config);
+  EXPECT_EQ(client.get("bucket", "k"), "hello");
+  std::string request = server.requests_seen().at(0);
+  EXPECT_NE(request.find("x-amz-security-token: token-123\r\n"), std::string::npos) << request;
+  EXPECT_NE(request.find("SignedHeaders=host;x-amz-content-sha256;x-amz-date;x-amz-security-token,"), std::string::npos)
+      << request;
+  EXPECT_EQ(request.find("very-secret-key"), std::string::npos) << request;
+}
+
+TEST(S3Answers, NoCredentials) {
+  const char* saved = getenv("AWS_ACCESS_KEY_ID");
+  std::string old = saved ? saved : "";
+  unsetenv("AWS_ACCESS_KEY_ID");
+  EXPECT_EQ(error_of([] { S3Config::from_environment(); }).first, kStorageRefused);
+  if (saved) setenv("AWS_ACCESS_KEY_ID", old.c_str(), 1);
+}
+
+}  // namespace
+}  // namespace sx::io
