@@ -95,11 +95,23 @@ std::string format_number(std::string_view spec, bool integer, int64_t i, double
   return fmt::format(fmt::runtime(fmt::format("{{:{}}}", spec)), integer ? static_cast<double>(i) : d);
 }
 
+// The most a spec can make of one value: its largest number, a width or a precision
+// (`{:>1000000000}` pads to it), which fmt would write out before the memory limit saw it.
+double spec_reach(std::string_view spec) {
+  double widest = 0, number = 0;
+  for (char c : spec) {
+    number = c >= '0' && c <= '9' ? number * 10 + (c - '0') : 0;
+    widest = std::max(widest, number);
+  }
+  return widest;
+}
+
 // One placeholder's text: the value as `display` shows it or, with a spec, formatted by it
 // as fmt (and Python) read it: `.3f`, `>8`, `e`, `,`... A tensor with a spec formats each
 // element by it; a scalar tensor reads as its number.
 std::string format_value(const Args& a, size_t index, const Value& v, std::string_view spec) {
   if (spec.empty()) return display(v);
+  admit_string(a, spec_reach(spec));
   try {
     if (v.is(Type::Int)) return format_number(spec, true, v.as_int(), 0, {});
     if (v.is(Type::Float)) return format_number(spec, false, 0, v.as_float(), format_float(v.as_float()));
