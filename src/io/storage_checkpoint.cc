@@ -112,16 +112,6 @@ std::vector<MarkedFile> parse_marker(const std::string& text, const std::string&
   return files;
 }
 
-void write_local(const std::string& path, const std::string& bytes) {
-  try {
-    AtomicFile file(path);
-    file.write(bytes.data(), bytes.size());
-    file.commit();
-  } catch (const LoadError& e) {
-    throw CheckpointError(kCheckpointUnwritable, e.what());
-  }
-}
-
 }  // namespace
 
 std::string staging_folder(const ResolvedLocation& location) {
@@ -224,7 +214,7 @@ Checkpoint local_copy(const Checkpoint& checkpoint) {
                                      : fmt::format("the storage holds {} bytes, ETag {}",
                                                    bytes.empty() ? info->size : bytes.size(), info->etag)));
       }
-      write_local(temp + "/" + file.name, bytes);
+      write_file_atomically(temp + "/" + file.name, bytes);
     }
     if (::rename(temp.c_str(), folder.c_str()) != 0 && !fs::is_directory(folder, ec)) {
       throw CheckpointError(kCheckpointUnwritable, fmt::format("{}: cannot rename the downloaded checkpoint into "
@@ -286,7 +276,7 @@ std::string side_folder(const ResolvedLocation& location, const std::vector<std:
       return s3.get(location.bucket, key);
     });
     if (bytes) {
-      write_local(folder + "/" + name, *bytes);
+      write_file_atomically(folder + "/" + name, *bytes);
     } else {
       std::error_code ec;
       fs::remove(folder + "/" + name, ec);  // a copy of another run that was here before
