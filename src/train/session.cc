@@ -192,6 +192,8 @@ lang::Value Session::run(const lang::Value& value, device::Device& device) {
     }
     store_ = std::move(moved);
   }
+  // Where a refusal of the whole program points: the form that built the value's first tensor.
+  lang::Span form = interp_.tracer()->span_of(trace.nodes[nodes.front()].origin);
   std::vector<graph::Tensor> results;
   // What the device runs, the parameters' initializers first: the errors of either (and
   // an interruption, the REPL's Ctrl-C) are the value's.
@@ -208,9 +210,9 @@ lang::Value Session::run(const lang::Value& value, device::Device& device) {
                          std::vector<runtime::Binding>(nodes.size(), {runtime::Role::value, ""}));
     for (const device::Buffer& result : run.run(*store_, fed)) results.push_back(device.download(result));
   } catch (const graph::MemoryLimitError& e) {
-    lang::fail("E-MEM-001", {}, e.what(), std::string(graph::kMemoryLimitHelp));
+    lang::fail("E-MEM-001", form, e.what(), std::string(graph::kMemoryLimitHelp));
   } catch (const std::bad_alloc&) {
-    lang::fail("E-MEM-001", {},
+    lang::fail("E-MEM-001", form,
                graph::out_of_memory_message(fmt::format("running the value on the {} device", device.name())),
                std::string(graph::kOutOfMemoryHelp));
   } catch (const device::DeviceError& e) {
