@@ -163,7 +163,7 @@ std::vector<Checkpoint> list(const ResolvedLocation& location) {
 }
 
 std::optional<Checkpoint> named(const ResolvedLocation& location) {
-  std::string_view name = location.key.substr(location.key.rfind('/') + 1);  // npos + 1 == 0
+  std::string_view name = std::string_view(location.key).substr(location.key.rfind('/') + 1);  // npos + 1 == 0
   std::optional<int64_t> step = checkpoint_step(name);
   if (!step) return std::nullopt;
   bool complete = as_checkpoint_error(
