@@ -23,7 +23,6 @@ import e2e_test  # noqa: E402
 import serve_test  # noqa: E402
 from e2e_test import Failure, Skip, expect, expect_error, train, training_dir  # noqa: E402
 
-TIME_SCALE = e2e_test.TIME_SCALE
 LOCATION = "o41://team/run"
 
 
@@ -85,7 +84,11 @@ def case_resume_and_serve(tmp):
     run's bits; served and exported from the same location."""
     run_file = training_dir(tmp)
     unbroken = os.path.join(tmp, "unbroken")
+    started = time.monotonic()
     train([run_file, "--checkpoint-dir", unbroken])
+    # Kills land within a run however fast this build is (the sanitizer build's run is
+    # not slower by its time scale, so a sleep scaled by it outlasted every run).
+    run_seconds = time.monotonic() - started
     server = start_moto()
     try:
         use_storage(server, tmp)
@@ -96,7 +99,7 @@ def case_resume_and_serve(tmp):
                 break
             proc = subprocess.Popen([e2e_test.SEXPGPU, "run", run_file, "--checkpoint-dir", LOCATION],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(rng.uniform(0.05, 0.6) * TIME_SCALE)
+            time.sleep(rng.uniform(0.1, 0.8) * run_seconds)
             kills += proc.poll() is None
             proc.kill()
             proc.wait()
