@@ -1,8 +1,8 @@
 // The sweep: every primitive in the registry, in every dtype it accepts, on
 // small graphs with random inputs, run on each device and compared with the
 // reference device: bit for bit for integers, bools and data movement,
-// within tolerance(dtype) for float arithmetic (matmul and sums scaled by
-// the length they add up). A primitive without cases fails, so a new one
+// within tolerance(dtype) for float arithmetic (matmul and sums also within
+// sum_bound of the length they add up). A primitive without cases fails, so a new one
 // cannot skip the sweep. On cpu, each case also runs on 1 thread and on all
 // cores, and twice, and every run must give the same bits.
 #include <functional>
@@ -32,7 +32,7 @@ struct Case {
   Graph graph;
   std::vector<Tensor> inputs;
   bool exact = false;  // compare bits even for floats
-  double scale = 1;    // tolerance multiplier: the length of a sum
+  double length = 1;   // the number of terms each output element sums (matmul, sum)
 };
 
 using Build = std::function<NodeId(Builder&, const std::vector<NodeId>&)>;
@@ -43,8 +43,8 @@ class Cases {
 
   // Adds the case unless the builder refuses the dtypes (the primitive does
   // not take them).
-  void add(std::string label, std::vector<In> ins, const Build& build, bool exact = false, double scale = 1) {
-    Case c{.label = std::move(label), .graph = {}, .inputs = {}, .exact = exact, .scale = scale};
+  void add(std::string label, std::vector<In> ins, const Build& build, bool exact = false, double length = 1) {
+    Case c{.label = std::move(label), .graph = {}, .inputs = {}, .exact = exact, .length = length};
     Builder b(c.graph);
     std::vector<NodeId> xs;
     for (size_t i = 0; i < ins.size(); ++i) xs.push_back(b.input(fmt::format("x{}", i), ins[i].shape, ins[i].dtype));
@@ -391,7 +391,7 @@ TEST_P(Sweep, AgreesWithTheReference) {
       SCOPED_TRACE(device);
       std::vector<Tensor> all_cores = run_on(device, c.graph, c.inputs);
       ASSERT_EQ(all_cores.size(), expected.size());
-      EXPECT_EQ(compare(all_cores[0], expected[0], c.exact, c.scale), "");
+      EXPECT_EQ(compare(all_cores[0], expected[0], c.exact, c.length), "");
       if (device == "cpu") {
         auto on = make_device(device, DeviceOptions{.cpu_cores = 1});
         auto plan = on->compile(c.graph);
@@ -409,6 +409,37 @@ TEST_P(Sweep, AgreesWithTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(EveryPrimitive, Sweep, ::testing::ValuesIn(primitive_names()),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+// The bound the sweep's sums are held to is not vacuous: it refuses an f32 sum that lost
+// one term, and a product of zeros, where the old tolerance (2e-6 times the length,
+// relative) accepted both.
+TEST(SumBound, RefusesALostTermAndAZeroProduct) {
+  std::mt19937 rng(3);
+  for (DType t : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(graph::dtype_name(t));
+    Graph sum;
+    Builder b(sum);
+    b.output("y", b.sum(b.input("x", {300, 400}, t), {0, 1}));
+    Tensor x = random_tensor(t, {300, 400}, rng);
+    Tensor want = run_on("reference", sum, {x})[0];
+    EXPECT_EQ(compare(run_on("cpu", sum, {x})[0], want, false, 120000), "");
+    // A term of about the typical size, 0.5 or more: the largest of the first ten. (A
+    // bf16 result of some hundreds has an ulp of 2, which hides such a term.)
+    int64_t term = 0;
+    for (int64_t i = 1; i < 10; ++i) term = std::fabs(x.value(i)) > std::fabs(x.value(term)) ? i : term;
+    ASSERT_GE(std::fabs(x.value(term)), 0.5);
+    x.set_value(term, 0);
+    if (t == DType::f32) EXPECT_NE(compare(run_on("reference", sum, {x})[0], want, false, 120000), "");
+
+    Graph product;
+    Builder p(product);
+    NodeId a = p.input("a", {4, 256}, t);
+    NodeId w = p.input("w", {256, 4}, t);
+    p.output("y", p.matmul(a, w));
+    std::vector<Tensor> ins{random_tensor(t, {4, 256}, rng), random_tensor(t, {256, 4}, rng)};
+    EXPECT_NE(compare(Tensor(t, {4, 4}), run_on("reference", product, ins)[0], false, 256), "");
+  }
+}
 
 TEST(Sweep, EveryPrimitiveHasCases) {
   for (const std::string& name : primitive_names()) {

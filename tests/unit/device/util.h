@@ -62,12 +62,29 @@ inline double tolerance(DType dtype) {
 // One unit in the last place of a bf16 near x.
 inline double bf16_ulp(double x) { return x == 0 ? 0 : std::ldexp(1.0, std::ilogb(x) - 7); }
 
+// The unit roundoff of the arithmetic a float dtype computes in (bf16 computes in f32).
+inline double unit_roundoff(DType dtype) { return std::ldexp(1.0, dtype == DType::f64 ? -53 : -24); }
+
+// How far two sums of `length` terms, each of about unit size (the sweep's inputs are
+// standard normal), may be apart when they add in different orders: each order's
+// rounding errors are a random walk of `length` steps, each at most u times a partial
+// sum, and a partial sum is at most about |result| + sqrt(length). Eight standard
+// deviations: a real error (a term dropped or counted twice, about 1) fails it from
+// lengths of 1 to 10^6. The worst-case bound, length * u * sum|x|, would accept an
+// error of hundreds for the sweep's sum of 120,000 terms.
+inline double sum_bound(DType dtype, double length, double result) {
+  if (length <= 1) return 0;
+  double root = std::sqrt(length);
+  return 8 * unit_roundoff(dtype) * root * (std::fabs(result) + root);
+}
+
 // Empty when `actual` agrees with `expected`: the same bits when `exact`,
-// else within tolerance(dtype) * scale * (1 + |expected|) per element (the
-// arithmetic of `scale` steps) plus, for bf16, one bf16 ulp (two results a
-// hair apart in f32 can round to neighbouring bf16s), NaN where the
-// reference has NaN. Otherwise says where they differ.
-inline std::string compare(const Tensor& actual, const Tensor& expected, bool exact, double scale = 1) {
+// else within tolerance(dtype) * (1 + |expected|) per element (one rounding),
+// plus sum_bound when the element is a sum of `length` terms (matmul, sum),
+// plus, for bf16, one bf16 ulp (two results a hair apart in f32 can round to
+// neighbouring bf16s); NaN where the reference has NaN. Otherwise says where
+// they differ.
+inline std::string compare(const Tensor& actual, const Tensor& expected, bool exact, double length = 1) {
   if (actual.dtype() != expected.dtype() || actual.shape() != expected.shape()) {
     return fmt::format("got {}{}, want {}{}", graph::dtype_name(actual.dtype()), graph::shape_str(actual.shape()),
                        graph::dtype_name(expected.dtype()), graph::shape_str(expected.shape()));
@@ -81,12 +98,13 @@ inline std::string compare(const Tensor& actual, const Tensor& expected, bool ex
     }
     return "bits differ (NaN payload or signed zero)";
   }
-  double tol = tolerance(expected.dtype()) * scale;
+  double tol = tolerance(expected.dtype());
   for (int64_t i = 0; i < actual.numel(); ++i) {
     double a = actual.value(i), e = expected.value(i);
     if (std::isnan(e) != std::isnan(a)) return fmt::format("element {}: got {}, want {}", i, a, e);
     if (std::isnan(e) || a == e) continue;
-    double bound = tol * (1 + std::fabs(e)) + (expected.dtype() == DType::bf16 ? bf16_ulp(e) : 0);
+    double bound = tol * (1 + std::fabs(e)) + sum_bound(expected.dtype(), length, e) +
+                   (expected.dtype() == DType::bf16 ? bf16_ulp(e) : 0);
     if (!(std::fabs(a - e) <= bound)) return fmt::format("element {}: got {}, want {} (tolerance {})", i, a, e, bound);
   }
   return "";
