@@ -234,6 +234,7 @@ int repl(const std::string& file, const EvalFlags& flags, const DeviceFlags& dev
         std::printf("%s\n", lang::print(value).c_str());
         std::fflush(stdout);
       }
+      session.forget_unreachable();
     } catch (const QuitRequest& quit) {
       return quit.status;
     } catch (const lang::Error& e) {

@@ -15,6 +15,54 @@ void Tracer::at(Span span) {
   builder_.set_origin(static_cast<uint32_t>(origins_.size() - 1));
 }
 
+size_t Tracer::compact() {
+  std::vector<graph::Node>& nodes = graph_.nodes;
+  std::vector<bool> keep(nodes.size(), false);
+  std::vector<graph::NodeId> pending;
+  auto reach = [&](graph::NodeId id) {
+    if (!keep[id]) keep[id] = true, pending.push_back(id);
+  };
+  for (const graph::NamedNode& in : graph_.inputs) reach(in.node);
+  for (const graph::NamedNode& out : graph_.outputs) reach(out.node);
+  for (const TensorValue* tensor : live_) reach(tensor->node);
+  while (!pending.empty()) {
+    graph::NodeId id = pending.back();
+    pending.pop_back();
+    for (graph::NodeId in : nodes[id].inputs) reach(in);
+  }
+  // Nodes keep their order (an input precedes its users), and origins their spans.
+  NodeRemap remap(nodes.size(), kDropped);
+  std::vector<uint32_t> origin_remap(origins_.size(), 0);
+  std::vector<Span> origins{Span{}};
+  std::vector<graph::Node> kept;
+  for (graph::NodeId id = 0; id < nodes.size(); ++id) {
+    if (!keep[id]) continue;
+    graph::Node node = std::move(nodes[id]);
+    for (graph::NodeId& in : node.inputs) in = remap[in];
+    if (node.origin != 0 && origin_remap[node.origin] == 0) {
+      origin_remap[node.origin] = static_cast<uint32_t>(origins.size());
+      origins.push_back(origins_[node.origin]);
+    }
+    node.origin = origin_remap[node.origin];
+    remap[id] = static_cast<graph::NodeId>(kept.size());
+    kept.push_back(std::move(node));
+  }
+  size_t dropped = nodes.size() - kept.size();
+  nodes = std::move(kept);
+  origins_ = std::move(origins);
+  builder_.set_origin(0);
+  for (graph::NamedNode& in : graph_.inputs) in.node = remap[in.node];
+  for (graph::NamedNode& out : graph_.outputs) out.node = remap[out.node];
+  for (TensorValue* tensor : live_) tensor->node = remap[tensor->node];
+  std::set<graph::NodeId> arguments;
+  for (graph::NodeId id : arguments_) {
+    if (remap[id] != kDropped) arguments.insert(remap[id]);
+  }
+  arguments_ = std::move(arguments);
+  for (const auto& listener : listeners_) listener(remap);
+  return dropped;
+}
+
 Value make_tensor(const std::shared_ptr<Tracer>& tracer, graph::NodeId node) {
   return Value(new TensorValue(tracer, node));
 }

@@ -3,15 +3,23 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <memory>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "graph/builder.h"
 #include "lang/value.h"
 
 namespace sx::lang {
+
+class TensorValue;
+
+// Old node id -> new id after Tracer::compact; kDropped for a node it removed.
+using NodeRemap = std::vector<graph::NodeId>;
+constexpr graph::NodeId kDropped = std::numeric_limits<graph::NodeId>::max();
 
 class Tracer {
  public:
@@ -30,16 +38,35 @@ class Tracer {
   void mark_argument(graph::NodeId node) { arguments_.insert(node); }
   bool is_argument(graph::NodeId node) const { return arguments_.count(node) > 0; }
 
+  // Removes the nodes that nothing can reach any more: every input is kept, and every
+  // node a live tensor value stands for, with what they are computed from; the rest
+  // (the steps of a REPL entry whose values are gone) is dropped, so a long session's
+  // trace does not grow with its history. Node ids change: live tensor values are
+  // renumbered here, and whoever else holds ids (a model's parameter inputs) renumbers
+  // them in its `on_compact` listener. Only between evaluations: C++ code in the middle
+  // of one may hold ids. Returns how many nodes were dropped.
+  size_t compact();
+  void on_compact(std::function<void(const NodeRemap&)> listener) { listeners_.push_back(std::move(listener)); }
+
  private:
+  friend class TensorValue;
+
   graph::Graph graph_;
   graph::Builder builder_;
   std::vector<Span> origins_{Span{}};
   std::set<graph::NodeId> arguments_;
+  std::unordered_set<TensorValue*> live_;  // every tensor value of this trace
+  std::vector<std::function<void(const NodeRemap&)>> listeners_;
 };
 
 class TensorValue final : public Opaque {
  public:
-  TensorValue(std::shared_ptr<Tracer> tracer, graph::NodeId node) : tracer(std::move(tracer)), node(node) {}
+  TensorValue(std::shared_ptr<Tracer> tracer, graph::NodeId node) : tracer(std::move(tracer)), node(node) {
+    this->tracer->live_.insert(this);
+  }
+  TensorValue(const TensorValue&) = delete;
+  TensorValue& operator=(const TensorValue&) = delete;
+  ~TensorValue() override { tracer->live_.erase(this); }
   const graph::Node& info() const { return tracer->graph().node(node); }
   std::string type_label() const override { return "a tensor"; }
   // A constant prints its elements, readable as `(tensor ...)`; any other node its type.

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -174,6 +175,16 @@ void Session::initialize(const graph::Graph& program, const std::map<std::string
   for (auto& [path, value] : model::initial_values(missing, seed(), store_->device(), stored)) {
     store_->put(path, std::move(value));
   }
+}
+
+void Session::forget_unreachable() {
+  // A floor, so that small sessions never pay for it; doubling keeps its cost, a walk over
+  // the trace, proportional to what the entries added.
+  constexpr size_t kFloor = 4096;
+  lang::Tracer& tracer = *interp_.tracer();
+  if (tracer.graph().nodes.size() < std::max(kFloor, 2 * compacted_size_)) return;
+  tracer.compact();
+  compacted_size_ = tracer.graph().nodes.size();
 }
 
 lang::Value Session::run(const lang::Value& value, device::Device& device) {

@@ -61,6 +61,10 @@ class Session {
   // from the files it names; E-CKPT-003 when there is none, E-LOAD when a file cannot be
   // read, E-LOAD-001 when a named file changed.
   void use_checkpoint(const std::string& location);
+  // Drops from the trace what no value of the session can reach any more
+  // (lang::Tracer::compact) once it has doubled since the last time, so a REPL's
+  // memory does not grow with its history. Only between evaluations (REPL entries).
+  void forget_unreachable();
   // From now on `print`, `str`, `format`, `item` and `save-tensors` run the tensors they
   // are given on `device` (which must outlive the session's evaluation).
   void run_tensors_on(device::Device& device);
@@ -83,6 +87,7 @@ class Session {
   std::shared_ptr<const io::SafetensorsFile> checkpoint_;
   io::LoadRecord checkpoint_loads_;
   std::set<std::pair<std::string, uint32_t>> warned_;
+  size_t compacted_size_ = 0;  // the trace's node count after the last forget_unreachable
 };
 
 }  // namespace sx::train

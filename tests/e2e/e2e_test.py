@@ -10,6 +10,7 @@ import json
 import os
 import pty
 import re
+import resource
 import select
 import shutil
 import signal
@@ -408,6 +409,31 @@ class Terminal:
                 time.sleep(0.05)
         os.kill(self.pid, signal.SIGKILL)
         raise Failure(f"the program did not end; the terminal showed:\n{self.seen.decode(errors='replace')}")
+
+
+def repl_last_value(entries):
+    """Runs `entries` forwards of a small model in one REPL session; its last printed value."""
+    lines = [b'(require "sexpgpu/nn") (defvar model (mlp 16 32 :out 4))']
+    lines += [f"(sum (model (* (ones [2 16]) {i % 7}.0)))".encode() for i in range(entries)]
+    rc, out, err, _ = run(["repl"], stdin=b"\n".join(lines) + b"\n", timeout=120)
+    expect(rc == 0, f"sexpgpu repl: exit {rc}", out, err)
+    return out.splitlines()[-1]
+
+
+def case_repl_memory(tmp):
+    """A long REPL session does not grow with its history: the trace drops what no value
+    reaches any more (issue 17 item 9: it grew by about 14 KiB a forward)."""
+    peaks = {}
+    for entries in (500, 5000):  # the larger last: ru_maxrss is the largest child's so far
+        last = repl_last_value(entries)
+        expect(last.startswith("(tensor "), f"the last value: {last}")
+        peaks[entries] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    growth = (peaks[5000] - peaks[500]) / 4500
+    print(f"peak {peaks[500] / 2**20:.1f} MiB after 500 entries, {peaks[5000] / 2**20:.1f} MiB after 5000: "
+          f"{growth:.0f} bytes an entry")
+    # The sanitizers keep freed memory in quarantine: no measure there.
+    if TIME_SCALE == 1:
+        expect(growth < 1024, f"the REPL grows by {growth:.0f} bytes an entry")
 
 
 def case_repl_tty(tmp):

@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "lang/printer.h"
+#include "lang/tracer.h"
 #include "train/session.h"
 
 namespace sx::train {
@@ -25,7 +26,8 @@ double typical(std::vector<double> v) {
   return v[v.size() / 10];
 }
 
-// The seconds of each of 1,000 REPL entries that run a model on a batch.
+// The seconds of each of 1,000 REPL entries that run a model on a batch, each followed,
+// as in the REPL, by forget_unreachable.
 std::vector<double> thousand_entries() {
   Session session(options());
   session.start_empty();
@@ -38,6 +40,7 @@ std::vector<double> thousand_entries() {
     lang::Value v = session.interp().eval_text("(sum (model (* (ones [2 16]) " + std::to_string(i % 7) + ".0)))",
                                                "<entry>", session.top());
     v = session.run(v, *device);
+    session.forget_unreachable();
     seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     EXPECT_TRUE(lang::print(v).starts_with("(tensor")) << lang::print(v);
   }
@@ -57,6 +60,36 @@ TEST(Eager, ASessionOfAThousandEntriesDoesNotSlowDown) {
                             last * 1e3);
   }
   ADD_FAILURE() << failures;
+}
+
+// What a session's entries leave in its trace is dropped once nothing reaches it, and
+// what the session still holds keeps its value: a tensor defined at the start, a model's
+// parameters, and a gradient taken after the trace was compacted.
+TEST(Eager, ASessionDropsWhatItsEntriesLeftBehind) {
+  Session session(options());
+  session.start_empty();
+  auto device = device::make_device("cpu", {.cpu_cores = 1});
+  session.run_tensors_on(*device);
+  auto eval = [&](const std::string& text) {
+    return lang::print(session.run(session.interp().eval_text(text, "<entry>", session.top()), *device));
+  };
+  eval("(require \"sexpgpu/nn\") (defvar model (mlp 16 32 :out 4))");
+  eval("(defvar traced (model (ones [2 16])))");
+  const std::string kept = eval("traced");
+  const std::string gradient_of = "((grad (lambda (x) (sum (* x (model (ones [1 16])))))) (ones [1 4]))";
+  const std::string gradient = eval(gradient_of);
+  const graph::Graph& trace = session.interp().tracer()->graph();
+  size_t largest = 0;
+  for (int i = 0; i < 2000; ++i) {
+    eval("(sum (model (* (ones [2 16]) " + std::to_string(i % 7) + ".0)))");
+    session.forget_unreachable();
+    largest = std::max(largest, trace.nodes.size());
+  }
+  // Without it, 2,000 entries of about 20 nodes each.
+  EXPECT_LT(largest, 2 * 4096u);
+  EXPECT_EQ(eval("traced"), kept);
+  EXPECT_EQ(eval(gradient_of), gradient);
+  EXPECT_EQ(gradient, eval("(model (ones [1 16]))"));
 }
 
 TEST(Eager, AParameterKeepsItsValueOnTheDevice) {
