@@ -88,7 +88,7 @@ void tiny_lm_forward() {
   auto device = device::make_device("cpu");
   lang::Value logits = session.interp().eval_text("(model (zeros [1 64] :dtype :i32))", "<bench>", session.top());
   std::vector<graph::NodeId> outputs{lang::as_tensor(logits)->node};
-  graph::Graph forward = graph::optimize(graph::extract(session.interp().tracer()->graph(), outputs));
+  graph::Graph forward = graph::extract(session.interp().tracer()->graph(), outputs);
   runtime::Store store(*device);
   std::vector<runtime::Binding> inputs;
   for (const auto& input : forward.inputs) inputs.push_back({runtime::Role::parameter, input.name});

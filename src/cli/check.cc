@@ -1,12 +1,12 @@
-// `sexpgpu check FILE.sx`: read and evaluate a file, run nothing, report every problem.
-// With --graph, print the file's optimized graph as text, so the passes are seen from the
-// command line.
+// `sexpgpu check FILE.sx`: read and evaluate a file, compile the tensors its top level
+// defines for the device, run nothing, report every problem. With --graph, print the
+// graph that compile made of them, so the passes are seen from the command line.
 #include <fmt/format.h>
 
 #include <cstdio>
 
 #include "cli/common.h"
-#include "graph/passes.h"
+#include "cli/device_flags.h"
 #include "graph/text.h"
 #include "lang/tracer.h"
 
@@ -29,14 +29,15 @@ void add_outputs(const lang::Value& value, const std::string& name, graph::Graph
 }
 
 // The file's whole trace, whose outputs are the tensors its top level defines (not those
-// a `require` brought in), after graph::optimize: what none of them needs is dropped.
-graph::Graph optimized_graph(train::Session& session) {
+// a `require` brought in), compiled for `device` by the one compile path: returns the
+// optimized graph, from which what none of them needs is dropped.
+graph::Graph compiled_graph(train::Session& session, device::Device& device) {
   graph::Graph trace = session.interp().tracer()->graph();
   trace.outputs.clear();
   for (const auto& [symbol, value] : session.top().bindings()) {
     if (!session.top().imported(symbol)) add_outputs(value, symbol->name, trace);
   }
-  return graph::optimize(trace);
+  return session.compile(trace, device);
 }
 
 }  // namespace
@@ -45,20 +46,24 @@ void add_check_command(CLI::App& app, std::function<int()>& action) {
   auto* command = app.add_subcommand("check", "Read and evaluate FILE.sx and report its errors; run nothing");
   auto file = std::make_shared<std::string>();
   auto flags = std::make_shared<EvalFlags>();
+  auto device = std::make_shared<DeviceFlags>();
   auto print_graph = std::make_shared<bool>(false);
   command->add_option("file", *file, "The run file")->required();
   command->add_flag("--graph", *print_graph,
                     "Print the optimized graph of the tensors the file defines, as text, instead of `FILE: ok`");
   flags->add_to(*command);
-  command->callback([&action, file, flags, print_graph] {
-    action = [file, flags, print_graph] {
+  device->add_to(*command);
+  command->callback([&action, file, flags, device, print_graph] {
+    action = [file, flags, device, print_graph] {
       return run_on_large_stack([&] {
         // Outlives the try: a diagnostic's spans point into the interpreter's sources.
         train::Session session(session_options(*flags));
         try {
+          std::unique_ptr<device::Device> on = device->make();
           session.load(*file);
+          graph::Graph compiled = compiled_graph(session, *on);
           if (*print_graph) {
-            std::fputs(graph::graph_to_text(optimized_graph(session)).c_str(), stdout);
+            std::fputs(graph::graph_to_text(compiled).c_str(), stdout);
           } else {
             std::printf("%s: ok\n", file->c_str());
           }

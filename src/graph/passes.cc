@@ -25,25 +25,47 @@ Graph checked(Graph graph) {
 
 }  // namespace
 
-Graph fold_constants(const Graph& graph, int64_t max_elements) {
-  Rewrite r(graph);
+Graph fold_constants(const Graph& graph, const EvaluateConstants& evaluate, int64_t max_elements) {
+  std::vector<bool> folds(graph.nodes.size(), false);
   for (NodeId id = 0; id < graph.nodes.size(); ++id) {
     const Node& node = graph.nodes[id];
-    bool foldable = !is_source(node) && numel(node.shape) <= max_elements;
-    for (NodeId in : node.inputs) foldable = foldable && r.out.nodes[r.map[in]].op() == PrimId::constant;
-    if (!foldable) {
+    folds[id] = !is_source(node) && numel(node.shape) <= max_elements &&
+                std::all_of(node.inputs.begin(), node.inputs.end(),
+                            [&](NodeId in) { return folds[in] || graph.nodes[in].op() == PrimId::constant; });
+  }
+  // The folded nodes something else reads become constants; the others are not kept.
+  std::vector<bool> read(graph.nodes.size(), false);
+  for (NodeId id = 0; id < graph.nodes.size(); ++id) {
+    if (folds[id]) continue;
+    for (NodeId in : graph.nodes[id].inputs) read[in] = true;
+  }
+  for (const NamedNode& o : graph.outputs) read[o.node] = true;
+  std::vector<NodeId> values;
+  for (NodeId id = 0; id < graph.nodes.size(); ++id) {
+    if (folds[id] && read[id]) values.push_back(id);
+  }
+  if (values.empty()) return checked(graph);
+  std::vector<Tensor> computed = evaluate(extract(graph, values));
+  if (computed.size() != values.size()) {
+    throw GraphError(
+        fmt::format("fold_constants: {} values were computed for {} nodes", computed.size(), values.size()));
+  }
+  Rewrite r(graph);
+  size_t next = 0;
+  for (NodeId id = 0; id < graph.nodes.size(); ++id) {
+    const Node& node = graph.nodes[id];
+    if (!folds[id]) {
       r.map[id] = r.copy(node);
       continue;
     }
-    std::vector<const Tensor*> args;
-    for (NodeId in : node.inputs) args.push_back(r.out.nodes[r.map[in]].value.get());
+    if (!read[id]) continue;
     Node folded;
     folded.prim = &primitive(PrimId::constant);
     folded.shape = node.shape;
     folded.dtype = node.dtype;
     folded.weak = node.weak;
     folded.origin = node.origin;
-    folded.value = std::make_shared<const Tensor>(node.prim->kernel(node, args));
+    folded.value = std::make_shared<const Tensor>(std::move(computed[next++]));
     r.out.nodes.push_back(std::move(folded));
     r.map[id] = static_cast<NodeId>(r.out.nodes.size() - 1);
   }
@@ -184,8 +206,8 @@ Graph extract(const Graph& graph, std::span<const NodeId> outputs) {
   return checked(std::move(out));
 }
 
-Graph optimize(const Graph& graph) {
-  Graph g = fold_constants(graph);
+Graph optimize(const Graph& graph, const EvaluateConstants& evaluate) {
+  Graph g = fold_constants(graph, evaluate);
   g = eliminate_common_subexpressions(g);
   g = simplify(g);
   g = eliminate_common_subexpressions(g);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -11,10 +12,17 @@
 
 namespace sx::graph {
 
-// Evaluates with the reference kernels every node whose inputs are all
-// constants and whose result has at most `max_elements` elements (so that a
-// broadcast scalar is not written out in full), replacing it by a constant.
-Graph fold_constants(const Graph& graph, int64_t max_elements = 4096);
+// Computes the outputs of a graph without inputs, in order: how fold_constants gets the
+// values it folds. The runtime passes one that compiles and runs the graph on the device
+// the folded graph is compiled for, so that folding never changes a result's bits: the
+// reference kernels would give a cpu program the reference's matmul and sums.
+using EvaluateConstants = std::function<std::vector<Tensor>(const Graph&)>;
+
+// Replaces every node whose inputs are all constants (or folded themselves) and whose
+// result has at most `max_elements` elements (so that a broadcast scalar is not written
+// out in full) by a constant. The values come from one call of `evaluate`, on the part
+// of the graph they need.
+Graph fold_constants(const Graph& graph, const EvaluateConstants& evaluate, int64_t max_elements = 4096);
 
 // Common-subexpression elimination: nodes with the same primitive, inputs,
 // attributes and type (and constants with the same value) become one.
@@ -34,8 +42,10 @@ Graph eliminate_dead_code(const Graph& graph);
 // never copied whole. Only the inputs read are kept, in the graph's order.
 Graph extract(const Graph& graph, std::span<const NodeId> outputs);
 
-// All of the above, in that order, then dead-code elimination.
-Graph optimize(const Graph& graph);
+// Folding, CSE, simplification, CSE again, then dead-code elimination: what the runtime
+// runs on every graph before the device compiles it (runtime/compile.h). The named
+// inputs and outputs stay as they are, in their order: programs bind them by position.
+Graph optimize(const Graph& graph, const EvaluateConstants& evaluate);
 
 // Only the outputs named, in that order, and only the work they need; every input is
 // kept. GraphError naming an output the graph does not have.

@@ -7,6 +7,7 @@
 #include "graph/passes.h"
 #include "lang/diagnostic.h"
 #include "model/load.h"
+#include "runtime/compile.h"
 
 namespace sx::model {
 
@@ -31,7 +32,7 @@ std::map<std::string, graph::Tensor> initial_values(const ParameterTable& table,
     for (size_t i = 0; i < param.decl->init.inputs.size(); ++i)
       keys.push_back(key_tensor(stream_key(seed, param.path, i)));
     try {
-      graph::Tensor value = std::move(device.compile(param.decl->init)->run_host(keys).at(0));
+      graph::Tensor value = std::move(runtime::compile(device, param.decl->init).plan->run_host(keys).at(0));
       if (auto it = stored.find(param.path); it != stored.end() && it->second != value.dtype()) {
         value = graph::Tensor::from_doubles(it->second, value.shape(), value.to_doubles());
       }

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/compile.h"
+
 namespace sx::runtime {
 
 std::string_view role_name(Role role) {
@@ -69,7 +71,9 @@ Program::Program(device::Device& device, graph::Graph graph, std::vector<Binding
     }
     if (!stored(role)) returned_.push_back(i);
   }
-  plan_ = device_.compile(graph_);
+  Compiled compiled = compile(device_, graph_);
+  graph_ = std::move(compiled.graph);
+  plan_ = std::move(compiled.plan);
   const auto& types = plan_->output_types();
   for (size_t i : returned_) results_.push_back(device_.allocate(types[i]));
   in_.resize(inputs_.size());

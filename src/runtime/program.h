@@ -70,9 +70,12 @@ class Program {
  public:
   // `inputs[i]` is the role of graph.inputs[i], `outputs[i]` of
   // graph.outputs[i] (ProgramError when a role does not fit its side). The
-  // device must outlive the program.
+  // graph is compiled by runtime::compile (optimized, then the device's
+  // compile), which keeps its inputs and outputs. The device must outlive the
+  // program.
   Program(device::Device& device, graph::Graph graph, std::vector<Binding> inputs, std::vector<Binding> outputs);
 
+  // The optimized graph the program runs.
   const graph::Graph& graph() const { return graph_; }
   const std::vector<Binding>& inputs() const { return inputs_; }
   const std::vector<Binding>& outputs() const { return outputs_; }

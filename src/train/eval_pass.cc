@@ -117,7 +117,7 @@ EvalPass::EvalPass(Session& session, const EvalPassSpec& spec, int64_t batch, de
   };
   scalar("loss", call(session, loss_fn, {prediction, prepared}));
   for (const auto& [name, fn] : spec.metrics) scalar(name, call(session, fn, {prediction, prepared}));
-  graph::Graph g = session.under_precision(graph::optimize(graph::extract(tracer->graph(), outputs)));
+  graph::Graph g = session.under_precision(graph::extract(tracer->graph(), outputs));
   std::vector<runtime::Binding> inputs, results;
   for (const auto& input : g.inputs) {
     if (input.name.starts_with(prefix())) inputs.push_back({runtime::Role::data, input.name});

@@ -84,7 +84,7 @@ ModelAlone trace_model_alone(Session& session, const Loader& loader) {
     alone.outputs.push_back(name);
     nodes.push_back(node);
   }
-  graph::Graph g = graph::optimize(graph::extract(tracer->graph(), nodes));
+  graph::Graph g = graph::extract(tracer->graph(), nodes);
   for (size_t i = 0; i < g.outputs.size(); ++i) g.outputs[i].name = alone.outputs[i];
   for (auto& input : g.inputs) {
     if (input.name.starts_with(kInputPrefix)) input.name = input.name.substr(kInputPrefix.size());

@@ -14,6 +14,7 @@
 #include "lang/tracer.h"
 #include "model/load.h"
 #include "model/values.h"
+#include "runtime/compile.h"
 
 namespace sx::train {
 namespace {
@@ -44,6 +45,30 @@ lang::Value replace(const lang::Value& v, const std::map<graph::NodeId, lang::Va
     return lang::make_vector(std::move(items));
   }
   return v;
+}
+
+// Runs `body`, which compiles or runs a program of `subject` (what the user asked for) on
+// `device`, with the device's refusals as diagnostics: E-MEM-001 pointing at `form`,
+// E-DEVICE-001 saying the device could not `verb` it, E-EVAL-020 for an interruption
+// (the REPL's Ctrl-C).
+void on_device(device::Device& device, lang::Span form, std::string_view verb, std::string_view subject,
+               const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const graph::MemoryLimitError& e) {
+    lang::fail("E-MEM-001", form, e.what(), std::string(graph::kMemoryLimitHelp));
+  } catch (const std::bad_alloc&) {
+    lang::fail(
+        "E-MEM-001", form,
+        graph::out_of_memory_message(fmt::format("as the {} device tried to {} {}", device.name(), verb, subject)),
+        std::string(graph::kOutOfMemoryHelp));
+  } catch (const device::DeviceError& e) {
+    lang::fail("E-DEVICE-001", {},
+               fmt::format("the {} device could not {} {}: {}", device.name(), verb, subject, e.what()));
+  } catch (const device::Interrupted&) {
+    lang::fail("E-EVAL-020", {}, fmt::format("interrupted while the {} device ran {}", device.name(), subject),
+               "Ctrl-C stopped this input; the session goes on");
+  }
 }
 
 }  // namespace
@@ -208,7 +233,7 @@ lang::Value Session::run(const lang::Value& value, device::Device& device) {
   std::vector<graph::Tensor> results;
   // What the device runs, the parameters' initializers first: the errors of either (and
   // an interruption, the REPL's Ctrl-C) are the value's.
-  try {
+  on_device(device, form, "run", "the value", [&] {
     initialize(program, stored);
     std::vector<runtime::Binding> inputs = bind_inputs(program);
     std::vector<device::Buffer> keys;
@@ -220,24 +245,21 @@ lang::Value Session::run(const lang::Value& value, device::Device& device) {
     runtime::Program run(device, std::move(program), std::move(inputs),
                          std::vector<runtime::Binding>(nodes.size(), {runtime::Role::value, ""}));
     for (const device::Buffer& result : run.run(*store_, fed)) results.push_back(device.download(result));
-  } catch (const graph::MemoryLimitError& e) {
-    lang::fail("E-MEM-001", form, e.what(), std::string(graph::kMemoryLimitHelp));
-  } catch (const std::bad_alloc&) {
-    lang::fail("E-MEM-001", form,
-               graph::out_of_memory_message(fmt::format("running the value on the {} device", device.name())),
-               std::string(graph::kOutOfMemoryHelp));
-  } catch (const device::DeviceError& e) {
-    lang::fail("E-DEVICE-001", {}, fmt::format("the {} device could not run the value: {}", device.name(), e.what()));
-  } catch (const device::Interrupted&) {
-    lang::fail("E-EVAL-020", {}, fmt::format("interrupted while the {} device ran the value", device.name()),
-               "Ctrl-C stopped this input; the session goes on");
-  }
+  });
   const auto& tracer = interp_.tracer();
   std::map<graph::NodeId, lang::Value> done;
   for (size_t i = 0; i < nodes.size(); ++i) {
     done[nodes[i]] = lang::make_tensor(tracer, tracer->builder().constant(std::move(results[i])));
   }
   return replace(value, done);
+}
+
+graph::Graph Session::compile(const graph::Graph& graph, device::Device& device) {
+  lang::Span form =
+      graph.outputs.empty() ? lang::Span{} : interp_.tracer()->span_of(graph.node(graph.outputs[0].node).origin);
+  graph::Graph optimized;
+  on_device(device, form, "compile", "the file's tensors", [&] { optimized = runtime::compile(device, graph).graph; });
+  return optimized;
 }
 
 }  // namespace sx::train

@@ -56,6 +56,11 @@ class Session {
   // of what those tensors need. Parameters get their initial values the first time
   // a program reads them, and keep them on the device from then on.
   lang::Value run(const lang::Value& value, device::Device& device);
+  // `graph`, a part of the trace with its outputs named, compiled for `device` by the one
+  // compile path (runtime::compile) and not run: what `check` does with the tensors a file
+  // defines. Returns the optimized graph; the device's refusals are diagnostics, as
+  // run's are, pointing at the form of the first output.
+  graph::Graph compile(const graph::Graph& graph, device::Device& device);
   // Parameters get their values from this checkpoint's params.safetensors (a location
   // means its newest checkpoint) instead of their initializers, and frozen :load ones
   // from the files it names; E-CKPT-003 when there is none, E-LOAD when a file cannot be

@@ -140,7 +140,7 @@ StepGraph trace_step(Session& session, const Loader& loader, const StepSettings&
     step.guards.push_back(g);
   }
 
-  step.graph = graph::optimize(graph::extract(trace, outputs));
+  step.graph = graph::extract(trace, outputs);
   for (size_t i = 0; i < step.outputs.size(); ++i) step.graph.outputs[i].name = step.outputs[i].name;
   for (const graph::NamedNode& input : step.graph.inputs) {
     const std::string& name = input.name;

@@ -1,0 +1,25 @@
+// The one way a graph becomes a plan (DESIGN 5 and 6b): verify it, optimize it (the
+// graph passes, constants folded on the device itself), then the device's compile. Every
+// command reaches a device through here: a Program's construction (training steps,
+// evaluation passes, eager evaluation, serving) and the parameters' initializers, and
+// `check` runs it without running the plan.
+#pragma once
+
+#include <memory>
+
+#include "device/device.h"
+#include "graph/graph.h"
+
+namespace sx::runtime {
+
+struct Compiled {
+  graph::Graph graph;  // the optimized graph the plan runs: its inputs and outputs as given
+  std::unique_ptr<device::Plan> plan;
+};
+
+// graph::VerifyError for a graph that is not well formed; the device's errors
+// (device::DeviceError, graph::MemoryLimitError) for one it cannot compile. The device
+// must outlive the plan.
+Compiled compile(device::Device& device, const graph::Graph& graph);
+
+}  // namespace sx::runtime
