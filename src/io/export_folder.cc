@@ -22,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-[[noreturn]] void unwritable(const std::string& path, std::string_view doing, int err) {
+[[noreturn]] void cannot_write(const std::string& path, std::string_view doing, int err) {
   throw ExportError(kExportUnwritable, fmt::format("{}: cannot {}: {}", shown(path), doing, std::strerror(err)));
 }
 
@@ -58,11 +58,11 @@ std::string without_trailing_slash(std::string path) {
 
 void flush(const std::string& path, const std::string& shown_as) {
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) unwritable(shown_as, "open it to flush it to disk", errno);
+  if (fd < 0) cannot_write(shown_as, "open it to flush it to disk", errno);
   if (::fsync(fd) != 0 && errno != EINVAL && errno != ENOTSUP) {
     int err = errno;
     ::close(fd);
-    unwritable(shown_as, "flush it to disk", err);
+    cannot_write(shown_as, "flush it to disk", err);
   }
   ::close(fd);
 }
@@ -98,7 +98,7 @@ void refuse_existing_export(const std::string& path) {
   const std::string folder = without_trailing_slash(path);
   struct stat st {};
   if (::lstat(folder.c_str(), &st) == 0) exists(folder);
-  if (errno != ENOENT) unwritable(folder, "look at it", errno);
+  if (errno != ENOENT) cannot_write(folder, "look at it", errno);
 }
 
 ExportFolderWriter::ExportFolderWriter(std::string path) : path_(without_trailing_slash(std::move(path))) {
@@ -114,7 +114,7 @@ ExportFolderWriter::ExportFolderWriter(std::string path) : path_(without_trailin
   remove_stale_exports(path_);
   static std::atomic<uint64_t> counter{0};
   temp_ = (parent / fmt::format("{}{}-{}-{}", temporary_prefix(target), ::getpid(), counter++, host_name())).string();
-  if (::mkdir(temp_.c_str(), 0777) != 0) unwritable(path_, "create its temporary folder beside it", errno);
+  if (::mkdir(temp_.c_str(), 0777) != 0) cannot_write(path_, "create its temporary folder beside it", errno);
 }
 
 ExportFolderWriter::~ExportFolderWriter() {
@@ -166,7 +166,7 @@ void ExportFolderWriter::commit() {
   if (::renameat2(AT_FDCWD, temp_.c_str(), AT_FDCWD, path_.c_str(), RENAME_NOREPLACE) != 0) {
     int err = errno;
     if (err == EEXIST || err == ENOTEMPTY) exists(path_);
-    if (err != EINVAL && err != ENOSYS) unwritable(path_, "rename its temporary folder into place", err);
+    if (err != EINVAL && err != ENOSYS) cannot_write(path_, "rename its temporary folder into place", err);
     // No renameat2 flags on this file system: a plain rename, which would replace an empty
     // folder that appeared since the constructor looked, so look again first.
     struct stat st {};
@@ -174,7 +174,7 @@ void ExportFolderWriter::commit() {
     if (::rename(temp_.c_str(), path_.c_str()) != 0) {
       err = errno;
       if (err == EEXIST || err == ENOTEMPTY) exists(path_);
-      unwritable(path_, "rename its temporary folder into place", err);
+      cannot_write(path_, "rename its temporary folder into place", err);
     }
   }
   committed_ = true;

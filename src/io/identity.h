@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace sx::io {
 
@@ -27,5 +28,8 @@ FileIdentity identify(const std::string& location);
 void check_unchanged(const std::string& location, const FileIdentity& recorded);
 // The SHA-256 of bytes in memory, lowercase hex.
 std::string sha256_hex(std::span<const uint8_t> bytes);
+inline std::string sha256_hex(std::string_view text) {
+  return sha256_hex(std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+}
 
 }  // namespace sx::io

@@ -41,10 +41,6 @@ std::string amz_date_now() {
   return text;
 }
 
-std::string sha256_of(std::string_view bytes) {
-  return sha256_hex(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
-}
-
 // The raw text of the first <tag>...</tag> in `xml` from `from` (`end` set past it);
 // nullopt when absent. S3's answers are small and regular, so this is all the XML read here.
 std::optional<std::string_view> xml_element(std::string_view xml, std::string_view tag, size_t from = 0,
@@ -170,7 +166,7 @@ S3Client::Response S3Client::send(const Request& request) {
   std::string shown_url = s3_url(request.bucket, request.key);
 
   for (int attempt = 1;; ++attempt) {
-    SigningInput signing{request.method, path, query, request.headers, sha256_of(request.body)};
+    SigningInput signing{request.method, path, query, request.headers, sha256_hex(request.body)};
     std::string amz_date = amz_date_now();
     signing.headers["host"] = host;
     signing.headers["x-amz-date"] = amz_date;

@@ -30,10 +30,6 @@ std::string hex(std::string_view bytes) {
   return out;
 }
 
-std::string sha256_of(std::string_view text) {
-  return sha256_hex(std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
-}
-
 }  // namespace
 
 std::string uri_encoded(std::string_view text, bool keep_slash) {
@@ -62,7 +58,7 @@ std::string sigv4_authorization(const SigningInput& request, const AwsCredential
   std::string_view date = amz_date.substr(0, 8);
   std::string scope = fmt::format("{}/{}/{}/aws4_request", date, region, service);
   std::string string_to_sign =
-      fmt::format("AWS4-HMAC-SHA256\n{}\n{}\n{}", amz_date, scope, sha256_of(canonical_request));
+      fmt::format("AWS4-HMAC-SHA256\n{}\n{}\n{}", amz_date, scope, sha256_hex(canonical_request));
   std::string key = hmac_sha256("AWS4" + credentials.secret_access_key, date);
   key = hmac_sha256(key, region);
   key = hmac_sha256(key, service);
