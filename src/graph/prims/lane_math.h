@@ -1,17 +1,19 @@
 // Our f32 exp, log, tanh, erf, logistic, sin and cos, written once over lanes: the
 // same operations in the same order on every lane (range reduction, then a
 // polynomial by fma), so a scalar, an AVX2 and an AVX-512 instance give the same bits.
-// The reference kernels (graph/prims/scalar.h) use the scalar instance, ScalarLanes;
-// the cpu device's vector kernels (device/cpu/vector_math_*.cc) instantiate these
-// templates over their own vector types. Why our own: glibc's functions are scalar
-// and change between glibc versions; these are fixed, and vectorize.
+// The reference kernels (graph/prims/scalar.h) use the scalar instance, ScalarLanes,
+// through exp_f32 and the others (lane_math.cc); the cpu device's vector kernels
+// (device/cpu/vector_math_*.cc) instantiate these templates over their own vector
+// types. Why our own: glibc's functions are scalar and change between glibc
+// versions; these are fixed, and vectorize.
 //
 // Error bounds over every f32 (tests/unit/graph/lane_math_test.cc measures them
 // against double-precision std:: results): see docs/tensors.md.
 //
 // The rule that keeps the instances apart (as in device/cpu/gemm_microkernel.h):
-// everything here is a template over V, and a file built for a wider instruction set
-// instantiates it only with a vector type local to that file, never with ScalarLanes.
+// everything here but ScalarLanes is a template over V, and a file built for a wider
+// instruction set instantiates it only with a vector type local to that file, never
+// with ScalarLanes.
 // A non-template inline function here would be compiled into those files too, and
 // the linker could keep their copy for a program running on a narrower processor.
 //
