@@ -2,11 +2,15 @@
 // parallel loops over the output. Each element is computed exactly as the
 // reference kernel computes it (the same formula from graph/prims/scalar.h,
 // the same compute type), so the results agree bit for bit; the speed comes
-// from the threads and from loops the compiler can vectorize.
+// from the threads, from loops the compiler can vectorize, and for exp, log,
+// tanh, erf, logistic, sin and cos of f32 and bf16 from the vector kernels of
+// the processor's instruction set (vector_math.h), which give the same bits.
 #include <cstring>
 #include <type_traits>
 
+#include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
+#include "device/cpu/vector_math.h"
 #include "graph/prims/common.h"
 
 namespace sx::device::cpu {
@@ -99,6 +103,46 @@ Step where(DType dtype, int64_t n, int threads) {
   }
 }
 
+// y[i] = f(x[i]) for i < n: the vector kernel over the whole vectors, the formula
+// (the same bits) over the rest.
+template <class F>
+void apply_math(const MathKernels& kernels, MathFn fn, const float* x, float* y, int64_t n) {
+  int64_t whole = n - n % kernels.width;
+  kernels.fn[static_cast<int>(fn)](x, y, whole);
+  for (int64_t i = whole; i < n; ++i) y[i] = F{}(x[i]);
+}
+
+// A transcendental primitive: f32 and bf16 (widened a block at a time) by the
+// vector kernels when the instruction set has them; the rest as unary() does.
+template <class F>
+Step math(DType dtype, int64_t n, int threads, const MathKernels* kernels, MathFn fn) {
+  if (kernels != nullptr && dtype == DType::f32) {
+    return [n, threads, kernels, fn](const uint8_t* const* in, uint8_t* out) {
+      const float* x = reinterpret_cast<const float*>(in[0]);
+      float* o = reinterpret_cast<float*>(out);
+      parallel_for(n, threads,
+                   [&](int64_t begin, int64_t end) { apply_math<F>(*kernels, fn, x + begin, o + begin, end - begin); });
+    };
+  }
+  if (kernels != nullptr && dtype == DType::bf16) {
+    return [n, threads, kernels, fn](const uint8_t* const* in, uint8_t* out) {
+      const graph::Bf16* x = reinterpret_cast<const graph::Bf16*>(in[0]);
+      graph::Bf16* o = reinterpret_cast<graph::Bf16*>(out);
+      parallel_for(n, threads, [&](int64_t begin, int64_t end) {
+        constexpr int64_t kBlock = 256;
+        float block[kBlock];
+        for (int64_t start = begin; start < end; start += kBlock) {
+          int64_t count = std::min(kBlock, end - start);
+          for (int64_t i = 0; i < count; ++i) block[i] = static_cast<float>(x[start + i]);
+          apply_math<F>(*kernels, fn, block, block, count);
+          for (int64_t i = 0; i < count; ++i) o[start + i] = graph::Bf16(block[i]);
+        }
+      });
+    };
+  }
+  return unary(dtype, n, threads, F{});
+}
+
 // The dtype of the node's first operand: what its elements are computed in.
 DType operand_dtype(const StepContext& c, const graph::Node& node) { return c.graph.node(node.inputs[0]).dtype; }
 
@@ -107,6 +151,12 @@ template <class F, int64_t Cost>
 Step unary_step(const StepContext& c, const graph::Node& node) {
   int64_t n = graph::numel(node.shape);
   return unary(operand_dtype(c, node), n, threads_for(n * Cost, c.cores), F{});
+}
+
+template <class F, MathFn Fn>
+Step math_step(const StepContext& c, const graph::Node& node) {
+  int64_t n = graph::numel(node.shape);
+  return math<F>(operand_dtype(c, node), n, threads_for(n * kCostly, c.cores), math_kernels_for(c.kernels.isa), Fn);
 }
 
 template <class F, int64_t Cost>
@@ -123,21 +173,30 @@ Step comparison_step(const StepContext& c, const graph::Node& node) {
 
 }  // namespace
 
+const MathKernels* math_kernels_for(Isa isa) {
+  switch (isa) {
+    case Isa::avx2: return &avx2_math_kernels();
+    case Isa::avx512: return &avx512_math_kernels();
+    case Isa::scalar: break;
+  }
+  return nullptr;
+}
+
 void add_elementwise_steps(StepTable& table) {
   // Unary.
   table.set(PrimId::neg, unary_step<scalar::Neg, kCheap>);
   table.set(PrimId::abs, unary_step<scalar::Abs, kCheap>);
   table.set(PrimId::sign, unary_step<scalar::Sign, kCheap>);
   table.set(PrimId::logical_not, unary_step<scalar::LogicalNot, kCheap>);
-  table.set(PrimId::exp, unary_step<scalar::Exp, kCostly>);
-  table.set(PrimId::log, unary_step<scalar::Log, kCostly>);
+  table.set(PrimId::exp, math_step<scalar::Exp, MathFn::exp>);
+  table.set(PrimId::log, math_step<scalar::Log, MathFn::log>);
   table.set(PrimId::sqrt, unary_step<scalar::Sqrt, kCostly>);
   table.set(PrimId::rsqrt, unary_step<scalar::Rsqrt, kCostly>);
-  table.set(PrimId::sin, unary_step<scalar::Sin, kCostly>);
-  table.set(PrimId::cos, unary_step<scalar::Cos, kCostly>);
-  table.set(PrimId::tanh, unary_step<scalar::Tanh, kCostly>);
-  table.set(PrimId::erf, unary_step<scalar::Erf, kCostly>);
-  table.set(PrimId::logistic, unary_step<scalar::Logistic, kCostly>);
+  table.set(PrimId::sin, math_step<scalar::Sin, MathFn::sin>);
+  table.set(PrimId::cos, math_step<scalar::Cos, MathFn::cos>);
+  table.set(PrimId::tanh, math_step<scalar::Tanh, MathFn::tanh>);
+  table.set(PrimId::erf, math_step<scalar::Erf, MathFn::erf>);
+  table.set(PrimId::logistic, math_step<scalar::Logistic, MathFn::logistic>);
   // Binary arithmetic and logic.
   table.set(PrimId::add, binary_step<scalar::Add, kCheap>);
   table.set(PrimId::sub, binary_step<scalar::Sub, kCheap>);

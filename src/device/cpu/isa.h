@@ -1,10 +1,11 @@
 // The instruction sets the cpu device has kernels for, and which one a
 // device runs: the best the host supports, or the one SEXPGPU_CPU_ISA (or
 // DeviceOptions::cpu_isa) names, refused by name when the host lacks it.
-// Kernels of every instruction set give the same f32 bits (see gemm.h), so
-// the choice changes speed, never results. scripts/test runs the device tests that reach
-// these kernels as a processor without AVX would (processor_chosen_tests): a test of a new
-// kernel chosen here joins that list.
+// Kernels of every instruction set give the same f32 bits (see gemm.h and
+// vector_math.h), so the choice changes speed, never results. scripts/test runs the
+// device tests that reach these kernels as a processor without AVX would
+// (processor_chosen_tests: the GEMM's, and VectorMath.* for exp, log, tanh, erf,
+// logistic, sin and cos): a test of a new kernel chosen here joins that list.
 #pragma once
 
 #include <string>

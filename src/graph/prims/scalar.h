@@ -7,12 +7,20 @@
 // one element (or two) in the compute type (bf16 computes in float): the reference
 // kernel (prims/unary.cc, prims/binary.cc) and every device's kernels call the same
 // one, so that they agree bit for bit. tests/unit/device/formula_test.cc checks it.
+//
+// exp, log, tanh, erf, logistic, sin and cos of f32 (and of bf16, computed in f32) are
+// our own (graph/prims/lane_math.h), by its scalar instance (exp_f32, ...): the cpu
+// device's vector kernels compute the same bits on every processor. f64 keeps std::'s functions, and
+// pow keeps std::pow: a pow within 2 ulp needs log in more than f32 precision, which
+// lane_math does not have yet.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+
+#include "graph/prims/lane_math.h"
 
 namespace sx::graph::prims {
 
@@ -124,13 +132,15 @@ struct Sign {
 struct Exp {
   template <class C>
   auto operator()(C v) const {
-    return std::exp(v);
+    if constexpr (std::is_same_v<C, float>) return lane_math::exp_f32(v);
+    else return std::exp(v);
   }
 };
 struct Log {
   template <class C>
   auto operator()(C v) const {
-    return std::log(v);
+    if constexpr (std::is_same_v<C, float>) return lane_math::log_f32(v);
+    else return std::log(v);
   }
 };
 struct Sqrt {
@@ -148,31 +158,36 @@ struct Rsqrt {
 struct Sin {
   template <class C>
   auto operator()(C v) const {
-    return std::sin(v);
+    if constexpr (std::is_same_v<C, float>) return lane_math::sin_f32(v);
+    else return std::sin(v);
   }
 };
 struct Cos {
   template <class C>
   auto operator()(C v) const {
-    return std::cos(v);
+    if constexpr (std::is_same_v<C, float>) return lane_math::cos_f32(v);
+    else return std::cos(v);
   }
 };
 struct Tanh {
   template <class C>
   auto operator()(C v) const {
-    return std::tanh(v);
+    if constexpr (std::is_same_v<C, float>) return lane_math::tanh_f32(v);
+    else return std::tanh(v);
   }
 };
 struct Erf {
   template <class C>
   auto operator()(C v) const {
-    return std::erf(v);
+    if constexpr (std::is_same_v<C, float>) return lane_math::erf_f32(v);
+    else return std::erf(v);
   }
 };
 struct Logistic {
   template <class C>
   auto operator()(C v) const {
-    return C(1) / (C(1) + std::exp(-v));
+    if constexpr (std::is_same_v<C, float>) return lane_math::logistic_f32(v);
+    else return C(1) / (C(1) + std::exp(-v));
   }
 };
 struct LogicalNot {
