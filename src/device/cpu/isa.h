@@ -3,9 +3,10 @@
 // DeviceOptions::cpu_isa) names, refused by name when the host lacks it.
 // Kernels of every instruction set give the same f32 bits (see gemm.h and
 // vector_math.h), so the choice changes speed, never results. scripts/test runs the
-// device tests that reach these kernels as a processor without AVX would
-// (processor_chosen_tests: the GEMM's, and VectorMath.* for exp, log, tanh, erf,
-// logistic, sin and cos): a test of a new kernel chosen here joins that list.
+// device tests that reach these kernels through this choice as a processor without AVX
+// would (processor_chosen_tests: Isa, a product on every instruction set, and
+// VectorMath.* for exp, log, tanh, erf, logistic, sin and cos): a test that reaches a
+// new kernel chosen here joins that list.
 #pragma once
 
 #include <string>
