@@ -45,7 +45,11 @@ inline std::vector<Value> materialized_args(Args& a, size_t first) {
   return list_items(shown);
 }
 
-void install_number_builtins(Interpreter& interp);  // numbers.cc: arithmetic, comparison, math
+// E-EVAL-009: an integer operation `op` whose exact result leaves 64 bits (numbers.cc).
+[[noreturn]] void integer_overflow(const Args& a, std::string_view op);
+
+void install_number_builtins(Interpreter& interp);  // numbers.cc: arithmetic, comparison, rounding
+void install_math_builtins(Interpreter& interp);    // math.cc: elementwise math, numbers and tensors alike
 void install_list_builtins(Interpreter& interp);    // lists.cc: lists, vectors, plists, higher-order
 void install_string_builtins(Interpreter& interp);  // strings.cc: str, format, symbols, keywords
 void install_misc_builtins(Interpreter& interp);    // misc.cc: equal, type predicates, print, error

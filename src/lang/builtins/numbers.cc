@@ -1,5 +1,5 @@
-// Number builtins: arithmetic with overflow checks, comparison, math functions.
-// Integers are 64-bit and never wrap; a float anywhere makes the result a float.
+// Number builtins: arithmetic with overflow checks, comparison, rounding (math functions are
+// in math.cc). Integers are 64-bit and never wrap; a float anywhere makes the result a float.
 // With a tensor among the arguments each becomes its elementwise tensor operation.
 #include <fmt/format.h>
 
@@ -10,12 +10,13 @@
 #include "lang/printer.h"
 
 namespace sx::lang {
-namespace {
 
-[[noreturn]] void overflow(const Args& a, std::string_view op) {
+void integer_overflow(const Args& a, std::string_view op) {
   fail("E-EVAL-009", a.call, fmt::format("integer overflow in `{}`", op),
        "integers are 64-bit and never wrap; use floats for values this large");
 }
+
+namespace {
 
 // The number builtin `numbers`, or the tensor op `op` when an argument is a tensor.
 template <Value (*numbers)(Args&)>
@@ -39,7 +40,7 @@ Value add(Args& a) {
   }
   int64_t sum = 0;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (__builtin_add_overflow(sum, a[i].as_int(), &sum)) overflow(a, "+");
+    if (__builtin_add_overflow(sum, a[i].as_int(), &sum)) integer_overflow(a, "+");
   }
   return Value::integer(sum);
 }
@@ -52,7 +53,7 @@ Value multiply(Args& a) {
   }
   int64_t product = 1;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (__builtin_mul_overflow(product, a[i].as_int(), &product)) overflow(a, "*");
+    if (__builtin_mul_overflow(product, a[i].as_int(), &product)) integer_overflow(a, "*");
   }
   return Value::integer(product);
 }
@@ -66,11 +67,11 @@ Value subtract(Args& a) {
   }
   int64_t result = a[0].as_int();
   if (a.size() == 1) {
-    if (__builtin_sub_overflow(int64_t{0}, result, &result)) overflow(a, "-");
+    if (__builtin_sub_overflow(int64_t{0}, result, &result)) integer_overflow(a, "-");
     return Value::integer(result);
   }
   for (size_t i = 1; i < a.size(); ++i) {
-    if (__builtin_sub_overflow(result, a[i].as_int(), &result)) overflow(a, "-");
+    if (__builtin_sub_overflow(result, a[i].as_int(), &result)) integer_overflow(a, "-");
   }
   return Value::integer(result);
 }
@@ -94,7 +95,7 @@ Value divide(Args& a) {
   for (size_t i = 1; i < operands.size(); ++i) {
     int64_t d = operands[i].as_int();
     if (d == 0) divide_by_zero(a, a.size() == 1 ? 0 : i);
-    if (numerator == std::numeric_limits<int64_t>::min() && d == -1) overflow(a, "/");
+    if (numerator == std::numeric_limits<int64_t>::min() && d == -1) integer_overflow(a, "/");
     if (numerator % d != 0) {
       double result = static_cast<double>(numerator) / static_cast<double>(d);
       for (size_t j = i + 1; j < operands.size(); ++j) result /= operands[j].as_double();
@@ -110,7 +111,7 @@ Value integer_division(Args& a, char op) {
   int64_t x = a.integer(0), y = a.integer(1);
   if (y == 0) divide_by_zero(a, 1);
   if (x == std::numeric_limits<int64_t>::min() && y == -1) {
-    if (op == 'q') overflow(a, "quot");
+    if (op == 'q') integer_overflow(a, "quot");
     return Value::integer(0);
   }
   int64_t r = x % y;
@@ -142,35 +143,6 @@ Value extremum(Args& a, bool want_max) {
     if (want_max ? x > b : x < b) best = i;
   }
   return a[best];
-}
-
-Value float_function(Args& a, double (*f)(double), std::string_view op) {
-  if (has_tensor(a)) return tensor_unary(a, op);
-  return Value::number(f(a.number(0)));
-}
-
-Value abs_value(Args& a) {
-  if (has_tensor(a)) return tensor_unary(a, "abs");
-  if (a[0].is(Type::Int)) {
-    int64_t x = a[0].as_int();
-    if (x == std::numeric_limits<int64_t>::min()) overflow(a, "abs");
-    return Value::integer(x < 0 ? -x : x);
-  }
-  return Value::number(std::fabs(a.number(0)));
-}
-
-Value expt(Args& a) {
-  if (has_tensor(a)) return tensor_fold(a, "pow");
-  if (a[0].is(Type::Int) && a[1].is(Type::Int) && a[1].as_int() >= 0) {
-    int64_t base = a[0].as_int(), exponent = a[1].as_int(), result = 1;
-    while (exponent > 0) {
-      if ((exponent & 1) && __builtin_mul_overflow(result, base, &result)) overflow(a, "expt");
-      exponent >>= 1;
-      if (exponent > 0 && __builtin_mul_overflow(base, base, &base)) overflow(a, "expt");
-    }
-    return Value::integer(result);
-  }
-  return Value::number(std::pow(a.number(0), a.number(1)));
 }
 
 // floor, ceiling, round (half to even) and truncate give integers.
@@ -252,22 +224,6 @@ void install_number_builtins(Interpreter& in) {
            "The largest (NaN if any is NaN); on tensors, elementwise.", "(max 3 7.5 2)\n;; => 7.5"},
           {"min", [](Args& a) { return extremum(a, false); }, "(x &rest more)",
            "The smallest (NaN if any is NaN); on tensors, elementwise.", "(min 3 7.5 2)\n;; => 2"},
-          {"abs", abs_value, "(x)", "The absolute value; on a tensor, elementwise.", "(abs -4)\n;; => 4"},
-          {"expt", expt, "(base power)",
-           "base to the power power; exact for an integer base and a non-negative integer power.",
-           "(expt 2 10)\n;; => 1024"},
-          {"sqrt", [](Args& a) { return float_function(a, std::sqrt, "sqrt"); }, "(x)",
-           "The square root, a float; on a tensor, elementwise.", "(sqrt 16)\n;; => 4.0"},
-          {"exp", [](Args& a) { return float_function(a, std::exp, "exp"); }, "(x)",
-           "e to the power x; on a tensor, elementwise.", "(exp 0)\n;; => 1.0"},
-          {"log", [](Args& a) { return float_function(a, std::log, "log"); }, "(x)",
-           "The natural logarithm; on a tensor, elementwise.", "(log 1)\n;; => 0.0"},
-          {"sin", [](Args& a) { return float_function(a, std::sin, "sin"); }, "(x)",
-           "The sine of x radians; on a tensor, elementwise.", "(sin 0)\n;; => 0.0"},
-          {"cos", [](Args& a) { return float_function(a, std::cos, "cos"); }, "(x)",
-           "The cosine of x radians; on a tensor, elementwise.", "(cos 0)\n;; => 1.0"},
-          {"tanh", [](Args& a) { return float_function(a, std::tanh, "tanh"); }, "(x)",
-           "The hyperbolic tangent; on a tensor, elementwise.", "(tanh 0)\n;; => 0.0"},
           {"floor", [](Args& a) { return to_integer(a, std::floor); }, "(x)", "The largest integer not above x.",
            "(floor -2.5)\n;; => -3"},
           {"ceiling", [](Args& a) { return to_integer(a, std::ceil); }, "(x)", "The smallest integer not below x.",

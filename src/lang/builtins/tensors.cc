@@ -292,18 +292,6 @@ Value binary(Args& a, std::string_view op) {
   return trace(a, [&](Builder& b) { return b.op(op, {x, y}); });
 }
 
-// Two integers would make an integer tensor, which the pow op (floats only) refuses in
-// terms of dtypes the caller never wrote; say what to write instead.
-Value power(Args& a) {
-  if (!has_tensor(a) && a[0].is(Type::Int) && a[1].is(Type::Int)) {
-    fail("E-EVAL-004", a.call,
-         fmt::format("`pow` raises floats, and {} and {} are integers", a[0].as_int(), a[1].as_int()),
-         fmt::format("write (pow {}.0 {}) for a float, or (expt {} {}) for the exact integer", a[0].as_int(),
-                     a[1].as_int(), a[0].as_int(), a[1].as_int()));
-  }
-  return binary(a, "pow");
-}
-
 }  // namespace
 
 void install_tensor_builtins(Interpreter& in) {
@@ -405,8 +393,6 @@ void install_tensor_builtins(Interpreter& in) {
            },
            "(condition a b)", "Elementwise, a where condition is true, else b.",
            "(where (tensor [true false]) (tensor [1.0 2.0]) 0.0)\n;; => (tensor [1.0 0.0] :dtype :f32)"},
-          {"pow", power, "(x y)", "x to the power y, elementwise, in floating point (`expt` for integers).",
-           "(pow (tensor [2.0 3.0]) 2.0)\n;; => (tensor [4.0 9.0] :dtype :f32)"},
           {"logical-and", [](Args& a) { return tensor_fold(a, "logical_and"); }, "(a b &rest more)",
            "Elementwise and of bool tensors.",
            "(logical-and (tensor [true true]) (tensor [true false]))\n;; => (tensor [ true false] :dtype :bool)"},
@@ -415,14 +401,6 @@ void install_tensor_builtins(Interpreter& in) {
            "(logical-or (tensor [false true]) (tensor [false false]))\n;; => (tensor [false  true] :dtype :bool)"},
           {"logical-not", [](Args& a) { return tensor_unary(a, "logical_not"); }, "(x)",
            "Elementwise not of a bool tensor.", "(logical-not (tensor [true]))\n;; => (tensor [false] :dtype :bool)"},
-          {"rsqrt", [](Args& a) { return tensor_unary(a, "rsqrt"); }, "(x)", "1/sqrt(x), elementwise.",
-           "(rsqrt (tensor [4.0]))\n;; => (tensor [0.5] :dtype :f32)"},
-          {"erf", [](Args& a) { return tensor_unary(a, "erf"); }, "(x)", "The error function, elementwise.",
-           "(erf (tensor [0.0]))\n;; => (tensor [0.0] :dtype :f32)"},
-          {"logistic", [](Args& a) { return tensor_unary(a, "logistic"); }, "(x)",
-           "1/(1+exp(-x)), elementwise: the sigmoid.", "(logistic (tensor [0.0]))\n;; => (tensor [0.5] :dtype :f32)"},
-          {"sign", [](Args& a) { return tensor_unary(a, "sign"); }, "(x)", "-1, 0 or 1 by x's sign, elementwise.",
-           "(sign (tensor [-2.5 0.0 3.0]))\n;; => (tensor [-1.0  0.0  1.0] :dtype :f32)"},
           {"random-normal", [](Args& a) { return random(a, &Builder::random_normal); }, "(key shape &key dtype)",
            "Standard normal numbers drawn from an integer key (Philox: the same on every device).",
            "(shape (random-normal 7 [2 3]))\n;; => [2 3]"},

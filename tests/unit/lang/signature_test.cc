@@ -112,5 +112,16 @@ TEST(Signature, RestThenKeywords) {
   EXPECT_EQ(eval_print("(defun k (x &rest all &key a) (list x all a)) (k 1 2 :b 3 :a 4)"), "(1 (2 :b 3 :a 4) 4)");
 }
 
+// One row per math name: on a number each gives a number, never a tensor.
+TEST(Signature, MathNamesGiveNumbersOnNumbers) {
+  EXPECT_EQ(eval_print("(list (rsqrt 4.0) (logistic 0) (erf 0) (sign -3) (sign -0.5) (abs -4) (sqrt 4))"),
+            "(0.5 0.5 0.0 -1 -1.0 4 2.0)");
+  EXPECT_EQ(eval_print("(list (pow 2 10) (expt 2 10) (expt 2 -1) (expt 9 0.5) (pow 9 0.5))"),
+            "(1024.0 1024 0.5 3.0 3.0)");
+  EXPECT_EQ(testing::error_code("(expt 2 63)"), "E-EVAL-009");
+  EXPECT_EQ(testing::error_code("(abs (- -9223372036854775807 1))"), "E-EVAL-009");
+  EXPECT_EQ(eval_print("(type-of (rsqrt (tensor [4.0])))"), ":tensor");
+}
+
 }  // namespace
 }  // namespace sx::lang
