@@ -45,7 +45,7 @@ lang::Value quit(lang::Args& a) {
 void install_repl_builtins(lang::Interpreter& interp) {
   for (const char* name : {"quit", "exit"}) {
     interp.define_builtin(
-        name, 0, 1, quit,
+        name, quit,
         lang::BuiltinDoc{"(&optional status)", "Leaves the REPL (as Ctrl-D does), with exit status status (0).",
                          fmt::format("({})", name), "The REPL"});
   }

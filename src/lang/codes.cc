@@ -129,10 +129,11 @@ it takes.
     (add 1)              ; `add` takes 2 arguments, given 1
     (sqrt 4 9)           ; `sqrt` takes 1 argument, given 2
 
-For a function of the program, the note shows where it is defined and its lambda list:
-required parameters must all be given, `&optional` ones may be, `&rest` takes any
-number more, and `&key` parameters are given as `:name value` pairs. Pass what the
-parameters say, or change the definition.)"},
+The note shows the lambda list, and for a function of the program where it is defined
+(a builtin's lambda list is its signature too; `(doc NAME)` shows it). Required
+parameters must all be given, `&optional` ones may be, `&rest` takes any number more,
+and `&key` parameters are given as `:name value` pairs. Pass what the parameters say, or
+change the definition.)"},
     {"E-EVAL-004", "wrong argument type",
      R"(A builtin received an argument of a type it does not accept.
 
@@ -163,7 +164,8 @@ or passed something else where a keyword was expected.
     (linear 1 :bias 1 :bias 2) ; given twice
 
 After the positional arguments, a function with `&key` takes `:name value` pairs. The
-help line lists the keywords the function takes.)"},
+help line lists the keywords the function takes; builtins are checked by their lambda
+lists the same way, `(zeros [2] :dtyp :f32)` as `(linear 1 :bais false)`.)"},
     {"E-EVAL-007", "missing keyword argument value",
      R"(A keyword argument was given without a value after it.
 

@@ -109,34 +109,6 @@ Value& Args::callable(size_t i) const {
   return values[i];
 }
 
-std::map<std::string, size_t> Args::keywords(size_t first, std::initializer_list<std::string_view> allowed) const {
-  std::map<std::string, size_t> found;
-  auto allowed_list = [&] {
-    std::string names;
-    for (auto name : allowed) names += fmt::format("{}:{}", names.empty() ? "" : " ", name);
-    return names;
-  };
-  for (size_t i = first; i < values.size(); i += 2) {
-    if (!values[i].is(Type::Keyword)) {
-      fail("E-EVAL-006", span(i), fmt::format("`{}` expected a keyword here, not `{}`", function, print(values[i])),
-           fmt::format("`{}` takes the keywords {}", function, allowed_list()));
-    }
-    const std::string& name = values[i].as<Symbol>()->name;
-    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
-      fail("E-EVAL-006", span(i), fmt::format("`{}` takes no keyword `:{}`", function, name),
-           fmt::format("`{}` takes the keywords {}", function, allowed_list()));
-    }
-    if (i + 1 >= values.size()) {
-      fail("E-EVAL-007", span(i), fmt::format("keyword `:{}` has no value", name),
-           fmt::format("write `:{} value`", name));
-    }
-    if (!found.emplace(name, i + 1).second) {
-      fail("E-EVAL-006", span(i), fmt::format("keyword `:{}` is given twice", name));
-    }
-  }
-  return found;
-}
-
 // --- Interpreter -------------------------------------------------------------------------
 
 Interpreter::Interpreter(InterpreterOptions options)
@@ -188,8 +160,25 @@ Ref<Env> Interpreter::new_top_level(std::string module_path) {
   return env;
 }
 
-void Interpreter::define_builtin(std::string_view name, int min_args, int max_args, BuiltinFn fn, BuiltinDoc doc) {
-  builtins_->define(intern(name), Value(new Builtin(std::string(name), min_args, max_args, fn, std::move(doc))));
+std::shared_ptr<const LambdaList> Interpreter::signature(std::string_view name, const std::string& params) {
+  const SourceFile& file = sources_.add(fmt::format("<lambda list of {}>", name), params);
+  std::vector<Form> forms = read_forms(file);
+  if (forms.size() != 1) {
+    fail("E-EVAL-005", forms.empty() ? Span{} : forms[1].span,
+         fmt::format("the lambda list of builtin `{}` must be one list, not `{}`", name, params));
+  }
+  return parse_lambda_list(forms[0].value, forms[0].span);
+}
+
+void Interpreter::define_builtin(std::string_view name, BuiltinFn fn, BuiltinDoc doc) {
+  auto params = signature(name, doc.params);
+  builtins_->define(intern(name), Value(new Builtin(std::string(name), fn, std::move(doc), std::move(params))));
+}
+
+void Interpreter::define_native(std::string_view name, NativeClosure::Body body, BuiltinDoc doc) {
+  auto params = signature(name, doc.params);
+  builtins_->define(intern(name),
+                    Value(new NativeClosure(std::string(name), std::move(body), std::move(doc), std::move(params))));
 }
 
 void Interpreter::define_special_form(std::string_view name, SpecialForm handler, BuiltinDoc doc) {
@@ -459,6 +448,17 @@ Value Interpreter::expand_macro(const Closure& macro, const Value& form, Span sp
   return apply_closure(macro, args, spans, span);
 }
 
+namespace {
+
+// A builtin's arguments against its lambda list; its keywords are all it takes.
+ArgumentMatch builtin_match(const LambdaList& params, std::string_view name, std::span<const Value> args,
+                            std::span<const Span> spans, Span call) {
+  auto what = [&] { return fmt::format("`{}` is a builtin with the parameters {}", name, params.describe()); };
+  return match_arguments(params, name, args, spans, call, what, false);
+}
+
+}  // namespace
+
 Value Interpreter::apply(const Value& function, std::span<Value> args, std::span<const Span> arg_spans, Span call) {
   if (function.is(Type::Opaque) && function.as<Opaque>()->callee()) {
     return apply(*function.as<Opaque>()->callee(), args, arg_spans, call);
@@ -466,21 +466,14 @@ Value Interpreter::apply(const Value& function, std::span<Value> args, std::span
   if (function.is(Type::Function)) {
     const auto* fn = function.as<Function>();
     if (const auto* builtin = dynamic_cast<const Builtin*>(fn)) {
-      int n = static_cast<int>(args.size());
-      if (n < builtin->min_args || (builtin->max_args != Builtin::kVariadic && n > builtin->max_args)) {
-        std::string takes = builtin->max_args == Builtin::kVariadic ? fmt::format("at least {}", builtin->min_args)
-                            : builtin->min_args == builtin->max_args
-                                ? std::to_string(builtin->min_args)
-                                : fmt::format("{} to {}", builtin->min_args, builtin->max_args);
-        bool one = builtin->min_args == 1 && builtin->max_args == 1;
-        fail("E-EVAL-003", call,
-             fmt::format("`{}` takes {} argument{}, given {}", builtin->name, takes, one ? "" : "s", n));
-      }
-      Args a(*this, builtin->name, args, arg_spans, call);
+      Args a(*this, builtin->name, args, arg_spans, call,
+             builtin_match(*builtin->params, builtin->name, args, arg_spans, call));
       return builtin->fn(a);
     }
     if (const auto* native = dynamic_cast<const NativeClosure*>(fn)) {
-      Args a(*this, native->name, args, arg_spans, call);
+      ArgumentMatch match;
+      if (native->params) match = builtin_match(*native->params, native->name, args, arg_spans, call);
+      Args a(*this, native->name, args, arg_spans, call, std::move(match));
       return native->body(a);
     }
     return apply_closure(*static_cast<const Closure*>(fn), args, arg_spans, call);

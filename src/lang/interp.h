@@ -74,11 +74,19 @@ class Env final : public Object {
   std::unordered_map<const Symbol*, Origin> origins_;  // top level only
 };
 
+// How a call's arguments fit a lambda list (match_arguments): where the keyword
+// arguments begin, and the index of each keyword's value, by the keyword's name.
+struct ArgumentMatch {
+  size_t keywords_at = 0;  // the arguments before it are the positional ones and the &rest
+  std::map<std::string, size_t> keywords;
+};
+
 // The arguments of a builtin call, with where each came from for error messages.
 class Args {
  public:
-  Args(Interpreter& interp, std::string_view function, std::span<Value> values, std::span<const Span> spans, Span call)
-      : interp(interp), function(function), values(values), spans(spans), call(call) {}
+  Args(Interpreter& interp, std::string_view function, std::span<Value> values, std::span<const Span> spans, Span call,
+       ArgumentMatch matched = {})
+      : interp(interp), function(function), values(values), spans(spans), call(call), matched_(std::move(matched)) {}
 
   size_t size() const { return values.size(); }
   Value& operator[](size_t i) const { return values[i]; }
@@ -93,14 +101,20 @@ class Args {
   Value& callable(size_t i) const;    // a function
   [[noreturn]] void type_error(size_t i, std::string_view expected) const;
 
-  // Splits `&key`-style arguments from index `first` on: every name must be in `allowed`.
-  std::map<std::string, size_t> keywords(size_t first, std::initializer_list<std::string_view> allowed) const;
+  // The keyword arguments given, each name to the index of its value: checked against the
+  // function's lambda list before it is called (known, with a value, given once).
+  const std::map<std::string, size_t>& keywords() const { return matched_.keywords; }
+  // Where the keyword arguments begin (size() when none are given).
+  size_t keywords_at() const { return matched_.keywords.empty() ? values.size() : matched_.keywords_at; }
 
   Interpreter& interp;
   std::string_view function;
   std::span<Value> values;
   std::span<const Span> spans;
   Span call;
+
+ private:
+  ArgumentMatch matched_;
 };
 
 using BuiltinFn = Value (*)(Args& args);
@@ -123,30 +137,33 @@ class Function : public Object {
   virtual std::string documentation() const { return {}; }
 };
 
+struct LambdaList;
+
+// A builtin function. Its lambda list, parsed from the documentation's (doc.params), is
+// its signature: the interpreter checks a call's arity and keywords against it before
+// calling fn (match_arguments).
 class Builtin final : public Function {
  public:
-  static constexpr int kVariadic = -1;
-  Builtin(std::string name, int min_args, int max_args, BuiltinFn fn, BuiltinDoc doc = {})
-      : Function(Type::Function, std::move(name)),
-        min_args(min_args),
-        max_args(max_args),
-        fn(fn),
-        doc(std::move(doc)) {}
+  Builtin(std::string name, BuiltinFn fn, BuiltinDoc doc, std::shared_ptr<const LambdaList> params)
+      : Function(Type::Function, std::move(name)), fn(fn), doc(std::move(doc)), params(std::move(params)) {}
   std::string lambda_list() const override { return doc.params; }
   std::string documentation() const override { return doc.summary; }
-  int min_args;
-  int max_args;
   BuiltinFn fn;
   BuiltinDoc doc;
+  std::shared_ptr<const LambdaList> params;
 };
 
 // A function native code makes at run time, closing over values (what `grad` returns, a
-// model's constructor, a builtin with state such as `normal`).
+// model's constructor, a builtin with state such as `normal`). One documented with a
+// lambda list (Interpreter::define_native) is checked against it as a builtin is.
 class NativeClosure final : public Function {
  public:
   using Body = std::function<Value(Args&)>;
-  NativeClosure(std::string name, Body body, BuiltinDoc doc = {})
-      : Function(Type::Function, std::move(name)), body(std::move(body)), doc(std::move(doc)) {}
+  NativeClosure(std::string name, Body body, BuiltinDoc doc = {}, std::shared_ptr<const LambdaList> params = nullptr)
+      : Function(Type::Function, std::move(name)),
+        body(std::move(body)),
+        doc(std::move(doc)),
+        params(std::move(params)) {}
   std::string lambda_list() const override {
     return documented_by.is(Type::Function) ? documented_by.as<Function>()->lambda_list() : doc.params;
   }
@@ -155,6 +172,7 @@ class NativeClosure final : public Function {
   }
   Body body;
   BuiltinDoc doc;
+  std::shared_ptr<const LambdaList> params;  // nullptr: the body checks its arguments
   // A model's constructor: the defmodel's body, whose lambda list and documentation
   // `(doc NAME)` shows.
   Value documented_by;
@@ -179,6 +197,16 @@ struct LambdaList {
 
 // Parses a lambda list; E-EVAL-005 when it is malformed.
 std::shared_ptr<const LambdaList> parse_lambda_list(const Value& form, Span span);
+
+// Checks a call's arguments against a lambda list, for closures and builtins alike, and
+// says where each keyword's value is. Too few or too many is E-EVAL-003, with the note
+// `note` makes (what the function is) beside the message. Keyword arguments follow the
+// positional ones (with &rest, they begin at the first keyword after them): a value where
+// a keyword belongs, an unknown keyword (unless `other_keys_allowed`) or one given twice
+// is E-EVAL-006, a keyword without its value E-EVAL-007.
+ArgumentMatch match_arguments(const LambdaList& params, std::string_view function, std::span<const Value> args,
+                              std::span<const Span> spans, Span call, const std::function<std::string()>& note,
+                              bool other_keys_allowed);
 
 class Closure final : public Function {
  public:
@@ -235,7 +263,11 @@ class Interpreter {
   // Calls a function value with evaluated arguments.
   Value apply(const Value& function, std::span<Value> args, std::span<const Span> arg_spans, Span call);
 
-  void define_builtin(std::string_view name, int min_args, int max_args, BuiltinFn fn, BuiltinDoc doc = {});
+  // Defines a builtin whose signature is the lambda list doc.params ("(x &key axis)"):
+  // the arity and keywords every call is checked against (E-EVAL-005 when malformed).
+  void define_builtin(std::string_view name, BuiltinFn fn, BuiltinDoc doc);
+  // The same for a native closure, whose body may hold state.
+  void define_native(std::string_view name, NativeClosure::Body body, BuiltinDoc doc);
   // Registers a special form; later parts (models, runs) add their own this way. `doc`
   // is what `(doc NAME)` and docs/builtins.md show of it.
   void define_special_form(std::string_view name, SpecialForm handler, BuiltinDoc doc = {});
@@ -302,6 +334,8 @@ class Interpreter {
                       Env& frame);
   void check_depth(Span span);
   [[noreturn]] void unbound(const Symbol* name, Span span, Env& env);
+  // A builtin's lambda list, read from its documentation (kept in sources_ for its spans).
+  std::shared_ptr<const LambdaList> signature(std::string_view name, const std::string& params);
 
   struct Module {
     Ref<Env> env;

@@ -2,6 +2,7 @@
 // arguments to them.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "lang/interp.h"
@@ -93,19 +94,78 @@ std::shared_ptr<const LambdaList> parse_lambda_list(const Value& form, Span span
   return list;
 }
 
-void Interpreter::bind_arguments(const Closure& closure, std::span<Value> args, std::span<const Span> arg_spans,
-                                 Span call, Env& frame) {
-  const LambdaList& params = *closure.params;
-  auto span_of = [&](size_t i) { return i < arg_spans.size() ? arg_spans[i] : call; };
+ArgumentMatch match_arguments(const LambdaList& params, std::string_view function, std::span<const Value> args,
+                              std::span<const Span> spans, Span call, const std::function<std::string()>& note,
+                              bool other_keys_allowed) {
+  auto span_of = [&](size_t i) { return i < spans.size() && spans[i].known() ? spans[i] : call; };
   auto arity_error = [&](std::string message) {
     Diagnostic d;
     d.code = "E-EVAL-003";
     d.span = call;
     d.message = std::move(message);
-    d.notes.push_back(fmt::format("`{}` is defined at {} with the parameters {}", closure.name, closure.span.location(),
-                                  params.describe()));
+    d.notes.push_back(note());
     throw Error(std::move(d));
   };
+  size_t n = args.size();
+  size_t required = params.required.size();
+  size_t positional = required + params.optional.size();
+  if (n < required) {
+    arity_error(fmt::format("`{}` takes {}{} argument{}, given {}", function,
+                            positional > required || params.rest || params.has_keys ? "at least " : "", required,
+                            required == 1 ? "" : "s", n));
+  }
+  if (!params.rest && !params.has_keys && n > positional) {
+    arity_error(fmt::format("`{}` takes {}{} argument{}, given {}", function, positional > required ? "at most " : "",
+                            positional, positional == 1 ? "" : "s", n));
+  }
+  ArgumentMatch match;
+  match.keywords_at = std::min(n, positional);
+  if (!params.has_keys) {
+    match.keywords_at = n;
+    return match;
+  }
+  if (params.rest) {
+    while (match.keywords_at < n && !args[match.keywords_at].is(Type::Keyword)) ++match.keywords_at;
+  }
+  auto known_keys = [&] {
+    std::string names;
+    for (const auto& p : params.keys) names += fmt::format("{}:{}", names.empty() ? "" : " ", p.name->name);
+    return names.empty() ? std::string("no keywords") : "the keywords " + names;
+  };
+  for (size_t i = match.keywords_at; i < n; i += 2) {
+    if (!args[i].is(Type::Keyword)) {
+      fail("E-EVAL-006", span_of(i), fmt::format("`{}` expected a keyword here, not `{}`", function, print(args[i])),
+           fmt::format("`{}` takes {} positional argument{}, then {}", function, positional, positional == 1 ? "" : "s",
+                       known_keys()));
+    }
+    const auto* keyword = args[i].as<Symbol>();
+    bool known =
+        std::any_of(params.keys.begin(), params.keys.end(), [&](const auto& p) { return p.keyword == keyword; });
+    if (!known && !other_keys_allowed) {
+      fail("E-EVAL-006", span_of(i), fmt::format("`{}` takes no keyword `:{}`", function, keyword->name),
+           fmt::format("`{}` takes {}", function, known_keys()));
+    }
+    if (i + 1 >= n) {
+      fail("E-EVAL-007", span_of(i), fmt::format("keyword `:{}` has no value", keyword->name),
+           fmt::format("write `:{} value`", keyword->name));
+    }
+    if (known && !match.keywords.emplace(keyword->name, i + 1).second) {
+      fail("E-EVAL-006", span_of(i), fmt::format("keyword `:{}` is given twice", keyword->name));
+    }
+  }
+  return match;
+}
+
+void Interpreter::bind_arguments(const Closure& closure, std::span<Value> args, std::span<const Span> arg_spans,
+                                 Span call, Env& frame) {
+  const LambdaList& params = *closure.params;
+  // With &rest and &key, the rest holds the keyword pairs too, and other keywords may be
+  // among them (docs/language.md).
+  auto where = [&] {
+    return fmt::format("`{}` is defined at {} with the parameters {}", closure.name, closure.span.location(),
+                       params.describe());
+  };
+  ArgumentMatch match = match_arguments(params, closure.name, args, arg_spans, call, where, params.rest != nullptr);
   // A default form runs inside the call, so its errors show the call in their chain.
   auto eval_default = [&](const LambdaList::Param& p) {
     try {
@@ -116,19 +176,8 @@ void Interpreter::bind_arguments(const Closure& closure, std::span<Value> args, 
     }
   };
   size_t n = args.size();
-  size_t required = params.required.size();
-  size_t positional = required + params.optional.size();
-  if (n < required) {
-    arity_error(fmt::format("`{}` takes {}{} argument{}, given {}", closure.name,
-                            positional > required || params.rest || params.has_keys ? "at least " : "", required,
-                            required == 1 ? "" : "s", n));
-  }
-  if (!params.rest && !params.has_keys && n > positional) {
-    arity_error(fmt::format("`{}` takes {}{} argument{}, given {}", closure.name,
-                            positional > required ? "at most " : "", positional, positional == 1 ? "" : "s", n));
-  }
   size_t i = 0;
-  for (; i < required; ++i) frame.define(params.required[i], args[i]);
+  for (; i < params.required.size(); ++i) frame.define(params.required[i], args[i]);
   for (const auto& p : params.optional) {
     if (i < n) frame.define(p.name, args[i++]);
     else frame.define(p.name, eval_default(p));
@@ -137,40 +186,9 @@ void Interpreter::bind_arguments(const Closure& closure, std::span<Value> args, 
     std::vector<Value> rest(args.begin() + static_cast<ptrdiff_t>(std::min(i, n)), args.end());
     frame.define(params.rest, list(std::move(rest)));
   }
-  if (!params.has_keys) return;
-
-  std::vector<const Value*> given(params.keys.size(), nullptr);
-  auto known_keys = [&] {
-    std::string names;
-    for (const auto& p : params.keys) names += fmt::format("{}:{}", names.empty() ? "" : " ", p.name->name);
-    return names.empty() ? std::string("no keywords") : "the keywords " + names;
-  };
-  for (; i < n; i += 2) {
-    if (!args[i].is(Type::Keyword)) {
-      if (params.rest) continue;
-      fail("E-EVAL-006", span_of(i),
-           fmt::format("`{}` expected a keyword here, not `{}`", closure.name, print(args[i])),
-           fmt::format("`{}` takes {} positional argument{}, then {}", closure.name, positional,
-                       positional == 1 ? "" : "s", known_keys()));
-    }
-    const auto* keyword = args[i].as<Symbol>();
-    auto it = std::find_if(params.keys.begin(), params.keys.end(), [&](const auto& p) { return p.keyword == keyword; });
-    if (it == params.keys.end()) {
-      if (params.rest) continue;
-      fail("E-EVAL-006", span_of(i), fmt::format("`{}` takes no keyword `:{}`", closure.name, keyword->name),
-           fmt::format("`{}` takes {}", closure.name, known_keys()));
-    }
-    if (i + 1 >= n) {
-      fail("E-EVAL-007", span_of(i), fmt::format("keyword `:{}` has no value", keyword->name),
-           fmt::format("write `:{} value`", keyword->name));
-    }
-    size_t k = static_cast<size_t>(it - params.keys.begin());
-    if (given[k]) fail("E-EVAL-006", span_of(i), fmt::format("keyword `:{}` is given twice", keyword->name));
-    given[k] = &args[i + 1];
-  }
-  for (size_t k = 0; k < params.keys.size(); ++k) {
-    const auto& p = params.keys[k];
-    frame.define(p.name, given[k] ? *given[k] : eval_default(p));
+  for (const auto& p : params.keys) {
+    auto given = match.keywords.find(p.name->name);
+    frame.define(p.name, given != match.keywords.end() ? args[given->second] : eval_default(p));
   }
 }
 

@@ -30,7 +30,7 @@ struct Options {
 };
 
 Options options(Args& a, std::string_view first, std::string_view second, double first_default, double second_default) {
-  auto kw = a.keywords(1, {first, second, "dtype"});
+  auto kw = a.keywords();
   Options o;
   o.shape = lang::shape_arg(a, 0);
   o.a = kw.count(std::string(first)) ? a.number(kw[std::string(first)]) : first_default;
@@ -90,15 +90,8 @@ void install_initializers(lang::Interpreter& in, const std::shared_ptr<ModelStat
   auto define = [&](std::string_view name, Value (*fn)(const std::shared_ptr<ModelState>&, Args&),
                     std::string_view params, std::string_view summary, std::string_view example) {
     lang::BuiltinDoc doc{std::string(params), std::string(summary), std::string(example), "Parameter initializers"};
-    in.builtins().define(lang::intern(name), Value(new lang::NativeClosure(
-                                                 std::string(name),
-                                                 [state, fn](Args& a) {
-                                                   if (a.size() < 1)
-                                                     lang::fail("E-EVAL-003", a.call,
-                                                                fmt::format("`{}` takes a shape first", a.function));
-                                                   return fn(state, a);
-                                                 },
-                                                 std::move(doc))));
+    in.define_native(
+        name, [state, fn](Args& a) { return fn(state, a); }, std::move(doc));
   };
   define("normal", normal, "(shape &key (mean 0.0) (std 1.0) dtype)",
          "Normal random numbers for a defparam, drawn from the stream of the run's seed and the parameter's path.",

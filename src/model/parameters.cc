@@ -43,7 +43,7 @@ void collect(const Model& model, const std::string& prefix, bool trainable_only,
 Value parameters(Args& a) {
   const Model* model = as_model(a[0]);
   if (!model) a.type_error(0, "a model");
-  auto kw = a.keywords(1, {"trainable"});
+  auto kw = a.keywords();
   bool trainable_only = false;
   if (auto it = kw.find("trainable"); it != kw.end()) {
     if (!a[it->second].is(lang::Type::Bool)) a.type_error(it->second, "true or false");
@@ -61,7 +61,7 @@ void install_parameters(lang::Interpreter& interp) {
   lang::install_rows(
       interp, "Models",
       {
-          {"parameters", 1, 3, parameters, "(model &key (trainable false))",
+          {"parameters", parameters, "(model &key (trainable false))",
            "The model's parameter tensors as a plist keyed by their paths within it (:blocks.0.w ...), in "
            "declaration order; with :trainable true, only the trainable ones. `grad` over it gives the plist of "
            "their gradients, through every use (the model's too).",

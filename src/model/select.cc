@@ -103,7 +103,7 @@ lang::Value select(lang::Args& a) {
 void install_select(lang::Interpreter& interp) {
   lang::install_rows(interp, "Selecting parameters",
                      {
-                         {"select", 1, lang::Builtin::kVariadic, select, "(how &rest args)",
+                         {"select", select, "(how &rest args)",
                           "A selector of parameters: (select :tag :norm), (select :path \"model.*.b\"), "
                           "(select :not s), (select :all s...), (select :any s...).",
                           "(select :not (select :tag :no-decay))\n;; => (select :not (select :tag :no-decay))"},

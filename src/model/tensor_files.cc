@@ -70,7 +70,7 @@ void install_tensor_files(lang::Interpreter& interp) {
   lang::install_rows(
       interp, "Files",
       {
-          {"save-tensors", 2, 2, save_tensors, "(path tensors)",
+          {"save-tensors", save_tensors, "(path tensors)",
            "Writes a plist of names and tensors as a safetensors file (atomically); :load reads it back.",
            "(save-tensors \"weights.safetensors\" (list :w (ones [2 3]) :b (zeros [3])))\n"
            ";; => \"weights.safetensors\""},

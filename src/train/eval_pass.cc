@@ -23,7 +23,7 @@ using lang::Args;
 using lang::Value;
 
 Value make_pass(Args& a) {
-  auto keys = a.keywords(0, {"name", "data", "every", "batches", "metrics"});
+  auto keys = a.keywords();
   auto spec = new EvalPassSpec();
   Value held(spec);
   spec->span = a.call;
@@ -73,7 +73,7 @@ std::string EvalPassSpec::print() const {
 void install_eval_passes(lang::Interpreter& interp) {
   lang::install_rows(
       interp, "Training",
-      {{"pass", 0, lang::Builtin::kVariadic, make_pass, "(&key name data (every 0) (batches 10) metrics)",
+      {{"pass", make_pass, "(&key name data (every 0) (batches 10) metrics)",
         "An evaluation pass for defrun's :eval: the mean loss and metrics over `batches` batches of `data`, every "
         "`every` steps and at the end of a run.",
         "(save-tensors \"val.safetensors\" (list :x (ones [4 2])))\n"

@@ -82,14 +82,14 @@ int64_t window_of(Args& a, const std::map<std::string, size_t>& keys) {
 }
 
 Value text_windows(Args& a) {
-  auto keys = a.keywords(1, {"window"});
+  auto keys = a.keywords();
   LoaderSpec spec = spec_for(a, LoaderKind::TextWindows);
   spec.window = window_of(a, keys);
   return loader_value(a, std::move(spec));
 }
 
 Value token_windows(Args& a) {
-  auto keys = a.keywords(1, {"dtype", "window"});
+  auto keys = a.keywords();
   LoaderSpec spec = spec_for(a, LoaderKind::TokenWindows);
   spec.window = window_of(a, keys);
   if (auto it = keys.find("dtype"); it != keys.end()) {
@@ -110,7 +110,7 @@ Value token_windows(Args& a) {
 Value records(Args& a) { return loader_value(a, spec_for(a, LoaderKind::Records)); }
 
 Value jsonl(Args& a) {
-  auto keys = a.keywords(1, {"fields"});
+  auto keys = a.keywords();
   LoaderSpec spec = spec_for(a, LoaderKind::Jsonl);
   auto it = keys.find("fields");
   if (it == keys.end()) {
@@ -146,7 +146,7 @@ Value jsonl(Args& a) {
 Value take_batch(Args& a) {
   const LoaderSpec* spec = as_loader_spec(a[0]);
   if (!spec) a.type_error(0, "a loader, such as (jsonl \"test.jsonl\" :fields [:x])");
-  auto keys = a.keywords(1, {"step", "batch", "seed"});
+  auto keys = a.keywords();
   auto count = [&](std::string_view key, int64_t fallback, int64_t least) {
     auto it = keys.find(std::string(key));
     if (it == keys.end()) return fallback;
@@ -198,25 +198,25 @@ void install_loaders(lang::Interpreter& interp) {
   lang::install_rows(
       interp, "Loaders",
       {
-          {"text-windows", 1, 3, text_windows, "(path &key window)",
+          {"text-windows", text_windows, "(path &key window)",
            "Random windows of a text file's bytes: records of one field :ids, i32 [window+1] (inputs, and targets "
            "one later).",
            "(text-windows \"input.txt\" :window 64)  ; here input.txt does not exist\n;; error[E-RUN-021]"},
-          {"token-windows", 1, 5, token_windows, "(path &key dtype window)",
+          {"token-windows", token_windows, "(path &key dtype window)",
            "Random windows of a file of little-endian tokens (:dtype :u16, :u32 or :i32): field :ids, i32 "
            "[window+1].",
            "(token-windows \"train.bin\" :dtype :u16 :window 256)  ; here train.bin does not exist\n"
            ";; error[E-RUN-021]"},
-          {"records", 1, 1, records, "(path)",
+          {"records", records, "(path)",
            "The rows of a safetensors file's tensors, which share their first axis: a field per tensor, shuffled "
            "each epoch.",
            "(save-tensors \"rows.safetensors\" (list :x (ones [4 2]) :y (iota 4)))\n(records \"rows.safetensors\")\n"
            ";; => (records \"rows.safetensors\")"},
-          {"jsonl", 1, 3, jsonl, "(path &key fields)",
+          {"jsonl", jsonl, "(path &key fields)",
            "The lines of a JSON-lines file: a field per key, each a number or fixed-shape array (i32 if all "
            "integers, else f32).",
            "(jsonl \"train.jsonl\" :fields [:x :y])  ; here train.jsonl does not exist\n;; error[E-RUN-021]"},
-          {"take-batch", 1, 7, take_batch, "(loader &key (step 0) (batch 1) (seed 0))",
+          {"take-batch", take_batch, "(loader &key (step 0) (batch 1) (seed 0))",
            "The batch a run with that seed reads at that step: a plist of the loader's fields, each with a leading "
            "batch axis.",
            "(save-tensors \"rows.safetensors\" (list :x (iota 4)))\n"

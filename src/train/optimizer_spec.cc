@@ -70,7 +70,7 @@ void lr_and_groups(Args& a, const std::map<std::string, size_t>& kw, OptimizerSp
 }
 
 Value sgd(Args& a) {
-  auto kw = a.keywords(0, {"lr", "momentum", "weight-decay", "groups"});
+  auto kw = a.keywords();
   auto* spec = new OptimizerSpec;
   Value held(spec);
   spec->kind = OptimizerSpec::Kind::Sgd;
@@ -83,7 +83,7 @@ Value sgd(Args& a) {
 }
 
 Value adamw(Args& a) {
-  auto kw = a.keywords(0, {"lr", "betas", "eps", "weight-decay", "groups"});
+  auto kw = a.keywords();
   auto* spec = new OptimizerSpec;
   Value held(spec);
   spec->kind = OptimizerSpec::Kind::AdamW;
@@ -116,7 +116,7 @@ Value group(Args& a) {
                fmt::format("`group` takes a selector first, not {} `{}`", lang::type_label(a[0]), lang::print(a[0])),
                "write (group (select :tag :no-decay) :weight-decay 0.0)");
   }
-  auto kw = a.keywords(1, {"lr", "weight-decay"});
+  auto kw = a.keywords();
   auto* spec = new GroupSpec;
   Value held(spec);
   spec->selector = a[0];
@@ -132,7 +132,7 @@ Value group(Args& a) {
 }
 
 Value schedule(Args& a, ScheduleSpec::Kind kind, const char* end_key) {
-  std::map<std::string, size_t> kw = end_key ? a.keywords(0, {"warmup", end_key}) : a.keywords(0, {"warmup"});
+  std::map<std::string, size_t> kw = a.keywords();
   auto* spec = new ScheduleSpec;
   Value held(spec);
   spec->kind = kind;
@@ -192,30 +192,29 @@ void install_optimizer_specs(lang::Interpreter& interp) {
   lang::install_rows(
       interp, "Optimizers and schedules",
       {
-          {"sgd", 0, 8, sgd, "(&key (lr 0.001) (momentum 0.0) (weight-decay 0.0) groups)",
+          {"sgd", sgd, "(&key (lr 0.001) (momentum 0.0) (weight-decay 0.0) groups)",
            "Stochastic gradient descent as torch.optim.SGD: the momentum buffer starts at the first gradient, "
            "without dampening; :weight-decay is added to the gradient; :groups, a list of (group ...).",
            "(sgd :lr 0.1 :momentum 0.9)\n;; => (sgd :lr 0.1 :momentum 0.9 :weight-decay 0.0)"},
-          {"adamw", 0, 10, adamw, "(&key (lr 0.001) (betas [0.9 0.999]) (eps 1e-8) (weight-decay 0.01) groups)",
+          {"adamw", adamw, "(&key (lr 0.001) (betas [0.9 0.999]) (eps 1e-8) (weight-decay 0.01) groups)",
            "AdamW as torch.optim.AdamW: decoupled weight decay, bias-corrected moments, eps added to sqrt(v_hat); "
            ":groups, a list of (group ...), the first that matches a parameter winning.",
            "(adamw :lr 3e-4 :weight-decay 0.1)\n"
            ";; => (adamw :lr 0.0003 :betas [0.9 0.999] :eps 1e-08 :weight-decay 0.1)"},
-          {"group", 1, 5, group, "(selector &key lr weight-decay)",
+          {"group", group, "(selector &key lr weight-decay)",
            "An optimizer group: the trainable parameters the selector matches, with their own :lr or "
            ":weight-decay; what it leaves out is the optimizer's.",
            "(group (select :tag :no-decay) :weight-decay 0.0)\n"
            ";; => (group (select :tag :no-decay) :weight-decay 0.0)"},
-          {"constant", 0, 2, [](Args& a) { return schedule(a, ScheduleSpec::Kind::Constant, nullptr); },
-           "(&key (warmup 0))",
+          {"constant", [](Args& a) { return schedule(a, ScheduleSpec::Kind::Constant, nullptr); }, "(&key (warmup 0))",
            "A schedule: the optimizer's :lr at every step, rising linearly from 0 over the first :warmup steps.",
            "(constant)\n;; => (constant :warmup 0)"},
-          {"warmup-cosine", 0, 4, [](Args& a) { return schedule(a, ScheduleSpec::Kind::WarmupCosine, "min-lr"); },
+          {"warmup-cosine", [](Args& a) { return schedule(a, ScheduleSpec::Kind::WarmupCosine, "min-lr"); },
            "(&key (warmup 0) (min-lr 0.0))",
            "A schedule: a linear warmup from 0 over :warmup steps, then a cosine from the optimizer's :lr down to "
            ":min-lr at the run's last step.",
            "(warmup-cosine :warmup 100 :min-lr 1e-5)\n;; => (warmup-cosine :warmup 100 :min-lr 1e-05)"},
-          {"warmup-linear", 0, 4, [](Args& a) { return schedule(a, ScheduleSpec::Kind::Linear, "end-lr"); },
+          {"warmup-linear", [](Args& a) { return schedule(a, ScheduleSpec::Kind::Linear, "end-lr"); },
            "(&key (warmup 0) (end-lr 0.0))",
            "A schedule: a linear warmup from 0 over :warmup steps, then a straight line from the optimizer's :lr "
            "down to :end-lr at the run's last step.",

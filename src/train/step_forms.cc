@@ -85,18 +85,11 @@ const Value* plist_find(const Value& plist, std::string_view key) {
 
 std::shared_ptr<StepRecord> install_step_forms(lang::Interpreter& interp) {
   auto record = std::make_shared<StepRecord>();
-  // Each takes two arguments; the record is what a plain builtin could not hold.
+  // The record is what a plain builtin could not hold.
   auto define = [&](std::string_view name, lang::NativeClosure::Body body, std::string_view params,
                     std::string_view summary, std::string_view example) {
-    lang::BuiltinDoc doc{std::string(params), std::string(summary), std::string(example), "Training"};
-    auto checked = [body = std::move(body)](Args& a) {
-      if (a.size() != 2) {
-        lang::fail("E-EVAL-003", a.call, fmt::format("`{}` takes 2 arguments, given {}", a.function, a.size()));
-      }
-      return body(a);
-    };
-    interp.builtins().define(lang::intern(name),
-                             Value(new lang::NativeClosure(std::string(name), std::move(checked), std::move(doc))));
+    interp.define_native(name, std::move(body),
+                         lang::BuiltinDoc{std::string(params), std::string(summary), std::string(example), "Training"});
   };
   define(
       "metric", [record](Args& a) { return logged(a, record, false); }, "(name x)",

@@ -1,8 +1,10 @@
-// The families of builtin functions. A builtin is one row: name, arity, function, and its
+// The families of builtin functions. A builtin is one row: name, function, and its
 // documentation: the lambda list, one line saying what it does, and an example with the
-// value it gives. `(doc NAME)` shows the row and docs/builtins.md is generated from the
-// rows (`sexpgpu doc --markdown`); the lang tests check that every row is documented and
-// that its lambda list agrees with its arity.
+// value it gives. The lambda list is also its signature: every call's arity and keywords
+// are checked against it before the function runs (match_arguments), and the function
+// reads its keywords with Args::keywords. `(doc NAME)` shows the row and docs/builtins.md
+// is generated from the rows (`sexpgpu doc --markdown`); the lang tests check that every
+// row is documented.
 #pragma once
 
 #include "lang/interp.h"
@@ -11,10 +13,8 @@ namespace sx::lang {
 
 struct BuiltinRow {
   std::string_view name;
-  int min_args;
-  int max_args;  // Builtin::kVariadic for any number
   BuiltinFn fn;
-  std::string_view params;   // the lambda list, "(x &key axis keepdims)"
+  std::string_view params;   // the lambda list, "(x &key axis keepdims)": its arity and keywords
   std::string_view summary;  // one line
   std::string_view example;  // "(+ 1 2)\n;; => 3": an expression, then the value it prints
 };
@@ -23,7 +23,7 @@ struct BuiltinRow {
 inline void install_rows(Interpreter& interp, std::string_view family, std::initializer_list<BuiltinRow> rows) {
   for (const auto& row : rows) {
     interp.define_builtin(
-        row.name, row.min_args, row.max_args, row.fn,
+        row.name, row.fn,
         BuiltinDoc{std::string(row.params), std::string(row.summary), std::string(row.example), std::string(family)});
   }
 }
@@ -45,7 +45,11 @@ inline std::vector<Value> materialized_args(Args& a, size_t first) {
   return list_items(shown);
 }
 
-void install_number_builtins(Interpreter& interp);  // numbers.cc: arithmetic, comparison, math
+// E-EVAL-009: an integer operation `op` whose exact result leaves 64 bits (numbers.cc).
+[[noreturn]] void integer_overflow(const Args& a, std::string_view op);
+
+void install_number_builtins(Interpreter& interp);  // numbers.cc: arithmetic, comparison, rounding
+void install_math_builtins(Interpreter& interp);    // math.cc: elementwise math, numbers and tensors alike
 void install_list_builtins(Interpreter& interp);    // lists.cc: lists, vectors, plists, higher-order
 void install_string_builtins(Interpreter& interp);  // strings.cc: str, format, symbols, keywords
 void install_misc_builtins(Interpreter& interp);    // misc.cc: equal, type predicates, print, error

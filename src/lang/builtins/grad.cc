@@ -129,11 +129,11 @@ Value make_grad(Args& a, bool with_value) {
 void install_grad_builtins(Interpreter& in) {
   install_rows(in, "Gradients",
                {
-                   {"grad", 1, 1, [](Args& a) { return make_grad(a, false); }, "(f)",
+                   {"grad", [](Args& a) { return make_grad(a, false); }, "(f)",
                     "A function that calls f and gives the gradient of its scalar result for each tensor argument; "
                     "arguments may be lists, plists and vectors of tensors, and their gradient has their shape.",
                     "((grad (lambda (x) (sum (* x x)))) (tensor [1.0 2.0]))\n;; => (tensor [2.0 4.0] :dtype :f32)"},
-                   {"value-and-grad", 1, 1, [](Args& a) { return make_grad(a, true); }, "(f)",
+                   {"value-and-grad", [](Args& a) { return make_grad(a, true); }, "(f)",
                     "As `grad`, but the function gives (list value gradient).",
                     "(first ((value-and-grad (lambda (x) (sum (* x x)))) (tensor [1.0 2.0])))\n"
                     ";; => (tensor 5.0 :dtype :f32)"},

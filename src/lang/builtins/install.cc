@@ -5,6 +5,7 @@ namespace sx::lang {
 
 void install_builtins(Interpreter& interp) {
   install_number_builtins(interp);
+  install_math_builtins(interp);
   install_list_builtins(interp);
   install_string_builtins(interp);
   install_misc_builtins(interp);

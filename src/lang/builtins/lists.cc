@@ -17,8 +17,6 @@
 namespace sx::lang {
 namespace {
 
-constexpr int any = Builtin::kVariadic;
-
 // The items of argument i, a list or a vector; E-EVAL-004 otherwise.
 std::vector<Value> items_of(const Args& a, size_t i) {
   if (a[i].is_list()) return list_items(a[i]);
@@ -151,6 +149,9 @@ Value is_empty(Args& a) {
 Value concat_all(Args& a) {
   if (a.size() == 0) return Value();
   if (as_tensor(a[0])) return tensor_concat(a);
+  if (a.keywords_at() < a.size()) {
+    fail("E-EVAL-006", a.span(a.keywords_at()), "`concat` takes `:axis` to join tensors, not lists or vectors");
+  }
   bool vector = a[0].is(Type::Vector);
   std::vector<Value> out;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -476,75 +477,72 @@ void install_list_builtins(Interpreter& in) {
   install_rows(
       in, "Lists, vectors and plists",
       {
-          {"list", 0, any, make_list, "(&rest items)", "A list of the items.",
+          {"list", make_list, "(&rest items)", "A list of the items.",
            "(list 1 \"two\" :three)\n;; => (1 \"two\" :three)"},
-          {"vector", 0, any, make_vector_of, "(&rest items)", "A vector of the items; [a b] is the same.",
+          {"vector", make_vector_of, "(&rest items)", "A vector of the items; [a b] is the same.",
            "(vector 1 (+ 1 1))\n;; => [1 2]"},
-          {"cons", 2, 2, cons_cell, "(item list)", "The list with item in front.",
-           "(cons 1 (list 2 3))\n;; => (1 2 3)"},
-          {"first", 1, 1, [](Args& a) { return item_or_nil(a, 0); }, "(seq)",
+          {"cons", cons_cell, "(item list)", "The list with item in front.", "(cons 1 (list 2 3))\n;; => (1 2 3)"},
+          {"first", [](Args& a) { return item_or_nil(a, 0); }, "(seq)",
            "The first item of a list or vector, or nil when it is empty.", "(first [7 8 9])\n;; => 7"},
-          {"second", 1, 1, [](Args& a) { return item_or_nil(a, 1); }, "(seq)", "The second item, or nil.",
+          {"second", [](Args& a) { return item_or_nil(a, 1); }, "(seq)", "The second item, or nil.",
            "(second [7 8 9])\n;; => 8"},
-          {"third", 1, 1, [](Args& a) { return item_or_nil(a, 2); }, "(seq)", "The third item, or nil.",
+          {"third", [](Args& a) { return item_or_nil(a, 2); }, "(seq)", "The third item, or nil.",
            "(third [7 8 9])\n;; => 9"},
-          {"rest", 1, 1, rest_of, "(seq)", "Everything after the first item, of the same kind.",
+          {"rest", rest_of, "(seq)", "Everything after the first item, of the same kind.",
            "(rest (list 1 2 3))\n;; => (2 3)"},
-          {"last", 1, 1, last_item, "(seq)", "The last item, or nil when it is empty.", "(last [7 8 9])\n;; => 9"},
-          {"nth", 2, 2, nth_item, "(index seq)",
-           "The item at index (from 0), as in Common Lisp; E-EVAL-015 past the end.", "(nth 1 [7 8 9])\n;; => 8"},
-          {"length", 1, 1, length_of, "(seq)", "The items of a list or vector, or the characters of a string.",
+          {"last", last_item, "(seq)", "The last item, or nil when it is empty.", "(last [7 8 9])\n;; => 9"},
+          {"nth", nth_item, "(index seq)", "The item at index (from 0), as in Common Lisp; E-EVAL-015 past the end.",
+           "(nth 1 [7 8 9])\n;; => 8"},
+          {"length", length_of, "(seq)", "The items of a list or vector, or the characters of a string.",
            "(list (length [1 2 3]) (length \"héllo\"))\n;; => (3 5)"},
-          {"empty?", 1, 1, is_empty, "(seq)", "Whether a list, vector or string has no items.",
+          {"empty?", is_empty, "(seq)", "Whether a list, vector or string has no items.",
            "(list (empty? []) (empty? \"a\"))\n;; => (true false)"},
-          {"concat", 0, any, concat_all, "(&rest seqs)",
+          {"concat", concat_all, "(&rest seqs &key axis)",
            "Lists or vectors joined, of the first one's kind; tensors joined along :axis (default 0).",
            "(concat [1 2] [3] [4 5])\n;; => [1 2 3 4 5]"},
-          {"reverse", 1, 1, reverse_seq, "(seq)", "The items in reverse order.",
-           "(reverse (list 1 2 3))\n;; => (3 2 1)"},
-          {"take", 2, 2, [](Args& a) { return take_or_drop(a, true); }, "(n seq)",
+          {"reverse", reverse_seq, "(seq)", "The items in reverse order.", "(reverse (list 1 2 3))\n;; => (3 2 1)"},
+          {"take", [](Args& a) { return take_or_drop(a, true); }, "(n seq)",
            "The first n items (all of them when there are fewer).", "(take 2 [1 2 3])\n;; => [1 2]"},
-          {"drop", 2, 2, [](Args& a) { return take_or_drop(a, false); }, "(n seq)",
-           "Everything after the first n items.", "(drop 2 [1 2 3])\n;; => [3]"},
-          {"subseq", 2, 3, subseq, "(seq start &optional end)",
+          {"drop", [](Args& a) { return take_or_drop(a, false); }, "(n seq)", "Everything after the first n items.",
+           "(drop 2 [1 2 3])\n;; => [3]"},
+          {"subseq", subseq, "(seq start &optional end)",
            "Items (or characters) start to end-1, as in Common Lisp; not `slice`, which is for tensors.",
            "(list (subseq [1 2 3 4] 1 3) (subseq \"hello\" 1))\n;; => ([2 3] \"ello\")"},
-          {"map", 2, any, map_seqs, "(f seq &rest seqs)",
+          {"map", map_seqs, "(f seq &rest seqs)",
            "f called on the items of the sequences in step, stopping at the shortest; the first one's kind.",
            "(map + [1 2 3] [10 20 30])\n;; => [11 22 33]"},
-          {"filter", 2, 2, filter_seq, "(f seq)", "The items for which f is true.",
+          {"filter", filter_seq, "(f seq)", "The items for which f is true.",
            "(filter (lambda (x) (> x 1)) (list 1 2 3))\n;; => (2 3)"},
-          {"fold", 3, 3, fold_seq, "(f init seq)", "Calls (f acc item) on each item left to right, from acc = init.",
+          {"fold", fold_seq, "(f init seq)", "Calls (f acc item) on each item left to right, from acc = init.",
            "(fold + 0 (list 1 2 3))\n;; => 6"},
-          {"range", 1, 3, range_of, "(end-or-start &optional end step)",
+          {"range", range_of, "(end-or-start &optional end step)",
            "(range n) is 0 to n-1; (range start end [step]) counts from start by step, stopping before end.",
            "(list (range 4) (range 1 10 3))\n;; => ((0 1 2 3) (1 4 7))"},
-          {"repeat", 2, 2, repeat_calls, "(n f)", "The list of (f i) for i from 0 to n-1.",
+          {"repeat", repeat_calls, "(n f)", "The list of (f i) for i from 0 to n-1.",
            "(repeat 3 (lambda (i) (* i i)))\n;; => (0 1 4)"},
-          {"apply", 2, any, apply_spread, "(f arg &rest args)",
+          {"apply", apply_spread, "(f arg &rest args)",
            "Calls f with the arguments before the last, then the items of the last, a sequence.",
            "(apply + 1 2 (list 3 4))\n;; => 10"},
-          {"zip", 1, any, zip_seqs, "(seq &rest seqs)", "Tuples of the items in step, stopping at the shortest.",
+          {"zip", zip_seqs, "(seq &rest seqs)", "Tuples of the items in step, stopping at the shortest.",
            "(zip [1 2] [:a :b])\n;; => [[1 :a] [2 :b]]"},
-          {"enumerate", 1, 1, enumerate_seq, "(seq)", "Pairs of each item's index and the item.",
+          {"enumerate", enumerate_seq, "(seq)", "Pairs of each item's index and the item.",
            "(enumerate (list :a :b))\n;; => ((0 :a) (1 :b))"},
-          {"sort", 1, 2, sort_seq, "(seq &optional less)",
+          {"sort", sort_seq, "(seq &optional less)",
            "The items in order: numbers, strings, symbols or keywords by themselves, or by (less a b). Stable.",
            "(list (sort [3 1 2]) (sort (list 1 2 3) >))\n;; => ([1 2 3] (3 2 1))"},
-          {"position", 2, 2, position_of, "(seq item)",
+          {"position", position_of, "(seq item)",
            "The index of the first item `equal` to item (of a substring in a string), or nil.",
            "(list (position [:a :b] :b) (position \"hello\" \"l\"))\n;; => (1 2)"},
-          {"contains?", 2, 2, contains, "(seq item)", "Whether seq has an item `equal` to item, or the substring.",
+          {"contains?", contains, "(seq item)", "Whether seq has an item `equal` to item, or the substring.",
            "(contains? [1 2 3] 2)\n;; => true"},
-          {"vec", 1, 1, to_vector, "(seq)", "The items as a vector.", "(vec (list 1 2))\n;; => [1 2]"},
-          {"to-list", 1, 1, to_list, "(seq)", "The items as a list.", "(to-list [1 2])\n;; => (1 2)"},
-          {"getf", 2, 3, get_field, "(plist key &optional default)",
+          {"vec", to_vector, "(seq)", "The items as a vector.", "(vec (list 1 2))\n;; => [1 2]"},
+          {"to-list", to_list, "(seq)", "The items as a list.", "(to-list [1 2])\n;; => (1 2)"},
+          {"getf", get_field, "(plist key &optional default)",
            "The value after key in a plist (:key value ...), or default (nil).",
            "(getf (list :lr 0.1 :steps 100) :steps)\n;; => 100"},
-          {"put", 3, 3, put_field, "(plist key value)", "A new plist with key's value replaced, or added at the end.",
+          {"put", put_field, "(plist key value)", "A new plist with key's value replaced, or added at the end.",
            "(put (list :a 1) :b 2)\n;; => (:a 1 :b 2)"},
-          {"keys", 1, 1, plist_keys, "(plist)", "The keys of a plist, in order.",
-           "(keys (list :a 1 :b 2))\n;; => (:a :b)"},
+          {"keys", plist_keys, "(plist)", "The keys of a plist, in order.", "(keys (list :a 1 :b 2))\n;; => (:a :b)"},
       });
 }
 

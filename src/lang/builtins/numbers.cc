@@ -1,5 +1,5 @@
-// Number builtins: arithmetic with overflow checks, comparison, math functions.
-// Integers are 64-bit and never wrap; a float anywhere makes the result a float.
+// Number builtins: arithmetic with overflow checks, comparison, rounding (math functions are
+// in math.cc). Integers are 64-bit and never wrap; a float anywhere makes the result a float.
 // With a tensor among the arguments each becomes its elementwise tensor operation.
 #include <fmt/format.h>
 
@@ -10,12 +10,13 @@
 #include "lang/printer.h"
 
 namespace sx::lang {
-namespace {
 
-[[noreturn]] void overflow(const Args& a, std::string_view op) {
+void integer_overflow(const Args& a, std::string_view op) {
   fail("E-EVAL-009", a.call, fmt::format("integer overflow in `{}`", op),
        "integers are 64-bit and never wrap; use floats for values this large");
 }
+
+namespace {
 
 // The number builtin `numbers`, or the tensor op `op` when an argument is a tensor.
 template <Value (*numbers)(Args&)>
@@ -39,7 +40,7 @@ Value add(Args& a) {
   }
   int64_t sum = 0;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (__builtin_add_overflow(sum, a[i].as_int(), &sum)) overflow(a, "+");
+    if (__builtin_add_overflow(sum, a[i].as_int(), &sum)) integer_overflow(a, "+");
   }
   return Value::integer(sum);
 }
@@ -52,7 +53,7 @@ Value multiply(Args& a) {
   }
   int64_t product = 1;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (__builtin_mul_overflow(product, a[i].as_int(), &product)) overflow(a, "*");
+    if (__builtin_mul_overflow(product, a[i].as_int(), &product)) integer_overflow(a, "*");
   }
   return Value::integer(product);
 }
@@ -66,11 +67,11 @@ Value subtract(Args& a) {
   }
   int64_t result = a[0].as_int();
   if (a.size() == 1) {
-    if (__builtin_sub_overflow(int64_t{0}, result, &result)) overflow(a, "-");
+    if (__builtin_sub_overflow(int64_t{0}, result, &result)) integer_overflow(a, "-");
     return Value::integer(result);
   }
   for (size_t i = 1; i < a.size(); ++i) {
-    if (__builtin_sub_overflow(result, a[i].as_int(), &result)) overflow(a, "-");
+    if (__builtin_sub_overflow(result, a[i].as_int(), &result)) integer_overflow(a, "-");
   }
   return Value::integer(result);
 }
@@ -94,7 +95,7 @@ Value divide(Args& a) {
   for (size_t i = 1; i < operands.size(); ++i) {
     int64_t d = operands[i].as_int();
     if (d == 0) divide_by_zero(a, a.size() == 1 ? 0 : i);
-    if (numerator == std::numeric_limits<int64_t>::min() && d == -1) overflow(a, "/");
+    if (numerator == std::numeric_limits<int64_t>::min() && d == -1) integer_overflow(a, "/");
     if (numerator % d != 0) {
       double result = static_cast<double>(numerator) / static_cast<double>(d);
       for (size_t j = i + 1; j < operands.size(); ++j) result /= operands[j].as_double();
@@ -110,7 +111,7 @@ Value integer_division(Args& a, char op) {
   int64_t x = a.integer(0), y = a.integer(1);
   if (y == 0) divide_by_zero(a, 1);
   if (x == std::numeric_limits<int64_t>::min() && y == -1) {
-    if (op == 'q') overflow(a, "quot");
+    if (op == 'q') integer_overflow(a, "quot");
     return Value::integer(0);
   }
   int64_t r = x % y;
@@ -144,35 +145,6 @@ Value extremum(Args& a, bool want_max) {
   return a[best];
 }
 
-Value float_function(Args& a, double (*f)(double), std::string_view op) {
-  if (has_tensor(a)) return tensor_unary(a, op);
-  return Value::number(f(a.number(0)));
-}
-
-Value abs_value(Args& a) {
-  if (has_tensor(a)) return tensor_unary(a, "abs");
-  if (a[0].is(Type::Int)) {
-    int64_t x = a[0].as_int();
-    if (x == std::numeric_limits<int64_t>::min()) overflow(a, "abs");
-    return Value::integer(x < 0 ? -x : x);
-  }
-  return Value::number(std::fabs(a.number(0)));
-}
-
-Value expt(Args& a) {
-  if (has_tensor(a)) return tensor_fold(a, "pow");
-  if (a[0].is(Type::Int) && a[1].is(Type::Int) && a[1].as_int() >= 0) {
-    int64_t base = a[0].as_int(), exponent = a[1].as_int(), result = 1;
-    while (exponent > 0) {
-      if ((exponent & 1) && __builtin_mul_overflow(result, base, &result)) overflow(a, "expt");
-      exponent >>= 1;
-      if (exponent > 0 && __builtin_mul_overflow(base, base, &base)) overflow(a, "expt");
-    }
-    return Value::integer(result);
-  }
-  return Value::number(std::pow(a.number(0), a.number(1)));
-}
-
 // floor, ceiling, round (half to even) and truncate give integers.
 Value to_integer(Args& a, double (*f)(double)) {
   if (a[0].is(Type::Int)) return a[0];
@@ -189,95 +161,78 @@ Value to_float(Args& a) { return Value::number(a.number(0)); }
 }  // namespace
 
 void install_number_builtins(Interpreter& in) {
-  constexpr int any = Builtin::kVariadic;
   install_rows(
       in, "Numbers",
       {
-          {"+", 0, any, [](Args& a) { return or_tensor_fold<add>(a, "add"); }, "(&rest numbers)",
+          {"+", [](Args& a) { return or_tensor_fold<add>(a, "add"); }, "(&rest numbers)",
            "The sum; integers stay integers, any float makes a float; on tensors, elementwise.",
            "(+ 1 2 3.5)\n;; => 6.5"},
-          {"*", 0, any, [](Args& a) { return or_tensor_fold<multiply>(a, "mul"); }, "(&rest numbers)",
+          {"*", [](Args& a) { return or_tensor_fold<multiply>(a, "mul"); }, "(&rest numbers)",
            "The product; on tensors, elementwise.", "(* 2 3 4)\n;; => 24"},
-          {"-", 1, any, [](Args& a) { return or_tensor_fold<subtract>(a, "sub"); }, "(x &rest numbers)",
+          {"-", [](Args& a) { return or_tensor_fold<subtract>(a, "sub"); }, "(x &rest numbers)",
            "x minus each of the rest; (- x) is x negated.", "(list (- 10 3 2) (- 5))\n;; => (5 -5)"},
-          {"/", 1, any, [](Args& a) { return or_tensor_fold<divide>(a, "div"); }, "(x &rest numbers)",
+          {"/", [](Args& a) { return or_tensor_fold<divide>(a, "div"); }, "(x &rest numbers)",
            "x divided by each of the rest, an integer when integers divide evenly; (/ x) is 1/x.",
            "(list (/ 6 3) (/ 7 2) (/ 4))\n;; => (2 3.5 0.25)"},
-          {"quot", 2, 2, [](Args& a) { return integer_division(a, 'q'); }, "(a b)",
+          {"quot", [](Args& a) { return integer_division(a, 'q'); }, "(a b)",
            "Integer division, truncated toward zero.", "(quot -7 2)\n;; => -3"},
-          {"rem", 2, 2, [](Args& a) { return integer_division(a, 'r'); }, "(a b)",
+          {"rem", [](Args& a) { return integer_division(a, 'r'); }, "(a b)",
            "The remainder of `quot`, with the sign of a.", "(rem -7 2)\n;; => -1"},
-          {"mod", 2, 2, [](Args& a) { return integer_division(a, 'm'); }, "(a b)", "The remainder with the sign of b.",
+          {"mod", [](Args& a) { return integer_division(a, 'm'); }, "(a b)", "The remainder with the sign of b.",
            "(mod -7 2)\n;; => 1"},
-          {"=", 1, any,
+          {"=",
            [](Args& a) {
              return compare_chain(
                  a, [](auto x, auto y) { return x == y; }, "eq");
            },
            "(x &rest more)", "Whether the numbers are equal (1 equals 1.0); on two tensors, a bool tensor.",
            "(list (= 1 1.0) (= 1 2))\n;; => (true false)"},
-          {"/=", 1, any,
+          {"/=",
            [](Args& a) {
              return compare_chain(
                  a, [](auto x, auto y) { return x != y; }, "ne");
            },
            "(x &rest more)", "Whether each number differs from the next; on two tensors, a bool tensor.",
            "(/= 1 2)\n;; => true"},
-          {"<", 1, any,
+          {"<",
            [](Args& a) {
              return compare_chain(
                  a, [](auto x, auto y) { return x < y; }, "lt");
            },
            "(x &rest more)", "Whether the numbers increase; on two tensors, a bool tensor.", "(< 1 2 3)\n;; => true"},
-          {">", 1, any,
+          {">",
            [](Args& a) {
              return compare_chain(
                  a, [](auto x, auto y) { return x > y; }, "gt");
            },
            "(x &rest more)", "Whether the numbers decrease; on two tensors, a bool tensor.", "(> 3 2 2)\n;; => false"},
-          {"<=", 1, any,
+          {"<=",
            [](Args& a) {
              return compare_chain(
                  a, [](auto x, auto y) { return x <= y; }, "le");
            },
            "(x &rest more)", "Whether no number is above the next; on two tensors, a bool tensor.",
            "(<= 1 1 2)\n;; => true"},
-          {">=", 1, any,
+          {">=",
            [](Args& a) {
              return compare_chain(
                  a, [](auto x, auto y) { return x >= y; }, "ge");
            },
            "(x &rest more)", "Whether no number is below the next; on two tensors, a bool tensor.",
            "(>= 2 1 1)\n;; => true"},
-          {"max", 1, any, [](Args& a) { return extremum(a, true); }, "(x &rest more)",
+          {"max", [](Args& a) { return extremum(a, true); }, "(x &rest more)",
            "The largest (NaN if any is NaN); on tensors, elementwise.", "(max 3 7.5 2)\n;; => 7.5"},
-          {"min", 1, any, [](Args& a) { return extremum(a, false); }, "(x &rest more)",
+          {"min", [](Args& a) { return extremum(a, false); }, "(x &rest more)",
            "The smallest (NaN if any is NaN); on tensors, elementwise.", "(min 3 7.5 2)\n;; => 2"},
-          {"abs", 1, 1, abs_value, "(x)", "The absolute value; on a tensor, elementwise.", "(abs -4)\n;; => 4"},
-          {"expt", 2, 2, expt, "(base power)",
-           "base to the power power; exact for an integer base and a non-negative integer power.",
-           "(expt 2 10)\n;; => 1024"},
-          {"sqrt", 1, 1, [](Args& a) { return float_function(a, std::sqrt, "sqrt"); }, "(x)",
-           "The square root, a float; on a tensor, elementwise.", "(sqrt 16)\n;; => 4.0"},
-          {"exp", 1, 1, [](Args& a) { return float_function(a, std::exp, "exp"); }, "(x)",
-           "e to the power x; on a tensor, elementwise.", "(exp 0)\n;; => 1.0"},
-          {"log", 1, 1, [](Args& a) { return float_function(a, std::log, "log"); }, "(x)",
-           "The natural logarithm; on a tensor, elementwise.", "(log 1)\n;; => 0.0"},
-          {"sin", 1, 1, [](Args& a) { return float_function(a, std::sin, "sin"); }, "(x)",
-           "The sine of x radians; on a tensor, elementwise.", "(sin 0)\n;; => 0.0"},
-          {"cos", 1, 1, [](Args& a) { return float_function(a, std::cos, "cos"); }, "(x)",
-           "The cosine of x radians; on a tensor, elementwise.", "(cos 0)\n;; => 1.0"},
-          {"tanh", 1, 1, [](Args& a) { return float_function(a, std::tanh, "tanh"); }, "(x)",
-           "The hyperbolic tangent; on a tensor, elementwise.", "(tanh 0)\n;; => 0.0"},
-          {"floor", 1, 1, [](Args& a) { return to_integer(a, std::floor); }, "(x)", "The largest integer not above x.",
+          {"floor", [](Args& a) { return to_integer(a, std::floor); }, "(x)", "The largest integer not above x.",
            "(floor -2.5)\n;; => -3"},
-          {"ceiling", 1, 1, [](Args& a) { return to_integer(a, std::ceil); }, "(x)",
-           "The smallest integer not below x.", "(ceiling 2.1)\n;; => 3"},
-          {"round", 1, 1, [](Args& a) { return to_integer(a, std::nearbyint); }, "(x)",
+          {"ceiling", [](Args& a) { return to_integer(a, std::ceil); }, "(x)", "The smallest integer not below x.",
+           "(ceiling 2.1)\n;; => 3"},
+          {"round", [](Args& a) { return to_integer(a, std::nearbyint); }, "(x)",
            "The nearest integer; halves go to the even one.", "(list (round 2.5) (round 3.5))\n;; => (2 4)"},
-          {"truncate", 1, 1, [](Args& a) { return to_integer(a, std::trunc); }, "(x)",
+          {"truncate", [](Args& a) { return to_integer(a, std::trunc); }, "(x)",
            "x without its fraction: the integer toward zero.", "(truncate -2.7)\n;; => -2"},
-          {"float", 1, 1, to_float, "(x)", "The number as a float.", "(float 3)\n;; => 3.0"},
+          {"float", to_float, "(x)", "The number as a float.", "(float 3)\n;; => 3.0"},
       });
   in.builtins().define(intern("inf"), Value::number(std::numeric_limits<double>::infinity()));
   in.builtins().define(intern("nan"), Value::number(std::numeric_limits<double>::quiet_NaN()));

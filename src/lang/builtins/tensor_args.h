@@ -37,7 +37,7 @@ Value trace(Args& a, const std::function<graph::NodeId(graph::Builder&)>& build)
 
 // The elementwise forms of number builtins, used when an argument is a tensor.
 Value tensor_fold(Args& a, std::string_view op);     // (+ a b c): add(add(a, b), c)
-Value tensor_unary(Args& a, std::string_view op);    // (exp x)
+Value tensor_unary(Args& a, std::string_view op);    // (logical-not x)
 Value tensor_compare(Args& a, std::string_view op);  // (< a b): a bool tensor
 Value tensor_concat(Args& a);                        // (concat a b :axis 1) on tensors
 

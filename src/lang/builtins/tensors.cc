@@ -62,7 +62,7 @@ graph::Tensor exact_integers(Args& a, DType dtype, const graph::Shape& shape, co
 }
 
 Value tensor_literal(Args& a) {
-  auto kw = a.keywords(1, {"dtype"});
+  auto kw = a.keywords();
   graph::Shape shape;
   std::vector<Value> leaves;
   bool any_float = false, all_bool = true;
@@ -85,14 +85,14 @@ DType dtype_or(Args& a, std::map<std::string, size_t>& kw, DType fallback) {
 }
 
 Value filled(Args& a, double value) {
-  auto kw = a.keywords(1, {"dtype"});
+  auto kw = a.keywords();
   graph::Shape shape = shape_arg(a, 0);
   DType dtype = dtype_or(a, kw, DType::f32);
   return trace(a, [&](Builder& b) { return b.full(shape, dtype, value); });
 }
 
 Value full(Args& a) {
-  auto kw = a.keywords(2, {"dtype"});
+  auto kw = a.keywords();
   graph::Shape shape = shape_arg(a, 0);
   double value = a[1].is(Type::Bool) ? a[1].as_bool() : a.number(1);
   DType dtype = dtype_or(a, kw, a[1].is(Type::Int) ? DType::i32 : a[1].is(Type::Bool) ? DType::boolean : DType::f32);
@@ -101,7 +101,7 @@ Value full(Args& a) {
 
 // (iota 4) is [0 1 2 3]; (iota [2 3] :axis 1) counts along axis 1.
 Value iota(Args& a) {
-  auto kw = a.keywords(1, {"dtype", "axis"});
+  auto kw = a.keywords();
   graph::Shape shape = shape_arg(a, 0);
   int64_t axis = one_axis(a, kw, 0);
   DType dtype = dtype_or(a, kw, DType::i32);
@@ -160,7 +160,7 @@ Value shape_of(Args& a) {
 // Reductions: (sum x :axis [0 1] :keepdims true); all axes without :axis. `:axes` is the
 // older name of `:axis`, still taken (docs/tensors.md, "Axes").
 Value reduce(Args& a, NodeId (Builder::*method)(NodeId, std::vector<int64_t>, bool)) {
-  auto kw = a.keywords(1, {"axis", "keepdims", "axes"});
+  auto kw = a.keywords();
   NodeId x = node_arg(a, 0);
   std::optional<size_t> axis_at = axis_keyword(a, kw);
   std::vector<int64_t> axes = axis_at ? ints_arg(a, *axis_at) : std::vector<int64_t>{};
@@ -190,7 +190,7 @@ Value slice(Args& a) {
 
 // (concat-tensors (list a b) :axis 0)
 Value concat_tensors(Args& a) {
-  auto kw = a.keywords(1, {"axis"});
+  auto kw = a.keywords();
   std::vector<Value> items = a[0].is(Type::Vector) ? a[0].as<Vector>()->items : list_items(a.list(0));
   std::vector<NodeId> nodes;
   for (auto& item : items) {
@@ -206,16 +206,9 @@ Value concat_tensors(Args& a) {
 
 // (concat a b c :axis 1), the tensor form of concat.
 Value tensor_concat(Args& a) {
-  size_t first_keyword = a.size();
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].is(Type::Keyword)) {
-      first_keyword = i;
-      break;
-    }
-  }
-  auto kw = a.keywords(first_keyword, {"axis"});
+  auto kw = a.keywords();
   std::vector<NodeId> nodes;
-  for (size_t i = 0; i < first_keyword; ++i) {
+  for (size_t i = 0; i < a.keywords_at(); ++i) {
     if (!as_tensor(a[i])) a.type_error(i, "a tensor, as the first argument is");
     nodes.push_back(as_tensor(a[i])->node);
   }
@@ -227,7 +220,7 @@ namespace {
 
 // (pad x [low...] [high...] :value 0.0)
 Value pad(Args& a) {
-  auto kw = a.keywords(3, {"value", "interior"});
+  auto kw = a.keywords();
   NodeId x = node_arg(a, 0);
   auto low = ints_arg(a, 1), high = ints_arg(a, 2);
   auto interior = kw.count("interior") ? ints_arg(a, kw["interior"]) : std::vector<int64_t>{};
@@ -237,14 +230,14 @@ Value pad(Args& a) {
 
 // (gather x indices :axis 0); (index table ids) is gather along axis 0.
 Value gather(Args& a) {
-  auto kw = a.keywords(2, {"axis"});
+  auto kw = a.keywords();
   NodeId x = node_arg(a, 0), indices = node_arg(a, 1);
   int64_t axis = one_axis(a, kw, 0);
   return trace(a, [&](Builder& b) { return b.gather(x, indices, axis); });
 }
 
 Value scatter_add(Args& a) {
-  auto kw = a.keywords(3, {"axis"});
+  auto kw = a.keywords();
   NodeId x = node_arg(a, 0), indices = node_arg(a, 1), updates = node_arg(a, 2);
   int64_t axis = one_axis(a, kw, 0);
   return trace(a, [&](Builder& b) { return b.scatter_add(x, indices, updates, axis); });
@@ -270,7 +263,7 @@ void check_known_indices(Args& a, NodeId indices, int64_t depth) {
 // (one-hot indices depth :dtype d :checked true): an index outside the depth gives a row
 // of zeros, or with :checked is an error where it is known.
 Value one_hot(Args& a) {
-  auto kw = a.keywords(2, {"dtype", "checked"});
+  auto kw = a.keywords();
   NodeId indices = node_arg(a, 0);
   int64_t depth = a.integer(1);
   DType dtype = dtype_or(a, kw, DType::f32);
@@ -280,7 +273,7 @@ Value one_hot(Args& a) {
 
 // (random-normal key [shape] :dtype :f32): key is an integer or an integer tensor.
 Value random(Args& a, NodeId (Builder::*method)(NodeId, graph::Shape, DType)) {
-  auto kw = a.keywords(2, {"dtype"});
+  auto kw = a.keywords();
   NodeId key = node_arg(a, 0);
   graph::Shape shape = shape_arg(a, 1);
   DType dtype = dtype_or(a, kw, DType::f32);
@@ -299,49 +292,35 @@ Value binary(Args& a, std::string_view op) {
   return trace(a, [&](Builder& b) { return b.op(op, {x, y}); });
 }
 
-// Two integers would make an integer tensor, which the pow op (floats only) refuses in
-// terms of dtypes the caller never wrote; say what to write instead.
-Value power(Args& a) {
-  if (!has_tensor(a) && a[0].is(Type::Int) && a[1].is(Type::Int)) {
-    fail("E-EVAL-004", a.call,
-         fmt::format("`pow` raises floats, and {} and {} are integers", a[0].as_int(), a[1].as_int()),
-         fmt::format("write (pow {}.0 {}) for a float, or (expt {} {}) for the exact integer", a[0].as_int(),
-                     a[1].as_int(), a[0].as_int(), a[1].as_int()));
-  }
-  return binary(a, "pow");
-}
-
 }  // namespace
 
 void install_tensor_builtins(Interpreter& in) {
-  constexpr int any = Builtin::kVariadic;
   install_rows(
       in, "Tensors",
       {
-          {"tensor", 1, 3, tensor_literal, "(values &key dtype)",
+          {"tensor", tensor_literal, "(values &key dtype)",
            "A constant from nested vectors of numbers: f32 if any is a float, else i32 (bool for booleans).",
            "(list (tensor [1 2]) (tensor [1.5 2]) (tensor [[true]]))\n"
            ";; => ((tensor [1 2] :dtype :i32) (tensor [1.5 2.0] :dtype :f32) (tensor [[true]] :dtype :bool))"},
-          {"zeros", 1, 3, [](Args& a) { return filled(a, 0.0); }, "(shape &key dtype)",
+          {"zeros", [](Args& a) { return filled(a, 0.0); }, "(shape &key dtype)",
            "A tensor of zeros (f32 unless :dtype says).", "(zeros [2] :dtype :i32)\n;; => (tensor [0 0] :dtype :i32)"},
-          {"ones", 1, 3, [](Args& a) { return filled(a, 1.0); }, "(shape &key dtype)",
+          {"ones", [](Args& a) { return filled(a, 1.0); }, "(shape &key dtype)",
            "A tensor of ones (f32 unless :dtype says).", "(ones [2])\n;; => (tensor [1.0 1.0] :dtype :f32)"},
-          {"full", 2, 4, full, "(shape value &key dtype)", "A tensor with every element value.",
+          {"full", full, "(shape value &key dtype)", "A tensor with every element value.",
            "(full [2] 7.5)\n;; => (tensor [7.5 7.5] :dtype :f32)"},
-          {"iota", 1, 5, iota, "(shape &key axis dtype)",
+          {"iota", iota, "(shape &key axis dtype)",
            "Each element's position along axis (default 0); i32 unless :dtype says.",
            "(list (iota 3) (iota [1 3] :axis 1 :dtype :f32))\n"
            ";; => ((tensor [0 1 2] :dtype :i32) (tensor [[0.0 1.0 2.0]] :dtype :f32))"},
-          {"shape", 1, 1, shape_of, "(x)", "The shape of a tensor, a vector of integers.",
+          {"shape", shape_of, "(x)", "The shape of a tensor, a vector of integers.",
            "(shape (zeros [2 3]))\n;; => [2 3]"},
-          {"rank", 1, 1, [](Args& a) { return Value::integer(static_cast<int64_t>(tensor_info(a, 0).shape.size())); },
-           "(x)", "The number of axes of a tensor.", "(rank (zeros [2 3]))\n;; => 2"},
-          {"dtype", 1, 1, [](Args& a) { return make_keyword(graph::dtype_name(tensor_info(a, 0).dtype)); }, "(x)",
+          {"rank", [](Args& a) { return Value::integer(static_cast<int64_t>(tensor_info(a, 0).shape.size())); }, "(x)",
+           "The number of axes of a tensor.", "(rank (zeros [2 3]))\n;; => 2"},
+          {"dtype", [](Args& a) { return make_keyword(graph::dtype_name(tensor_info(a, 0).dtype)); }, "(x)",
            "The dtype of a tensor, a keyword.", "(dtype (iota 3))\n;; => :i32"},
-          {"item", 1, 1, item, "(x)",
-           "The one element of a tensor as a number (a boolean for bool), run first where needed.",
+          {"item", item, "(x)", "The one element of a tensor as a number (a boolean for bool), run first where needed.",
            "(item (sum (tensor [1.5 2.0])))\n;; => 3.5"},
-          {"cast", 2, 2,
+          {"cast",
            [](Args& a) {
              NodeId x = node_arg(a, 0);
              DType dtype = dtype_arg(a, 1);
@@ -349,7 +328,7 @@ void install_tensor_builtins(Interpreter& in) {
            },
            "(x dtype)", "x converted to dtype; floats to integers truncate and saturate.",
            "(cast (tensor [1.7 -2.5]) :i32)\n;; => (tensor [ 1 -2] :dtype :i32)"},
-          {"reshape", 2, 2,
+          {"reshape",
            [](Args& a) {
              NodeId x = node_arg(a, 0);
              graph::Shape shape = ints_arg(a, 1);
@@ -357,7 +336,7 @@ void install_tensor_builtins(Interpreter& in) {
            },
            "(x shape)", "The same elements in a new shape; one -1 is inferred.",
            "(shape (reshape (zeros [2 3]) [3 -1]))\n;; => [3 2]"},
-          {"broadcast", 2, 2,
+          {"broadcast",
            [](Args& a) {
              NodeId x = node_arg(a, 0);
              graph::Shape shape = shape_arg(a, 1);
@@ -365,81 +344,70 @@ void install_tensor_builtins(Interpreter& in) {
            },
            "(x shape)", "x broadcast to shape by NumPy's rule.",
            "(broadcast (tensor [1 2]) [1 2])\n;; => (tensor [[1 2]] :dtype :i32)"},
-          {"transpose", 1, 2, transpose, "(x &optional perm)",
+          {"transpose", transpose, "(x &optional perm)",
            "Axis i of the result is axis perm[i] of x; the axes reversed without perm.",
            "(shape (transpose (zeros [2 3 4]) [0 2 1]))\n;; => [2 4 3]"},
-          {"slice", 3, 4, slice, "(x start stop &optional step)",
+          {"slice", slice, "(x start stop &optional step)",
            "Per axis, the elements from start up to stop by step; shorter lists leave the last axes whole.",
            "(slice (iota 6) [1] [5] [2])\n;; => (tensor [1 3] :dtype :i32)"},
-          {"concat-tensors", 1, 3, concat_tensors, "(tensors &key axis)",
-           "A list of tensors joined along axis (default 0).",
+          {"concat-tensors", concat_tensors, "(tensors &key axis)", "A list of tensors joined along axis (default 0).",
            "(concat-tensors (list (iota 2) (iota 3)))\n;; => (tensor [0 1 0 1 2] :dtype :i32)"},
-          {"pad", 3, 7, pad, "(x low high &key value interior)",
+          {"pad", pad, "(x low high &key value interior)",
            "x with low elements before and high after each axis (and interior between), filled with value.",
            "(pad (ones [2]) [1] [2] :value 9.0)\n;; => (tensor [9.0 1.0 1.0 9.0 9.0] :dtype :f32)"},
-          {"sum", 1, 5, [](Args& a) { return reduce(a, &Builder::sum); }, "(x &key axis keepdims)",
+          {"sum", [](Args& a) { return reduce(a, &Builder::sum); }, "(x &key axis keepdims axes)",
            "The sum over axis (an integer or a vector; every axis without); :keepdims keeps them as 1.",
            "(sum (tensor [[1 2] [3 4]]) :axis 1)\n;; => (tensor [3 7] :dtype :i32)"},
-          {"reduce-max", 1, 5, [](Args& a) { return reduce(a, &Builder::reduce_max); }, "(x &key axis keepdims)",
+          {"reduce-max", [](Args& a) { return reduce(a, &Builder::reduce_max); }, "(x &key axis keepdims axes)",
            "The largest element over axis (every axis without).",
            "(reduce-max (tensor [[1 5] [3 4]]) :axis 0)\n;; => (tensor [3 5] :dtype :i32)"},
-          {"reduce-min", 1, 5, [](Args& a) { return reduce(a, &Builder::reduce_min); }, "(x &key axis keepdims)",
+          {"reduce-min", [](Args& a) { return reduce(a, &Builder::reduce_min); }, "(x &key axis keepdims axes)",
            "The smallest element over axis (every axis without).",
            "(reduce-min (tensor [[1 5] [3 4]]))\n;; => (tensor 1 :dtype :i32)"},
-          {"argmax", 1, 5, [](Args& a) { return reduce(a, &Builder::argmax); }, "(x &key axis keepdims)",
+          {"argmax", [](Args& a) { return reduce(a, &Builder::argmax); }, "(x &key axis keepdims axes)",
            "The i64 position of the largest element along axis (the first on ties).",
            "(argmax (tensor [[1 5] [4 3]]) :axis -1)\n;; => (tensor [1 0] :dtype :i64)"},
-          {"argmin", 1, 5, [](Args& a) { return reduce(a, &Builder::argmin); }, "(x &key axis keepdims)",
+          {"argmin", [](Args& a) { return reduce(a, &Builder::argmin); }, "(x &key axis keepdims axes)",
            "The i64 position of the smallest element along axis (the first on ties).",
            "(argmin (tensor [4 2 8]))\n;; => (tensor 1 :dtype :i64)"},
-          {"gather", 2, 4, gather, "(x indices &key axis)",
+          {"gather", gather, "(x indices &key axis)",
            "NumPy's take: the slices of x at indices along axis (default 0); indices out of range are clamped.",
            "(gather (tensor [10 20 30]) (tensor [2 0]))\n;; => (tensor [30 10] :dtype :i32)"},
-          {"index", 2, 4, gather, "(x indices &key axis)", "`gather`, by the name embeddings read well with.",
+          {"index", gather, "(x indices &key axis)", "`gather`, by the name embeddings read well with.",
            "(index (tensor [[1 2] [3 4]]) (tensor [1]))\n;; => (tensor [[3 4]] :dtype :i32)"},
-          {"scatter-add", 3, 5, scatter_add, "(x indices updates &key axis)",
+          {"scatter-add", scatter_add, "(x indices updates &key axis)",
            "x with updates added at the positions `gather` would read (its gradient).",
            "(scatter-add (zeros [3]) (tensor [0 2 0]) (ones [3]))\n;; => (tensor [2.0 0.0 1.0] :dtype :f32)"},
-          {"one-hot", 2, 6, one_hot, "(indices depth &key dtype checked)",
+          {"one-hot", one_hot, "(indices depth &key dtype checked)",
            "indices' shape plus [depth], 1 at each index and 0 elsewhere (f32 unless :dtype says). An index "
            "outside 0 to depth-1 gives a row of zeros; with :checked true it is an error (E-EVAL-015) when the "
            "indices are a constant tensor (a computed tensor is not checked).",
            "(one-hot (tensor [2]) 3)\n;; => (tensor [[0.0 0.0 1.0]] :dtype :f32)"},
-          {"matmul", 2, 2, [](Args& a) { return binary(a, "matmul"); }, "(a b)",
+          {"matmul", [](Args& a) { return binary(a, "matmul"); }, "(a b)",
            "The matrix product [..., m, k] by [..., k, n], broadcasting the leading axes.",
            "(matmul (ones [1 3]) (ones [3 2]))\n;; => (tensor [[3.0 3.0]] :dtype :f32)"},
-          {"where", 3, 3,
+          {"where",
            [](Args& a) {
              NodeId c = node_arg(a, 0), x = node_arg(a, 1), y = node_arg(a, 2);
              return trace(a, [&](Builder& b) { return b.where(c, x, y); });
            },
            "(condition a b)", "Elementwise, a where condition is true, else b.",
            "(where (tensor [true false]) (tensor [1.0 2.0]) 0.0)\n;; => (tensor [1.0 0.0] :dtype :f32)"},
-          {"pow", 2, 2, power, "(x y)", "x to the power y, elementwise, in floating point (`expt` for integers).",
-           "(pow (tensor [2.0 3.0]) 2.0)\n;; => (tensor [4.0 9.0] :dtype :f32)"},
-          {"logical-and", 2, any, [](Args& a) { return tensor_fold(a, "logical_and"); }, "(a b &rest more)",
+          {"logical-and", [](Args& a) { return tensor_fold(a, "logical_and"); }, "(a b &rest more)",
            "Elementwise and of bool tensors.",
            "(logical-and (tensor [true true]) (tensor [true false]))\n;; => (tensor [ true false] :dtype :bool)"},
-          {"logical-or", 2, any, [](Args& a) { return tensor_fold(a, "logical_or"); }, "(a b &rest more)",
+          {"logical-or", [](Args& a) { return tensor_fold(a, "logical_or"); }, "(a b &rest more)",
            "Elementwise or of bool tensors.",
            "(logical-or (tensor [false true]) (tensor [false false]))\n;; => (tensor [false  true] :dtype :bool)"},
-          {"logical-not", 1, 1, [](Args& a) { return tensor_unary(a, "logical_not"); }, "(x)",
+          {"logical-not", [](Args& a) { return tensor_unary(a, "logical_not"); }, "(x)",
            "Elementwise not of a bool tensor.", "(logical-not (tensor [true]))\n;; => (tensor [false] :dtype :bool)"},
-          {"rsqrt", 1, 1, [](Args& a) { return tensor_unary(a, "rsqrt"); }, "(x)", "1/sqrt(x), elementwise.",
-           "(rsqrt (tensor [4.0]))\n;; => (tensor [0.5] :dtype :f32)"},
-          {"erf", 1, 1, [](Args& a) { return tensor_unary(a, "erf"); }, "(x)", "The error function, elementwise.",
-           "(erf (tensor [0.0]))\n;; => (tensor [0.0] :dtype :f32)"},
-          {"logistic", 1, 1, [](Args& a) { return tensor_unary(a, "logistic"); }, "(x)",
-           "1/(1+exp(-x)), elementwise: the sigmoid.", "(logistic (tensor [0.0]))\n;; => (tensor [0.5] :dtype :f32)"},
-          {"sign", 1, 1, [](Args& a) { return tensor_unary(a, "sign"); }, "(x)", "-1, 0 or 1 by x's sign, elementwise.",
-           "(sign (tensor [-2.5 0.0 3.0]))\n;; => (tensor [-1.0  0.0  1.0] :dtype :f32)"},
-          {"random-normal", 2, 4, [](Args& a) { return random(a, &Builder::random_normal); }, "(key shape &key dtype)",
+          {"random-normal", [](Args& a) { return random(a, &Builder::random_normal); }, "(key shape &key dtype)",
            "Standard normal numbers drawn from an integer key (Philox: the same on every device).",
            "(shape (random-normal 7 [2 3]))\n;; => [2 3]"},
-          {"random-uniform", 2, 4, [](Args& a) { return random(a, &Builder::random_uniform); },
-           "(key shape &key dtype)", "Numbers uniform in [0, 1) drawn from an integer key.",
+          {"random-uniform", [](Args& a) { return random(a, &Builder::random_uniform); }, "(key shape &key dtype)",
+           "Numbers uniform in [0, 1) drawn from an integer key.",
            "(item (reduce-max (random-uniform 7 [100])))\n;; => 0.9962227"},
-          {"random-bernoulli", 3, 3, bernoulli, "(key p shape)", "A bool tensor, each element true with probability p.",
+          {"random-bernoulli", bernoulli, "(key p shape)", "A bool tensor, each element true with probability p.",
            "(dtype (random-bernoulli 7 0.9 [4]))\n;; => :bool"},
       });
 }
