@@ -163,7 +163,8 @@ class CpuPlan : public Plan {
     // An output read from outside the arena (an input, a constant) is staged
     // in the arena first: its source may be another output's buffer.
     for (const Staged& staged : staged_) {
-      std::memcpy(staged.at, pointers_[graph_.outputs[staged.output].node], staged.bytes);
+      // An empty one has no storage to copy from (memcpy must not see a null pointer).
+      if (staged.bytes > 0) std::memcpy(staged.at, pointers_[graph_.outputs[staged.output].node], staged.bytes);
     }
     for (size_t i = 0; i < outputs.size(); ++i) {
       size_t bytes = outputs[i]->byte_size();
