@@ -1,6 +1,7 @@
 """The PyTorch peer of bench/runtime: the cost of one eager op, measured on request.
 
-Prints `torch VERSION` (or `refuse WHY` when PyTorch cannot be imported), then, for
+Prints `torch VERSION blas ...` (or `refuse WHY` when PyTorch cannot be imported or runs
+no optimized BLAS: see torch_blas.py), then, for
 each request line `THREADS SECONDS`, the best time per call in microseconds of
 `torch.add(a, b, out=c)` on [4, 4] float32 tensors: PyTorch's per-op overhead, the
 peer of running a compiled one-op program.
@@ -13,7 +14,13 @@ try:
 except ImportError as e:
     print(f"refuse PyTorch is not installed for this Python ({e}); apt-get install python3-torch", flush=True)
     sys.exit(0)
-print(f"torch {torch.__version__}", flush=True)
+from torch_blas import blas_line  # noqa: E402
+
+blas = blas_line(torch)
+if blas.startswith("refuse"):
+    print(blas, flush=True)
+    sys.exit(0)
+print(f"torch {torch.__version__} {blas}", flush=True)
 
 for line in sys.stdin:
     threads, seconds = int(line.split()[0]), float(line.split()[1])

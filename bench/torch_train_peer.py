@@ -15,12 +15,12 @@ approximation (sexpgpu/ops' `gelu`, GPT-2's); no dropout. AdamW with PyTorch's d
 but the rate, clip_grad_norm_ at 1.0.
 
 As a program it times training steps: `torch_train_peer.py --model tiny|small --text PATH
---threads N --seconds S` prints `torch VERSION blas NAME threads N` and then the mean and the
-best milliseconds per steady-state step (forward, backward, clipping, AdamW step) and the
-steps timed, over S seconds (at least 3 steps), after a warmup. bench/train.py takes the
-mean: SexpGPU's figure is a mean too. The BLAS is whatever libblas.so.3 the loader finds
-(Debian's default is the netlib reference BLAS; bench/train.py can point LD_LIBRARY_PATH
-at OpenBLAS).
+--threads N --seconds S` prints `torch VERSION threads N blas NAME (...)` and then the mean
+and the best milliseconds per steady-state step (forward, backward, clipping, AdamW step)
+and the steps timed, over S seconds (at least 3 steps), after a warmup. bench/train.py
+takes the mean: SexpGPU's figure is a mean too. The BLAS is whatever libblas.so.3 the
+loader finds; on a reference BLAS it prints `refuse WHY` and times nothing
+(torch_blas.py).
 OPENBLAS_CORETYPE is dropped from the environment before torch loads, as
 bench/numpy_peer.py does: set on some hosts to dodge old OpenBLAS bugs, it slows a
 current one.
@@ -36,6 +36,7 @@ for _name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from torch_blas import blas_line  # noqa: E402
 
 # bench/gpt.sx's knobs for each model.
 MODELS = {
@@ -113,16 +114,6 @@ def loss_of(p, ids, cfg):
     return F.cross_entropy(logits.reshape(-1, cfg["vocab"]), ids[:, 1:].reshape(-1))
 
 
-def loaded_blas():
-    """The BLAS library this process mapped, by file name."""
-    with open("/proc/self/maps") as maps:
-        paths = {line.split()[-1] for line in maps if "blas" in line.lower() and "/" in line}
-    real = sorted({os.path.realpath(path) for path in paths})
-    if any("openblas" in path for path in real):
-        return "openblas"
-    return "netlib-reference" if real else "none"
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", choices=sorted(MODELS), required=True)
@@ -131,6 +122,10 @@ def main():
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--warmup", type=int, default=3)
     args = ap.parse_args()
+    blas = blas_line(torch)
+    if blas.startswith("refuse"):
+        print(blas, flush=True)
+        return 0
     torch.set_num_threads(args.threads)
     cfg = MODELS[args.model]
     data = torch.tensor(list(open(args.text, "rb").read()), dtype=torch.long)
@@ -151,7 +146,7 @@ def main():
 
     for _ in range(args.warmup):
         step()
-    print(f"torch {torch.__version__} blas {loaded_blas()} threads {torch.get_num_threads()}", flush=True)
+    print(f"torch {torch.__version__} threads {torch.get_num_threads()} {blas}", flush=True)
     times = []
     end = time.perf_counter() + args.seconds
     while time.perf_counter() < end or len(times) < 3:

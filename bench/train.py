@@ -10,11 +10,12 @@ Each pair runs with --cpu-cores 1 and 2, and the faster is kept.
 
 PyTorch: the same model, the same optimizer, the mean time of a step after a warmup, on
 1 and 2 threads, the faster kept, in a process of its own per setting. PyTorch runs the
-BLAS its libblas.so.3 is: Debian's python3-torch gets the netlib reference BLAS unless
-another is installed, which would flatter SexpGPU. --openblas DIR (a folder holding
-OpenBLAS's libblas.so.3, e.g. /usr/lib/x86_64-linux-gnu/openblas-pthread) adds a PyTorch
-on OpenBLAS, through LD_LIBRARY_PATH; the ratio is taken against the fastest PyTorch.
-OPENBLAS_CORETYPE is dropped from PyTorch's environment (see torch_train_peer.py).
+BLAS its libblas.so.3 is, which scripts/setup makes OpenBLAS (libopenblas0-pthread); on
+the netlib reference BLAS, which would flatter SexpGPU, the peer refuses and no ratio is
+given (torch_blas.py). --openblas DIR runs PyTorch on the OpenBLAS in DIR (a folder holding
+its libblas.so.3, e.g. an unpacked libopenblas0-pthread) through LD_LIBRARY_PATH, where it
+is not the system's. OPENBLAS_CORETYPE is dropped from PyTorch's environment (see
+torch_train_peer.py).
 
 The load average is printed before and after: a figure measured on a busy machine says so.
 """
@@ -87,7 +88,10 @@ def torch_ms(model, text, seconds, blas_dir):
                               env=env, capture_output=True, text=True)
         if done.returncode != 0:
             return None, done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"
-        header, value = done.stdout.strip().splitlines()[:2]
+        lines = done.stdout.strip().splitlines()
+        if lines and lines[0].startswith("refuse"):
+            return None, lines[0][len("refuse "):]
+        header, value = lines[:2]
         ms = float(value.split()[0])
         blas = header.split(" blas ")[1].split()[0]
         if best is None or ms < best[0]:
@@ -102,11 +106,10 @@ def load():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--program", default=os.path.join(HERE, "..", "build", "sexpgpu"))
-    ap.add_argument("--openblas", help="a folder holding OpenBLAS's libblas.so.3, for a PyTorch on OpenBLAS")
+    ap.add_argument("--openblas", help="a folder holding OpenBLAS's libblas.so.3, where it is not the system's")
     ap.add_argument("--models", default="tiny,small")
     ap.add_argument("--quick", action="store_true", help="fewer steps: a smoke test, not a figure")
     args = ap.parse_args()
-    blas_dirs = [None] + ([args.openblas] if args.openblas else [])
     print(f"load average before: {load()}  ({os.cpu_count()} cores)", flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-train-") as where:
@@ -117,13 +120,12 @@ def main():
         for model in args.models.split(","):
             variant, k, quick_k = MODELS[model]
             ours, cores = sexpgpu_ms(args.program, run_file, variant, quick_k if args.quick else k, where)
-            peers = [torch_ms(model, text, 1.0 if args.quick else 5.0, d) for d in blas_dirs]
-            for ms, setting in peers:
-                ratio = f"{ours / ms:.2f}" if ms else "-"
-                theirs = f"{ms:.1f}" if ms else "-"
-                rows.append((f"gpt-{model}", f"{ours:.1f} ({cores} core{'s' if cores > 1 else ''})",
-                             f"{theirs} ({setting})", ratio))
-                print("  ".join(rows[-1]), flush=True)
+            ms, setting = torch_ms(model, text, 1.0 if args.quick else 5.0, args.openblas)
+            ratio = f"{ours / ms:.2f}" if ms else "-"
+            theirs = f"{ms:.1f}" if ms else "-"
+            rows.append((f"gpt-{model}", f"{ours:.1f} ({cores} core{'s' if cores > 1 else ''})",
+                         f"{theirs} ({setting})", ratio))
+            print("  ".join(rows[-1]), flush=True)
     print(f"load average after: {load()}")
     print()
     print("| model | SexpGPU ms/step | PyTorch ms/step | SexpGPU / PyTorch |")
