@@ -1,5 +1,6 @@
 // `sexpgpu check FILE.sx`: read and evaluate a file, compile the tensors its top level
-// defines for the device, run nothing, report every problem. With --graph, print the
+// defines and its run's step, passes and model for the device, run nothing, report every
+// problem. With --graph, print the
 // graph that compile made of them, so the passes are seen from the command line.
 #include <fmt/format.h>
 
@@ -9,6 +10,7 @@
 #include "cli/device_flags.h"
 #include "graph/text.h"
 #include "lang/tracer.h"
+#include "train/trainer.h"
 
 namespace sx::cli {
 namespace {
@@ -62,6 +64,7 @@ void add_check_command(CLI::App& app, std::function<int()>& action) {
           std::unique_ptr<device::Device> on = device->make();
           session.load(*file);
           graph::Graph compiled = compiled_graph(session, *on);
+          train::compile_run(session, *on);
           if (*print_graph) {
             std::fputs(graph::graph_to_text(compiled).c_str(), stdout);
           } else {

@@ -77,7 +77,9 @@ StepGraph trace_step(Session& session, const Loader& loader, const StepSettings&
   record.recording = false;
   const auto* loss = lang::as_tensor(loss_value);
   if (!loss || !loss->info().shape.empty() || !graph::is_float(loss->info().dtype)) {
-    lang::fail("E-RUN-007", {},
+    // A tensor is shown where it was made, so the form to reduce is underlined.
+    lang::Span made = loss ? tracer->span_of(tracer->graph().node(loss->node).origin) : lang::Span{};
+    lang::fail("E-RUN-007", made,
                fmt::format("`loss` must give a floating-point scalar tensor, not {}",
                            loss ? fmt::format("{}{}", graph::dtype_name(loss->info().dtype),
                                               graph::shape_str(loss->info().shape))

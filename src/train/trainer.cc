@@ -176,21 +176,62 @@ std::string run_slug(const TrainOptions& options) {
   return options.variant.empty() ? stem : stem + "-" + options.variant;
 }
 
-std::string train(Session& session, device::Device& device, const TrainOptions& options) {
-  const RunSettings& run = session.settings();
+namespace {
+
+// What a run reads of `defrun` before it starts, each checked: its loader, opened, and
+// its whole-number settings.
+struct RunShape {
+  std::shared_ptr<const Loader> loader;
+  int64_t batch = 0, total = 0, checkpoint_every = 0, keep = 0, log_every = 0;
+};
+
+RunShape read_run_shape(const RunSettings& run, std::optional<int64_t> steps) {
   const lang::Value* data = run.find("data");
   const LoaderSpec* spec = data ? as_loader_spec(*data) : nullptr;
   if (!spec) {
     lang::fail("E-RUN-009", run.span, "`defrun` has no `:data` loader, which a run needs",
                "add one, e.g. :data (text-windows \"input.txt\" :window 64)");
   }
-  int64_t batch = integer_setting(run, "batch", std::nullopt);
-  int64_t total = options.steps ? *options.steps : integer_setting(run, "steps", std::nullopt);
-  int64_t checkpoint_every = integer_setting(run, "checkpoint-every", total);
-  int64_t keep = integer_setting(run, "keep", 3);
-  int64_t log_every = integer_setting(run, "log-every", 10);
+  RunShape shape;
+  shape.batch = integer_setting(run, "batch", std::nullopt);
+  shape.total = steps ? *steps : integer_setting(run, "steps", std::nullopt);
+  shape.checkpoint_every = integer_setting(run, "checkpoint-every", shape.total);
+  shape.keep = integer_setting(run, "keep", 3);
+  shape.log_every = integer_setting(run, "log-every", 10);
+  shape.loader = open_loader(*spec);
+  return shape;
+}
+
+// The model alone, traced for checkpoints; nullopt, with a note, for a model whose input
+// shapes cannot be found (E-INFER-001): its checkpoints run only from the file.
+std::optional<ModelAlone> model_alone_or_note(Session& session, const Loader& loader) {
+  try {
+    return trace_model_alone(session, loader);
+  } catch (const lang::Error& e) {
+    if (e.diagnostic().code != "E-INFER-001") throw;
+    std::fflush(stdout);
+    std::fputs("note: the checkpoints will hold no model, so they run only from the file:\n", stderr);
+    std::fputs(lang::render(e.diagnostic(), lang::stderr_wants_color()).c_str(), stderr);
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+void compile_run(Session& session, device::Device& device) {
+  const RunSettings& run = session.settings();
+  if (!run.find("data")) return;
+  RunShape shape = read_run_shape(run, std::nullopt);
+  StepGraph step = trace_step(session, *shape.loader, {.batch = shape.batch, .total_steps = shape.total});
+  session.compile(session.under_precision(step.graph), device);
+  for (const EvalPassSpec* pass : eval_passes(run)) EvalPass(session, *pass, shape.batch, device);
+  model_alone_or_note(session, *shape.loader);
+}
+
+std::string train(Session& session, device::Device& device, const TrainOptions& options) {
+  const RunSettings& run = session.settings();
+  const auto [loader, batch, total, checkpoint_every, keep, log_every] = read_run_shape(run, options.steps);
   uint64_t seed = session.seed();
-  std::shared_ptr<const Loader> loader = open_loader(*spec);
 
   std::string slug = run_slug(options);
   std::string location = options.checkpoint_dir.empty() ? "runs/" + slug : options.checkpoint_dir;
@@ -201,15 +242,7 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   }
 
   StepGraph step = trace_step(session, *loader, {.batch = batch, .total_steps = total});
-  std::optional<ModelAlone> alone;
-  try {
-    alone = trace_model_alone(session, *loader);
-  } catch (const lang::Error& e) {
-    if (e.diagnostic().code != "E-INFER-001") throw;
-    std::fflush(stdout);
-    std::fputs("note: the checkpoints will hold no model, so they run only from the file:\n", stderr);
-    std::fputs(lang::render(e.diagnostic(), lang::stderr_wants_color()).c_str(), stderr);
-  }
+  std::optional<ModelAlone> alone = model_alone_or_note(session, *loader);
   // A resumed run checks what the checkpoint says of the run before reading any weight;
   // its frozen :load files, checked unchanged, are recorded again as they were.
   io::LoadRecord loads;

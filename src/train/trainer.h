@@ -26,6 +26,11 @@ struct TrainOptions {
 // variant after a dash when there is one.
 std::string run_slug(const TrainOptions& options);
 
+// What `check` does with a run: when the loaded session's `defrun` has `:data`, opens its
+// loader and compiles its training step, its :eval passes and its model alone for
+// `device`, as `train` would, and runs nothing. Diagnosed errors are lang::Error.
+void compile_run(Session& session, device::Device& device);
+
 // Trains the loaded session's run on `device`. Diagnosed errors are lang::Error (E-RUN,
 // E-CKPT, E-LOAD). Returns the location the checkpoints are in.
 std::string train(Session& session, device::Device& device, const TrainOptions& options);
