@@ -278,6 +278,44 @@ def case_frozen_load(tmp):
         server.stop()
 
 
+def case_data_loader(tmp):
+    """A run whose :data reads s3://BUCKET/data/input.txt: `check` finds it without
+    downloading it, the run downloads it once into the cache and trains to the bits of
+    the same run on the local file; a missing object is E-LOC-004 naming its URL."""
+    run_file = training_dir(tmp)
+    local = os.path.join(tmp, "local")
+    train([run_file, "--checkpoint-dir", local])
+    server = start_moto()
+    try:
+        use_storage(server, tmp)
+        bucket = os.environ["SEXPGPU_TEST_BUCKET"]
+        url = f"s3://{bucket}/data/input.txt"
+        server.client().upload_file(os.path.join(tmp, "text.txt"), bucket, "data/input.txt")
+        text = e2e_test.TRAIN_FILE.replace(b'"text.txt"', b'"' + url.encode() + b'"')
+        s3_file = training_dir(tmp, "s3-data.sx", text)
+        rc, out, err, _ = e2e_test.run(["check", s3_file])
+        expect(rc == 0, "sexpgpu check of a run reading its data from S3", out, err)
+        cache = os.path.join(tmp, "cache", "objects")
+        expect(not os.path.exists(cache), "check downloads nothing")
+        trained = os.path.join(tmp, "trained")
+        train([s3_file, "--checkpoint-dir", trained])
+        copies = [os.path.join(d, f) for d, _, files in os.walk(cache) for f in files]
+        expect(len(copies) == 1 and copies[0].endswith("/input.txt"), f"one copy in the cache: {copies}")
+        for name in ("params.safetensors", "optimizer.safetensors"):
+            with open(os.path.join(local, "step-00000012", name), "rb") as a, \
+                    open(os.path.join(trained, "step-00000012", name), "rb") as b:
+                expect(a.read() == b.read(), f"{name} differs from the run on the local file")
+        print("ok: trained on", url, "to the local run's bits")
+
+        missing = text.replace(b"data/input.txt", b"data/absent.txt")
+        missing_file = training_dir(tmp, "missing.sx", missing)
+        for command in (["check", missing_file], ["run", missing_file, "--checkpoint-dir", os.path.join(tmp, "m")]):
+            expect_error(command, "E-LOC-004", mentions=(f"s3://{bucket}/data/absent.txt",))
+        print("ok: a missing object is E-LOC-004")
+    finally:
+        server.stop()
+
+
 def case_refusals(tmp):
     """o41:// without its root; a bucket that does not exist; a server that is down."""
     run_file = training_dir(tmp)
