@@ -26,7 +26,7 @@ from e2e_test import Failure, Skip, expect, expect_error, train, training_dir  #
 LOCATION = "o41://team/run"
 
 
-def start_moto():
+def start_moto(https=False):
     """A started MotoServer (the caller stops it), or Skip (a failure under CI=true) where
     moto is missing."""
     try:
@@ -37,7 +37,7 @@ def start_moto():
             raise Failure(f"moto's server is not installed ({error}); scripts/setup installs it")
         raise Skip(f"moto's server is not installed ({error}); scripts/setup installs it into .venv")
     import moto_fixture
-    return moto_fixture.MotoServer().__enter__()
+    return moto_fixture.MotoServer(https).__enter__()
 
 
 def use_storage(server, tmp, endpoint=None):
@@ -312,6 +312,42 @@ def case_data_loader(tmp):
         for command in (["check", missing_file], ["run", missing_file, "--checkpoint-dir", os.path.join(tmp, "m")]):
             expect_error(command, "E-LOC-004", mentions=(f"s3://{bucket}/data/absent.txt",))
         print("ok: a missing object is E-LOC-004")
+    finally:
+        server.stop()
+
+
+def case_https(tmp):
+    """An https:// endpoint with a private certificate (moto's, self-signed for
+    127.0.0.1): trusted through AWS_CA_BUNDLE, a run writes its checkpoints there and they
+    are listed and served; without it, or with a CA file that is not there, the run stops
+    with E-LOC-005 naming the certificate problem and the URL, never the secret."""
+    run_file = training_dir(tmp)
+    server = start_moto(https=True)
+    try:
+        use_storage(server, tmp)
+        expect(server.endpoint.startswith("https://") and os.environ.get("AWS_CA_BUNDLE") == server.certificate,
+               "the run trusts the server's certificate through AWS_CA_BUNDLE")
+        train([run_file, "--checkpoint-dir", LOCATION])
+        expect(expect_markers_whole(server)[-1] == 12, "the run's checkpoints are on the https:// server")
+        sock = os.path.join(tmp, "s.sock")
+        served = serve_test.Server(LOCATION, sock)
+        try:
+            expect(served.first_line.startswith(f"serving {LOCATION}/step-00000012 on "),
+                   "the newest checkpoint is served", served.first_line)
+        finally:
+            served.stop()
+        print("ok: checkpoints written, listed and served over https:// with AWS_CA_BUNDLE")
+
+        del os.environ["AWS_CA_BUNDLE"]
+        for bundle in (None, os.path.join(tmp, "no-such-ca.pem")):
+            if bundle:
+                os.environ["AWS_CA_BUNDLE"] = bundle
+            rc, out, err, _ = e2e_test.run(["run", run_file, "--checkpoint-dir", "o41://team/other"])
+            expect(rc == 1 and "error[E-LOC-005]" in err, "an untrusted certificate is E-LOC-005", out, err)
+            for text in (server.endpoint, "s3://", bundle or "certificate", bundle or "AWS_CA_BUNDLE"):
+                expect(text in err, f"the error names {text!r}", err)
+            expect("testing-secret" not in err, "the error never shows the secret", err)
+            print("ok: AWS_CA_BUNDLE", "unset" if bundle is None else "a missing file", "-> E-LOC-005")
     finally:
         server.stop()
 
