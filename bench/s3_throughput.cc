@@ -44,11 +44,13 @@ int main(int argc, char** argv) {
     for (uint64_t i = 0; i < megabytes; ++i) out.write(block.data(), static_cast<std::streamsize>(block.size()));
   }
   sx::io::S3Client client(sx::io::S3Config::from_environment());
-  std::string downloaded;
+  const std::string downloaded = file + ".ours";
   double up = seconds_of([&] { client.put_file(bucket, "bench/ours", file); });
-  double down = seconds_of([&] { downloaded = client.get(bucket, "bench/ours"); });
-  if (downloaded.size() != megabytes << 20) {
-    std::fprintf(stderr, "downloaded %zu bytes of %llu MB\n", downloaded.size(),
+  double down =
+      seconds_of([&] { client.get_to_file(bucket, "bench/ours", downloaded, client.head(bucket, "bench/ours")); });
+  if (std::filesystem::file_size(downloaded) != megabytes << 20) {
+    std::fprintf(stderr, "downloaded %llu bytes of %llu MB\n",
+                 static_cast<unsigned long long>(std::filesystem::file_size(downloaded)),
                  static_cast<unsigned long long>(megabytes));
     return 1;
   }

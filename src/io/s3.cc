@@ -1,14 +1,12 @@
-// The S3 client (see s3.h).
+// The S3 client (see s3.h): its requests, and the small ones (HEAD, GET, PUT, listing,
+// DELETE). Transfers of whole files are in s3_transfer.cc.
 #include "io/s3.h"
 
 #include <curl/curl.h>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -21,10 +19,17 @@
 
 #include "io/identity.h"
 #include "io/location.h"
+#include "io/s3_internal.h"
 #include "io/safetensors.h"
 #include "io/util.h"
 
 namespace sx::io {
+
+using s3_detail::RangeWriter;
+using s3_detail::unquoted;
+using s3_detail::xml_element;
+using s3_detail::xml_text;
+
 namespace {
 
 std::string environment(const char* name) {
@@ -41,10 +46,63 @@ std::string amz_date_now() {
   return text;
 }
 
-// The raw text of the first <tag>...</tag> in `xml` from `from` (`end` set past it);
-// nullopt when absent. S3's answers are small and regular, so this is all the XML read here.
-std::optional<std::string_view> xml_element(std::string_view xml, std::string_view tag, size_t from = 0,
-                                            size_t* end = nullptr) {
+// Keeps each response header by lower-case name.
+size_t keep_header(char* data, size_t size, size_t count, void* headers) {
+  std::string_view line(data, size * count);
+  size_t colon = line.find(':');
+  if (colon != std::string_view::npos) {
+    std::string name(line.substr(0, colon));
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
+      value.remove_suffix(1);
+    }
+    (*static_cast<std::map<std::string, std::string>*>(headers))[name] = std::string(value);
+  }
+  return size * count;
+}
+
+// What curl's write callback fills: the request's RangeWriter for a 2xx answer's body
+// (an error's body is read for its code), else the response's body. A writer's error
+// stops the transfer and is kept, so that it leaves curl as the exception it was.
+struct BodyTarget {
+  CURL* curl;
+  RangeWriter* into;
+  std::string* body;
+  std::exception_ptr failure;
+};
+
+size_t take_body(char* data, size_t size, size_t count, void* target_ptr) {
+  auto* target = static_cast<BodyTarget*>(target_ptr);
+  const size_t n = size * count;
+  long status = 0;
+  if (target->into) curl_easy_getinfo(target->curl, CURLINFO_RESPONSE_CODE, &status);
+  if (status >= 200 && status < 300) {
+    try {
+      target->into->take(status, std::string_view(data, n));
+    } catch (...) {
+      target->failure = std::current_exception();
+      return 0;  // curl stops: CURLE_WRITE_ERROR
+    }
+  } else {
+    target->body->append(data, n);
+  }
+  return n;
+}
+
+// A certificate that does not verify, or a CA file that cannot be read: trying again
+// changes nothing.
+bool is_certificate_failure(CURLcode result) {
+  return result == CURLE_PEER_FAILED_VERIFICATION || result == CURLE_SSL_CACERT_BADFILE ||
+         result == CURLE_SSL_CERTPROBLEM;
+}
+
+}  // namespace
+
+namespace s3_detail {
+
+std::optional<std::string_view> xml_element(std::string_view xml, std::string_view tag, size_t from, size_t* end) {
   std::string open = fmt::format("<{}>", tag), close = fmt::format("</{}>", tag);
   size_t start = xml.find(open, from);
   if (start == std::string_view::npos) return std::nullopt;
@@ -55,7 +113,6 @@ std::optional<std::string_view> xml_element(std::string_view xml, std::string_vi
   return xml.substr(start, stop - start);
 }
 
-// An element's text with XML's entities decoded.
 std::optional<std::string> xml_text(std::string_view xml, std::string_view tag) {
   std::optional<std::string_view> text = xml_element(xml, tag);
   if (!text) return std::nullopt;
@@ -82,43 +139,7 @@ std::string unquoted(std::string text) {
   return text;
 }
 
-size_t append_body(char* data, size_t size, size_t count, void* body) {
-  static_cast<std::string*>(body)->append(data, size * count);
-  return size * count;
-}
-
-// Keeps each response header by lower-case name.
-size_t keep_header(char* data, size_t size, size_t count, void* headers) {
-  std::string_view line(data, size * count);
-  size_t colon = line.find(':');
-  if (colon != std::string_view::npos) {
-    std::string name(line.substr(0, colon));
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
-      value.remove_suffix(1);
-    }
-    (*static_cast<std::map<std::string, std::string>*>(headers))[name] = std::string(value);
-  }
-  return size * count;
-}
-
-}  // namespace
-
-struct S3Client::Request {
-  std::string method;  // GET, HEAD, PUT, POST, DELETE
-  std::string bucket, key;
-  std::map<std::string, std::string> query;    // name -> value, not yet encoded
-  std::map<std::string, std::string> headers;  // lower-case name -> value, signed
-  std::string_view body;
-};
-
-struct S3Client::Response {
-  long status = 0;
-  std::string body;
-  std::map<std::string, std::string> headers;  // lower-case names
-};
+}  // namespace s3_detail
 
 std::string s3_url(std::string_view bucket, std::string_view key) { return fmt::format("s3://{}/{}", bucket, key); }
 
@@ -131,6 +152,7 @@ S3Config S3Config::from_environment() {
   if (config.endpoint.empty()) config.endpoint = environment("AWS_ENDPOINT_URL");
   if (config.endpoint.empty()) config.endpoint = fmt::format("https://s3.{}.amazonaws.com", config.region);
   while (config.endpoint.ends_with('/')) config.endpoint.pop_back();
+  config.ca_bundle = environment("AWS_CA_BUNDLE");
   config.credentials = {environment("AWS_ACCESS_KEY_ID"), environment("AWS_SECRET_ACCESS_KEY"),
                         environment("AWS_SESSION_TOKEN")};
   for (const char* name : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}) {
@@ -184,6 +206,9 @@ S3Client::Response S3Client::send(const Request& request) {
     headers = curl_slist_append(headers, "Content-Type:");  // none, rather than curl's form type
 
     Response response;
+    if (request.into) request.into->written = 0;  // a retry writes the body again from its start
+    BodyTarget target{curl, request.into, &response.body, nullptr};
+    char error_text[CURL_ERROR_SIZE] = "";
     curl_easy_reset(curl);
     curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
@@ -191,8 +216,10 @@ S3Client::Response S3Client::send(const Request& request) {
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // a transfer stalled for 30 s has timed out
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 30L);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_text);
+    if (!config_.ca_bundle.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, config_.ca_bundle.c_str());
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, take_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &target);
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, keep_header);
     curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response.headers);
     if (request.method == "HEAD") {
@@ -204,17 +231,25 @@ S3Client::Response S3Client::send(const Request& request) {
     }
     CURLcode result = curl_easy_perform(curl);
     curl_slist_free_all(headers);
+    if (target.failure) std::rethrow_exception(target.failure);
     if (result == CURLE_OK) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
 
-    bool transient = result != CURLE_OK || response.status >= 500 || response.status == 429;
+    bool transient =
+        (result != CURLE_OK && !is_certificate_failure(result)) || response.status >= 500 || response.status == 429;
     if (transient && attempt < config_.attempts) {
       std::this_thread::sleep_for(std::chrono::milliseconds(config_.first_wait_ms << (attempt - 1)));
       continue;
     }
     if (result != CURLE_OK) {
-      throw LoadError(kStorageUnreachable,
-                      fmt::format("{}: the storage server {} cannot be reached: {} ({} attempts)", shown_url,
-                                  config_.endpoint, curl_easy_strerror(result), attempt));
+      std::string help = is_certificate_failure(result)
+                             ? config_.ca_bundle.empty()
+                                   ? "; set AWS_CA_BUNDLE to a PEM file of the CA certificate that signed the server's"
+                                   : fmt::format("; AWS_CA_BUNDLE is {}", shown(config_.ca_bundle))
+                             : "";
+      throw LoadError(
+          kStorageUnreachable,
+          fmt::format("{}: the storage server {} cannot be reached: {} ({} attempt{}){}", shown_url, config_.endpoint,
+                      error_text[0] ? error_text : curl_easy_strerror(result), attempt, attempt == 1 ? "" : "s", help));
     }
     if (response.status < 300 || (request.method == "HEAD" && response.status == 404)) return response;
     std::string code = xml_text(response.body, "Code").value_or("");
@@ -229,6 +264,11 @@ S3Client::Response S3Client::send(const Request& request) {
       throw LoadError(kStorageNotFound, fmt::format("{}: {} on the storage server {}{}", shown_url,
                                                     code == "NoSuchBucket" ? "there is no such bucket" : "not found",
                                                     config_.endpoint, said));
+    }
+    if (response.status == 412) {
+      throw LoadError(kStorageAnswer, fmt::format("{}: the object changed on the storage server {} while it was read "
+                                                  "(its ETag is no longer the one asked for){}",
+                                                  shown_url, config_.endpoint, said));
     }
     throw LoadError(
         response.status >= 500 || response.status == 429 ? kStorageUnreachable : kStorageAnswer,
@@ -282,85 +322,6 @@ std::string S3Client::get_range(const std::string& bucket, const std::string& ke
 
 std::string S3Client::put(const std::string& bucket, const std::string& key, std::string_view bytes) {
   return unquoted(send({"PUT", bucket, key, {}, {}, bytes}).headers["etag"]);
-}
-
-std::string S3Client::put_file(const std::string& bucket, const std::string& key, const std::string& path) {
-  OpenFile file = open_regular_file(path);
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{file.fd};
-  if (file.size > config_.part_bytes) return put_in_parts(bucket, key, path, file.fd, file.size);
-  std::string bytes;
-  read_chunks(::dup(file.fd), path, [&](const char* data, size_t n) { bytes.append(data, n); });
-  return put(bucket, key, bytes);
-}
-
-std::string S3Client::put_in_parts(const std::string& bucket, const std::string& key, const std::string& path, int fd,
-                                   uint64_t size) {
-  Response started = send({"POST", bucket, key, {{"uploads", ""}}, {}, {}});
-  std::optional<std::string> upload_id = xml_text(started.body, "UploadId");
-  if (!upload_id) {
-    throw LoadError(kStorageAnswer, fmt::format("{}: the storage server started a multipart upload without an "
-                                                "UploadId",
-                                                s3_url(bucket, key)));
-  }
-  try {
-    // Parts go up from several connections at once, each thread with a handle of its own.
-    const uint64_t count = (size + config_.part_bytes - 1) / config_.part_bytes;
-    std::vector<std::string> etags(count);
-    std::atomic<uint64_t> next{0};
-    std::exception_ptr failure;
-    std::mutex failure_mutex;
-    auto upload_parts = [&] {
-      try {
-        S3Client client(config_);
-        std::string part;
-        for (uint64_t i = next++; i < count && !failure; i = next++) {
-          const uint64_t offset = i * config_.part_bytes;
-          part.resize(std::min<uint64_t>(config_.part_bytes, size - offset));
-          for (size_t done = 0; done < part.size();) {
-            ssize_t n = ::pread(fd, part.data() + done, part.size() - done, static_cast<off_t>(offset + done));
-            if (n <= 0) {
-              if (n < 0 && errno == EINTR) continue;
-              throw LoadError(kUnreadable, fmt::format("{}: cannot read it to upload it: {}", path,
-                                                       n == 0 ? "it became shorter" : std::strerror(errno)));
-            }
-            done += static_cast<size_t>(n);
-          }
-          std::map<std::string, std::string> query{{"partNumber", std::to_string(i + 1)}, {"uploadId", *upload_id}};
-          etags[i] = client.send({"PUT", bucket, key, query, {}, part}).headers["etag"];
-        }
-      } catch (...) {
-        std::lock_guard lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
-      }
-    };
-    std::vector<std::thread> threads;
-    for (uint64_t t = 0; t < std::min<uint64_t>(count, config_.upload_threads); ++t) threads.emplace_back(upload_parts);
-    for (std::thread& thread : threads) thread.join();
-    if (failure) std::rethrow_exception(failure);
-    std::string parts = "<CompleteMultipartUpload>";
-    for (uint64_t i = 0; i < count; ++i) {
-      parts += fmt::format("<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>", i + 1, etags[i]);
-    }
-    parts += "</CompleteMultipartUpload>";
-    Response completed = send({"POST", bucket, key, {{"uploadId", *upload_id}}, {}, parts});
-    // S3 may answer 200 and still report an error in the body.
-    std::optional<std::string> etag = xml_text(completed.body, "ETag");
-    if (!etag) {
-      throw LoadError(kStorageAnswer, fmt::format("{}: the storage server did not complete the multipart upload ({})",
-                                                  s3_url(bucket, key), xml_text(completed.body, "Code").value_or("")));
-    }
-    return unquoted(*etag);
-  } catch (...) {
-    try {
-      send({"DELETE", bucket, key, {{"uploadId", *upload_id}}, {}, {}});
-    } catch (const LoadError&) {
-      // The server is gone: its lifecycle rules, not this process, clear the parts.
-    }
-    throw;
-  }
 }
 
 std::vector<ListedObject> S3Client::list(const std::string& bucket, const std::string& prefix, bool below) {

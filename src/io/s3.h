@@ -6,15 +6,20 @@
 //   AWS_REGION, else AWS_DEFAULT_REGION          the region signed for; else us-east-1
 //   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY     the credentials (both, or a request is refused)
 //   AWS_SESSION_TOKEN                            with temporary credentials
+//   AWS_CA_BUNDLE                                a PEM file of the CA certificates an https
+//                                                endpoint's certificate is checked against
+//                                                (a private CA's), instead of the system's
 //
 // A request that fails to connect, times out, breaks off or gets a 5xx (or 429) answer is
-// retried with doubling waits; what still fails is a LoadError with an E-LOC code whose
+// retried with doubling waits (a certificate that does not verify is not: it will not
+// change); what still fails is a LoadError with an E-LOC code whose
 // message names the s3:// URL and the server, never a secret:
 //   E-LOC-003 refused (403, or no credentials), E-LOC-004 no such key or bucket (404),
 //   E-LOC-005 the server cannot be reached or keeps failing, E-LOC-006 any other answer.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,8 +34,9 @@ struct S3Config {
   std::string endpoint;  // "http://127.0.0.1:9000", no trailing '/'
   std::string region;
   AwsCredentials credentials;
-  uint64_t part_bytes = 16ull << 20;  // a larger upload goes in parts of this size (S3's least: 5 MiB)
-  int upload_threads = 4;             // parts sent at once
+  std::string ca_bundle;              // AWS_CA_BUNDLE; "" for the system's CA certificates
+  uint64_t part_bytes = 16ull << 20;  // a larger transfer goes in parts of this size (uploads: S3's least is 5 MiB)
+  int transfer_threads = 4;           // parts sent or fetched at once
   int attempts = 5;                   // tries of one request, the first included
   int first_wait_ms = 200;            // before the first retry; doubled before each next one
 
@@ -62,15 +68,24 @@ class S3Client {
   ObjectInfo head(const std::string& bucket, const std::string& key);
   // The same, or nullopt when it does not exist.
   std::optional<ObjectInfo> head_if_exists(const std::string& bucket, const std::string& key);
-  // The whole object.
+  // The whole object, in memory: for small ones (markers, JSON); see get_to_file.
   std::string get(const std::string& bucket, const std::string& key);
+  // Downloads the object into the local file `path` as it arrives, never holding it whole:
+  // one GET up to part_bytes, above that ranged GETs of part_bytes, transfer_threads at a
+  // time, each retried as any request and written at its offset. `object` is what head()
+  // said of it: each GET asks for its ETag (If-Match), so an object replaced meanwhile is
+  // an error rather than a mix of two, and anything but `object.size` bytes is E-LOC-006.
+  // The file is written under a temporary name and renamed to `path` when whole: on any
+  // error `path` is as it was (E-LOAD-002 when the file cannot be written).
+  void get_to_file(const std::string& bucket, const std::string& key, const std::string& path,
+                   const ObjectInfo& object);
   // Exactly `length` bytes from `offset` (one ranged GET); E-LOC-006 when the object
   // gives fewer (it is shorter than that).
   std::string get_range(const std::string& bucket, const std::string& key, uint64_t offset, uint64_t length);
   // Writes the object in one PUT; returns its ETag.
   std::string put(const std::string& bucket, const std::string& key, std::string_view bytes);
   // Uploads a local file: one PUT up to part_bytes, a multipart upload above, its parts
-  // sent upload_threads at a time (aborted on failure, so no parts are left behind). A
+  // sent transfer_threads at a time (aborted on failure, so no parts are left behind). A
   // file that cannot be read is E-LOAD-002. Returns the object's ETag.
   std::string put_file(const std::string& bucket, const std::string& key, const std::string& path);
   // Every object whose key starts with `prefix`, by key; with `below` false, only those
@@ -85,6 +100,9 @@ class S3Client {
   struct Request;
   struct Response;
   Response send(const Request& request);
+  // Runs part(client, i) for each i < count from up to transfer_threads threads, each with
+  // a client (a connection) of its own; the first failure stops the others and is rethrown.
+  void in_parallel(uint64_t count, const std::function<void(S3Client&, uint64_t)>& part);
   std::string put_in_parts(const std::string& bucket, const std::string& key, const std::string& path, int fd,
                            uint64_t size);
 

@@ -6,16 +6,14 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <span>
 
 #include "io/checkpoint_internal.h"
-#include "io/identity.h"
 #include "io/s3.h"
 #include "io/safetensors.h"
+#include "io/storage_cache.h"
 #include "io/util.h"
 
 namespace sx::io::storage {
@@ -43,18 +41,6 @@ S3Client client() {
 // "P/" for the location's key P, "" for a bucket's root.
 std::string folder_prefix(const ResolvedLocation& location) { return location.key.empty() ? "" : location.key + "/"; }
 
-std::string cache_root() {
-  if (const char* dir = std::getenv("SEXPGPU_CACHE_DIR"); dir && *dir) return dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/sexpgpu";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/sexpgpu";
-  return (fs::temp_directory_path() / "sexpgpu-cache").string();
-}
-
-// A cache folder's name for `text`: the start of its SHA-256.
-std::string key_of(std::string_view text) {
-  return sha256_hex(std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size())).substr(0, 24);
-}
-
 std::string create_folder(const std::string& path) {
   std::error_code ec;
   fs::create_directories(path, ec);
@@ -67,7 +53,7 @@ std::string create_folder(const std::string& path) {
 
 // Where the files kept beside a location's checkpoints are written locally.
 std::string side_path(const ResolvedLocation& location) {
-  return fmt::format("{}/runs/{}", cache_root(), key_of(location.url()));
+  return fmt::format("{}/runs/{}", cache_root(), cache_key(location.url()));
 }
 
 // Removes the stale temporaries (checkpoint_internal.h) of a local folder.
@@ -115,7 +101,7 @@ std::vector<MarkedFile> parse_marker(const std::string& text, const std::string&
 }  // namespace
 
 std::string staging_folder(const ResolvedLocation& location) {
-  return create_folder(fmt::format("{}/uploads/{}", cache_root(), key_of(location.url())));
+  return create_folder(fmt::format("{}/uploads/{}", cache_root(), cache_key(location.url())));
 }
 
 Checkpoint upload(const ResolvedLocation& location, int64_t step, const std::string& staged,
@@ -187,7 +173,7 @@ Checkpoint local_copy(const Checkpoint& checkpoint) {
   }
   std::vector<MarkedFile> files = parse_marker(marker, marker_url);
   const std::string parent =
-      create_folder(fmt::format("{}/checkpoints/{}", cache_root(), key_of(marker_url + "\n" + marker)));
+      create_folder(fmt::format("{}/checkpoints/{}", cache_root(), cache_key(marker_url + "\n" + marker)));
   const std::string folder = parent + "/" + checkpoint_name(checkpoint.step);
   std::error_code ec;
   if (fs::is_directory(folder, ec)) return {checkpoint.step, folder};
@@ -201,20 +187,15 @@ Checkpoint local_copy(const Checkpoint& checkpoint) {
     for (const MarkedFile& file : files) {
       const std::string key = where.key + "/" + file.name;
       std::optional<ObjectInfo> info = as_checkpoint_error([&] { return s3.head_if_exists(where.bucket, key); });
-      std::string bytes;
-      if (info && info->etag == file.etag && info->size == file.size) {
-        bytes = as_checkpoint_error([&] { return s3.get(where.bucket, key); });
-      }
-      if (!info || info->etag != file.etag || info->size != file.size || bytes.size() != file.size) {
+      if (!info || info->etag != file.etag || info->size != file.size) {
         bad_marker(marker_url,
                    fmt::format("the completion marker names {} ({} bytes, ETag {}), but {}; the checkpoint is not "
                                "whole",
                                s3_url(where.bucket, key), file.size, file.etag,
                                !info ? "it is not there"
-                                     : fmt::format("the storage holds {} bytes, ETag {}",
-                                                   bytes.empty() ? info->size : bytes.size(), info->etag)));
+                                     : fmt::format("the storage holds {} bytes, ETag {}", info->size, info->etag)));
       }
-      write_file_atomically(temp + "/" + file.name, bytes);
+      as_checkpoint_error([&] { s3.get_to_file(where.bucket, key, temp + "/" + file.name, *info); });
     }
     if (::rename(temp.c_str(), folder.c_str()) != 0 && !fs::is_directory(folder, ec)) {
       throw CheckpointError(kCheckpointUnwritable, fmt::format("{}: cannot rename the downloaded checkpoint into "

@@ -12,11 +12,11 @@
 // temporary object is removed after the marker; one left by a writer of this host whose
 // process is gone is stale, and its files without a marker are removed with it.
 //
-// A checkpoint is read from a copy in the local cache ($SEXPGPU_CACHE_DIR, else
-// $XDG_CACHE_HOME/sexpgpu, else ~/.cache/sexpgpu), under checkpoints/KEY/step-N, KEY a
-// hash of the marker's URL and bytes: downloaded once, every file checked against the
-// marker's size and ETag (E-CKPT-007 when one is missing or differs), and renamed into
-// place when complete.
+// A checkpoint is read from a copy in the local cache (storage_cache.h), under
+// checkpoints/KEY/step-N, KEY a hash of the marker's URL and bytes: downloaded once (each
+// file streamed to disk, never held whole), every file checked against the marker's size
+// and ETag (E-CKPT-007 when one is missing or differs), and renamed into place when
+// complete.
 //
 // Errors are CheckpointError: the S3 client's E-LOC codes as they are, E-CKPT-003 and
 // E-CKPT-007. Internal to src/io: checkpoint.cc calls these for storage locations.

@@ -175,6 +175,21 @@ void AtomicFile::write(const void* data, size_t size) {
   }
 }
 
+void AtomicFile::write_at(uint64_t offset, const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t put = ::pwrite(fd_, p, size, static_cast<off_t>(offset));
+    if (put < 0 && errno == EINTR) continue;
+    if (put < 0) {
+      throw LoadError(kUnreadable, fmt::format("{}: cannot write it: could not write at byte {}: {}", path_, offset,
+                                               std::strerror(errno)));
+    }
+    p += put;
+    offset += static_cast<uint64_t>(put);
+    size -= static_cast<size_t>(put);
+  }
+}
+
 void AtomicFile::commit() {
   if (::fsync(fd_) != 0) fail("flush it to disk", errno);
   if (::close(fd_) != 0) {

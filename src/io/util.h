@@ -53,6 +53,9 @@ class AtomicFile {
   ~AtomicFile();
 
   void write(const void* data, size_t size);
+  // Writes at `offset` (pwrite), from any thread, beside the others; on a failure it throws
+  // and leaves the file open, so that threads still writing never reach a reused descriptor.
+  void write_at(uint64_t offset, const void* data, size_t size);
   // Flushes the bytes to disk, renames the file into place and flushes the directory.
   void commit();
 

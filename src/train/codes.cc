@@ -124,9 +124,12 @@ run opens it.
     ; error[E-RUN-021]: data/input.txt: the file does not exist
 
 A relative path is relative to the folder of the run file that names it, not to the
-directory the command runs in, as `:load`'s is. Loaders read local files (a path, or
-`file:///absolute/path`); an `s3://` or other location is refused by name: copy the data
-beside the run file. The message shows the path as it was looked for.)"},
+directory the command runs in, as `:load`'s is. Loaders read any location: a path,
+`file:///absolute/path`, `s3://bucket/key` or `o41://team/...` (see `docs/locations.md`);
+an object on S3 is checked when the loader is made and downloaded into the local cache
+when the run opens it, and its own errors keep their `E-LOC` codes (`E-LOC-004`: no such
+object). Another scheme (`https://`) is refused by name. The message shows the path as it
+was looked for.)"},
     {"E-RUN-022", "a text or token file that does not hold the windows asked for",
      R"(`text-windows` reads a file's bytes as tokens, and `token-windows` a file of
 little-endian tokens of its `:dtype` (2 bytes each for :u16, 4 for :u32 and :i32). The

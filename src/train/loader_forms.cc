@@ -27,7 +27,9 @@ using lang::Value;
 constexpr int64_t kMaxWindow = int64_t{1} << 30;
 
 // Where a loader's file is: a relative path is relative to the folder of the file that
-// names it (as :load's is), file:// locations are local paths, other schemes are refused.
+// names it (as :load's is), file:// locations are local paths, s3:// and o41:// ones are
+// resolved (an o41:// location under a local root is a local path, under an s3:// root an
+// s3:// URL, which the loader downloads when the run opens it), other schemes are refused.
 std::string resolve_path(const std::string& written, lang::Span span) {
   std::string scheme = io::scheme_of(written);
   if (scheme == "file") {
@@ -37,9 +39,16 @@ std::string resolve_path(const std::string& written, lang::Span span) {
       lang::fail(kLoaderFile, span, e.what(), "write file:///absolute/path, or the path itself");
     }
   }
+  if (io::is_storage_scheme(scheme)) {
+    try {
+      return io::resolve_location(written).url();
+    } catch (const io::LoadError& e) {
+      lang::fail(e.code(), span, e.what());
+    }
+  }
   if (!scheme.empty()) {
     lang::fail(kLoaderFile, span,
-               fmt::format("{}: loaders read local files; {}:// is not read in this version",
+               fmt::format("{}: {}:// is not read; loaders read paths and file://, s3:// and o41:// locations",
                            lang::shown_in_message(written), lang::shown_in_message(scheme)),
                "copy the data next to the run file and name it by its path");
   }

@@ -17,7 +17,9 @@
 
 #include "graph/philox.h"
 #include "io/location.h"
+#include "io/s3.h"
 #include "io/safetensors.h"
+#include "io/storage_cache.h"
 #include "lang/diagnostic.h"
 
 namespace sx::train {
@@ -34,11 +36,15 @@ uint32_t lo32(uint64_t v) { return static_cast<uint32_t>(v); }
 uint32_t hi32(uint64_t v) { return static_cast<uint32_t>(v >> 32); }
 graph::PhiloxKey key_of(uint64_t seed) { return {lo32(seed), hi32(seed)}; }
 
-[[noreturn]] void fail(const LoaderSpec& spec, const char* code, std::string message, std::string help = {}) {
-  lang::fail(code, spec.span, std::move(message), std::move(help));
+[[noreturn]] void fail(const LoaderSpec& spec, std::string code, std::string message, std::string help = {}) {
+  lang::fail(std::move(code), spec.span, std::move(message), std::move(help));
 }
 
 std::string shown_path(const LoaderSpec& spec) { return lang::shown_in_message(spec.path); }
+
+// Whether the spec's data is an object on S3 (its path an s3:// URL, as loader_forms
+// resolved it), read from a downloaded copy.
+bool is_storage_object(const LoaderSpec& spec) { return io::scheme_of(spec.path) == "s3"; }
 
 // Why a file cannot be opened, after "PATH: ".
 std::string open_failure(int err) {
@@ -66,9 +72,9 @@ void check_batch_arguments(int64_t step, int64_t batch_size) {
 
 class WindowLoader final : public Loader {
  public:
-  explicit WindowLoader(const LoaderSpec& spec) : Loader(spec) {
+  WindowLoader(const LoaderSpec& spec, const std::string& file) : Loader(spec) {
     token_bytes_ = spec.kind == LoaderKind::TextWindows ? 1 : spec.format == TokenFormat::u16 ? 2 : 4;
-    fd_ = ::open(spec.path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd_ = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) fail(spec, kLoaderFile, fmt::format("{}: {}", shown_path(spec), open_failure(errno)));
     struct stat st {};
     if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -204,11 +210,14 @@ std::optional<DType> graph_dtype_of(std::string_view safetensors_dtype) {
 
 class RecordsLoader final : public Loader {
  public:
-  explicit RecordsLoader(const LoaderSpec& spec) : Loader(spec) {
+  RecordsLoader(const LoaderSpec& spec, const std::string& file) : Loader(spec) {
     try {
-      file_ = io::SafetensorsFile::open(spec.path);
+      file_ = io::SafetensorsFile::open(file);
     } catch (const io::LoadError& e) {
-      fail(spec, e.code().c_str(), e.what());
+      // A downloaded copy's faults are the object's: named by its URL, not the cache's path.
+      std::string message = e.what();
+      if (file != spec.path && message.starts_with(file)) message = spec.path + message.substr(file.size());
+      fail(spec, e.code(), message);
     }
     const auto& tensors = file_->tensors();
     if (tensors.empty()) {
@@ -259,8 +268,8 @@ class RecordsLoader final : public Loader {
 
 class JsonlLoader final : public Loader {
  public:
-  explicit JsonlLoader(const LoaderSpec& spec) : Loader(spec) {
-    std::string text = read_whole(spec);
+  JsonlLoader(const LoaderSpec& spec, const std::string& file) : Loader(spec) {
+    std::string text = read_whole(spec, file);
     std::vector<Collected> collected(spec.fields.size());
     int64_t line = 0;
     size_t begin = 0;
@@ -431,8 +440,8 @@ class JsonlLoader final : public Loader {
     return "; it has " + out;
   }
 
-  static std::string read_whole(const LoaderSpec& spec) {
-    int fd = ::open(spec.path.c_str(), O_RDONLY | O_CLOEXEC);
+  static std::string read_whole(const LoaderSpec& spec, const std::string& file) {
+    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) fail(spec, kLoaderFile, fmt::format("{}: {}", shown_path(spec), open_failure(errno)));
     std::string text;
     char chunk[1 << 16];
@@ -500,6 +509,15 @@ const graph::Tensor* Batch::find(std::string_view name) const {
 }
 
 void check_loader_file(const LoaderSpec& spec) {
+  if (is_storage_object(spec)) {
+    try {
+      io::ResolvedLocation where = io::resolve_location(spec.path);
+      io::S3Client(io::S3Config::from_environment()).head(where.bucket, where.key);
+    } catch (const io::LoadError& e) {
+      fail(spec, e.code(), e.what());
+    }
+    return;
+  }
   struct stat st {};
   if (::stat(spec.path.c_str(), &st) != 0) {
     fail(spec, kLoaderFile, fmt::format("{}: {}", shown_path(spec), open_failure(errno)),
@@ -511,12 +529,21 @@ void check_loader_file(const LoaderSpec& spec) {
 }
 
 std::unique_ptr<Loader> open_loader(const LoaderSpec& spec) {
-  check_loader_file(spec);
+  std::string file = spec.path;
+  if (is_storage_object(spec)) {
+    try {
+      file = io::cached_object(io::resolve_location(spec.path));
+    } catch (const io::LoadError& e) {
+      fail(spec, e.code(), e.what());
+    }
+  } else {
+    check_loader_file(spec);
+  }
   switch (spec.kind) {
     case LoaderKind::TextWindows:
-    case LoaderKind::TokenWindows: return std::make_unique<WindowLoader>(spec);
-    case LoaderKind::Records: return std::make_unique<RecordsLoader>(spec);
-    case LoaderKind::Jsonl: return std::make_unique<JsonlLoader>(spec);
+    case LoaderKind::TokenWindows: return std::make_unique<WindowLoader>(spec, file);
+    case LoaderKind::Records: return std::make_unique<RecordsLoader>(spec, file);
+    case LoaderKind::Jsonl: return std::make_unique<JsonlLoader>(spec, file);
   }
   throw std::logic_error("open_loader: an unknown loader kind");
 }

@@ -24,11 +24,16 @@
 // seed and e, so each epoch reads every row once. Windows draw sample g's start from the
 // seed and g. Both use the Philox generator (graph/philox.h).
 //
+// PATH is any location (docs/locations.md): a path, file://, s3://, o41://. An object on
+// S3 is checked (HEAD) when the constructor is called and downloaded into the local
+// cache when the loader is opened (io/storage_cache.h: once per version of the object);
+// the loader reads that copy as a local file.
+//
 // Errors are lang::Error with an E-RUN code and the span of the loader's call: arguments
 // when the constructor is called (E-RUN-020), a file that cannot be read when it is
 // called and when it is opened (E-RUN-021), and data that is not what the loader reads
 // when it is opened or read (E-RUN-022, E-RUN-023, E-RUN-024). A faulty safetensors file
-// keeps its E-LOAD code.
+// keeps its E-LOAD code, and a storage location its E-LOC code, naming its URL.
 #pragma once
 
 #include <cstdint>
@@ -64,7 +69,8 @@ std::string_view token_format_name(TokenFormat format);  // "u16", ...
 struct LoaderSpec {
   LoaderKind kind = LoaderKind::TextWindows;
   std::string written;                    // the path as the run file wrote it
-  std::string path;                       // resolved: relative to the run file's folder
+  std::string path;                       // resolved: relative to the run file's folder; or an
+                                          // s3:// URL (s3://, or o41:// under an s3:// root)
   int64_t window = 0;                     // text-windows, token-windows: a record is window+1 tokens
   TokenFormat format = TokenFormat::u16;  // token-windows
   std::vector<std::string> fields;        // jsonl: the keys, in the order written
@@ -139,7 +145,8 @@ class Loader {
 };
 
 // E-RUN-021 naming the file when the spec's path is not a readable regular file: a stat,
-// cheap enough for the constructors (and so `sexpgpu check`) to call.
+// cheap enough for the constructors (and so `sexpgpu check`) to call. An object on S3
+// is asked for its size (HEAD), not downloaded: E-LOC-004 when it is not there.
 void check_loader_file(const LoaderSpec& spec);
 
 // Opens the spec's file and checks what it holds: E-RUN-021 when it cannot be read,

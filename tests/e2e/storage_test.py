@@ -26,7 +26,7 @@ from e2e_test import Failure, Skip, expect, expect_error, train, training_dir  #
 LOCATION = "o41://team/run"
 
 
-def start_moto():
+def start_moto(https=False):
     """A started MotoServer (the caller stops it), or Skip (a failure under CI=true) where
     moto is missing."""
     try:
@@ -37,7 +37,7 @@ def start_moto():
             raise Failure(f"moto's server is not installed ({error}); scripts/setup installs it")
         raise Skip(f"moto's server is not installed ({error}); scripts/setup installs it into .venv")
     import moto_fixture
-    return moto_fixture.MotoServer().__enter__()
+    return moto_fixture.MotoServer(https).__enter__()
 
 
 def use_storage(server, tmp, endpoint=None):
@@ -274,6 +274,80 @@ def case_frozen_load(tmp):
         expect_error(["serve", location, "--socket", sock], "E-LOAD-001", mentions=(url, "ETag"))
         expect_error(["export", run_file, "--checkpoint", location, "-o", os.path.join(tmp, "x")], "E-LOAD-001",
                      mentions=(url,))
+    finally:
+        server.stop()
+
+
+def case_data_loader(tmp):
+    """A run whose :data reads s3://BUCKET/data/input.txt: `check` finds it without
+    downloading it, the run downloads it once into the cache and trains to the bits of
+    the same run on the local file; a missing object is E-LOC-004 naming its URL."""
+    run_file = training_dir(tmp)
+    local = os.path.join(tmp, "local")
+    train([run_file, "--checkpoint-dir", local])
+    server = start_moto()
+    try:
+        use_storage(server, tmp)
+        bucket = os.environ["SEXPGPU_TEST_BUCKET"]
+        url = f"s3://{bucket}/data/input.txt"
+        server.client().upload_file(os.path.join(tmp, "text.txt"), bucket, "data/input.txt")
+        text = e2e_test.TRAIN_FILE.replace(b'"text.txt"', b'"' + url.encode() + b'"')
+        s3_file = training_dir(tmp, "s3-data.sx", text)
+        rc, out, err, _ = e2e_test.run(["check", s3_file])
+        expect(rc == 0, "sexpgpu check of a run reading its data from S3", out, err)
+        cache = os.path.join(tmp, "cache", "objects")
+        expect(not os.path.exists(cache), "check downloads nothing")
+        trained = os.path.join(tmp, "trained")
+        train([s3_file, "--checkpoint-dir", trained])
+        copies = [os.path.join(d, f) for d, _, files in os.walk(cache) for f in files]
+        expect(len(copies) == 1 and copies[0].endswith("/input.txt"), f"one copy in the cache: {copies}")
+        for name in ("params.safetensors", "optimizer.safetensors"):
+            with open(os.path.join(local, "step-00000012", name), "rb") as a, \
+                    open(os.path.join(trained, "step-00000012", name), "rb") as b:
+                expect(a.read() == b.read(), f"{name} differs from the run on the local file")
+        print("ok: trained on", url, "to the local run's bits")
+
+        missing = text.replace(b"data/input.txt", b"data/absent.txt")
+        missing_file = training_dir(tmp, "missing.sx", missing)
+        for command in (["check", missing_file], ["run", missing_file, "--checkpoint-dir", os.path.join(tmp, "m")]):
+            expect_error(command, "E-LOC-004", mentions=(f"s3://{bucket}/data/absent.txt",))
+        print("ok: a missing object is E-LOC-004")
+    finally:
+        server.stop()
+
+
+def case_https(tmp):
+    """An https:// endpoint with a private certificate (moto's, self-signed for
+    127.0.0.1): trusted through AWS_CA_BUNDLE, a run writes its checkpoints there and they
+    are listed and served; without it, or with a CA file that is not there, the run stops
+    with E-LOC-005 naming the certificate problem and the URL, never the secret."""
+    run_file = training_dir(tmp)
+    server = start_moto(https=True)
+    try:
+        use_storage(server, tmp)
+        expect(server.endpoint.startswith("https://") and os.environ.get("AWS_CA_BUNDLE") == server.certificate,
+               "the run trusts the server's certificate through AWS_CA_BUNDLE")
+        train([run_file, "--checkpoint-dir", LOCATION])
+        expect(expect_markers_whole(server)[-1] == 12, "the run's checkpoints are on the https:// server")
+        sock = os.path.join(tmp, "s.sock")
+        served = serve_test.Server(LOCATION, sock)
+        try:
+            expect(served.first_line.startswith(f"serving {LOCATION}/step-00000012 on "),
+                   "the newest checkpoint is served", served.first_line)
+        finally:
+            served.stop()
+        print("ok: checkpoints written, listed and served over https:// with AWS_CA_BUNDLE")
+
+        del os.environ["AWS_CA_BUNDLE"]
+        for bundle in (None, os.path.join(tmp, "no-such-ca.pem")):
+            if bundle:
+                os.environ["AWS_CA_BUNDLE"] = bundle
+            rc, out, err, _ = e2e_test.run(["run", run_file, "--checkpoint-dir", "o41://team/other"])
+            expect(rc == 1 and "error[E-LOC-005]" in err, "an untrusted certificate is E-LOC-005", out, err)
+            for text in (server.endpoint, "s3://", bundle or "certificate", bundle or "AWS_CA_BUNDLE"):
+                expect(text in err, f"the error names {text!r}", err)
+            expect("testing-secret" not in err, "the error never shows the secret", err)
+            print("ok: AWS_CA_BUNDLE", "unset" if bundle is None else "a missing file", "-> E-LOC-005")
     finally:
         server.stop()
 

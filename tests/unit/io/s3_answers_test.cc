@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -183,6 +184,35 @@ TEST(S3Answers, AnObjectShorterThanTheRange) {
   EXPECT_NE(message.find("s3://bucket/k"), std::string::npos) << message;
 }
 
+// A download from a server that dies mid-way, every time: E-LOC-005 after the retries, and
+// no file at the path (nor a temporary beside it); a file that was there stays as it was.
+TEST(S3Answers, ADownloadCutShortLeavesNoFile) {
+  CannedServer server({"HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\nonly this"});
+  S3Client client(config_for(server.endpoint()));
+  testing::TempDir dir;
+  auto [code, message] = error_of([&] { client.get_to_file("bucket", "k", dir.file("f"), {100, "e", ""}); });
+  EXPECT_EQ(code, kStorageUnreachable);
+  EXPECT_NE(message.find("s3://bucket/k"), std::string::npos) << message;
+  EXPECT_EQ(server.requests(), 3);
+  EXPECT_TRUE(std::filesystem::is_empty(dir.file(""))) << "a file is left";
+  testing::write_file(dir.file("f"), "before");
+  error_of([&] { client.get_to_file("bucket", "k", dir.file("f"), {100, "e", ""}); });
+  EXPECT_EQ(testing::read_file(dir.file("f")), "before");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.file("")), {}), 1);
+}
+
+// A body that is not the size HEAD gave: E-LOC-006, and no file.
+TEST(S3Answers, ADownloadOfAnotherSize) {
+  CannedServer server({answer(200, "OK", "shorter")});
+  S3Client client(config_for(server.endpoint()));
+  testing::TempDir dir;
+  EXPECT_EQ(error_of([&] { client.get_to_file("bucket", "k", dir.file("f"), {100, "", ""}); }).first, kStorageAnswer);
+  EXPECT_EQ(error_of([&] { client.get_to_file("bucket", "k", dir.file("f"), {3, "", ""}); }).first, kStorageAnswer);
+  EXPECT_TRUE(std::filesystem::is_empty(dir.file("")));
+  std::string request = server.requests_seen().at(0);
+  EXPECT_EQ(request.find("if-match"), std::string::npos) << "no ETag, no If-Match";
+}
+
 TEST(S3Answers, AMultipartUploadThatFailsIsAborted) {
   CannedServer server({answer(200, "OK",
                               "<InitiateMultipartUploadResult><UploadId>u1</UploadId>"
@@ -190,7 +220,7 @@ TEST(S3Answers, AMultipartUploadThatFailsIsAborted) {
                        answer(500, "Internal", "")});
   S3Config config = config_for(server.endpoint());
   config.part_bytes = 1024;
-  config.upload_threads = 2;
+  config.transfer_threads = 2;
   S3Client client(config);
   testing::TempDir dir;
   testing::write_file(dir.file("f"), std::string(3000, 'x'));  // three parts

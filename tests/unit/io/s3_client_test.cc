@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 
 #include "io/checkpoint.h"
@@ -14,6 +15,7 @@
 #include "io/location.h"
 #include "io/s3.h"
 #include "io/safetensors.h"
+#include "io/storage_cache.h"
 #include "io/tensor_source.h"
 #include "io/util.h"
 #include "test_util.h"
@@ -105,6 +107,68 @@ TEST_F(S3Client_, MultipartUpload) {
   testing::write_file(dir.file("small.bin"), "small");
   client.put_file(bucket_, prefix_ + "small.bin", dir.file("small.bin"));
   EXPECT_EQ(client.get(bucket_, prefix_ + "small.bin"), "small");
+}
+
+// A download into a file: above part_bytes in ranges from several connections, equal to
+// what was uploaded either way; an object replaced since its HEAD is refused (If-Match).
+TEST_F(S3Client_, DownloadsToAFile) {
+  S3Config config = S3Config::from_environment();
+  config.part_bytes = 1000;
+  config.transfer_threads = 3;
+  S3Client client(config);
+  testing::TempDir dir;
+  std::string bytes(10'500, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 131 % 251);
+  client.put(bucket_, prefix_ + "obj", bytes);  // one PUT: moto takes no parts of 1000 bytes
+  client.get_to_file(bucket_, prefix_ + "obj", dir.file("ranged"), client.head(bucket_, prefix_ + "obj"));
+  EXPECT_EQ(testing::read_file(dir.file("ranged")), bytes);  // 11 ranges, the last one short
+  client.put(bucket_, prefix_ + "small", "small");
+  client.get_to_file(bucket_, prefix_ + "small", dir.file("whole"), client.head(bucket_, prefix_ + "small"));
+  EXPECT_EQ(testing::read_file(dir.file("whole")), "small");
+  client.put(bucket_, prefix_ + "empty", "");
+  client.get_to_file(bucket_, prefix_ + "empty", dir.file("empty"), client.head(bucket_, prefix_ + "empty"));
+  EXPECT_EQ(testing::read_file(dir.file("empty")), "");
+
+  ObjectInfo before = client.head(bucket_, prefix_ + "obj");
+  client.put(bucket_, prefix_ + "obj", std::string(bytes.size(), 'x'));
+  try {
+    client.get_to_file(bucket_, prefix_ + "obj", dir.file("changed"), before);
+    FAIL() << "an object replaced since its HEAD";
+  } catch (const LoadError& e) {
+    EXPECT_EQ(e.code(), kStorageAnswer) << e.what();
+    EXPECT_NE(std::string(e.what()).find("changed"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("changed")));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.file("")), {}), 3);  // no temporary left
+}
+
+// A loader's object is downloaded into the cache once per version: an unchanged object is
+// read from the copy, a replaced one is downloaded again.
+TEST_F(S3Client_, CachedObjects) {
+  testing::TempDir cache;
+  setenv("SEXPGPU_CACHE_DIR", cache.file("c").c_str(), 1);
+  S3Client client(S3Config::from_environment());
+  client.put(bucket_, prefix_ + "data/input.txt", "first version");
+  const ResolvedLocation where = resolve_location("s3://" + bucket_ + "/" + prefix_ + "data/input.txt");
+  const std::string first = cached_object(where);
+  EXPECT_TRUE(first.starts_with(cache.file("c/objects/"))) << first;
+  EXPECT_TRUE(first.ends_with("/input.txt")) << first;
+  EXPECT_EQ(testing::read_file(first), "first version");
+  testing::write_file(first, "FIRST VERSION");  // were it downloaded again, this would go
+  EXPECT_EQ(cached_object(where), first);
+  EXPECT_EQ(testing::read_file(first), "FIRST VERSION");
+  client.put(bucket_, prefix_ + "data/input.txt", "second version");
+  const std::string second = cached_object(where);
+  EXPECT_NE(second, first);
+  EXPECT_EQ(testing::read_file(second), "second version");
+  try {
+    cached_object(resolve_location("s3://" + bucket_ + "/" + prefix_ + "data/absent.txt"));
+    FAIL();
+  } catch (const LoadError& e) {
+    EXPECT_EQ(e.code(), kStorageNotFound);
+    EXPECT_NE(std::string(e.what()).find("/data/absent.txt"), std::string::npos) << e.what();
+  }
+  unsetenv("SEXPGPU_CACHE_DIR");
 }
 
 TEST_F(S3Client_, AFileThatCannotBeRead) {

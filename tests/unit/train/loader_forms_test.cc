@@ -110,8 +110,7 @@ TEST(LoaderForms, ArgumentsAreCheckedWhenCalled) {
       {R"((records 7))", "E-EVAL-004", ""},
       {R"((records "missing.safetensors"))", "E-RUN-021", "missing.safetensors: the file does not exist"},
       {R"((text-windows "." :window 4))", "E-RUN-021", "a directory, not a file"},
-      {R"((records "s3://bucket/rows.safetensors"))", "E-RUN-021",
-       "s3://bucket/rows.safetensors: loaders read local files; s3:// is not read in this version"},
+      {R"((records "s3://Bad_Bucket/rows.safetensors"))", "E-LOC-001", "s3://Bad_Bucket/rows.safetensors"},
       {R"((records "https://host/rows.safetensors"))", "E-RUN-021", "https:// is not read"},
       {R"((records "file://rows.safetensors"))", "E-RUN-021", "file:///home/me/w.safetensors"},
   };
