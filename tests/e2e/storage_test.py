@@ -279,9 +279,10 @@ def case_frozen_load(tmp):
 
 
 def case_data_loader(tmp):
-    """A run whose :data reads s3://BUCKET/data/input.txt: `check` finds it without
-    downloading it, the run downloads it once into the cache and trains to the bits of
-    the same run on the local file; a missing object is E-LOC-004 naming its URL."""
+    """A run whose :data reads s3://BUCKET/data/input.txt: `check` downloads it once into
+    the cache (it compiles the training step, which needs the loader's fields) and the run
+    reads that copy, training to the bits of the same run on the local file; a missing
+    object is E-LOC-004 naming its URL."""
     run_file = training_dir(tmp)
     local = os.path.join(tmp, "local")
     train([run_file, "--checkpoint-dir", local])
@@ -296,11 +297,17 @@ def case_data_loader(tmp):
         rc, out, err, _ = e2e_test.run(["check", s3_file])
         expect(rc == 0, "sexpgpu check of a run reading its data from S3", out, err)
         cache = os.path.join(tmp, "cache", "objects")
-        expect(not os.path.exists(cache), "check downloads nothing")
+
+        def copies():
+            return [os.path.join(d, f) for d, _, files in os.walk(cache) for f in files]
+
+        checked = copies()
+        expect(len(checked) == 1 and checked[0].endswith("/input.txt"), f"check left one copy: {checked}")
+        downloaded = os.stat(checked[0]).st_ino
         trained = os.path.join(tmp, "trained")
         train([s3_file, "--checkpoint-dir", trained])
-        copies = [os.path.join(d, f) for d, _, files in os.walk(cache) for f in files]
-        expect(len(copies) == 1 and copies[0].endswith("/input.txt"), f"one copy in the cache: {copies}")
+        expect(copies() == checked and os.stat(checked[0]).st_ino == downloaded,
+               f"the run reads check's copy, not a second download: {copies()}")
         for name in ("params.safetensors", "optimizer.safetensors"):
             with open(os.path.join(local, "step-00000012", name), "rb") as a, \
                     open(os.path.join(trained, "step-00000012", name), "rb") as b:
