@@ -65,6 +65,13 @@ Record cast_record() {
            return b.cast(b.constant(Tensor::from_doubles(from, {10}, specials)), to);
          }});
   }
+  // The primitive itself to the same dtype, which the op leaves out: the identity, and
+  // the one cast whose gradient finite differences can check in f64.
+  samples.push_back({.label = "emitted to the same dtype",
+                     .inputs = {{{2, 3}}},
+                     .build = [](Builder& b, const std::vector<NodeId>& x, DType dtype) {
+                       return b.emit(graph::primitive(PrimId::cast), {x[0]}, {{"dtype", dtype}});
+                     }});
   return {.id = PrimId::cast, .exact = true, .samples = std::move(samples)};
 }
 
