@@ -63,11 +63,11 @@ struct Sample {
 
 struct Record {
   PrimId id;
-  bool exact = false;  // results are bits of the inputs (data movement): devices agree bit for bit
+  bool exact = false;  // devices must agree bit for bit (data movement, casts, random bits), not within rounding
   std::vector<Sample> samples;
 };
 
-// Every record, one per registered primitive with a record, in registry order.
+// Every record, in registry order.
 const std::vector<Record>& records();
 // The record of `id`, or nullptr.
 const Record* find_record(PrimId id);
