@@ -126,7 +126,7 @@ std::string compare_bits(const Tensor& actual, const Tensor& expected) {
   return "";
 }
 
-struct Case {
+struct FormulaCase {
   std::string label;
   Graph graph;
   std::vector<Tensor> inputs;
@@ -134,9 +134,9 @@ struct Case {
 
 // The case of `op` on inputs of `dtype`, or nullopt when the primitive does not take
 // that dtype.
-std::optional<Case> make_case(const graph::Primitive& prim, DType dtype, DType cast_to) {
+std::optional<FormulaCase> make_case(const graph::Primitive& prim, DType dtype, DType cast_to) {
   std::string_view op = prim.name;
-  Case c{.label = fmt::format("{} {}", op, graph::dtype_name(dtype)), .graph = {}, .inputs = {}};
+  FormulaCase c{.label = fmt::format("{} {}", op, graph::dtype_name(dtype)), .graph = {}, .inputs = {}};
   int64_t n = special_count(dtype);
   Builder b(c.graph);
   try {
@@ -176,7 +176,7 @@ TEST(Formulas, CpuComputesEveryElementwisePrimitiveAsTheReferenceDoesBitForBit) 
     for (DType dtype : graph::kAllDTypes) {
       for (DType to : graph::kAllDTypes) {
         if (prim->name != "cast" && to != graph::kAllDTypes[0]) continue;
-        std::optional<Case> c = make_case(*prim, dtype, to);
+        std::optional<FormulaCase> c = make_case(*prim, dtype, to);
         if (!c) continue;
         SCOPED_TRACE(c->label);
         ++ran;

@@ -74,13 +74,13 @@ std::string first_difference(const std::vector<float>& got, const std::vector<fl
   return "";
 }
 
-struct Case {
+struct GemmCase {
   int64_t m, n, k;
   bool a_transposed, b_transposed, bf16;
   int threads;
 };
 
-void expect_rule(Isa isa, const Case& c, std::mt19937& rng) {
+void expect_rule(Isa isa, const GemmCase& c, std::mt19937& rng) {
   SCOPED_TRACE(fmt::format("{}: {}x{}x{} A{} B{} {} threads {}", cpu::isa_name(isa), c.m, c.n, c.k,
                            c.a_transposed ? "^T" : "", c.b_transposed ? "^T" : "", c.bf16 ? "bf16" : "f32", c.threads));
   Operand a = random_operand(c.m, c.k, c.a_transposed, c.bf16, rng);
@@ -106,7 +106,7 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsOnRandomShapes) {
     std::mt19937 rng(11);
     std::uniform_int_distribution<int64_t> size(1, 300);
     for (int trial = 0; trial < 24; ++trial) {
-      Case c{size(rng), size(rng), size(rng), rng() % 2 == 0, rng() % 3 == 0, rng() % 4 == 0, 1 + trial % 2};
+      GemmCase c{size(rng), size(rng), size(rng), rng() % 2 == 0, rng() % 3 == 0, rng() % 4 == 0, 1 + trial % 2};
       expect_rule(isa, c, rng);
     }
   }
@@ -115,13 +115,13 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsOnRandomShapes) {
 TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
   // K past one kc block (256), rows past one mc block, columns past one nc
   // panel (2048), M = 1 and tiny shapes, K = 0.
-  std::vector<Case> cases{{1, 1, 1, false, false, false, 1},       {1, 2100, 700, false, false, false, 2},
-                          {300, 40, 1000, false, false, false, 2}, {7, 2049, 513, true, false, true, 2},
-                          {64, 33, 257, false, true, false, 1},    {5, 4, 0, false, false, false, 2},
-                          {13, 17, 300, false, false, true, 1}};
+  std::vector<GemmCase> cases{{1, 1, 1, false, false, false, 1},       {1, 2100, 700, false, false, false, 2},
+                              {300, 40, 1000, false, false, false, 2}, {7, 2049, 513, true, false, true, 2},
+                              {64, 33, 257, false, true, false, 1},    {5, 4, 0, false, false, false, 2},
+                              {13, 17, 300, false, false, true, 1}};
   for (Isa isa : cpu::host_isas()) {
     std::mt19937 rng(12);
-    for (const Case& c : cases) expect_rule(isa, c, rng);
+    for (const GemmCase& c : cases) expect_rule(isa, c, rng);
   }
 }
 

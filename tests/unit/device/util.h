@@ -14,6 +14,7 @@
 
 #include "device/device.h"
 #include "graph/builder.h"
+#include "samples/samples.h"
 
 namespace sx::device::testing {
 
@@ -22,21 +23,8 @@ using graph::Graph;
 using graph::Shape;
 using graph::Tensor;
 
-// Random values that every dtype holds: floats about N(0, 1), integers in
-// [-20, 20] (or [0, 40] unsigned), bools half true. `positive` keeps them
-// above zero, for log, sqrt and pow.
-inline Tensor random_tensor(DType dtype, Shape shape, std::mt19937& rng, bool positive = false) {
-  int64_t n = graph::numel(shape);
-  std::vector<double> values(static_cast<size_t>(n));
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::uniform_int_distribution<int> ints(positive || graph::is_unsigned(dtype) ? 1 : -20, 20);
-  for (double& v : values) {
-    if (dtype == DType::boolean) v = rng() % 2;
-    else if (graph::is_float(dtype)) v = positive ? 0.1 + std::fabs(normal(rng)) * 2 : normal(rng);
-    else v = ints(rng) + (graph::is_unsigned(dtype) ? 20 : 0);
-  }
-  return Tensor::from_doubles(dtype, std::move(shape), values);
-}
+// Random values that every dtype holds (the samples' values, samples.h).
+using samples::random_tensor;
 
 inline std::vector<Tensor> run_on(const std::string& device, const Graph& graph, const std::vector<Tensor>& inputs,
                                   int cores = 0) {

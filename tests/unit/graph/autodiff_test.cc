@@ -1,185 +1,86 @@
 // Gradients: every differentiable primitive's rule checked against central
-// finite differences in f64 on the reference device. The table is keyed by
-// primitive name; a registered differentiable primitive without a case fails.
+// finite differences in f64 on the reference device, on each small sample of its
+// record (samples.h), over the inputs that take the sample's dtype (not the
+// indices or conditions). A differentiable primitive without such a sample fails.
 #include "graph/autodiff.h"
 
-#include <map>
 #include <random>
 
 #include "graph/errors.h"
+#include "graph/primitive.h"
+#include "samples/samples.h"
 #include "test_util.h"
 
 namespace sx::graph {
 namespace {
 
 using testing::tensor;
-using Inputs = const std::vector<NodeId>&;
-
-struct InputSpec {
-  std::string name;
-  Shape shape;
-  double low = -2, high = 2;
-};
-
-struct GradCase {
-  std::vector<InputSpec> inputs;
-  std::function<NodeId(Builder&, Inputs)> f;
-};
-
-Tensor random_tensor(const InputSpec& spec, std::mt19937& rng) {
-  std::uniform_real_distribution<double> dist(spec.low, spec.high);
-  std::vector<double> values(static_cast<size_t>(numel(spec.shape)));
-  for (double& v : values) v = dist(rng);
-  return tensor(DType::f64, spec.shape, values);
-}
-
-GradCase unary(std::string_view op, double low = -2, double high = 2) {
-  return {{{"x", {2, 3}, low, high}}, [op = std::string(op)](Builder& b, Inputs x) { return b.op(op, {x[0]}); }};
-}
-
-GradCase binary(std::string_view op, double low = -2, double high = 2) {
-  return {{{"x", {2, 3}, low, high}, {"y", {3}, low, high}}, [op = std::string(op)](Builder& b, Inputs x) {
-            return b.op(op, {x[0], x[1]});
-          }};
-}
-
-NodeId index_constant(Builder& b, Shape shape, std::vector<double> values) {
-  return b.constant(tensor(DType::i32, std::move(shape), std::move(values)));
-}
-
-const std::map<std::string, GradCase>& grad_cases() {
-  static const std::map<std::string, GradCase> cases = {
-      {"neg", unary("neg")},
-      {"abs", unary("abs")},
-      {"exp", unary("exp")},
-      {"log", unary("log", 0.5, 3)},
-      {"sqrt", unary("sqrt", 0.5, 3)},
-      {"rsqrt", unary("rsqrt", 0.5, 3)},
-      {"sin", unary("sin")},
-      {"cos", unary("cos")},
-      {"tanh", unary("tanh")},
-      {"erf", unary("erf")},
-      {"logistic", unary("logistic")},
-      {"add", binary("add")},
-      {"sub", binary("sub")},
-      {"mul", binary("mul")},
-      {"div", binary("div", 0.5, 2)},
-      {"pow", {{{"x", {2, 3}, 0.5, 2}, {"y", {2, 3}, -1, 2}}, [](Builder& b, Inputs x) { return b.pow(x[0], x[1]); }}},
-      {"max", binary("max")},
-      {"min", binary("min")},
-      {"where",
-       {{{"x", {3}}, {"y", {3}}},
-        [](Builder& b, Inputs x) {
-          NodeId cond = b.constant(tensor(DType::boolean, {3}, {1, 0, 1}));
-          return b.where(cond, x[0], x[1]);
-        }}},
-      {"cast",
-       {{{"x", {3}}},
-        [](Builder& b, Inputs x) {
-          return b.emit(primitive("cast"), {x[0]}, {{"dtype", DType::f64}});
-        }}},
-      {"sum",
-       {{{"x", {2, 3, 4}}},
-        [](Builder& b, Inputs x) {
-          return b.sum(x[0], {0, 2});
-        }}},
-      {"reduce_max", {{{"x", {2, 3}}}, [](Builder& b, Inputs x) { return b.reduce_max(x[0], {1}, true); }}},
-      {"reduce_min", {{{"x", {2, 3}}}, [](Builder& b, Inputs x) { return b.reduce_min(x[0], {0}); }}},
-      {"reshape",
-       {{{"x", {2, 3}}},
-        [](Builder& b, Inputs x) {
-          return b.reshape(x[0], {3, 2});
-        }}},
-      {"transpose",
-       {{{"x", {2, 3, 4}}},
-        [](Builder& b, Inputs x) {
-          return b.transpose(x[0], {2, 0, 1});
-        }}},
-      {"broadcast",
-       {{{"x", {3, 1}}},
-        [](Builder& b, Inputs x) {
-          return b.broadcast(x[0], {2, 3, 4});
-        }}},
-      {"slice",
-       {{{"x", {4, 5}}},
-        [](Builder& b, Inputs x) {
-          return b.slice(x[0], {1, 0}, {4, 5}, {2, 2});
-        }}},
-      {"concat",
-       {{{"x", {2, 1}}, {"y", {2, 3}}},
-        [](Builder& b, Inputs x) {
-          return b.concat({x[0], x[1], x[0]}, 1);
-        }}},
-      {"pad",
-       {{{"x", {2, 3}}},
-        [](Builder& b, Inputs x) {
-          return b.pad(x[0], {1, 0}, {0, 2}, {0, 1}, 0.5);
-        }}},
-      {"gather",
-       {{{"x", {3, 2}}},
-        [](Builder& b, Inputs x) {
-          return b.gather(x[0], index_constant(b, {2, 2}, {2, 0, 2, 1}), 0);
-        }}},
-      {"scatter_add",
-       {{{"x", {3, 2}}, {"u", {3, 4}}},
-        [](Builder& b, Inputs x) {
-          return b.scatter_add(x[0], index_constant(b, {4}, {1, 0, 1, 1}), x[1], 1);
-        }}},
-      {"matmul", {{{"a", {2, 2, 3}}, {"c", {3, 4}}}, [](Builder& b, Inputs x) { return b.matmul(x[0], x[1]); }}},
-  };
-  return cases;
-}
 
 double run_loss(const Graph& g, const std::vector<Tensor>& inputs) { return testing::run(g, inputs)[0].value(0); }
 
-void check_gradient(const GradCase& c) {
-  std::mt19937 rng(1234);
-  Graph g;
-  Builder b(g);
-  std::vector<NodeId> xs;
-  std::vector<std::string> names;
-  std::vector<Tensor> values;
-  for (const InputSpec& spec : c.inputs) {
-    xs.push_back(b.input(spec.name, spec.shape, DType::f64));
-    names.push_back(spec.name);
-    values.push_back(random_tensor(spec, rng));
+// Checks the gradient of `sample` in f64 over the inputs that take the sample's dtype;
+// false where the sample has no such case (no f64 result that emits `id`).
+bool check_gradient(PrimId id, const samples::Sample& sample, std::mt19937& rng) {
+  std::optional<samples::Instance> c = samples::instantiate(sample, DType::f64, rng);
+  if (!c || !samples::emits(c->graph, id)) return false;
+  Graph& g = c->graph;
+  NodeId out = g.outputs[0].node;
+  if (g.node(out).dtype != DType::f64) return false;
+  std::vector<std::string> wrt;
+  for (size_t i = 0; i < sample.inputs.size(); ++i) {
+    if (!sample.inputs[i].dtype) wrt.push_back(c->input_names[i]);
   }
-  NodeId out = c.f(b, xs);
+  if (wrt.empty()) return false;
   // A weighted sum makes every output element count differently.
-  NodeId weights = b.constant(random_tensor({"w", b.shape(out)}, rng));
+  Builder b(g);
+  NodeId weights = b.constant(samples::random_tensor(DType::f64, g.node(out).shape, rng));
+  g.outputs.clear();
   b.output("loss", b.sum(b.mul(out, weights), {}));
-  std::vector<Tensor> grads = testing::run(with_gradients(g, "loss", names), values);
+  std::vector<Tensor> grads = testing::run(with_gradients(g, "loss", wrt), c->inputs);
   constexpr double eps = 1e-6;
-  for (size_t i = 0; i < values.size(); ++i) {
-    const Tensor& grad = grads[i + 1];
-    ASSERT_EQ(grad.shape(), values[i].shape()) << names[i];
+  size_t w = 0;
+  for (size_t i = 0; i < sample.inputs.size(); ++i) {
+    if (sample.inputs[i].dtype) continue;
+    const Tensor& grad = grads[++w];
+    const std::vector<Tensor>& values = c->inputs;
+    const std::string& name = c->input_names[i];
+    EXPECT_EQ(grad.shape(), values[i].shape()) << name;
+    if (grad.shape() != values[i].shape()) continue;
     for (int64_t k = 0; k < values[i].numel(); ++k) {
       std::vector<Tensor> plus = values, minus = values;
       plus[i].set_value(k, values[i].value(k) + eps);
       minus[i].set_value(k, values[i].value(k) - eps);
       double numeric = (run_loss(g, plus) - run_loss(g, minus)) / (2 * eps);
-      EXPECT_NEAR(grad.value(k), numeric, 1e-5 * std::max(1.0, std::abs(numeric))) << names[i] << "[" << k << "]";
+      EXPECT_NEAR(grad.value(k), numeric, 1e-5 * std::max(1.0, std::abs(numeric))) << name << "[" << k << "]";
     }
   }
+  return true;
 }
 
-TEST(Autodiff, EveryDifferentiablePrimitiveHasAFiniteDifferenceCase) {
+// Every sample of every differentiable primitive's record that is small enough.
+TEST(Autodiff, GradientsMatchFiniteDifferences) {
+  int checked_in_all = 0;
   for (const Primitive* p : all_primitives()) {
     if (!p->differentiable()) continue;
-    EXPECT_TRUE(grad_cases().contains(std::string(p->name)))
-        << p->name << " is differentiable but has no finite-difference case in autodiff_test.cc";
-  }
-}
-
-TEST(Autodiff, GradientsMatchFiniteDifferences) {
-  for (const auto& [name, c] : grad_cases()) {
-    SCOPED_TRACE(name);
-    try {
-      check_gradient(c);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << name << ": " << e.what();
+    SCOPED_TRACE(p->name);
+    const samples::Record* record = samples::find_record(p->id);
+    ASSERT_NE(record, nullptr) << p->name << " has no sample record";
+    std::mt19937 rng(1234);
+    int checked = 0;
+    for (const samples::Sample& sample : record->samples) {
+      if (sample.large) continue;
+      SCOPED_TRACE(sample.label);
+      try {
+        checked += check_gradient(p->id, sample, rng) ? 1 : 0;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << p->name << " " << sample.label << ": " << e.what();
+      }
     }
+    EXPECT_GT(checked, 0) << p->name << " is differentiable, but no sample of its record gives an f64 result "
+                          << "over an input of the sample's dtype to take finite differences on";
+    checked_in_all += checked;
   }
+  RecordProperty("cases", checked_in_all);
 }
 
 TEST(Autodiff, FanOutIsSummedAndBroadcastIsUndone) {

@@ -24,10 +24,6 @@ Tensor uniform(DType dtype, Shape shape, std::mt19937& rng) {
   return Tensor::from_doubles(dtype, std::move(shape), values);
 }
 
-std::vector<Tensor> run_on(std::string_view device, const Graph& graph, const std::vector<Tensor>& inputs) {
-  return device::make_device(device)->compile(graph)->run_host(inputs);
-}
-
 // x [4, 32] @ w, x3 [2, 4, 32] @ w (a broadcast weight), tanh of the first @ v,
 // and an f64 product, which the policy leaves alone.
 struct Layers {
@@ -98,7 +94,8 @@ TEST(Bf16Products, AHighWeightIsNeverCastDown) {
   }
   EXPECT_EQ(f32_products, 2);   // x @ w, x3 @ w
   EXPECT_EQ(bf16_products, 1);  // tanh(y) @ v
-  std::vector<Tensor> exact = run_on("reference", m.graph, m.inputs), mixed = run_on("reference", policy, m.inputs);
+  std::vector<Tensor> exact = testing::run_on("reference", m.graph, m.inputs),
+                      mixed = testing::run_on("reference", policy, m.inputs);
   EXPECT_EQ(exact[0], mixed[0]);
   EXPECT_EQ(exact[1], mixed[1]);
   EXPECT_NE(exact[2], mixed[2]);
@@ -144,7 +141,8 @@ TEST(Bf16Products, ReferenceAndCpuAgreeBitForBit) {
   b.output("big", b.matmul(big, wide));
   b.output("rows", b.matmul(rows, wide));
   Graph policy = bf16_products(m.graph);
-  std::vector<Tensor> reference = run_on("reference", policy, m.inputs), cpu = run_on("cpu", policy, m.inputs);
+  std::vector<Tensor> reference = testing::run_on("reference", policy, m.inputs),
+                      cpu = testing::run_on("cpu", policy, m.inputs);
   for (size_t o = 0; o < reference.size(); ++o) {
     if (policy.outputs[o].name == "f64") continue;  // not a bf16 product
     EXPECT_EQ(cpu[o], reference[o]) << policy.outputs[o].name;
@@ -176,7 +174,7 @@ TEST(KeepInputsInBf16, OnlyInputsReadSolelyAsBf16AreRetypedAndTheOutputsKeepThei
   std::vector<Tensor> inputs{uniform(DType::f32, {4, 3}, rng), uniform(DType::f32, {4, 3}, rng),
                              uniform(DType::f32, {2}, rng), uniform(DType::f32, {3}, rng),
                              uniform(DType::bf16, {2, 4}, rng)};
-  std::vector<Tensor> before = run_on("reference", g, inputs);
+  std::vector<Tensor> before = testing::run_on("reference", g, inputs);
 
   std::vector<NodeId> candidates{w, v, unread};
   EXPECT_EQ(keep_inputs_in_bf16(g, candidates), std::vector<NodeId>{w});
@@ -185,7 +183,7 @@ TEST(KeepInputsInBf16, OnlyInputsReadSolelyAsBf16AreRetypedAndTheOutputsKeepThei
   EXPECT_EQ(g.nodes[unread].dtype, DType::f32);
   EXPECT_EQ(g.nodes[other].dtype, DType::f32);
   inputs[0] = Tensor::from_doubles(DType::bf16, {4, 3}, inputs[0].to_doubles());
-  std::vector<Tensor> after = run_on("reference", g, inputs);
+  std::vector<Tensor> after = testing::run_on("reference", g, inputs);
   for (size_t o = 0; o < before.size(); ++o) EXPECT_EQ(after[o], before[o]) << g.outputs[o].name;
 }
 

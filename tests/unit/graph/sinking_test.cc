@@ -127,10 +127,6 @@ Graph gathered_at_the_end(const Graph& graph) {
   return out;
 }
 
-std::vector<Tensor> run_on(std::string_view device, const Graph& graph, const std::vector<Tensor>& inputs) {
-  return device::make_device(device)->compile(graph)->run_host(inputs);
-}
-
 // take_at(graph) and the gather at the end give the same bits at every place
 // of the axis, and at places outside it (both clamp), on both devices.
 void expect_same_bits_at_every_place(const Graph& graph, const std::vector<Tensor>& inputs, const std::string& label) {
@@ -140,7 +136,7 @@ void expect_same_bits_at_every_place(const Graph& graph, const std::vector<Tenso
     for (int64_t place = -1; place <= length; ++place) {
       std::vector<Tensor> with_at = inputs;
       with_at.push_back(testing::tensor(DType::i32, {1}, {static_cast<double>(place)}));
-      std::vector<Tensor> got = run_on(device, sunk, with_at), want = run_on(device, naive, with_at);
+      std::vector<Tensor> got = testing::run_on(device, sunk, with_at), want = testing::run_on(device, naive, with_at);
       ASSERT_EQ(got.size(), want.size());
       for (size_t o = 0; o < got.size(); ++o) {
         EXPECT_EQ(got[o], want[o]) << label << " on " << device << ", output " << o << " at " << place;
@@ -309,12 +305,12 @@ TEST(Sinking, BatchedCallsGiveEachCallsBits) {
   inputs[0] = stacked(windows);
   inputs.push_back(stacked(places));
   for (std::string_view device : {"reference", "cpu"}) {
-    Tensor together = run_on(device, batched, inputs)[0];
+    Tensor together = testing::run_on(device, batched, inputs)[0];
     for (int64_t call = 0; call < kCalls; ++call) {
       std::vector<Tensor> alone_inputs = m.inputs;
       alone_inputs[0] = windows[static_cast<size_t>(call)];
       alone_inputs.push_back(places[static_cast<size_t>(call)]);
-      Tensor alone = run_on(device, sunk, alone_inputs)[0];
+      Tensor alone = testing::run_on(device, sunk, alone_inputs)[0];
       size_t size = alone.bytes().size();
       std::vector<uint8_t> row(together.bytes().begin() + static_cast<int64_t>(call * size),
                                together.bytes().begin() + static_cast<int64_t>((call + 1) * size));

@@ -1,5 +1,5 @@
 // Helpers the graph tests share: making tensors, evaluating small graphs on
-// the reference device, and comparing values.
+// the reference device (or another, by name), and comparing values.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <functional>
 #include <vector>
 
+#include "device/device.h"
 #include "device/reference/reference.h"
 #include "graph/builder.h"
 
@@ -19,6 +20,11 @@ inline Tensor tensor(DType dtype, Shape shape, std::vector<double> values) {
 
 inline std::vector<Tensor> run(const Graph& graph, const std::vector<Tensor>& inputs = {}) {
   return device::run_reference(graph, inputs);
+}
+
+// The graph on a device by name (reference, cpu).
+inline std::vector<Tensor> run_on(std::string_view device, const Graph& graph, const std::vector<Tensor>& inputs) {
+  return device::make_device(device)->compile(graph)->run_host(inputs);
 }
 
 // Builds a graph without inputs whose one output is what `build` returns, and runs it.
