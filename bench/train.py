@@ -4,9 +4,9 @@ and in PyTorch (bench/torch_train_peer.py), in one run, as a ratio.
   /usr/bin/python3 bench/train.py [--program build/sexpgpu] [--openblas DIR] [--quick]
 
 SexpGPU: `sexpgpu run` of bench/gpt.sx (copied into a temporary folder beside the text it
-trains on) for N and N+K steps; the difference of the two wall times over K is the time
-of a steady-state step, with the start, the compile and the final checkpoint cancelled.
-Each pair runs with --cpu-cores 1 and 2, and the faster is kept.
+trains on) for K steps; the steps/s of its last log line is the mean of the training
+loop alone (after the compile, before the final checkpoint), data waits included. It
+runs with --cpu-cores 1 and 2, and the faster is kept.
 
 PyTorch: the same model, the same optimizer, the mean time of a step after a warmup, on
 1 and 2 threads, the faster kept, in a process of its own per setting. PyTorch runs the
@@ -22,6 +22,7 @@ The load average is printed before and after: a figure measured on a busy machin
 import argparse
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -31,7 +32,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 TORCH_PYTHON = "/usr/bin/python3"
 # model: (variant, the K steps timed by default and with --quick)
-MODELS = {"tiny": (None, 20, 6), "small": ("small", 6, 2)}
+MODELS = {"tiny": (None, 60, 10), "small": ("small", 10, 3)}
 
 
 def write_text(path, size=1 << 18):
@@ -48,30 +49,25 @@ def write_text(path, size=1 << 18):
         f.write("".join(out)[:size])
 
 
-def sexpgpu_seconds(program, run_file, variant, steps, cores, where):
+def sexpgpu_ms_on(program, run_file, variant, steps, cores, where):
+    """The mean ms per step of one run, from its last log line's steps/s: the loop alone,
+    after the compile and before the final checkpoint."""
     location = tempfile.mkdtemp(dir=where, prefix="loc-")
     command = [program, "run", run_file, "--steps", str(steps), "--checkpoint-dir", location,
                "--cpu-cores", str(cores)]
     if variant:
         command += ["--variant", variant]
-    t0 = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    seconds = time.perf_counter() - t0
+    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     shutil.rmtree(location)
-    return seconds
+    rates = re.findall(r"([\d.]+) steps/s", out)
+    if not rates:
+        raise SystemExit(f"bench/train: no steps/s in the run's log:\n{out}")
+    return 1e3 / float(rates[-1])
 
 
-def sexpgpu_ms(program, run_file, variant, k, where):
-    """The best ms per steady-state step over --cpu-cores 1 and 2, and the cores."""
-    best = None
-    for cores in (1, 2):
-        base = 2
-        short = sexpgpu_seconds(program, run_file, variant, base, cores, where)
-        long = sexpgpu_seconds(program, run_file, variant, base + k, cores, where)
-        ms = 1e3 * (long - short) / k
-        if best is None or ms < best[0]:
-            best = (ms, cores)
-    return best
+def sexpgpu_ms(program, run_file, variant, steps, where):
+    """The best ms per step over --cpu-cores 1 and 2, and the cores."""
+    return min((sexpgpu_ms_on(program, run_file, variant, steps, cores, where), cores) for cores in (1, 2))
 
 
 def torch_ms(model, text, seconds, blas_dir):

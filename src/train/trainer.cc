@@ -149,6 +149,12 @@ graph::Tensor as_stored(graph::Tensor weight) {
   return graph::Tensor::from_doubles(graph::DType::f32, weight.shape(), values);
 }
 
+// A rate with three significant digits, never in exponent form: 0.852, 41.2, 1234.
+std::string three_digits(double rate) {
+  if (!std::isfinite(rate)) return "?";
+  return fmt::format("{:.{}f}", rate, rate >= 100 ? 0 : rate >= 10 ? 1 : rate >= 1 ? 2 : 3);
+}
+
 std::string format_seconds(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
   auto t = static_cast<int64_t>(s);
@@ -323,6 +329,10 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
       counters = state["counters"].get<std::map<std::string, double>>();
   }
   bool terminal = isatty(STDOUT_FILENO);
+  // A language model's loader reads `window` input tokens a row; other records are no tokens.
+  const LoaderSpec& data = loader->spec();
+  const int64_t tokens_per_step =
+      data.kind == LoaderKind::TextWindows || data.kind == LoaderKind::TokenWindows ? batch * data.window : 0;
   auto began = Clock::now();
   double data_seconds = 0;
   double loss_value = 0;
@@ -384,9 +394,11 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
     metrics.append(done, logged);
     double elapsed = std::chrono::duration<double>(Clock::now() - began).count();
     double rate = static_cast<double>(done - start) / elapsed;
-    std::string line = fmt::format("step {}/{}  loss {:.4f}  {:.1f} steps/s  data {:.2f} ms/step  eta {}", done, total,
-                                   loss_value, rate, 1e3 * data_seconds / static_cast<double>(done - start),
-                                   format_seconds(static_cast<double>(total - done) / rate));
+    std::string line = fmt::format(
+        "step {}/{}  loss {:.4f}  {} steps/s{}  data {:.2f} ms/step  eta {}", done, total, loss_value,
+        three_digits(rate), tokens_per_step ? fmt::format("  {} tokens/s", three_digits(rate * tokens_per_step)) : "",
+        1e3 * data_seconds / static_cast<double>(done - start),
+        format_seconds(static_cast<double>(total - done) / rate));
     if (terminal) std::printf("\r%s\033[K", line.c_str());
     if (done % log_every == 0 || done == total || !evaluated.empty()) {
       if (terminal) std::printf("%s\n", evaluated.c_str());

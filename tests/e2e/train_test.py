@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -29,6 +30,10 @@ def case_determinism(tmp):
         location = os.path.join(tmp, f"run{i}")
         out = train([run_file, "--checkpoint-dir", location, "--cpu-cores", cores])
         expect(out.rstrip().splitlines()[-1].startswith("trained ") and "loss.svg" in out, "the run's last line", out)
+        # The log line's rates: tokens/s is steps/s times the batch's 4 rows of 8 tokens.
+        rates = re.search(r"step 12/12 .* ([\d.]+) steps/s  ([\d.]+) tokens/s  data [\d.]+ ms/step", out)
+        expect(rates and abs(float(rates[2]) - 32 * float(rates[1])) <= 0.01 * float(rates[2]) + 1,
+               "the log line's steps/s and tokens/s", out)
         locations.append(location)
     first = checkpoint_bytes(locations[0], 12)
     for location in locations[1:]:
