@@ -10,6 +10,7 @@
 
 #include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
+#include "device/cpu/operand_walk.h"
 #include "device/cpu/vector_math.h"
 #include "graph/prims/common.h"
 
@@ -80,6 +81,43 @@ Step cast(DType from, DType to, int64_t n, int threads) {
   });
 }
 
+// binary() over a walk (operand_walk.h): some operand is an absorbed broadcast's input.
+// The last axis's loop is specialized for the strides that occur (1 and 0) so that it
+// vectorizes; each element is still f of the same two values.
+template <bool Bool, class Fn>
+Step binary_walked(DType dtype, OperandWalk walk, int64_t n, int threads, Fn f) {
+  return graph::visit_dtype(dtype, [&](auto types) -> Step {
+    using S = typename decltype(types)::storage;
+    using C = typename decltype(types)::compute;
+    using O = std::conditional_t<Bool, bool, S>;
+    return [walk = std::move(walk), n, threads, f](const uint8_t* const* in, uint8_t* out) {
+      const int64_t sa = walk.strides[0].back(), sb = walk.strides[1].back();
+      auto store = [](O& to, auto r) {
+        if constexpr (Bool) to = static_cast<bool>(r);
+        else to = S(static_cast<C>(r));
+      };
+      parallel_for(n, threads, [&](int64_t begin, int64_t end) {
+        walk_segments(walk, begin, end, [&](int64_t at, const int64_t* offsets, int64_t length) {
+          const S* a = reinterpret_cast<const S*>(in[0]) + offsets[0];
+          const S* b = reinterpret_cast<const S*>(in[1]) + offsets[1];
+          O* o = reinterpret_cast<O*>(out) + at;
+          if (sa == 1 && sb == 1) {
+            for (int64_t j = 0; j < length; ++j) store(o[j], f(static_cast<C>(a[j]), static_cast<C>(b[j])));
+          } else if (sa == 1 && sb == 0) {
+            const C y = static_cast<C>(b[0]);
+            for (int64_t j = 0; j < length; ++j) store(o[j], f(static_cast<C>(a[j]), y));
+          } else if (sa == 0 && sb == 1) {
+            const C x = static_cast<C>(a[0]);
+            for (int64_t j = 0; j < length; ++j) store(o[j], f(x, static_cast<C>(b[j])));
+          } else {
+            for (int64_t j = 0; j < length; ++j) store(o[j], f(static_cast<C>(a[j * sa]), static_cast<C>(b[j * sb])));
+          }
+        });
+      });
+    };
+  });
+}
+
 template <class T>
 Step where_typed(int64_t n, int threads) {
   return [n, threads](const uint8_t* const* in, uint8_t* out) {
@@ -93,13 +131,34 @@ Step where_typed(int64_t n, int threads) {
   };
 }
 
+template <class T>
+Step where_walked(OperandWalk walk, int64_t n, int threads) {
+  return [walk = std::move(walk), n, threads](const uint8_t* const* in, uint8_t* out) {
+    const int64_t sc = walk.strides[0].back(), sa = walk.strides[1].back(), sb = walk.strides[2].back();
+    parallel_for(n, threads, [&](int64_t begin, int64_t end) {
+      walk_segments(walk, begin, end, [&](int64_t at, const int64_t* offsets, int64_t length) {
+        const bool* c = reinterpret_cast<const bool*>(in[0]) + offsets[0];
+        const T* a = reinterpret_cast<const T*>(in[1]) + offsets[1];
+        const T* b = reinterpret_cast<const T*>(in[2]) + offsets[2];
+        T* o = reinterpret_cast<T*>(out) + at;
+        for (int64_t j = 0; j < length; ++j) o[j] = c[j * sc] ? a[j * sa] : b[j * sb];
+      });
+    });
+  };
+}
+
 // where selects bytes: it copies either operand's element unchanged.
-Step where(DType dtype, int64_t n, int threads) {
-  switch (graph::dtype_size(dtype)) {
-    case 1: return where_typed<uint8_t>(n, threads);
-    case 2: return where_typed<uint16_t>(n, threads);
-    case 4: return where_typed<uint32_t>(n, threads);
-    default: return where_typed<uint64_t>(n, threads);
+Step where(const StepContext& c, const graph::Node& node) {
+  int64_t n = graph::numel(node.shape);
+  int threads = threads_for(n, c.cores);
+  auto typed = [&]<class T>() {
+    return c.absorbed ? where_walked<T>(operand_walk(c, node), n, threads) : where_typed<T>(n, threads);
+  };
+  switch (graph::dtype_size(node.dtype)) {
+    case 1: return typed.operator()<uint8_t>();
+    case 2: return typed.operator()<uint16_t>();
+    case 4: return typed.operator()<uint32_t>();
+    default: return typed.operator()<uint64_t>();
   }
 }
 
@@ -159,16 +218,13 @@ Step math_step(const StepContext& c, const graph::Node& node) {
   return math<F>(operand_dtype(c, node), n, threads_for(n * kCostly, c.cores), math_kernels_for(c.kernels.isa), Fn);
 }
 
-template <class F, int64_t Cost>
+// `Bool` as binary()'s. Reads absorbed broadcasts through a walk, else contiguously.
+template <bool Bool, class F, int64_t Cost>
 Step binary_step(const StepContext& c, const graph::Node& node) {
   int64_t n = graph::numel(node.shape);
-  return binary<false>(operand_dtype(c, node), n, threads_for(n * Cost, c.cores), F{});
-}
-
-template <class F>
-Step comparison_step(const StepContext& c, const graph::Node& node) {
-  int64_t n = graph::numel(node.shape);
-  return binary<true>(operand_dtype(c, node), n, threads_for(n, c.cores), F{});
+  int threads = threads_for(n * Cost, c.cores);
+  if (c.absorbed) return binary_walked<Bool>(operand_dtype(c, node), operand_walk(c, node), n, threads, F{});
+  return binary<Bool>(operand_dtype(c, node), n, threads, F{});
 }
 
 }  // namespace
@@ -198,27 +254,24 @@ void add_elementwise_steps(StepTable& table) {
   table.set(PrimId::erf, math_step<scalar::Erf, MathFn::erf>);
   table.set(PrimId::logistic, math_step<scalar::Logistic, MathFn::logistic>);
   // Binary arithmetic and logic.
-  table.set(PrimId::add, binary_step<scalar::Add, kCheap>);
-  table.set(PrimId::sub, binary_step<scalar::Sub, kCheap>);
-  table.set(PrimId::mul, binary_step<scalar::Mul, kCheap>);
-  table.set(PrimId::div, binary_step<scalar::Div, kCheap>);
-  table.set(PrimId::pow, binary_step<scalar::Pow, kCostly>);
-  table.set(PrimId::max, binary_step<scalar::Max, kCheap>);
-  table.set(PrimId::min, binary_step<scalar::Min, kCheap>);
-  table.set(PrimId::logical_and, binary_step<scalar::LogicalAnd, kCheap>);
-  table.set(PrimId::logical_or, binary_step<scalar::LogicalOr, kCheap>);
+  table.set(PrimId::add, binary_step<false, scalar::Add, kCheap>, absorbs_any_broadcast);
+  table.set(PrimId::sub, binary_step<false, scalar::Sub, kCheap>, absorbs_any_broadcast);
+  table.set(PrimId::mul, binary_step<false, scalar::Mul, kCheap>, absorbs_any_broadcast);
+  table.set(PrimId::div, binary_step<false, scalar::Div, kCheap>, absorbs_any_broadcast);
+  table.set(PrimId::pow, binary_step<false, scalar::Pow, kCostly>, absorbs_any_broadcast);
+  table.set(PrimId::max, binary_step<false, scalar::Max, kCheap>, absorbs_any_broadcast);
+  table.set(PrimId::min, binary_step<false, scalar::Min, kCheap>, absorbs_any_broadcast);
+  table.set(PrimId::logical_and, binary_step<false, scalar::LogicalAnd, kCheap>, absorbs_any_broadcast);
+  table.set(PrimId::logical_or, binary_step<false, scalar::LogicalOr, kCheap>, absorbs_any_broadcast);
   // Comparisons.
-  table.set(PrimId::eq, comparison_step<scalar::Eq>);
-  table.set(PrimId::ne, comparison_step<scalar::Ne>);
-  table.set(PrimId::lt, comparison_step<scalar::Lt>);
-  table.set(PrimId::le, comparison_step<scalar::Le>);
-  table.set(PrimId::gt, comparison_step<scalar::Gt>);
-  table.set(PrimId::ge, comparison_step<scalar::Ge>);
+  table.set(PrimId::eq, binary_step<true, scalar::Eq, kCheap>, absorbs_any_broadcast);
+  table.set(PrimId::ne, binary_step<true, scalar::Ne, kCheap>, absorbs_any_broadcast);
+  table.set(PrimId::lt, binary_step<true, scalar::Lt, kCheap>, absorbs_any_broadcast);
+  table.set(PrimId::le, binary_step<true, scalar::Le, kCheap>, absorbs_any_broadcast);
+  table.set(PrimId::gt, binary_step<true, scalar::Gt, kCheap>, absorbs_any_broadcast);
+  table.set(PrimId::ge, binary_step<true, scalar::Ge, kCheap>, absorbs_any_broadcast);
   // where selects bytes; cast converts as graph::prims::convert does.
-  table.set(PrimId::where, [](const StepContext& c, const graph::Node& node) {
-    int64_t n = graph::numel(node.shape);
-    return where(node.dtype, n, threads_for(n, c.cores));
-  });
+  table.set(PrimId::where, where, absorbs_any_broadcast);
   table.set(PrimId::cast, [](const StepContext& c, const graph::Node& node) {
     int64_t n = graph::numel(node.shape);
     return cast(operand_dtype(c, node), node.dtype, n, threads_for(n, c.cores));

@@ -57,13 +57,18 @@ struct StepContext {
   const graph::Graph& graph;
   int cores = 1;
   const KernelSet& kernels;
-  // matmul: the right operand is a broadcast node that only adds batch axes
-  // to a [k, n] matrix, and the step reads that matrix (the broadcast's
-  // input) in its place.
-  bool weights_broadcast = false;
+  // Bit k: input k is a broadcast node the step absorbs (its row's `absorbs`
+  // said so): in[k] holds the broadcast's input, which the step reads in the
+  // broadcast's place, so the repeated copy is never made.
+  uint32_t absorbed = 0;
+
+  bool absorbs(size_t input) const { return (absorbed >> input & 1u) != 0; }
 };
 
 using MakeStep = Step (*)(const StepContext& context, const graph::Node& node);
+// Whether a step of `node` can read input `input`, a broadcast node, through
+// the broadcast's input instead.
+using Absorbs = bool (*)(const graph::Graph& graph, const graph::Node& node, size_t input);
 
 // How the cpu device runs each primitive, by id: the plan's dispatch.
 enum class Run : uint8_t {
@@ -78,14 +83,15 @@ enum class Run : uint8_t {
 struct StepRow {
   Run run = Run::reference;
   MakeStep make = nullptr;
+  Absorbs absorbs = nullptr;  // none: every input is read as it is
 };
 
 class StepTable {
  public:
   StepRow& operator[](graph::PrimId id) { return rows_[graph::index_of(id)]; }
   const StepRow& operator[](graph::PrimId id) const { return rows_[graph::index_of(id)]; }
-  // Sets `id`'s row to a step made by `make`.
-  void set(graph::PrimId id, MakeStep make) { (*this)[id] = {Run::step, make}; }
+  // Sets `id`'s row to a step made by `make`, which absorbs the broadcasts `absorbs` names.
+  void set(graph::PrimId id, MakeStep make, Absorbs absorbs = nullptr) { (*this)[id] = {Run::step, make, absorbs}; }
 
  private:
   std::array<StepRow, graph::kPrimitiveCount> rows_{};

@@ -84,7 +84,7 @@ Step loop_matmul(int64_t batch, int64_t m, int64_t k, int64_t n, bool shared_wei
 
 Step matmul_step(const StepContext& c, const graph::Node& node) {
   int cores = c.cores;
-  bool weights_broadcast = c.weights_broadcast;
+  bool weights_broadcast = c.absorbs(1);
   const Shape& a = c.graph.node(node.inputs[0]).shape;
   size_t r = a.size();
   int64_t m = a[r - 2], k = a[r - 1], n = node.shape[r - 1];
@@ -125,8 +125,22 @@ Step matmul_step(const StepContext& c, const graph::Node& node) {
   });
 }
 
+// The right operand is a broadcast that only adds batch axes to a [k, n] matrix: the
+// step reads that matrix (the broadcast's input) for every batch.
+bool absorbs_weights(const graph::Graph& graph, const graph::Node& node, size_t input) {
+  const graph::Node& right = graph.node(node.inputs[1]);
+  if (input != 1 || right.op() != graph::PrimId::broadcast || node.shape.size() < 3) return false;
+  const Shape& from = graph.node(right.inputs[0]).shape;
+  size_t r = right.shape.size();
+  if (from.size() < 2) return false;
+  for (size_t d = 0; d + 2 < from.size(); ++d) {
+    if (from[d] != 1) return false;
+  }
+  return from[from.size() - 2] == right.shape[r - 2] && from[from.size() - 1] == right.shape[r - 1];
+}
+
 }  // namespace
 
-void add_matmul_steps(StepTable& table) { table.set(graph::PrimId::matmul, matmul_step); }
+void add_matmul_steps(StepTable& table) { table.set(graph::PrimId::matmul, matmul_step, absorbs_weights); }
 
 }  // namespace sx::device::cpu

@@ -50,20 +50,6 @@ cpu::Step reference_step(const Node* node, std::vector<graph::ValueType> types) 
   };
 }
 
-// Whether matmul node `id` can read its right operand, a broadcast node, as
-// the [k, n] matrix under it: the broadcast only adds batch axes.
-bool weights_broadcast(const graph::Graph& graph, const Node& node) {
-  const Node& right = graph.node(node.inputs[1]);
-  if (right.op() != PrimId::broadcast || node.shape.size() < 3) return false;
-  const graph::Shape& from = graph.node(right.inputs[0]).shape;
-  size_t r = right.shape.size();
-  if (from.size() < 2) return false;
-  for (size_t d = 0; d + 2 < from.size(); ++d) {
-    if (from[d] != 1) return false;
-  }
-  return from[from.size() - 2] == right.shape[r - 2] && from[from.size() - 1] == right.shape[r - 1];
-}
-
 // "matmul of f32[2, 3] and f32[3, 4]": a node by its primitive and operands.
 std::string describe(const graph::Graph& graph, const Node& node) {
   std::string operands;
@@ -83,19 +69,21 @@ class CpuPlan : public Plan {
     size_t count = graph_.nodes.size();
     pointers_.resize(count, nullptr);
     storage_.resize(count);
-    // Which nodes an output needs; which matmuls read a broadcast's input.
-    std::vector<bool> needed(count, false), absorbed(count, false);
+    // Which nodes an output needs; which inputs each step reads through a broadcast's
+    // input (its row's `absorbs`): bit k of absorbed[id] for input k.
+    std::vector<bool> needed(count, false);
+    std::vector<uint32_t> absorbed(count, 0);
     std::vector<int> users(count, 0), absorbing(count, 0);
     for (const graph::NamedNode& out : graph_.outputs) needed[out.node] = true;
     for (NodeId id = static_cast<NodeId>(count); id-- > 0;) {
       if (!needed[id]) continue;
       const Node& node = graph_.nodes[id];
-      bool absorbs = node.op() == PrimId::matmul && weights_broadcast(graph_, node);
-      absorbed[id] = absorbs;
+      cpu::Absorbs absorbs = table[node.op()].absorbs;
       for (size_t k = 0; k < node.inputs.size(); ++k) {
         NodeId in = node.inputs[k];
         ++users[in];
-        if (absorbs && k == 1) {
+        if (absorbs && k < 32 && graph_.node(in).op() == PrimId::broadcast && absorbs(graph_, node, k)) {
+          absorbed[id] |= 1u << k;
           ++absorbing[in];
           needed[graph_.node(in).inputs[0]] = true;
           if (users[in] != absorbing[in]) needed[in] = true;
@@ -132,10 +120,12 @@ class CpuPlan : public Plan {
         continue;
       }
       Entry entry{.id = id, .alias = 0, .inputs = node.inputs, .step = {}};
-      if (absorbed[id]) entry.inputs[1] = graph_.node(node.inputs[1]).inputs[0];
+      for (size_t k = 0; k < node.inputs.size(); ++k) {
+        if (absorbed[id] >> k & 1u) entry.inputs[k] = graph_.node(node.inputs[k]).inputs[0];
+      }
       if (row.run == Run::step) {
         cpu::StepContext context{
-            .graph = graph_, .cores = device.cores(), .kernels = kernels, .weights_broadcast = absorbed[id]};
+            .graph = graph_, .cores = device.cores(), .kernels = kernels, .absorbed = absorbed[id]};
         entry.step = row.make(context, node);
       } else {
         std::vector<graph::ValueType> types;
