@@ -42,7 +42,8 @@ void for_each_block(const MathKernels* kernels, PhiloxKey key, int64_t begin, in
     int64_t count = std::min({kBlock, end - start, (int64_t{1} << 32) - (start & 0xffffffff)});
     int64_t whole = count - count % kernels->width;
     kernels->philox(static_cast<uint64_t>(start), whole, key, rows);
-    for (int64_t j = 0; j < whole; ++j) put(start + j, PhiloxCounter{words[0][j], words[1][j], words[2][j], words[3][j]});
+    for (int64_t j = 0; j < whole; ++j)
+      put(start + j, PhiloxCounter{words[0][j], words[1][j], words[2][j], words[3][j]});
     for (int64_t j = whole; j < count; ++j) put(start + j, graph::prims::philox_block(start + j, key));
     start += count;
   }
@@ -84,8 +85,7 @@ Step normal_step(const StepContext& c, const graph::Node& node) {
 
 Step uniform_step(const StepContext& c, const graph::Node& node) {
   DType dtype = node.dtype;
-  return draw(c, node, kPhiloxCost,
-              [dtype](const PhiloxCounter& r) { return graph::prims::uniform_in(dtype, r); });
+  return draw(c, node, kPhiloxCost, [dtype](const PhiloxCounter& r) { return graph::prims::uniform_in(dtype, r); });
 }
 
 Step bernoulli_step(const StepContext& c, const graph::Node& node) {

@@ -1,6 +1,7 @@
 // The cpu device's vector kernels of exp, log, tanh, erf, logistic, sin and cos on
 // f32: graph/prims/lane_math.h instantiated over AVX2 and AVX-512 vectors, so they
 // give the scalar instance's bits, which are the reference kernels' (see there).
+// Beside them, Philox 4x32-10 over a vector of counters (integer work: exact).
 // Each file that instantiates make_math_kernels (vector_math_avx2.cc, _avx512.cc)
 // is built for its instruction set with a vector type local to it.
 #pragma once
@@ -8,6 +9,7 @@
 #include <cstdint>
 
 #include "device/cpu/isa.h"
+#include "graph/philox.h"
 #include "graph/prims/lane_math.h"
 
 namespace sx::device::cpu {
@@ -18,9 +20,15 @@ inline constexpr int kMathFnCount = 7;
 // y[i] = fn(x[i]) for i < n, n a multiple of the kernels' width.
 using MathKernel = void (*)(const float* x, float* y, int64_t n);
 
+// words[w][j] = word w of the Philox block at counter {lo32(first + j),
+// hi32(first + j), 0, 0} under `key`, for j < n: n a multiple of the kernels'
+// width, and lo32(first) + n at most 2^32 (the counters share their high word).
+using PhiloxKernel = void (*)(uint64_t first, int64_t n, graph::PhiloxKey key, uint32_t* const* words);
+
 struct MathKernels {
   int width = 1;
   MathKernel fn[kMathFnCount] = {};
+  PhiloxKernel philox = nullptr;
 };
 
 // Each defined in its own file, compiled for its instruction set: call one only on a
@@ -36,13 +44,41 @@ void apply_lanes(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; i += V::width) V::store(y + i, F(V::load(x + i)));
 }
 
+// graph::philox4x32_10 on V::width counters a register: V::mul_wide gives the
+// high and low words of each lane's 32 x 32-bit product.
+template <class V>
+void philox_lanes(uint64_t first, int64_t n, graph::PhiloxKey key, uint32_t* const* words) {
+  using I = typename V::i;
+  auto splat = [](uint32_t x) { return V::splat_i(static_cast<int32_t>(x)); };
+  I high = splat(static_cast<uint32_t>(first >> 32)), zero = splat(0);
+  for (int64_t j = 0; j < n; j += V::width) {
+    I c0 = V::iadd(splat(static_cast<uint32_t>(first + static_cast<uint64_t>(j))), V::lane_index());
+    I c1 = high, c2 = zero, c3 = zero;
+    graph::PhiloxKey k = key;
+    for (int round = 0; round < graph::kPhiloxRounds; ++round) {
+      I hi0, lo0, hi1, lo1;
+      V::mul_wide(c0, graph::kPhiloxMultiplier0, hi0, lo0);
+      V::mul_wide(c2, graph::kPhiloxMultiplier1, hi1, lo1);
+      c0 = V::ixor(V::ixor(hi1, c1), splat(k[0]));
+      c1 = lo1;
+      c2 = V::ixor(V::ixor(hi0, c3), splat(k[1]));
+      c3 = lo0;
+      k[0] += graph::kPhiloxWeyl0;
+      k[1] += graph::kPhiloxWeyl1;
+    }
+    const I out[4] = {c0, c1, c2, c3};
+    for (int w = 0; w < 4; ++w) V::store_i(reinterpret_cast<int32_t*>(words[w] + j), out[w]);
+  }
+}
+
 template <class V>
 MathKernels make_math_kernels() {
   namespace lm = graph::lane_math;
   return {.width = V::width,
           .fn = {&apply_lanes<V, lm::exp<V>>, &apply_lanes<V, lm::log<V>>, &apply_lanes<V, lm::tanh<V>>,
                  &apply_lanes<V, lm::erf<V>>, &apply_lanes<V, lm::logistic<V>>, &apply_lanes<V, lm::sin<V>>,
-                 &apply_lanes<V, lm::cos<V>>}};
+                 &apply_lanes<V, lm::cos<V>>},
+          .philox = &philox_lanes<V>};
 }
 
 }  // namespace sx::device::cpu

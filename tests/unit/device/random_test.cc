@@ -23,8 +23,9 @@ struct RandomCase {
 };
 
 constexpr RandomCase kRandomCases[] = {
-    {"random_normal", DType::f32, 0},    {"random_normal", DType::bf16, 0},  {"random_normal", DType::f64, 0},
-    {"random_uniform", DType::f32, 0},   {"random_uniform", DType::bf16, 0}, {"random_uniform", DType::f64, 0},
+    {"random_normal", DType::f32, 0},          {"random_normal", DType::bf16, 0},
+    {"random_normal", DType::f64, 0},          {"random_uniform", DType::f32, 0},
+    {"random_uniform", DType::bf16, 0},        {"random_uniform", DType::f64, 0},
     {"random_bernoulli", DType::boolean, 0.3}, {"random_bernoulli", DType::boolean, 0},
     {"random_bernoulli", DType::boolean, 1},
 };
@@ -51,8 +52,8 @@ Graph random_graph(const RandomCase& c, DType key_dtype, int64_t n) {
   graph::NodeId key = b.input("key", {}, key_dtype);
   std::string_view op = c.op;
   graph::NodeId y = op == "random_normal"    ? b.random_normal(key, {n}, c.dtype)
-             : op == "random_uniform" ? b.random_uniform(key, {n}, c.dtype)
-                                      : b.random_bernoulli(key, c.p, {n});
+                    : op == "random_uniform" ? b.random_uniform(key, {n}, c.dtype)
+                                             : b.random_bernoulli(key, c.p, {n});
   b.output("y", y);
   return g;
 }
@@ -67,7 +68,8 @@ TEST(Random, CpuGivesTheReferenceBitsOnEveryInstructionSetAndThreadCount) {
         Tensor expected = run_on("reference", g, inputs)[0];
         for (Isa isa : cpu::host_isas()) {
           for (int cores : {1, 2}) {
-            auto device = make_device("cpu", DeviceOptions{.cpu_cores = cores, .cpu_isa = std::string(cpu::isa_name(isa))});
+            auto device =
+                make_device("cpu", DeviceOptions{.cpu_cores = cores, .cpu_isa = std::string(cpu::isa_name(isa))});
             Tensor actual = device->compile(g)->run_host(inputs)[0];
             EXPECT_EQ(compare(actual, expected, true), "")
                 << c.op << " " << graph::dtype_name(c.dtype) << " p " << c.p << " [" << n << "], key "
