@@ -5,6 +5,8 @@
 // device buffers, under every instruction set this host runs. Beside them, measured
 // in the same run: the same computation as a plain loop of glibc's functions, one
 // element at a time, which is what the kernels did before graph/prims/lane_math.h.
+// Then random_normal and random_uniform of that shape on 1 and 2 threads, beside the
+// reference device's kernel, which the cpu device ran them by before device/cpu/random.cc.
 //
 //   build/bench/cpu_elementwise [--quick]
 #include <fmt/format.h>
@@ -73,18 +75,35 @@ const std::vector<Case>& cases() {
   return list;
 }
 
+std::unique_ptr<sx::device::Device> cpu_device(Isa isa, int cores) {
+  return sx::device::make_device(
+      "cpu", sx::device::DeviceOptions{.cpu_cores = cores, .cpu_isa = std::string(sx::device::cpu::isa_name(isa))});
+}
+
+// The best time of a run of `graph`, compiled on `device`, on its one input `x`.
+double time_plan(sx::device::Device& device, const sx::graph::Graph& graph, const Tensor& x, double budget_s) {
+  auto plan = device.compile(graph);
+  sx::device::Buffer in = device.upload(x);
+  sx::device::Buffer out = device.allocate(plan->output_types()[0]);
+  const sx::device::Buffer* ins[] = {&in};
+  sx::device::Buffer* outs[] = {&out};
+  return best_ms([&] { plan->run(ins, outs); }, budget_s);
+}
+
 double time_device(const Case& c, const Tensor& x, Isa isa, double budget_s) {
   sx::graph::Graph graph;
   sx::graph::Builder b(graph);
   b.output("y", c.build(b, b.input("x", kShape, DType::f32)));
-  auto device = sx::device::make_device(
-      "cpu", sx::device::DeviceOptions{.cpu_cores = 1, .cpu_isa = std::string(sx::device::cpu::isa_name(isa))});
-  auto plan = device->compile(graph);
-  sx::device::Buffer in = device->upload(x);
-  sx::device::Buffer out = device->allocate(plan->output_types()[0]);
-  const sx::device::Buffer* ins[] = {&in};
-  sx::device::Buffer* outs[] = {&out};
-  return best_ms([&] { plan->run(ins, outs); }, budget_s);
+  return time_plan(*cpu_device(isa, 1), graph, x, budget_s);
+}
+
+// random_normal or random_uniform of kShape in f32, from an i64 key input.
+sx::graph::Graph random_graph(const std::string& op) {
+  sx::graph::Graph graph;
+  sx::graph::Builder b(graph);
+  NodeId key = b.input("key", {}, DType::i64);
+  b.output("y", op == "random_normal" ? b.random_normal(key, kShape) : b.random_uniform(key, kShape));
+  return graph;
 }
 
 double time_glibc(const Case& c, const std::vector<float>& x, double budget_s) {
@@ -124,5 +143,25 @@ int main(int argc, char** argv) {
   fmt::print(
       "\nglibc: a plain loop of std::exp, std::tanh, std::erf (one element at a time); the rest: the cpu\n"
       "device's plan under that instruction set (scalar: our functions' scalar instance).\n");
+  header = fmt::format("\n{:<30} {:>9}", "[8 128 1024] f32, ms", "reference");
+  for (Isa isa : isas) {
+    for (int cores : {1, 2})
+      header += fmt::format(" {:>9}", fmt::format("{} {}t", sx::device::cpu::isa_name(isa), cores));
+  }
+  fmt::print("{}\n", header);
+  Tensor key = Tensor::scalar(DType::i64, 7);
+  for (std::string op : {"random_normal", "random_uniform"}) {
+    sx::graph::Graph graph = random_graph(op);
+    std::string row =
+        fmt::format("{:<30} {:>9.2f}", op, time_plan(*sx::device::make_device("reference"), graph, key, budget));
+    for (Isa isa : isas) {
+      for (int cores : {1, 2}) row += fmt::format(" {:>9.2f}", time_plan(*cpu_device(isa, cores), graph, key, budget));
+    }
+    fmt::print("{}\n", row);
+    std::fflush(stdout);
+  }
+  fmt::print(
+      "\nreference: the reference device's kernel (one thread, a Philox block and a set_value per element);\n"
+      "the rest: the cpu device's plan under that instruction set on 1 and 2 threads.\n");
   return 0;
 }

@@ -4,9 +4,9 @@
 // Kernels of every instruction set give the same f32 bits (see gemm.h and
 // vector_math.h), so the choice changes speed, never results. scripts/test runs the
 // device tests that reach these kernels through this choice as a processor without AVX
-// would (processor_chosen_tests: Isa, a product on every instruction set, and
-// VectorMath.* for exp, log, tanh, erf, logistic, sin and cos): a test that reaches a
-// new kernel chosen here joins that list.
+// would (processor_chosen_tests: Isa, a product on every instruction set,
+// VectorMath.* for exp, log, tanh, erf, logistic, sin and cos, and Random.* for the
+// vector Philox): a test that reaches a new kernel chosen here joins that list.
 #pragma once
 
 #include <string>

@@ -101,10 +101,11 @@ class StepTable {
 const StepTable& step_table();
 
 // Each family sets the rows of the primitives it has kernels for:
-// elementwise.cc, reduce.cc, movement.cc, matmul.cc.
+// elementwise.cc, reduce.cc, movement.cc, matmul.cc, random.cc.
 void add_elementwise_steps(StepTable& table);
 void add_reduce_steps(StepTable& table);
 void add_movement_steps(StepTable& table);
 void add_matmul_steps(StepTable& table);
+void add_random_steps(StepTable& table);
 
 }  // namespace sx::device::cpu

@@ -8,10 +8,11 @@
 // How a node runs is its primitive's row in the step table (kernels.h),
 // indexed by the primitive's id: fast kernels for elementwise
 // (elementwise.cc), reductions (reduce.cc), data movement and gather
-// (movement.cc), matmul (matmul.cc); reshape is a view of its input, constant
-// is its value, iota is computed once at compile time. The primitives without
-// a row (CpuDevice::fallback_primitives names them) run by their reference
-// kernel, single-threaded and copying their inputs.
+// (movement.cc), matmul (matmul.cc), random numbers (random.cc); reshape is a
+// view of its input, constant is its value, iota is computed once at compile
+// time. The primitives without a row (CpuDevice::fallback_primitives names
+// them) run by their reference kernel, single-threaded and copying their
+// inputs.
 #include <fmt/format.h>
 #include <omp.h>
 
@@ -282,8 +283,8 @@ std::unique_ptr<Plan> CpuDevice::compile(const graph::Graph& graph) {
 
 std::vector<std::string> CpuDevice::fallback_primitives() const {
   // The primitives without a row in the step table. Today: rare in a model
-  // (one_hot, scatter_add: gather's gradient) or run once per parameter at
-  // initialization (random): not worth a kernel until a benchmark asks for one.
+  // (one_hot, scatter_add: gather's gradient): not worth a kernel until a
+  // benchmark asks for one.
   std::vector<std::string> names;
   for (const graph::Primitive* p : graph::all_primitives()) {
     if (cpu::step_table()[p->id].run == Run::reference) names.emplace_back(p->name);
@@ -304,6 +305,7 @@ const StepTable& step_table() {
     add_reduce_steps(t);
     add_movement_steps(t);
     add_matmul_steps(t);
+    add_random_steps(t);
     return t;
   }();
   return table;

@@ -51,6 +51,14 @@ struct Avx2 {
   static void store(float* p, f a) { _mm256_storeu_ps(p, a); }
   static i load_i(const int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   static void store_i(int32_t* p, i a) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), a); }
+  // Philox's: {0, 1, ..., 7}, and a * m per lane as 64 bits (even lanes, then odd ones).
+  static i lane_index() { return _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7); }
+  static void mul_wide(i a, uint32_t m, i& hi, i& lo) {
+    i factor = _mm256_set1_epi32(static_cast<int32_t>(m));
+    i even = _mm256_mul_epu32(a, factor), odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), factor);
+    lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+    hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+  }
 };
 
 }  // namespace

@@ -58,6 +58,14 @@ struct Avx512 {
   static void store(float* p, f a) { _mm512_storeu_ps(p, a); }
   static i load_i(const int32_t* p) { return _mm512_loadu_si512(p); }
   static void store_i(int32_t* p, i a) { _mm512_storeu_si512(p, a); }
+  // Philox's: {0, 1, ..., 15}, and a * m per lane as 64 bits (even lanes, then odd ones).
+  static i lane_index() { return _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0); }
+  static void mul_wide(i a, uint32_t m, i& hi, i& lo) {
+    i factor = _mm512_set1_epi32(static_cast<int32_t>(m));
+    i even = _mm512_mul_epu32(a, factor), odd = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), factor);
+    lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
+    hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
+  }
 };
 
 }  // namespace
