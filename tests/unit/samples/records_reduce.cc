@@ -64,10 +64,10 @@ Record matmul_record() {
     samples.push_back({.label = fmt::format("{} @ constant {}", graph::shape_str(a), graph::shape_str(b)),
                        .inputs = {{a}},
                        .build =
-                           [b](Builder& bb, const std::vector<NodeId>& x, DType dtype) {
+                           [weights = b](Builder& bb, const std::vector<NodeId>& x, DType dtype) {
                              if (dtype == DType::boolean) throw graph::ShapeError("no packed bool weights");
                              std::mt19937 rng(11);
-                             return bb.matmul(x[0], bb.constant(random_tensor(dtype, b, rng)));
+                             return bb.matmul(x[0], bb.constant(random_tensor(dtype, weights, rng)));
                            },
                        .summed = static_cast<double>(a.back()),
                        .large = large});
