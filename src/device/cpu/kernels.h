@@ -57,17 +57,17 @@ struct StepContext {
   const graph::Graph& graph;
   int cores = 1;
   const KernelSet& kernels;
-  // Bit k: input k is a broadcast node the step absorbs (its row's `absorbs`
-  // said so): in[k] holds the broadcast's input, which the step reads in the
-  // broadcast's place, so the repeated copy is never made.
+  // Bit k: input k is a broadcast or transpose node the step absorbs (its
+  // row's `absorbs` said so): in[k] holds that node's input, which the step
+  // reads through strides in its place, so the copy is never made.
   uint32_t absorbed = 0;
 
   bool absorbs(size_t input) const { return (absorbed >> input & 1u) != 0; }
 };
 
 using MakeStep = Step (*)(const StepContext& context, const graph::Node& node);
-// Whether a step of `node` can read input `input`, a broadcast node, through
-// the broadcast's input instead.
+// Whether a step of `node` can read input `input`, a broadcast or transpose
+// node, through that node's input instead.
 using Absorbs = bool (*)(const graph::Graph& graph, const graph::Node& node, size_t input);
 
 // How the cpu device runs each primitive, by id: the plan's dispatch.

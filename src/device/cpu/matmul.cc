@@ -8,7 +8,9 @@
 //
 // A product x[..., m, k] @ broadcast(w[k, n]) is run as one [rows, k] @
 // [k, n] product; other batched products as one product per batch entry,
-// whole entries spread over the threads when there are enough of them.
+// whole entries spread over the threads when there are enough of them. An
+// operand that is a transpose (a gradient's x^T, attention's heads) is read
+// through its input's strides rather than copied.
 #include <memory>
 
 #include "device/cpu/gemm.h"
@@ -21,19 +23,66 @@ namespace {
 using graph::DType;
 using graph::Shape;
 
+// How a product reads one operand, per entry of the output's batch axes: a stride per
+// batch axis, then its rows' and columns' strides, in elements. A plain operand is
+// row-major; an absorbed transpose reads its input through the permuted strides; weights
+// broadcast over the batch have batch strides of 0.
+struct OperandLayout {
+  std::vector<int64_t> batch_strides;
+  int64_t rows = 0, cols = 1;
+};
+
+OperandLayout operand_layout(const StepContext& c, const graph::Node& node, size_t input) {
+  const graph::Node& operand = c.graph.node(node.inputs[input]);
+  const size_t rank = operand.shape.size(), batch_axes = rank - 2;
+  OperandLayout layout;
+  if (c.absorbs(input) && operand.op() == graph::PrimId::broadcast) {
+    layout.batch_strides.assign(batch_axes, 0);
+    layout.rows = operand.shape[rank - 1];
+    return layout;
+  }
+  std::vector<int64_t> strides = graph::row_major_strides(operand.shape);
+  if (c.absorbs(input)) {  // a transpose: output axis d is its input's axis perm[d]
+    std::vector<int64_t> from = graph::row_major_strides(c.graph.node(operand.inputs[0]).shape);
+    const auto& perm = operand.attrs.get_ints("perm");
+    for (size_t d = 0; d < rank; ++d) strides[d] = from[static_cast<size_t>(perm[d])];
+  }
+  layout.batch_strides.assign(strides.begin(), strides.begin() + static_cast<int64_t>(batch_axes));
+  layout.rows = strides[rank - 2];
+  layout.cols = strides[rank - 1];
+  return layout;
+}
+
 struct FloatMatmul {
   int64_t batch, m, k, n;
+  Shape batch_shape;  // the output's batch axes, which `batch` entries run over
+  OperandLayout a_layout, b_layout;
   bool bf16;
   std::vector<std::unique_ptr<Gemm>> gemms;  // one, or one per thread when entries are spread
   std::vector<float> result;                 // the f32 product of bf16 operands, before rounding
 
-  void run(const uint8_t* a, const uint8_t* b, bool shared_b, uint8_t* out) {
+  // Operand `layout`'s first element for batch entry e.
+  int64_t offset_of(const OperandLayout& layout, int64_t e) const {
+    int64_t offset = 0;
+    for (size_t d = batch_shape.size(); d-- > 0;) {
+      offset += e % batch_shape[d] * layout.batch_strides[d];
+      e /= batch_shape[d];
+    }
+    return offset;
+  }
+
+  void run(const uint8_t* a, const uint8_t* b, uint8_t* out) {
     size_t elem = bf16 ? sizeof(graph::Bf16) : sizeof(float);
     float* c = bf16 ? result.data() : reinterpret_cast<float*>(out);
     auto entry = [&](Gemm& gemm, int64_t e) {
-      MatrixRef ra{.data = a + static_cast<size_t>(e * m * k) * elem, .rows = k, .cols = 1, .bf16 = bf16};
-      MatrixRef rb{
-          .data = b + static_cast<size_t>(shared_b ? 0 : e * k * n) * elem, .rows = n, .cols = 1, .bf16 = bf16};
+      MatrixRef ra{.data = a + static_cast<size_t>(offset_of(a_layout, e)) * elem,
+                   .rows = a_layout.rows,
+                   .cols = a_layout.cols,
+                   .bf16 = bf16};
+      MatrixRef rb{.data = b + static_cast<size_t>(offset_of(b_layout, e)) * elem,
+                   .rows = b_layout.rows,
+                   .cols = b_layout.cols,
+                   .bf16 = bf16};
       gemm.run(ra, rb, c + e * m * n, n);
     };
     if (gemms.size() == 1) {
@@ -46,7 +95,7 @@ struct FloatMatmul {
     }
     if (bf16) {
       auto* o = reinterpret_cast<graph::Bf16*>(out);
-      int64_t count = batch * m * n;
+      int64_t count = static_cast<int64_t>(result.size());
       parallel_for(count, threads_for(count, static_cast<int>(gemms.size())), [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) o[i] = graph::Bf16(result[static_cast<size_t>(i)]);
       });
@@ -84,7 +133,7 @@ Step loop_matmul(int64_t batch, int64_t m, int64_t k, int64_t n, bool shared_wei
 
 Step matmul_step(const StepContext& c, const graph::Node& node) {
   int cores = c.cores;
-  bool weights_broadcast = c.absorbs(1);
+  bool weights_broadcast = c.absorbs(1) && c.graph.node(node.inputs[1]).op() == graph::PrimId::broadcast;
   const Shape& a = c.graph.node(node.inputs[0]).shape;
   size_t r = a.size();
   int64_t m = a[r - 2], k = a[r - 1], n = node.shape[r - 1];
@@ -100,12 +149,18 @@ Step matmul_step(const StepContext& c, const graph::Node& node) {
     mm->bf16 = node.dtype == DType::bf16;
     mm->k = k;
     mm->n = n;
-    if (weights_broadcast) {
+    mm->a_layout = operand_layout(c, node, 0);
+    mm->b_layout = operand_layout(c, node, 1);
+    if (weights_broadcast && !c.absorbs(0)) {
+      // The rows of every entry of A follow one another: one product of all of them.
       mm->batch = 1;
       mm->m = batch * m;
+      mm->a_layout.batch_strides.clear();
+      mm->b_layout.batch_strides.clear();
     } else {
       mm->batch = batch;
       mm->m = m;
+      mm->batch_shape.assign(node.shape.begin(), node.shape.end() - 2);
     }
     if (mm->batch >= threads && threads > 1) {
       for (int t = 0; t < threads; ++t) mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, n, k, 1));
@@ -113,9 +168,7 @@ Step matmul_step(const StepContext& c, const graph::Node& node) {
       mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, n, k, threads));
     }
     if (mm->bf16) mm->result.resize(static_cast<size_t>(batch * m * n));
-    return [mm, weights_broadcast](const uint8_t* const* in, uint8_t* out) {
-      mm->run(in[0], in[1], weights_broadcast, out);
-    };
+    return [mm](const uint8_t* const* in, uint8_t* out) { mm->run(in[0], in[1], out); };
   }
   int loop_threads = threads_for(static_cast<int64_t>(flops / 2), cores);
   return graph::visit_dtype(node.dtype, [&](auto types) -> Step {
@@ -125,22 +178,27 @@ Step matmul_step(const StepContext& c, const graph::Node& node) {
   });
 }
 
-// The right operand is a broadcast that only adds batch axes to a [k, n] matrix: the
-// step reads that matrix (the broadcast's input) for every batch.
-bool absorbs_weights(const graph::Graph& graph, const graph::Node& node, size_t input) {
-  const graph::Node& right = graph.node(node.inputs[1]);
-  if (input != 1 || right.op() != graph::PrimId::broadcast || node.shape.size() < 3) return false;
-  const Shape& from = graph.node(right.inputs[0]).shape;
-  size_t r = right.shape.size();
+// What a product reads in an operand's place: for the right operand, a broadcast that
+// only adds batch axes to a [k, n] matrix (the matrix serves every entry); for f32 and
+// bf16 products, a transpose (its input read through permuted strides, which the GEMM's
+// packing takes; the sums keep their order, so the bits are those of the copy).
+bool absorbs_operand(const graph::Graph& graph, const graph::Node& node, size_t input) {
+  const graph::Node& operand = graph.node(node.inputs[input]);
+  if (operand.op() == graph::PrimId::transpose) {
+    return (node.dtype == DType::f32 || node.dtype == DType::bf16) && graph::numel(node.shape) > 0;
+  }
+  if (input != 1 || operand.op() != graph::PrimId::broadcast || node.shape.size() < 3) return false;
+  const Shape& from = graph.node(operand.inputs[0]).shape;
+  size_t r = operand.shape.size();
   if (from.size() < 2) return false;
   for (size_t d = 0; d + 2 < from.size(); ++d) {
     if (from[d] != 1) return false;
   }
-  return from[from.size() - 2] == right.shape[r - 2] && from[from.size() - 1] == right.shape[r - 1];
+  return from[from.size() - 2] == operand.shape[r - 2] && from[from.size() - 1] == operand.shape[r - 1];
 }
 
 }  // namespace
 
-void add_matmul_steps(StepTable& table) { table.set(graph::PrimId::matmul, matmul_step, absorbs_weights); }
+void add_matmul_steps(StepTable& table) { table.set(graph::PrimId::matmul, matmul_step, absorbs_operand); }
 
 }  // namespace sx::device::cpu

@@ -88,8 +88,9 @@ void walk_segments(const OperandWalk& walk, int64_t begin, int64_t end, Segment 
 }
 
 // Every elementwise operand may be absorbed when it is a broadcast.
-inline bool absorbs_any_broadcast(const graph::Graph&, const graph::Node& node, size_t input) {
-  return input < OperandWalk::kMostOperands && node.inputs.size() <= OperandWalk::kMostOperands;
+inline bool absorbs_any_broadcast(const graph::Graph& graph, const graph::Node& node, size_t input) {
+  return input < OperandWalk::kMostOperands && node.inputs.size() <= OperandWalk::kMostOperands &&
+         graph.node(node.inputs[input]).op() == graph::PrimId::broadcast;
 }
 
 }  // namespace sx::device::cpu

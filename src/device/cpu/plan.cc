@@ -71,7 +71,7 @@ class CpuPlan : public Plan {
     pointers_.resize(count, nullptr);
     storage_.resize(count);
     // Which nodes an output needs; which inputs each step reads through a broadcast's
-    // input (its row's `absorbs`): bit k of absorbed[id] for input k.
+    // or transpose's input (its row's `absorbs`): bit k of absorbed[id] for input k.
     std::vector<bool> needed(count, false);
     std::vector<uint32_t> absorbed(count, 0);
     std::vector<int> users(count, 0), absorbing(count, 0);
@@ -83,7 +83,8 @@ class CpuPlan : public Plan {
       for (size_t k = 0; k < node.inputs.size(); ++k) {
         NodeId in = node.inputs[k];
         ++users[in];
-        if (absorbs && k < 32 && graph_.node(in).op() == PrimId::broadcast && absorbs(graph_, node, k)) {
+        PrimId from = graph_.node(in).op();
+        if (absorbs && k < 32 && (from == PrimId::broadcast || from == PrimId::transpose) && absorbs(graph_, node, k)) {
           absorbed[id] |= 1u << k;
           ++absorbing[in];
           needed[graph_.node(in).inputs[0]] = true;
@@ -100,7 +101,7 @@ class CpuPlan : public Plan {
       }
     }
     check_fits_in_memory("cpu", bytes);
-    // A broadcast every user absorbs is not computed (needed stays false
+    // A broadcast or transpose every user absorbs is not computed (needed stays false
     // unless another user or an output asked for it).
     for (NodeId id = 0; id < count; ++id) {
       if (!needed[id]) continue;

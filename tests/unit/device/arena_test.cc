@@ -131,5 +131,39 @@ TEST(CpuArena, ElementwiseStepsReadBroadcastsWithoutCopies) {
   }
 }
 
+// A product reads a transposed operand through its input's strides: attention's scores,
+// q and k split into heads, need the scores' bytes alone, with the transposes' bits.
+TEST(CpuArena, ProductsReadTransposesWithoutCopies) {
+  for (DType t : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(graph::dtype_name(t));
+    Graph graph;
+    Builder b(graph);
+    NodeId q = b.input("q", {8, 64, 4, 16}, t);
+    NodeId k = b.input("k", {8, 64, 4, 16}, t);
+    b.output("scores", b.matmul(b.transpose(q, {0, 2, 1, 3}), b.transpose(k, {0, 2, 3, 1})));
+    std::mt19937 rng(10);
+    std::vector<Tensor> inputs{random_tensor(t, {8, 64, 4, 16}, rng), random_tensor(t, {8, 64, 4, 16}, rng)};
+    // The same product of the transposes copied out first, by a plan of their own.
+    Graph transposes, product;
+    Builder tb(transposes), pb(product);
+    NodeId tq = tb.input("q", {8, 64, 4, 16}, t);
+    NodeId tk = tb.input("k", {8, 64, 4, 16}, t);
+    tb.output("qt", tb.transpose(tq, {0, 2, 1, 3}));
+    tb.output("kt", tb.transpose(tk, {0, 2, 3, 1}));
+    NodeId qt = pb.input("qt", {8, 4, 64, 16}, t);  // inputs in this order: not as arguments of one call
+    NodeId kt = pb.input("kt", {8, 4, 16, 64}, t);
+    pb.output("scores", pb.matmul(qt, kt));
+    for (int cores : {1, 2}) {
+      auto on = make_device("cpu", DeviceOptions{.cpu_cores = cores});
+      auto plan = on->compile(graph);
+      Tensor got = plan->run_host(inputs)[0];
+      EXPECT_TRUE(same_bits(got, on->compile(product)->run_host(on->compile(transposes)->run_host(inputs))[0]))
+          << "on " << cores;
+      EXPECT_EQ(compare(got, run_on("reference", graph, inputs)[0], false, 16), "");
+      EXPECT_EQ(plan->memory().live_peak_bytes, 8 * 4 * 64 * 64 * graph::dtype_size(t)) << "a transpose was copied";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sx::device::testing

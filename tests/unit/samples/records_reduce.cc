@@ -72,6 +72,32 @@ Record matmul_record() {
                        .summed = static_cast<double>(a.back()),
                        .large = large});
   }
+  // Transposed operands, which the cpu device reads through strides: x^T @ g and g @ w^T
+  // as gradients make them, attention's heads ([batch, seq, heads, dim] to [batch, heads,
+  // seq, dim]) and both operands at once.
+  struct Transposed {
+    Shape a, b;
+    std::vector<int64_t> a_perm, b_perm;  // empty: the operand as it is
+    bool large = false;
+  };
+  auto transposed = [](Builder& bb, NodeId x, const std::vector<int64_t>& perm) {
+    return perm.empty() ? x : bb.transpose(x, perm);
+  };
+  for (const auto& t :
+       {Transposed{{2, 5, 3}, {2, 5, 4}, {0, 2, 1}, {}}, Transposed{{2, 3, 5}, {2, 4, 5}, {}, {0, 2, 1}},
+        Transposed{{2, 3, 4, 5}, {2, 4, 5, 6}, {0, 2, 1, 3}, {}}, Transposed{{5, 3}, {4, 5}, {1, 0}, {1, 0}},
+        Transposed{{8, 64, 4, 16}, {8, 64, 4, 16}, {0, 2, 1, 3}, {0, 2, 3, 1}, true},
+        Transposed{{96, 256}, {96, 64}, {1, 0}, {}, true}}) {
+    samples.push_back({.label = fmt::format("{}{} @ {}{}", graph::shape_str(t.a), graph::list_str(t.a_perm),
+                                            graph::shape_str(t.b), graph::list_str(t.b_perm)),
+                       .inputs = {{t.a}, {t.b}},
+                       .build =
+                           [t, transposed](Builder& bb, const std::vector<NodeId>& x, DType) {
+                             return bb.matmul(transposed(bb, x[0], t.a_perm), transposed(bb, x[1], t.b_perm));
+                           },
+                       .summed = static_cast<double>(t.a_perm.empty() ? t.a.back() : t.a[t.a_perm.back()]),
+                       .large = t.large});
+  }
   return {.id = PrimId::matmul, .samples = std::move(samples)};
 }
 
