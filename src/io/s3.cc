@@ -216,6 +216,7 @@ S3Client::Response S3Client::send(const Request& request) {
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // a transfer stalled for 30 s has timed out
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 30L);
+    curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 512L * 1024);  // fewer, larger writes of a download
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_text);
     if (!config_.ca_bundle.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, config_.ca_bundle.c_str());
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, take_body);

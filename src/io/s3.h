@@ -71,8 +71,8 @@ class S3Client {
   // The whole object, in memory: for small ones (markers, JSON); see get_to_file.
   std::string get(const std::string& bucket, const std::string& key);
   // Downloads the object into the local file `path` as it arrives, never holding it whole:
-  // one GET up to part_bytes, above that ranged GETs of part_bytes, transfer_threads at a
-  // time, each retried as any request and written at its offset. `object` is what head()
+  // one GET up to part_bytes, above that one ranged GET per transfer thread (each range at
+  // least part_bytes), in parallel, each retried as any request and written at its offset. `object` is what head()
   // said of it: each GET asks for its ETag (If-Match), so an object replaced meanwhile is
   // an error rather than a mix of two, and anything but `object.size` bytes is E-LOC-006.
   // The file is written under a temporary name and renamed to `path` when whole: on any

@@ -64,11 +64,15 @@ void S3Client::get_to_file(const std::string& bucket, const std::string& key, co
   AtomicFile file(path);
   const uint64_t size = object.size;
   const bool in_ranges = size > config_.part_bytes;
+  // One range a connection, each at least part_bytes: every request costs the server a
+  // lookup (moto, a Python server, copies the object for each), so fewer, larger ones.
+  const uint64_t connections = std::max<uint64_t>(1, static_cast<uint64_t>(config_.transfer_threads));
+  const uint64_t range_bytes = std::max(config_.part_bytes, (size + connections - 1) / connections);
   std::map<std::string, std::string> headers;
   if (!object.etag.empty()) headers["if-match"] = fmt::format("\"{}\"", object.etag);
   auto fetch = [&](S3Client& client, uint64_t i) {
-    const uint64_t offset = i * config_.part_bytes;
-    RangeWriter into{file, s3_url(bucket, key), offset, in_ranges ? std::min(config_.part_bytes, size - offset) : size,
+    const uint64_t offset = i * range_bytes;
+    RangeWriter into{file, s3_url(bucket, key), offset, in_ranges ? std::min(range_bytes, size - offset) : size,
                      in_ranges ? 206 : 200};
     std::map<std::string, std::string> range_headers = headers;
     if (in_ranges) range_headers["range"] = fmt::format("bytes={}-{}", offset, offset + into.length - 1);
@@ -80,7 +84,7 @@ void S3Client::get_to_file(const std::string& bucket, const std::string& key, co
     }
   };
   if (in_ranges) {
-    in_parallel((size + config_.part_bytes - 1) / config_.part_bytes, fetch);
+    in_parallel((size + range_bytes - 1) / range_bytes, fetch);
   } else {
     fetch(*this, 0);
   }
