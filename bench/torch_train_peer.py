@@ -14,13 +14,14 @@ the query set to -1e9, softmax; layer_norm eps 1e-5 (biased variance); gelu the 
 approximation (sexpgpu/ops' `gelu`, GPT-2's); no dropout. AdamW with PyTorch's defaults
 but the rate, clip_grad_norm_ at 1.0.
 
-As a program it times training steps: `torch_train_peer.py --model tiny|small --text PATH
---threads N --seconds S` prints `torch VERSION threads N blas NAME (...)` and then the mean
-and the best milliseconds per steady-state step (forward, backward, clipping, AdamW step)
-and the steps timed, over S seconds (at least 3 steps), after a warmup. bench/train.py
-takes the mean: SexpGPU's figure is a mean too. The BLAS is whatever libblas.so.3 the
-loader finds; on a reference BLAS it prints `refuse WHY` and times nothing
-(torch_blas.py).
+As a program it times training steps: `torch_train_peer.py --model tiny|small|large --text
+PATH --threads N --seconds S` prints `torch VERSION threads N blas NAME (...)` and then the
+mean and the best milliseconds per steady-state step (forward, backward, clipping, AdamW
+step) and the steps timed, over S seconds (at least 3 steps), after a warmup. With
+`--mode forward` it times the forward alone (no autograd), with `--mode gradient` the
+gradient of the loss by every parameter (bench/forward). bench/train.py takes the mean:
+SexpGPU's figure is a mean too. The BLAS is whatever libblas.so.3 the loader finds; on a
+reference BLAS it prints `refuse WHY` and times nothing (torch_blas.py).
 OPENBLAS_CORETYPE is dropped from the environment before torch loads, as
 bench/numpy_peer.py does: set on some hosts to dodge old OpenBLAS bugs, it slows a
 current one.
@@ -42,6 +43,7 @@ from torch_blas import blas_line  # noqa: E402
 MODELS = {
     "tiny": dict(vocab=256, dim=64, depth=2, heads=4, window=64, rows=8),
     "small": dict(vocab=256, dim=256, depth=4, heads=4, window=128, rows=8),
+    "large": dict(vocab=256, dim=768, depth=12, heads=12, window=128, rows=1),
 }
 
 
@@ -121,6 +123,9 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--mode", choices=["step", "forward", "gradient"], default="step",
+                    help="what is timed: the training step, the forward alone (no autograd), or the "
+                         "gradient of the loss (forward and backward)")
     args = ap.parse_args()
     blas = blas_line(torch)
     if blas.startswith("refuse"):
@@ -144,6 +149,18 @@ def main():
         opt.step()
         return loss.item()
 
+    def forward_only():
+        starts = torch.randint(0, len(data) - cfg["window"] - 1, (cfg["rows"],), generator=gen)
+        ids = torch.stack([data[s:s + cfg["window"]] for s in starts.tolist()])
+        with torch.no_grad():
+            return forward(params, ids, cfg)
+
+    def gradient():
+        starts = torch.randint(0, len(data) - cfg["window"] - 1, (cfg["rows"],), generator=gen)
+        ids = torch.stack([data[s:s + cfg["window"] + 1] for s in starts.tolist()])
+        return torch.autograd.grad(loss_of(params, ids, cfg), tensors)
+
+    step = {"step": step, "forward": forward_only, "gradient": gradient}[args.mode]
     for _ in range(args.warmup):
         step()
     print(f"torch {torch.__version__} threads {torch.get_num_threads()} {blas}", flush=True)

@@ -1,0 +1,197 @@
+// bench/forward: the forward and the gradient of three GPTs (bench/gpt.sx) on the cpu
+// device against the same models in PyTorch (bench/torch_train_peer.py --mode), on 1 and
+// on 2 threads, measured in one run, as ratios (issue 15's table):
+//
+//   gpt-tiny   width 64, 2 blocks, 4 heads, 64 bytes a row, batch 8
+//   gpt-small  width 256, 4 blocks, 4 heads, 128 bytes a row, batch 8
+//   gpt-large  width 768, 12 blocks, 12 heads, 128 bytes a row, batch 1
+//
+//   build/bench/forward [--models tiny,small,large] [--seconds S]
+//
+// The forward is the logits of a batch of byte ids; the gradient is that of the mean
+// cross-entropy of the next byte with respect to every parameter. Each is one program
+// compiled once (runtime::Program, parameters in a store on the device, the batch fed
+// each run); its time is the mean of the runs in S seconds after two to warm up.
+// PyTorch's is the same mean, in a process of its own per setting, on the BLAS it runs
+// (torch_blas.py: it refuses a reference BLAS, and no ratio is given then).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "graph/autodiff.h"
+#include "graph/passes.h"
+#include "lang/tracer.h"
+#include "model/values.h"
+#include "runtime/program.h"
+#include "train/session.h"
+#include "train/step.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace sx;
+
+struct Model {
+  std::string name;
+  train::KnobChoices choices;  // over gpt.sx's knobs
+  int64_t rows, window;
+};
+
+const Model kModels[] = {
+    {"tiny", {}, 8, 64},
+    {"small", {.variant = "small", .knobs = {}}, 8, 128},
+    {"large",
+     {.variant = "", .knobs = {{"width", "768"}, {"depth", "12"}, {"heads", "12"}, {"window", "128"}, {"rows", "1"}}},
+     1,
+     128},
+};
+
+// The forward's logits, or the gradients of the loss, as a program of the traced model.
+struct Traced {
+  graph::Graph graph;
+  std::vector<runtime::Binding> inputs, outputs;
+};
+
+Traced trace(train::Session& session, const Model& model, bool gradient) {
+  const auto& tracer = session.interp().tracer();
+  graph::Builder& b = tracer->builder();
+  lang::Value ids = lang::make_tensor(tracer, b.input("data.ids", {model.rows, model.window}, graph::DType::i32));
+  lang::Value logits = train::call(session, train::required_definition(session, "model", "the benchmark"), {ids});
+  std::vector<graph::NodeId> outputs;
+  if (!gradient) {
+    outputs.push_back(lang::as_tensor(logits)->node);
+  } else {
+    lang::Value targets =
+        lang::make_tensor(tracer, b.input("data.targets", {model.rows, model.window}, graph::DType::i32));
+    lang::Value loss = train::call(session, *session.top().lookup(lang::intern("cross-entropy")), {logits, targets});
+    std::vector<graph::NodeId> wrt;
+    for (const auto& p : session.params().params) wrt.push_back(p.decl->node);
+    outputs = graph::gradients(b, lang::as_tensor(loss)->node, wrt);
+  }
+  Traced traced{graph::extract(tracer->graph(), outputs), {}, {}};
+  for (const auto& input : traced.graph.inputs) {
+    traced.inputs.push_back(
+        {input.name.starts_with("data.") ? runtime::Role::data : runtime::Role::parameter, input.name});
+  }
+  for (const auto& output : traced.graph.outputs) traced.outputs.push_back({runtime::Role::value, output.name});
+  return traced;
+}
+
+// The mean ms of a run of the program over `seconds`, after two runs to warm up.
+double ours_ms(const Model& model, bool gradient, int cores, double seconds, const std::string& run_file) {
+  train::SessionOptions options;
+  options.interpreter.library_dirs = {SEXPGPU_LIB_DIR};
+  options.choices = model.choices;
+  train::Session session(std::move(options));
+  session.load(run_file);
+  auto device = device::make_device("cpu", {.cpu_cores = cores});
+  Traced traced = trace(session, model, gradient);
+  runtime::Store store(*device);
+  for (auto& [path, value] : model::initial_values(session.params(), session.seed(), *device)) {
+    store.put(path, std::move(value));
+  }
+  runtime::Program program(*device, traced.graph, traced.inputs, traced.outputs);
+  std::mt19937 rng(1);
+  std::vector<device::Buffer> fed_buffers;  // the ids, and the targets of a gradient: random bytes
+  while (fed_buffers.size() < program.fed_inputs().size()) {
+    graph::Tensor bytes(graph::DType::i32, {model.rows, model.window});
+    for (int64_t j = 0; j < bytes.numel(); ++j) bytes.data<int32_t>()[j] = static_cast<int32_t>(rng() % 256);
+    fed_buffers.push_back(device->upload(std::move(bytes)));
+  }
+  std::vector<const device::Buffer*> fed;
+  for (const auto& buffer : fed_buffers) fed.push_back(&buffer);
+  for (int i = 0; i < 2; ++i) program.run(store, fed);
+  int runs = 0;
+  auto start = Clock::now();
+  double elapsed = 0;
+  while (elapsed < seconds || runs < 3) {
+    program.run(store, fed);
+    ++runs;
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  return 1e3 * elapsed / runs;
+}
+
+// PyTorch's mean ms, or the reason there is none (the peer's `refuse` line).
+std::string torch_ms(const Model& model, bool gradient, int threads, double seconds, const std::string& text) {
+  std::string command = fmt::format(
+      "OPENBLAS_NUM_THREADS={} /usr/bin/python3 {}/bench/torch_train_peer.py --model {} --mode {} --text {} "
+      "--threads {} --seconds {} 2>&1",
+      threads, SEXPGPU_SOURCE_DIR, model.name, gradient ? "gradient" : "forward", text, threads, seconds);
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return "refuse cannot start /usr/bin/python3";
+  std::string out;
+  char line[1024];
+  while (fgets(line, sizeof line, pipe)) out += line;
+  int status = pclose(pipe);
+  std::istringstream lines(out);
+  std::string header, value;
+  std::getline(lines, header);
+  if (header.starts_with("refuse")) return header;
+  if (status != 0 || !std::getline(lines, value)) return "refuse the PyTorch peer failed: " + out.substr(0, 300);
+  return value.substr(0, value.find(' '));
+}
+
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return fmt::format("{} {} {}", a, b, c);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double seconds = 3.0;
+  std::string models = "tiny,small,large";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
+      seconds = std::stod(argv[++i]);
+    } else if (std::strcmp(argv[i], "--models") == 0 && i + 1 < argc) {
+      models = argv[++i];
+    } else {
+      std::puts("usage: forward [--models tiny,small,large] [--seconds S]");
+      return std::strcmp(argv[i], "--help") == 0 ? 0 : 2;
+    }
+  }
+  // gpt.sx beside the text its defrun names (which its loader checks when it is read),
+  // from which the PyTorch peer takes its batches.
+  const std::filesystem::path where =
+      std::filesystem::temp_directory_path() / fmt::format("bench-forward-{}", getpid());
+  std::filesystem::create_directories(where);
+  const std::string run_file = (where / "gpt.sx").string(), text = (where / "text.txt").string();
+  std::filesystem::copy_file(std::string(SEXPGPU_SOURCE_DIR) + "/bench/gpt.sx", run_file);
+  {
+    std::ofstream out(text, std::ios::binary);
+    std::mt19937 rng(2);
+    for (int i = 0; i < 1 << 16; ++i) out.put(static_cast<char>('a' + rng() % 26));
+  }
+  fmt::print("load average before: {}\n", load_average());
+  fmt::print(
+      "| model | pass | threads | SexpGPU ms | PyTorch ms | SexpGPU / PyTorch |\n| --- | --- | --- | --- | --- | --- "
+      "|\n");
+  for (const Model& model : kModels) {
+    if (("," + models + ",").find("," + model.name + ",") == std::string::npos) continue;
+    for (bool gradient : {false, true}) {
+      for (int threads : {1, 2}) {
+        double ours = ours_ms(model, gradient, threads, seconds, run_file);
+        std::string theirs = torch_ms(model, gradient, threads, seconds, text);
+        std::string ratio = theirs.starts_with("refuse") ? "-" : fmt::format("{:.2f}", ours / std::stod(theirs));
+        fmt::print("| gpt-{} | {} | {} | {:.2f} | {} | {} |\n", model.name, gradient ? "gradient" : "forward", threads,
+                   ours, theirs.starts_with("refuse") ? theirs.substr(7) : theirs, ratio);
+        std::fflush(stdout);
+      }
+    }
+  }
+  fmt::print("load average after: {}\n", load_average());
+  std::filesystem::remove_all(where);
+  return 0;
+}
