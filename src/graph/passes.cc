@@ -139,6 +139,25 @@ std::optional<NodeId> simplified(Builder& b, const Node& node) {
     if (std::is_sorted(composed.begin(), composed.end())) return inner.inputs[0];
     return b.transpose(inner.inputs[0], composed);
   }
+  // A transpose of a broadcast that leaves the broadcast's new leading axes in place
+  // (weights w^T in a batched gradient) is the broadcast of the smaller transpose, which
+  // a product reads without the batch's copies.
+  if (op == PrimId::transpose && inner.op() == PrimId::broadcast) {
+    const auto& perm = node.attrs.get_ints("perm");
+    const Shape& from = g.nodes[inner.inputs[0]].shape;
+    const size_t lead = perm.size() - from.size();
+    bool keeps_lead = true;
+    for (size_t d = 0; d < perm.size(); ++d)
+      keeps_lead =
+          keeps_lead && (d >= lead ? perm[d] >= static_cast<int64_t>(lead) : perm[d] == static_cast<int64_t>(d));
+    if (keeps_lead) {
+      std::vector<int64_t> inner_perm;
+      for (size_t d = lead; d < perm.size(); ++d) inner_perm.push_back(perm[d] - static_cast<int64_t>(lead));
+      NodeId x = std::is_sorted(inner_perm.begin(), inner_perm.end()) ? inner.inputs[0]
+                                                                      : b.transpose(inner.inputs[0], inner_perm);
+      return b.broadcast(x, node.shape);
+    }
+  }
   return std::nullopt;
 }
 

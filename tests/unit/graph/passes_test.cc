@@ -103,6 +103,29 @@ TEST(Passes, SimplifyRemovesIdentities) {
   expect_same_results(g, s, {tensor(DType::f32, {2, 3}, {1, 2, 3, 4, 5, 6})});
 }
 
+// transpose(broadcast(w)) with the batch axes in place becomes broadcast(transpose(w)):
+// the copy a batch of w^T would need is one of w^T; a transpose that moves a batch axis,
+// or one of the broadcast's own size-1 axes within w, keeps its form or its values.
+TEST(Passes, SimplifyMovesATransposeBeforeABroadcast) {
+  Graph g;
+  Builder b(g);
+  NodeId w = b.input("w", {2, 3}, DType::f32);
+  NodeId c = b.input("c", {1, 3}, DType::f32);
+  b.output("wt", b.transpose(b.broadcast(w, {4, 2, 3}), {0, 2, 1}));
+  b.output("same", b.transpose(b.broadcast(w, {4, 2, 3}), {0, 1, 2}));
+  b.output("moved", b.transpose(b.broadcast(w, {4, 2, 3}), {1, 0, 2}));
+  b.output("column", b.transpose(b.broadcast(c, {5, 2, 3}), {0, 2, 1}));
+  Graph s = simplify(g);
+  const Node& wt = s.node(*s.find_output("wt"));
+  ASSERT_EQ(wt.op_name(), "broadcast");
+  EXPECT_EQ(s.node(wt.inputs[0]).op_name(), "transpose");
+  EXPECT_EQ(s.node(wt.inputs[0]).shape, (Shape{3, 2}));
+  EXPECT_EQ(s.node(*s.find_output("same")).op_name(), "broadcast");
+  EXPECT_EQ(s.node(*s.find_output("moved")).op_name(), "transpose");
+  EXPECT_EQ(s.node(*s.find_output("column")).op_name(), "broadcast");
+  expect_same_results(g, s, {tensor(DType::f32, {2, 3}, {1, 2, 3, 4, 5, 6}), tensor(DType::f32, {1, 3}, {7, 8, 9})});
+}
+
 TEST(Passes, DeadCodeEliminationKeepsInputsAndWhatOutputsNeed) {
   Graph g;
   Builder b(g);
