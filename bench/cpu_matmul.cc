@@ -2,11 +2,11 @@
 // as a user gets it: compile once, run many times, outputs copied out), for
 // transformer shapes, f32 and bf16, on 1 and 2 threads. Beside each figure,
 // measured in the same run and interleaved with it: the FMA peak of the
-// instruction set the device runs (independent FMA chains, before and after
+// instruction set the device runs (independent FMA or VDPBF16PS chains, before and after
 // the row), numpy's matmul on OpenBLAS (f32; bench/numpy_peer.py) and, for
 // M = 1, the copy bandwidth, since one row reads all of B once.
 //
-//   build/bench/cpu_matmul [--quick] [--isa scalar|avx2|avx512]
+//   build/bench/cpu_matmul [--quick] [--isa scalar|avx2|avx512|avx512bf16]
 //
 // A row whose two peak measurements differ by more than 10%, or whose
 // 2-thread peak is under 1.6 times the 1-thread one, is marked `loaded`: the
@@ -39,18 +39,23 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// The f32 FMA peak in GFLOP/s on `threads` threads: the best of short tries
-// over `budget_s`. None for the scalar kernels (no vector peak to compare).
-std::optional<double> peak(Isa isa, int threads, double budget_s) {
+// The peak in GFLOP/s of the instruction that multiplies `dtype` on
+// `threads` threads: the best of short tries over `budget_s`. f32 FMA, or
+// VDPBF16PS for bf16 with avx512bf16 (bf16 elsewhere runs on the f32 FMA).
+// None for the scalar kernels (no vector peak to compare).
+std::optional<double> peak(Isa isa, DType dtype, int threads, double budget_s) {
   if (isa == Isa::scalar) return std::nullopt;
   const int64_t iterations = 100'000;
-  double lanes = isa == Isa::avx512 ? 16 : 8, best = 0;
+  bool pairs = isa == Isa::avx512bf16 && dtype == DType::bf16;
+  double lanes = isa == Isa::avx2 ? 8 : pairs ? 32 : 16, best = 0;
   volatile float sink = 0;
   for (auto begin = Clock::now(); seconds_since(begin) < budget_s;) {
     auto start = Clock::now();
 #pragma omp parallel num_threads(threads)
     {
-      float r = isa == Isa::avx512 ? fma_peak_avx512(iterations) : fma_peak_avx2(iterations);
+      float r = isa == Isa::avx2 ? fma_peak_avx2(iterations)
+                : pairs          ? dpbf16_peak_avx512bf16(iterations)
+                                 : fma_peak_avx512(iterations);
 #pragma omp critical
       sink = sink + r;
     }
@@ -201,7 +206,7 @@ int main(int argc, char** argv) {
       isa_name = argv[++i];
     } else {
       bool help = arg == "--help" || arg == "-h";
-      fmt::print(help ? stdout : stderr, "usage: cpu_matmul [--quick] [--isa scalar|avx2|avx512]\n");
+      fmt::print(help ? stdout : stderr, "usage: cpu_matmul [--quick] [--isa scalar|avx2|avx512|avx512bf16]\n");
       return help ? 0 : 2;
     }
   }
@@ -233,9 +238,9 @@ int main(int argc, char** argv) {
     for (int threads : {1, 2}) {
       for (int64_t m : ms) {
         for (auto [k, n] : kns) {
-          std::optional<double> before = peak(isa, threads, peak_budget);
+          std::optional<double> before = peak(isa, dtype, threads, peak_budget);
           double seconds = time_matmul(dtype, m, k, n, threads, isa, budget);
-          std::optional<double> after = peak(isa, threads, peak_budget);
+          std::optional<double> after = peak(isa, dtype, threads, peak_budget);
           std::optional<double> theirs =
               dtype == DType::f32 ? numpy.gflops(m, k, n, threads, budget) : std::optional<double>{};
           double ours = 2.0 * static_cast<double>(m * k * n) / seconds / 1e9;
@@ -247,7 +252,7 @@ int main(int argc, char** argv) {
             percent = fmt::format("{:.1f}%", 100 * ours / p);
             if (std::min(*before, *after) < 0.9 * p) note = "loaded (peak moved)";
             if (threads == 2) {
-              std::optional<double> one = peak(isa, 1, peak_budget);
+              std::optional<double> one = peak(isa, dtype, 1, peak_budget);
               if (one && p < 1.6 * *one) note = "loaded (2 threads < 1.6x 1)";
             }
           }

@@ -1,5 +1,6 @@
 // The FMA peak loop of bench/cpu_matmul, written once over a vector type and
-// instantiated in fma_peak_avx2.cc and fma_peak_avx512.cc, each built for its
+// instantiated in fma_peak_avx2.cc, fma_peak_avx512.cc and fma_peak_avx512bf16.cc,
+// each built for its
 // instruction set (as src/device/cpu/gemm_microkernel.h is, for the same
 // reason: V is local to each file).
 #pragma once
@@ -24,3 +25,4 @@ float fma_chains(int64_t iterations) {
 // Defined for the benchmark's instruction sets; call one only where it runs.
 float fma_peak_avx2(int64_t iterations);
 float fma_peak_avx512(int64_t iterations);
+float dpbf16_peak_avx512bf16(int64_t iterations);

@@ -232,7 +232,8 @@ Step binary_step(const StepContext& c, const graph::Node& node) {
 const MathKernels* math_kernels_for(Isa isa) {
   switch (isa) {
     case Isa::avx2: return &avx2_math_kernels();
-    case Isa::avx512: return &avx512_math_kernels();
+    case Isa::avx512:
+    case Isa::avx512bf16: return &avx512_math_kernels();
     case Isa::scalar: break;
   }
   return nullptr;

@@ -6,8 +6,11 @@
 // f32 between blocks, so the sum goes on exactly where it stopped.
 #include "device/cpu/gemm.h"
 
+#include <pmmintrin.h>
+
 #include <algorithm>
 #include <bit>
+#include <cassert>
 #include <cstring>
 
 #include "device/cpu/kernels.h"
@@ -38,10 +41,16 @@ void read_row(const MatrixRef& m, int64_t i, int64_t col, int64_t n, float* out)
   }
 }
 
+// The k a bf16 product takes at step p of a block of `depth` that starts at an even k:
+// the other of p's pair, unless that lies past the block (an odd K's last term).
+int64_t pair_order(int64_t p, int64_t depth) { return (p ^ 1) < depth ? p ^ 1 : p; }
+
 // Rows [row, row + rows) of A's columns [col, col + depth) as slivers of mr
-// rows: sliver s holds a[p * mr + i] for its row i and column p. Written in
-// order, reading the sliver's rows side by side.
-void pack_a(const MatrixRef& a, int64_t row, int64_t rows, int64_t col, int64_t depth, int mr, float* out) {
+// rows: sliver s holds a[p * mr + i] for its row i and step p, step p being
+// column col + order(p). Written in order, reading the sliver's rows side by side.
+template <class Order>
+void pack_a_steps(const MatrixRef& a, int64_t row, int64_t rows, int64_t col, int64_t depth, int mr, Order order,
+                  float* out) {
   const float* src[KernelSet::kMaxRows];
   for (int64_t s = 0; s * mr < rows; ++s) {
     int64_t height = std::min<int64_t>(mr, rows - s * mr);
@@ -49,13 +58,13 @@ void pack_a(const MatrixRef& a, int64_t row, int64_t rows, int64_t col, int64_t 
     if (a.bf16 && a.cols == 1) {
       for (int64_t i = 0; i < height; ++i) {
         const graph::Bf16* column = static_cast<const graph::Bf16*>(a.data) + (row + s * mr + i) * a.rows + col;
-        for (int64_t p = 0; p < depth; ++p) sliver[p * mr + i] = widen(column[p]);
+        for (int64_t p = 0; p < depth; ++p) sliver[p * mr + i] = widen(column[order(p)]);
       }
       continue;
     }
     if (a.cols != 1) {
       for (int64_t p = 0; p < depth; ++p) {
-        for (int64_t i = 0; i < height; ++i) sliver[p * mr + i] = element(a, row + s * mr + i, col + p);
+        for (int64_t i = 0; i < height; ++i) sliver[p * mr + i] = element(a, row + s * mr + i, col + order(p));
       }
       continue;
     }
@@ -66,17 +75,19 @@ void pack_a(const MatrixRef& a, int64_t row, int64_t rows, int64_t col, int64_t 
   }
 }
 
-// B's rows [row, row + depth) and columns [col, col + cols) as slivers of nr
-// columns, zero past the last column: sliver s holds b[p * nr + j]. Whole
-// slivers by the instruction set's copy, from B itself when it is plain
-// f32, else from its rows widened into `wide` (depth x cols floats) first.
-void pack_b(const KernelSet& kernels, const MatrixRef& b, int64_t row, int64_t depth, int64_t col, int64_t cols,
-            float* out, float* wide) {
+// B's rows [row, row + depth) (step p being row + order(p)) and columns
+// [col, col + cols) as slivers of nr columns, zero past the last column:
+// sliver s holds b[p * nr + j]. Whole slivers by the instruction set's copy,
+// from B itself when it is plain f32, else from its rows widened into `wide`
+// (depth x cols floats) first.
+template <class Order>
+void pack_b_steps(const KernelSet& kernels, const MatrixRef& b, int64_t row, int64_t depth, int64_t col, int64_t cols,
+                  Order order, float* out, float* wide) {
   const int nr = kernels.nr;
   const float* src = static_cast<const float*>(b.data) + row * b.rows + col;
   int64_t ld = b.rows;
   if (b.bf16 || b.cols != 1) {
-    for (int64_t p = 0; p < depth; ++p) read_row(b, row + p, col, cols, wide + p * cols);
+    for (int64_t p = 0; p < depth; ++p) read_row(b, row + order(p), col, cols, wide + p * cols);
     src = wide;
     ld = cols;
   }
@@ -90,6 +101,77 @@ void pack_b(const KernelSet& kernels, const MatrixRef& b, int64_t row, int64_t d
     std::fill(dst + width, dst + nr, 0.0f);
   }
 }
+
+// bf16 pairs as the pair kernels read them: one 32-bit word holding step 2w
+// in its low half and step 2w + 1 in its high half. Where K is odd, the last
+// word's high half is a zero whose product is -0 (A's +0 times B's -0), which
+// leaves every sum as it is.
+constexpr uint16_t kPositiveZero = 0x0000, kNegativeZero = 0x8000;
+
+uint16_t half_at(const MatrixRef& m, int64_t i, int64_t j) {
+  return static_cast<const graph::Bf16*>(m.data)[i * m.rows + j * m.cols].bits;
+}
+
+float pair_word(uint16_t low, uint16_t high) {
+  return std::bit_cast<float>(static_cast<uint32_t>(low) | static_cast<uint32_t>(high) << 16);
+}
+
+// As pack_a_steps, a word of two steps where it has a float: A's rows
+// [row, row + rows), words [word, word + words) of a K of k.
+void pack_a_pairs(const MatrixRef& a, int64_t row, int64_t rows, int64_t word, int64_t words, int64_t k, int mr,
+                  float* out) {
+  for (int64_t s = 0; s * mr < rows; ++s) {
+    int64_t height = std::min<int64_t>(mr, rows - s * mr);
+    float* sliver = out + s * mr * words;
+    for (int64_t p = 0; p < words; ++p) {
+      int64_t step = 2 * (word + p);
+      for (int64_t i = 0; i < height; ++i) {
+        int64_t r = row + s * mr + i;
+        uint16_t high = step + 1 < k ? half_at(a, r, step + 1) : kPositiveZero;
+        sliver[p * mr + i] = pair_word(half_at(a, r, step), high);
+      }
+    }
+  }
+}
+
+// As pack_b_steps, a word of two steps (two rows of B) where it has a float.
+void pack_b_pairs(const MatrixRef& b, int64_t word, int64_t words, int64_t k, int64_t col, int64_t cols, int nr,
+                  float* out) {
+  int64_t slivers = (cols + nr - 1) / nr;
+  for (int64_t p = 0; p < words; ++p) {
+    int64_t step = 2 * (word + p);
+    bool lone = step + 1 == k;
+    const auto* low = static_cast<const graph::Bf16*>(b.data) + step * b.rows + col * b.cols;
+    const auto* high = lone ? low : low + b.rows;
+    for (int64_t s = 0; s < slivers; ++s) {
+      float* dst = out + (s * words + p) * nr;
+      int64_t width = std::min<int64_t>(nr, cols - s * nr);
+      for (int64_t j = 0; j < width; ++j) {
+        int64_t at = (s * nr + j) * b.cols;
+        dst[j] = pair_word(low[at].bits, lone ? kNegativeZero : high[at].bits);
+      }
+      std::fill(dst + width, dst + nr, 0.0f);
+    }
+  }
+}
+
+// MXCSR's flush-to-zero and denormals-are-zero for one thread's part of a bf16
+// product on the f32 kernels (see gemm.h), and the caller's MXCSR back after.
+class SubnormalsFlushed {
+ public:
+  explicit SubnormalsFlushed(bool on) : saved_(_mm_getcsr()), on_(on) {
+    if (on_) _mm_setcsr(saved_ | _MM_FLUSH_ZERO_ON | _MM_DENORMALS_ZERO_ON);
+  }
+  ~SubnormalsFlushed() {
+    if (on_) _mm_setcsr(saved_);
+  }
+  SubnormalsFlushed(const SubnormalsFlushed&) = delete;
+  SubnormalsFlushed& operator=(const SubnormalsFlushed&) = delete;
+
+ private:
+  unsigned saved_;
+  bool on_;
+};
 
 // Floats of C a streaming step covers, all rows together: they stay in L1.
 constexpr int64_t kStreamFloats = 4096;
@@ -105,17 +187,26 @@ const KernelSet& kernels_for(Isa isa) {
   switch (isa) {
     case Isa::avx2: return avx2_kernels();
     case Isa::avx512: return avx512_kernels();
+    case Isa::avx512bf16: return avx512bf16_kernels();
     case Isa::scalar: break;
   }
   return scalar_kernels();
 }
 
-Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int threads)
-    : kernels_(kernels), m_(m), n_(n), k_(k), threads_(1) {
+Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int threads, bool bf16)
+    : kernels_(kernels),
+      m_(m),
+      n_(n),
+      k_(k),
+      bf16_(bf16),
+      pairs_(bf16 && kernels.pair_tiles[0][0] != nullptr),
+      words_(pairs_ ? (k + 1) / 2 : k),
+      threads_(1) {
   int mr = kernels.mr, nr = kernels.nr;
-  // kc rows of an nr-wide B sliver stay in L1 across the row slivers; an
-  // mc x kc block of A stays in L2 across the column slivers.
-  kc_ = std::clamp<int64_t>(k, 1, 256);
+  // kc words of an nr-wide B sliver stay in L1 across the row slivers; an
+  // mc x kc block of A stays in L2 across the column slivers. kc is even, so
+  // that a block of bf16 steps starts a pair.
+  kc_ = std::clamp<int64_t>(words_, 1, 256);
   mc_ = mr * std::max(1, 128 / mr);
   nc_ = nr * std::max(1, 2048 / nr);
   nc_resident_ = std::max<int64_t>(nr, (64 << 10) / kc_ / nr * nr);
@@ -140,7 +231,7 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
   int64_t region_cols = (col_slivers + grid_cols_ - 1) / grid_cols_ * nr;
   int64_t region_rows = (row_slivers + grid_rows_ - 1) / grid_rows_ * mr;
   resident_ = region_rows <= mc_;
-  int64_t a_floats = resident_ ? region_rows * k : mc_ * kc_;
+  int64_t a_floats = resident_ ? region_rows * words_ : mc_ * kc_;
   workspaces_.resize(static_cast<size_t>(threads_));
   for (Workspace& ws : workspaces_) {
     ws.a_pack.resize(static_cast<size_t>(std::max<int64_t>(1, a_floats)));
@@ -151,6 +242,7 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
 }
 
 void Gemm::run(MatrixRef a, MatrixRef b, float* c, int64_t ldc) {
+  assert(a.bf16 == bf16_ && b.bf16 == bf16_);
   if (m_ == 0 || n_ == 0) return;
   int mr = kernels_.mr, nr = kernels_.nr;
   int64_t row_slivers = (m_ + mr - 1) / mr, col_slivers = (n_ + nr - 1) / nr;
@@ -162,6 +254,7 @@ void Gemm::run(MatrixRef a, MatrixRef b, float* c, int64_t ldc) {
                   .col_end = std::min(n_, col_slivers * (q + 1) / grid_cols_ * nr)};
   };
   parallel_for(threads_, threads_, [&](int64_t begin, int64_t end) {
+    SubnormalsFlushed flushed(bf16_);
     for (int64_t index = begin; index < end; ++index) {
       run_region(region(static_cast<int>(index)), a, b, c, ldc, workspaces_[static_cast<size_t>(index)]);
     }
@@ -185,21 +278,22 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
   // Rows that fit one block of A are packed once, for every panel of B;
   // the panels are then small enough to stay in L2 while they are used.
   bool resident = resident_;
-  if ((b.bf16 || b.cols != 1) && ws.b_wide.size() < ws.b_pack.size()) ws.b_wide.resize(ws.b_pack.size());
+  if (!pairs_ && (b.bf16 || b.cols != 1) && ws.b_wide.size() < ws.b_pack.size()) ws.b_wide.resize(ws.b_pack.size());
   int64_t nc = resident ? nc_resident_ : nc_, rows_padded = round_up(rows, mr);
-  for (int64_t pc = 0; pc < k_ && resident; pc += kc_) {
-    pack_a(a, region.row_begin, rows, pc, std::min(kc_, k_ - pc), mr, ws.a_pack.data() + pc * rows_padded);
+  const auto& tiles = pairs_ ? kernels_.pair_tiles : kernels_.tiles;
+  for (int64_t pc = 0; pc < words_ && resident; pc += kc_) {
+    pack_a(a, region.row_begin, rows, pc, std::min(kc_, words_ - pc), ws.a_pack.data() + pc * rows_padded);
   }
   for (int64_t jc = region.col_begin; jc < region.col_end; jc += nc) {
     int64_t ncur = std::min(nc, region.col_end - jc);
-    for (int64_t pc = 0; pc < k_; pc += kc_) {
-      int64_t kcur = std::min(kc_, k_ - pc);
+    for (int64_t pc = 0; pc < words_; pc += kc_) {
+      int64_t kcur = std::min(kc_, words_ - pc);
       bool accumulate = pc > 0;
-      pack_b(kernels_, b, pc, kcur, jc, ncur, ws.b_pack.data(), ws.b_wide.data());
+      pack_b(b, pc, kcur, jc, ncur, ws.b_pack.data(), ws.b_wide.data());
       for (int64_t ic = region.row_begin; ic < region.row_end; ic += mc_) {
         int64_t mcur = std::min(mc_, region.row_end - ic);
         const float* a_block = ws.a_pack.data() + (resident ? pc * rows_padded : 0);
-        if (!resident) pack_a(a, ic, mcur, pc, kcur, mr, ws.a_pack.data());
+        if (!resident) pack_a(a, ic, mcur, pc, kcur, ws.a_pack.data());
         for (int64_t jr = 0; jr < ncur; jr += nr) {
           int64_t cols = std::min<int64_t>(nr, ncur - jr);
           int vectors = static_cast<int>((cols + width - 1) / width);
@@ -207,7 +301,7 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
           const float* bp = ws.b_pack.data() + jr / nr * kcur * nr;
           for (int64_t ir = 0; ir < mcur; ir += mr) {
             int height = static_cast<int>(std::min<int64_t>(mr, mcur - ir));
-            TileKernel kernel = kernels_.tiles[height - 1][vectors - 1];
+            TileKernel kernel = tiles[height - 1][vectors - 1];
             const float* ap = a_block + ir / mr * mr * kcur;
             float* cp = c + (ic + ir) * ldc + jc + jr;
             // The next tile's rows of C, while this one computes: its loads
@@ -239,7 +333,8 @@ void Gemm::stream_region(const Region& region, MatrixRef a, MatrixRef b, float* 
     int64_t cols = std::min(step, region.col_end - j0);
     for (int64_t i = region.row_begin; i < region.row_end; ++i)
       std::fill(c + i * ldc + j0, c + i * ldc + j0 + cols, 0.0f);
-    for (int64_t p = 0; p < k_; ++p) {
+    for (int64_t q = 0; q < k_; ++q) {
+      int64_t p = bf16_ ? pair_order(q, k_) : q;
       const float* brow;
       if (plain_b) {
         brow = static_cast<const float*>(b.data) + p * b.rows + j0;
@@ -251,6 +346,32 @@ void Gemm::stream_region(const Region& region, MatrixRef a, MatrixRef b, float* 
         kernels_.axpy(cols, element(a, i, p), brow, c + i * ldc + j0);
       }
     }
+  }
+}
+
+void Gemm::pack_a(const MatrixRef& a, int64_t row, int64_t rows, int64_t word, int64_t words, float* out) const {
+  int mr = kernels_.mr;
+  if (pairs_) {
+    pack_a_pairs(a, row, rows, word, words, k_, mr, out);
+  } else if (bf16_) {
+    pack_a_steps(
+        a, row, rows, word, words, mr, [words](int64_t p) { return pair_order(p, words); }, out);
+  } else {
+    pack_a_steps(
+        a, row, rows, word, words, mr, [](int64_t p) { return p; }, out);
+  }
+}
+
+void Gemm::pack_b(const MatrixRef& b, int64_t word, int64_t words, int64_t col, int64_t cols, float* out,
+                  float* wide) const {
+  if (pairs_) {
+    pack_b_pairs(b, word, words, k_, col, cols, kernels_.nr, out);
+  } else if (bf16_) {
+    pack_b_steps(
+        kernels_, b, word, words, col, cols, [words](int64_t p) { return pair_order(p, words); }, out, wide);
+  } else {
+    pack_b_steps(
+        kernels_, b, word, words, col, cols, [](int64_t p) { return p; }, out, wide);
   }
 }
 

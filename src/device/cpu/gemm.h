@@ -1,15 +1,25 @@
-// Matrix products of f32 (and of bf16, widened exactly to f32) in the
-// BLIS/GotoBLAS structure: B in packed panels of kc rows, A in packed slivers
-// of mr rows, a register-blocked micro-kernel per instruction set.
+// Matrix products of f32 and of bf16 in the BLIS/GotoBLAS structure: B in
+// packed panels of kc rows, A in packed slivers of mr rows, a
+// register-blocked micro-kernel per instruction set.
 //
 // The rule every kernel here keeps, and the reason for the structure: each
-// output element is one fused multiply-add a step over k = 0, 1, ..., K-1,
-// starting from zero, in that order. The order depends on K alone: never on
-// M, N, the batch, the thread count, the tile an element lands in, or the
-// vector width. Vectors span N, never K; threads split M and N, never K; a
-// block of K continues the element's sum where the previous block stopped.
-// So a row alone, in a batch of 8 or of 64, on 1 or 2 threads, and on the
-// scalar, AVX2 and AVX-512 kernels gives the same bits.
+// output element of an f32 product is one fused multiply-add a step over
+// k = 0, 1, ..., K-1, starting from zero, in that order. The order depends on
+// K alone: never on M, N, the batch, the thread count, the tile an element
+// lands in, or the vector width. Vectors span N, never K; threads split M and
+// N, never K; a block of K continues the element's sum where the previous
+// block stopped. So a row alone, in a batch of 8 or of 64, on 1 or 2 threads,
+// and on every kernel gives the same bits.
+//
+// A bf16 product keeps the rule of the instruction that multiplies bf16 in
+// hardware (VDPBF16PS): K in pairs, the odd term of each pair first, so
+// k = 1, 0, 3, 2, ... (an odd K's last term alone), each step one f32 fused
+// multiply-add that reads a subnormal input as zero and flushes a subnormal
+// result to zero. Processors with AVX512_BF16 run that instruction on bf16
+// pairs packed as 32-bit words; the others widen bf16 to f32 exactly, pack K
+// in that order, and run their f32 kernels with MXCSR's flush-to-zero and
+// denormals-are-zero set. So bf16 products give the same bits on every
+// kernel too.
 //
 // Fewer rows than a tile (a served call is one) stream B instead, row by
 // row, each step of every sum of a block of C done before the next (axpy):
@@ -40,6 +50,9 @@ struct KernelSet {
   int nr = 1;     // columns of a full tile
   int width = 1;  // floats per vector
   TileKernel tiles[kMaxRows][kMaxVectors] = {};
+  // The same tiles over packed bf16 pairs (kc counts pairs, each a 32-bit word
+  // where tiles have a float); empty where the instruction set has none.
+  TileKernel pair_tiles[kMaxRows][kMaxVectors] = {};
   AxpyKernel axpy = nullptr;
   PackKernel pack_slivers = nullptr;
 };
@@ -49,6 +62,7 @@ struct KernelSet {
 const KernelSet& scalar_kernels();
 const KernelSet& avx2_kernels();
 const KernelSet& avx512_kernels();
+const KernelSet& avx512bf16_kernels();
 const KernelSet& kernels_for(Isa isa);
 
 // An operand: element (i, j) of a matrix at data + i * rows + j * cols
@@ -60,12 +74,13 @@ struct MatrixRef {
   bool bf16 = false;
 };
 
-// C[m, n] = A[m, k] @ B[k, n] for one shape, with its packing buffers made
-// once. C is f32, row-major with row stride ldc. run is not reentrant: one
-// call at a time (a plan runs one call at a time).
+// C[m, n] = A[m, k] @ B[k, n] for one shape and operand dtype (both f32 or
+// both bf16), with its packing buffers made once. C is f32, row-major with
+// row stride ldc. run is not reentrant: one call at a time (a plan runs one
+// call at a time).
 class Gemm {
  public:
-  Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int threads);
+  Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int threads, bool bf16);
   void run(MatrixRef a, MatrixRef b, float* c, int64_t ldc);
 
   int threads() const { return threads_; }
@@ -83,10 +98,19 @@ class Gemm {
   void run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws);
   void stream_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
 
+  // A packed word is one step of K, or (pairs_) two: words [word, word + words).
+  void pack_a(const MatrixRef& a, int64_t row, int64_t rows, int64_t word, int64_t words, float* out) const;
+  void pack_b(const MatrixRef& b, int64_t word, int64_t words, int64_t col, int64_t cols, float* out,
+              float* wide) const;
+
   const KernelSet& kernels_;
   int64_t m_, n_, k_;
+  bool bf16_;
+  bool pairs_;     // bf16 run as packed pairs by kernels_.pair_tiles
+  int64_t words_;  // K in packed words: k_, or k_'s pairs
+
   int threads_;
-  int64_t kc_, mc_, nc_;
+  int64_t kc_, mc_, nc_;               // blocks in packed words, rows and columns
   bool resident_ = false;              // a region's rows fit one block of A, packed once for all of B
   int64_t nc_resident_;                // nc then: a kc x nc block of B fits L2
   int grid_rows_ = 1, grid_cols_ = 1;  // how a product is split over the threads

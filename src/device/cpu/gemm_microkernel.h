@@ -1,5 +1,6 @@
 // The register-blocked micro-kernel, written once over a vector type and
-// instantiated by gemm_scalar.cc, gemm_avx2.cc and gemm_avx512.cc, each
+// instantiated by gemm_scalar.cc, gemm_avx2.cc, gemm_avx512.cc and
+// gemm_avx512bf16.cc, each
 // compiled for its instruction set. V is a type local to that file, so every
 // instantiation has internal linkage and no copy built for a wider set can
 // be linked in place of a narrower one. Use nothing but V and plain loops
@@ -78,17 +79,19 @@ void pack_slivers(int64_t depth, int64_t slivers, const float* b, int64_t ldb, f
   }
 }
 
-// Fills set.tiles[R - 1][v - 1] with tile<V, MR, R, v> for each v in Vs + 1.
+using TileTable = TileKernel[KernelSet::kMaxRows][KernelSet::kMaxVectors];
+
+// Fills table[R - 1][v - 1] with tile<V, MR, R, v> for each v in Vs + 1.
 template <class V, int MR, int R, int... Vs>
-void fill_row(KernelSet& set, std::integer_sequence<int, Vs...>) {
-  ((set.tiles[R - 1][Vs] = &tile<V, MR, R, Vs + 1>), ...);
+void fill_row(TileTable& table, std::integer_sequence<int, Vs...>) {
+  ((table[R - 1][Vs] = &tile<V, MR, R, Vs + 1>), ...);
 }
 
-// Fills set.tiles[r - 1][v - 1] for r <= R, v <= NV.
+// Fills table[r - 1][v - 1] for r <= R, v <= NV.
 template <class V, int MR, int NV, int R = MR>
-void fill_rows(KernelSet& set) {
-  fill_row<V, MR, R>(set, std::make_integer_sequence<int, NV>{});
-  if constexpr (R > 1) fill_rows<V, MR, NV, R - 1>(set);
+void fill_rows(TileTable& table) {
+  fill_row<V, MR, R>(table, std::make_integer_sequence<int, NV>{});
+  if constexpr (R > 1) fill_rows<V, MR, NV, R - 1>(table);
 }
 
 template <class V, int MR, int NV>
@@ -101,7 +104,7 @@ KernelSet make_kernel_set(Isa isa) {
                 .tiles = {},
                 .axpy = &axpy<V>,
                 .pack_slivers = &pack_slivers<V, NV>};
-  fill_rows<V, MR, NV>(set);
+  fill_rows<V, MR, NV>(set.tiles);
   return set;
 }
 

@@ -15,6 +15,7 @@ std::string_view isa_name(Isa isa) {
     case Isa::scalar: return "scalar";
     case Isa::avx2: return "avx2";
     case Isa::avx512: return "avx512";
+    case Isa::avx512bf16: return "avx512bf16";
   }
   return "scalar";
 }
@@ -23,7 +24,9 @@ std::vector<Isa> host_isas() {
   std::vector<Isa> isas{Isa::scalar};
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isas.push_back(Isa::avx2);
-  if (__builtin_cpu_supports("avx512f")) isas.push_back(Isa::avx512);
+  if (!__builtin_cpu_supports("avx512f")) return isas;
+  isas.push_back(Isa::avx512);
+  if (__builtin_cpu_supports("avx512bf16")) isas.push_back(Isa::avx512bf16);
   return isas;
 }
 
@@ -37,7 +40,7 @@ Isa choose_isa(std::string_view requested) {
     source = "SEXPGPU_CPU_ISA";
   }
   std::string shown(requested.substr(0, 40));
-  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512bf16}) {
     if (requested != isa_name(isa)) continue;
     for (Isa available : host) {
       if (available == isa) return isa;
@@ -48,7 +51,8 @@ Isa choose_isa(std::string_view requested) {
                                   source, names));
   }
   throw DeviceError(fmt::format(
-      "cpu: '{}' (from {}) is not an instruction set of the cpu device: use scalar, avx2 or avx512", shown, source));
+      "cpu: '{}' (from {}) is not an instruction set of the cpu device: use scalar, avx2, avx512 or avx512bf16", shown,
+      source));
 }
 
 }  // namespace sx::device::cpu

@@ -15,9 +15,12 @@
 
 namespace sx::device::cpu {
 
-enum class Isa { scalar, avx2, avx512 };
+// Narrowest first: each runs what the ones before it run.
+enum class Isa { scalar, avx2, avx512, avx512bf16 };
 
-// "scalar", "avx2" (AVX2 with FMA), "avx512" (AVX-512F).
+// "scalar", "avx2" (AVX2 with FMA), "avx512" (AVX-512F), "avx512bf16"
+// (AVX-512F with AVX512_BF16: products of bf16 by VDPBF16PS, everything else
+// as avx512).
 std::string_view isa_name(Isa isa);
 
 // The instruction sets this host runs, narrowest first; scalar always.

@@ -1,8 +1,7 @@
 // Matrix products. f32 and bf16 run on our GEMM (gemm.h), whose summation
 // order depends on K alone, so a row's bits never depend on the batch, the
-// threads or the instruction set. bf16 operands are widened to f32 exactly
-// while packing, the product accumulates in f32 and is rounded to bf16 once,
-// as the reference does. f64, the integer dtypes and empty shapes run the
+// threads or the instruction set. bf16 products accumulate in f32 by the bf16
+// rule of gemm.h and are rounded to bf16 once, as the reference's are. f64, the integer dtypes and empty shapes run the
 // loop below: the reference's order of products per element, so its bits,
 // with rows spread over the threads.
 //
@@ -163,9 +162,10 @@ Step matmul_step(const StepContext& c, const graph::Node& node) {
       mm->batch_shape.assign(node.shape.begin(), node.shape.end() - 2);
     }
     if (mm->batch >= threads && threads > 1) {
-      for (int t = 0; t < threads; ++t) mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, n, k, 1));
+      for (int t = 0; t < threads; ++t)
+        mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, n, k, 1, mm->bf16));
     } else {
-      mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, n, k, threads));
+      mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, n, k, threads, mm->bf16));
     }
     if (mm->bf16) mm->result.resize(static_cast<size_t>(batch * m * n));
     return [mm](const uint8_t* const* in, uint8_t* out) { mm->run(in[0], in[1], out); };

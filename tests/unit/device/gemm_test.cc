@@ -1,12 +1,17 @@
-// The cpu GEMM's rule (gemm.h), checked bit for bit: for every instruction
-// set this host runs, each element of C equals fmaf over k = 0..K-1 in
-// order, from zero, whatever the shape, the strides, the blocking and the
-// threads. Equal to that one oracle, the kernels are equal to each other.
+// The cpu GEMM's rules (gemm.h), checked bit for bit: for every instruction
+// set this host runs, each element of an f32 C equals fmaf over k = 0..K-1 in
+// order, from zero, and of a bf16 product's C fmaf over k = 1, 0, 3, 2, ...
+// with subnormal inputs and results flushed to zero, whatever the shape, the
+// strides, the blocking and the threads. Equal to that one oracle, the kernels
+// (VDPBF16PS among them, where the host has it) are equal to each other.
 // Then the same through the cpu device (batched, broadcast, transposed
 // operands, bf16) against the reference device within a stated bound, and
 // the instruction set's choice by name.
 #include "device/cpu/gemm.h"
 
+#include <pmmintrin.h>
+
+#include <bit>
 #include <cstdlib>
 
 #include "device/cpu/isa.h"
@@ -51,12 +56,21 @@ Operand random_operand(int64_t r, int64_t c, bool transposed, bool bf16, std::mt
   return o;
 }
 
+float flushed(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x; }
+
 std::vector<float> oracle(const Operand& a, const Operand& b, int64_t m, int64_t n, int64_t k) {
   std::vector<float> c(static_cast<size_t>(m * n));
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       float acc = 0.0f;
-      for (int64_t p = 0; p < k; ++p) acc = std::fmaf(a.at(i, p), b.at(p, j), acc);
+      for (int64_t step = 0; step < k; ++step) {
+        if (!a.is_bf16) {
+          acc = std::fmaf(a.at(i, step), b.at(step, j), acc);
+          continue;
+        }
+        int64_t p = (step ^ 1) < k ? step ^ 1 : step;
+        acc = flushed(std::fmaf(flushed(a.at(i, p)), flushed(b.at(p, j)), acc));
+      }
       c[static_cast<size_t>(i * n + j)] = acc;
     }
   }
@@ -88,7 +102,7 @@ void expect_rule(Isa isa, const GemmCase& c, std::mt19937& rng) {
   // C with a row stride wider than n, to catch writes past a row's end.
   int64_t ldc = c.n + 3;
   std::vector<float> got(static_cast<size_t>(c.m * ldc), -7.0f);
-  cpu::Gemm gemm(cpu::kernels_for(isa), c.m, c.n, c.k, c.threads);
+  cpu::Gemm gemm(cpu::kernels_for(isa), c.m, c.n, c.k, c.threads, c.bf16);
   gemm.run(a.ref(), b.ref(), got.data(), ldc);
   std::vector<float> packed(static_cast<size_t>(c.m * c.n));
   for (int64_t i = 0; i < c.m; ++i) {
@@ -135,7 +149,7 @@ TEST(GemmRule, SpecialValuesFollowTheRule) {
   for (Isa isa : cpu::host_isas()) {
     SCOPED_TRACE(cpu::isa_name(isa));
     std::vector<float> got(9);
-    cpu::Gemm(cpu::kernels_for(isa), 3, 3, 4, 1).run(a.ref(), b.ref(), got.data(), 3);
+    cpu::Gemm(cpu::kernels_for(isa), 3, 3, 4, 1, false).run(a.ref(), b.ref(), got.data(), 3);
     std::vector<float> want = oracle(a, b, 3, 3, 4);
     for (size_t e = 0; e < 9; ++e) {
       EXPECT_TRUE(std::memcmp(&got[e], &want[e], 4) == 0 || (std::isnan(got[e]) && std::isnan(want[e])))
@@ -144,10 +158,63 @@ TEST(GemmRule, SpecialValuesFollowTheRule) {
   }
 }
 
+TEST(GemmRule, Bf16SubnormalsAndSpecialValuesFollowTheRule) {
+  // Operands whose products and partial sums fall below f32's normal range (2^-126),
+  // subnormal bf16 inputs, zeros of both signs, infinities and NaN, on shapes that
+  // take the tile path, the streaming path, odd K and more than one block of K.
+  std::mt19937 rng(13);
+  auto value = [&](int scale) {
+    uint32_t r = rng();
+    if (r % 997 == 0) return (r & 2) ? INFINITY : NAN;
+    if (r % 13 == 0) return (r & 2) ? 0.0f : -0.0f;
+    if (r % 11 == 0) return std::bit_cast<float>((r & 0x8000'0000u) | (r % 0x7f) << 16);  // a subnormal bf16
+    int exponent = scale + static_cast<int>(rng() % 9) - 4;
+    return std::ldexp(1.0f + static_cast<float>(rng() % 128) / 128.0f, exponent) * ((r & 4) ? -1.0f : 1.0f);
+  };
+  auto operand = [&](int64_t rows, int64_t cols, int scale) {
+    Operand o;
+    o.is_bf16 = true;
+    o.rows = cols;
+    o.cols = 1;
+    for (int64_t e = 0; e < rows * cols; ++e) o.bf16.emplace_back(value(scale));
+    return o;
+  };
+  struct Shape3 {
+    int64_t m, n, k;
+  };
+  for (Shape3 s : {Shape3{13, 37, 31}, Shape3{1, 40, 9}, Shape3{24, 32, 2}, Shape3{12, 33, 601}, Shape3{3, 5, 1}}) {
+    Operand a = operand(s.m, s.k, -62), b = operand(s.k, s.n, -62);
+    std::vector<float> want = oracle(a, b, s.m, s.n, s.k);
+    for (Isa isa : cpu::host_isas()) {
+      SCOPED_TRACE(fmt::format("{}: {}x{}x{}", cpu::isa_name(isa), s.m, s.n, s.k));
+      std::vector<float> got(want.size());
+      cpu::Gemm(cpu::kernels_for(isa), s.m, s.n, s.k, 1, true).run(a.ref(), b.ref(), got.data(), s.n);
+      int shown = 0;
+      for (size_t e = 0; e < want.size() && shown < 5; ++e) {
+        if (std::memcmp(&got[e], &want[e], 4) == 0 || (std::isnan(got[e]) && std::isnan(want[e]))) continue;
+        ++shown;
+        ADD_FAILURE() << "C[" << e / static_cast<size_t>(s.n) << ", " << e % static_cast<size_t>(s.n) << "] is "
+                      << std::hexfloat << got[e] << ", the rule gives " << want[e];
+      }
+    }
+  }
+}
+
+TEST(GemmRule, TheCallersSubnormalModeIsLeftAsItWas) {
+  std::mt19937 rng(5);
+  Operand a = random_operand(20, 30, false, true, rng), b = random_operand(30, 40, false, true, rng);
+  unsigned before = _mm_getcsr();
+  for (Isa isa : cpu::host_isas()) {
+    std::vector<float> got(20 * 40);
+    cpu::Gemm(cpu::kernels_for(isa), 20, 40, 30, 1, true).run(a.ref(), b.ref(), got.data(), 40);
+    EXPECT_EQ(_mm_getcsr(), before) << cpu::isa_name(isa);
+  }
+}
+
 TEST(Isa, TheKernelsThisHostSkips) {
   std::vector<Isa> host = cpu::host_isas();
   std::string skipped;
-  for (Isa isa : {Isa::avx2, Isa::avx512}) {
+  for (Isa isa : {Isa::avx2, Isa::avx512, Isa::avx512bf16}) {
     if (std::find(host.begin(), host.end(), isa) == host.end()) skipped += fmt::format(" {}", cpu::isa_name(isa));
   }
   if (!skipped.empty()) GTEST_SKIP() << "this processor lacks, so no test here runs, the kernels:" << skipped;
@@ -161,11 +228,13 @@ TEST(Isa, ChosenByNameAndRefusedByName) {
   } catch (const DeviceError& e) {
     EXPECT_STREQ(e.what(),
                  "cpu: 'avx9000' (from the device options) is not an instruction set of the cpu device: use scalar, "
-                 "avx2 or avx512");
+                 "avx2, avx512 or avx512bf16");
   }
   std::vector<Isa> host = cpu::host_isas();
-  if (host.back() != Isa::avx512) {
-    EXPECT_THROW(make_device("cpu", DeviceOptions{.cpu_cores = 1, .cpu_isa = "avx512"}), DeviceError);
+  for (Isa isa : {Isa::avx2, Isa::avx512, Isa::avx512bf16}) {
+    std::string name(cpu::isa_name(isa));
+    if (std::find(host.begin(), host.end(), isa) != host.end()) continue;
+    EXPECT_THROW(make_device("cpu", DeviceOptions{.cpu_cores = 1, .cpu_isa = name}), DeviceError) << name;
   }
   setenv("SEXPGPU_CPU_ISA", "scalar", 1);
   EXPECT_EQ(cpu::choose_isa(""), Isa::scalar);

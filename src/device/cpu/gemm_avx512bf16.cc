@@ -1,0 +1,40 @@
+// AVX512_BF16: the avx512 kernels, and for bf16 products the same 12 x 32
+// tile over packed pairs, each step one VDPBF16PS (two steps of K: the odd
+// term, then the even, each a fused multiply-add that reads subnormals as
+// zero and flushes subnormal results; gemm.h's bf16 rule is this instruction's).
+// Compiled with -mavx512f -mavx512bf16; called only after cpuid.
+#include <immintrin.h>
+
+#include "device/cpu/gemm_microkernel.h"
+
+namespace sx::device::cpu {
+namespace {
+
+// A "float" here is a word of two bf16 (low: step 2w, high: step 2w + 1).
+struct Avx512Pairs {
+  using reg = __m512;
+  static constexpr int width = 16;
+  static reg zero() { return _mm512_setzero_ps(); }
+  static reg load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, reg r) { _mm512_storeu_ps(p, r); }
+  static reg broadcast(float pair) { return _mm512_set1_ps(pair); }
+  static reg fma(reg a_pairs, reg b_pairs, reg c) {
+    return _mm512_dpbf16_ps(c, reinterpret_cast<__m512bh>(a_pairs), reinterpret_cast<__m512bh>(b_pairs));
+  }
+};
+
+KernelSet make_avx512bf16_kernels() {
+  KernelSet set = avx512_kernels();
+  set.isa = Isa::avx512bf16;
+  microkernel::fill_rows<Avx512Pairs, 12, 2>(set.pair_tiles);
+  return set;
+}
+
+}  // namespace
+
+const KernelSet& avx512bf16_kernels() {
+  static const KernelSet set = make_avx512bf16_kernels();
+  return set;
+}
+
+}  // namespace sx::device::cpu
