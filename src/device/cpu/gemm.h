@@ -65,6 +65,11 @@ const KernelSet& avx512_kernels();
 const KernelSet& avx512bf16_kernels();
 const KernelSet& kernels_for(Isa isa);
 
+// Whether VDPBF16PS multiplies more bf16 products a second on this processor
+// than the f32 FMA does (32 an instruction against 16), each timed once, for
+// about a millisecond. Call only where avx512bf16 runs.
+bool pair_products_outrun_fma();
+
 // An operand: element (i, j) of a matrix at data + i * rows + j * cols
 // elements, f32 or bf16.
 struct MatrixRef {

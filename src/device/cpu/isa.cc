@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 
+#include "device/cpu/gemm.h"
 #include "device/device.h"
 
 namespace sx::device::cpu {
@@ -35,7 +36,10 @@ Isa choose_isa(std::string_view requested) {
   std::string_view source = "the device options";
   if (requested.empty()) {
     const char* env = std::getenv("SEXPGPU_CPU_ISA");
-    if (env == nullptr || *env == '\0') return host.back();
+    if (env == nullptr || *env == '\0') {
+      if (host.back() == Isa::avx512bf16 && !pair_products_outrun_fma()) return Isa::avx512;
+      return host.back();
+    }
     requested = env;
     source = "SEXPGPU_CPU_ISA";
   }

@@ -27,7 +27,9 @@ std::string_view isa_name(Isa isa);
 std::vector<Isa> host_isas();
 
 // `requested` empty: SEXPGPU_CPU_ISA when set, else the widest the host
-// runs. Throws DeviceError for a name that is not an instruction set or one
+// runs, but avx512 rather than avx512bf16 where VDPBF16PS multiplies bf16
+// more slowly than the f32 FMA (both give the same bits, so only speed
+// picks). Throws DeviceError for a name that is not an instruction set or one
 // this host cannot run.
 Isa choose_isa(std::string_view requested);
 
