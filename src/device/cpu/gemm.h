@@ -21,9 +21,10 @@
 // denormals-are-zero set. So bf16 products give the same bits on every
 // kernel too.
 //
-// Fewer rows than a tile (a served call is one) stream B instead, row by
-// row, each step of every sum of a block of C done before the next (axpy):
-// the same steps in the same order per element, without packing B.
+// A few rows read f32 B where it lies, without packing it; one row (a served
+// call) and other few-row products stream B row by row, each step of every
+// sum of a block of C done before the next (axpy). Each keeps the same steps
+// in the same order per element.
 #pragma once
 
 #include <cstdint>
@@ -101,6 +102,10 @@ class Gemm {
     int64_t row_begin, row_end, col_begin, col_end;
   };
   void run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws);
+  // A few slivers of rows (kInPlaceSlivers), f32 B with unit column stride:
+  // A packed whole, B read where it lies by the tiles, kInPlaceDepth steps of
+  // K at a time; the columns past the last whole vector streamed.
+  void in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
   void stream_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
 
   // A packed word is one step of K, or (pairs_) two: words [word, word + words).
