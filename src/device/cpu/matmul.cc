@@ -11,6 +11,7 @@
 // operand that is a transpose (a gradient's x^T, attention's heads) is read
 // through its input's strides rather than copied.
 #include <memory>
+#include <new>
 
 #include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
@@ -52,13 +53,23 @@ OperandLayout operand_layout(const StepContext& c, const graph::Node& node, size
   return layout;
 }
 
+constexpr size_t kCacheLine = 64;
+
+struct AlignedDelete {
+  void operator()(float* p) const { ::operator delete[](p, std::align_val_t{kCacheLine}); }
+};
+
 struct FloatMatmul {
   int64_t batch, m, k, n;
   Shape batch_shape;  // the output's batch axes, which `batch` entries run over
   OperandLayout a_layout, b_layout;
   bool bf16;
   std::vector<std::unique_ptr<Gemm>> gemms;  // one, or one per thread when entries are spread
-  std::vector<float> result;                 // the f32 product of bf16 operands, before rounding
+  // The f32 product of bf16 operands, before rounding. On whole cache lines, as the
+  // plan's own buffers are: threads writing neighbouring columns of C would
+  // otherwise share the line between them at every step.
+  std::unique_ptr<float[], AlignedDelete> result;
+  int64_t result_count = 0;
 
   // Operand `layout`'s first element for batch entry e.
   int64_t offset_of(const OperandLayout& layout, int64_t e) const {
@@ -72,7 +83,7 @@ struct FloatMatmul {
 
   void run(const uint8_t* a, const uint8_t* b, uint8_t* out) {
     size_t elem = bf16 ? sizeof(graph::Bf16) : sizeof(float);
-    float* c = bf16 ? result.data() : reinterpret_cast<float*>(out);
+    float* c = bf16 ? result.get() : reinterpret_cast<float*>(out);
     auto entry = [&](Gemm& gemm, int64_t e) {
       MatrixRef ra{.data = a + static_cast<size_t>(offset_of(a_layout, e)) * elem,
                    .rows = a_layout.rows,
@@ -94,9 +105,9 @@ struct FloatMatmul {
     }
     if (bf16) {
       auto* o = reinterpret_cast<graph::Bf16*>(out);
-      int64_t count = static_cast<int64_t>(result.size());
+      int64_t count = result_count;
       parallel_for(count, threads_for(count, static_cast<int>(gemms.size())), [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) o[i] = graph::Bf16(result[static_cast<size_t>(i)]);
+        for (int64_t i = begin; i < end; ++i) o[i] = graph::Bf16(result[i]);
       });
     }
   }
@@ -167,7 +178,10 @@ Step matmul_step(const StepContext& c, const graph::Node& node) {
     } else {
       mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, n, k, threads, mm->bf16));
     }
-    if (mm->bf16) mm->result.resize(static_cast<size_t>(batch * m * n));
+    if (mm->bf16) {
+      mm->result_count = batch * m * n;
+      mm->result.reset(new (std::align_val_t{kCacheLine}) float[static_cast<size_t>(mm->result_count)]);
+    }
     return [mm](const uint8_t* const* in, uint8_t* out) { mm->run(in[0], in[1], out); };
   }
   int loop_threads = threads_for(static_cast<int64_t>(flops / 2), cores);
