@@ -1,8 +1,9 @@
 // The cpu device: the default. Compiles a graph into a plan of prepared
-// steps, one per node, run on one OpenMP thread pool. Matrix products run on
-// our GEMM (gemm.h) with the micro-kernels of one instruction set (isa.h);
-// the other primitives run as OpenMP loops, a few through their reference
-// kernel (fallback_primitives says which).
+// steps, one per node, run on the process's thread pool (thread_pool.h, which
+// states the threads' policy). Matrix products run on our GEMM (gemm.h) with
+// the micro-kernels of one instruction set (isa.h); the other primitives run
+// as loops split over the pool, a few through their reference kernel
+// (fallback_primitives says which).
 //
 // Bits: the same inputs give the same bits on every run, for every thread
 // count and on every x86-64 host (each output element is computed by one

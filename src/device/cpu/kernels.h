@@ -5,14 +5,13 @@
 // family of kernels fills with its rows.
 #pragma once
 
-#include <omp.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
 
+#include "device/cpu/thread_pool.h"
 #include "graph/graph.h"
 #include "graph/primitive.h"
 
@@ -21,8 +20,8 @@ namespace sx::device::cpu {
 // in[i]: the bytes of the node's i-th input; out: the node's output buffer.
 using Step = std::function<void(const uint8_t* const* in, uint8_t* out)>;
 
-// Work below about this many element operations runs on one thread: an
-// OpenMP fork and join costs a few microseconds.
+// Work below about this many element operations runs on one thread: waking
+// the pool's workers and waiting for them costs a few microseconds.
 inline constexpr int64_t kGrain = 1 << 15;
 
 // Threads for `work` element operations, at most `cores`.
@@ -31,22 +30,28 @@ inline int threads_for(int64_t work, int cores) {
   return static_cast<int>(std::min<int64_t>(cores, work / kGrain));
 }
 
-// Calls body(begin, end) over [0, n) split into `threads` equal contiguous
-// chunks, one per thread of the pool. Which thread runs a chunk never
-// changes what an element's value is.
+// Calls body(part, begin, end) over [0, n) split into one equal contiguous
+// chunk per part, the parts run by the threads of the pool (at most `threads`
+// and the pool's size). Which thread runs a part never changes what an
+// element's value is.
 template <class Body>
-void parallel_for(int64_t n, int threads, Body body) {
-  if (threads <= 1 || n < 2) {
-    body(int64_t{0}, n);
+void parallel_parts(int64_t n, int threads, Body body) {
+  int parts = static_cast<int>(std::min<int64_t>({threads, n, ThreadPool::shared().size()}));
+  if (parts <= 1) {
+    body(0, int64_t{0}, n);
     return;
   }
-#pragma omp parallel num_threads(threads)
-  {
-    int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
-    int64_t chunk = (n + count - 1) / count;
-    int64_t begin = std::min(n, t * chunk), end = std::min(n, begin + chunk);
-    if (begin < end) body(begin, end);
-  }
+  int64_t chunk = (n + parts - 1) / parts;
+  ThreadPool::shared().run(parts, [&](int part) {
+    int64_t begin = std::min(n, part * chunk), end = std::min(n, begin + chunk);
+    if (begin < end) body(part, begin, end);
+  });
+}
+
+// The same, for a body(begin, end) that does not ask which part it is.
+template <class Body>
+void parallel_for(int64_t n, int threads, Body body) {
+  parallel_parts(n, threads, [&](int, int64_t begin, int64_t end) { body(begin, end); });
 }
 
 struct KernelSet;

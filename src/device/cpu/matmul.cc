@@ -98,8 +98,8 @@ struct FloatMatmul {
     if (gemms.size() == 1) {
       for (int64_t e = 0; e < batch; ++e) entry(*gemms[0], e);
     } else {
-      parallel_for(batch, static_cast<int>(gemms.size()), [&](int64_t begin, int64_t end) {
-        Gemm& gemm = *gemms[static_cast<size_t>(omp_get_thread_num())];
+      parallel_parts(batch, static_cast<int>(gemms.size()), [&](int part, int64_t begin, int64_t end) {
+        Gemm& gemm = *gemms[static_cast<size_t>(part)];
         for (int64_t e = begin; e < end; ++e) entry(gemm, e);
       });
     }

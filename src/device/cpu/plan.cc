@@ -14,7 +14,6 @@
 // them) run by their reference kernel, single-threaded and copying their
 // inputs.
 #include <fmt/format.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cstring>
@@ -274,7 +273,7 @@ class CpuPlan : public Plan {
 
 CpuDevice::CpuDevice(const DeviceOptions& options) : cores_(options.cpu_cores), isa_(cpu::choose_isa(options.cpu_isa)) {
   if (cores_ < 0) throw DeviceError(fmt::format("cpu: --cpu-cores must be 0 (all) or more, got {}", cores_));
-  if (cores_ == 0) cores_ = omp_get_num_procs();
+  if (cores_ == 0) cores_ = cpu::available_cores();
 }
 
 std::unique_ptr<Plan> CpuDevice::compile(const graph::Graph& graph) {
