@@ -175,7 +175,8 @@ class SubnormalsFlushed {
 
 // Up to this many slivers of rows, B is not packed: packing would cost more
 // than it saves, with so few rows to use each packed element (measured on
-// AVX-512 and AVX2: up to 48 rows of 12 and 24 of 6, 1.1 to 3x faster).
+// AVX-512 and AVX2: up to 48 rows of 12 and 24 of 6, 1.1 to 3x faster). bf16
+// B is widened a block of steps at a time instead.
 constexpr int64_t kInPlaceSlivers = 4;
 // Steps of K an in-place pass takes over all of C's columns before the next:
 // its rows of B stream side by side, and C stays in cache between passes.
@@ -279,7 +280,7 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
     }
     return;
   }
-  if (rows > 1 && rows <= kInPlaceSlivers * mr && resident_ && !bf16_ && b.cols == 1) {
+  if (rows > 1 && rows <= kInPlaceSlivers * mr && resident_ && !pairs_ && (bf16_ || b.cols == 1)) {
     in_place_region(region, a, b, c, ldc, ws);
     return;
   }
@@ -343,14 +344,28 @@ void Gemm::in_place_region(const Region& region, MatrixRef a, MatrixRef b, float
   int64_t rows = region.row_end - region.row_begin;
   pack_a(a, region.row_begin, rows, 0, k_, ws.a_pack.data());
   int64_t vectors_end = region.col_begin + (region.col_end - region.col_begin) / width * width;
-  const float* bp = static_cast<const float*>(b.data);
+  int64_t wide_cols = vectors_end - region.col_begin;
+  if (bf16_ && ws.b_wide.size() < static_cast<size_t>(kInPlaceDepth * wide_cols)) {
+    ws.b_wide.resize(static_cast<size_t>(kInPlaceDepth * wide_cols));
+  }
   for (int64_t p = 0; p < k_; p += kInPlaceDepth) {
     int64_t kcur = std::min(kInPlaceDepth, k_ - p);
+    // B's rows for these steps where they lie, or bf16 ones widened, in the bf16 order.
+    const float* bp = static_cast<const float*>(b.data) + p * b.rows;
+    int64_t ldb = b.rows, first_col = 0;
+    if (bf16_) {
+      for (int64_t q = 0; q < kcur; ++q) {
+        read_row(b, pair_order(p + q, k_), region.col_begin, wide_cols, ws.b_wide.data() + q * wide_cols);
+      }
+      bp = ws.b_wide.data();
+      ldb = wide_cols;
+      first_col = region.col_begin;
+    }
     for (int64_t j = region.col_begin; j < vectors_end; j += nr) {
       int vectors = static_cast<int>(std::min<int64_t>(nr, vectors_end - j) / width);
       for (int64_t i = 0; i < rows; i += mr) {
         int height = static_cast<int>(std::min<int64_t>(mr, rows - i));
-        kernels_.tiles[height - 1][vectors - 1](kcur, ws.a_pack.data() + i * k_ + p * mr, bp + p * b.rows + j, b.rows,
+        kernels_.tiles[height - 1][vectors - 1](kcur, ws.a_pack.data() + i * k_ + p * mr, bp + j - first_col, ldb,
                                                 c + (region.row_begin + i) * ldc + j, ldc, p > 0);
       }
     }

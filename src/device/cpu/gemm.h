@@ -102,9 +102,10 @@ class Gemm {
     int64_t row_begin, row_end, col_begin, col_end;
   };
   void run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws);
-  // A few slivers of rows (kInPlaceSlivers), f32 B with unit column stride:
-  // A packed whole, B read where it lies by the tiles, kInPlaceDepth steps of
-  // K at a time; the columns past the last whole vector streamed.
+  // A few slivers of rows (kInPlaceSlivers), f32 B with unit column stride or
+  // bf16 B (widened kInPlaceDepth rows at a time): A packed whole, B read where
+  // it lies by the tiles, kInPlaceDepth steps of K at a time; the columns past
+  // the last whole vector streamed.
   void in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
   void stream_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
 
