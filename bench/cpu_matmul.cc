@@ -13,7 +13,6 @@
 // 2-thread peak is under 1.6 times the 1-thread one, is marked `loaded`: the
 // host was busy and its ratios are not to be trusted.
 #include <fmt/format.h>
-#include <omp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +26,7 @@
 #include <vector>
 
 #include "device/cpu/isa.h"
+#include "device/cpu/thread_pool.h"
 #include "device/device.h"
 #include "fma_peak.h"
 #include "graph/builder.h"
@@ -34,6 +34,7 @@
 namespace {
 
 using sx::device::cpu::Isa;
+using sx::device::cpu::ThreadPool;
 using sx::graph::DType;
 using sx::graph::Tensor;
 using Clock = std::chrono::steady_clock;
@@ -49,34 +50,33 @@ std::optional<double> peak(Isa isa, DType dtype, int threads, double budget_s) {
   const int64_t iterations = 100'000;
   bool pairs = isa == Isa::avx512bf16 && dtype == DType::bf16;
   double lanes = isa == Isa::avx2 ? 8 : pairs ? 32 : 16, best = 0;
-  volatile float sink = 0;
+  ThreadPool& pool = ThreadPool::shared();
+  threads = std::min(threads, pool.size());
+  std::vector<float> results(static_cast<size_t>(threads));
   for (auto begin = Clock::now(); seconds_since(begin) < budget_s;) {
     auto start = Clock::now();
-#pragma omp parallel num_threads(threads)
-    {
-      float r = isa == Isa::avx2 ? fma_peak_avx2(iterations)
-                : pairs          ? dpbf16_peak_avx512bf16(iterations)
-                                 : fma_peak_avx512(iterations);
-#pragma omp critical
-      sink = sink + r;
-    }
+    pool.run(threads, [&](int t) {
+      results[static_cast<size_t>(t)] = isa == Isa::avx2 ? fma_peak_avx2(iterations)
+                                        : pairs          ? dpbf16_peak_avx512bf16(iterations)
+                                                         : fma_peak_avx512(iterations);
+    });
     best = std::max(best, 12.0 * 2 * lanes * static_cast<double>(iterations) * threads / seconds_since(start) / 1e9);
   }
   return best;
 }
 
-// GB/s of memcpy of 256 MiB on `threads` threads, each its own half.
+// GB/s of memcpy of 256 MiB on `threads` threads, each its own part.
 double copy_bandwidth(int threads, double budget_s) {
+  threads = std::min(threads, ThreadPool::shared().size());
   size_t bytes = size_t{256} << 20;
   std::vector<char> from(bytes, 1), to(bytes, 0);
   double best = 0;
   for (auto begin = Clock::now(); seconds_since(begin) < budget_s;) {
     auto start = Clock::now();
-#pragma omp parallel num_threads(threads)
-    {
-      size_t part = bytes / static_cast<size_t>(threads), at = part * static_cast<size_t>(omp_get_thread_num());
+    ThreadPool::shared().run(threads, [&](int t) {
+      size_t part = bytes / static_cast<size_t>(threads), at = part * static_cast<size_t>(t);
       std::memcpy(to.data() + at, from.data() + at, part);
-    }
+    });
     best = std::max(best, static_cast<double>(bytes) / seconds_since(start) / 1e9);
   }
   return best;
@@ -226,7 +226,7 @@ int main(int argc, char** argv) {
   double budget = quick ? 0.2 : 0.5;
   std::string isas;
   for (Isa available : sx::device::cpu::host_isas()) isas += fmt::format(" {}", sx::device::cpu::isa_name(available));
-  fmt::print("host: {} ({} cores; runs{}), kernels: {}\n", cpu_line(), omp_get_num_procs(), isas,
+  fmt::print("host: {} ({} cores; runs{}), kernels: {}\n", cpu_line(), sx::device::cpu::available_cores(), isas,
              sx::device::cpu::isa_name(isa));
   NumpyPeer numpy(SEXPGPU_BENCH_DIR "/numpy_peer.py");
   if (numpy.ok()) fmt::print("peer: numpy on {}\n", numpy.blas());
