@@ -3,7 +3,6 @@
 #include "device/cpu/thread_pool.h"
 
 #include <linux/futex.h>
-#include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -20,8 +19,6 @@ using Clock = std::chrono::steady_clock;
 
 // Set on the pool's workers, and on a caller while it runs parts.
 thread_local bool in_part = false;
-// A child of fork() has none of its parent's workers: it runs every part itself.
-std::atomic<bool> forked{false};
 
 void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
@@ -42,10 +39,7 @@ int available_cores() {
 }
 
 ThreadPool& ThreadPool::shared() {
-  static ThreadPool pool([] {
-    pthread_atfork(nullptr, nullptr, [] { forked.store(true); });
-    return available_cores() - 1;
-  }());
+  static ThreadPool pool(available_cores() - 1);
   return pool;
 }
 
@@ -76,7 +70,7 @@ bool ThreadPool::claim(int part, uint64_t generation) {
 
 void ThreadPool::run_erased(int threads, void* part, Erased call) {
   threads = std::min(threads, size());
-  if (threads <= 1 || in_part || forked.load(std::memory_order_relaxed)) {
+  if (threads <= 1 || in_part) {
     for (int t = 0; t < threads; ++t) call(part, t);
     return;
   }

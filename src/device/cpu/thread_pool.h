@@ -16,7 +16,8 @@
 //   runs a plan waits for the workers' parts by spinning, then yielding.
 // - Nobody waits for a sleeping worker: part t is the worker t's unless the thread that
 //   started the run, done with its own part, takes it first. A worker woken too late for
-//   a step finds its part done and waits for the next one.
+//   a step finds its part done and waits for the next one. (So a fork's child, which has
+//   none of its parent's workers, runs every part itself.)
 // - A part never depends on which thread runs it: the kernels split work into fixed
 //   parts by the thread count alone (see gemm.h), so the bits do not depend on timing.
 #pragma once

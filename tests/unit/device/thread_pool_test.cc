@@ -10,6 +10,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -85,12 +87,15 @@ TEST(ThreadPool, RunsFromTwoThreadsTakeTurns) {
 TEST(ThreadPool, AForkedChildRunsEveryPartItself) {
   ThreadPool& pool = ThreadPool::shared();
   pool.run(2, [](int) {});  // the workers exist before the fork
+  std::fflush(nullptr);     // the child's exit flushes its copy of the buffers
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     int parts = 0;
     pool.run(2, [&](int) { ++parts; });  // on this thread alone: no data race on parts
-    _exit(parts == std::min(2, pool.size()) ? 0 : 1);
+    // exit, not _exit: the pool's destructor runs in the child too, and returns (the
+    // C library's fork leaves the parent's other threads ended in the child).
+    std::exit(parts == std::min(2, pool.size()) ? 0 : 1);
   }
   int status = 0;
   waitpid(child, &status, 0);
