@@ -39,8 +39,8 @@ void check_fits_in_memory(std::string_view device, double bytes);
 struct DeviceOptions {
   // Threads for the cpu device; 0 = all cores. Other devices ignore it.
   int cpu_cores = 0;
-  // The cpu device's instruction set: "scalar", "avx2", "avx512"; empty for
-  // SEXPGPU_CPU_ISA, else the widest this host runs.
+  // The cpu device's instruction set: "scalar", "avx2", "avx512", "avx512bf16"; empty for
+  // SEXPGPU_CPU_ISA, else the widest this host runs (see cpu/isa.h).
   std::string cpu_isa = {};
 };
 
