@@ -213,8 +213,8 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
       threads_(1) {
   int mr = kernels.mr, nr = kernels.nr;
   // kc words of an nr-wide B sliver stay in L1 across the row slivers; an
-  // mc x kc block of A stays in L2 across the column slivers. kc is even, so
-  // that a block of bf16 steps starts a pair.
+  // mc x kc block of A stays in L2 across the column slivers. A block after
+  // the first starts at a multiple of 256, so a block of bf16 steps starts a pair.
   kc_ = std::clamp<int64_t>(words_, 1, 256);
   mc_ = mr * std::max(1, 128 / mr);
   nc_ = nr * std::max(1, 2048 / nr);

@@ -9,6 +9,8 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <new>
 #include <optional>
 
 #include "device/cpu/thread_pool.h"
@@ -19,6 +21,18 @@ namespace sx::device::cpu {
 
 // in[i]: the bytes of the node's i-th input; out: the node's output buffer.
 using Step = std::function<void(const uint8_t* const* in, uint8_t* out)>;
+
+// Memory on whole cache lines: a plan's arena, and scratch that threads write
+// side by side (a line two threads write would pass between them at every step).
+inline constexpr size_t kCacheLine = 64;
+struct CacheLineDelete {
+  void operator()(uint8_t* p) const { ::operator delete (p, std::align_val_t{kCacheLine}); }
+};
+using CacheLineBytes = std::unique_ptr<uint8_t[], CacheLineDelete>;
+inline CacheLineBytes cache_line_bytes(size_t bytes) {
+  return CacheLineBytes(
+      static_cast<uint8_t*>(::operator new (std::max<size_t>(bytes, 1), std::align_val_t{kCacheLine})));
+}
 
 // Work below about this many element operations runs on one thread: waking
 // the pool's workers and waiting for them costs a few microseconds.

@@ -11,7 +11,6 @@
 // operand that is a transpose (a gradient's x^T, attention's heads) is read
 // through its input's strides rather than copied.
 #include <memory>
-#include <new>
 
 #include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
@@ -53,12 +52,6 @@ OperandLayout operand_layout(const StepContext& c, const graph::Node& node, size
   return layout;
 }
 
-constexpr size_t kCacheLine = 64;
-
-struct AlignedDelete {
-  void operator()(float* p) const { ::operator delete[](p, std::align_val_t{kCacheLine}); }
-};
-
 struct FloatMatmul {
   int64_t batch, m, k, n;
   Shape batch_shape;  // the output's batch axes, which `batch` entries run over
@@ -68,7 +61,7 @@ struct FloatMatmul {
   // The f32 product of bf16 operands, before rounding. On whole cache lines, as the
   // plan's own buffers are: threads writing neighbouring columns of C would
   // otherwise share the line between them at every step.
-  std::unique_ptr<float[], AlignedDelete> result;
+  CacheLineBytes result;
   int64_t result_count = 0;
 
   // Operand `layout`'s first element for batch entry e.
@@ -83,7 +76,7 @@ struct FloatMatmul {
 
   void run(const uint8_t* a, const uint8_t* b, uint8_t* out) {
     size_t elem = bf16 ? sizeof(graph::Bf16) : sizeof(float);
-    float* c = bf16 ? result.get() : reinterpret_cast<float*>(out);
+    float* c = reinterpret_cast<float*>(bf16 ? result.get() : out);
     auto entry = [&](Gemm& gemm, int64_t e) {
       MatrixRef ra{.data = a + static_cast<size_t>(offset_of(a_layout, e)) * elem,
                    .rows = a_layout.rows,
@@ -107,7 +100,8 @@ struct FloatMatmul {
       auto* o = reinterpret_cast<graph::Bf16*>(out);
       int64_t count = result_count;
       parallel_for(count, threads_for(count, static_cast<int>(gemms.size())), [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) o[i] = graph::Bf16(result[i]);
+        const float* wide = reinterpret_cast<const float*>(result.get());
+        for (int64_t i = begin; i < end; ++i) o[i] = graph::Bf16(wide[i]);
       });
     }
   }
@@ -180,7 +174,7 @@ Step matmul_step(const StepContext& c, const graph::Node& node) {
     }
     if (mm->bf16) {
       mm->result_count = batch * m * n;
-      mm->result.reset(new (std::align_val_t{kCacheLine}) float[static_cast<size_t>(mm->result_count)]);
+      mm->result = cache_line_bytes(static_cast<size_t>(mm->result_count) * sizeof(float));
     }
     return [mm](const uint8_t* const* in, uint8_t* out) { mm->run(in[0], in[1], out); };
   }

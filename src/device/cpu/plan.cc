@@ -180,10 +180,6 @@ class CpuPlan : public Plan {
     size_t bytes = 0;
   };
 
-  struct ArenaDelete {
-    void operator()(uint8_t* p) const { ::operator delete (p, std::align_val_t{64}); }
-  };
-
   void execute() {
     for (Entry& entry : entries_) {
       if (!entry.step) {
@@ -241,7 +237,7 @@ class CpuPlan : public Plan {
     }
     ArenaPlan plan = plan_arena(lives);
     check_fits_in_memory("cpu", constant_bytes + static_cast<double>(plan.size));
-    arena_.reset(static_cast<uint8_t*>(::operator new (std::max<size_t>(plan.size, 1), std::align_val_t{64})));
+    arena_ = cpu::cache_line_bytes(plan.size);
     std::memset(arena_.get(), 0xff, plan.size);
     for (Entry& entry : entries_) {
       if (!entry.step) continue;
@@ -263,7 +259,7 @@ class CpuPlan : public Plan {
   std::vector<const uint8_t*> pointers_;  // each node's bytes during a run
   std::vector<Entry> entries_;            // in graph order
   std::vector<const uint8_t*> in_;        // a step's input pointers (kept: a run allocates nothing)
-  std::unique_ptr<uint8_t[], ArenaDelete> arena_;
+  cpu::CacheLineBytes arena_;
   std::vector<Staged> staged_;
   std::vector<const uint8_t*> output_sources_;  // per output: its staging place, or null (read pointers_)
   PlanMemory memory_;
