@@ -6,7 +6,8 @@
 //   gpt-small  width 256, 4 blocks, 4 heads, 128 bytes a row, batch 8
 //   gpt-large  width 768, 12 blocks, 12 heads, 128 bytes a row, batch 1
 //
-//   build/bench/forward [--models tiny,small,large] [--seconds S]
+//   build/bench/forward [--models tiny,small,large] [--passes forward,gradient]
+//                       [--threads 1,2] [--seconds S]
 //
 // The forward is the logits of a batch of byte ids; the gradient is that of the mean
 // cross-entropy of the next byte with respect to every parameter. Each is one program
@@ -171,14 +172,22 @@ std::string load_average() {
 
 int main(int argc, char** argv) {
   double seconds = 3.0;
-  std::string models = "tiny,small,large";
+  std::string models = "tiny,small,large", passes = "forward,gradient", threads_list = "1,2";
+  // Whether `name` is in the comma-separated `list`.
+  auto listed = [](const std::string& list, const std::string& name) {
+    return ("," + list + ",").find("," + name + ",") != std::string::npos;
+  };
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
       seconds = std::stod(argv[++i]);
     } else if (std::strcmp(argv[i], "--models") == 0 && i + 1 < argc) {
       models = argv[++i];
+    } else if (std::strcmp(argv[i], "--passes") == 0 && i + 1 < argc) {
+      passes = argv[++i];
+    } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      threads_list = argv[++i];
     } else {
-      std::puts("usage: forward [--models tiny,small,large] [--seconds S]");
+      std::puts("usage: forward [--models tiny,small,large] [--passes forward,gradient] [--threads 1,2] [--seconds S]");
       return std::strcmp(argv[i], "--help") == 0 ? 0 : 2;
     }
   }
@@ -199,9 +208,11 @@ int main(int argc, char** argv) {
       "| model | pass | threads | SexpGPU ms | PyTorch ms | SexpGPU / PyTorch |\n| --- | --- | --- | --- | --- | --- "
       "|\n");
   for (const Model& model : kModels) {
-    if (("," + models + ",").find("," + model.name + ",") == std::string::npos) continue;
+    if (!listed(models, model.name)) continue;
     for (bool gradient : {false, true}) {
+      if (!listed(passes, gradient ? "gradient" : "forward")) continue;
       for (int threads : {1, 2}) {
+        if (!listed(threads_list, std::to_string(threads))) continue;
         double ours = ours_ms(model, gradient, threads, seconds, run_file);
         std::string theirs, best_setting;
         for (const TorchSetting& setting : torch_settings(threads)) {
