@@ -162,15 +162,6 @@ Step where(const StepContext& c, const graph::Node& node) {
   }
 }
 
-// y[i] = f(x[i]) for i < n: the vector kernel over the whole vectors, the formula
-// (the same bits) over the rest.
-template <class F>
-void apply_math(const MathKernels& kernels, MathFn fn, const float* x, float* y, int64_t n) {
-  int64_t whole = n - n % kernels.width;
-  kernels.fn[static_cast<int>(fn)](x, y, whole);
-  for (int64_t i = whole; i < n; ++i) y[i] = F{}(x[i]);
-}
-
 // A transcendental primitive: f32 and bf16 (widened a block at a time) by the
 // vector kernels when the instruction set has them; the rest as unary() does.
 template <class F>

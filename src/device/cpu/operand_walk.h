@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "device/cpu/kernels.h"
@@ -22,23 +23,22 @@ struct OperandWalk {
   size_t operands = 0;
 };
 
-// The walk of the node's operands over its output: an absorbed broadcast's input by
-// zero strides on the axes the broadcast adds or repeats, any other operand (which has
-// the output's shape) row-major. Size-1 axes are dropped and neighbours merged where
-// every operand steps across them as across one axis, so the last axis is as long as
-// the operands allow.
-inline OperandWalk operand_walk(const StepContext& c, const graph::Node& node) {
-  const graph::Shape& out = node.shape;
+// The walk of operands over an output of shape `out`, operand k's own shape being
+// froms[k]: by zero strides on the axes where it is repeated (it aligns with the
+// output's last axes, as a broadcast's input does; an operand of the output's shape
+// is read row-major). Size-1 axes are dropped and neighbours merged where every
+// operand steps across them as across one axis, so the last axis is as long as the
+// operands allow.
+inline OperandWalk operand_walk(const graph::Shape& out, std::span<const graph::Shape> froms) {
   const size_t rank = out.size();
   OperandWalk full;
-  full.operands = node.inputs.size();
+  full.operands = froms.size();
   for (size_t k = 0; k < full.operands; ++k) {
-    const graph::Node& operand = c.graph.node(node.inputs[k]);
-    const graph::Shape& from = c.absorbs(k) ? c.graph.node(operand.inputs[0]).shape : operand.shape;
+    const graph::Shape& from = froms[k];
     std::vector<int64_t> from_strides = graph::row_major_strides(from);
     std::vector<int64_t>& strides = full.strides[k];
     strides.assign(rank, 0);
-    const size_t lead = rank - from.size();  // a broadcast aligns its input with the output's last axes
+    const size_t lead = rank - from.size();
     for (size_t d = 0; d < from.size(); ++d) strides[lead + d] = from[d] == 1 ? 0 : from_strides[d];
   }
   OperandWalk walk;
@@ -62,6 +62,17 @@ inline OperandWalk operand_walk(const StepContext& c, const graph::Node& node) {
     for (size_t k = 0; k < walk.operands; ++k) walk.strides[k] = {0};
   }
   return walk;
+}
+
+// The walk of the node's operands over its output: an absorbed broadcast's input
+// through the broadcast, any other operand (which has the output's shape) row-major.
+inline OperandWalk operand_walk(const StepContext& c, const graph::Node& node) {
+  std::vector<graph::Shape> froms;
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    const graph::Node& operand = c.graph.node(node.inputs[k]);
+    froms.push_back(c.absorbs(k) ? c.graph.node(operand.inputs[0]).shape : operand.shape);
+  }
+  return operand_walk(node.shape, froms);
 }
 
 // Calls segment(at, offsets, length) over the output elements [begin, end) in row-major

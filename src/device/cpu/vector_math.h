@@ -40,6 +40,15 @@ const MathKernels& avx512_math_kernels();
 // graph/prims/scalar.h themselves.
 const MathKernels* math_kernels_for(Isa isa);
 
+// y[i] = f(x[i]) for i < n, F the formula of fn: the vector kernel over the whole
+// vectors, the formula (the same bits) over the rest.
+template <class F>
+void apply_math(const MathKernels& kernels, MathFn fn, const float* x, float* y, int64_t n) {
+  int64_t whole = n - n % kernels.width;
+  kernels.fn[static_cast<int>(fn)](x, y, whole);
+  for (int64_t i = whole; i < n; ++i) y[i] = F{}(x[i]);
+}
+
 template <class V, typename V::f (*F)(typename V::f)>
 void apply_lanes(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; i += V::width) V::store(y + i, F(V::load(x + i)));
