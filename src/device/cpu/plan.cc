@@ -21,6 +21,7 @@
 
 #include "device/arena.h"
 #include "device/cpu/cpu.h"
+#include "device/cpu/fusion.h"
 #include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
 #include "device/interrupt.h"
@@ -100,11 +101,24 @@ class CpuPlan : public Plan {
       }
     }
     check_fits_in_memory("cpu", bytes);
+    // Chains of elementwise nodes run fused: a group's step runs where its root is.
+    const cpu::Fusion fusion = cpu::find_fusion(graph_, needed, absorbed);
     // A broadcast or transpose every user absorbs is not computed (needed stays false
     // unless another user or an output asked for it).
     for (NodeId id = 0; id < count; ++id) {
       if (!needed[id]) continue;
       const Node& node = graph_.nodes[id];
+      if (int g = fusion.group_of[id]; g >= 0) {
+        const cpu::FusedGroup& group = fusion.groups[static_cast<size_t>(g)];
+        if (group.members.back() != id) continue;
+        entries_.push_back({.id = id,
+                            .alias = 0,
+                            .inputs = group.operands,
+                            .outputs = group.written,
+                            .step = cpu::make_fused_step(graph_, group, absorbed, kernels, device.cores()),
+                            .outs = {}});
+        continue;
+      }
       const cpu::StepRow& row = table[node.op()];
       if (row.run == Run::input) continue;
       if (row.run == Run::constant) {
@@ -112,7 +126,7 @@ class CpuPlan : public Plan {
         continue;
       }
       if (row.run == Run::view) {
-        entries_.push_back({.id = id, .alias = node.inputs[0], .inputs = {}, .step = {}});
+        entries_.push_back({.id = id, .alias = node.inputs[0], .inputs = {}, .outputs = {}, .step = {}, .outs = {}});
         continue;
       }
       if (row.run == Run::once) {
@@ -120,19 +134,21 @@ class CpuPlan : public Plan {
         pointers_[id] = storage_[id].bytes().data();
         continue;
       }
-      Entry entry{.id = id, .alias = 0, .inputs = node.inputs, .step = {}};
+      Entry entry{.id = id, .alias = 0, .inputs = node.inputs, .outputs = {id}, .step = {}, .outs = {}};
       for (size_t k = 0; k < node.inputs.size(); ++k) {
         if (absorbed[id] >> k & 1u) entry.inputs[k] = graph_.node(node.inputs[k]).inputs[0];
       }
+      cpu::Step step;
       if (row.run == Run::step) {
         cpu::StepContext context{
             .graph = graph_, .cores = device.cores(), .kernels = kernels, .absorbed = absorbed[id]};
-        entry.step = row.make(context, node);
+        step = row.make(context, node);
       } else {
         std::vector<graph::ValueType> types;
         for (NodeId in : node.inputs) types.push_back({graph_.node(in).shape, graph_.node(in).dtype});
-        entry.step = reference_step(&node, std::move(types));
+        step = reference_step(&node, std::move(types));
       }
+      entry.step = [step = std::move(step)](const uint8_t* const* in, uint8_t* const* out) { step(in, out[0]); };
       entries_.push_back(std::move(entry));
     }
     plan_memory(bytes);
@@ -167,10 +183,11 @@ class CpuPlan : public Plan {
  private:
   struct Entry {
     NodeId id = 0;
-    NodeId alias = 0;            // a view (no step): the node whose bytes it shares
-    std::vector<NodeId> inputs;  // whose bytes the step reads
-    cpu::Step step;
-    uint8_t* out = nullptr;  // the step's output, in the arena
+    NodeId alias = 0;             // a view (no step): the node whose bytes it shares
+    std::vector<NodeId> inputs;   // whose bytes the step reads
+    std::vector<NodeId> outputs;  // whose bytes it writes: its node's, or a fused group's written members
+    cpu::MultiStep step;
+    std::vector<uint8_t*> outs;  // each output's place in the arena
   };
 
   // An output whose node is not in the arena, and its place there.
@@ -190,7 +207,7 @@ class CpuPlan : public Plan {
       in_.clear();
       for (NodeId id : entry.inputs) in_.push_back(pointers_[id]);
       try {
-        entry.step(in_.data(), entry.out);
+        entry.step(in_.data(), entry.outs.data());
       } catch (const DeviceError&) {
         throw;
       } catch (const std::exception& e) {
@@ -223,8 +240,10 @@ class CpuPlan : public Plan {
         continue;
       }
       for (NodeId in : entry.inputs) read_at(in, step);
-      buffer[entry.id] = static_cast<int64_t>(lives.size());
-      lives.push_back({.bytes = bytes_of(graph_.nodes[entry.id]), .first = step, .last = step});
+      for (NodeId out : entry.outputs) {
+        buffer[out] = static_cast<int64_t>(lives.size());
+        lives.push_back({.bytes = bytes_of(graph_.nodes[out]), .first = step, .last = step});
+      }
     }
     auto end = static_cast<int64_t>(entries_.size());
     std::vector<int64_t> staging(graph_.outputs.size(), -1);  // each staged output's buffer
@@ -241,8 +260,10 @@ class CpuPlan : public Plan {
     std::memset(arena_.get(), 0xff, plan.size);
     for (Entry& entry : entries_) {
       if (!entry.step) continue;
-      entry.out = arena_.get() + plan.offsets[static_cast<size_t>(buffer[entry.id])];
-      pointers_[entry.id] = entry.out;
+      for (NodeId out : entry.outputs) {
+        entry.outs.push_back(arena_.get() + plan.offsets[static_cast<size_t>(buffer[out])]);
+        pointers_[out] = entry.outs.back();
+      }
     }
     output_sources_.assign(graph_.outputs.size(), nullptr);
     for (size_t i = 0; i < graph_.outputs.size(); ++i) {

@@ -1,0 +1,360 @@
+// Elementwise fusion (fusion.h): finding the groups, and the interpreter that runs a
+// group's program over tiles. A member's tile is computed by the kernel of its
+// primitive over whole tiles (a loop the compiler vectorizes, or the vector math
+// kernels), so a program of k members costs k short loops per tile and no reads or
+// writes of memory between them.
+#include "device/cpu/fusion.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <type_traits>
+
+#include "device/cpu/fusion_tiles.h"
+#include "device/cpu/gemm.h"
+#include "device/cpu/operand_walk.h"
+#include "device/cpu/vector_math.h"
+
+namespace sx::device::cpu {
+namespace {
+
+using graph::DType;
+using graph::Node;
+using graph::NodeId;
+using graph::PrimId;
+
+// Elements a tile: a member's tile is 2 KiB of floats, so a program's tiles stay in
+// the first-level cache.
+constexpr int64_t kTile = 512;
+
+// Work per element of a member, in adds (as elementwise.cc counts).
+constexpr int64_t kCheap = 1, kCostly = 16;
+
+bool float_like(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16; }
+
+// A member's work per element, or nothing when its node cannot be a member: the
+// operations of fusion_tiles.h on f32 and bf16 (and the comparisons of those, and
+// where with a bool condition).
+std::optional<int64_t> member_cost(const graph::Graph& graph, const Node& node) {
+  if (node.inputs.empty() || !tile_kernels_for(Isa::scalar).by_primitive[graph::index_of(node.op())]) {
+    return std::nullopt;
+  }
+  const DType operand = graph.node(node.inputs[0]).dtype;
+  switch (node.op()) {
+    case PrimId::eq:
+    case PrimId::ne:
+    case PrimId::lt:
+    case PrimId::le:
+    case PrimId::gt:
+    case PrimId::ge:
+      if (node.dtype == DType::boolean && float_like(operand)) return kCheap;
+      return std::nullopt;
+    case PrimId::where:
+      if (operand == DType::boolean && float_like(node.dtype)) return kCheap;
+      return std::nullopt;
+    case PrimId::sqrt:
+    case PrimId::rsqrt:
+    case PrimId::pow:
+    case PrimId::exp:
+    case PrimId::log:
+    case PrimId::sin:
+    case PrimId::cos:
+    case PrimId::tanh:
+    case PrimId::erf:
+    case PrimId::logistic:
+      if (float_like(node.dtype) && float_like(operand)) return kCostly;
+      return std::nullopt;
+    default:
+      if (float_like(node.dtype) && float_like(operand)) return kCheap;
+      return std::nullopt;
+  }
+}
+
+// The node whose bytes node `id` reads as input k: an absorbed broadcast's input.
+NodeId read_node(const graph::Graph& graph, const std::vector<uint32_t>& absorbed, NodeId id, size_t k) {
+  NodeId in = graph.node(id).inputs[k];
+  return (absorbed[id] >> k & 1u) != 0 ? graph.node(in).inputs[0] : in;
+}
+
+bool reads_directly(const std::vector<uint32_t>& absorbed, NodeId id, size_t k) {
+  return (absorbed[id] >> k & 1u) == 0;
+}
+
+// A group's program: its operands loaded (or read where they lie), then one
+// instruction per member, a tile at a time. Slots: the operands', then the members'.
+class FusedProgram {
+ public:
+  FusedProgram(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
+               const KernelSet& kernels, int cores)
+      : n_(graph::numel(graph.node(group.members.back()).shape)),
+        kernels_(math_kernels_for(kernels.isa)),
+        loops_(tile_kernels_for(kernels.isa)) {
+    const graph::Shape& shape = graph.node(group.members.back()).shape;
+    auto slot_of = [&](NodeId id) -> int {
+      auto member = std::find(group.members.begin(), group.members.end(), id);
+      if (member != group.members.end())
+        return static_cast<int>(group.operands.size() + (member - group.members.begin()));
+      return static_cast<int>(std::find(group.operands.begin(), group.operands.end(), id) - group.operands.begin());
+    };
+    int64_t cost = 0;
+    for (NodeId id : group.operands) {
+      const Node& node = graph.node(id);
+      graph::Shape from = node.shape;
+      OperandWalk walk = operand_walk(shape, std::span<const graph::Shape>(&from, 1));
+      bool in_place = node.dtype == DType::f32 && walk.shape.size() == 1 && walk.strides[0][0] == 1;
+      bool invariant = walk.shape.size() == 1 && walk.strides[0][0] == 0;
+      loads_.push_back({.dtype = node.dtype, .walk = std::move(walk), .in_place = in_place, .invariant = invariant});
+      cost += 1;
+    }
+    for (NodeId id : group.members) {
+      const Node& node = graph.node(id);
+      Instruction instruction{.fn = loops_.by_primitive[graph::index_of(node.op())],
+                              .sources = {},
+                              .round_to_bf16 = node.dtype == DType::bf16};
+      for (size_t k = 0; k < node.inputs.size(); ++k) {
+        NodeId from = read_node(graph, absorbed, id, k);
+        // A member read through a broadcast is not a member of this group (find_fusion).
+        instruction.sources[k] = slot_of(from);
+      }
+      instructions_.push_back(instruction);
+      cost += *member_cost(graph, node);
+      auto written = std::find(group.written.begin(), group.written.end(), id);
+      outputs_.push_back(written == group.written.end() ? -1 : static_cast<int>(written - group.written.begin()));
+      dtypes_.push_back(node.dtype);
+    }
+    slots_ = group.operands.size() + group.members.size();
+    threads_ = threads_for(n_ * cost, cores);
+    tiles_ = (n_ + kTile - 1) / kTile;
+    scratch_ = cache_line_bytes(static_cast<size_t>(threads_) * slots_ * kTile * sizeof(float));
+    tables_.resize(static_cast<size_t>(threads_) * slots_);
+  }
+
+  void operator()(const uint8_t* const* in, uint8_t* const* out) {
+    parallel_parts(tiles_, threads_, [&](int part, int64_t first, int64_t last) {
+      float* scratch = reinterpret_cast<float*>(scratch_.get()) + static_cast<size_t>(part) * slots_ * kTile;
+      const float** at = tables_.data() + static_cast<size_t>(part) * slots_;
+      for (int64_t tile = first; tile < last; ++tile) run_tile(in, out, tile * kTile, first * kTile, scratch, at);
+    });
+  }
+
+ private:
+  struct Load {
+    DType dtype;
+    OperandWalk walk;  // over the group's shape
+    bool in_place;     // f32 in the output's order: read where it lies
+    bool invariant;    // one value (a scalar): its tile is filled once a part
+  };
+  struct Instruction {
+    TileFn fn;
+    std::array<int, 3> sources;
+    bool round_to_bf16;
+  };
+
+  // The tile at `begin`; `first`, the first tile of this thread's part (which loads the invariant operands).
+  void run_tile(const uint8_t* const* in, uint8_t* const* out, int64_t begin, int64_t first, float* scratch,
+                const float** at) const {
+    const int64_t length = std::min(kTile, n_ - begin);
+    for (size_t k = 0; k < loads_.size(); ++k) {
+      const Load& load = loads_[k];
+      if (load.in_place) {
+        at[k] = reinterpret_cast<const float*>(in[k]) + begin;
+        continue;
+      }
+      if (load.invariant && begin != first) continue;  // the tile of the part's first tile
+      float* tile = scratch + k * kTile;
+      at[k] = tile;
+      graph::visit_dtype(load.dtype, [&](auto types) {
+        using S = typename decltype(types)::storage;
+        const S* from = reinterpret_cast<const S*>(in[k]);
+        const int64_t stride = load.walk.strides[0].back();
+        walk_segments(load.walk, begin, begin + length, [&](int64_t to, const int64_t* offsets, int64_t count) {
+          const S* source = from + offsets[0];
+          if constexpr (std::is_same_v<S, float>) {
+            if (stride == 1 && count == length) {  // the whole tile lies in a row: read it there (a bias)
+              at[k] = source;
+              return;
+            }
+          }
+          float* target = tile + (to - begin);
+          if (stride == 0) {
+            std::fill(target, target + count, static_cast<float>(source[0]));
+          } else if (stride == 1) {
+            for (int64_t j = 0; j < count; ++j) target[j] = static_cast<float>(source[j]);
+          } else {
+            for (int64_t j = 0; j < count; ++j) target[j] = static_cast<float>(source[j * stride]);
+          }
+        });
+      });
+    }
+    for (size_t m = 0; m < instructions_.size(); ++m) {
+      const Instruction& instruction = instructions_[m];
+      const size_t slot = loads_.size() + m;
+      const bool in_place = outputs_[m] >= 0 && dtypes_[m] == DType::f32;
+      float* result = in_place ? reinterpret_cast<float*>(out[outputs_[m]]) + begin : scratch + slot * kTile;
+      const float* sources[3] = {at[instruction.sources[0]], at[instruction.sources[1]], at[instruction.sources[2]]};
+      instruction.fn(sources, result, length, kernels_);
+      if (instruction.round_to_bf16) {
+        loops_.round_to_bf16(result, length);
+      }
+      at[slot] = result;
+      if (outputs_[m] < 0 || in_place) continue;
+      if (dtypes_[m] == DType::bf16) {
+        graph::Bf16* to = reinterpret_cast<graph::Bf16*>(out[outputs_[m]]) + begin;
+        for (int64_t i = 0; i < length; ++i) to[i] = graph::Bf16(result[i]);
+      } else {
+        bool* to = reinterpret_cast<bool*>(out[outputs_[m]]) + begin;
+        for (int64_t i = 0; i < length; ++i) to[i] = result[i] != 0.0f;
+      }
+    }
+  }
+
+  int64_t n_;
+  const MathKernels* kernels_;
+  const TileKernels& loops_;
+  std::vector<Load> loads_;
+  std::vector<Instruction> instructions_;
+  std::vector<int> outputs_;  // per member: its index among the written, -1 when not written
+  std::vector<DType> dtypes_;
+  size_t slots_ = 0;
+  int threads_ = 1;
+  int64_t tiles_ = 0;
+  CacheLineBytes scratch_;            // per thread: a tile per slot
+  std::vector<const float*> tables_;  // per thread: each slot's tile
+};
+
+// A group that reads a cheap member of another group (an add, a multiply) computes
+// it again from that member's own operands, when that adds at most one operand as
+// large as the group's tiles: the other group then need not write it, nor this one
+// read it. So a gradient recomputes the forward's cheap intermediates in its own
+// tiles instead of reading them back from memory. (The other group ran first: it
+// wrote the member for this group's nodes, which come after its root.)
+void recompute_cheap_operands(const graph::Graph& graph, const std::vector<uint32_t>& absorbed,
+                              const std::vector<int>& group_of, FusedGroup& group) {
+  const int64_t size = graph::numel(graph.node(group.members.back()).shape);
+  std::vector<bool> inside(graph.nodes.size(), false);
+  for (NodeId id : group.members) inside[id] = true;
+  // Whether a member of the group reads `node` from memory.
+  auto read_by_group = [&](NodeId node) {
+    for (NodeId id : group.members) {
+      for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) {
+        if (read_node(graph, absorbed, id, k) == node && !(inside[node] && reads_directly(absorbed, id, k))) {
+          return true;
+        }
+      }
+    }
+    return false;
+  };
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t m = 0; m < group.members.size(); ++m) {
+      const NodeId id = group.members[m];
+      for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) {
+        const NodeId candidate = read_node(graph, absorbed, id, k);
+        if (inside[candidate] || !reads_directly(absorbed, id, k) || group_of[candidate] < 0) continue;
+        const Node& node = graph.node(candidate);
+        if (*member_cost(graph, node) > kCheap) continue;
+        int added = 0;
+        bool through_broadcast_of_member = false;
+        for (size_t j = 0; j < node.inputs.size(); ++j) {
+          NodeId from = read_node(graph, absorbed, candidate, j);
+          if (!reads_directly(absorbed, candidate, j)) {
+            through_broadcast_of_member = through_broadcast_of_member || inside[from];
+            continue;
+          }
+          if (!inside[from] && graph::numel(graph.node(from).shape) == size && !read_by_group(from)) ++added;
+        }
+        if (through_broadcast_of_member || added > 1) continue;
+        inside[candidate] = true;
+        group.members.push_back(candidate);
+        grew = true;
+      }
+    }
+  }
+  std::sort(group.members.begin(), group.members.end());
+}
+
+}  // namespace
+
+Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, const std::vector<uint32_t>& absorbed) {
+  const size_t count = graph.nodes.size();
+  struct Use {
+    NodeId user;
+    bool direct;  // not through an absorbed broadcast
+  };
+  std::vector<std::vector<Use>> uses(count);
+  std::vector<bool> is_output(count, false);
+  for (const graph::NamedNode& out : graph.outputs) is_output[out.node] = true;
+  for (NodeId id = 0; id < count; ++id) {
+    if (!needed[id]) continue;
+    for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) {
+      uses[read_node(graph, absorbed, id, k)].push_back({id, reads_directly(absorbed, id, k)});
+    }
+  }
+  // From the last node back: a node joins the group of a user when every other reader
+  // is in it or runs after its root; else it roots a group.
+  std::vector<std::vector<NodeId>> members;  // per group, the root first
+  std::vector<int> group_of(count, -1);
+  for (NodeId id = static_cast<NodeId>(count); id-- > 0;) {
+    if (!needed[id] || !member_cost(graph, graph.node(id))) continue;
+    int group = -1;
+    for (const Use& use : uses[id]) {
+      int g = group_of[use.user];
+      if (g < 0 || !use.direct || graph.node(members[g][0]).shape != graph.node(id).shape) continue;
+      if (group < 0 || members[g][0] < members[group][0]) group = g;
+    }
+    for (const Use& use : uses[id]) {
+      bool inside = group >= 0 && group_of[use.user] == group && use.direct;
+      if (!inside && group >= 0 && use.user <= members[group][0]) group = -1;
+    }
+    if (group < 0) {
+      group = static_cast<int>(members.size());
+      members.emplace_back();
+    }
+    group_of[id] = group;
+    members[group].push_back(id);
+  }
+  Fusion fusion;
+  fusion.group_of.assign(count, -1);
+  for (std::vector<NodeId>& reversed : members) {
+    if (reversed.size() < 2) continue;
+    for (NodeId id : reversed) fusion.group_of[id] = static_cast<int>(fusion.groups.size());
+    fusion.groups.emplace_back().members.assign(reversed.rbegin(), reversed.rend());
+  }
+  for (FusedGroup& group : fusion.groups) recompute_cheap_operands(graph, absorbed, fusion.group_of, group);
+  // A member is written when a node outside its group reads it: a node of no group, an
+  // output, or a group that reads it as an operand.
+  std::vector<bool> written(count, false);
+  for (NodeId id = 0; id < count; ++id) {
+    if (!needed[id] || fusion.group_of[id] >= 0) continue;
+    for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) written[read_node(graph, absorbed, id, k)] = true;
+  }
+  for (NodeId id = 0; id < count; ++id) written[id] = written[id] || is_output[id];
+  for (FusedGroup& group : fusion.groups) {
+    std::vector<bool> inside(count, false);
+    for (NodeId id : group.members) inside[id] = true;
+    for (NodeId id : group.members) {
+      for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) {
+        NodeId from = read_node(graph, absorbed, id, k);
+        if (inside[from] && reads_directly(absorbed, id, k)) continue;
+        if (std::find(group.operands.begin(), group.operands.end(), from) == group.operands.end()) {
+          group.operands.push_back(from);
+        }
+        written[from] = true;
+      }
+    }
+  }
+  for (size_t g = 0; g < fusion.groups.size(); ++g) {
+    for (NodeId id : fusion.groups[g].members) {
+      if (fusion.group_of[id] == static_cast<int>(g) && written[id]) fusion.groups[g].written.push_back(id);
+    }
+  }
+  return fusion;
+}
+
+MultiStep make_fused_step(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
+                          const KernelSet& kernels, int cores) {
+  auto program = std::make_shared<FusedProgram>(graph, group, absorbed, kernels, cores);
+  return [program](const uint8_t* const* in, uint8_t* const* out) { (*program)(in, out); };
+}
+
+}  // namespace sx::device::cpu

@@ -1,0 +1,42 @@
+// Elementwise fusion on the cpu device: a chain of elementwise nodes of one shape
+// (arithmetic, comparisons, where, the transcendental functions, casts between f32
+// and bf16) runs as one step, a tile of the output at a time: each member computes
+// its tile from its operands' tiles, which stay in the cache, and only the members
+// that a node outside the chain reads are written to memory. Every element is the
+// same formula of the same values as when each node runs alone (each member's result
+// rounded to its dtype), so fusion changes no bit. docs/architecture.md says why it
+// is built this way.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "device/cpu/kernels.h"
+
+namespace sx::device::cpu {
+
+// A step that writes several outputs: out[j] is the j-th written member's buffer.
+using MultiStep = std::function<void(const uint8_t* const* in, uint8_t* const* out)>;
+
+struct FusedGroup {
+  std::vector<graph::NodeId> members;   // in graph order; the last (the root) is where it runs
+  std::vector<graph::NodeId> written;   // the members read outside the group, the root among them
+  std::vector<graph::NodeId> operands;  // the nodes outside the group its members read: the step's in[]
+};
+
+struct Fusion {
+  std::vector<FusedGroup> groups;  // each of two members or more
+  std::vector<int> group_of;       // per node: its group's index, -1 for none
+};
+
+// The groups of the needed nodes, `absorbed` as the plan decided it (bit k of
+// absorbed[id]: node id reads input k, a broadcast, through that broadcast's input).
+// A node joins the group of its users when every node that reads it is in that group
+// or runs after the group's root, so a group never waits on a node that waits on it.
+Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, const std::vector<uint32_t>& absorbed);
+
+// The step of a group: the threads take whole tiles of the output.
+MultiStep make_fused_step(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
+                          const KernelSet& kernels, int cores);
+
+}  // namespace sx::device::cpu

@@ -1,0 +1,27 @@
+// The kernels a fused program (fusion.h) computes its members' tiles with: per
+// primitive, a loop over a tile vectorized for the instruction set (fusion_tiles.cc),
+// or the vector math kernels for exp, log, tanh, erf, logistic, sin and cos.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "device/cpu/isa.h"
+#include "device/cpu/vector_math.h"
+#include "graph/primitive.h"
+
+namespace sx::device::cpu {
+
+// o[i] from x[0][i] (x[1][i], x[2][i]) for i < n, bools as 0 and 1. `kernels`: the
+// vector math kernels of the instruction set, null for the scalar formulas.
+using TileFn = void (*)(const float* const* x, float* o, int64_t n, const MathKernels* kernels);
+
+struct TileKernels {
+  std::array<TileFn, graph::kPrimitiveCount> by_primitive{};  // null: no tile kernel
+  void (*round_to_bf16)(float* o, int64_t n) = nullptr;       // each value rounded to bf16, in place
+};
+
+// The kernels compiled for `isa`: call them only on a host that runs it.
+const TileKernels& tile_kernels_for(Isa isa);
+
+}  // namespace sx::device::cpu

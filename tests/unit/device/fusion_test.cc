@@ -1,0 +1,147 @@
+// Elementwise fusion on the cpu device (device/cpu/fusion.h): chains of elementwise
+// nodes give the reference device's bits on every instruction set the host runs, on
+// 1 and 2 threads, with tiles cut short and operands read through broadcasts; the
+// members read outside a chain are written, the others are not (the arena holds no
+// room for them); and a chain that a reduction reads from its middle is still computed
+// before that reduction.
+#include <cmath>
+
+#include "device/cpu/isa.h"
+#include "graph/builder.h"
+#include "util.h"
+
+namespace sx::device::testing {
+namespace {
+
+using graph::Builder;
+using graph::NodeId;
+
+std::vector<Tensor> run_cpu(const Graph& graph, const std::vector<Tensor>& inputs, cpu::Isa isa, int cores) {
+  DeviceOptions options{.cpu_cores = cores, .cpu_isa = std::string(cpu::isa_name(isa))};
+  return make_device("cpu", options)->compile(graph)->run_host(inputs);
+}
+
+// Every output of `graph` on every instruction set and on 1 and 2 threads has the
+// reference device's bits.
+void expect_reference_bits(const Graph& graph, const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> expected = run_on("reference", graph, inputs);
+  for (cpu::Isa isa : cpu::host_isas()) {
+    for (int cores : {1, 2}) {
+      std::vector<Tensor> actual = run_cpu(graph, inputs, isa, cores);
+      ASSERT_EQ(actual.size(), expected.size());
+      for (size_t i = 0; i < actual.size(); ++i) {
+        EXPECT_TRUE(same_bits(actual[i], expected[i]))
+            << graph.outputs[i].name << " differs on " << cpu::isa_name(isa) << ", " << cores << " threads";
+      }
+    }
+  }
+}
+
+Tensor random_of(DType dtype, const Shape& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  return random_tensor(dtype, shape, rng);
+}
+
+// The tanh form of GELU, as lib/sexpgpu/ops.sx spells it, of x + bias: ten nodes with
+// four scalar constants and a bias read through broadcasts. Its tanh is an output too.
+Graph gelu_of_biased(DType dtype, const Shape& shape) {
+  Graph graph;
+  Builder b(graph);
+  NodeId x = b.input("x", shape, dtype);
+  NodeId bias = b.input("bias", {shape.back()}, dtype);
+  auto constant = [&](double v) {
+    return b.broadcast(b.cast(b.constant(Tensor::scalar(DType::f32, v)), dtype), shape);
+  };
+  NodeId h = b.add(x, b.broadcast(bias, shape));
+  NodeId cube = b.mul(b.mul(h, h), h);
+  NodeId inner = b.mul(constant(std::sqrt(2.0 / M_PI)), b.add(h, b.mul(constant(0.044715), cube)));
+  NodeId t = b.tanh(inner);
+  b.output("gelu", b.mul(b.mul(constant(0.5), h), b.add(constant(1.0), t)));
+  b.output("tanh", t);
+  return graph;
+}
+
+TEST(Fusion, AChainGivesTheReferenceBits) {
+  // 3 x 1000: a tile is 512 elements, so tiles end inside rows and the last is short.
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(graph::dtype_name(dtype));
+    Shape shape{3, 1000};
+    Graph graph = gelu_of_biased(dtype, shape);
+    expect_reference_bits(graph, {random_of(dtype, shape, 1), random_of(dtype, {1000}, 2)});
+  }
+}
+
+TEST(Fusion, OnlyTheMembersReadOutsideAreWritten) {
+  // y = ((x * 2 + 1) * x - 3) / 4 over 2^16 floats: one output, no room for the rest.
+  const int64_t n = 1 << 16;
+  Graph graph;
+  Builder b(graph);
+  NodeId x = b.input("x", {n}, DType::f32);
+  auto constant = [&](double v) { return b.broadcast(b.constant(Tensor::scalar(DType::f32, v)), {n}); };
+  NodeId y = b.div(b.sub(b.mul(b.add(b.mul(x, constant(2)), constant(1)), x), constant(3)), constant(4));
+  b.output("y", y);
+  auto plan = make_device("cpu", {.cpu_cores = 1})->compile(graph);
+  EXPECT_EQ(plan->memory().arena_bytes, static_cast<size_t>(n) * sizeof(float));
+  expect_reference_bits(graph, {random_of(DType::f32, {n}, 3)});
+}
+
+TEST(Fusion, AReductionOfAChainsMiddleSeesItComputed) {
+  // e = exp(x - 1) is read by a reduction (a max: exact, where the cpu device's sums
+  // differ from the reference's by rounding), whose result the rest of the chain
+  // reads: the chain cannot run as one step after the reduction, nor before it.
+  Shape shape{4, 700};
+  Graph graph;
+  Builder b(graph);
+  NodeId x = b.input("x", shape, DType::f32);
+  NodeId e = b.exp(b.sub(x, b.broadcast(b.constant(Tensor::scalar(DType::f32, 1.0)), shape)));
+  NodeId total = b.reduce_max(e, {1});
+  NodeId share = b.div(e, b.broadcast(b.reshape(total, {4, 1}), shape));
+  b.output("y", b.add(share, b.mul(e, e)));
+  expect_reference_bits(graph, {random_of(DType::f32, shape, 4)});
+}
+
+TEST(Fusion, ComparisonsAndWhereAndTheirBoolOutputs) {
+  // A leaky relu and its mask: the comparison is a member and an output (bool).
+  Shape shape{2, 600};
+  Graph graph;
+  Builder b(graph);
+  NodeId x = b.input("x", shape, DType::f32);
+  NodeId zero = b.broadcast(b.constant(Tensor::scalar(DType::f32, 0.0)), shape);
+  NodeId positive = b.gt(x, zero);
+  NodeId y = b.where(positive, x, b.mul(x, b.broadcast(b.constant(Tensor::scalar(DType::f32, 0.01)), shape)));
+  b.output("y", b.add(y, b.neg(b.abs(x))));
+  b.output("positive", positive);
+  expect_reference_bits(graph, {random_of(DType::f32, shape, 5)});
+}
+
+TEST(Fusion, ALaterChainRecomputesAnEarlierOnesCheapMembers) {
+  // A forward (h = x * w, y = h * tanh(h)) and a gradient-like chain after a max of y,
+  // which reads h and h + 1: it may compute them again from x and w instead.
+  Shape shape{8, 300};
+  Graph graph;
+  Builder b(graph);
+  NodeId x = b.input("x", shape, DType::f32);
+  NodeId w = b.input("w", {300}, DType::f32);
+  NodeId h = b.mul(x, b.broadcast(w, shape));
+  NodeId y = b.mul(h, b.tanh(h));
+  NodeId s = b.broadcast(b.reshape(b.reduce_max(y, {1}), {8, 1}), shape);
+  NodeId one = b.broadcast(b.constant(Tensor::scalar(DType::f32, 1.0)), shape);
+  b.output("y", y);
+  b.output("g", b.mul(b.add(h, one), b.sub(s, h)));
+  expect_reference_bits(graph, {random_of(DType::f32, shape, 6), random_of(DType::f32, {300}, 7)});
+}
+
+TEST(Fusion, MixedDtypesThroughCasts) {
+  // bf16 in, f32 arithmetic, bf16 out: each member rounds to its own dtype.
+  Shape shape{1030};
+  Graph graph;
+  Builder b(graph);
+  NodeId x = b.input("x", shape, DType::bf16);
+  NodeId wide = b.cast(x, DType::f32);
+  NodeId z = b.mul(b.logistic(wide), wide);
+  b.output("z", b.cast(b.add(z, wide), DType::bf16));
+  expect_reference_bits(graph, {random_of(DType::bf16, shape, 8)});
+}
+
+}  // namespace
+}  // namespace sx::device::testing
