@@ -1,8 +1,9 @@
 // The cpu device's transcendental elementwise primitives on [8, 128, 1024] f32 (the
 // activations of a batch of 8 by 128 tokens of dim 1024), on one thread: exp, tanh,
 // erf, logistic and a GELU (the tanh form of lib/sexpgpu/ops.sx: 8 multiplies and
-// adds around a tanh, each a primitive of its own), each as a compiled plan run on
-// device buffers, under every instruction set this host runs. Beside them, measured
+// adds around a tanh, each a primitive of its own, which the cpu device fuses into
+// one pass), each as a compiled plan run on device buffers, under every instruction
+// set this host runs. Beside them, measured
 // in the same run: the same computation as a plain loop of glibc's functions, one
 // element at a time, which is what the kernels did before graph/prims/lane_math.h.
 // Then random_normal and random_uniform of that shape on 1 and 2 threads, beside the
