@@ -5,12 +5,13 @@
 // the input buffers, calls the steps in graph order and copies each output
 // from the arena into its buffer.
 //
-// How a node runs is its primitive's row in the step table (kernels.h),
-// indexed by the primitive's id: fast kernels for elementwise
-// (elementwise.cc), reductions (reduce.cc), data movement and gather
-// (movement.cc), matmul (matmul.cc), random numbers (random.cc); reshape is a
-// view of its input, constant is its value, iota is computed once at compile
-// time. The primitives without a row (CpuDevice::fallback_primitives names
+// Chains of elementwise nodes run as one step each (fusion.h), which writes
+// only the members read outside the chain. Any other node's step is its
+// primitive's row in the step table (kernels.h), indexed by the primitive's
+// id: fast kernels for elementwise (elementwise.cc), reductions (reduce.cc),
+// data movement and gather (movement.cc), matmul (matmul.cc), random numbers
+// (random.cc); reshape is a view of its input, constant is its value, iota is
+// computed once at compile time. The primitives without a row (CpuDevice::fallback_primitives names
 // them) run by their reference kernel, single-threaded and copying their
 // inputs.
 #include <fmt/format.h>
