@@ -103,7 +103,13 @@ Layout layout_of(const Shape& shape, const std::vector<int64_t>& axes) {
   Layout layout;
   int reduced_groups = 0;
   for (auto& g : groups) reduced_groups += g.first ? 1 : 0;
-  if (reduced_groups <= 1) {
+  if (reduced_groups == 0) {
+    // Only axes of size 1 are reduced: each output reduces one element, which the
+    // loop over whole blocks of columns takes many at a time.
+    for (auto& group : groups) layout.inner *= group.second;
+    return layout;
+  }
+  if (reduced_groups == 1) {
     bool past = false;
     for (auto& [reduced, size] : groups) {
       if (reduced) {

@@ -39,6 +39,9 @@ Record reduction_record(PrimId id) {
   samples.push_back(reduction_sample(id, {2000, 64}, {0}, std::nullopt, true));
   samples.push_back(reduction_sample(id, {16, 300, 40}, {1}, std::nullopt, true));
   samples.push_back(reduction_sample(id, {300, 400}, {0, 1}, std::nullopt, true));
+  // Only axes of size 1 reduced (a gradient's sum over a batch of one).
+  samples.push_back(reduction_sample(id, {4, 1, 6}, {1}, std::nullopt));
+  samples.push_back(reduction_sample(id, {1, 300, 40}, {0}, std::nullopt, true));
   return {.id = id, .samples = std::move(samples)};
 }
 
