@@ -70,10 +70,10 @@ std::optional<int64_t> member_cost(const graph::Graph& graph, const Node& node) 
   }
 }
 
-// The node whose bytes node `id` reads as input k: an absorbed broadcast's input.
+// The node whose bytes member `id` reads as input k: an absorbed broadcast's input.
+// (Only a matmul absorbs two nodes deep, and it is never a member.)
 NodeId read_node(const graph::Graph& graph, const std::vector<uint32_t>& absorbed, NodeId id, size_t k) {
-  NodeId in = graph.node(id).inputs[k];
-  return (absorbed[id] >> k & 1u) != 0 ? graph.node(in).inputs[0] : in;
+  return read_source(graph, id, k, absorbed[id], 0);
 }
 
 bool reads_directly(const std::vector<uint32_t>& absorbed, NodeId id, size_t k) {
@@ -275,7 +275,8 @@ void recompute_cheap_operands(const graph::Graph& graph, const std::vector<uint3
 
 }  // namespace
 
-Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, const std::vector<uint32_t>& absorbed) {
+Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, const std::vector<uint32_t>& absorbed,
+                   const std::vector<uint32_t>& absorbed_twice) {
   const size_t count = graph.nodes.size();
   struct Use {
     NodeId user;
@@ -287,7 +288,8 @@ Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, c
   for (NodeId id = 0; id < count; ++id) {
     if (!needed[id]) continue;
     for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) {
-      uses[read_node(graph, absorbed, id, k)].push_back({id, reads_directly(absorbed, id, k)});
+      uses[read_source(graph, id, k, absorbed[id], absorbed_twice[id])].push_back(
+          {id, reads_directly(absorbed, id, k)});
     }
   }
   // From the last node back: a node joins the group of a user when every other reader
@@ -326,7 +328,9 @@ Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, c
   std::vector<bool> written(count, false);
   for (NodeId id = 0; id < count; ++id) {
     if (!needed[id] || fusion.group_of[id] >= 0) continue;
-    for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) written[read_node(graph, absorbed, id, k)] = true;
+    for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) {
+      written[read_source(graph, id, k, absorbed[id], absorbed_twice[id])] = true;
+    }
   }
   for (NodeId id = 0; id < count; ++id) written[id] = written[id] || is_output[id];
   for (FusedGroup& group : fusion.groups) {

@@ -29,11 +29,12 @@ struct Fusion {
   std::vector<int> group_of;       // per node: its group's index, -1 for none
 };
 
-// The groups of the needed nodes, `absorbed` as the plan decided it (bit k of
-// absorbed[id]: node id reads input k, a broadcast, through that broadcast's input).
+// The groups of the needed nodes, `absorbed` and `absorbed_twice` as the plan decided
+// them (StepContext's bits, per node).
 // A node joins the group of its users when every node that reads it is in that group
 // or runs after the group's root, so a group never waits on a node that waits on it.
-Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, const std::vector<uint32_t>& absorbed);
+Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, const std::vector<uint32_t>& absorbed,
+                   const std::vector<uint32_t>& absorbed_twice);
 
 // The step of a group: the threads take whole tiles of the output.
 MultiStep make_fused_step(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,

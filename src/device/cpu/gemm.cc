@@ -86,7 +86,27 @@ void pack_b_steps(const KernelSet& kernels, const MatrixRef& b, int64_t row, int
   const int nr = kernels.nr;
   const float* src = static_cast<const float*>(b.data) + row * b.rows + col;
   int64_t ld = b.rows;
-  if (b.bf16 || b.cols != 1) {
+  if (b.cols != 1 && b.rows == 1) {
+    // B's columns lie along K (a transpose read in place): a few columns at a time,
+    // read down their length side by side while the lines under them stay in cache.
+    constexpr int64_t kColumns = 16;
+    auto copy_columns = [&]<class T>(const T* base) {
+      for (int64_t j0 = 0; j0 < cols; j0 += kColumns) {
+        int64_t width = std::min(kColumns, cols - j0);
+        const T* column[kColumns];
+        for (int64_t j = 0; j < width; ++j) column[j] = base + (col + j0 + j) * b.cols + row;
+        for (int64_t p = 0; p < depth; ++p) {
+          float* to = wide + p * cols + j0;
+          const int64_t step = order(p);
+          for (int64_t j = 0; j < width; ++j) to[j] = static_cast<float>(column[j][step]);
+        }
+      }
+    };
+    if (b.bf16) copy_columns(static_cast<const graph::Bf16*>(b.data));
+    else copy_columns(static_cast<const float*>(b.data));
+    src = wide;
+    ld = cols;
+  } else if (b.bf16 || b.cols != 1) {
     for (int64_t p = 0; p < depth; ++p) read_row(b, row + order(p), col, cols, wide + p * cols);
     src = wide;
     ld = cols;

@@ -37,7 +37,12 @@ OperandLayout operand_layout(const StepContext& c, const graph::Node& node, size
   OperandLayout layout;
   if (c.absorbs(input) && operand.op() == graph::PrimId::broadcast) {
     layout.batch_strides.assign(batch_axes, 0);
-    layout.rows = operand.shape[rank - 1];
+    if (c.absorbs_twice(input)) {  // the matrix is a transpose's: its columns are its input's rows
+      layout.rows = 1;
+      layout.cols = operand.shape[rank - 2];
+    } else {
+      layout.rows = operand.shape[rank - 1];
+    }
     return layout;
   }
   std::vector<int64_t> strides = graph::row_major_strides(operand.shape);
@@ -187,22 +192,28 @@ Step matmul_step(const StepContext& c, const graph::Node& node) {
 }
 
 // What a product reads in an operand's place: for the right operand, a broadcast that
-// only adds batch axes to a [k, n] matrix (the matrix serves every entry); for f32 and
-// bf16 products, a transpose (its input read through permuted strides, which the GEMM's
-// packing takes; the sums keep their order, so the bits are those of the copy).
-bool absorbs_operand(const graph::Graph& graph, const graph::Node& node, size_t input) {
+// only adds batch axes to a [k, n] matrix (the matrix serves every entry), and for f32
+// and bf16 products, through that matrix too when it is a transpose of a [n, k] matrix
+// (a gradient's weights); for f32 and bf16 products, a transpose (its input read
+// through permuted strides, which the GEMM's packing takes; the sums keep their order,
+// so the bits are those of the copy).
+int absorbs_operand(const graph::Graph& graph, const graph::Node& node, size_t input) {
   const graph::Node& operand = graph.node(node.inputs[input]);
-  if (operand.op() == graph::PrimId::transpose) {
-    return (node.dtype == DType::f32 || node.dtype == DType::bf16) && graph::numel(node.shape) > 0;
-  }
-  if (input != 1 || operand.op() != graph::PrimId::broadcast || node.shape.size() < 3) return false;
-  const Shape& from = graph.node(operand.inputs[0]).shape;
+  const bool floats = node.dtype == DType::f32 || node.dtype == DType::bf16;
+  if (operand.op() == graph::PrimId::transpose) return floats && graph::numel(node.shape) > 0 ? 1 : 0;
+  if (input != 1 || operand.op() != graph::PrimId::broadcast || node.shape.size() < 3) return 0;
+  const graph::Node& matrix = graph.node(operand.inputs[0]);
+  const Shape& from = matrix.shape;
   size_t r = operand.shape.size();
-  if (from.size() < 2) return false;
+  if (from.size() < 2) return 0;
   for (size_t d = 0; d + 2 < from.size(); ++d) {
-    if (from[d] != 1) return false;
+    if (from[d] != 1) return 0;
   }
-  return from[from.size() - 2] == operand.shape[r - 2] && from[from.size() - 1] == operand.shape[r - 1];
+  if (from[from.size() - 2] != operand.shape[r - 2] || from[from.size() - 1] != operand.shape[r - 1]) return 0;
+  bool transposed = floats && graph::numel(node.shape) > 0 && from.size() == 2 &&
+                    matrix.op() == graph::PrimId::transpose &&
+                    matrix.attrs.get_ints("perm") == std::vector<int64_t>{1, 0};
+  return transposed ? 2 : 1;
 }
 
 }  // namespace

@@ -72,9 +72,10 @@ class CpuPlan : public Plan {
     pointers_.resize(count, nullptr);
     storage_.resize(count);
     // Which nodes an output needs; which inputs each step reads through a broadcast's
-    // or transpose's input (its row's `absorbs`): bit k of absorbed[id] for input k.
+    // or transpose's input (its row's `absorbs`): bit k of absorbed[id] for input k,
+    // and of absorbed_twice[id] too when it reads a broadcast's transpose's input.
     std::vector<bool> needed(count, false);
-    std::vector<uint32_t> absorbed(count, 0);
+    std::vector<uint32_t> absorbed(count, 0), absorbed_twice(count, 0);
     std::vector<int> users(count, 0), absorbing(count, 0);
     for (const graph::NamedNode& out : graph_.outputs) needed[out.node] = true;
     for (NodeId id = static_cast<NodeId>(count); id-- > 0;) {
@@ -85,10 +86,14 @@ class CpuPlan : public Plan {
         NodeId in = node.inputs[k];
         ++users[in];
         PrimId from = graph_.node(in).op();
-        if (absorbs && k < 32 && (from == PrimId::broadcast || from == PrimId::transpose) && absorbs(graph_, node, k)) {
+        int depth = absorbs && k < 32 && (from == PrimId::broadcast || from == PrimId::transpose)
+                        ? absorbs(graph_, node, k)
+                        : 0;
+        if (depth > 0) {
           absorbed[id] |= 1u << k;
+          if (depth == 2) absorbed_twice[id] |= 1u << k;  // the transpose under it is needed only by others
           ++absorbing[in];
-          needed[graph_.node(in).inputs[0]] = true;
+          needed[cpu::read_source(graph_, id, k, absorbed[id], absorbed_twice[id])] = true;
           if (users[in] != absorbing[in]) needed[in] = true;
         } else {
           needed[in] = true;
@@ -103,7 +108,7 @@ class CpuPlan : public Plan {
     }
     check_fits_in_memory("cpu", bytes);
     // Chains of elementwise nodes run fused: a group's step runs where its root is.
-    const cpu::Fusion fusion = cpu::find_fusion(graph_, needed, absorbed);
+    const cpu::Fusion fusion = cpu::find_fusion(graph_, needed, absorbed, absorbed_twice);
     // A broadcast or transpose every user absorbs is not computed (needed stays false
     // unless another user or an output asked for it).
     for (NodeId id = 0; id < count; ++id) {
@@ -137,12 +142,15 @@ class CpuPlan : public Plan {
       }
       Entry entry{.id = id, .alias = 0, .inputs = node.inputs, .outputs = {id}, .step = {}, .outs = {}};
       for (size_t k = 0; k < node.inputs.size(); ++k) {
-        if (absorbed[id] >> k & 1u) entry.inputs[k] = graph_.node(node.inputs[k]).inputs[0];
+        entry.inputs[k] = cpu::read_source(graph_, id, k, absorbed[id], absorbed_twice[id]);
       }
       cpu::Step step;
       if (row.run == Run::step) {
-        cpu::StepContext context{
-            .graph = graph_, .cores = device.cores(), .kernels = kernels, .absorbed = absorbed[id]};
+        cpu::StepContext context{.graph = graph_,
+                                 .cores = device.cores(),
+                                 .kernels = kernels,
+                                 .absorbed = absorbed[id],
+                                 .absorbed_twice = absorbed_twice[id]};
         step = row.make(context, node);
       } else {
         std::vector<graph::ValueType> types;

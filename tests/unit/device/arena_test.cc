@@ -5,6 +5,7 @@
 // every buffer (the arena starts filled with 0xff).
 #include "device/arena.h"
 
+#include "device/cpu/isa.h"
 #include "graph/autodiff.h"
 #include "util.h"
 
@@ -161,6 +162,40 @@ TEST(CpuArena, ProductsReadTransposesWithoutCopies) {
           << "on " << cores;
       EXPECT_EQ(compare(got, run_on("reference", graph, inputs)[0], false, 16), "");
       EXPECT_EQ(plan->memory().live_peak_bytes, 8 * 4 * 64 * 64 * graph::dtype_size(t)) << "a transpose was copied";
+    }
+  }
+}
+
+// A gradient's product by transposed weights, x @ broadcast(transpose(w)), reads w
+// through both nodes: the bits of the product by the transpose copied out first, and
+// no room in the arena for the transpose or the broadcast.
+TEST(CpuArena, ProductsReadBroadcastTransposedWeightsWithoutCopies) {
+  for (DType t : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(graph::dtype_name(t));
+    const Shape x_shape{2, 70, 37}, w_shape{45, 37};
+    Graph graph;
+    Builder b(graph);
+    NodeId x = b.input("x", x_shape, t);
+    NodeId w = b.input("w", w_shape, t);
+    b.output("y", b.matmul(x, b.broadcast(b.transpose(w, {1, 0}), {2, 37, 45})));
+    std::mt19937 rng(11);
+    std::vector<Tensor> inputs{random_tensor(t, x_shape, rng), random_tensor(t, w_shape, rng)};
+    Graph transpose, product;
+    Builder tb(transpose), pb(product);
+    tb.output("wt", tb.transpose(tb.input("w", w_shape, t), {1, 0}));
+    NodeId px = pb.input("x", x_shape, t);  // inputs in this order: not as arguments of one call
+    NodeId wt = pb.input("wt", {37, 45}, t);
+    pb.output("y", pb.matmul(px, pb.broadcast(wt, {2, 37, 45})));
+    for (cpu::Isa isa : cpu::host_isas()) {
+      for (int cores : {1, 2}) {
+        auto on = make_device("cpu", DeviceOptions{.cpu_cores = cores, .cpu_isa = std::string(cpu::isa_name(isa))});
+        auto plan = on->compile(graph);
+        Tensor got = plan->run_host(inputs)[0];
+        std::vector<Tensor> copied{inputs[0], on->compile(transpose)->run_host(std::vector<Tensor>{inputs[1]})[0]};
+        EXPECT_TRUE(same_bits(got, on->compile(product)->run_host(copied)[0])) << cpu::isa_name(isa) << " on " << cores;
+        const size_t output = 2 * 70 * 45 * graph::dtype_size(t), line = 64;  // the arena places buffers on whole lines
+        EXPECT_EQ(plan->memory().live_peak_bytes, (output + line - 1) / line * line) << "a weight was copied";
+      }
     }
   }
 }
