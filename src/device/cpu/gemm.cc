@@ -62,6 +62,18 @@ void pack_a_steps(const MatrixRef& a, int64_t row, int64_t rows, int64_t col, in
       }
       continue;
     }
+    if (a.rows == 1 && a.cols != 1) {
+      // A's rows lie side by side (a transpose read in place): a step's rows are contiguous.
+      auto copy_steps = [&]<class T>(const T* base) {
+        for (int64_t p = 0; p < depth; ++p) {
+          const T* from = base + (col + order(p)) * a.cols + row + s * mr;
+          for (int64_t i = 0; i < height; ++i) sliver[p * mr + i] = static_cast<float>(from[i]);
+        }
+      };
+      if (a.bf16) copy_steps(static_cast<const graph::Bf16*>(a.data));
+      else copy_steps(static_cast<const float*>(a.data));
+      continue;
+    }
     if (a.cols != 1) {
       for (int64_t p = 0; p < depth; ++p) {
         for (int64_t i = 0; i < height; ++i) sliver[p * mr + i] = element(a, row + s * mr + i, col + order(p));
