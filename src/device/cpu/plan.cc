@@ -25,6 +25,7 @@
 #include "device/cpu/fusion.h"
 #include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
+#include "device/cpu/rewrite.h"
 #include "device/interrupt.h"
 #include "graph/primitive.h"
 #include "graph/verify.h"
@@ -304,7 +305,7 @@ CpuDevice::CpuDevice(const DeviceOptions& options) : cores_(options.cpu_cores), 
 
 std::unique_ptr<Plan> CpuDevice::compile(const graph::Graph& graph) {
   graph::verify(graph);
-  return std::make_unique<CpuPlan>(*this, graph);
+  return std::make_unique<CpuPlan>(*this, cpu::merge_batch_sums(graph));
 }
 
 std::vector<std::string> CpuDevice::fallback_primitives() const {

@@ -5,6 +5,8 @@
 // every buffer (the arena starts filled with 0xff).
 #include "device/arena.h"
 
+#include <optional>
+
 #include "device/cpu/isa.h"
 #include "graph/autodiff.h"
 #include "util.h"
@@ -195,6 +197,47 @@ TEST(CpuArena, ProductsReadBroadcastTransposedWeightsWithoutCopies) {
         EXPECT_TRUE(same_bits(got, on->compile(product)->run_host(copied)[0])) << cpu::isa_name(isa) << " on " << cores;
         const size_t output = 2 * 70 * 45 * graph::dtype_size(t), line = 64;  // the arena places buffers on whole lines
         EXPECT_EQ(plan->memory().live_peak_bytes, (output + line - 1) / line * line) << "a weight was copied";
+      }
+    }
+  }
+}
+
+// A weight's gradient over a batch, sum over the batch of transpose(x) @ dy, is one
+// product over the batch's rows on cpu (device/cpu/rewrite.h): within a sum's
+// tolerance of the reference, the same bits on every instruction set and thread
+// count, and the batch's products never in the arena. Where the batch's products are
+// an output too, or are bf16 (each rounded to bf16 before the sum), they are computed
+// as the graph says.
+TEST(CpuArena, AWeightGradientOverABatchIsOneProduct) {
+  const Shape x_shape{4, 30, 20}, dy_shape{4, 30, 50};
+  for (DType t : {DType::f32, DType::bf16}) {
+    for (bool keepdims : {false, true}) {
+      for (bool products_out : {false, true}) {
+        SCOPED_TRACE(fmt::format("{} keepdims {} products out {}", graph::dtype_name(t), keepdims, products_out));
+        Graph graph;
+        Builder b(graph);
+        NodeId x = b.input("x", x_shape, t);
+        NodeId dy = b.input("dy", dy_shape, t);
+        NodeId products = b.matmul(b.transpose(x, {0, 2, 1}), dy);
+        b.output("dw", b.sum(products, {0}, keepdims));
+        if (products_out) b.output("products", products);
+        std::mt19937 rng(12);
+        std::vector<Tensor> inputs{random_tensor(t, x_shape, rng), random_tensor(t, dy_shape, rng)};
+        std::vector<Tensor> expected = run_on("reference", graph, inputs);
+        std::optional<Tensor> first;
+        for (cpu::Isa isa : cpu::host_isas()) {
+          for (int cores : {1, 2}) {
+            auto on = make_device("cpu", DeviceOptions{.cpu_cores = cores, .cpu_isa = std::string(cpu::isa_name(isa))});
+            auto plan = on->compile(graph);
+            std::vector<Tensor> got = plan->run_host(inputs);
+            EXPECT_EQ(compare(got[0], expected[0], false, 4 * 30), "") << cpu::isa_name(isa) << " on " << cores;
+            if (!first) first = got[0];
+            EXPECT_TRUE(same_bits(got[0], *first)) << cpu::isa_name(isa) << " on " << cores;
+            if (products_out || t != DType::f32) continue;
+            const size_t output = 20 * 50 * graph::dtype_size(t), line = 64;
+            EXPECT_EQ(plan->memory().live_peak_bytes, (output + line - 1) / line * line) << "the products were kept";
+          }
+        }
       }
     }
   }
