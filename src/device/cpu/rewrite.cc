@@ -14,11 +14,12 @@ using graph::NodeId;
 using graph::PrimId;
 
 // The product of a weight's gradient that node `sum` sums over its batch, or
-// nothing: the matmul it reads, which nothing else reads.
-const Node* batch_summed_product(const Graph& graph, const Node& sum, const std::vector<int>& readers) {
+// nothing. Whatever else reads the batch's products (they are then computed for
+// it), the sum is the one product: its bits never depend on the nodes that read.
+const Node* batch_summed_product(const Graph& graph, const Node& sum) {
   if (sum.op() != PrimId::sum || sum.attrs.get_ints("axes") != std::vector<int64_t>{0}) return nullptr;
   const Node& product = graph.node(sum.inputs[0]);
-  if (product.op() != PrimId::matmul || product.shape.size() != 3 || readers[sum.inputs[0]] != 1) return nullptr;
+  if (product.op() != PrimId::matmul || product.shape.size() != 3) return nullptr;
   // f32 only: bf16 products are each rounded to bf16 before the sum, and one product
   // of the whole batch, rounded once, would differ by more than a sum's rounding.
   if (product.dtype != graph::DType::f32) return nullptr;
@@ -32,19 +33,14 @@ const Node* batch_summed_product(const Graph& graph, const Node& sum, const std:
 }  // namespace
 
 Graph merge_batch_sums(const Graph& graph) {
-  std::vector<int> readers(graph.nodes.size(), 0);
-  for (const Node& node : graph.nodes) {
-    for (NodeId in : node.inputs) ++readers[in];
-  }
-  for (const graph::NamedNode& out : graph.outputs) ++readers[out.node];
   bool any = false;
-  for (const Node& node : graph.nodes) any = any || batch_summed_product(graph, node, readers) != nullptr;
+  for (const Node& node : graph.nodes) any = any || batch_summed_product(graph, node) != nullptr;
   if (!any) return graph;
   graph::Rewrite rewrite(graph);
   graph::Builder b(rewrite.out);
   for (NodeId id = 0; id < graph.nodes.size(); ++id) {
     const Node& node = graph.nodes[id];
-    const Node* product = batch_summed_product(graph, node, readers);
+    const Node* product = batch_summed_product(graph, node);
     if (product == nullptr) {
       rewrite.map[id] = rewrite.copy(node);
       continue;
