@@ -1,6 +1,6 @@
-// Data movement: transpose, broadcast, slice, concat, pad and gather. Each
-// is a strided copy (an output region walked in row-major order, a source
-// reached through per-axis strides), so the bytes are the reference's.
+// Data movement: transpose, broadcast, slice, concat, pad and gather, and
+// gather's gradient scatter_add. Each but scatter_add is a strided copy (an output region walked in row-major order, a
+// source reached through per-axis strides), so the bytes are the reference's.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -144,6 +144,50 @@ Step gather_step(const graph::Graph& graph, const graph::Node& node, int cores) 
   });
 }
 
+// scatter_add: x, then each row of updates added to the row of x its index names
+// (clamped, as gather reads), in the order of the updates, as the reference adds
+// them, so the bits are the reference's: an element of x receives its additions in
+// the order of their indices' positions. The threads take blocks of columns of an
+// outer entry, each its own elements.
+Step scatter_add_step(const graph::Graph& graph, const graph::Node& node, int cores) {
+  const graph::Node &x = graph.node(node.inputs[0]), &idx = graph.node(node.inputs[1]);
+  auto axis = static_cast<size_t>(node.attrs.get_int("axis"));
+  int64_t outer = graph::numel(Shape(x.shape.begin(), x.shape.begin() + static_cast<int64_t>(axis)));
+  int64_t inner = graph::numel(Shape(x.shape.begin() + static_cast<int64_t>(axis) + 1, x.shape.end()));
+  int64_t along = x.shape[axis], count = graph::numel(idx.shape);
+  size_t x_bytes = static_cast<size_t>(graph::numel(x.shape)) * graph::dtype_size(x.dtype);
+  int threads = threads_for(outer * count * inner, cores);
+  return graph::visit_dtype(idx.dtype, [&](auto index_types) -> Step {
+    using I = typename decltype(index_types)::storage;
+    using IC = typename decltype(index_types)::compute;
+    return graph::visit_dtype(x.dtype, [&](auto types) -> Step {
+      using S = typename decltype(types)::storage;
+      using C = typename decltype(types)::compute;
+      return [outer, inner, along, count, x_bytes, threads](const uint8_t* const* in, uint8_t* out) {
+        if (x_bytes > 0) std::memcpy(out, in[0], x_bytes);
+        const I* indices = reinterpret_cast<const I*>(in[1]);
+        const S* updates = reinterpret_cast<const S*>(in[2]);
+        S* result = reinterpret_cast<S*>(out);
+        constexpr int64_t kBlock = 1024;
+        const int64_t blocks = (inner + kBlock - 1) / kBlock;
+        parallel_for(outer * blocks, threads, [&](int64_t begin, int64_t end) {
+          for (int64_t r = begin; r < end; ++r) {
+            const int64_t o = r / blocks, j0 = r % blocks * kBlock, width = std::min(kBlock, inner - j0);
+            for (int64_t i = 0; i < count; ++i) {
+              int64_t at = std::clamp<int64_t>(static_cast<int64_t>(static_cast<IC>(indices[i])), 0, along - 1);
+              S* target = result + (o * along + at) * inner + j0;
+              const S* from = updates + (o * count + i) * inner + j0;
+              for (int64_t j = 0; j < width; ++j) {
+                target[j] = S(graph::prims::wrap_add(static_cast<C>(target[j]), static_cast<C>(from[j])));
+              }
+            }
+          }
+        });
+      };
+    });
+  });
+}
+
 // Each primitive's copies. An empty output needs no copy (and gather's shape
 // rule refuses to read an empty axis, so an empty operand gives an empty
 // result).
@@ -234,6 +278,8 @@ void add_movement_steps(StepTable& table) {
   table.set(graph::PrimId::gather, [](const StepContext& c, const graph::Node& node) {
     return graph::numel(node.shape) > 0 ? gather_step(c.graph, node, c.cores) : nothing_step();
   });
+  table.set(graph::PrimId::scatter_add,
+            [](const StepContext& c, const graph::Node& node) { return scatter_add_step(c.graph, node, c.cores); });
   table.set(graph::PrimId::transpose, transpose_step);
   table.set(graph::PrimId::broadcast, broadcast_step);
   table.set(graph::PrimId::slice, slice_step);

@@ -29,13 +29,21 @@ Record scatter_add_record() {
   auto scatter_along = [](int64_t axis) {
     return [axis](Builder& b, const std::vector<NodeId>& x, DType) { return b.scatter_add(x[0], x[1], x[2], axis); };
   };
+  // Exact: every device adds a target's updates in the order of the updates, as the
+  // reference does. The large sample repeats each index four times on average, over
+  // an outer axis and rows longer than a thread's block of columns.
   return {.id = PrimId::scatter_add,
+          .exact = true,
           .samples = {{.label = "axis 0",
                        .inputs = {{{5, 3}}, {{4}, DType::i64, Domain::index(5)}, {{4, 3}}},
                        .build = scatter_along(0)},
                       {.label = "axis 1",
                        .inputs = {{{3, 2}}, {{4}, DType::i64, Domain::index(3)}, {{3, 4}}},
-                       .build = scatter_along(1)}}};
+                       .build = scatter_along(1)},
+                      {.label = "large, indices [10 20]",
+                       .inputs = {{{3, 50, 1100}}, {{10, 20}, DType::i32, Domain::index(50)}, {{3, 10, 20, 1100}}},
+                       .build = scatter_along(1),
+                       .large = true}}};
 }
 
 // A key of either integer dtype; the sample's dtype is the values'.
