@@ -33,8 +33,8 @@ constexpr int64_t kCheap = 1, kCostly = 16;
 bool float_like(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16; }
 
 // A member's work per element, or nothing when its node cannot be a member: the
-// operations of fusion_tiles.h on f32 and bf16 (and the comparisons of those, and
-// where with a bool condition).
+// operations of fusion_tiles.h on f32 and bf16 (and the comparisons of those, where
+// with a bool condition, and casts of bools to them).
 std::optional<int64_t> member_cost(const graph::Graph& graph, const Node& node) {
   if (node.inputs.empty() || !tile_kernels_for(Isa::scalar).by_primitive[graph::index_of(node.op())]) {
     return std::nullopt;
@@ -51,6 +51,9 @@ std::optional<int64_t> member_cost(const graph::Graph& graph, const Node& node) 
       return std::nullopt;
     case PrimId::where:
       if (operand == DType::boolean && float_like(node.dtype)) return kCheap;
+      return std::nullopt;
+    case PrimId::cast:  // a bool, held as 0 or 1, converts as it is
+      if (float_like(node.dtype) && (float_like(operand) || operand == DType::boolean)) return kCheap;
       return std::nullopt;
     case PrimId::sqrt:
     case PrimId::rsqrt:

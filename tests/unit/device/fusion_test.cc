@@ -101,7 +101,8 @@ TEST(Fusion, AReductionOfAChainsMiddleSeesItComputed) {
 }
 
 TEST(Fusion, ComparisonsAndWhereAndTheirBoolOutputs) {
-  // A leaky relu and its mask: the comparison is a member and an output (bool).
+  // A leaky relu and its mask: the comparison is a member, an output (bool) and cast
+  // to f32 by another member.
   Shape shape{2, 600};
   Graph graph;
   Builder b(graph);
@@ -109,7 +110,7 @@ TEST(Fusion, ComparisonsAndWhereAndTheirBoolOutputs) {
   NodeId zero = b.broadcast(b.constant(Tensor::scalar(DType::f32, 0.0)), shape);
   NodeId positive = b.gt(x, zero);
   NodeId y = b.where(positive, x, b.mul(x, b.broadcast(b.constant(Tensor::scalar(DType::f32, 0.01)), shape)));
-  b.output("y", b.add(y, b.neg(b.abs(x))));
+  b.output("y", b.add(b.add(y, b.neg(b.abs(x))), b.cast(positive, DType::f32)));
   b.output("positive", positive);
   expect_reference_bits(graph, {random_of(DType::f32, shape, 5)});
 }
