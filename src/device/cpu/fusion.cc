@@ -182,7 +182,10 @@ class FusedProgram {
           if (stride == 0) {
             std::fill(target, target + count, static_cast<float>(source[0]));
           } else if (stride == 1) {
-            for (int64_t j = 0; j < count; ++j) target[j] = static_cast<float>(source[j]);
+            if constexpr (std::is_same_v<S, graph::Bf16>) loops_.widen_bf16(source, target, count);
+            else if constexpr (std::is_same_v<S, bool>) loops_.widen_bool(source, target, count);
+            else
+              for (int64_t j = 0; j < count; ++j) target[j] = static_cast<float>(source[j]);
           } else {
             for (int64_t j = 0; j < count; ++j) target[j] = static_cast<float>(source[j * stride]);
           }
@@ -202,11 +205,9 @@ class FusedProgram {
       at[slot] = result;
       if (outputs_[m] < 0 || in_place) continue;
       if (dtypes_[m] == DType::bf16) {
-        graph::Bf16* to = reinterpret_cast<graph::Bf16*>(out[outputs_[m]]) + begin;
-        for (int64_t i = 0; i < length; ++i) to[i] = graph::Bf16(result[i]);
+        loops_.narrow_bf16(result, reinterpret_cast<graph::Bf16*>(out[outputs_[m]]) + begin, length);
       } else {
-        bool* to = reinterpret_cast<bool*>(out[outputs_[m]]) + begin;
-        for (int64_t i = 0; i < length; ++i) to[i] = result[i] != 0.0f;
+        loops_.narrow_bool(result, reinterpret_cast<bool*>(out[outputs_[m]]) + begin, length);
       }
     }
   }

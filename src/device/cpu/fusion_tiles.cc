@@ -60,12 +60,12 @@ TileKernels make_tile_kernels() {
   set(PrimId::pow, L::template binary<scalar::Pow>);
   set(PrimId::max, L::template binary<scalar::Max>);
   set(PrimId::min, L::template binary<scalar::Min>);
-  set(PrimId::eq, L::template binary<scalar::Eq>);
-  set(PrimId::ne, L::template binary<scalar::Ne>);
-  set(PrimId::lt, L::template binary<scalar::Lt>);
-  set(PrimId::le, L::template binary<scalar::Le>);
-  set(PrimId::gt, L::template binary<scalar::Gt>);
-  set(PrimId::ge, L::template binary<scalar::Ge>);
+  set(PrimId::eq, L::template compare<scalar::Eq>);
+  set(PrimId::ne, L::template compare<scalar::Ne>);
+  set(PrimId::lt, L::template compare<scalar::Lt>);
+  set(PrimId::le, L::template compare<scalar::Le>);
+  set(PrimId::gt, L::template compare<scalar::Gt>);
+  set(PrimId::ge, L::template compare<scalar::Ge>);
   set(PrimId::where, L::where);
   set(PrimId::exp, math<scalar::Exp, MathFn::exp>);
   set(PrimId::log, math<scalar::Log, MathFn::log>);
@@ -75,6 +75,10 @@ TileKernels make_tile_kernels() {
   set(PrimId::erf, math<scalar::Erf, MathFn::erf>);
   set(PrimId::logistic, math<scalar::Logistic, MathFn::logistic>);
   k.round_to_bf16 = L::round_to_bf16;
+  k.widen_bf16 = L::widen_bf16;
+  k.widen_bool = L::widen_bool;
+  k.narrow_bf16 = L::narrow_bf16;
+  k.narrow_bool = L::narrow_bool;
   return k;
 }
 

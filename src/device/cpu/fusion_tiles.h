@@ -19,6 +19,11 @@ using TileFn = void (*)(const float* const* x, float* o, int64_t n, const MathKe
 struct TileKernels {
   std::array<TileFn, graph::kPrimitiveCount> by_primitive{};  // null: no tile kernel
   void (*round_to_bf16)(float* o, int64_t n) = nullptr;       // each value rounded to bf16, in place
+  // Contiguous operands to f32, and results from f32 to their dtypes.
+  void (*widen_bf16)(const graph::Bf16* x, float* o, int64_t n) = nullptr;
+  void (*widen_bool)(const bool* x, float* o, int64_t n) = nullptr;
+  void (*narrow_bf16)(const float* x, graph::Bf16* o, int64_t n) = nullptr;
+  void (*narrow_bool)(const float* x, bool* o, int64_t n) = nullptr;
 };
 
 // The kernels compiled for `isa`: call them only on a host that runs it.

@@ -102,7 +102,7 @@ TEST(Fusion, AReductionOfAChainsMiddleSeesItComputed) {
 
 TEST(Fusion, ComparisonsAndWhereAndTheirBoolOutputs) {
   // A leaky relu and its mask: the comparison is a member, an output (bool) and cast
-  // to f32 by another member.
+  // to f32 by another member; a bool input selects too.
   Shape shape{2, 600};
   Graph graph;
   Builder b(graph);
@@ -110,9 +110,11 @@ TEST(Fusion, ComparisonsAndWhereAndTheirBoolOutputs) {
   NodeId zero = b.broadcast(b.constant(Tensor::scalar(DType::f32, 0.0)), shape);
   NodeId positive = b.gt(x, zero);
   NodeId y = b.where(positive, x, b.mul(x, b.broadcast(b.constant(Tensor::scalar(DType::f32, 0.01)), shape)));
-  b.output("y", b.add(b.add(y, b.neg(b.abs(x))), b.cast(positive, DType::f32)));
+  NodeId keep = b.input("keep", shape, DType::boolean);  // a bool operand, read from memory
+  NodeId z = b.where(keep, b.add(y, b.neg(b.abs(x))), x);
+  b.output("y", b.add(z, b.cast(positive, DType::f32)));
   b.output("positive", positive);
-  expect_reference_bits(graph, {random_of(DType::f32, shape, 5)});
+  expect_reference_bits(graph, {random_of(DType::f32, shape, 5), random_of(DType::boolean, shape, 9)});
 }
 
 TEST(Fusion, ALaterChainRecomputesAnEarlierOnesCheapMembers) {
