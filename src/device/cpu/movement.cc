@@ -118,13 +118,26 @@ Step copies_step(std::vector<Copy> copies, std::vector<size_t> inputs, size_t si
   };
 }
 
+// How gather and scatter_add walk x: as [outer, along, inner] around the indexed
+// axis, with `count` indices into it.
+struct IndexedAxes {
+  int64_t outer = 1, along = 0, inner = 1, count = 0;
+};
+
+IndexedAxes indexed_axes(const graph::Graph& graph, const graph::Node& node) {
+  const Shape& x = graph.node(node.inputs[0]).shape;
+  auto axis = static_cast<int64_t>(node.attrs.get_int("axis"));
+  return {.outer = graph::numel(Shape(x.begin(), x.begin() + axis)),
+          .along = x[static_cast<size_t>(axis)],
+          .inner = graph::numel(Shape(x.begin() + axis + 1, x.end())),
+          .count = graph::numel(graph.node(node.inputs[1]).shape)};
+}
+
 Step gather_step(const graph::Graph& graph, const graph::Node& node, int cores) {
   const graph::Node &x = graph.node(node.inputs[0]), &idx = graph.node(node.inputs[1]);
-  auto axis = static_cast<size_t>(node.attrs.get_int("axis"));
-  int64_t outer = graph::numel(Shape(x.shape.begin(), x.shape.begin() + static_cast<int64_t>(axis)));
-  int64_t inner = graph::numel(Shape(x.shape.begin() + static_cast<int64_t>(axis) + 1, x.shape.end()));
-  int64_t along = x.shape[axis], count = graph::numel(idx.shape);
-  size_t row_bytes = static_cast<size_t>(inner) * graph::dtype_size(x.dtype);
+  const IndexedAxes axes = indexed_axes(graph, node);
+  const int64_t outer = axes.outer, along = axes.along, count = axes.count;
+  size_t row_bytes = static_cast<size_t>(axes.inner) * graph::dtype_size(x.dtype);
   int threads = threads_for(graph::numel(node.shape), cores);
   return graph::visit_dtype(idx.dtype, [&](auto types) -> Step {
     using I = typename decltype(types)::storage;
@@ -151,10 +164,8 @@ Step gather_step(const graph::Graph& graph, const graph::Node& node, int cores) 
 // outer entry, each its own elements.
 Step scatter_add_step(const graph::Graph& graph, const graph::Node& node, int cores) {
   const graph::Node &x = graph.node(node.inputs[0]), &idx = graph.node(node.inputs[1]);
-  auto axis = static_cast<size_t>(node.attrs.get_int("axis"));
-  int64_t outer = graph::numel(Shape(x.shape.begin(), x.shape.begin() + static_cast<int64_t>(axis)));
-  int64_t inner = graph::numel(Shape(x.shape.begin() + static_cast<int64_t>(axis) + 1, x.shape.end()));
-  int64_t along = x.shape[axis], count = graph::numel(idx.shape);
+  const IndexedAxes axes = indexed_axes(graph, node);
+  const int64_t outer = axes.outer, along = axes.along, inner = axes.inner, count = axes.count;
   size_t x_bytes = static_cast<size_t>(graph::numel(x.shape)) * graph::dtype_size(x.dtype);
   int threads = threads_for(outer * count * inner, cores);
   return graph::visit_dtype(idx.dtype, [&](auto index_types) -> Step {
