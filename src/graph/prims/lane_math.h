@@ -201,10 +201,14 @@ typename V::f sin_cos(typename V::f x, int32_t quadrant_offset) {
 
 template <class V>
 typename V::f exp(typename V::f x) {
-  // Below -104 the result rounds to 0, above 89 to infinity; NaN lanes compute e^89.
-  typename V::f clamped = V::select(V::le(x, V::splat(-104.0f)), V::splat(-104.0f),
-                                    V::select(V::le(x, V::splat(89.0f)), x, V::splat(89.0f)));
-  return V::select(V::is_nan(x), x, detail::exp_reduced<V>(clamped));
+  // At -104 and below the result rounds to +0: those lanes compute e^0 and take +0,
+  // since a lane whose product underflows costs a microcode assist on Intel's cores
+  // (a masked attention score, e^-1e9, is half of a causal softmax). Above 89 the
+  // result is infinity; NaN lanes compute e^89.
+  typename V::m zero = V::le(x, V::splat(-104.0f));
+  typename V::f clamped = V::select(zero, V::splat(0.0f), V::select(V::le(x, V::splat(89.0f)), x, V::splat(89.0f)));
+  typename V::f e = V::select(zero, V::splat(0.0f), detail::exp_reduced<V>(clamped));
+  return V::select(V::is_nan(x), x, e);
 }
 
 // x = 2^e m, m in [sqrt(1/2), sqrt(2)): log x = e ln2 + log1p(m - 1), the latter
