@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <new>
 
@@ -25,6 +26,7 @@
 #include "device/cpu/fusion.h"
 #include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
+#include "device/cpu/profile.h"
 #include "device/cpu/rewrite.h"
 #include "device/interrupt.h"
 #include "graph/primitive.h"
@@ -165,6 +167,18 @@ class CpuPlan : public Plan {
     size_t most_inputs = 0;
     for (const Entry& entry : entries_) most_inputs = std::max(most_inputs, entry.inputs.size());
     in_.reserve(most_inputs);
+    if (cpu::StepProfile::wanted()) {
+      std::vector<std::string> labels;
+      for (const Entry& entry : entries_) {
+        std::string label = describe(graph_, graph_.node(entry.id));
+        if (int g = fusion.group_of[entry.id]; g >= 0) {
+          label =
+              fmt::format("fused {} nodes ending in {}", fusion.groups[static_cast<size_t>(g)].members.size(), label);
+        }
+        labels.push_back(std::move(label));
+      }
+      profile_ = std::make_unique<cpu::StepProfile>(std::move(labels));
+    }
   }
 
   PlanMemory memory() const override { return memory_; }
@@ -208,7 +222,9 @@ class CpuPlan : public Plan {
   };
 
   void execute() {
-    for (Entry& entry : entries_) {
+    if (profile_) profile_->count_run();
+    for (size_t step = 0; step < entries_.size(); ++step) {
+      Entry& entry = entries_[step];
       if (!entry.step) {
         pointers_[entry.id] = pointers_[entry.alias];
         continue;
@@ -217,7 +233,13 @@ class CpuPlan : public Plan {
       in_.clear();
       for (NodeId id : entry.inputs) in_.push_back(pointers_[id]);
       try {
+        if (!profile_) {
+          entry.step(in_.data(), entry.outs.data());
+          continue;
+        }
+        auto start = std::chrono::steady_clock::now();
         entry.step(in_.data(), entry.outs.data());
+        profile_->add(step, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       } catch (const DeviceError&) {
         throw;
       } catch (const std::exception& e) {
@@ -294,6 +316,7 @@ class CpuPlan : public Plan {
   std::vector<Staged> staged_;
   std::vector<const uint8_t*> output_sources_;  // per output: its staging place, or null (read pointers_)
   PlanMemory memory_;
+  std::unique_ptr<cpu::StepProfile> profile_;  // SEXPGPU_CPU_PROFILE's, else null
 };
 
 }  // namespace
