@@ -3,8 +3,11 @@
 // bits) for matmul in f32 and bf16 and for a softmax and a layer-norm built
 // from primitives; the same inputs give the same bits run after run; and 1
 // and 2 threads give the same bits.
+#include <bit>
 #include <functional>
+#include <limits>
 
+#include "device/cpu/isa.h"
 #include "util.h"
 
 namespace sx::device::testing {
@@ -194,6 +197,68 @@ TEST(Plan, OutputsNamedTwiceAndInputsPassedThrough) {
   std::vector<Tensor> got = run_on("cpu", g, inputs), want = run_on("reference", g, inputs);
   ASSERT_EQ(got.size(), 3u);
   for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(same_bits(got[i], want[i])) << i;
+}
+
+// A row's max and min have the reference's bits where the order decides them: a
+// NaN's payload (the first NaN), a zero's sign (the first of -0 and +0 when the
+// extreme is a zero), besides plain rows of every length around the 16 lanes the
+// fast path takes, infinities, and f32 and bf16.
+TEST(Plan, RowExtremesKeepTheReferencesBitsWhereOrderDecides) {
+  const float nan_a = std::bit_cast<float>(0x7fc00001u), nan_b = std::bit_cast<float>(0xffc00002u);
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<std::vector<float>> rows;
+  std::mt19937 rng(14);
+  std::normal_distribution<float> normal;
+  for (int64_t n : {1, 15, 16, 17, 33, 64, 100}) {
+    std::vector<float> row(static_cast<size_t>(n));
+    for (float& v : row) v = normal(rng);
+    rows.push_back(row);
+    std::vector<float> with_nans = row;
+    with_nans[static_cast<size_t>(n / 2)] = nan_a;
+    with_nans.back() = nan_b;
+    rows.push_back(with_nans);
+    std::vector<float> zeros(static_cast<size_t>(n), -0.0f);
+    zeros[static_cast<size_t>(n / 3)] = 0.0f;
+    for (size_t i = static_cast<size_t>(n / 2); i < zeros.size(); i += 2) zeros[i] = -1.0f;
+    rows.push_back(zeros);
+    for (float& v : zeros) v = v == 0.0f ? std::copysign(0.0f, -std::copysign(1.0f, v)) : 1.0f;
+    rows.push_back(zeros);
+    // Zeros of both signs in different lanes of 16: the reference keeps the first.
+    for (float sign : {1.0f, -1.0f}) {
+      std::vector<float> lanes(static_cast<size_t>(n), -sign);
+      if (n > 1) lanes[1] = std::copysign(0.0f, sign);
+      if (n > 16) lanes[16] = std::copysign(0.0f, -sign);
+      rows.push_back(lanes);
+    }
+    std::vector<float> infinite(static_cast<size_t>(n), -inf);
+    infinite[0] = inf;
+    rows.push_back(infinite);
+  }
+  for (DType t : {DType::f32, DType::bf16}) {
+    for (const std::vector<float>& row : rows) {
+      auto n = static_cast<int64_t>(row.size());
+      std::vector<double> values(row.begin(), row.end());
+      Tensor x = Tensor::from_doubles(t, {2, n}, [&] {
+        std::vector<double> both = values;
+        both.insert(both.end(), values.rbegin(), values.rend());
+        return both;
+      }());
+      Graph g;
+      Builder b(g);
+      NodeId in = b.input("x", {2, n}, t);
+      b.output("max", b.reduce_max(in, {1}));
+      b.output("min", b.reduce_min(in, {1}));
+      std::vector<Tensor> want = run_on("reference", g, {x});
+      for (cpu::Isa isa : cpu::host_isas()) {
+        auto on = make_device("cpu", DeviceOptions{.cpu_cores = 1, .cpu_isa = std::string(cpu::isa_name(isa))});
+        std::vector<Tensor> got = on->compile(g)->run_host(std::vector<Tensor>{x});
+        for (size_t i = 0; i < 2; ++i) {
+          EXPECT_TRUE(same_bits(got[i], want[i])) << g.outputs[i].name << " of a row of " << n << " "
+                                                  << graph::dtype_name(t) << " on " << cpu::isa_name(isa);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
