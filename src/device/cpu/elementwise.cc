@@ -22,10 +22,6 @@ using graph::PrimId;
 using graph::prims::convert;
 namespace scalar = graph::prims::scalar;
 
-// Work per element, in units of an add: transcendental functions cost more,
-// so they go parallel at smaller sizes.
-constexpr int64_t kCheap = 1, kCostly = 16;
-
 template <class Fn>
 Step unary(DType dtype, int64_t n, int threads, Fn f) {
   return graph::visit_dtype(dtype, [&](auto types) -> Step {

@@ -27,9 +27,6 @@ using graph::PrimId;
 // the first-level cache.
 constexpr int64_t kTile = 512;
 
-// Work per element of a member, in adds (as elementwise.cc counts).
-constexpr int64_t kCheap = 1, kCostly = 16;
-
 bool float_like(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16; }
 
 // A member's work per element, or nothing when its node cannot be a member: the

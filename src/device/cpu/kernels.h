@@ -38,6 +38,10 @@ inline CacheLineBytes cache_line_bytes(size_t bytes) {
 // the pool's workers and waiting for them costs a few microseconds.
 inline constexpr int64_t kGrain = 1 << 15;
 
+// Work per element of an elementwise operation, in units of an add: transcendental
+// functions cost more, so they go parallel at smaller sizes.
+inline constexpr int64_t kCheap = 1, kCostly = 16;
+
 // Threads for `work` element operations, at most `cores`.
 inline int threads_for(int64_t work, int cores) {
   if (work < 2 * kGrain) return 1;
