@@ -49,9 +49,28 @@ int64_t pair_order(int64_t p, int64_t depth) { return (p ^ 1) < depth ? p ^ 1 : 
 // rows: sliver s holds a[p * mr + i] for its row i and step p, step p being
 // column col + order(p). Written in order, reading the sliver's rows side by side.
 template <class Order>
-void pack_a_steps(const MatrixRef& a, int64_t row, int64_t rows, int64_t col, int64_t depth, int mr, Order order,
-                  float* out) {
-  const float* src[KernelSet::kMaxRows];
+void pack_a_steps(const KernelSet& kernels, const MatrixRef& a, int64_t row, int64_t rows, int64_t col, int64_t depth,
+                  Order order, float* out) {
+  const int mr = kernels.mr;
+  if (a.rows == 1 && a.cols != 1) {
+    // A's rows lie side by side (a transpose read in place): a step's rows are
+    // contiguous, so each step is read once, along its length, and dealt to the
+    // slivers. (Sliver by sliver, the steps' lines would be read again for each,
+    // a row of K apart: a stride that maps them all to a few sets of the cache.)
+    auto copy_steps = [&]<class T>(const T* base) {
+      for (int64_t p = 0; p < depth; ++p) {
+        const T* from = base + (col + order(p)) * a.cols + row;
+        for (int64_t s = 0; s * mr < rows; ++s) {
+          int64_t height = std::min<int64_t>(mr, rows - s * mr);
+          float* to = out + s * mr * depth + p * mr;
+          for (int64_t i = 0; i < height; ++i) to[i] = static_cast<float>(from[s * mr + i]);
+        }
+      }
+    };
+    if (a.bf16) copy_steps(static_cast<const graph::Bf16*>(a.data));
+    else copy_steps(static_cast<const float*>(a.data));
+    return;
+  }
   for (int64_t s = 0; s * mr < rows; ++s) {
     int64_t height = std::min<int64_t>(mr, rows - s * mr);
     float* sliver = out + s * mr * depth;
@@ -62,28 +81,15 @@ void pack_a_steps(const MatrixRef& a, int64_t row, int64_t rows, int64_t col, in
       }
       continue;
     }
-    if (a.rows == 1 && a.cols != 1) {
-      // A's rows lie side by side (a transpose read in place): a step's rows are contiguous.
-      auto copy_steps = [&]<class T>(const T* base) {
-        for (int64_t p = 0; p < depth; ++p) {
-          const T* from = base + (col + order(p)) * a.cols + row + s * mr;
-          for (int64_t i = 0; i < height; ++i) sliver[p * mr + i] = static_cast<float>(from[i]);
-        }
-      };
-      if (a.bf16) copy_steps(static_cast<const graph::Bf16*>(a.data));
-      else copy_steps(static_cast<const float*>(a.data));
-      continue;
-    }
     if (a.cols != 1) {
       for (int64_t p = 0; p < depth; ++p) {
         for (int64_t i = 0; i < height; ++i) sliver[p * mr + i] = element(a, row + s * mr + i, col + order(p));
       }
       continue;
     }
-    for (int64_t i = 0; i < height; ++i) src[i] = static_cast<const float*>(a.data) + (row + s * mr + i) * a.rows + col;
-    for (int64_t p = 0; p < depth; ++p) {
-      for (int64_t i = 0; i < height; ++i) sliver[p * mr + i] = src[i][p];
-    }
+    // f32 rows (so steps in order): transposed by the instruction set's vectors.
+    kernels.pack_transposed(depth, height, static_cast<const float*>(a.data) + (row + s * mr) * a.rows + col, a.rows,
+                            sliver, mr);
   }
 }
 
@@ -98,24 +104,33 @@ void pack_b_steps(const KernelSet& kernels, const MatrixRef& b, int64_t row, int
   const int nr = kernels.nr;
   const float* src = static_cast<const float*>(b.data) + row * b.rows + col;
   int64_t ld = b.rows;
+  if (b.cols != 1 && b.rows == 1 && !b.bf16) {
+    // f32 columns along K (a transpose read in place; its steps in order): each
+    // sliver's columns transposed by the instruction set's vectors, zero past the last.
+    for (int64_t s = 0; s * nr < cols; ++s) {
+      int64_t width = std::min<int64_t>(nr, cols - s * nr);
+      float* sliver = out + s * depth * nr;
+      const float* first = static_cast<const float*>(b.data) + row + (col + s * nr) * b.cols;
+      kernels.pack_transposed(depth, width, first, b.cols, sliver, nr);
+      for (int64_t p = 0; p < depth && width < nr; ++p) std::fill(sliver + p * nr + width, sliver + (p + 1) * nr, 0.0f);
+    }
+    return;
+  }
   if (b.cols != 1 && b.rows == 1) {
-    // B's columns lie along K (a transpose read in place): a few columns at a time,
+    // bf16 columns along K (a transpose read in place): a few columns at a time,
     // read down their length side by side while the lines under them stay in cache.
     constexpr int64_t kColumns = 16;
-    auto copy_columns = [&]<class T>(const T* base) {
-      for (int64_t j0 = 0; j0 < cols; j0 += kColumns) {
-        int64_t width = std::min(kColumns, cols - j0);
-        const T* column[kColumns];
-        for (int64_t j = 0; j < width; ++j) column[j] = base + (col + j0 + j) * b.cols + row;
-        for (int64_t p = 0; p < depth; ++p) {
-          float* to = wide + p * cols + j0;
-          const int64_t step = order(p);
-          for (int64_t j = 0; j < width; ++j) to[j] = static_cast<float>(column[j][step]);
-        }
+    const auto* base = static_cast<const graph::Bf16*>(b.data);
+    for (int64_t j0 = 0; j0 < cols; j0 += kColumns) {
+      int64_t width = std::min(kColumns, cols - j0);
+      const graph::Bf16* column[kColumns];
+      for (int64_t j = 0; j < width; ++j) column[j] = base + (col + j0 + j) * b.cols + row;
+      for (int64_t p = 0; p < depth; ++p) {
+        float* to = wide + p * cols + j0;
+        const int64_t step = order(p);
+        for (int64_t j = 0; j < width; ++j) to[j] = widen(column[j][step]);
       }
-    };
-    if (b.bf16) copy_columns(static_cast<const graph::Bf16*>(b.data));
-    else copy_columns(static_cast<const float*>(b.data));
+    }
     src = wide;
     ld = cols;
   } else if (b.bf16 || b.cols != 1) {
@@ -435,10 +450,10 @@ void Gemm::pack_a(const MatrixRef& a, int64_t row, int64_t rows, int64_t word, i
     pack_a_pairs(a, row, rows, word, words, k_, mr, out);
   } else if (bf16_) {
     pack_a_steps(
-        a, row, rows, word, words, mr, [words](int64_t p) { return pair_order(p, words); }, out);
+        kernels_, a, row, rows, word, words, [words](int64_t p) { return pair_order(p, words); }, out);
   } else {
     pack_a_steps(
-        a, row, rows, word, words, mr, [](int64_t p) { return p; }, out);
+        kernels_, a, row, rows, word, words, [](int64_t p) { return p; }, out);
   }
 }
 

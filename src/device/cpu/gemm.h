@@ -42,6 +42,11 @@ using TileKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t 
 using AxpyKernel = void (*)(int64_t n, float a, const float* b, float* c);
 // `depth` rows of f32 B (row stride ldb) to `slivers` whole nr-wide slivers.
 using PackKernel = void (*)(int64_t depth, int64_t slivers, const float* b, int64_t ldb, float* out);
+// out[p * out_stride + i] = src[i * ld + p] for p < depth and i < rows: rows
+// of a matrix, each read along its length, written side by side. It packs A's
+// slivers, and the slivers of a B read through a transpose.
+using TransposeKernel = void (*)(int64_t depth, int64_t rows, const float* src, int64_t ld, float* out,
+                                 int64_t out_stride);
 
 struct KernelSet {
   static constexpr int kMaxRows = 12;
@@ -56,6 +61,7 @@ struct KernelSet {
   TileKernel pair_tiles[kMaxRows][kMaxVectors] = {};
   AxpyKernel axpy = nullptr;
   PackKernel pack_slivers = nullptr;
+  TransposeKernel pack_transposed = nullptr;
 };
 
 // Each defined in its own file, compiled for its instruction set: call one

@@ -16,6 +16,29 @@ struct Avx2 {
   static void store(float* p, reg r) { _mm256_storeu_ps(p, r); }
   static reg broadcast(float x) { return _mm256_set1_ps(x); }
   static reg fma(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
+
+  // 8 x 8: pairs of rows interleaved, 4 x 4 blocks within each 128-bit lane,
+  // then the lanes of rows 4 apart.
+  static void transpose_block(const float* src, int64_t ld, int rows, float* out, int64_t out_stride) {
+    reg r[8], t[8];
+    for (int i = 0; i < 8; ++i) r[i] = i < rows ? load(src + i * ld) : zero();
+    for (int k = 0; k < 4; ++k) {
+      t[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+      t[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    // r[4k + j], lane L: column 4L + j of rows 4k to 4k + 3.
+    for (int k = 0; k < 2; ++k) {
+      r[4 * k] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+      r[4 * k + 1] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+      r[4 * k + 2] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], _MM_SHUFFLE(1, 0, 1, 0));
+      r[4 * k + 3] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    for (int j = 0; j < 4; ++j) {
+      _mm256_maskstore_ps(out + j * out_stride, mask, _mm256_permute2f128_ps(r[j], r[4 + j], 0x20));
+      _mm256_maskstore_ps(out + (4 + j) * out_stride, mask, _mm256_permute2f128_ps(r[j], r[4 + j], 0x31));
+    }
+  }
 };
 
 }  // namespace

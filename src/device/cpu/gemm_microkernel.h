@@ -7,7 +7,10 @@
 // here: an inline library function would be shared between the files.
 //
 // V provides: `reg`, `width` (floats per reg), zero(), load(p), store(p, r),
-// broadcast(x) and fma(a, b, c) = a * b + c rounded once.
+// broadcast(x), fma(a, b, c) = a * b + c rounded once, and
+// transpose_block(src, ld, rows, out, out_stride): the first `rows` (at most
+// width) rows of a width x width block at src (row stride ld), transposed, so
+// out[p * out_stride + i] = src[i * ld + p]; rows past `rows` are not read.
 #pragma once
 
 #include <cstdint>
@@ -81,6 +84,23 @@ void pack_slivers(int64_t depth, int64_t slivers, const float* b, int64_t ldb, f
   }
 }
 
+// out[p * out_stride + i] = src[i * ld + p] (see TransposeKernel): blocks of
+// width steps by the vector transpose, the last steps one at a time.
+template <class V>
+void pack_transposed(int64_t depth, int64_t rows, const float* src, int64_t ld, float* out, int64_t out_stride) {
+  for (int64_t i0 = 0; i0 < rows; i0 += V::width) {
+    const int height = static_cast<int>(rows - i0 < V::width ? rows - i0 : V::width);
+    const float* from = src + i0 * ld;
+    float* to = out + i0;
+    int64_t p = 0;
+    for (; p + V::width <= depth; p += V::width)
+      V::transpose_block(from + p, ld, height, to + p * out_stride, out_stride);
+    for (; p < depth; ++p) {
+      for (int i = 0; i < height; ++i) to[p * out_stride + i] = from[i * ld + p];
+    }
+  }
+}
+
 using TileTable = TileKernel[KernelSet::kMaxRows][KernelSet::kMaxVectors];
 
 // Fills table[R - 1][v - 1] with tile<V, MR, R, v> for each v in Vs + 1.
@@ -105,7 +125,8 @@ KernelSet make_kernel_set(Isa isa) {
                 .width = V::width,
                 .tiles = {},
                 .axpy = &axpy<V>,
-                .pack_slivers = &pack_slivers<V, NV>};
+                .pack_slivers = &pack_slivers<V, NV>,
+                .pack_transposed = &pack_transposed<V>};
   fill_rows<V, MR, NV>(set.tiles);
   return set;
 }
