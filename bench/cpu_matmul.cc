@@ -22,6 +22,7 @@
 #include <cstring>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -150,14 +151,24 @@ Tensor random_tensor(DType dtype, sx::graph::Shape shape, std::mt19937& rng) {
 
 // Seconds of one call of a compiled [m, k] @ [k, n] plan on device buffers,
 // the best over `budget_s` of batches of calls of about a millisecond.
-double time_matmul(DType dtype, int64_t m, int64_t k, int64_t n, int threads, Isa isa, double budget_s) {
+// Where `transposed` says so, the left operand is the transpose of a [k, m]
+// input (a weight gradient's x^T), the right one of an [n, k] input (a
+// gradient's x @ W^T).
+struct Transposed {
+  bool a = false, b = false;
+};
+
+double time_matmul(DType dtype, int64_t m, int64_t k, int64_t n, int threads, Isa isa, double budget_s,
+                   Transposed transposed) {
   sx::graph::Graph graph;
   sx::graph::Builder b(graph);
   std::mt19937 rng(42);
-  std::vector<Tensor> inputs{random_tensor(dtype, {m, k}, rng), random_tensor(dtype, {k, n}, rng)};
-  auto a = b.input("a", {m, k}, dtype);
-  auto w = b.input("w", {k, n}, dtype);
-  b.output("y", b.matmul(a, w));
+  sx::graph::Shape a_shape = transposed.a ? sx::graph::Shape{k, m} : sx::graph::Shape{m, k};
+  sx::graph::Shape w_shape = transposed.b ? sx::graph::Shape{n, k} : sx::graph::Shape{k, n};
+  std::vector<Tensor> inputs{random_tensor(dtype, a_shape, rng), random_tensor(dtype, w_shape, rng)};
+  auto a = b.input("a", a_shape, dtype);
+  auto w = b.input("w", w_shape, dtype);
+  b.output("y", b.matmul(transposed.a ? b.transpose(a, {1, 0}) : a, transposed.b ? b.transpose(w, {1, 0}) : w));
   sx::device::DeviceOptions options{.cpu_cores = threads, .cpu_isa = std::string(sx::device::cpu::isa_name(isa))};
   auto on = sx::device::make_device("cpu", options);
   auto plan = on->compile(graph);
@@ -183,6 +194,20 @@ double time_matmul(DType dtype, int64_t m, int64_t k, int64_t n, int threads, Is
   return best;
 }
 
+struct Product {
+  int64_t m, k, n;
+};
+
+// "MxKxN", each a positive count.
+std::optional<Product> parse_product(const std::string& text) {
+  Product p{};
+  char x1 = 0, x2 = 0;
+  std::istringstream in(text);
+  in >> p.m >> x1 >> p.k >> x2 >> p.n;
+  if (!in || !in.eof() || x1 != 'x' || x2 != 'x' || p.m < 1 || p.k < 1 || p.n < 1) return std::nullopt;
+  return p;
+}
+
 std::string cpu_line() {
   FILE* f = fopen("/proc/cpuinfo", "r");
   if (f == nullptr) return "?";
@@ -203,16 +228,37 @@ std::string cpu_line() {
 
 int main(int argc, char** argv) {
   bool quick = false;
+  Transposed transposed;
   std::string isa_name;
+  std::vector<Product> chosen;
+  std::vector<int> thread_counts{1, 2};
+  std::vector<DType> dtypes{DType::f32, DType::bf16};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    std::optional<Product> product;
     if (arg == "--quick") {
       quick = true;
     } else if (arg == "--isa" && i + 1 < argc) {
       isa_name = argv[++i];
+    } else if (arg == "--a-transposed") {
+      transposed.a = true;
+    } else if (arg == "--b-transposed") {
+      transposed.b = true;
+    } else if (arg == "--threads" && i + 1 < argc && std::atoi(argv[i + 1]) > 0) {
+      thread_counts = {std::atoi(argv[++i])};
+    } else if (arg == "--dtype" && i + 1 < argc &&
+               (argv[i + 1] == std::string("f32") || argv[i + 1] == std::string("bf16"))) {
+      dtypes = {argv[++i] == std::string("bf16") ? DType::bf16 : DType::f32};
+    } else if (arg == "--shape" && i + 1 < argc && (product = parse_product(argv[++i]))) {
+      chosen.push_back(*product);
     } else {
       bool help = arg == "--help" || arg == "-h";
-      fmt::print(help ? stdout : stderr, "usage: cpu_matmul [--quick] [--isa scalar|avx2|avx512|avx512bf16]\n");
+      fmt::print(help ? stdout : stderr,
+                 "usage: cpu_matmul [--quick] [--isa scalar|avx2|avx512|avx512bf16] [--shape MxKxN]...\n"
+                 "                  [--threads N] [--dtype f32|bf16]\n"
+                 "                  [--a-transposed] [--b-transposed]\n"
+                 "  --a-transposed: the left operand is the transpose of a [K, M] input\n"
+                 "  --b-transposed: the right operand is the transpose of an [N, K] input\n");
       return help ? 0 : 2;
     }
   }
@@ -235,48 +281,52 @@ int main(int argc, char** argv) {
   fmt::print("copy bandwidth: {:.1f} GB/s on 1 thread, {:.1f} on 2\n\n", copy1, copy2);
   fmt::print("{:<5} {:>3} {:>16} {:>9} {:>9} {:>7} {:>9} {:>8} {:>9}  {}\n", "dtype", "thr", "M x K x N", "GFLOP/s",
              "peak", "% peak", "numpy", "x numpy", "GB/s B", "note");
-  std::vector<int64_t> ms = quick ? std::vector<int64_t>{1, 64, 512} : std::vector<int64_t>{1, 8, 64, 512, 2048};
-  std::vector<std::pair<int64_t, int64_t>> kns =
-      quick ? std::vector<std::pair<int64_t, int64_t>>{{768, 3072}}
-            : std::vector<std::pair<int64_t, int64_t>>{{256, 256}, {768, 768}, {768, 3072}, {3072, 768}};
+  std::vector<Product> products = chosen;
+  if (products.empty()) {
+    std::vector<int64_t> ms = quick ? std::vector<int64_t>{1, 64, 512} : std::vector<int64_t>{1, 8, 64, 512, 2048};
+    std::vector<std::pair<int64_t, int64_t>> kns =
+        quick ? std::vector<std::pair<int64_t, int64_t>>{{768, 3072}}
+              : std::vector<std::pair<int64_t, int64_t>>{{256, 256}, {768, 768}, {768, 3072}, {3072, 768}};
+    for (int64_t m : ms) {
+      for (auto [k, n] : kns) products.push_back({m, k, n});
+    }
+  }
   double peak_budget = 0.1;
-  for (DType dtype : {DType::f32, DType::bf16}) {
-    for (int threads : {1, 2}) {
-      for (int64_t m : ms) {
-        for (auto [k, n] : kns) {
-          std::optional<double> before = peak(isa, dtype, threads, peak_budget);
-          double seconds = time_matmul(dtype, m, k, n, threads, isa, budget);
-          std::optional<double> after = peak(isa, dtype, threads, peak_budget);
-          std::optional<double> theirs =
-              dtype == DType::f32 ? numpy.gflops(m, k, n, threads, budget) : std::optional<double>{};
-          double ours = 2.0 * static_cast<double>(m * k * n) / seconds / 1e9;
-          std::string note;
-          std::string peak_text = "-", percent = "-";
-          if (before && after) {
-            double p = std::max(*before, *after);
-            peak_text = fmt::format("{:.1f}", p);
-            percent = fmt::format("{:.1f}%", 100 * ours / p);
-            if (std::min(*before, *after) < 0.9 * p) note = "loaded (peak moved)";
-            if (threads == 2) {
-              std::optional<double> one = peak(isa, dtype, 1, peak_budget);
-              if (one && p < 1.6 * *one) note = "loaded (2 threads < 1.6x 1)";
-            }
+  for (DType dtype : dtypes) {
+    for (int threads : thread_counts) {
+      for (auto [m, k, n] : products) {
+        std::optional<double> before = peak(isa, dtype, threads, peak_budget);
+        double seconds = time_matmul(dtype, m, k, n, threads, isa, budget, transposed);
+        std::optional<double> after = peak(isa, dtype, threads, peak_budget);
+        std::optional<double> theirs =
+            dtype == DType::f32 ? numpy.gflops(m, k, n, threads, budget) : std::optional<double>{};
+        double ours = 2.0 * static_cast<double>(m * k * n) / seconds / 1e9;
+        std::string note;
+        std::string peak_text = "-", percent = "-";
+        if (before && after) {
+          double p = std::max(*before, *after);
+          peak_text = fmt::format("{:.1f}", p);
+          percent = fmt::format("{:.1f}%", 100 * ours / p);
+          if (std::min(*before, *after) < 0.9 * p) note = "loaded (peak moved)";
+          if (threads == 2) {
+            std::optional<double> one = peak(isa, dtype, 1, peak_budget);
+            if (one && p < 1.6 * *one) note = "loaded (2 threads < 1.6x 1)";
           }
-          std::string numpy_text = theirs ? fmt::format("{:.1f}", *theirs) : "-";
-          std::string ratio = theirs ? fmt::format("{:.2f}", ours / *theirs) : "-";
-          std::string bandwidth = "-";
-          if (m == 1) {
-            double bytes = static_cast<double>(k * n) * (dtype == DType::bf16 ? 2 : 4);
-            double gbs = bytes / seconds / 1e9;
-            bandwidth = fmt::format("{:.1f}", gbs);
-            note +=
-                fmt::format("{}{:.0f}% of copy", note.empty() ? "" : "; ", 100 * gbs / (threads == 1 ? copy1 : copy2));
-          }
-          fmt::print("{:<5} {:>3} {:>16} {:>9.1f} {:>9} {:>7} {:>9} {:>8} {:>9}  {}\n", sx::graph::dtype_name(dtype),
-                     threads, fmt::format("{}x{}x{}", m, k, n), ours, peak_text, percent, numpy_text, ratio, bandwidth,
-                     note);
-          std::fflush(stdout);
         }
+        std::string numpy_text = theirs ? fmt::format("{:.1f}", *theirs) : "-";
+        std::string ratio = theirs ? fmt::format("{:.2f}", ours / *theirs) : "-";
+        std::string bandwidth = "-";
+        if (m == 1) {
+          double bytes = static_cast<double>(k * n) * (dtype == DType::bf16 ? 2 : 4);
+          double gbs = bytes / seconds / 1e9;
+          bandwidth = fmt::format("{:.1f}", gbs);
+          note +=
+              fmt::format("{}{:.0f}% of copy", note.empty() ? "" : "; ", 100 * gbs / (threads == 1 ? copy1 : copy2));
+        }
+        fmt::print("{:<5} {:>3} {:>16} {:>9.1f} {:>9} {:>7} {:>9} {:>8} {:>9}  {}\n", sx::graph::dtype_name(dtype),
+                   threads, fmt::format("{}x{}x{}", m, k, n), ours, peak_text, percent, numpy_text, ratio, bandwidth,
+                   note);
+        std::fflush(stdout);
       }
     }
   }
