@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <span>
 #include <type_traits>
 
 #include "device/cpu/fusion_tiles.h"
 #include "device/cpu/gemm.h"
 #include "device/cpu/operand_walk.h"
+#include "device/cpu/row_reduce.h"
 #include "device/cpu/vector_math.h"
 
 namespace sx::device::cpu {
@@ -24,8 +26,11 @@ using graph::NodeId;
 using graph::PrimId;
 
 // Elements a tile: a member's tile is 2 KiB of floats, so a program's tiles stay in
-// the first-level cache.
+// the first-level cache. A group that ends in a reduction takes whole rows a tile,
+// as many as fit kTile, and rows of at most kLongestRow (16 KiB a member's tile,
+// within the second-level cache).
 constexpr int64_t kTile = 512;
+constexpr int64_t kLongestRow = 4096;
 
 bool float_like(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16; }
 
@@ -70,6 +75,37 @@ std::optional<int64_t> member_cost(const graph::Graph& graph, const Node& node) 
   }
 }
 
+// How `node` reduces, when it is a sum, max or min of an f32 or bf16 node over the
+// node's last axes (axes of size 1 aside) in rows of 2 to kLongestRow elements: its
+// output is then one value per contiguous row, in order.
+std::optional<ReduceKind> row_reduction(const graph::Graph& graph, const Node& node) {
+  std::optional<ReduceKind> kind;
+  if (node.op() == PrimId::sum) kind = ReduceKind::sum;
+  if (node.op() == PrimId::reduce_max) kind = ReduceKind::max;
+  if (node.op() == PrimId::reduce_min) kind = ReduceKind::min;
+  if (!kind || !float_like(node.dtype)) return std::nullopt;
+  const Node& x = graph.node(node.inputs[0]);
+  if (x.dtype != node.dtype) return std::nullopt;
+  std::vector<bool> reduced(x.shape.size(), false);
+  for (int64_t axis : node.attrs.get_ints("axes")) reduced[static_cast<size_t>(axis)] = true;
+  int64_t length = 1;
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    if (x.shape[d] == 1) continue;
+    if (reduced[d]) length *= x.shape[d];
+    else if (length > 1) return std::nullopt;  // a kept axis after a reduced one
+  }
+  if (length < 2 || length > kLongestRow) return std::nullopt;
+  return kind;
+}
+
+// Elements a row of a group's reduction.
+int64_t row_length(const graph::Graph& graph, const Node& reduction) {
+  return graph::numel(graph.node(reduction.inputs[0]).shape) / std::max<int64_t>(1, graph::numel(reduction.shape));
+}
+
+// The member whose shape a group's tiles cover: its last elementwise member.
+NodeId tiled_root(const FusedGroup& group) { return group.members[group.members.size() - (group.reduces ? 2 : 1)]; }
+
 // The node whose bytes member `id` reads as input k: an absorbed broadcast's input.
 // (Only a matmul absorbs two nodes deep, and it is never a member.)
 NodeId read_node(const graph::Graph& graph, const std::vector<uint32_t>& absorbed, NodeId id, size_t k) {
@@ -86,10 +122,10 @@ class FusedProgram {
  public:
   FusedProgram(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
                const KernelSet& kernels, int cores)
-      : n_(graph::numel(graph.node(group.members.back()).shape)),
+      : n_(graph::numel(graph.node(tiled_root(group)).shape)),
         kernels_(math_kernels_for(kernels.isa)),
         loops_(tile_kernels_for(kernels.isa)) {
-    const graph::Shape& shape = graph.node(group.members.back()).shape;
+    const graph::Shape& shape = graph.node(tiled_root(group)).shape;
     auto slot_of = [&](NodeId id) -> int {
       auto member = std::find(group.members.begin(), group.members.end(), id);
       if (member != group.members.end())
@@ -106,7 +142,8 @@ class FusedProgram {
       loads_.push_back({.dtype = node.dtype, .walk = std::move(walk), .in_place = in_place, .invariant = invariant});
       cost += 1;
     }
-    for (NodeId id : group.members) {
+    const std::span<const NodeId> elementwise(group.members.data(), group.members.size() - (group.reduces ? 1 : 0));
+    for (NodeId id : elementwise) {
       const Node& node = graph.node(id);
       Instruction instruction{.fn = loops_.by_primitive[graph::index_of(node.op())],
                               .sources = {},
@@ -122,18 +159,28 @@ class FusedProgram {
       outputs_.push_back(written == group.written.end() ? -1 : static_cast<int>(written - group.written.begin()));
       dtypes_.push_back(node.dtype);
     }
-    slots_ = group.operands.size() + group.members.size();
+    slots_ = group.operands.size() + elementwise.size();
+    if (group.reduces) {
+      const Node& node = graph.node(group.members.back());
+      row_ = row_length(graph, node);
+      tile_ = std::max<int64_t>(1, kTile / row_) * row_;
+      reduction_ = Reduction{
+          .kind = *row_reduction(graph, node),
+          .output = static_cast<int>(std::find(group.written.begin(), group.written.end(), group.members.back()) -
+                                     group.written.begin()),
+          .to_bf16 = node.dtype == DType::bf16};
+    }
     threads_ = threads_for(n_ * cost, cores);
-    tiles_ = (n_ + kTile - 1) / kTile;
-    scratch_ = cache_line_bytes(static_cast<size_t>(threads_) * slots_ * kTile * sizeof(float));
+    tiles_ = (n_ + tile_ - 1) / tile_;
+    scratch_ = cache_line_bytes(static_cast<size_t>(threads_) * slots_ * tile_ * sizeof(float));
     tables_.resize(static_cast<size_t>(threads_) * slots_);
   }
 
   void operator()(const uint8_t* const* in, uint8_t* const* out) {
     parallel_parts(tiles_, threads_, [&](int part, int64_t first, int64_t last) {
-      float* scratch = reinterpret_cast<float*>(scratch_.get()) + static_cast<size_t>(part) * slots_ * kTile;
+      float* scratch = reinterpret_cast<float*>(scratch_.get()) + static_cast<size_t>(part) * slots_ * tile_;
       const float** at = tables_.data() + static_cast<size_t>(part) * slots_;
-      for (int64_t tile = first; tile < last; ++tile) run_tile(in, out, tile * kTile, first * kTile, scratch, at);
+      for (int64_t tile = first; tile < last; ++tile) run_tile(in, out, tile * tile_, first * tile_, scratch, at);
     });
   }
 
@@ -149,11 +196,18 @@ class FusedProgram {
     std::array<int, 3> sources;
     bool round_to_bf16;
   };
+  // The root's row reduction of the last member's tile: each row's value to
+  // written output `output`.
+  struct Reduction {
+    ReduceKind kind;
+    int output;
+    bool to_bf16;
+  };
 
   // The tile at `begin`; `first`, the first tile of this thread's part (which loads the invariant operands).
   void run_tile(const uint8_t* const* in, uint8_t* const* out, int64_t begin, int64_t first, float* scratch,
                 const float** at) const {
-    const int64_t length = std::min(kTile, n_ - begin);
+    const int64_t length = std::min(tile_, n_ - begin);
     for (size_t k = 0; k < loads_.size(); ++k) {
       const Load& load = loads_[k];
       if (load.in_place) {
@@ -161,7 +215,7 @@ class FusedProgram {
         continue;
       }
       if (load.invariant && begin != first) continue;  // the tile of the part's first tile
-      float* tile = scratch + k * kTile;
+      float* tile = scratch + k * tile_;
       at[k] = tile;
       graph::visit_dtype(load.dtype, [&](auto types) {
         using S = typename decltype(types)::storage;
@@ -193,7 +247,7 @@ class FusedProgram {
       const Instruction& instruction = instructions_[m];
       const size_t slot = loads_.size() + m;
       const bool in_place = outputs_[m] >= 0 && dtypes_[m] == DType::f32;
-      float* result = in_place ? reinterpret_cast<float*>(out[outputs_[m]]) + begin : scratch + slot * kTile;
+      float* result = in_place ? reinterpret_cast<float*>(out[outputs_[m]]) + begin : scratch + slot * tile_;
       const float* sources[3] = {at[instruction.sources[0]], at[instruction.sources[1]], at[instruction.sources[2]]};
       instruction.fn(sources, result, length, kernels_);
       if (instruction.round_to_bf16) {
@@ -207,6 +261,14 @@ class FusedProgram {
         loops_.narrow_bool(result, reinterpret_cast<bool*>(out[outputs_[m]]) + begin, length);
       }
     }
+    if (!reduction_) return;
+    const float* rows = at[slots_ - 1];
+    for (int64_t r = 0; r * row_ < length; ++r) {
+      const float value = reduce_row<float, float>(reduction_->kind, rows + r * row_, row_);
+      const int64_t at_row = begin / row_ + r;
+      if (reduction_->to_bf16) reinterpret_cast<graph::Bf16*>(out[reduction_->output])[at_row] = graph::Bf16(value);
+      else reinterpret_cast<float*>(out[reduction_->output])[at_row] = value;
+    }
   }
 
   int64_t n_;
@@ -218,6 +280,9 @@ class FusedProgram {
   std::vector<DType> dtypes_;
   size_t slots_ = 0;
   int threads_ = 1;
+  int64_t tile_ = kTile;                // elements a tile: whole rows when the group reduces
+  int64_t row_ = 0;                     // elements a row of the reduction
+  std::optional<Reduction> reduction_;  // the root's, when the group reduces
   int64_t tiles_ = 0;
   CacheLineBytes scratch_;            // per thread: a tile per slot
   std::vector<const float*> tables_;  // per thread: each slot's tile
@@ -231,7 +296,7 @@ class FusedProgram {
 // wrote the member for this group's nodes, which come after its root.)
 void recompute_cheap_operands(const graph::Graph& graph, const std::vector<uint32_t>& absorbed,
                               const std::vector<int>& group_of, FusedGroup& group) {
-  const int64_t size = graph::numel(graph.node(group.members.back()).shape);
+  const int64_t size = graph::numel(graph.node(tiled_root(group)).shape);
   std::vector<bool> inside(graph.nodes.size(), false);
   for (NodeId id : group.members) inside[id] = true;
   // Whether a member of the group reads `node` from memory.
@@ -253,7 +318,8 @@ void recompute_cheap_operands(const graph::Graph& graph, const std::vector<uint3
         const NodeId candidate = read_node(graph, absorbed, id, k);
         if (inside[candidate] || !reads_directly(absorbed, id, k) || group_of[candidate] < 0) continue;
         const Node& node = graph.node(candidate);
-        if (*member_cost(graph, node) > kCheap) continue;
+        // (A group's reduction is no elementwise member: it is not recomputed.)
+        if (std::optional<int64_t> cost = member_cost(graph, node); !cost || *cost > kCheap) continue;
         int added = 0;
         bool through_broadcast_of_member = false;
         for (size_t j = 0; j < node.inputs.size(); ++j) {
@@ -316,12 +382,35 @@ Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, c
     group_of[id] = group;
     members[group].push_back(id);
   }
+  // A row reduction of a group's root (or of a lone member) ends the group, when every
+  // other reader of its members runs after the reduction, where the group now runs.
+  std::vector<bool> reduces(members.size(), false);
+  for (NodeId id = 0; id < count; ++id) {
+    if (!needed[id] || !row_reduction(graph, graph.node(id))) continue;
+    const NodeId x = graph.node(id).inputs[0];
+    const int g = group_of[x];
+    if (g < 0 || members[g][0] != x) continue;
+    bool readers_after = true;
+    for (NodeId member : members[g]) {
+      for (const Use& use : uses[member]) {
+        bool inside = group_of[use.user] == g && use.direct;
+        if (!inside && use.user != id && use.user < id) readers_after = false;
+      }
+    }
+    if (!readers_after) continue;
+    group_of[id] = g;
+    members[g].insert(members[g].begin(), id);
+    reduces[g] = true;
+  }
   Fusion fusion;
   fusion.group_of.assign(count, -1);
-  for (std::vector<NodeId>& reversed : members) {
+  for (size_t g = 0; g < members.size(); ++g) {
+    const std::vector<NodeId>& reversed = members[g];
     if (reversed.size() < 2) continue;
     for (NodeId id : reversed) fusion.group_of[id] = static_cast<int>(fusion.groups.size());
-    fusion.groups.emplace_back().members.assign(reversed.rbegin(), reversed.rend());
+    FusedGroup& group = fusion.groups.emplace_back();
+    group.members.assign(reversed.rbegin(), reversed.rend());
+    group.reduces = reduces[g];
   }
   for (FusedGroup& group : fusion.groups) recompute_cheap_operands(graph, absorbed, fusion.group_of, group);
   // A member is written when a node outside its group reads it: a node of no group, an

@@ -2,10 +2,12 @@
 // (arithmetic, comparisons, where, the transcendental functions, casts between f32
 // and bf16) runs as one step, a tile of the output at a time: each member computes
 // its tile from its operands' tiles, which stay in the cache, and only the members
-// that a node outside the chain reads are written to memory. Every element is the
-// same formula of the same values as when each node runs alone (each member's result
-// rounded to its dtype), so fusion changes no bit. docs/architecture.md says why it
-// is built this way.
+// that a node outside the chain reads are written to memory. A sum, max or min over
+// the chain's last axes ends it: its tiles are then whole rows, each reduced where
+// the chain computed it. Every element is the same formula of the same values as
+// when each node runs alone (each member's result rounded to its dtype, each row
+// reduced in the reduce step's order), so fusion changes no bit.
+// docs/architecture.md says why it is built this way.
 #pragma once
 
 #include <functional>
@@ -20,6 +22,7 @@ using MultiStep = std::function<void(const uint8_t* const* in, uint8_t* const* o
 
 struct FusedGroup {
   std::vector<graph::NodeId> members;   // in graph order; the last (the root) is where it runs
+  bool reduces = false;                 // the root is a row reduction of the member before it
   std::vector<graph::NodeId> written;   // the members read outside the group, the root among them
   std::vector<graph::NodeId> operands;  // the nodes outside the group its members read: the step's in[]
 };

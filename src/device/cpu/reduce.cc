@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "device/cpu/kernels.h"
+#include "device/cpu/row_reduce.h"
 #include "graph/prims/common.h"
 
 namespace sx::device::cpu {
@@ -19,110 +20,6 @@ namespace {
 
 using graph::DType;
 using graph::Shape;
-
-enum class Kind { sum, max, min, argmax, argmin };
-
-// The running value of one output element.
-template <class C>
-struct Extremum {
-  C best;
-  int64_t where = 0;
-  bool seen = false;
-};
-
-template <class C>
-C initial(Kind kind) {
-  bool want_max = kind == Kind::max || kind == Kind::argmax;
-  if constexpr (std::numeric_limits<C>::has_infinity) {
-    return want_max ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
-  } else {
-    return want_max ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
-  }
-}
-
-// The reference's update: NaN wins over every number, ties keep the first.
-template <class C>
-void update(Extremum<C>& e, C v, int64_t position, bool want_max) {
-  bool better = want_max ? v > e.best : v < e.best;
-  if constexpr (std::is_floating_point_v<C>) better = better || (std::isnan(v) && !std::isnan(e.best));
-  if (!e.seen || better) {
-    e.best = v;
-    e.where = position;
-    e.seen = true;
-  }
-}
-
-// The sum of a contiguous row. Floats: element r goes to lane r % 16, the
-// lanes are added in a fixed tree, then the tail in order: one order for
-// every row length, thread count and batch, which the compiler vectorizes
-// (a sequential sum waits on each add's latency). It differs from the
-// reference's sequential order by rounding only; integers wrap, so any order
-// gives the reference's bits, and they keep its loop.
-template <class S, class C>
-C row_sum(const S* row, int64_t n) {
-  if constexpr (std::is_floating_point_v<C>) {
-    constexpr int64_t kLanes = 16;
-    if (n >= 2 * kLanes) {
-      C lanes[kLanes] = {};
-      int64_t full = n - n % kLanes;
-      for (int64_t r = 0; r < full; r += kLanes) {
-        for (int64_t l = 0; l < kLanes; ++l) lanes[l] += static_cast<C>(row[r + l]);
-      }
-      for (int64_t width = kLanes / 2; width > 0; width /= 2) {
-        for (int64_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
-      }
-      C acc = lanes[0];
-      for (int64_t r = full; r < n; ++r) acc += static_cast<C>(row[r]);
-      return acc;
-    }
-  }
-  C acc(0);
-  for (int64_t r = 0; r < n; ++r) acc = graph::prims::wrap_add(acc, static_cast<C>(row[r]));
-  return acc;
-}
-
-// The max (WantMax) or min of a contiguous float row, by 16 lanes the compiler
-// vectorizes, where it is the reference's: when the row has no NaN and the result is
-// not a zero. Then every element equal to it has its bits, whichever the reference's
-// order finds first; a NaN's payload or a zero's sign depends on that order, and
-// those rows (false) take the reference's loop.
-template <bool WantMax, class S, class C>
-bool row_extreme(const S* row, int64_t n, C& result) {
-  constexpr int64_t kLanes = 16;
-  if constexpr (!std::is_floating_point_v<C>) {
-    return false;
-  } else {
-    if (n < kLanes) return false;
-    C lanes[kLanes];
-    bool unordered[kLanes];
-    for (int64_t l = 0; l < kLanes; ++l) {
-      lanes[l] = static_cast<C>(row[l]);
-      unordered[l] = lanes[l] != lanes[l];
-    }
-    int64_t full = n - n % kLanes;
-    for (int64_t r = kLanes; r < full; r += kLanes) {
-      for (int64_t l = 0; l < kLanes; ++l) {
-        C v = static_cast<C>(row[r + l]);
-        lanes[l] = (WantMax ? v > lanes[l] : v < lanes[l]) ? v : lanes[l];
-        unordered[l] = unordered[l] || v != v;
-      }
-    }
-    C best = lanes[0];
-    bool nan = false;
-    for (int64_t l = 0; l < kLanes; ++l) {
-      best = (WantMax ? lanes[l] > best : lanes[l] < best) ? lanes[l] : best;
-      nan = nan || unordered[l];
-    }
-    for (int64_t r = full; r < n; ++r) {
-      C v = static_cast<C>(row[r]);
-      best = (WantMax ? v > best : v < best) ? v : best;
-      nan = nan || v != v;
-    }
-    if (nan || best == C(0)) return false;
-    result = best;
-    return true;
-  }
-}
 
 // The layout of a reduction: out[o] reduces x[base(o) + offset(r)] for r in
 // [0, reduced). Adjacent: base(o) = (o / inner) * reduced * inner + o % inner
@@ -187,13 +84,13 @@ Layout layout_of(const Shape& shape, const std::vector<int64_t>& axes) {
 }
 
 template <class S, class C>
-Step make_reduction(Kind kind, Layout layout, int cores) {
+Step make_reduction(ReduceKind kind, Layout layout, int cores) {
   int64_t outputs = layout.outer * layout.inner;
   int threads = threads_for(outputs * layout.reduced, cores);
   return [kind, layout = std::move(layout), outputs, threads](const uint8_t* const* in, uint8_t* out) {
     const S* x = reinterpret_cast<const S*>(in[0]);
-    bool want_max = kind == Kind::max || kind == Kind::argmax;
-    bool want_index = kind == Kind::argmax || kind == Kind::argmin;
+    bool want_max = kind == ReduceKind::max || kind == ReduceKind::argmax;
+    bool want_index = kind == ReduceKind::argmax || kind == ReduceKind::argmin;
     auto write = [&](int64_t o, const Extremum<C>& e) {
       if (want_index) reinterpret_cast<int64_t*>(out)[o] = e.where;
       else reinterpret_cast<S*>(out)[o] = S(e.best);
@@ -203,7 +100,7 @@ Step make_reduction(Kind kind, Layout layout, int cores) {
       parallel_for(outputs, threads, [&](int64_t begin, int64_t end) {
         for (int64_t o = begin; o < end; ++o) {
           const S* base = x + layout.bases[static_cast<size_t>(o)];
-          if (kind == Kind::sum) {
+          if (kind == ReduceKind::sum) {
             C acc(0);
             for (int64_t r = 0; r < R; ++r)
               acc = graph::prims::wrap_add(acc, static_cast<C>(base[layout.offsets[static_cast<size_t>(r)]]));
@@ -221,11 +118,8 @@ Step make_reduction(Kind kind, Layout layout, int cores) {
       parallel_for(outputs, threads, [&](int64_t begin, int64_t end) {
         for (int64_t o = begin; o < end; ++o) {
           const S* row = x + o * R;
-          if (kind == Kind::sum) {
-            reinterpret_cast<S*>(out)[o] = S(row_sum<S, C>(row, R));
-          } else if (C best; (kind == Kind::max && row_extreme<true, S, C>(row, R, best)) ||
-                             (kind == Kind::min && row_extreme<false, S, C>(row, R, best))) {
-            reinterpret_cast<S*>(out)[o] = S(best);
+          if (!want_index) {
+            reinterpret_cast<S*>(out)[o] = S(reduce_row<S, C>(kind, row, R));
           } else {
             Extremum<C> e{initial<C>(kind)};
             for (int64_t r = 0; r < R; ++r) update(e, static_cast<C>(row[r]), r, want_max);
@@ -245,7 +139,7 @@ Step make_reduction(Kind kind, Layout layout, int cores) {
         for (int64_t blk = begin; blk < end; ++blk) {
           int64_t o = blk / blocks_per_outer, i0 = (blk % blocks_per_outer) * kBlock, w = std::min(kBlock, I - i0);
           const S* base = x + o * R * I + i0;
-          if (kind == Kind::sum) {
+          if (kind == ReduceKind::sum) {
             std::fill_n(acc, w, C(0));
             for (int64_t r = 0; r < R; ++r) {
               const S* row = base + r * I;
@@ -266,7 +160,7 @@ Step make_reduction(Kind kind, Layout layout, int cores) {
   };
 }
 
-template <Kind K>
+template <ReduceKind K>
 Step reduce_step(const StepContext& c, const graph::Node& node) {
   const graph::Node& x = c.graph.node(node.inputs[0]);
   Layout layout = layout_of(x.shape, node.attrs.get_ints("axes"));
@@ -287,11 +181,11 @@ Step reduce_step(const StepContext& c, const graph::Node& node) {
 }  // namespace
 
 void add_reduce_steps(StepTable& table) {
-  table.set(graph::PrimId::sum, reduce_step<Kind::sum>);
-  table.set(graph::PrimId::reduce_max, reduce_step<Kind::max>);
-  table.set(graph::PrimId::reduce_min, reduce_step<Kind::min>);
-  table.set(graph::PrimId::argmax, reduce_step<Kind::argmax>);
-  table.set(graph::PrimId::argmin, reduce_step<Kind::argmin>);
+  table.set(graph::PrimId::sum, reduce_step<ReduceKind::sum>);
+  table.set(graph::PrimId::reduce_max, reduce_step<ReduceKind::max>);
+  table.set(graph::PrimId::reduce_min, reduce_step<ReduceKind::min>);
+  table.set(graph::PrimId::argmax, reduce_step<ReduceKind::argmax>);
+  table.set(graph::PrimId::argmin, reduce_step<ReduceKind::argmin>);
 }
 
 }  // namespace sx::device::cpu

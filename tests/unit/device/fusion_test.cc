@@ -2,9 +2,11 @@
 // nodes give the reference device's bits on every instruction set the host runs, on
 // 1 and 2 threads, with tiles cut short and operands read through broadcasts; the
 // members read outside a chain are written, the others are not (the arena holds no
-// room for them); and a chain that a reduction reads from its middle is still computed
-// before that reduction.
+// room for them); a chain that a reduction reads from its middle is still computed
+// before that reduction; and a sum, max or min over a chain's last axes ends the chain
+// with the bits of the reduce step alone.
 #include <cmath>
+#include <functional>
 
 #include "device/cpu/isa.h"
 #include "graph/builder.h"
@@ -144,6 +146,82 @@ TEST(Fusion, MixedDtypesThroughCasts) {
   NodeId z = b.mul(b.logistic(wide), wide);
   b.output("z", b.cast(b.add(z, wide), DType::bf16));
   expect_reference_bits(graph, {random_of(DType::bf16, shape, 8)});
+}
+
+// A reduction over the last axes of a chain: the chain's own value is an output too,
+// so both can be checked. `reduce` builds the reduction of a node.
+Graph chain_then(const Shape& shape, DType dtype, const std::function<NodeId(Builder&, NodeId)>& reduce) {
+  Graph graph;
+  Builder b(graph);
+  NodeId x = b.input("x", shape, dtype);
+  NodeId y = b.mul(b.tanh(x), b.add(x, b.broadcast(b.cast(b.constant(Tensor::scalar(DType::f32, 0.5)), dtype), shape)));
+  b.output("y", y);
+  b.output("r", reduce(b, y));
+  return graph;
+}
+
+// The fused chain gives the reference's y, and its reduction the bits of the reduce
+// step run alone over that y, on every instruction set and on 1 and 2 threads.
+void expect_fused_reduction_bits(const Shape& shape, DType dtype,
+                                 const std::function<NodeId(Builder&, NodeId)>& reduce) {
+  Graph graph = chain_then(shape, dtype, reduce);
+  std::vector<Tensor> inputs{random_of(dtype, shape, 10)};
+  Tensor y = run_on("reference", graph, inputs)[0];
+  Graph alone;
+  Builder b(alone);
+  b.output("r", reduce(b, b.input("y", shape, dtype)));
+  for (cpu::Isa isa : cpu::host_isas()) {
+    for (int cores : {1, 2}) {
+      std::vector<Tensor> fused = run_cpu(graph, inputs, isa, cores);
+      Tensor expected = run_cpu(alone, {y}, isa, cores)[0];
+      EXPECT_TRUE(same_bits(fused[0], y)) << "y differs on " << cpu::isa_name(isa) << ", " << cores << " threads";
+      EXPECT_TRUE(same_bits(fused[1], expected))
+          << "the reduction differs on " << cpu::isa_name(isa) << ", " << cores << " threads";
+    }
+  }
+}
+
+TEST(Fusion, ARowReductionEndsAChainWithTheReduceStepsBits) {
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(graph::dtype_name(dtype));
+    // Rows of 100 (five a tile, the last tile short), of 700 (one a tile), and of 6 x 50
+    // over two axes with a size-1 axis between them, kept as size 1.
+    expect_fused_reduction_bits({9, 100}, dtype, [](Builder& b, NodeId y) { return b.sum(y, {1}); });
+    expect_fused_reduction_bits({3, 700}, dtype, [](Builder& b, NodeId y) { return b.sum(y, {1}, true); });
+    expect_fused_reduction_bits({4, 6, 1, 50}, dtype, [](Builder& b, NodeId y) { return b.sum(y, {1, 2, 3}); });
+    expect_fused_reduction_bits({9, 100}, dtype, [](Builder& b, NodeId y) { return b.reduce_max(y, {1}); });
+    expect_fused_reduction_bits({5, 40}, dtype, [](Builder& b, NodeId y) { return b.reduce_min(y, {1}, true); });
+  }
+}
+
+TEST(Fusion, AChainEndingInASumWritesOnlyTheSums) {
+  // sum(x * x + x, last axis) over [64, 256]: the arena holds the 64 sums alone.
+  Graph graph;
+  Builder b(graph);
+  NodeId x = b.input("x", {64, 256}, DType::f32);
+  b.output("s", b.sum(b.add(b.mul(x, x), x), {1}));
+  auto plan = make_device("cpu", {.cpu_cores = 1})->compile(graph);
+  EXPECT_EQ(plan->memory().arena_bytes, 64 * sizeof(float));
+}
+
+TEST(Fusion, AReductionWaitsForNoReaderOfTheChain) {
+  // y = x * x is read by a product that runs before the sum of y's rows: the sum does
+  // not join y's step, which must run (and write y) before the product.
+  Shape shape{16, 32};
+  Graph graph;
+  Builder b(graph);
+  NodeId x = b.input("x", shape, DType::f32);
+  NodeId y = b.mul(x, x);
+  NodeId product = b.matmul(y, b.input("w", {32, 8}, DType::f32));
+  b.output("p", product);
+  b.output("m", b.reduce_max(y, {1}));
+  std::vector<Tensor> inputs{random_of(DType::f32, shape, 11), random_of(DType::f32, {32, 8}, 12)};
+  std::vector<Tensor> expected = run_on("reference", graph, inputs);
+  for (int cores : {1, 2}) {
+    std::vector<Tensor> actual = run_cpu(graph, inputs, cpu::host_isas().back(), cores);
+    EXPECT_TRUE(same_bits(actual[1], expected[1]));  // a max: the reference's bits
+    EXPECT_EQ(compare(actual[0], expected[0], false, 32), "");
+  }
 }
 
 }  // namespace

@@ -1,0 +1,131 @@
+// How the cpu device reduces one contiguous row, shared by the reduce steps
+// and the fused steps that end in a reduction (fusion.h), so a row's bits are
+// the same either way.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "graph/prims/common.h"
+
+namespace sx::device::cpu {
+
+enum class ReduceKind { sum, max, min, argmax, argmin };
+
+// The running value of one output element.
+template <class C>
+struct Extremum {
+  C best;
+  int64_t where = 0;
+  bool seen = false;
+};
+
+template <class C>
+C initial(ReduceKind kind) {
+  bool want_max = kind == ReduceKind::max || kind == ReduceKind::argmax;
+  if constexpr (std::numeric_limits<C>::has_infinity) {
+    return want_max ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
+  } else {
+    return want_max ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
+  }
+}
+
+// The reference's update: NaN wins over every number, ties keep the first.
+template <class C>
+void update(Extremum<C>& e, C v, int64_t position, bool want_max) {
+  bool better = want_max ? v > e.best : v < e.best;
+  if constexpr (std::is_floating_point_v<C>) better = better || (std::isnan(v) && !std::isnan(e.best));
+  if (!e.seen || better) {
+    e.best = v;
+    e.where = position;
+    e.seen = true;
+  }
+}
+
+// The sum of a contiguous row. Floats: element r goes to lane r % 16, the
+// lanes are added in a fixed tree, then the tail in order: one order for
+// every row length, thread count and batch, which the compiler vectorizes
+// (a sequential sum waits on each add's latency). It differs from the
+// reference's sequential order by rounding only; integers wrap, so any order
+// gives the reference's bits, and they keep its loop.
+template <class S, class C>
+C row_sum(const S* row, int64_t n) {
+  if constexpr (std::is_floating_point_v<C>) {
+    constexpr int64_t kLanes = 16;
+    if (n >= 2 * kLanes) {
+      C lanes[kLanes] = {};
+      int64_t full = n - n % kLanes;
+      for (int64_t r = 0; r < full; r += kLanes) {
+        for (int64_t l = 0; l < kLanes; ++l) lanes[l] += static_cast<C>(row[r + l]);
+      }
+      for (int64_t width = kLanes / 2; width > 0; width /= 2) {
+        for (int64_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+      }
+      C acc = lanes[0];
+      for (int64_t r = full; r < n; ++r) acc += static_cast<C>(row[r]);
+      return acc;
+    }
+  }
+  C acc(0);
+  for (int64_t r = 0; r < n; ++r) acc = graph::prims::wrap_add(acc, static_cast<C>(row[r]));
+  return acc;
+}
+
+// The max (WantMax) or min of a contiguous float row, by 16 lanes the compiler
+// vectorizes, where it is the reference's: when the row has no NaN and the result is
+// not a zero. Then every element equal to it has its bits, whichever the reference's
+// order finds first; a NaN's payload or a zero's sign depends on that order, and
+// those rows (false) take the reference's loop.
+template <bool WantMax, class S, class C>
+bool row_extreme(const S* row, int64_t n, C& result) {
+  constexpr int64_t kLanes = 16;
+  if constexpr (!std::is_floating_point_v<C>) {
+    return false;
+  } else {
+    if (n < kLanes) return false;
+    C lanes[kLanes];
+    bool unordered[kLanes];
+    for (int64_t l = 0; l < kLanes; ++l) {
+      lanes[l] = static_cast<C>(row[l]);
+      unordered[l] = lanes[l] != lanes[l];
+    }
+    int64_t full = n - n % kLanes;
+    for (int64_t r = kLanes; r < full; r += kLanes) {
+      for (int64_t l = 0; l < kLanes; ++l) {
+        C v = static_cast<C>(row[r + l]);
+        lanes[l] = (WantMax ? v > lanes[l] : v < lanes[l]) ? v : lanes[l];
+        unordered[l] = unordered[l] || v != v;
+      }
+    }
+    C best = lanes[0];
+    bool nan = false;
+    for (int64_t l = 0; l < kLanes; ++l) {
+      best = (WantMax ? lanes[l] > best : lanes[l] < best) ? lanes[l] : best;
+      nan = nan || unordered[l];
+    }
+    for (int64_t r = full; r < n; ++r) {
+      C v = static_cast<C>(row[r]);
+      best = (WantMax ? v > best : v < best) ? v : best;
+      nan = nan || v != v;
+    }
+    if (nan || best == C(0)) return false;
+    result = best;
+    return true;
+  }
+}
+
+// The sum, max or min of a contiguous row of n elements (n > 0 for max and min):
+// row_sum's order for floats, row_extreme where it holds, else the reference's loop.
+template <class S, class C>
+C reduce_row(ReduceKind kind, const S* row, int64_t n) {
+  if (kind == ReduceKind::sum) return row_sum<S, C>(row, n);
+  const bool want_max = kind == ReduceKind::max;
+  if (C best; want_max ? row_extreme<true, S, C>(row, n, best) : row_extreme<false, S, C>(row, n, best)) return best;
+  Extremum<C> e{initial<C>(kind)};
+  for (int64_t r = 0; r < n; ++r) update(e, static_cast<C>(row[r]), r, want_max);
+  return e.best;
+}
+
+}  // namespace sx::device::cpu
