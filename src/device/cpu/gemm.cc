@@ -260,10 +260,13 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
       threads_(1) {
   int mr = kernels.mr, nr = kernels.nr;
   // kc words of an nr-wide B sliver stay in L1 across the row slivers; an
-  // mc x kc block of A stays in L2 across the column slivers. A block after
-  // the first starts at a multiple of 256, so a block of bf16 steps starts a pair.
+  // mc x kc block of A (up to 256 KiB) stays in L2 across the column slivers.
+  // mc holds 252 rows (mr 12 or 6), so a sequence of 128 or 256 tokens is one
+  // block, packed once for all of B, not a block and a ragged few rows that
+  // stream all of B again. A block after the first starts at a multiple of
+  // 256, so a block of bf16 steps starts a pair.
   kc_ = std::clamp<int64_t>(words_, 1, 256);
-  mc_ = mr * std::max(1, 128 / mr);
+  mc_ = mr * std::max(1, 256 / mr);
   nc_ = nr * std::max(1, 2048 / nr);
   nc_resident_ = std::max<int64_t>(nr, (64 << 10) / kc_ / nr * nr);
   // Threads take rectangles of C: rows in whole slivers of mr, columns in
