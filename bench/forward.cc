@@ -16,6 +16,12 @@
 // PyTorch's is the same mean, in a process of its own per setting, on the BLAS it runs
 // (torch_blas.py: it refuses a reference BLAS, and no ratio is given then); on 2 threads
 // the fastest of its thread settings (torch_settings), which the table names.
+//
+// Beside the times, the memory a run needs beyond the parameters and the batch: ours is
+// the compiled plan's arena (every activation, gradient and temporary of a run lives
+// there, and a run allocates nothing else) and the buffers the program returns its
+// results in; PyTorch's is how far its process's peak resident memory rose above what
+// it held before its first run.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -88,8 +94,13 @@ Traced trace(train::Session& session, const Model& model, bool gradient) {
   return traced;
 }
 
-// The mean ms of a run of the program over `seconds`, after two runs to warm up.
-double ours_ms(const Model& model, bool gradient, int cores, double seconds, const std::string& run_file) {
+struct Measured {
+  double ms;          // a run's mean
+  double memory_mib;  // what a run needs beyond the parameters and the batch
+};
+
+// The mean ms of a run of the program over `seconds`, after two runs to warm up, and its memory.
+Measured ours(const Model& model, bool gradient, int cores, double seconds, const std::string& run_file) {
   train::SessionOptions options;
   options.interpreter.library_dirs = {SEXPGPU_LIB_DIR};
   options.choices = model.choices;
@@ -120,7 +131,12 @@ double ours_ms(const Model& model, bool gradient, int cores, double seconds, con
     ++runs;
     elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   }
-  return 1e3 * elapsed / runs;
+  double bytes = static_cast<double>(program.memory().arena_bytes);
+  for (const graph::NamedNode& output : program.graph().outputs) {
+    const graph::Node& node = program.graph().node(output.node);
+    bytes += static_cast<double>(graph::numel(node.shape)) * static_cast<double>(graph::dtype_size(node.dtype));
+  }
+  return {.ms = 1e3 * elapsed / runs, .memory_mib = bytes / (1 << 20)};
 }
 
 // How PyTorch is run on `threads` cores: OpenBLAS's threads, PyTorch's own (OpenMP,
@@ -139,9 +155,10 @@ std::vector<TorchSetting> torch_settings(int threads) {
   return {{threads, threads, false}, {threads, threads, true}, {threads, 1, false}};
 }
 
-// PyTorch's mean ms in one setting, or the reason there is none (the peer's `refuse`).
-std::string torch_ms(const Model& model, bool gradient, const TorchSetting& setting, double seconds,
-                     const std::string& text) {
+// PyTorch's mean ms and memory in one setting (the peer's figures: mean ms, best ms, runs,
+// MiB), or the reason there are none (the peer's `refuse`).
+std::string torch_figures(const Model& model, bool gradient, const TorchSetting& setting, double seconds,
+                          const std::string& text) {
   std::string command = fmt::format(
       "OPENBLAS_NUM_THREADS={} {}/usr/bin/python3 {}/bench/torch_train_peer.py --model {} --mode {} --text {} "
       "--threads {} --seconds {} 2>&1",
@@ -158,7 +175,7 @@ std::string torch_ms(const Model& model, bool gradient, const TorchSetting& sett
   std::getline(lines, header);
   if (header.starts_with("refuse")) return header;
   if (status != 0 || !std::getline(lines, value)) return "refuse the PyTorch peer failed: " + out.substr(0, 300);
-  return value.substr(0, value.find(' '));
+  return value;
 }
 
 std::string load_average() {
@@ -205,30 +222,38 @@ int main(int argc, char** argv) {
   }
   fmt::print("load average before: {}\n", load_average());
   fmt::print(
-      "| model | pass | threads | SexpGPU ms | PyTorch ms | SexpGPU / PyTorch |\n| --- | --- | --- | --- | --- | --- "
-      "|\n");
+      "| model | pass | threads | SexpGPU ms | PyTorch ms | SexpGPU / PyTorch | SexpGPU MiB | PyTorch MiB | "
+      "memory ratio |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (const Model& model : kModels) {
     if (!listed(models, model.name)) continue;
     for (bool gradient : {false, true}) {
       if (!listed(passes, gradient ? "gradient" : "forward")) continue;
       for (int threads : {1, 2}) {
         if (!listed(threads_list, std::to_string(threads))) continue;
-        double ours = ours_ms(model, gradient, threads, seconds, run_file);
+        Measured mine = ours(model, gradient, threads, seconds, run_file);
         std::string theirs, best_setting;
+        double their_ms = 0, their_mib = 0;
         for (const TorchSetting& setting : torch_settings(threads)) {
-          std::string ms = torch_ms(model, gradient, setting, seconds, text);
-          if (ms.starts_with("refuse")) {
-            theirs = ms.substr(7);
+          std::string figures = torch_figures(model, gradient, setting, seconds, text);
+          if (figures.starts_with("refuse")) {
+            theirs = figures.substr(7);
             break;
           }
-          if (best_setting.empty() || std::stod(ms) < std::stod(theirs)) {
-            theirs = ms;
+          double ms = 0, best = 0, runs = 0, mib = 0;
+          std::istringstream(figures) >> ms >> best >> runs >> mib;
+          if (best_setting.empty() || ms < their_ms) {
+            their_ms = ms;
+            their_mib = mib;
+            theirs = fmt::format("{:.2f}", ms);
             best_setting = setting.label();
           }
         }
-        std::string ratio = best_setting.empty() ? "-" : fmt::format("{:.2f}", ours / std::stod(theirs));
-        fmt::print("| gpt-{} | {} | {} | {:.2f} | {}{} | {} |\n", model.name, gradient ? "gradient" : "forward",
-                   threads, ours, theirs, best_setting.empty() ? "" : " (" + best_setting + ")", ratio);
+        bool peer = !best_setting.empty();
+        fmt::print("| gpt-{} | {} | {} | {:.2f} | {}{} | {} | {:.1f} | {} | {} |\n", model.name,
+                   gradient ? "gradient" : "forward", threads, mine.ms, theirs, peer ? " (" + best_setting + ")" : "",
+                   peer ? fmt::format("{:.2f}", mine.ms / their_ms) : "-", mine.memory_mib,
+                   peer ? fmt::format("{:.1f}", their_mib) : "-",
+                   peer && their_mib > 0 ? fmt::format("{:.2f}", mine.memory_mib / their_mib) : "-");
         std::fflush(stdout);
       }
     }

@@ -17,7 +17,9 @@ but the rate, clip_grad_norm_ at 1.0.
 As a program it times training steps: `torch_train_peer.py --model tiny|small|large --text
 PATH --threads N --seconds S` prints `torch VERSION threads N blas NAME (...)` and then the
 mean and the best milliseconds per steady-state step (forward, backward, clipping, AdamW
-step) and the steps timed, over S seconds (at least 3 steps), after a warmup. With
+step), the steps timed, over S seconds (at least 3 steps), after a warmup, and the MiB the
+steps needed: how far the process's peak resident memory rose above what it held before
+the first step (the parameters, the data and PyTorch itself). With
 `--mode forward` it times the forward alone (no autograd), with `--mode gradient` the
 gradient of the loss by every parameter (bench/forward). bench/train.py takes the mean:
 SexpGPU's figure is a mean too. The BLAS is whatever libblas.so.3 the loader finds; on a
@@ -29,6 +31,7 @@ current one.
 import argparse
 import math
 import os
+import resource
 import sys
 import time
 
@@ -116,6 +119,12 @@ def loss_of(p, ids, cfg):
     return F.cross_entropy(logits.reshape(-1, cfg["vocab"]), ids[:, 1:].reshape(-1))
 
 
+def resident_bytes():
+    """The process's resident memory now (/proc/self/statm's second field, in pages)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", choices=sorted(MODELS), required=True)
@@ -161,6 +170,7 @@ def main():
         return torch.autograd.grad(loss_of(params, ids, cfg), tensors)
 
     step = {"step": step, "forward": forward_only, "gradient": gradient}[args.mode]
+    resident_before = resident_bytes()
     for _ in range(args.warmup):
         step()
     print(f"torch {torch.__version__} threads {torch.get_num_threads()} {blas}", flush=True)
@@ -170,7 +180,9 @@ def main():
         t0 = time.perf_counter()
         step()
         times.append(time.perf_counter() - t0)
-    print(f"{1e3 * sum(times) / len(times):.3f} {1e3 * min(times):.3f} {len(times)}", flush=True)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux counts KiB
+    steps_mib = max(0, peak - resident_before) / 2**20
+    print(f"{1e3 * sum(times) / len(times):.3f} {1e3 * min(times):.3f} {len(times)} {steps_mib:.1f}", flush=True)
 
 
 if __name__ == "__main__":
