@@ -389,7 +389,7 @@ Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, c
     if (!needed[id] || !row_reduction(graph, graph.node(id))) continue;
     const NodeId x = graph.node(id).inputs[0];
     const int g = group_of[x];
-    if (g < 0 || members[g][0] != x) continue;
+    if (g < 0 || reduces[g] || members[g][0] != x) continue;  // (a reduction of a reduction starts anew)
     bool readers_after = true;
     for (NodeId member : members[g]) {
       for (const Use& use : uses[member]) {

@@ -191,6 +191,8 @@ TEST(Fusion, ARowReductionEndsAChainWithTheReduceStepsBits) {
     expect_fused_reduction_bits({4, 6, 1, 50}, dtype, [](Builder& b, NodeId y) { return b.sum(y, {1, 2, 3}); });
     expect_fused_reduction_bits({9, 100}, dtype, [](Builder& b, NodeId y) { return b.reduce_max(y, {1}); });
     expect_fused_reduction_bits({5, 40}, dtype, [](Builder& b, NodeId y) { return b.reduce_min(y, {1}, true); });
+    // A reduction of the reduction: a step of its own.
+    expect_fused_reduction_bits({9, 100}, dtype, [](Builder& b, NodeId y) { return b.sum(b.sum(y, {1}), {0}); });
   }
 }
 
