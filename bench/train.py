@@ -1,17 +1,21 @@
-"""bench/train: the training step time of gpt-tiny and gpt-small (bench/gpt.sx) in SexpGPU
-and in PyTorch (bench/torch_train_peer.py), in one run, as a ratio.
+"""bench/train: the training step time of gpt-tiny, gpt-small and gpt-large (bench/gpt.sx)
+in SexpGPU and in PyTorch (bench/torch_train_peer.py), on 1 and on 2 threads, in one run,
+as ratios.
 
-  /usr/bin/python3 bench/train.py [--program build/sexpgpu] [--openblas DIR] [--quick]
+  /usr/bin/python3 bench/train.py [--program build/sexpgpu] [--openblas DIR]
+                                  [--models tiny,small,large] [--threads 1,2] [--quick]
 
 SexpGPU: `sexpgpu run` of bench/gpt.sx (copied into a temporary folder beside the text it
-trains on) for K steps; the steps/s of its last log line is the mean of the training
-loop alone (after the compile, before the final checkpoint), data waits included. It
-runs with --cpu-cores 1 and 2, and the faster is kept.
+trains on) with --cpu-cores N, for K and for 2K steps; the steps/s of a run's last log
+line gives the time of its training loop (after the compile, before the final
+checkpoint, data waits included), and the difference of the two loops over K is the mean
+steady-state step: the first step's one-time work (the optimizer's state filling its
+pages, say) cancels, as PyTorch's warmup is left out of its mean.
 
-PyTorch: the same model, the same optimizer, the mean time of a step after a warmup, in
-each of its thread settings (TORCH_SETTINGS: 1 thread, and on 2 cores OpenBLAS's and
-PyTorch's pools in the combinations that do not fight), the fastest kept, in a process
-of its own per setting. PyTorch runs the
+PyTorch: the same model, the same optimizer, the mean time of a step after a warmup, on
+N threads: on 1, one thread for both its pools; on 2, each of its thread settings
+(TORCH_SETTINGS: OpenBLAS's and PyTorch's pools in the combinations that do not fight),
+the fastest kept, in a process of its own per setting. PyTorch runs the
 BLAS its libblas.so.3 is, which scripts/setup makes OpenBLAS (libopenblas0-pthread); on
 the netlib reference BLAS, which would flatter SexpGPU, the peer refuses and no ratio is
 given (torch_blas.py). --openblas DIR runs PyTorch on the OpenBLAS in DIR (a folder holding
@@ -33,8 +37,13 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TORCH_PYTHON = "/usr/bin/python3"
-# model: (variant, the K steps timed by default and with --quick)
-MODELS = {"tiny": (None, 60, 10), "small": ("small", 10, 3)}
+# model: (gpt.sx's variant or knobs, the K steps timed by default and with --quick)
+MODELS = {
+    "tiny": ([], 60, 10),
+    "small": (["--variant", "small"], 10, 3),
+    "large": (["--knob", "width=768", "--knob", "depth=12", "--knob", "heads=12", "--knob", "window=128",
+               "--knob", "rows=1"], 4, 2),
+}
 
 
 def write_text(path, size=1 << 18):
@@ -51,37 +60,38 @@ def write_text(path, size=1 << 18):
         f.write("".join(out)[:size])
 
 
-def sexpgpu_ms_on(program, run_file, variant, steps, cores, where):
-    """The mean ms per step of one run, from its last log line's steps/s: the loop alone,
-    after the compile and before the final checkpoint."""
+def loop_seconds(program, run_file, choices, steps, cores, where):
+    """The seconds of one run's training loop, from its last log line's steps/s: the loop
+    alone, after the compile and before the final checkpoint."""
     location = tempfile.mkdtemp(dir=where, prefix="loc-")
     command = [program, "run", run_file, "--steps", str(steps), "--checkpoint-dir", location,
-               "--cpu-cores", str(cores)]
-    if variant:
-        command += ["--variant", variant]
+               "--cpu-cores", str(cores)] + choices
     out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     shutil.rmtree(location)
     rates = re.findall(r"([\d.]+) steps/s", out)
     if not rates:
         raise SystemExit(f"bench/train: no steps/s in the run's log:\n{out}")
-    return 1e3 / float(rates[-1])
+    return steps / float(rates[-1])
 
 
-def sexpgpu_ms(program, run_file, variant, steps, where):
-    """The best ms per step over --cpu-cores 1 and 2, and the cores."""
-    return min((sexpgpu_ms_on(program, run_file, variant, steps, cores, where), cores) for cores in (1, 2))
+def sexpgpu_ms(program, run_file, choices, steps, cores, where):
+    """The mean ms of a steady-state step: the loops of 2K and K steps differ by K such steps."""
+    once = loop_seconds(program, run_file, choices, steps, cores, where)
+    twice = loop_seconds(program, run_file, choices, 2 * steps, cores, where)
+    return 1e3 * (twice - once) / steps
 
 
-# PyTorch's thread settings: (OpenBLAS threads, PyTorch threads, OMP_WAIT_POLICY=passive).
-# On 2 cores its two pools (OpenBLAS's and OpenMP's), both spinning by default, fight over
-# the cores; each setting is tried and the fastest kept.
-TORCH_SETTINGS = [(1, 1, False), (2, 2, False), (2, 2, True), (2, 1, False)]
+# PyTorch's thread settings on N threads: (OpenBLAS threads, PyTorch threads,
+# OMP_WAIT_POLICY=passive). On 2 cores its two pools (OpenBLAS's and OpenMP's), both
+# spinning by default, fight over the cores; each setting is tried and the fastest kept.
+TORCH_SETTINGS = {1: [(1, 1, False)], 2: [(2, 2, False), (2, 2, True), (2, 1, False)]}
 
 
-def torch_ms(model, text, seconds, blas_dir):
-    """The best ms per step over PyTorch's thread settings, with a description, or (None, why)."""
+def torch_ms(model, text, seconds, blas_dir, threads_wanted):
+    """The best ms per step over PyTorch's settings on threads_wanted threads, with a
+    description, or (None, why)."""
     best = None
-    for blas_threads, threads, passive in TORCH_SETTINGS:
+    for blas_threads, threads, passive in TORCH_SETTINGS[threads_wanted]:
         env = dict(os.environ)
         env.pop("OPENBLAS_CORETYPE", None)
         env["OPENBLAS_NUM_THREADS"] = str(blas_threads)
@@ -113,7 +123,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--program", default=os.path.join(HERE, "..", "build", "sexpgpu"))
     ap.add_argument("--openblas", help="a folder holding OpenBLAS's libblas.so.3, where it is not the system's")
-    ap.add_argument("--models", default="tiny,small")
+    ap.add_argument("--models", default="tiny,small,large")
+    ap.add_argument("--threads", default="1,2", help="the thread counts to time, of 1 and 2")
     ap.add_argument("--quick", action="store_true", help="fewer steps: a smoke test, not a figure")
     args = ap.parse_args()
     print(f"load average before: {load()}  ({os.cpu_count()} cores)", flush=True)
@@ -124,18 +135,18 @@ def main():
         text = os.path.join(where, "text.txt")
         write_text(text)
         for model in args.models.split(","):
-            variant, k, quick_k = MODELS[model]
-            ours, cores = sexpgpu_ms(args.program, run_file, variant, quick_k if args.quick else k, where)
-            ms, setting = torch_ms(model, text, 1.0 if args.quick else 5.0, args.openblas)
-            ratio = f"{ours / ms:.2f}" if ms else "-"
-            theirs = f"{ms:.1f}" if ms else "-"
-            rows.append((f"gpt-{model}", f"{ours:.1f} ({cores} core{'s' if cores > 1 else ''})",
-                         f"{theirs} ({setting})", ratio))
-            print("  ".join(rows[-1]), flush=True)
+            choices, k, quick_k = MODELS[model]
+            for threads in (int(t) for t in args.threads.split(",")):
+                ours = sexpgpu_ms(args.program, run_file, choices, quick_k if args.quick else k, threads, where)
+                ms, setting = torch_ms(model, text, 1.0 if args.quick else 5.0, args.openblas, threads)
+                ratio = f"{ours / ms:.2f}" if ms else "-"
+                theirs = f"{ms:.1f}" if ms else "-"
+                rows.append((f"gpt-{model}", str(threads), f"{ours:.1f}", f"{theirs} ({setting})", ratio))
+                print("  ".join(rows[-1]), flush=True)
     print(f"load average after: {load()}")
     print()
-    print("| model | SexpGPU ms/step | PyTorch ms/step | SexpGPU / PyTorch |")
-    print("| --- | --- | --- | --- |")
+    print("| model | threads | SexpGPU ms/step | PyTorch ms/step | SexpGPU / PyTorch |")
+    print("| --- | --- | --- | --- | --- |")
     for row in rows:
         print("| " + " | ".join(row) + " |")
 
