@@ -26,11 +26,13 @@ using graph::NodeId;
 using graph::PrimId;
 
 // Elements a tile: a member's tile is 2 KiB of floats, so a program's tiles stay in
-// the first-level cache. A group that ends in a reduction takes whole rows a tile,
-// as many as fit kTile, and rows of at most kLongestRow (16 KiB a member's tile,
-// within the second-level cache).
+// the first-level cache. A group that ends in a reduction takes whole rows a tile, as
+// many as fit kTile, for rows of up to kLongestRow (16 KiB a member's tile, within the
+// second-level cache); a sum of longer rows (a whole tensor's, say) takes each row in
+// pieces of kPiece, a multiple of the sum's 16 lanes, carrying the lanes between them.
 constexpr int64_t kTile = 512;
 constexpr int64_t kLongestRow = 4096;
+constexpr int64_t kPiece = 2048;
 
 bool float_like(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16; }
 
@@ -76,8 +78,8 @@ std::optional<int64_t> member_cost(const graph::Graph& graph, const Node& node) 
 }
 
 // How `node` reduces, when it is a sum, max or min of an f32 or bf16 node over the
-// node's last axes (axes of size 1 aside) in rows of 2 to kLongestRow elements: its
-// output is then one value per contiguous row, in order.
+// node's last axes (axes of size 1 aside) in rows of 2 elements or more (a max or min:
+// up to kLongestRow): its output is then one value per contiguous row, in order.
 std::optional<ReduceKind> row_reduction(const graph::Graph& graph, const Node& node) {
   std::optional<ReduceKind> kind;
   if (node.op() == PrimId::sum) kind = ReduceKind::sum;
@@ -94,7 +96,7 @@ std::optional<ReduceKind> row_reduction(const graph::Graph& graph, const Node& n
     if (reduced[d]) length *= x.shape[d];
     else if (length > 1) return std::nullopt;  // a kept axis after a reduced one
   }
-  if (length < 2 || length > kLongestRow) return std::nullopt;
+  if (length < 2 || (length > kLongestRow && kind != ReduceKind::sum)) return std::nullopt;
   return kind;
 }
 
@@ -163,7 +165,8 @@ class FusedProgram {
     if (group.reduces) {
       const Node& node = graph.node(group.members.back());
       row_ = row_length(graph, node);
-      tile_ = std::max<int64_t>(1, kTile / row_) * row_;
+      in_pieces_ = row_ > kLongestRow;
+      tile_ = in_pieces_ ? kPiece : std::max<int64_t>(1, kTile / row_) * row_;
       reduction_ = Reduction{
           .kind = *row_reduction(graph, node),
           .output = static_cast<int>(std::find(group.written.begin(), group.written.end(), group.members.back()) -
@@ -177,6 +180,10 @@ class FusedProgram {
   }
 
   void operator()(const uint8_t* const* in, uint8_t* const* out) {
+    if (in_pieces_) {
+      sum_rows_in_pieces(in, out);
+      return;
+    }
     parallel_parts(tiles_, threads_, [&](int part, int64_t first, int64_t last) {
       float* scratch = reinterpret_cast<float*>(scratch_.get()) + static_cast<size_t>(part) * slots_ * tile_;
       const float** at = tables_.data() + static_cast<size_t>(part) * slots_;
@@ -204,10 +211,37 @@ class FusedProgram {
     bool to_bf16;
   };
 
-  // The tile at `begin`; `first`, the first tile of this thread's part (which loads the invariant operands).
-  void run_tile(const uint8_t* const* in, uint8_t* const* out, int64_t begin, int64_t first, float* scratch,
-                const float** at) const {
-    const int64_t length = std::min(tile_, n_ - begin);
+  // Rows too long for a tile, each summed by one thread a piece at a time, in
+  // row_sum's order (so with its bits: the rows are longer than 32).
+  void sum_rows_in_pieces(const uint8_t* const* in, uint8_t* const* out) {
+    parallel_parts(n_ / row_, threads_, [&](int part, int64_t first, int64_t last) {
+      float* scratch = reinterpret_cast<float*>(scratch_.get()) + static_cast<size_t>(part) * slots_ * tile_;
+      const float** at = tables_.data() + static_cast<size_t>(part) * slots_;
+      for (int64_t row = first; row < last; ++row) {
+        LaneSums<float> sums;
+        for (int64_t begin = row * row_; begin < (row + 1) * row_; begin += tile_) {
+          const int64_t length = run_tile(in, out, begin, first * row_, scratch, at);
+          const int64_t whole = length - length % LaneSums<float>::kLanes;  // short only at the row's end
+          sums.add(at[slots_ - 1], whole);
+          if (begin + length == (row + 1) * row_)
+            write_row(out, row, sums.finish(at[slots_ - 1] + whole, length - whole));
+        }
+      }
+    });
+  }
+
+  void write_row(uint8_t* const* out, int64_t row, float value) const {
+    if (reduction_->to_bf16) reinterpret_cast<graph::Bf16*>(out[reduction_->output])[row] = graph::Bf16(value);
+    else reinterpret_cast<float*>(out[reduction_->output])[row] = value;
+  }
+
+  // The tile at `begin` (not past its row's end when rows are taken in pieces), and
+  // its length; `first`, the first tile of this thread's part (which loads the
+  // invariant operands). Reduces its rows when they are whole.
+  int64_t run_tile(const uint8_t* const* in, uint8_t* const* out, int64_t begin, int64_t first, float* scratch,
+                   const float** at) const {
+    const int64_t end = in_pieces_ ? (begin / row_ + 1) * row_ : n_;
+    const int64_t length = std::min(tile_, end - begin);
     for (size_t k = 0; k < loads_.size(); ++k) {
       const Load& load = loads_[k];
       if (load.in_place) {
@@ -261,14 +295,12 @@ class FusedProgram {
         loops_.narrow_bool(result, reinterpret_cast<bool*>(out[outputs_[m]]) + begin, length);
       }
     }
-    if (!reduction_) return;
+    if (!reduction_ || in_pieces_) return length;
     const float* rows = at[slots_ - 1];
     for (int64_t r = 0; r * row_ < length; ++r) {
-      const float value = reduce_row<float, float>(reduction_->kind, rows + r * row_, row_);
-      const int64_t at_row = begin / row_ + r;
-      if (reduction_->to_bf16) reinterpret_cast<graph::Bf16*>(out[reduction_->output])[at_row] = graph::Bf16(value);
-      else reinterpret_cast<float*>(out[reduction_->output])[at_row] = value;
+      write_row(out, begin / row_ + r, reduce_row<float, float>(reduction_->kind, rows + r * row_, row_));
     }
+    return length;
   }
 
   int64_t n_;
@@ -282,6 +314,7 @@ class FusedProgram {
   int threads_ = 1;
   int64_t tile_ = kTile;                // elements a tile: whole rows when the group reduces
   int64_t row_ = 0;                     // elements a row of the reduction
+  bool in_pieces_ = false;              // rows longer than kLongestRow: a tile is a piece of one
   std::optional<Reduction> reduction_;  // the root's, when the group reduces
   int64_t tiles_ = 0;
   CacheLineBytes scratch_;            // per thread: a tile per slot

@@ -44,28 +44,46 @@ void update(Extremum<C>& e, C v, int64_t position, bool want_max) {
   }
 }
 
-// The sum of a contiguous row. Floats: element r goes to lane r % 16, the
-// lanes are added in a fixed tree, then the tail in order: one order for
-// every row length, thread count and batch, which the compiler vectorizes
-// (a sequential sum waits on each add's latency). It differs from the
-// reference's sequential order by rounding only; integers wrap, so any order
-// gives the reference's bits, and they keep its loop.
+// A float row sum's running state, which a row read in pieces carries from one
+// piece to the next: element r of the row has gone to lane r % 16.
+template <class C>
+struct LaneSums {
+  static constexpr int64_t kLanes = 16;
+  C lanes[kLanes] = {};
+
+  // Adds the row's next n elements, n a multiple of kLanes.
+  template <class S>
+  void add(const S* x, int64_t n) {
+    for (int64_t r = 0; r < n; r += kLanes) {
+      for (int64_t l = 0; l < kLanes; ++l) lanes[l] += static_cast<C>(x[r + l]);
+    }
+  }
+  // The row's sum: the lanes added in a fixed tree, then its last n < kLanes elements in order.
+  template <class S>
+  C finish(const S* tail, int64_t n) {
+    for (int64_t width = kLanes / 2; width > 0; width /= 2) {
+      for (int64_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+    }
+    C acc = lanes[0];
+    for (int64_t r = 0; r < n; ++r) acc += static_cast<C>(tail[r]);
+    return acc;
+  }
+};
+
+// The sum of a contiguous row. Floats of 32 elements or more: element r goes to
+// lane r % 16, the lanes are added in a fixed tree, then the tail in order
+// (LaneSums): one order for every row length, thread count and batch, which the
+// compiler vectorizes (a sequential sum waits on each add's latency). It differs
+// from the reference's sequential order by rounding only; integers wrap, so any
+// order gives the reference's bits, and they keep its loop.
 template <class S, class C>
 C row_sum(const S* row, int64_t n) {
   if constexpr (std::is_floating_point_v<C>) {
-    constexpr int64_t kLanes = 16;
-    if (n >= 2 * kLanes) {
-      C lanes[kLanes] = {};
-      int64_t full = n - n % kLanes;
-      for (int64_t r = 0; r < full; r += kLanes) {
-        for (int64_t l = 0; l < kLanes; ++l) lanes[l] += static_cast<C>(row[r + l]);
-      }
-      for (int64_t width = kLanes / 2; width > 0; width /= 2) {
-        for (int64_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
-      }
-      C acc = lanes[0];
-      for (int64_t r = full; r < n; ++r) acc += static_cast<C>(row[r]);
-      return acc;
+    if (n >= 2 * LaneSums<C>::kLanes) {
+      LaneSums<C> sums;
+      int64_t full = n - n % LaneSums<C>::kLanes;
+      sums.add(row, full);
+      return sums.finish(row + full, n - full);
     }
   }
   C acc(0);

@@ -191,19 +191,27 @@ TEST(Fusion, ARowReductionEndsAChainWithTheReduceStepsBits) {
     expect_fused_reduction_bits({4, 6, 1, 50}, dtype, [](Builder& b, NodeId y) { return b.sum(y, {1, 2, 3}); });
     expect_fused_reduction_bits({9, 100}, dtype, [](Builder& b, NodeId y) { return b.reduce_max(y, {1}); });
     expect_fused_reduction_bits({5, 40}, dtype, [](Builder& b, NodeId y) { return b.reduce_min(y, {1}, true); });
+    // Sums of rows longer than a tile takes, in pieces: rows of 5000 (the last piece's
+    // length not a multiple of the 16 lanes), and a whole tensor's sum.
+    expect_fused_reduction_bits({2, 5000}, dtype, [](Builder& b, NodeId y) { return b.sum(y, {1}); });
+    expect_fused_reduction_bits({70, 80}, dtype, [](Builder& b, NodeId y) { return b.sum(y, {0, 1}); });
     // A reduction of the reduction: a step of its own.
     expect_fused_reduction_bits({9, 100}, dtype, [](Builder& b, NodeId y) { return b.sum(b.sum(y, {1}), {0}); });
   }
 }
 
 TEST(Fusion, AChainEndingInASumWritesOnlyTheSums) {
-  // sum(x * x + x, last axis) over [64, 256]: the arena holds the 64 sums alone.
-  Graph graph;
-  Builder b(graph);
-  NodeId x = b.input("x", {64, 256}, DType::f32);
-  b.output("s", b.sum(b.add(b.mul(x, x), x), {1}));
-  auto plan = make_device("cpu", {.cpu_cores = 1})->compile(graph);
-  EXPECT_EQ(plan->memory().arena_bytes, 64 * sizeof(float));
+  // sum(x * x + x) over [64, 256]'s last axis, and over all of [64, 8192] (rows
+  // longer than a tile): the arena holds the sums alone (on a cache line at least).
+  for (auto [shape, axes] : {std::pair<Shape, std::vector<int64_t>>{{64, 256}, {1}}, {{64, 8192}, {0, 1}}}) {
+    Graph graph;
+    Builder b(graph);
+    NodeId x = b.input("x", shape, DType::f32);
+    NodeId s = b.sum(b.add(b.mul(x, x), x), axes);
+    b.output("s", s);
+    auto plan = make_device("cpu", {.cpu_cores = 1})->compile(graph);
+    EXPECT_EQ(plan->memory().arena_bytes, std::max<size_t>(64, graph::numel(graph.node(s).shape) * sizeof(float)));
+  }
 }
 
 TEST(Fusion, AReductionWaitsForNoReaderOfTheChain) {
