@@ -7,7 +7,7 @@
 //   gpt-large  width 768, 12 blocks, 12 heads, 128 bytes a row, batch 1
 //
 //   build/bench/forward [--models tiny,small,large] [--passes forward,gradient]
-//                       [--threads 1,2] [--seconds S]
+//                       [--threads 1,2] [--seconds S] [--precision f32,bf16]
 //
 // The forward is the logits of a batch of byte ids; the gradient is that of the mean
 // cross-entropy of the next byte with respect to every parameter. Each is one program
@@ -16,6 +16,10 @@
 // PyTorch's is the same mean, in a process of its own per setting, on the BLAS it runs
 // (torch_blas.py: it refuses a reference BLAS, and no ratio is given then); on 2 threads
 // the fastest of its thread settings (torch_settings), which the table names.
+//
+// With --precision bf16, every matrix product runs on bf16 operands, summed in f32 (the
+// policy of `defrun :precision :bf16`, graph::bf16_products), and PyTorch's runs under
+// torch.autocast("cpu", bfloat16), which does the same to its products.
 //
 // Beside the times, the memory a run needs beyond the parameters and the batch: ours is
 // the compiled plan's arena (every activation, gradient and temporary of a run lives
@@ -69,7 +73,7 @@ struct Traced {
   std::vector<runtime::Binding> inputs, outputs;
 };
 
-Traced trace(train::Session& session, const Model& model, bool gradient) {
+Traced trace(train::Session& session, const Model& model, bool gradient, bool bf16) {
   const auto& tracer = session.interp().tracer();
   graph::Builder& b = tracer->builder();
   lang::Value ids = lang::make_tensor(tracer, b.input("data.ids", {model.rows, model.window}, graph::DType::i32));
@@ -85,7 +89,8 @@ Traced trace(train::Session& session, const Model& model, bool gradient) {
     for (const auto& p : session.params().params) wrt.push_back(p.decl->node);
     outputs = graph::gradients(b, lang::as_tensor(loss)->node, wrt);
   }
-  Traced traced{graph::extract(tracer->graph(), outputs), {}, {}};
+  graph::Graph extracted = graph::extract(tracer->graph(), outputs);
+  Traced traced{bf16 ? graph::bf16_products(extracted) : std::move(extracted), {}, {}};
   for (const auto& input : traced.graph.inputs) {
     traced.inputs.push_back(
         {input.name.starts_with("data.") ? runtime::Role::data : runtime::Role::parameter, input.name});
@@ -100,14 +105,14 @@ struct Measured {
 };
 
 // The mean ms of a run of the program over `seconds`, after two runs to warm up, and its memory.
-Measured ours(const Model& model, bool gradient, int cores, double seconds, const std::string& run_file) {
+Measured ours(const Model& model, bool gradient, bool bf16, int cores, double seconds, const std::string& run_file) {
   train::SessionOptions options;
   options.interpreter.library_dirs = {SEXPGPU_LIB_DIR};
   options.choices = model.choices;
   train::Session session(std::move(options));
   session.load(run_file);
   auto device = device::make_device("cpu", {.cpu_cores = cores});
-  Traced traced = trace(session, model, gradient);
+  Traced traced = trace(session, model, gradient, bf16);
   runtime::Store store(*device);
   for (auto& [path, value] : model::initial_values(session.params(), session.seed(), *device)) {
     store.put(path, std::move(value));
@@ -157,13 +162,13 @@ std::vector<TorchSetting> torch_settings(int threads) {
 
 // PyTorch's mean ms and memory in one setting (the peer's figures: mean ms, best ms, runs,
 // MiB), or the reason there are none (the peer's `refuse`).
-std::string torch_figures(const Model& model, bool gradient, const TorchSetting& setting, double seconds,
+std::string torch_figures(const Model& model, bool gradient, bool bf16, const TorchSetting& setting, double seconds,
                           const std::string& text) {
   std::string command = fmt::format(
       "OPENBLAS_NUM_THREADS={} {}/usr/bin/python3 {}/bench/torch_train_peer.py --model {} --mode {} --text {} "
-      "--threads {} --seconds {} 2>&1",
+      "--threads {} --seconds {} --precision {} 2>&1",
       setting.blas_threads, setting.passive ? "OMP_WAIT_POLICY=passive " : "", SEXPGPU_SOURCE_DIR, model.name,
-      gradient ? "gradient" : "forward", text, setting.torch_threads, seconds);
+      gradient ? "gradient" : "forward", text, setting.torch_threads, seconds, bf16 ? "bf16" : "f32");
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return "refuse cannot start /usr/bin/python3";
   std::string out;
@@ -178,6 +183,24 @@ std::string torch_figures(const Model& model, bool gradient, const TorchSetting&
   return value;
 }
 
+// PyTorch's figures in its fastest thread setting, or why there are none.
+struct Peer {
+  double ms = 0, mib = 0;
+  std::string setting, refusal;
+};
+
+Peer fastest_torch(const Model& model, bool gradient, bool bf16, int threads, double seconds, const std::string& text) {
+  Peer fastest;
+  for (const TorchSetting& setting : torch_settings(threads)) {
+    std::string figures = torch_figures(model, gradient, bf16, setting, seconds, text);
+    if (figures.starts_with("refuse")) return {0, 0, "", figures.substr(7)};
+    double ms = 0, best = 0, runs = 0, mib = 0;
+    std::istringstream(figures) >> ms >> best >> runs >> mib;
+    if (fastest.setting.empty() || ms < fastest.ms) fastest = {ms, mib, setting.label(), ""};
+  }
+  return fastest;
+}
+
 std::string load_average() {
   std::ifstream in("/proc/loadavg");
   std::string a, b, c;
@@ -189,7 +212,7 @@ std::string load_average() {
 
 int main(int argc, char** argv) {
   double seconds = 3.0;
-  std::string models = "tiny,small,large", passes = "forward,gradient", threads_list = "1,2";
+  std::string models = "tiny,small,large", passes = "forward,gradient", threads_list = "1,2", precisions = "f32";
   // Whether `name` is in the comma-separated `list`.
   auto listed = [](const std::string& list, const std::string& name) {
     return ("," + list + ",").find("," + name + ",") != std::string::npos;
@@ -203,8 +226,12 @@ int main(int argc, char** argv) {
       passes = argv[++i];
     } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       threads_list = argv[++i];
+    } else if (std::strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
+      precisions = argv[++i];
     } else {
-      std::puts("usage: forward [--models tiny,small,large] [--passes forward,gradient] [--threads 1,2] [--seconds S]");
+      std::puts(
+          "usage: forward [--models tiny,small,large] [--passes forward,gradient] [--threads 1,2] [--seconds S]\n"
+          "               [--precision f32,bf16]");
       return std::strcmp(argv[i], "--help") == 0 ? 0 : 2;
     }
   }
@@ -222,39 +249,27 @@ int main(int argc, char** argv) {
   }
   fmt::print("load average before: {}\n", load_average());
   fmt::print(
-      "| model | pass | threads | SexpGPU ms | PyTorch ms | SexpGPU / PyTorch | SexpGPU MiB | PyTorch MiB | "
-      "memory ratio |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+      "| model | pass | precision | threads | SexpGPU ms | PyTorch ms | SexpGPU / PyTorch | SexpGPU MiB | PyTorch MiB "
+      "| memory ratio |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (const Model& model : kModels) {
     if (!listed(models, model.name)) continue;
     for (bool gradient : {false, true}) {
       if (!listed(passes, gradient ? "gradient" : "forward")) continue;
       for (int threads : {1, 2}) {
         if (!listed(threads_list, std::to_string(threads))) continue;
-        Measured mine = ours(model, gradient, threads, seconds, run_file);
-        std::string theirs, best_setting;
-        double their_ms = 0, their_mib = 0;
-        for (const TorchSetting& setting : torch_settings(threads)) {
-          std::string figures = torch_figures(model, gradient, setting, seconds, text);
-          if (figures.starts_with("refuse")) {
-            theirs = figures.substr(7);
-            break;
-          }
-          double ms = 0, best = 0, runs = 0, mib = 0;
-          std::istringstream(figures) >> ms >> best >> runs >> mib;
-          if (best_setting.empty() || ms < their_ms) {
-            their_ms = ms;
-            their_mib = mib;
-            theirs = fmt::format("{:.2f}", ms);
-            best_setting = setting.label();
-          }
+        for (bool bf16 : {false, true}) {
+          if (!listed(precisions, bf16 ? "bf16" : "f32")) continue;
+          Measured mine = ours(model, gradient, bf16, threads, seconds, run_file);
+          Peer theirs = fastest_torch(model, gradient, bf16, threads, seconds, text);
+          bool peer = theirs.refusal.empty();
+          fmt::print("| gpt-{} | {} | {} | {} | {:.2f} | {} | {} | {:.1f} | {} | {} |\n", model.name,
+                     gradient ? "gradient" : "forward", bf16 ? "bf16" : "f32", threads, mine.ms,
+                     peer ? fmt::format("{:.2f} ({})", theirs.ms, theirs.setting) : theirs.refusal,
+                     peer ? fmt::format("{:.2f}", mine.ms / theirs.ms) : "-", mine.memory_mib,
+                     peer ? fmt::format("{:.1f}", theirs.mib) : "-",
+                     peer && theirs.mib > 0 ? fmt::format("{:.2f}", mine.memory_mib / theirs.mib) : "-");
+          std::fflush(stdout);
         }
-        bool peer = !best_setting.empty();
-        fmt::print("| gpt-{} | {} | {} | {:.2f} | {}{} | {} | {:.1f} | {} | {} |\n", model.name,
-                   gradient ? "gradient" : "forward", threads, mine.ms, theirs, peer ? " (" + best_setting + ")" : "",
-                   peer ? fmt::format("{:.2f}", mine.ms / their_ms) : "-", mine.memory_mib,
-                   peer ? fmt::format("{:.1f}", their_mib) : "-",
-                   peer && their_mib > 0 ? fmt::format("{:.2f}", mine.memory_mib / their_mib) : "-");
-        std::fflush(stdout);
       }
     }
   }

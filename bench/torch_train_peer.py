@@ -21,7 +21,9 @@ step), the steps timed, over S seconds (at least 3 steps), after a warmup, and t
 steps needed: how far the process's peak resident memory rose above what it held before
 the first step (the parameters, the data and PyTorch itself). With
 `--mode forward` it times the forward alone (no autograd), with `--mode gradient` the
-gradient of the loss by every parameter (bench/forward). bench/train.py takes the mean:
+gradient of the loss by every parameter (bench/forward); with `--precision bf16` those
+run under torch.autocast("cpu", bfloat16), which runs every matrix product on bf16
+operands (bench/forward --precision bf16). bench/train.py takes the mean:
 SexpGPU's figure is a mean too. The BLAS is whatever libblas.so.3 the loader finds; on a
 reference BLAS it prints `refuse WHY` and times nothing (torch_blas.py).
 OPENBLAS_CORETYPE is dropped from the environment before torch loads, as
@@ -135,6 +137,8 @@ def main():
     ap.add_argument("--mode", choices=["step", "forward", "gradient"], default="step",
                     help="what is timed: the training step, the forward alone (no autograd), or the "
                          "gradient of the loss (forward and backward)")
+    ap.add_argument("--precision", choices=["f32", "bf16"], default="f32",
+                    help="bf16: the forward and the gradient under torch.autocast(cpu, bfloat16)")
     args = ap.parse_args()
     blas = blas_line(torch)
     if blas.startswith("refuse"):
@@ -170,6 +174,12 @@ def main():
         return torch.autograd.grad(loss_of(params, ids, cfg), tensors)
 
     step = {"step": step, "forward": forward_only, "gradient": gradient}[args.mode]
+    if args.precision == "bf16":
+        plain = step
+
+        def step():
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return plain()
     resident_before = resident_bytes()
     for _ in range(args.warmup):
         step()

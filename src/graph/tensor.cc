@@ -1,4 +1,4 @@
-// Host tensors and bf16 rounding.
+// Host tensors.
 #include "graph/tensor.h"
 
 #include <fmt/format.h>
@@ -10,18 +10,6 @@
 #include "graph/prims/scalar.h"
 
 namespace sx::graph {
-
-Bf16::Bf16(float value) {
-  uint32_t f = std::bit_cast<uint32_t>(value);
-  if (std::isnan(value)) {
-    bits = static_cast<uint16_t>((f >> 16) | 0x40);  // keep it a quiet NaN
-    return;
-  }
-  uint32_t rounding = 0x7fff + ((f >> 16) & 1);
-  bits = static_cast<uint16_t>((f + rounding) >> 16);
-}
-
-Bf16::operator float() const { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
 
 Tensor::Tensor(DType dtype, Shape shape)
     : dtype_(dtype), shape_(std::move(shape)), bytes_(static_cast<size_t>(graph::numel(shape_)) * dtype_size(dtype)) {}

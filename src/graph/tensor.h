@@ -4,6 +4,7 @@
 // kernels use to run one loop per element type.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -18,8 +19,17 @@ namespace sx::graph {
 struct Bf16 {
   uint16_t bits = 0;
   Bf16() = default;
-  explicit Bf16(float value);
-  explicit operator float() const;
+  // Inline, and NaN told apart by its bits, so loops of conversions vectorize.
+  explicit Bf16(float value) {
+    uint32_t f = std::bit_cast<uint32_t>(value);
+    if ((f & 0x7fffffffu) > 0x7f800000u) {
+      bits = static_cast<uint16_t>((f >> 16) | 0x40);  // a NaN: kept a quiet NaN
+      return;
+    }
+    uint32_t rounding = 0x7fff + ((f >> 16) & 1);
+    bits = static_cast<uint16_t>((f + rounding) >> 16);
+  }
+  explicit operator float() const { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
 };
 
 class Tensor {
