@@ -67,13 +67,23 @@ Graph select_outputs(const Graph& graph, std::span<const std::string> names);
 // cpu).
 Graph take_at(const Graph& graph);
 
+// A weight's gradient over a batch, sum over axis 0 of matmul(transpose(x), dy) with
+// x [batch, k, m] and dy [batch, k, n] in f32, as one product over all the batch's rows:
+// transpose(x as [batch * k, m]) @ (dy as [batch * k, n]). The batch's products are not
+// written, nor summed after, and the product has batch times the depth, which a GEMM
+// runs nearer its peak. The sums differ from the graph's by their order alone. The cpu
+// device runs every graph in this form; bf16_products takes it first, so that a
+// weight's bf16 gradient is one product, rounded once, as PyTorch's autocast computes it.
+Graph merge_batch_sums(const Graph& graph);
+
 // The bf16 policy as a server applies it (`--precision bf16`): every matrix product of
 // f32 operands runs on both operands cast to bf16, and its result is cast back to f32,
 // so every output keeps its dtype. The product is the bf16 matmul the devices run: the
 // operands rounded to bf16 (8 significant bits), their products exact in f32 and
 // summed in f32, the sum rounded once to bf16; cast back, it carries bf16's precision
-// (a relative error within 2^-8 of the f32 sum of the rounded operands). A graph
-// without such a product is returned as it is. A product that reads one of the inputs
+// (a relative error within 2^-8 of the f32 sum of the rounded operands). A weight's
+// gradient over a batch is one product first (merge_batch_sums). A graph without such
+// a product is returned as it is. A product that reads one of the inputs
 // named in `kept_f32` (a parameter declared `:numerics :high`), directly or through a
 // broadcast, reshape or transpose of it, stays f32: that input is never cast down.
 Graph bf16_products(const Graph& graph, std::span<const std::string> kept_f32 = {});

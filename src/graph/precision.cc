@@ -19,10 +19,11 @@
 namespace sx::graph {
 namespace {
 
-// The bf16 form of a node of the new graph, made once per node. A broadcast
-// (a weight spread over a batch) is cast before it is spread: the same
-// values, a cast of the weight alone, and the product still reads a broadcast
-// weight, as devices that run it as one product expect.
+// The bf16 form of a node of the new graph, made once per node. A broadcast,
+// reshape or transpose is cast below it: the same values, a cast of the
+// weight alone (not of it spread over a batch, nor of a transposed copy), and
+// the product still reads a broadcast or transposed operand where it lies, as
+// the cpu device's products do.
 class Bf16Operands {
  public:
   explicit Bf16Operands(Builder& b) : b_(b) {}
@@ -31,10 +32,10 @@ class Bf16Operands {
     if (auto it = made_.find(x); it != made_.end()) return it->second;
     const Node& node = b_.node(x);
     NodeId made;
-    if (node.op() == PrimId::broadcast) {
-      Shape shape = node.shape;
-      NodeId spread = node.inputs[0];
-      made = b_.broadcast(of(spread), shape);
+    if (node.op() == PrimId::broadcast || node.op() == PrimId::reshape || node.op() == PrimId::transpose) {
+      const Primitive& prim = *node.prim;
+      Attrs attrs = node.attrs;  // `node` moves when the builder adds nodes
+      made = b_.emit(prim, {of(node.inputs[0])}, attrs);
     } else {
       made = b_.cast(x, DType::bf16);
     }
@@ -60,7 +61,8 @@ bool reads_kept(const Graph& graph, NodeId x, const std::unordered_set<NodeId>& 
 
 }  // namespace
 
-Graph bf16_products(const Graph& graph, std::span<const std::string> kept_f32) {
+Graph bf16_products(const Graph& given, std::span<const std::string> kept_f32) {
+  const Graph graph = merge_batch_sums(given);
   std::unordered_set<NodeId> kept;
   for (const std::string& name : kept_f32) {
     if (auto node = graph.find_input(name)) kept.insert(*node);

@@ -27,8 +27,8 @@
 #include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
 #include "device/cpu/profile.h"
-#include "device/cpu/rewrite.h"
 #include "device/interrupt.h"
+#include "graph/passes.h"
 #include "graph/primitive.h"
 #include "graph/verify.h"
 
@@ -328,7 +328,7 @@ CpuDevice::CpuDevice(const DeviceOptions& options) : cores_(options.cpu_cores), 
 
 std::unique_ptr<Plan> CpuDevice::compile(const graph::Graph& graph) {
   graph::verify(graph);
-  return std::make_unique<CpuPlan>(*this, cpu::merge_batch_sums(graph));
+  return std::make_unique<CpuPlan>(*this, graph::merge_batch_sums(graph));
 }
 
 std::vector<std::string> CpuDevice::fallback_primitives() const {

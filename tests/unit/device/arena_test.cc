@@ -203,7 +203,7 @@ TEST(CpuArena, ProductsReadBroadcastTransposedWeightsWithoutCopies) {
 }
 
 // A weight's gradient over a batch, sum over the batch of transpose(x) @ dy, is one
-// product over the batch's rows on cpu (device/cpu/rewrite.h): within a sum's
+// product over the batch's rows on cpu (graph::merge_batch_sums): within a sum's
 // tolerance of the reference, the same bits on every instruction set and thread
 // count, and the batch's products never in the arena (unless they are an output too,
 // which leaves the sum's bits as they are). bf16 keeps the graph's form: each entry's
