@@ -7,7 +7,7 @@
 // the row), numpy's matmul on OpenBLAS (f32; bench/numpy_peer.py) and, for
 // M = 1, the copy bandwidth, since one row reads all of B once.
 //
-//   build/bench/cpu_matmul [--quick] [--isa scalar|avx2|avx512|avx512bf16]
+//   build/bench/cpu_matmul [--quick] [--isa scalar|avx2|avx512|avx512bf16|amx]
 //
 // A row whose two peak measurements differ by more than 10%, or whose
 // 2-thread peak is under 1.6 times the 1-thread one, is marked `loaded`: the
@@ -44,13 +44,15 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 
 // The peak in GFLOP/s of the instruction that multiplies `dtype` on
 // `threads` threads: the best of short tries over `budget_s`. f32 FMA, or
-// VDPBF16PS for bf16 with avx512bf16 (bf16 elsewhere runs on the f32 FMA).
+// VDPBF16PS for bf16 with avx512bf16, TDPBF16PS for bf16 with amx (bf16 elsewhere runs
+// on the f32 FMA).
 // None for the scalar kernels (no vector peak to compare).
 std::optional<double> peak(Isa isa, DType dtype, int threads, double budget_s) {
   if (isa == Isa::scalar) return std::nullopt;
   const int64_t iterations = 100'000;
-  bool pairs = isa == Isa::avx512bf16 && dtype == DType::bf16;
-  double lanes = isa == Isa::avx2 ? 8 : pairs ? 32 : 16, best = 0;
+  bool pairs = isa == Isa::avx512bf16 && dtype == DType::bf16, tiles = isa == Isa::amx && dtype == DType::bf16;
+  // 12 chains of vectors of multiply-adds an iteration, or 4 tiles of 16 x 16 x 32.
+  double flops = tiles ? 4.0 * 2 * 16 * 16 * 32 : 12.0 * 2 * (isa == Isa::avx2 ? 8 : pairs ? 32 : 16), best = 0;
   ThreadPool& pool = ThreadPool::shared();
   threads = std::min(threads, pool.size());
   std::vector<float> results(static_cast<size_t>(threads));
@@ -59,9 +61,10 @@ std::optional<double> peak(Isa isa, DType dtype, int threads, double budget_s) {
     pool.run(threads, [&](int t) {
       results[static_cast<size_t>(t)] = isa == Isa::avx2 ? fma_peak_avx2(iterations)
                                         : pairs          ? dpbf16_peak_avx512bf16(iterations)
+                                        : tiles          ? tdpbf16_peak_amx(iterations)
                                                          : fma_peak_avx512(iterations);
     });
-    best = std::max(best, 12.0 * 2 * lanes * static_cast<double>(iterations) * threads / seconds_since(start) / 1e9);
+    best = std::max(best, flops * static_cast<double>(iterations) * threads / seconds_since(start) / 1e9);
   }
   return best;
 }
@@ -254,7 +257,7 @@ int main(int argc, char** argv) {
     } else {
       bool help = arg == "--help" || arg == "-h";
       fmt::print(help ? stdout : stderr,
-                 "usage: cpu_matmul [--quick] [--isa scalar|avx2|avx512|avx512bf16] [--shape MxKxN]...\n"
+                 "usage: cpu_matmul [--quick] [--isa scalar|avx2|avx512|avx512bf16|amx] [--shape MxKxN]...\n"
                  "                  [--threads N] [--dtype f32|bf16]\n"
                  "                  [--a-transposed] [--b-transposed]\n"
                  "  --a-transposed: the left operand is the transpose of a [K, M] input\n"

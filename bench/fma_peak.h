@@ -26,3 +26,4 @@ float fma_chains(int64_t iterations) {
 float fma_peak_avx2(int64_t iterations);
 float fma_peak_avx512(int64_t iterations);
 float dpbf16_peak_avx512bf16(int64_t iterations);
+float tdpbf16_peak_amx(int64_t iterations);  // 4 tile instructions an iteration

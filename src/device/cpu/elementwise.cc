@@ -8,6 +8,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "device/cpu/fusion_tiles.h"
 #include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
 #include "device/cpu/operand_walk.h"
@@ -59,7 +60,23 @@ Step binary(DType dtype, int64_t n, int threads, Fn f) {
   });
 }
 
-Step cast(DType from, DType to, int64_t n, int threads) {
+Step cast(DType from, DType to, int64_t n, int threads, const TileKernels& tiles) {
+  // Between f32 and bf16 (a bf16 product's operands and result), the instruction set's
+  // vector loops: the same conversions, several times faster than the generic one.
+  if (from == DType::f32 && to == DType::bf16) {
+    return [n, threads, narrow = tiles.narrow_bf16](const uint8_t* const* in, uint8_t* out) {
+      parallel_for(n, threads, [&](int64_t begin, int64_t end) {
+        narrow(reinterpret_cast<const float*>(in[0]) + begin, reinterpret_cast<graph::Bf16*>(out) + begin, end - begin);
+      });
+    };
+  }
+  if (from == DType::bf16 && to == DType::f32) {
+    return [n, threads, widen = tiles.widen_bf16](const uint8_t* const* in, uint8_t* out) {
+      parallel_for(n, threads, [&](int64_t begin, int64_t end) {
+        widen(reinterpret_cast<const graph::Bf16*>(in[0]) + begin, reinterpret_cast<float*>(out) + begin, end - begin);
+      });
+    };
+  }
   return graph::visit_dtype(from, [&](auto in_types) -> Step {
     using SI = typename decltype(in_types)::storage;
     using CI = typename decltype(in_types)::compute;
@@ -220,7 +237,8 @@ const MathKernels* math_kernels_for(Isa isa) {
   switch (isa) {
     case Isa::avx2: return &avx2_math_kernels();
     case Isa::avx512:
-    case Isa::avx512bf16: return &avx512_math_kernels();
+    case Isa::avx512bf16:
+    case Isa::amx: return &avx512_math_kernels();
     case Isa::scalar: break;
   }
   return nullptr;
@@ -262,7 +280,7 @@ void add_elementwise_steps(StepTable& table) {
   table.set(PrimId::where, where, absorbs_any_broadcast);
   table.set(PrimId::cast, [](const StepContext& c, const graph::Node& node) {
     int64_t n = graph::numel(node.shape);
-    return cast(operand_dtype(c, node), node.dtype, n, threads_for(n, c.cores));
+    return cast(operand_dtype(c, node), node.dtype, n, threads_for(n, c.cores), tile_kernels_for(c.kernels.isa));
   });
 }
 

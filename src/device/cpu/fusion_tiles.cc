@@ -91,7 +91,8 @@ const TileKernels& tile_kernels_for(Isa isa) {
       return kernels;
     }
     case Isa::avx512:
-    case Isa::avx512bf16: {
+    case Isa::avx512bf16:
+    case Isa::amx: {
       static const TileKernels kernels = make_tile_kernels<avx512::Loops>();
       return kernels;
     }

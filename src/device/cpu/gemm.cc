@@ -244,6 +244,7 @@ const KernelSet& kernels_for(Isa isa) {
     case Isa::avx2: return avx2_kernels();
     case Isa::avx512: return avx512_kernels();
     case Isa::avx512bf16: return avx512bf16_kernels();
+    case Isa::amx: return amx_kernels();
     case Isa::scalar: break;
   }
   return scalar_kernels();
@@ -255,7 +256,8 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
       n_(n),
       k_(k),
       bf16_(bf16),
-      pairs_(bf16 && kernels.pair_tiles[0][0] != nullptr),
+      amx_(bf16 && kernels.isa == Isa::amx),
+      pairs_(bf16 && !amx_ && kernels.pair_tiles[0][0] != nullptr),
       words_(pairs_ ? (k + 1) / 2 : k),
       threads_(1) {
   int mr = kernels.mr, nr = kernels.nr;
@@ -293,6 +295,7 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
   int64_t a_floats = resident_ ? region_rows * words_ : mc_ * kc_;
   workspaces_.resize(static_cast<size_t>(threads_));
   for (Workspace& ws : workspaces_) {
+    if (amx_) continue;  // amx_product sizes its own buffers
     ws.a_pack.resize(static_cast<size_t>(std::max<int64_t>(1, a_floats)));
     ws.b_pack.resize(static_cast<size_t>(kc_ * std::min(nc_, region_cols)));
     ws.tile.resize(static_cast<size_t>(mr * nr));
@@ -328,6 +331,10 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
     for (int64_t i = region.row_begin; i < region.row_end; ++i) {
       std::fill(c + i * ldc + region.col_begin, c + i * ldc + region.col_end, 0.0f);
     }
+    return;
+  }
+  if (amx_) {  // every row by the tiles, few or many: the tiles' sums are not the other kernels'
+    amx_product(a, b, k_, region.row_begin, rows, region.col_begin, region.col_end - region.col_begin, c, ldc, ws.amx);
     return;
   }
   if (rows > 1 && rows <= kInPlaceSlivers * mr && resident_ && !pairs_ && (bf16_ || b.cols == 1)) {

@@ -70,6 +70,7 @@ const KernelSet& scalar_kernels();
 const KernelSet& avx2_kernels();
 const KernelSet& avx512_kernels();
 const KernelSet& avx512bf16_kernels();
+const KernelSet& amx_kernels();  // avx512's, bf16 products by amx_product
 const KernelSet& kernels_for(Isa isa);
 
 // Whether VDPBF16PS multiplies more bf16 products a second on this processor
@@ -85,6 +86,24 @@ struct MatrixRef {
   int64_t cols = 1;  // stride between columns, in elements
   bool bf16 = false;
 };
+
+// Whether this host runs AMX tiles of bf16 (AMX-TILE and AMX-BF16, and Linux
+// granted the process their state).
+bool host_runs_amx();
+
+// The buffers of amx_product, one set per thread: A's rows and B's block packed as
+// tiles, and a 2 x 2 block of C's tiles that lies partly past C's edge.
+struct AmxBuffers {
+  static constexpr int64_t kBlockRows = 32, kBlockCols = 32;
+  std::vector<uint16_t> a, b;
+  alignas(64) float block[kBlockRows * kBlockCols];
+};
+
+// C's rows [row, row + rows) and columns [col, col + cols) = A @ B over all K (k > 0),
+// bf16 A and B, by AMX tiles (gemm_amx.cc has their rule). Call only where
+// host_runs_amx().
+void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row, int64_t rows, int64_t col,
+                 int64_t cols, float* c, int64_t ldc, AmxBuffers& buffers);
 
 // C[m, n] = A[m, k] @ B[k, n] for one shape and operand dtype (both f32 or
 // both bf16), with its packing buffers made once. C is f32, row-major with
@@ -103,6 +122,7 @@ class Gemm {
     std::vector<float> b_row;   // a widened row of B, when streaming
     std::vector<float> b_wide;  // B's block as f32 rows before packing, when it is bf16 or strided (made
                                 // on first use)
+    AmxBuffers amx;
   };
   struct Region {
     int64_t row_begin, row_end, col_begin, col_end;
@@ -123,6 +143,7 @@ class Gemm {
   const KernelSet& kernels_;
   int64_t m_, n_, k_;
   bool bf16_;
+  bool amx_;       // bf16 run by amx_product
   bool pairs_;     // bf16 run as packed pairs by kernels_.pair_tiles
   int64_t words_;  // K in packed words: k_, or k_'s pairs
 

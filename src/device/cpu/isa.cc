@@ -17,6 +17,7 @@ std::string_view isa_name(Isa isa) {
     case Isa::avx2: return "avx2";
     case Isa::avx512: return "avx512";
     case Isa::avx512bf16: return "avx512bf16";
+    case Isa::amx: return "amx";
   }
   return "scalar";
 }
@@ -27,7 +28,9 @@ std::vector<Isa> host_isas() {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isas.push_back(Isa::avx2);
   if (!__builtin_cpu_supports("avx512f")) return isas;
   isas.push_back(Isa::avx512);
-  if (__builtin_cpu_supports("avx512bf16")) isas.push_back(Isa::avx512bf16);
+  if (!__builtin_cpu_supports("avx512bf16")) return isas;
+  isas.push_back(Isa::avx512bf16);
+  if (host_runs_amx()) isas.push_back(Isa::amx);
   return isas;
 }
 
@@ -37,6 +40,7 @@ Isa choose_isa(std::string_view requested) {
   if (requested.empty()) {
     const char* env = std::getenv("SEXPGPU_CPU_ISA");
     if (env == nullptr || *env == '\0') {
+      if (host.back() == Isa::amx) host.pop_back();  // other bf16 bits: only when named
       if (host.back() == Isa::avx512bf16 && !pair_products_outrun_fma()) return Isa::avx512;
       return host.back();
     }
@@ -44,7 +48,7 @@ Isa choose_isa(std::string_view requested) {
     source = "SEXPGPU_CPU_ISA";
   }
   std::string shown(requested.substr(0, 40));
-  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512bf16}) {
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512bf16, Isa::amx}) {
     if (requested != isa_name(isa)) continue;
     for (Isa available : host) {
       if (available == isa) return isa;
@@ -55,8 +59,8 @@ Isa choose_isa(std::string_view requested) {
                                   source, names));
   }
   throw DeviceError(fmt::format(
-      "cpu: '{}' (from {}) is not an instruction set of the cpu device: use scalar, avx2, avx512 or avx512bf16", shown,
-      source));
+      "cpu: '{}' (from {}) is not an instruction set of the cpu device: use scalar, avx2, avx512, avx512bf16 or amx",
+      shown, source));
 }
 
 }  // namespace sx::device::cpu

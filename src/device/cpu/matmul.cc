@@ -12,6 +12,7 @@
 // through its input's strides rather than copied.
 #include <memory>
 
+#include "device/cpu/fusion_tiles.h"
 #include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
 #include "graph/prims/common.h"
@@ -68,6 +69,7 @@ struct FloatMatmul {
   // otherwise share the line between them at every step.
   CacheLineBytes result;
   int64_t result_count = 0;
+  void (*narrow_bf16)(const float* x, graph::Bf16* o, int64_t n) = nullptr;  // the instruction set's rounding
 
   // Operand `layout`'s first element for batch entry e.
   int64_t offset_of(const OperandLayout& layout, int64_t e) const {
@@ -105,8 +107,7 @@ struct FloatMatmul {
       auto* o = reinterpret_cast<graph::Bf16*>(out);
       int64_t count = result_count;
       parallel_for(count, threads_for(count, static_cast<int>(gemms.size())), [&](int64_t begin, int64_t end) {
-        const float* wide = reinterpret_cast<const float*>(result.get());
-        for (int64_t i = begin; i < end; ++i) o[i] = graph::Bf16(wide[i]);
+        narrow_bf16(reinterpret_cast<const float*>(result.get()) + begin, o + begin, end - begin);
       });
     }
   }
@@ -180,6 +181,7 @@ Step matmul_step(const StepContext& c, const graph::Node& node) {
     if (mm->bf16) {
       mm->result_count = batch * m * n;
       mm->result = cache_line_bytes(static_cast<size_t>(mm->result_count) * sizeof(float));
+      mm->narrow_bf16 = tile_kernels_for(c.kernels.isa).narrow_bf16;
     }
     return [mm](const uint8_t* const* in, uint8_t* out) { mm->run(in[0], in[1], out); };
   }

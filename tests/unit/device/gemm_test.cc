@@ -4,6 +4,8 @@
 // with subnormal inputs and results flushed to zero, whatever the shape, the
 // strides, the blocking and the threads. Equal to that one oracle, the kernels
 // (VDPBF16PS among them, where the host has it) are equal to each other.
+// amx's bf16 products sum as the tiles do, not by this rule: gemm_amx_test.cc
+// checks them.
 // Then the same through the cpu device (batched, broadcast, transposed
 // operands, bf16) against the reference device within a stated bound, and
 // the instruction set's choice by name.
@@ -15,6 +17,7 @@
 #include <cstdlib>
 
 #include "device/cpu/isa.h"
+#include "gemm_operands.h"
 #include "util.h"
 
 namespace sx::device::testing {
@@ -23,59 +26,6 @@ namespace {
 using cpu::Isa;
 using graph::Builder;
 using graph::NodeId;
-
-struct Operand {
-  std::vector<float> f32;
-  std::vector<graph::Bf16> bf16;
-  int64_t rows = 0, cols = 0;  // strides in elements
-  bool is_bf16 = false;
-  float at(int64_t i, int64_t j) const {
-    int64_t k = i * rows + j * cols;
-    return is_bf16 ? static_cast<float>(bf16[static_cast<size_t>(k)]) : f32[static_cast<size_t>(k)];
-  }
-  cpu::MatrixRef ref() const {
-    return {.data = is_bf16 ? static_cast<const void*>(bf16.data()) : f32.data(),
-            .rows = rows,
-            .cols = cols,
-            .bf16 = is_bf16};
-  }
-};
-
-// A [r, c] matrix of N(0, 1) values, stored row-major or transposed.
-Operand random_operand(int64_t r, int64_t c, bool transposed, bool bf16, std::mt19937& rng) {
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Operand o;
-  o.is_bf16 = bf16;
-  o.rows = transposed ? 1 : c;
-  o.cols = transposed ? r : 1;
-  for (int64_t i = 0; i < r * c; ++i) {
-    float v = normal(rng);
-    if (bf16) o.bf16.emplace_back(v);
-    else o.f32.push_back(v);
-  }
-  return o;
-}
-
-float flushed(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x; }
-
-std::vector<float> oracle(const Operand& a, const Operand& b, int64_t m, int64_t n, int64_t k) {
-  std::vector<float> c(static_cast<size_t>(m * n));
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      float acc = 0.0f;
-      for (int64_t step = 0; step < k; ++step) {
-        if (!a.is_bf16) {
-          acc = std::fmaf(a.at(i, step), b.at(step, j), acc);
-          continue;
-        }
-        int64_t p = (step ^ 1) < k ? step ^ 1 : step;
-        acc = flushed(std::fmaf(flushed(a.at(i, p)), flushed(b.at(p, j)), acc));
-      }
-      c[static_cast<size_t>(i * n + j)] = acc;
-    }
-  }
-  return c;
-}
 
 // The first element where got and want differ in bits, or "".
 std::string first_difference(const std::vector<float>& got, const std::vector<float>& want, int64_t n) {
@@ -95,6 +45,7 @@ struct GemmCase {
 };
 
 void expect_rule(Isa isa, const GemmCase& c, std::mt19937& rng) {
+  if (c.bf16 && isa == Isa::amx) return;  // the tiles' own sums: gemm_amx_test.cc
   SCOPED_TRACE(fmt::format("{}: {}x{}x{} A{} B{} {} threads {}", cpu::isa_name(isa), c.m, c.n, c.k,
                            c.a_transposed ? "^T" : "", c.b_transposed ? "^T" : "", c.bf16 ? "bf16" : "f32", c.threads));
   Operand a = random_operand(c.m, c.k, c.a_transposed, c.bf16, rng);
@@ -189,6 +140,7 @@ TEST(GemmRule, Bf16SubnormalsAndSpecialValuesFollowTheRule) {
     Operand a = operand(s.m, s.k, -62), b = operand(s.k, s.n, -62);
     std::vector<float> want = oracle(a, b, s.m, s.n, s.k);
     for (Isa isa : cpu::host_isas()) {
+      if (isa == Isa::amx) continue;  // the tiles' own sums: gemm_amx_test.cc
       SCOPED_TRACE(fmt::format("{}: {}x{}x{}", cpu::isa_name(isa), s.m, s.n, s.k));
       std::vector<float> got(want.size());
       cpu::Gemm(cpu::kernels_for(isa), s.m, s.n, s.k, 1, true).run(a.ref(), b.ref(), got.data(), s.n);
@@ -217,7 +169,7 @@ TEST(GemmRule, TheCallersSubnormalModeIsLeftAsItWas) {
 TEST(Isa, TheKernelsThisHostSkips) {
   std::vector<Isa> host = cpu::host_isas();
   std::string skipped;
-  for (Isa isa : {Isa::avx2, Isa::avx512, Isa::avx512bf16}) {
+  for (Isa isa : {Isa::avx2, Isa::avx512, Isa::avx512bf16, Isa::amx}) {
     if (std::find(host.begin(), host.end(), isa) == host.end()) skipped += fmt::format(" {}", cpu::isa_name(isa));
   }
   if (!skipped.empty()) GTEST_SKIP() << "this processor lacks, so no test here runs, the kernels:" << skipped;
@@ -231,10 +183,10 @@ TEST(Isa, ChosenByNameAndRefusedByName) {
   } catch (const DeviceError& e) {
     EXPECT_STREQ(e.what(),
                  "cpu: 'avx9000' (from the device options) is not an instruction set of the cpu device: use scalar, "
-                 "avx2, avx512 or avx512bf16");
+                 "avx2, avx512, avx512bf16 or amx");
   }
   std::vector<Isa> host = cpu::host_isas();
-  for (Isa isa : {Isa::avx2, Isa::avx512, Isa::avx512bf16}) {
+  for (Isa isa : {Isa::avx2, Isa::avx512, Isa::avx512bf16, Isa::amx}) {
     std::string name(cpu::isa_name(isa));
     if (std::find(host.begin(), host.end(), isa) != host.end()) continue;
     EXPECT_THROW(make_device("cpu", DeviceOptions{.cpu_cores = 1, .cpu_isa = name}), DeviceError) << name;
@@ -244,6 +196,7 @@ TEST(Isa, ChosenByNameAndRefusedByName) {
   setenv("SEXPGPU_CPU_ISA", "sse9", 1);
   EXPECT_THROW(cpu::choose_isa(""), DeviceError);
   unsetenv("SEXPGPU_CPU_ISA");
+  if (host.back() == Isa::amx) host.pop_back();  // chosen only by name
   Isa widest = host.back() == Isa::avx512bf16 && !cpu::pair_products_outrun_fma() ? Isa::avx512 : host.back();
   EXPECT_EQ(cpu::choose_isa(""), widest);
 }
@@ -289,6 +242,7 @@ TEST(GemmDevice, EveryInstructionSetGivesTheSameBits) {
       };
       Tensor scalar = run("scalar", 1);
       for (Isa isa : cpu::host_isas()) {
+        if (dtype == DType::bf16 && isa == Isa::amx) continue;  // the tiles' own sums: gemm_amx_test.cc
         for (int cores : {1, 2}) {
           EXPECT_TRUE(same_bits(run(std::string(cpu::isa_name(isa)).c_str(), cores), scalar))
               << cpu::isa_name(isa) << " on " << cores << " threads, " << graph::dtype_name(dtype) << " "
