@@ -19,7 +19,9 @@
 //
 // With --precision bf16, every matrix product runs on bf16 operands, summed in f32 (the
 // policy of `defrun :precision :bf16`, graph::bf16_products), and PyTorch's runs under
-// torch.autocast("cpu", bfloat16), which does the same to its products.
+// torch.autocast("cpu", bfloat16), which does the same to its products. Our products run
+// on the device's kernels: SEXPGPU_CPU_ISA=amx puts them on AMX tiles, where the host has
+// them (docs/performance.md).
 //
 // Beside the times, the memory a run needs beyond the parameters and the batch: ours is
 // the compiled plan's arena (every activation, gradient and temporary of a run lives
