@@ -158,6 +158,54 @@ TEST(Bf16Products, AGraphWithoutAnF32ProductIsUnchanged) {
   EXPECT_EQ(graph_to_json_text(bf16_products(g)), graph_to_json_text(g));
 }
 
+// A weight's gradient over a batch (sum over the batch of transpose(x) @ dy) is one bf16
+// product over the batch's rows, rounded once; every cast reads a matrix where it lies
+// (an input), never a transpose or a broadcast of one; and a transposed and a
+// broadcast weight are each cast once.
+TEST(Bf16Products, AWeightGradientIsOneProductAndCastsReadTheMatrices) {
+  Graph g;
+  Builder b(g);
+  std::mt19937 rng(14);
+  NodeId x = b.input("x", {3, 10, 6}, DType::f32), dy = b.input("dy", {3, 10, 4}, DType::f32);
+  NodeId w = b.input("w", {6, 4}, DType::f32);  // dx = dy @ w^T
+  b.output("dw", b.sum(b.matmul(b.transpose(x, {0, 2, 1}), dy), {0}));
+  b.output("dx", b.matmul(dy, b.broadcast(b.transpose(w, {1, 0}), {3, 4, 6})));
+  std::vector<Tensor> inputs{uniform(DType::f32, {3, 10, 6}, rng), uniform(DType::f32, {3, 10, 4}, rng),
+                             uniform(DType::f32, {6, 4}, rng)};
+  Graph policy = bf16_products(g);
+  // The nodes the outputs read (the batch's products the merge replaced stay, unread).
+  std::vector<bool> live(policy.nodes.size(), false);
+  for (const NamedNode& out : policy.outputs) live[out.node] = true;
+  for (size_t id = policy.nodes.size(); id-- > 0;) {
+    if (!live[id]) continue;
+    for (NodeId in : policy.nodes[id].inputs) live[in] = true;
+  }
+  int products = 0, casts_down = 0;
+  for (NodeId id = 0; id < policy.nodes.size(); ++id) {
+    const Node& node = policy.nodes[id];
+    if (!live[id]) continue;
+    if (node.op() == PrimId::matmul) {
+      ++products;
+      EXPECT_EQ(node.dtype, DType::bf16);
+      EXPECT_NE(node.shape, (Shape{3, 6, 4})) << "dw's batch of products is still computed";
+    }
+    if (node.op() == PrimId::cast && node.dtype == DType::bf16) {
+      ++casts_down;
+      EXPECT_EQ(policy.node(node.inputs[0]).op(), PrimId::input)
+          << "a cast of a " << policy.node(node.inputs[0]).op_name();
+    }
+  }
+  EXPECT_EQ(products, 2);    // dw's and dx's
+  EXPECT_EQ(casts_down, 3);  // x, dy and w, each once
+  std::vector<Tensor> f32 = testing::run(g, inputs), bf16 = testing::run(policy, inputs);
+  for (size_t o = 0; o < f32.size(); ++o) {
+    for (int64_t i = 0; i < f32[o].numel(); ++i) {
+      EXPECT_NEAR(bf16[o].value(i), f32[o].value(i), 0.05 * (1 + std::fabs(f32[o].value(i))))
+          << g.outputs[o].name << " element " << i;
+    }
+  }
+}
+
 // keep_inputs_in_bf16: an f32 input read only by casts to bf16 becomes bf16 and the
 // outputs keep their bits; one read otherwise too, one not read, and one not named stay f32.
 TEST(KeepInputsInBf16, OnlyInputsReadSolelyAsBf16AreRetypedAndTheOutputsKeepTheirBits) {
