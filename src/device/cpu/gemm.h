@@ -96,7 +96,7 @@ bool host_runs_amx();
 struct AmxBuffers {
   static constexpr int64_t kBlockRows = 32, kBlockCols = 32;
   std::vector<uint16_t> a, b;
-  alignas(64) float block[kBlockRows * kBlockCols];
+  std::vector<float> block;  // sized on first use, as a and b are: most products never use them
 };
 
 // C's rows [row, row + rows) and columns [col, col + cols) = A @ B over all K (k > 0),

@@ -197,6 +197,8 @@ void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row,
   const int64_t panel_tiles = kPanel / kTile, depth_chunks = kDepth / kChunk;
   buffers.b.resize(static_cast<size_t>(depth_chunks * panel_tiles * kTile * kChunk));
   buffers.a.resize(static_cast<size_t>(depth_chunks * kBlockRows * kChunk));
+  buffers.block.resize(static_cast<size_t>(kBlockRows * kBlockCols));
+  float* block = buffers.block.data();
   for (int64_t jc = col; jc < col + cols; jc += kPanel) {
     const int64_t panel = std::min(kPanel, col + cols - jc);
     const int64_t tiles = (panel + kBlockCols - 1) / kBlockCols * 2;  // whole 2 x 2 blocks
@@ -215,10 +217,10 @@ void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row,
           const int64_t j = jc + t * kTile, width = std::min(kBlockCols, col + cols - j);
           const bool whole = height == kBlockRows && width == kBlockCols;
           // A block partly past C's edge goes through buffers.block.
-          float* target = whole ? c + ic * ldc + j : buffers.block;
+          float* target = whole ? c + ic * ldc + j : block;
           const int64_t ld = whole ? ldc : kBlockCols, stride = ld * static_cast<int64_t>(sizeof(float));
           if (!whole && pc > 0) {
-            for (int64_t i = 0; i < height; ++i) std::copy_n(c + (ic + i) * ldc + j, width, buffers.block + i * ld);
+            for (int64_t i = 0; i < height; ++i) std::copy_n(c + (ic + i) * ldc + j, width, block + i * ld);
           }
           if (pc == 0) {
             _tile_zero(0);
@@ -253,7 +255,7 @@ void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row,
           _tile_stored(2, target + kTile * ld, stride);
           _tile_stored(3, target + kTile * ld + kTile, stride);
           if (!whole) {
-            for (int64_t i = 0; i < height; ++i) std::copy_n(buffers.block + i * ld, width, c + (ic + i) * ldc + j);
+            for (int64_t i = 0; i < height; ++i) std::copy_n(block + i * ld, width, c + (ic + i) * ldc + j);
           }
         }
       }
