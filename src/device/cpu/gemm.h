@@ -47,6 +47,9 @@ using PackKernel = void (*)(int64_t depth, int64_t slivers, const float* b, int6
 // slivers, and the slivers of a B read through a transpose.
 using TransposeKernel = void (*)(int64_t depth, int64_t rows, const float* src, int64_t ld, float* out,
                                  int64_t out_stride);
+// out[j] = the 32-bit word of low[j] (its low half) and high[j] (its high half) for
+// j < n: two bf16 steps of K side by side, as the pair tiles read them.
+using PairWordsKernel = void (*)(int64_t n, const uint16_t* low, const uint16_t* high, float* out);
 
 struct KernelSet {
   static constexpr int kMaxRows = 12;
@@ -59,6 +62,7 @@ struct KernelSet {
   // The same tiles over packed bf16 pairs (kc counts pairs, each a 32-bit word
   // where tiles have a float); empty where the instruction set has none.
   TileKernel pair_tiles[kMaxRows][kMaxVectors] = {};
+  PairWordsKernel pair_words = nullptr;  // with pair_tiles
   AxpyKernel axpy = nullptr;
   PackKernel pack_slivers = nullptr;
   TransposeKernel pack_transposed = nullptr;

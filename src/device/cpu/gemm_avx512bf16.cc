@@ -3,7 +3,13 @@
 // term, then the even, each a fused multiply-add that reads subnormals as
 // zero and flushes subnormal results; gemm.h's bf16 rule is this instruction's).
 // Compiled with -mavx512f -mavx512bf16; called only after cpuid.
+// GCC 12's AVX-512 widenings start from a self-initialized register and warn
+// about it wherever they are inlined (GCC bug 105593, fixed in GCC 13).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 
 #include <algorithm>
 #include <chrono>
@@ -26,10 +32,30 @@ struct Avx512Pairs {
   }
 };
 
+// Sixteen words at a time: each half widened to 32 bits, the high one shifted up.
+void pair_words(int64_t n, const uint16_t* low, const uint16_t* high, float* out) {
+  auto words = [](const uint16_t* lo, const uint16_t* hi) {
+    __m512i l = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo)));
+    __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi)));
+    return _mm512_or_si512(l, _mm512_slli_epi32(h, 16));
+  };
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) _mm512_storeu_si512(out + j, words(low + j, high + j));
+  if (j == n) return;
+  // The last few through buffers of a whole vector, so no load reads past the halves.
+  alignas(64) uint16_t lo[16] = {}, hi[16] = {};
+  alignas(64) float last[16];
+  std::copy(low + j, low + n, lo);
+  std::copy(high + j, high + n, hi);
+  _mm512_store_si512(last, words(lo, hi));
+  std::copy(last, last + (n - j), out + j);
+}
+
 KernelSet make_avx512bf16_kernels() {
   KernelSet set = avx512_kernels();
   set.isa = Isa::avx512bf16;
   microkernel::fill_rows<Avx512Pairs, 12, 2>(set.pair_tiles);
+  set.pair_words = &pair_words;
   return set;
 }
 

@@ -17,27 +17,33 @@ struct Operand {
   std::vector<float> f32;
   std::vector<graph::Bf16> bf16;
   int64_t rows = 0, cols = 0;  // strides in elements
+  int64_t offset = 0;          // elements before (0, 0)
   bool is_bf16 = false;
   float at(int64_t i, int64_t j) const {
-    int64_t k = i * rows + j * cols;
+    int64_t k = offset + i * rows + j * cols;
     return is_bf16 ? static_cast<float>(bf16[static_cast<size_t>(k)]) : f32[static_cast<size_t>(k)];
   }
   cpu::MatrixRef ref() const {
-    return {.data = is_bf16 ? static_cast<const void*>(bf16.data()) : f32.data(),
+    return {.data = is_bf16 ? static_cast<const void*>(bf16.data() + offset) : f32.data() + offset,
             .rows = rows,
             .cols = cols,
             .bf16 = is_bf16};
   }
 };
 
-// A [r, c] matrix of N(0, 1) values, stored row-major or transposed.
-inline Operand random_operand(int64_t r, int64_t c, bool transposed, bool bf16, std::mt19937& rng) {
+// A [r, c] matrix of N(0, 1) values, stored row-major or transposed: `offset`
+// elements before it and `pad` after each of its lines (rows, or columns when
+// transposed), so its lines are views of a wider matrix.
+inline Operand random_operand(int64_t r, int64_t c, bool transposed, bool bf16, std::mt19937& rng, int64_t pad = 0,
+                              int64_t offset = 0) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   Operand o;
   o.is_bf16 = bf16;
-  o.rows = transposed ? 1 : c;
-  o.cols = transposed ? r : 1;
-  for (int64_t i = 0; i < r * c; ++i) {
+  o.rows = transposed ? 1 : c + pad;
+  o.cols = transposed ? r + pad : 1;
+  o.offset = offset;
+  const int64_t lines = transposed ? c : r, line = (transposed ? r : c) + pad;
+  for (int64_t i = 0; i < offset + lines * line; ++i) {
     float v = normal(rng);
     if (bf16) o.bf16.emplace_back(v);
     else o.f32.push_back(v);

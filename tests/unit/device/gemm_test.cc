@@ -93,6 +93,30 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
   }
 }
 
+TEST(GemmRule, Bf16OperandsGiveTheRulesBitsAsViewsOfWiderMatrices) {
+  // bf16 lines that start at odd elements, strides of odd and even lengths, and an
+  // odd K whose last pair holds one step: the layouts where pair packing reads
+  // words of two steps and where it cannot.
+  for (Isa isa : cpu::host_isas()) {
+    if (isa == Isa::amx) continue;  // the tiles' own sums: gemm_amx_test.cc
+    std::mt19937 rng(13);
+    for (int64_t k : {64, 65, 300, 301}) {
+      for (int layout = 0; layout < 16; ++layout) {
+        const bool a_transposed = layout & 1, b_transposed = layout & 2;
+        const int64_t pad = layout & 4 ? 1 : 2, offset = layout & 8 ? 1 : 0;
+        const int64_t m = 29, n = 45;
+        SCOPED_TRACE(fmt::format("{}: {}x{}x{} A{} B{} pad {} offset {}", cpu::isa_name(isa), m, n, k,
+                                 a_transposed ? "^T" : "", b_transposed ? "^T" : "", pad, offset));
+        Operand a = random_operand(m, k, a_transposed, true, rng, pad, offset);
+        Operand b = random_operand(k, n, b_transposed, true, rng, pad, offset);
+        std::vector<float> got(static_cast<size_t>(m * n));
+        cpu::Gemm(cpu::kernels_for(isa), m, n, k, 1, true).run(a.ref(), b.ref(), got.data(), n);
+        EXPECT_EQ(first_difference(got, oracle(a, b, m, n, k), n), "");
+      }
+    }
+  }
+}
+
 TEST(GemmRule, SpecialValuesFollowTheRule) {
   // NaN, infinities and signed zeros go through the same fma chain.
   Operand a, b;
