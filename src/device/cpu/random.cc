@@ -3,7 +3,8 @@
 // counter-based), so threads take contiguous ranges and compute the same bits as the
 // reference kernel, through the same conversions (graph/prims/random_draw.h). The
 // Philox blocks come a vector of counters at a time from the instruction set's kernel
-// (vector_math.h), and one at a time for the elements after the last whole vector.
+// (vector_math.h), and one at a time for the elements after the last whole vector;
+// so do random_normal's f32 values (lane_math's normal), from those words.
 #include <algorithm>
 
 #include "device/cpu/gemm.h"
@@ -21,18 +22,20 @@ using graph::PhiloxKey;
 using graph::PrimId;
 using graph::prims::convert;
 
-// Work per element, in units of an add: ten Philox rounds, and Box-Muller's f64
-// log, cos and sqrt besides for normal.
+// Work per element, in units of an add: ten Philox rounds, and Box-Muller's log,
+// cos and sqrt besides for normal.
 constexpr int64_t kPhiloxCost = 16, kNormalCost = 64;
 
 // Philox blocks a vector kernel writes at a time: 16 KiB of words, in L1.
 constexpr int64_t kBlock = 1024;
 
-// Calls put(i, r) for i in [begin, end), r element i's Philox block.
-template <class Put>
-void for_each_block(const MathKernels* kernels, PhiloxKey key, int64_t begin, int64_t end, Put put) {
+// Calls whole(start, count, words) for runs of elements whose Philox blocks the vector
+// kernel wrote (words[w][j]: word w of element start + j's block; count a multiple of
+// the kernels' width), and one(i, r) for the others, r element i's block.
+template <class Whole, class One>
+void for_each_block(const MathKernels* kernels, PhiloxKey key, int64_t begin, int64_t end, Whole whole, One one) {
   if (kernels == nullptr) {
-    for (int64_t i = begin; i < end; ++i) put(i, graph::prims::philox_block(i, key));
+    for (int64_t i = begin; i < end; ++i) one(i, graph::prims::philox_block(i, key));
     return;
   }
   alignas(64) uint32_t words[4][kBlock];
@@ -40,11 +43,10 @@ void for_each_block(const MathKernels* kernels, PhiloxKey key, int64_t begin, in
   for (int64_t start = begin; start < end;) {
     // A block never crosses a multiple of 2^32: its counters share their high word.
     int64_t count = std::min({kBlock, end - start, (int64_t{1} << 32) - (start & 0xffffffff)});
-    int64_t whole = count - count % kernels->width;
-    kernels->philox(static_cast<uint64_t>(start), whole, key, rows);
-    for (int64_t j = 0; j < whole; ++j)
-      put(start + j, PhiloxCounter{words[0][j], words[1][j], words[2][j], words[3][j]});
-    for (int64_t j = whole; j < count; ++j) put(start + j, graph::prims::philox_block(start + j, key));
+    int64_t vectors = count - count % kernels->width;
+    kernels->philox(static_cast<uint64_t>(start), vectors, key, rows);
+    whole(start, vectors, rows);
+    for (int64_t j = vectors; j < count; ++j) one(start + j, graph::prims::philox_block(start + j, key));
     start += count;
   }
 }
@@ -59,8 +61,10 @@ int64_t read_key(DType dtype, const uint8_t* bytes) {
 }
 
 // out[i] = value_of(r) for element i's block r, stored as Tensor::set_value stores it.
+// With `normal_kernel`, the values of whole vectors of blocks come from it instead
+// (lane_math's normal, which value_of computes one element at a time).
 template <class ValueOf>
-Step draw(const StepContext& c, const graph::Node& node, int64_t cost, ValueOf value_of) {
+Step draw(const StepContext& c, const graph::Node& node, int64_t cost, ValueOf value_of, bool normal_kernel = false) {
   int64_t n = graph::numel(node.shape);
   int threads = threads_for(n * cost, c.cores);
   DType key_dtype = c.graph.node(node.inputs[0]).dtype;
@@ -68,19 +72,31 @@ Step draw(const StepContext& c, const graph::Node& node, int64_t cost, ValueOf v
   return graph::visit_dtype(node.dtype, [&](auto types) -> Step {
     using S = typename decltype(types)::storage;
     using C = typename decltype(types)::compute;
-    return [n, threads, key_dtype, kernels, value_of](const uint8_t* const* in, uint8_t* out) {
+    return [n, threads, key_dtype, kernels, value_of, normal_kernel](const uint8_t* const* in, uint8_t* out) {
       PhiloxKey key = graph::prims::philox_key(read_key(key_dtype, in[0]));
       S* o = reinterpret_cast<S*>(out);
-      parallel_for(n, threads, [&](int64_t begin, int64_t end) {
-        for_each_block(kernels, key, begin, end,
-                       [&](int64_t i, const PhiloxCounter& r) { o[i] = S(convert<C>(value_of(r))); });
-      });
+      auto one = [&](int64_t i, const PhiloxCounter& r) { o[i] = S(convert<C>(value_of(r))); };
+      auto whole = [&](int64_t start, int64_t count, const uint32_t* const* words) {
+        if (!normal_kernel) {
+          for (int64_t j = 0; j < count; ++j)
+            one(start + j, PhiloxCounter{words[0][j], words[1][j], words[2][j], words[3][j]});
+          return;
+        }
+        alignas(64) float values[kBlock];
+        kernels->normal(words[0], words[1], values, count);
+        for (int64_t j = 0; j < count; ++j) o[start + j] = S(convert<C>(static_cast<double>(values[j])));
+      };
+      parallel_for(n, threads,
+                   [&](int64_t begin, int64_t end) { for_each_block(kernels, key, begin, end, whole, one); });
     };
   });
 }
 
 Step normal_step(const StepContext& c, const graph::Node& node) {
-  return draw(c, node, kNormalCost, [](const PhiloxCounter& r) { return graph::prims::normal_from(r); });
+  DType dtype = node.dtype;
+  return draw(
+      c, node, kNormalCost, [dtype](const PhiloxCounter& r) { return graph::prims::normal_from(dtype, r); },
+      dtype != DType::f64);
 }
 
 Step uniform_step(const StepContext& c, const graph::Node& node) {

@@ -1,7 +1,8 @@
 // The cpu device's vector kernels of exp, log, tanh, erf, logistic, sin and cos on
 // f32: graph/prims/lane_math.h instantiated over AVX2 and AVX-512 vectors, so they
 // give the scalar instance's bits, which are the reference kernels' (see there).
-// Beside them, Philox 4x32-10 over a vector of counters (integer work: exact).
+// Beside them, Philox 4x32-10 over a vector of counters (integer work: exact), and
+// random_normal's f32 draw from its words (lane_math.h's normal).
 // Each file that instantiates make_math_kernels (vector_math_avx2.cc, _avx512.cc)
 // is built for its instruction set with a vector type local to it.
 #pragma once
@@ -26,10 +27,15 @@ using MathKernel = void (*)(const float* x, float* y, int64_t n);
 // width, and lo32(first) + n at most 2^32 (the counters share their high word).
 using PhiloxKernel = void (*)(uint64_t first, int64_t n, graph::PhiloxKey key, uint32_t* const* words);
 
+// out[j] = lane_math::normal of words w0[j] and w1[j], for j < n: n a multiple of
+// the kernels' width.
+using NormalKernel = void (*)(const uint32_t* w0, const uint32_t* w1, float* out, int64_t n);
+
 struct MathKernels {
   int width = 1;
   MathKernel fn[kMathFnCount] = {};
   PhiloxKernel philox = nullptr;
+  NormalKernel normal = nullptr;
 };
 
 // Each defined in its own file, compiled for its instruction set: call one only on a
@@ -94,13 +100,22 @@ void philox_lanes(uint64_t first, int64_t n, graph::PhiloxKey key, uint32_t* con
 }
 
 template <class V>
+void normal_lanes(const uint32_t* w0, const uint32_t* w1, float* out, int64_t n) {
+  for (int64_t j = 0; j < n; j += V::width) {
+    V::store(out + j, graph::lane_math::normal<V>(V::load_i(reinterpret_cast<const int32_t*>(w0 + j)),
+                                                  V::load_i(reinterpret_cast<const int32_t*>(w1 + j))));
+  }
+}
+
+template <class V>
 MathKernels make_math_kernels() {
   namespace lm = graph::lane_math;
   return {.width = V::width,
           .fn = {&apply_lanes<V, lm::exp<V>>, &apply_lanes<V, lm::log<V>>, &apply_lanes<V, lm::tanh<V>>,
                  &apply_lanes<V, lm::erf<V>>, &apply_lanes<V, lm::logistic<V>>, &apply_lanes<V, lm::sin<V>>,
                  &apply_lanes<V, lm::cos<V>>},
-          .philox = &philox_lanes<V>};
+          .philox = &philox_lanes<V>,
+          .normal = &normal_lanes<V>};
 }
 
 }  // namespace sx::device::cpu

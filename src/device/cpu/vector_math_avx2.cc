@@ -19,6 +19,7 @@ struct Avx2 {
   static f mul(f a, f b) { return _mm256_mul_ps(a, b); }
   static f div(f a, f b) { return _mm256_div_ps(a, b); }
   static f fma(f a, f b, f c) { return _mm256_fmadd_ps(a, b, c); }
+  static f sqrt(f a) { return _mm256_sqrt_ps(a); }
   static m lt(f a, f b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
   static m le(f a, f b) { return _mm256_cmp_ps(a, b, _CMP_LE_OQ); }
   static m gt(f a, f b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }

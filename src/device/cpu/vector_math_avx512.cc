@@ -29,6 +29,7 @@ struct Avx512 {
   static f mul(f a, f b) { return _mm512_mul_ps(a, b); }
   static f div(f a, f b) { return _mm512_div_ps(a, b); }
   static f fma(f a, f b, f c) { return _mm512_fmadd_ps(a, b, c); }
+  static f sqrt(f a) { return _mm512_sqrt_ps(a); }
   static m lt(f a, f b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
   static m le(f a, f b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
   static m gt(f a, f b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }

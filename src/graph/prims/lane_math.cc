@@ -21,6 +21,7 @@ SX_SCALAR_MATH(erf)
 SX_SCALAR_MATH(logistic)
 SX_SCALAR_MATH(sin)
 SX_SCALAR_MATH(cos)
+SX_SCALAR_MATH_VERSIONS float normal_f32(int32_t w0, int32_t w1) { return normal<ScalarLanes>(w0, w1); }
 #undef SX_SCALAR_MATH
 #undef SX_SCALAR_MATH_VERSIONS
 

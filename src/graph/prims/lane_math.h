@@ -1,4 +1,5 @@
-// Our f32 exp, log, tanh, erf, logistic, sin and cos, written once over lanes: the
+// Our f32 exp, log, tanh, erf, logistic, sin and cos, and the normal draw of
+// random_normal, written once over lanes: the
 // same operations in the same order on every lane (range reduction, then a
 // polynomial by fma), so a scalar, an AVX2 and an AVX-512 instance give the same bits.
 // The reference kernels (graph/prims/scalar.h) use the scalar instance, ScalarLanes,
@@ -18,7 +19,7 @@
 // the linker could keep their copy for a program running on a narrower processor.
 //
 // V provides, on lanes of f32 (`f`), int32 (`i`) and comparison masks (`m`):
-// splat, splat_i, add, sub, mul, div, fma (one rounding), lt, le, gt, eq, is_nan,
+// splat, splat_i, add, sub, mul, div, fma (one rounding), sqrt, lt, le, gt, eq, is_nan,
 // select(mask, then, else), bits/from_bits (reinterpretation), iadd, isub, iand,
 // ior, ixor, shl<k>, sar<k>, to_float (of an int), to_int (of an integral float),
 // bit_set(i, bit) (a mask), any(mask), and width, load, store, load_i, store_i.
@@ -44,6 +45,7 @@ struct ScalarLanes {
   static f mul(f a, f b) { return a * b; }
   static f div(f a, f b) { return a / b; }
   static f fma(f a, f b, f c) { return std::fma(a, b, c); }
+  static f sqrt(f a) { return std::sqrt(a); }
   static m lt(f a, f b) { return a < b; }
   static m le(f a, f b) { return a <= b; }
   static m gt(f a, f b) { return a > b; }
@@ -94,6 +96,7 @@ float erf_f32(float x);
 float logistic_f32(float x);
 float sin_f32(float x);
 float cos_f32(float x);
+float normal_f32(int32_t w0, int32_t w1);
 
 // Above this magnitude sin and cos reduce their argument exactly, one lane at a time
 // (reduce_pio2_large); below it, by three parts of pi/2 in fma, exact enough there.
@@ -298,6 +301,21 @@ typename V::f sin(typename V::f x) {
 template <class V>
 typename V::f cos(typename V::f x) {
   return detail::sin_cos<V>(x, 1);
+}
+
+// A standard normal from two words of a Philox block, by Box-Muller in f32:
+// u1 = (w0's top 24 bits + 1) / 2^24 in (0, 1] and u2 = w1's top 24 bits / 2^24
+// in [0, 1), both exact, then sqrt(-2 log u1) cos(2 pi u2). Its magnitude is at
+// most sqrt(48 ln 2) = 5.77 (a draw beyond that has probability 8e-9).
+template <class V>
+typename V::f normal(typename V::i w0, typename V::i w1) {
+  using F = typename V::f;
+  const typename V::i top = V::splat_i(0xffffff);
+  F u1 = V::mul(V::to_float(V::iadd(V::iand(V::template sar<8>(w0), top), V::splat_i(1))), V::splat(0x1p-24f));
+  F u2 = V::mul(V::to_float(V::iand(V::template sar<8>(w1), top)), V::splat(0x1p-24f));
+  F l = log<V>(u1);
+  F radius = V::sqrt(V::sub(V::splat(0.0f), V::add(l, l)));  // +0, not -0, where u1 is 1
+  return V::mul(radius, cos<V>(V::mul(u2, V::splat(6.28318548f))));
 }
 
 }  // namespace sx::graph::lane_math

@@ -55,7 +55,7 @@ const Primitive kRandom[] = {
      .infer = [](Types args, const Attrs& attrs) { return infer_random(args, attrs, "random_normal", true); },
      .batch = batch_by_unrolling,
      .kernel = [](const Node& n,
-                  Args x) { return draw(n, *x[0], [](const PhiloxCounter& r) { return normal_from(r); }); }},
+                  Args x) { return draw(n, *x[0], [&](const PhiloxCounter& r) { return normal_from(n.dtype, r); }); }},
     {.id = PrimId::random_uniform,
      .name = "random_uniform",
      .arity = 1,
