@@ -54,16 +54,23 @@ void pack_a_steps(const KernelSet& kernels, const MatrixRef& a, int64_t row, int
   const int mr = kernels.mr;
   if (a.rows == 1 && a.cols != 1) {
     // A's rows lie side by side (a transpose read in place): a step's rows are
-    // contiguous, so each step is read once, along its length, and dealt to the
-    // slivers. (Sliver by sliver, the steps' lines would be read again for each,
-    // a row of K apart: a stride that maps them all to a few sets of the cache.)
+    // contiguous, and a sliver's part of it is one run of its words. Steps are dealt
+    // to the slivers kSteps at a time: their lines stay in L1 while every sliver
+    // takes its part, and each sliver is written kSteps runs in a row. (A step at a
+    // time, every store would go to another sliver, a sliver's length apart: a
+    // stride that maps them all to a few sets of the cache. Many steps at a time,
+    // their lines, a row of K apart, would do the same.)
+    constexpr int64_t kSteps = 8;
     auto copy_steps = [&]<class T>(const T* base) {
-      for (int64_t p = 0; p < depth; ++p) {
-        const T* from = base + (col + order(p)) * a.cols + row;
+      for (int64_t p0 = 0; p0 < depth; p0 += kSteps) {
+        const int64_t p1 = std::min(depth, p0 + kSteps);
         for (int64_t s = 0; s * mr < rows; ++s) {
           int64_t height = std::min<int64_t>(mr, rows - s * mr);
-          float* to = out + s * mr * depth + p * mr;
-          for (int64_t i = 0; i < height; ++i) to[i] = static_cast<float>(from[s * mr + i]);
+          for (int64_t p = p0; p < p1; ++p) {
+            const T* from = base + (col + order(p)) * a.cols + row + s * mr;
+            float* to = out + s * mr * depth + p * mr;
+            for (int64_t i = 0; i < height; ++i) to[i] = static_cast<float>(from[i]);
+          }
         }
       }
     };
