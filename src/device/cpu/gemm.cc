@@ -366,7 +366,8 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
   int64_t region_cols = (col_slivers + grid_cols_ - 1) / grid_cols_ * nr;
   int64_t region_rows = (row_slivers + grid_rows_ - 1) / grid_rows_ * mr;
   resident_ = region_rows <= mc_;
-  int64_t a_floats = resident_ ? region_rows * words_ : mc_ * kc_;
+  // K steps, not K's words: a region in place packs A in steps, even with pairs.
+  int64_t a_floats = resident_ ? region_rows * k_ : mc_ * kc_;
   workspaces_.resize(static_cast<size_t>(threads_));
   for (Workspace& ws : workspaces_) {
     if (amx_) continue;  // amx_product sizes its own buffers
@@ -411,7 +412,7 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
     amx_product(a, b, k_, region.row_begin, rows, region.col_begin, region.col_end - region.col_begin, c, ldc, ws.amx);
     return;
   }
-  if (rows > 1 && rows <= kInPlaceSlivers * mr && resident_ && !pairs_ && (bf16_ || b.cols == 1)) {
+  if (in_place(rows) && (bf16_ || b.cols == 1)) {
     in_place_region(region, a, b, c, ldc, ws);
     return;
   }
@@ -470,10 +471,19 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
   }
 }
 
+bool Gemm::in_place(int64_t rows) const {
+  return rows > 1 && resident_ && rows <= (pairs_ ? kernels_.mr - 1 : kInPlaceSlivers * kernels_.mr);
+}
+
 void Gemm::in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const {
   const int width = kernels_.width, nr = kernels_.nr, mr = kernels_.mr;
   int64_t rows = region.row_end - region.row_begin;
-  pack_a(a, region.row_begin, rows, 0, k_, ws.a_pack.data());
+  if (bf16_) {
+    pack_a_steps(
+        kernels_, a, region.row_begin, rows, 0, k_, [k = k_](int64_t p) { return pair_order(p, k); }, ws.a_pack.data());
+  } else {
+    pack_a(a, region.row_begin, rows, 0, k_, ws.a_pack.data());
+  }
   int64_t vectors_end = region.col_begin + (region.col_end - region.col_begin) / width * width;
   int64_t wide_cols = vectors_end - region.col_begin;
   if (bf16_ && ws.b_wide.size() < static_cast<size_t>(kInPlaceDepth * wide_cols)) {

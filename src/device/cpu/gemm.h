@@ -135,8 +135,12 @@ class Gemm {
   // A few slivers of rows (kInPlaceSlivers), f32 B with unit column stride or
   // bf16 B (widened kInPlaceDepth rows at a time): A packed whole, B read where
   // it lies by the tiles, kInPlaceDepth steps of K at a time; the columns past
-  // the last whole vector streamed.
+  // the last whole vector streamed. bf16 goes by the f32 tiles here even where
+  // the pair tiles run: the bits are the same, and B needs no packing in pairs.
   void in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
+  // Whether a region of this many rows goes in place: a few slivers, resident; with
+  // bf16 pairs, fewer rows than a tile (more would pay for packing B in pairs).
+  bool in_place(int64_t rows) const;
   void stream_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
 
   // A packed word is one step of K, or (pairs_) two: words [word, word + words).
