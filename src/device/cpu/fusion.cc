@@ -145,15 +145,18 @@ class FusedProgram {
       cost += 1;
     }
     const std::span<const NodeId> elementwise(group.members.data(), group.members.size() - (group.reduces ? 1 : 0));
+    std::vector<int> last_read(group.operands.size() + elementwise.size(), -1);  // per slot: an instruction
     for (NodeId id : elementwise) {
       const Node& node = graph.node(id);
       Instruction instruction{.fn = loops_.by_primitive[graph::index_of(node.op())],
                               .sources = {},
+                              .arity = static_cast<int>(node.inputs.size()),
                               .round_to_bf16 = node.dtype == DType::bf16};
       for (size_t k = 0; k < node.inputs.size(); ++k) {
         NodeId from = read_node(graph, absorbed, id, k);
         // A member read through a broadcast is not a member of this group (find_fusion).
         instruction.sources[k] = slot_of(from);
+        last_read[static_cast<size_t>(instruction.sources[k])] = static_cast<int>(instructions_.size());
       }
       instructions_.push_back(instruction);
       cost += *member_cost(graph, node);
@@ -173,9 +176,10 @@ class FusedProgram {
                                      group.written.begin()),
           .to_bf16 = node.dtype == DType::bf16};
     }
+    assign_buffers(last_read);
     threads_ = threads_for(n_ * cost, cores);
     tiles_ = (n_ + tile_ - 1) / tile_;
-    scratch_ = cache_line_bytes(static_cast<size_t>(threads_) * slots_ * tile_ * sizeof(float));
+    scratch_ = cache_line_bytes(static_cast<size_t>(threads_) * buffers_ * tile_ * sizeof(float));
     tables_.resize(static_cast<size_t>(threads_) * slots_);
   }
 
@@ -185,7 +189,7 @@ class FusedProgram {
       return;
     }
     parallel_parts(tiles_, threads_, [&](int part, int64_t first, int64_t last) {
-      float* scratch = reinterpret_cast<float*>(scratch_.get()) + static_cast<size_t>(part) * slots_ * tile_;
+      float* scratch = reinterpret_cast<float*>(scratch_.get()) + static_cast<size_t>(part) * buffers_ * tile_;
       const float** at = tables_.data() + static_cast<size_t>(part) * slots_;
       for (int64_t tile = first; tile < last; ++tile) run_tile(in, out, tile * tile_, first * tile_, scratch, at);
     });
@@ -201,6 +205,7 @@ class FusedProgram {
   struct Instruction {
     TileFn fn;
     std::array<int, 3> sources;
+    int arity;
     bool round_to_bf16;
   };
   // The root's row reduction of the last member's tile: each row's value to
@@ -211,11 +216,47 @@ class FusedProgram {
     bool to_bf16;
   };
 
+  // Gives each slot that needs a tile of scratch (an operand not read in place, a
+  // member not written where it lies in the output) one of buffers_ tiles, reused
+  // once its value is dead: a program's tiles then stay in L1 however long it is.
+  // A member's tile is none of its sources' (the loops read and write by index, but
+  // vectorize only where the two do not overlap); an invariant operand's is its own
+  // for good (it is loaded by a part's first tile only), and so is the last
+  // member's when the group reduces (the reduction reads it after the program).
+  void assign_buffers(std::vector<int> last_read) {
+    const size_t loads = loads_.size(), members = instructions_.size();
+    if (reduction_) last_read[loads + members - 1] = static_cast<int>(members);
+    buffer_.assign(loads + members, -1);
+    std::vector<int> free;
+    auto take = [&] {
+      if (free.empty()) return buffers_++;
+      int buffer = free.back();
+      free.pop_back();
+      return buffer;
+    };
+    for (size_t k = 0; k < loads; ++k) {
+      if (!loads_[k].in_place) buffer_[k] = take();
+      if (loads_[k].invariant) last_read[k] = static_cast<int>(members);
+    }
+    std::vector<bool> released(loads + members, false);
+    auto release = [&](size_t slot, size_t m) {
+      if (buffer_[slot] < 0 || released[slot] || last_read[slot] > static_cast<int>(m)) return;
+      free.push_back(buffer_[slot]);
+      released[slot] = true;
+    };
+    for (size_t m = 0; m < members; ++m) {
+      const size_t slot = loads + m;
+      if (outputs_[m] < 0 || dtypes_[m] != DType::f32) buffer_[slot] = take();
+      for (int k = 0; k < instructions_[m].arity; ++k) release(static_cast<size_t>(instructions_[m].sources[k]), m);
+      release(slot, m);  // written, and read by no later member
+    }
+  }
+
   // Rows too long for a tile, each summed by one thread a piece at a time, in
   // row_sum's order (so with its bits: the rows are longer than 32).
   void sum_rows_in_pieces(const uint8_t* const* in, uint8_t* const* out) {
     parallel_parts(n_ / row_, threads_, [&](int part, int64_t first, int64_t last) {
-      float* scratch = reinterpret_cast<float*>(scratch_.get()) + static_cast<size_t>(part) * slots_ * tile_;
+      float* scratch = reinterpret_cast<float*>(scratch_.get()) + static_cast<size_t>(part) * buffers_ * tile_;
       const float** at = tables_.data() + static_cast<size_t>(part) * slots_;
       for (int64_t row = first; row < last; ++row) {
         LaneSums<float> sums;
@@ -249,7 +290,7 @@ class FusedProgram {
         continue;
       }
       if (load.invariant && begin != first) continue;  // the tile of the part's first tile
-      float* tile = scratch + k * tile_;
+      float* tile = scratch + buffer_[k] * tile_;
       at[k] = tile;
       graph::visit_dtype(load.dtype, [&](auto types) {
         using S = typename decltype(types)::storage;
@@ -281,7 +322,7 @@ class FusedProgram {
       const Instruction& instruction = instructions_[m];
       const size_t slot = loads_.size() + m;
       const bool in_place = outputs_[m] >= 0 && dtypes_[m] == DType::f32;
-      float* result = in_place ? reinterpret_cast<float*>(out[outputs_[m]]) + begin : scratch + slot * tile_;
+      float* result = in_place ? reinterpret_cast<float*>(out[outputs_[m]]) + begin : scratch + buffer_[slot] * tile_;
       const float* sources[3] = {at[instruction.sources[0]], at[instruction.sources[1]], at[instruction.sources[2]]};
       instruction.fn(sources, result, length, kernels_);
       if (instruction.round_to_bf16) {
@@ -311,6 +352,8 @@ class FusedProgram {
   std::vector<int> outputs_;  // per member: its index among the written, -1 when not written
   std::vector<DType> dtypes_;
   size_t slots_ = 0;
+  std::vector<int> buffer_;  // per slot: its tile of scratch, or -1 (read or written in place)
+  int buffers_ = 0;          // tiles of scratch a part
   int threads_ = 1;
   int64_t tile_ = kTile;                // elements a tile: whole rows when the group reduces
   int64_t row_ = 0;                     // elements a row of the reduction
