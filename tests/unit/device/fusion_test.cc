@@ -200,6 +200,46 @@ TEST(Fusion, ARowReductionEndsAChainWithTheReduceStepsBits) {
   }
 }
 
+TEST(Fusion, ALongChainSharesTilesAndKeepsEachValueUntilItsLastReader) {
+  // Over fifty members whose tiles are reused as values die: x and a constant read at
+  // the chain's end, a member read by one of the last, members multiplied by themselves,
+  // a bf16 member written mid-chain (its tile kept, not the output's), and a sum of
+  // the last member in rows of 5000 (taken in pieces) or of 600.
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    for (Shape shape : {Shape{2, 5000}, Shape{3, 600}}) {
+      SCOPED_TRACE(fmt::format("{} {}", graph::dtype_name(dtype), shape.back()));
+      Graph graph;
+      Builder b(graph);
+      NodeId x = b.input("x", shape, dtype);
+      NodeId third = b.broadcast(b.cast(b.constant(Tensor::scalar(DType::f32, 1.0 / 3)), dtype), shape);
+      NodeId y = b.add(x, third), early = y;
+      for (int i = 0; i < 38; ++i) {
+        if (i == 5) early = y;
+        y = i % 3 == 0 ? b.tanh(b.mul(y, y)) : i % 3 == 1 ? b.sub(y, x) : b.mul(y, b.add(x, third));
+        if (i == 20) b.output("middle", b.cast(y, DType::bf16));
+      }
+      y = b.add(b.mul(y, third), b.mul(early, x));
+      b.output("y", y);
+      b.output("sums", b.sum(y, {1}));
+      // The members with the reference's bits; the sums with the reduce step's alone.
+      std::vector<Tensor> inputs{random_of(dtype, shape, 13)};
+      std::vector<Tensor> expected = run_on("reference", graph, inputs);
+      Graph alone;
+      Builder a(alone);
+      a.output("sums", a.sum(a.input("y", shape, dtype), {1}));
+      for (cpu::Isa isa : cpu::host_isas()) {
+        for (int cores : {1, 2}) {
+          SCOPED_TRACE(fmt::format("{}, {} threads", cpu::isa_name(isa), cores));
+          std::vector<Tensor> fused = run_cpu(graph, inputs, isa, cores);
+          EXPECT_TRUE(same_bits(fused[0], expected[0])) << "middle";
+          EXPECT_TRUE(same_bits(fused[1], expected[1])) << "y";
+          EXPECT_TRUE(same_bits(fused[2], run_cpu(alone, {expected[1]}, isa, cores)[0])) << "sums";
+        }
+      }
+    }
+  }
+}
+
 TEST(Fusion, AChainEndingInASumWritesOnlyTheSums) {
   // sum(x * x + x) over [64, 256]'s last axis, and over all of [64, 8192] (rows
   // longer than a tile): the arena holds the sums alone (on a cache line at least).
