@@ -13,6 +13,7 @@
 #include <cassert>
 #include <cstring>
 
+#include "device/cpu/fusion_tiles.h"
 #include "device/cpu/kernels.h"
 #include "graph/tensor.h"
 
@@ -29,11 +30,11 @@ float element(const MatrixRef& m, int64_t i, int64_t j) {
   return static_cast<const float*>(m.data)[at];
 }
 
-// Row i of m's columns [col, col + n) as f32 into out.
-void read_row(const MatrixRef& m, int64_t i, int64_t col, int64_t n, float* out) {
+// Row i of m's columns [col, col + n) as f32 into out; a bf16 row along memory by the
+// instruction set's widening loop (the fused programs').
+void read_row(const MatrixRef& m, int64_t i, int64_t col, int64_t n, float* out, Isa isa) {
   if (m.bf16 && m.cols == 1) {
-    const graph::Bf16* src = static_cast<const graph::Bf16*>(m.data) + i * m.rows + col;
-    for (int64_t j = 0; j < n; ++j) out[j] = widen(src[j]);
+    tile_kernels_for(isa).widen_bf16(static_cast<const graph::Bf16*>(m.data) + i * m.rows + col, out, n);
   } else if (m.cols == 1) {
     std::copy_n(static_cast<const float*>(m.data) + i * m.rows + col, n, out);
   } else {
@@ -141,7 +142,7 @@ void pack_b_steps(const KernelSet& kernels, const MatrixRef& b, int64_t row, int
     src = wide;
     ld = cols;
   } else if (b.bf16 || b.cols != 1) {
-    for (int64_t p = 0; p < depth; ++p) read_row(b, row + order(p), col, cols, wide + p * cols);
+    for (int64_t p = 0; p < depth; ++p) read_row(b, row + order(p), col, cols, wide + p * cols, kernels.isa);
     src = wide;
     ld = cols;
   }
@@ -496,7 +497,8 @@ void Gemm::in_place_region(const Region& region, MatrixRef a, MatrixRef b, float
     int64_t ldb = b.rows, first_col = 0;
     if (bf16_) {
       for (int64_t q = 0; q < kcur; ++q) {
-        read_row(b, pair_order(p + q, k_), region.col_begin, wide_cols, ws.b_wide.data() + q * wide_cols);
+        read_row(b, pair_order(p + q, k_), region.col_begin, wide_cols, ws.b_wide.data() + q * wide_cols,
+                 kernels_.isa);
       }
       bp = ws.b_wide.data();
       ldb = wide_cols;
@@ -528,7 +530,7 @@ void Gemm::stream_region(const Region& region, MatrixRef a, MatrixRef b, float* 
       if (plain_b) {
         brow = static_cast<const float*>(b.data) + p * b.rows + j0;
       } else {
-        read_row(b, p, j0, cols, ws.b_row.data());
+        read_row(b, p, j0, cols, ws.b_row.data(), kernels_.isa);
         brow = ws.b_row.data();
       }
       for (int64_t i = region.row_begin; i < region.row_end; ++i) {
