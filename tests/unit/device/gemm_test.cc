@@ -78,7 +78,7 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsOnRandomShapes) {
 }
 
 TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
-  // K past one kc block (256), rows past one mc block, columns past one nc
+  // K past one kc block (256), rows past one mc block (and in three), columns past one nc
   // panel (2048), M = 1 and tiny shapes, K = 0, and B read in place by a few
   // rows (up to 4 slivers, or of bf16 fewer than a tile) with columns past the
   // last whole vector.
@@ -88,7 +88,8 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
                               {13, 17, 300, false, false, true, 1},    {7, 2049, 513, false, false, false, 2},
                               {40, 37, 100, true, false, false, 2},    {2, 16, 31, false, false, false, 1},
                               {48, 200, 65, false, false, false, 1},   {8, 45, 300, false, false, true, 1},
-                              {5, 33, 301, true, true, true, 2},       {11, 70, 64, false, true, true, 1}};
+                              {5, 33, 301, true, true, true, 2},       {11, 70, 64, false, true, true, 1},
+                              {601, 20, 70, true, false, false, 1}};
   for (Isa isa : cpu::host_isas()) {
     std::mt19937 rng(12);
     for (const GemmCase& c : cases) expect_rule(isa, c, rng);
