@@ -240,6 +240,37 @@ TEST(Fusion, ALongChainSharesTilesAndKeepsEachValueUntilItsLastReader) {
   }
 }
 
+TEST(Fusion, ALongChainOverLargeOperandsFetchedAheadKeepsItsBits) {
+  // Two operands of more than 2^19 elements under a chain of over eight members: the
+  // program fetches them tiles ahead of its reads (up to the end, which is no whole
+  // tile), in tiles and in rows summed in pieces; the values are the reference's.
+  const Shape shape{5, 131101};
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(graph::dtype_name(dtype));
+    Graph graph;
+    Builder b(graph);
+    NodeId x = b.input("x", shape, dtype), z = b.input("z", shape, dtype);
+    NodeId y = b.mul(x, z);
+    for (int i = 0; i < 4; ++i) y = b.add(b.tanh(b.sub(y, x)), b.mul(y, z));
+    b.output("y", y);
+    b.output("sums", b.sum(b.mul(y, y), {1}));
+    std::vector<Tensor> inputs{random_of(dtype, shape, 17), random_of(dtype, shape, 18)};
+    std::vector<Tensor> expected = run_on("reference", graph, inputs);
+    Graph alone;
+    Builder a(alone);
+    NodeId ya = a.input("y", shape, dtype);
+    a.output("sums", a.sum(a.mul(ya, ya), {1}));
+    for (cpu::Isa isa : cpu::host_isas()) {
+      for (int cores : {1, 2}) {
+        SCOPED_TRACE(fmt::format("{}, {} threads", cpu::isa_name(isa), cores));
+        std::vector<Tensor> fused = run_cpu(graph, inputs, isa, cores);
+        EXPECT_TRUE(same_bits(fused[0], expected[0])) << "y";
+        EXPECT_TRUE(same_bits(fused[1], run_cpu(alone, {expected[0]}, isa, cores)[0])) << "sums";
+      }
+    }
+  }
+}
+
 TEST(Fusion, AChainEndingInASumWritesOnlyTheSums) {
   // sum(x * x + x) over [64, 256]'s last axis, and over all of [64, 8192] (rows
   // longer than a tile): the arena holds the sums alone (on a cache line at least).
