@@ -57,6 +57,7 @@ class Builder {
 
   // Elementwise.
   NodeId neg(NodeId x) { return op("neg", {x}); }
+  NodeId stop_gradient(NodeId x) { return op("stop_gradient", {x}); }
   NodeId abs(NodeId x) { return op("abs", {x}); }
   NodeId sign(NodeId x) { return op("sign", {x}); }
   NodeId exp(NodeId x) { return op("exp", {x}); }

@@ -10,6 +10,7 @@ int64_t node_flops(const Graph& graph, const Node& node) {
   switch (node.op()) {
     case PrimId::input:
     case PrimId::constant:
+    case PrimId::stop_gradient:
     case PrimId::reshape:
     case PrimId::transpose:
     case PrimId::broadcast:

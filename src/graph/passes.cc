@@ -124,6 +124,7 @@ std::optional<NodeId> simplified(Builder& b, const Node& node) {
   if (op == PrimId::mul && is_constant_value(g, in(0), 1.0)) return pick(in(1));
   if (op == PrimId::div && is_constant_value(g, in(1), 1.0)) return pick(in(0));
   if (op == PrimId::neg && g.nodes[in(0)].op() == PrimId::neg) return pick(g.nodes[in(0)].inputs[0]);
+  if (op == PrimId::stop_gradient) return in(0);
   if (op == PrimId::reshape || op == PrimId::broadcast || op == PrimId::cast || op == PrimId::transpose) {
     if (same_type(in(0)) && (op != PrimId::transpose ||
                              std::is_sorted(node.attrs.get_ints("perm").begin(), node.attrs.get_ints("perm").end()))) {

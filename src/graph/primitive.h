@@ -56,6 +56,7 @@ enum class PrimId : uint8_t {
   erf,
   logistic,
   logical_not,
+  stop_gradient,
   // binary, where, cast
   add,
   sub,

@@ -349,6 +349,7 @@ const StepTable& step_table() {
     t[PrimId::input].run = Run::input;
     t[PrimId::constant].run = Run::constant;
     t[PrimId::reshape].run = Run::view;
+    t[PrimId::stop_gradient].run = Run::view;
     t[PrimId::iota].run = Run::once;
     add_elementwise_steps(t);
     add_reduce_steps(t);

@@ -1,5 +1,5 @@
 // Elementwise unary primitives: neg, abs, sign, exp, log, sqrt, rsqrt, sin,
-// cos, tanh, erf, logistic and logical_not. Each row holds the primitive's
+// cos, tanh, erf, logistic, logical_not and stop_gradient. Each row holds the primitive's
 // shape/dtype rule, gradient, batching rule and reference kernel; the kernel's
 // formula is in scalar.h, where the devices' kernels find it too.
 #include <cmath>
@@ -146,6 +146,20 @@ const Primitive kUnary[] = {
      .batch = batch_elementwise,
      .sink = sink_elementwise,
      .kernel = unary_kernel<scalar::LogicalNot>},
+    // Its input's value, through which no gradient flows: what a function holds
+    // constant when it is differentiated (softmax's shift by the row's maximum, which
+    // cancels; a target network's output). Once gradients are taken it is the
+    // identity, and simplify removes it (graph/passes.h).
+    {.id = PrimId::stop_gradient,
+     .name = "stop_gradient",
+     .arity = 1,
+     .infer = [](Types args, const Attrs&) { return args[0]; },
+     .batch = batch_elementwise,
+     .sink = sink_elementwise,
+     .kernel =
+         [](const Node& n, std::span<const Tensor* const> x) {
+           return Tensor(n.dtype, n.shape, std::vector<uint8_t>(x[0]->bytes().begin(), x[0]->bytes().end()));
+         }},
 };
 
 }  // namespace

@@ -401,6 +401,10 @@ void install_tensor_builtins(Interpreter& in) {
            "(logical-or (tensor [false true]) (tensor [false false]))\n;; => (tensor [false  true] :dtype :bool)"},
           {"logical-not", [](Args& a) { return tensor_unary(a, "logical_not"); }, "(x)",
            "Elementwise not of a bool tensor.", "(logical-not (tensor [true]))\n;; => (tensor [false] :dtype :bool)"},
+          {"stop-gradient", [](Args& a) { return tensor_unary(a, "stop_gradient"); }, "(x)",
+           "x itself, held constant when a function is differentiated: no gradient flows through it.",
+           "((grad (lambda (x) (sum (* x (stop-gradient x))))) (tensor [1.0 2.0]))\n"
+           ";; => (tensor [1.0 2.0] :dtype :f32)"},
           {"random-normal", [](Args& a) { return random(a, &Builder::random_normal); }, "(key shape &key dtype)",
            "Standard normal numbers drawn from an integer key (Philox: the same on every device).",
            "(shape (random-normal 7 [2 3]))\n;; => [2 3]"},

@@ -117,6 +117,49 @@ TEST(Autodiff, NonDifferentiablePathsGiveZeros) {
   testing::expect_tensor(out[3], DType::f64, {2}, {0, 0});
 }
 
+TEST(Autodiff, NoGradientFlowsThroughStopGradient) {
+  // loss = sum(x * stop(x)) + sum(stop(x * x)): d/dx = stop(x) = x. And softmax written
+  // with its shift by the row's maximum held constant (as sexpgpu/ops' softmax is)
+  // has the gradient s * (g - sum(g * s)), the maximum's path (zero in exact
+  // arithmetic) not built at all.
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", {3}, DType::f64);
+  NodeId stopped = b.stop_gradient(x);
+  b.output("loss", b.add(b.sum(b.mul(x, stopped), {}), b.sum(b.stop_gradient(b.mul(x, x)), {})));
+  std::vector<std::string> wrt{"x"};
+  auto out = testing::run(with_gradients(g, "loss", wrt), {tensor(DType::f64, {3}, {1, -2, 3})});
+  testing::expect_tensor(out[1], DType::f64, {3}, {1, -2, 3});
+
+  Graph s;
+  Builder c(s);
+  NodeId z = c.input("z", {2, 3}, DType::f64);
+  NodeId e = c.exp(c.sub(z, c.stop_gradient(c.reduce_max(z, {1}, true))));
+  NodeId softmax = c.div(e, c.sum(e, {1}, true));
+  const double w[6] = {1, 2, 3, -1, 0, 4};
+  NodeId weights = c.constant(tensor(DType::f64, {2, 3}, std::vector<double>(w, w + 6)));
+  c.output("loss", c.sum(c.mul(softmax, weights), {}));
+  const size_t before = s.nodes.size();
+  std::vector<std::string> wrt_z{"z"};
+  Graph with = with_gradients(s, "loss", wrt_z);
+  for (size_t id = before; id < with.nodes.size(); ++id) {
+    EXPECT_NE(with.nodes[id].op(), PrimId::eq) << "a mask of the maximum: its path was differentiated";
+  }
+  Tensor values = tensor(DType::f64, {2, 3}, {0.5, -1, 2, 3, 3, -2});
+  auto got = testing::run(with, {values});
+  for (int64_t row = 0; row < 2; ++row) {
+    double total = 0, sum_gs = 0, p[3];
+    for (int64_t j = 0; j < 3; ++j) total += std::exp(values.value(row * 3 + j));
+    for (int64_t j = 0; j < 3; ++j) {
+      p[j] = std::exp(values.value(row * 3 + j)) / total;
+      sum_gs += p[j] * w[row * 3 + j];
+    }
+    for (int64_t j = 0; j < 3; ++j) {
+      EXPECT_NEAR(got[1].value(row * 3 + j), p[j] * (w[row * 3 + j] - sum_gs), 1e-12) << row << ", " << j;
+    }
+  }
+}
+
 TEST(Autodiff, LossMustBeAFloatScalar) {
   Graph g;
   Builder b(g);

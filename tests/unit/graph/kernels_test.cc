@@ -91,6 +91,11 @@ const std::map<std::string, std::function<void()>>& kernel_cases() {
        [] {
          expect_tensor(unary("logical_not", {0, 1}, boolean), boolean, {2}, {1, 0});
        }},
+      {"stop_gradient",
+       [] {
+         expect_tensor(unary("stop_gradient", {-0.0, 3}, f64), f64, {2}, {-0.0, 3});
+         expect_tensor(unary("stop_gradient", {0, 1}, boolean), boolean, {2}, {0, 1});
+       }},
       {"add",
        [] {
          expect_tensor(binary("add", {1, 2}, {10, 20}), f32, {2}, {11, 22});

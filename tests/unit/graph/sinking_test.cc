@@ -60,6 +60,7 @@ const std::map<std::string, SinkCase>& sink_cases() {
       {"erf", elementwise("erf", 1)},
       {"logistic", elementwise("logistic", 1)},
       {"logical_not", elementwise("logical_not", 1, DType::boolean, 0, 2)},
+      {"stop_gradient", elementwise("stop_gradient", 1)},
       {"add", elementwise("add", 2)},
       {"sub", elementwise("sub", 2)},
       {"mul", elementwise("mul", 2)},

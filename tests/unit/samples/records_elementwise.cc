@@ -92,6 +92,9 @@ std::vector<Record> elementwise_records() {
   records.push_back(binary_record(PrimId::pow, Domain::positive()));
   records.push_back(where_record());
   records.push_back(cast_record());
+  Record stop_gradient = unary_record(PrimId::stop_gradient);
+  stop_gradient.exact = true;  // its input's bits
+  records.push_back(std::move(stop_gradient));
   return records;
 }
 
