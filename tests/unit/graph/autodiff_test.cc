@@ -160,6 +160,50 @@ TEST(Autodiff, NoGradientFlowsThroughStopGradient) {
   }
 }
 
+TEST(Autodiff, TheGradientOfDisjointSlicesIsTheirConcatenation) {
+  // loss = sum(w . f(x[:, a:b])) over slices of x's columns: each slice's cotangent
+  // lands on its columns. Slices that tile the columns give one concat (no pad, no
+  // add); slices with gaps and an offset, a pad of a concat with zeros between;
+  // overlapping slices, the sum of pads. Each gives the closed form.
+  struct Case {
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    bool concat, adds;
+  };
+  for (const Case& c : {Case{{{0, 2}, {2, 5}, {5, 6}}, true, false}, Case{{{4, 5}, {1, 3}}, true, false},
+                        Case{{{0, 4}, {2, 6}}, false, true}}) {
+    Graph g;
+    Builder b(g);
+    NodeId x = b.input("x", {2, 6}, DType::f64);
+    NodeId loss = b.scalar(0.0, DType::f64);
+    for (size_t k = 0; k < c.ranges.size(); ++k) {
+      NodeId piece = b.slice(x, {0, c.ranges[k].first}, {2, c.ranges[k].second});
+      // d/dx of sum((k + 1) * piece * piece) is 2 (k + 1) x on the slice's columns.
+      loss = b.add(loss, b.sum(b.mul(b.scalar(static_cast<double>(k + 1), DType::f64), b.mul(piece, piece)), {}));
+    }
+    b.output("loss", loss);
+    const size_t before = g.nodes.size();
+    std::vector<std::string> wrt{"x"};
+    Graph with = with_gradients(g, "loss", wrt);
+    bool concat = false, adds = false;
+    for (size_t id = before; id < with.nodes.size(); ++id) {
+      concat = concat || with.nodes[id].op() == PrimId::concat;
+      adds = adds || (with.nodes[id].op() == PrimId::add && with.nodes[id].shape == Shape{2, 6});
+    }
+    EXPECT_EQ(concat, c.concat);
+    EXPECT_EQ(adds, c.adds);
+    Tensor values = tensor(DType::f64, {2, 6}, {1, 2, 3, 4, 5, 6, -1, -2, -3, -4, -5, -6});
+    std::vector<double> want(12, 0.0);
+    for (size_t k = 0; k < c.ranges.size(); ++k) {
+      for (int64_t row = 0; row < 2; ++row) {
+        for (int64_t col = c.ranges[k].first; col < c.ranges[k].second; ++col) {
+          want[static_cast<size_t>(row * 6 + col)] += 2.0 * static_cast<double>(k + 1) * values.value(row * 6 + col);
+        }
+      }
+    }
+    testing::expect_tensor(testing::run(with, {values})[1], DType::f64, {2, 6}, want);
+  }
+}
+
 TEST(Autodiff, LossMustBeAFloatScalar) {
   Graph g;
   Builder b(g);
