@@ -74,8 +74,17 @@ void axpy(int64_t n, float a, const float* b, float* c) {
 template <class V, int NV>
 void pack_slivers(int64_t depth, int64_t slivers, const float* b, int64_t ldb, float* out) {
   constexpr int nr = NV * V::width;
+  // Each row of a weight's panel lies in a page of its own (a row is N floats), and
+  // the weights come from memory: the rows kRowsAhead on are fetched while this one is
+  // copied, where the hardware prefetchers start over at each page.
+  constexpr int64_t kRowsAhead = 8;
   for (int64_t p = 0; p < depth; ++p) {
     const float* src = b + p * ldb;
+    if (p + kRowsAhead < depth) {
+      const auto* ahead = reinterpret_cast<const char*>(src + kRowsAhead * ldb);
+      for (int64_t at = 0; at < slivers * nr * static_cast<int64_t>(sizeof(float)); at += 64)
+        __builtin_prefetch(ahead + at);
+    }
     for (int64_t s = 0; s < slivers; ++s) {
       float* dst = out + (s * depth + p) * nr;
 #pragma GCC unroll 8
