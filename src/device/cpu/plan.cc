@@ -17,9 +17,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <new>
+#include <numeric>
+#include <optional>
 
 #include "device/arena.h"
 #include "device/cpu/cpu.h"
@@ -190,16 +193,32 @@ class CpuPlan : public Plan {
     check_outputs(graph_, outputs);
     for (size_t i = 0; i < inputs.size(); ++i)
       pointers_[graph_.inputs[i].node] = host_tensor(*inputs[i]).bytes().data();
+    const bool direct = !direct_outputs_.empty() && !outputs_overlap(inputs, outputs);
+    place(direct ? 0 : 1);
+    for (size_t k = 0; direct && k < direct_outputs_.size(); ++k) {
+      const DirectOutput& d = direct_outputs_[k];
+      uint8_t* at = host_tensor(*outputs[d.output]).bytes().data();
+      entries_[d.entry].outs[d.slot] = at;
+      pointers_[entries_[d.entry].outputs[d.slot]] = at;
+    }
     execute();
     // An output read from outside the arena (an input, a constant) is staged
     // in the arena first: its source may be another output's buffer.
-    for (const Staged& staged : staged_) {
+    const Placement& placement = placements_[static_cast<size_t>(placed_)];
+    for (size_t k = 0; k < staged_.size(); ++k) {
+      const Staged& staged = staged_[k];
       // An empty one has no storage to copy from (memcpy must not see a null pointer).
-      if (staged.bytes > 0) std::memcpy(staged.at, pointers_[graph_.outputs[staged.output].node], staged.bytes);
+      if (staged.bytes > 0) {
+        std::memcpy(placement.arena.get() + placement.staged[k], pointers_[graph_.outputs[staged.output].node],
+                    staged.bytes);
+      }
     }
     for (size_t i = 0; i < outputs.size(); ++i) {
+      if (direct && written_in_place_[i]) continue;
       size_t bytes = outputs[i]->byte_size();
-      const uint8_t* from = output_sources_[i] ? output_sources_[i] : pointers_[graph_.outputs[i].node];
+      const uint8_t* from = staged_of_[i] >= 0
+                                ? placement.arena.get() + placement.staged[static_cast<size_t>(staged_of_[i])]
+                                : pointers_[graph_.outputs[i].node];
       if (bytes > 0) std::memcpy(host_tensor(*outputs[i]).bytes().data(), from, bytes);
     }
   }
@@ -214,11 +233,30 @@ class CpuPlan : public Plan {
     std::vector<uint8_t*> outs;  // each output's place in the arena
   };
 
-  // An output whose node is not in the arena, and its place there.
+  // An output whose node is not in the arena (an input, a constant): it is copied to a
+  // place in the arena first.
   struct Staged {
     size_t output = 0;
-    uint8_t* at = nullptr;
     size_t bytes = 0;
+  };
+
+  // Where every step writes: placement 0 writes the outputs that a step computes into
+  // the caller's buffers (direct_outputs_), so the arena holds none of them and no
+  // output is copied; placement 1 computes them in the arena and copies them out at
+  // the end, for a run whose output buffers overlap its inputs (a training step writes
+  // the new parameters over the old, which later steps may still read) or each other.
+  // A placement's arena is made on its first run.
+  struct Placement {
+    std::vector<std::vector<size_t>> offsets;  // per entry, per output: its offset
+    std::vector<size_t> staged;                // per staged output: its offset
+    PlanMemory memory;
+    size_t size = 0;
+    cpu::CacheLineBytes arena;
+  };
+
+  // Output `output` is entry `entry`'s output `slot`, or a view of it.
+  struct DirectOutput {
+    size_t output, entry, slot;
   };
 
   void execute() {
@@ -258,10 +296,40 @@ class CpuPlan : public Plan {
   // read from outside the arena. The arena starts filled with 0xff bytes, so
   // that a kernel relying on zeroed memory fails its tests.
   void plan_memory(double constant_bytes) {
+    // The outputs a step computes (through views), each its own node's only output.
+    std::vector<std::optional<std::pair<size_t, size_t>>> written_by(graph_.nodes.size());  // entry, slot
+    std::vector<NodeId> source(graph_.nodes.size());  // the node whose bytes it is
+    std::iota(source.begin(), source.end(), NodeId{0});
+    for (size_t e = 0; e < entries_.size(); ++e) {
+      const Entry& entry = entries_[e];
+      if (!entry.step) source[entry.id] = source[entry.alias];
+      for (size_t slot = 0; slot < entry.outputs.size(); ++slot) written_by[entry.outputs[slot]] = std::pair{e, slot};
+    }
+    std::vector<int> claims(graph_.nodes.size(), 0);
+    for (const graph::NamedNode& out : graph_.outputs) ++claims[source[out.node]];
+    written_in_place_.assign(graph_.outputs.size(), false);
+    for (size_t i = 0; i < graph_.outputs.size(); ++i) {
+      const NodeId from = source[graph_.outputs[i].node];
+      if (!written_by[from] || claims[from] != 1) continue;
+      direct_outputs_.push_back({.output = i, .entry = written_by[from]->first, .slot = written_by[from]->second});
+      written_in_place_[i] = true;
+    }
+    placements_[0] = placement(true);
+    placements_[1] = placement(false);
+    check_fits_in_memory("cpu", constant_bytes + static_cast<double>(placements_[1].size));
+    memory_ = placements_[direct_outputs_.empty() ? 1 : 0].memory;
+  }
+
+  // The arena's layout, with the direct outputs in it or not.
+  Placement placement(bool direct) {
     std::vector<int64_t> buffer(graph_.nodes.size(), -1);  // each node's buffer, -1 when not in the arena
+    std::vector<bool> in_place(graph_.nodes.size(), false);
+    if (direct) {
+      for (const DirectOutput& d : direct_outputs_) in_place[entries_[d.entry].outputs[d.slot]] = true;
+    }
     std::vector<BufferLife> lives;
     auto read_at = [&](NodeId id, int64_t step) {
-      if (buffer[id] >= 0) lives[buffer[id]].last = std::max(lives[buffer[id]].last, step);
+      if (buffer[id] >= 0) lives[static_cast<size_t>(buffer[id])].last = std::max(lives[buffer[id]].last, step);
     };
     for (size_t e = 0; e < entries_.size(); ++e) {
       const Entry& entry = entries_[e];
@@ -273,38 +341,77 @@ class CpuPlan : public Plan {
       }
       for (NodeId in : entry.inputs) read_at(in, step);
       for (NodeId out : entry.outputs) {
+        if (in_place[out]) continue;
         buffer[out] = static_cast<int64_t>(lives.size());
         lives.push_back({.bytes = bytes_of(graph_.nodes[out]), .first = step, .last = step});
       }
     }
     auto end = static_cast<int64_t>(entries_.size());
-    std::vector<int64_t> staging(graph_.outputs.size(), -1);  // each staged output's buffer
+    std::vector<int64_t> staging;  // each staged output's buffer
+    staged_.clear();
+    staged_of_.assign(graph_.outputs.size(), -1);
     for (size_t i = 0; i < graph_.outputs.size(); ++i) {
       NodeId node = graph_.outputs[i].node;
       read_at(node, end);
-      if (buffer[node] >= 0) continue;
-      staging[i] = static_cast<int64_t>(lives.size());
+      if (buffer[node] >= 0 || written_in_place_[i]) continue;
+      staged_of_[i] = static_cast<int64_t>(staged_.size());
+      staged_.push_back({.output = i, .bytes = bytes_of(graph_.node(node))});
+      staging.push_back(static_cast<int64_t>(lives.size()));
       lives.push_back({.bytes = bytes_of(graph_.node(node)), .first = end, .last = end});
     }
     ArenaPlan plan = plan_arena(lives);
-    check_fits_in_memory("cpu", constant_bytes + static_cast<double>(plan.size));
-    arena_ = cpu::cache_line_bytes(plan.size);
-    std::memset(arena_.get(), 0xff, plan.size);
-    for (Entry& entry : entries_) {
+    Placement placement;
+    for (const Entry& entry : entries_) {
+      std::vector<size_t>& offsets = placement.offsets.emplace_back();
       if (!entry.step) continue;
       for (NodeId out : entry.outputs) {
-        entry.outs.push_back(arena_.get() + plan.offsets[static_cast<size_t>(buffer[out])]);
-        pointers_[out] = entry.outs.back();
+        offsets.push_back(buffer[out] >= 0 ? plan.offsets[static_cast<size_t>(buffer[out])] : 0);
       }
     }
-    output_sources_.assign(graph_.outputs.size(), nullptr);
-    for (size_t i = 0; i < graph_.outputs.size(); ++i) {
-      if (staging[i] < 0) continue;
-      uint8_t* at = arena_.get() + plan.offsets[static_cast<size_t>(staging[i])];
-      staged_.push_back({.output = i, .at = at, .bytes = lives[static_cast<size_t>(staging[i])].bytes});
-      output_sources_[i] = at;
+    for (int64_t at : staging) placement.staged.push_back(plan.offsets[static_cast<size_t>(at)]);
+    placement.size = plan.size;
+    placement.memory = {.arena_bytes = plan.size, .live_peak_bytes = plan.live_peak};
+    return placement;
+  }
+
+  // Points every step at placement `which`'s places, making its arena on first use.
+  void place(int which) {
+    if (which == placed_) return;
+    Placement& placement = placements_[static_cast<size_t>(which)];
+    if (!placement.arena) {
+      placement.arena = cpu::cache_line_bytes(placement.size);
+      std::memset(placement.arena.get(), 0xff, placement.size);
     }
-    memory_ = {.arena_bytes = plan.size, .live_peak_bytes = plan.live_peak};
+    for (size_t e = 0; e < entries_.size(); ++e) {
+      Entry& entry = entries_[e];
+      entry.outs.resize(entry.outputs.size());
+      for (size_t slot = 0; slot < entry.outputs.size(); ++slot) {
+        entry.outs[slot] = placement.arena.get() + placement.offsets[e][slot];
+        pointers_[entry.outputs[slot]] = entry.outs[slot];
+      }
+    }
+    memory_ = placement.memory;
+    placed_ = which;
+  }
+
+  // Whether an output buffer shares bytes with an input buffer or another output's.
+  static bool outputs_overlap(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs) {
+    auto range = [](const Buffer& buffer) {
+      const uint8_t* at = host_tensor(buffer).bytes().data();
+      return std::pair{at, at + buffer.byte_size()};
+    };
+    auto meet = [](std::pair<const uint8_t*, const uint8_t*> x, std::pair<const uint8_t*, const uint8_t*> y) {
+      return x.first < y.second && y.first < x.second;
+    };
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      for (const Buffer* in : inputs) {
+        if (meet(range(*outputs[i]), range(*in))) return true;
+      }
+      for (size_t j = i + 1; j < outputs.size(); ++j) {
+        if (meet(range(*outputs[i]), range(*outputs[j]))) return true;
+      }
+    }
+    return false;
   }
 
   graph::Graph graph_;
@@ -312,9 +419,12 @@ class CpuPlan : public Plan {
   std::vector<const uint8_t*> pointers_;  // each node's bytes during a run
   std::vector<Entry> entries_;            // in graph order
   std::vector<const uint8_t*> in_;        // a step's input pointers (kept: a run allocates nothing)
-  cpu::CacheLineBytes arena_;
   std::vector<Staged> staged_;
-  std::vector<const uint8_t*> output_sources_;  // per output: its staging place, or null (read pointers_)
+  std::vector<int64_t> staged_of_;            // per output: its index in staged_, or -1
+  std::vector<DirectOutput> direct_outputs_;  // written where the caller wants them, in placement 0
+  std::vector<bool> written_in_place_;        // per output: one of direct_outputs_
+  std::array<Placement, 2> placements_;
+  int placed_ = -1;
   PlanMemory memory_;
   std::unique_ptr<cpu::StepProfile> profile_;  // SEXPGPU_CPU_PROFILE's, else null
 };

@@ -163,7 +163,8 @@ TEST(CpuArena, ProductsReadTransposesWithoutCopies) {
       EXPECT_TRUE(same_bits(got, on->compile(product)->run_host(on->compile(transposes)->run_host(inputs))[0]))
           << "on " << cores;
       EXPECT_EQ(compare(got, run_on("reference", graph, inputs)[0], false, 16), "");
-      EXPECT_EQ(plan->memory().live_peak_bytes, 8 * 4 * 64 * 64 * graph::dtype_size(t)) << "a transpose was copied";
+      // The product is written where the caller wants it: nothing else is alive.
+      EXPECT_EQ(plan->memory().live_peak_bytes, 0u) << "a transpose was copied";
     }
   }
 }
@@ -195,8 +196,8 @@ TEST(CpuArena, ProductsReadBroadcastTransposedWeightsWithoutCopies) {
         Tensor got = plan->run_host(inputs)[0];
         std::vector<Tensor> copied{inputs[0], on->compile(transpose)->run_host(std::vector<Tensor>{inputs[1]})[0]};
         EXPECT_TRUE(same_bits(got, on->compile(product)->run_host(copied)[0])) << cpu::isa_name(isa) << " on " << cores;
-        const size_t output = 2 * 70 * 45 * graph::dtype_size(t), line = 64;  // the arena places buffers on whole lines
-        EXPECT_EQ(plan->memory().live_peak_bytes, (output + line - 1) / line * line) << "a weight was copied";
+        // The product is written where the caller wants it: nothing else is alive.
+        EXPECT_EQ(plan->memory().live_peak_bytes, 0u) << "a weight was copied";
       }
     }
   }
@@ -235,8 +236,8 @@ TEST(CpuArena, AWeightGradientOverABatchIsOneProduct) {
             if (!first) first = bytes;
             EXPECT_EQ(bytes, *first) << cpu::isa_name(isa) << " on " << cores;
             if (products_out || t != DType::f32) continue;
-            const size_t output = 20 * 50 * graph::dtype_size(t), line = 64;
-            EXPECT_EQ(plan->memory().live_peak_bytes, (output + line - 1) / line * line) << "the products were kept";
+            // The gradient is written where the caller wants it: nothing else is alive.
+            EXPECT_EQ(plan->memory().live_peak_bytes, 0u) << "the products were kept";
           }
         }
       }

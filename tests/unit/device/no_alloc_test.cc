@@ -96,5 +96,43 @@ TEST(Donation, OutputsMayBeTheInputBuffers) {
   }
 }
 
+// A plan writes the outputs its steps compute straight into the caller's buffers, so its
+// arena holds none of them; but where an output buffer is an input's, an output written
+// early would be read back as the input by a later step, so such a run computes them in
+// an arena that holds them, and copies them out at the end. Runs of either kind, in any
+// order, give the same bits and, once each kind has run, allocate nothing.
+TEST(Donation, AnOutputOverAnInputThatIsReadLaterWaitsForTheEnd) {
+  Graph graph;
+  Builder b(graph);
+  const graph::Shape shape{4096};
+  NodeId x = b.input("x", shape, DType::f32);
+  NodeId first = b.add(x, b.broadcast(b.scalar(1.0, DType::f32), shape));  // computed before x's last read
+  b.output("first", first);
+  b.output("later", b.sum(b.mul(x, b.broadcast(b.sum(first, {0}, true), shape)), {0}));
+  std::mt19937 rng(4);
+  Tensor value = random_tensor(DType::f32, shape, rng);
+  auto on = make_device("cpu", DeviceOptions{.cpu_cores = 1});
+  auto plan = on->compile(graph);
+  const std::vector<Tensor> want = on->compile(graph)->run_host(std::vector<Tensor>{value});  // apart from x
+  const size_t direct_arena = plan->memory().arena_bytes;
+  Buffer in = on->upload(value), out = on->allocate({shape, DType::f32}), sum = on->allocate({{}, DType::f32});
+  std::vector<const Buffer*> inputs{&in};
+  std::vector<Buffer*> apart{&out, &sum}, over{&in, &sum};
+  for (int round = 0; round < 2; ++round) {
+    in = on->upload(value);
+    plan->run(inputs, apart);
+    EXPECT_TRUE(same_bits(on->download(out), want[0]) && same_bits(on->download(sum), want[1])) << round;
+    EXPECT_EQ(plan->memory().arena_bytes, direct_arena);
+    plan->run(inputs, over);  // `first` over x, which the sum reads after it
+    EXPECT_TRUE(same_bits(on->download(in), want[0]) && same_bits(on->download(sum), want[1])) << round;
+    EXPECT_GE(plan->memory().arena_bytes, direct_arena + shape[0] * sizeof(float)) << "the output is in the arena";
+  }
+  in = on->upload(value);
+  int64_t before = sx::testing::allocations();
+  plan->run(inputs, apart);
+  plan->run(inputs, over);
+  EXPECT_EQ(sx::testing::allocations() - before, 0);
+}
+
 }  // namespace
 }  // namespace sx::device::testing
