@@ -193,7 +193,7 @@ class CpuPlan : public Plan {
     check_outputs(graph_, outputs);
     for (size_t i = 0; i < inputs.size(); ++i)
       pointers_[graph_.inputs[i].node] = host_tensor(*inputs[i]).bytes().data();
-    const bool direct = !direct_outputs_.empty() && !outputs_overlap(inputs, outputs);
+    const bool direct = !direct_outputs_.empty() && !direct_outputs_overlap(inputs, outputs);
     place(direct ? 0 : 1);
     for (size_t k = 0; direct && k < direct_outputs_.size(); ++k) {
       const DirectOutput& d = direct_outputs_[k];
@@ -293,8 +293,8 @@ class CpuPlan : public Plan {
   // Every step's output gets its place in one arena by the steps between its
   // writing and its last reading (a view's readers count for its source;
   // outputs live to the end), and so does a staging place for each output
-  // read from outside the arena. The arena starts filled with 0xff bytes, so
-  // that a kernel relying on zeroed memory fails its tests.
+  // read from outside the arena: once with the outputs written in place out of
+  // it, once with them in it (Placement).
   void plan_memory(double constant_bytes) {
     // The outputs a step computes (through views), each its own node's only output.
     std::vector<std::optional<std::pair<size_t, size_t>>> written_by(graph_.nodes.size());  // entry, slot
@@ -374,7 +374,8 @@ class CpuPlan : public Plan {
     return placement;
   }
 
-  // Points every step at placement `which`'s places, making its arena on first use.
+  // Points every step at placement `which`'s places, making its arena on first use,
+  // filled with 0xff bytes so that a kernel relying on zeroed memory fails its tests.
   void place(int which) {
     if (which == placed_) return;
     Placement& placement = placements_[static_cast<size_t>(which)];
@@ -394,8 +395,9 @@ class CpuPlan : public Plan {
     placed_ = which;
   }
 
-  // Whether an output buffer shares bytes with an input buffer or another output's.
-  static bool outputs_overlap(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs) {
+  // Whether the buffer of an output written in place shares bytes with an input's or
+  // another output's: only those are written before the run ends.
+  bool direct_outputs_overlap(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs) const {
     auto range = [](const Buffer& buffer) {
       const uint8_t* at = host_tensor(buffer).bytes().data();
       return std::pair{at, at + buffer.byte_size()};
@@ -403,12 +405,12 @@ class CpuPlan : public Plan {
     auto meet = [](std::pair<const uint8_t*, const uint8_t*> x, std::pair<const uint8_t*, const uint8_t*> y) {
       return x.first < y.second && y.first < x.second;
     };
-    for (size_t i = 0; i < outputs.size(); ++i) {
+    for (const DirectOutput& d : direct_outputs_) {
       for (const Buffer* in : inputs) {
-        if (meet(range(*outputs[i]), range(*in))) return true;
+        if (meet(range(*outputs[d.output]), range(*in))) return true;
       }
-      for (size_t j = i + 1; j < outputs.size(); ++j) {
-        if (meet(range(*outputs[i]), range(*outputs[j]))) return true;
+      for (size_t j = 0; j < outputs.size(); ++j) {
+        if (j != d.output && meet(range(*outputs[d.output]), range(*outputs[j]))) return true;
       }
     }
     return false;

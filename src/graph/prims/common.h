@@ -76,6 +76,12 @@ Tensor binary_kernel(const Node& node, std::span<const Tensor* const> args) {
   return map_binary(*args[0], *args[1], node.dtype, F{});
 }
 
+// The reference kernel of a primitive whose value is its input's bytes, in the node's
+// shape (reshape, stop_gradient).
+inline Tensor bytes_kernel(const Node& node, std::span<const Tensor* const> args) {
+  return Tensor(node.dtype, node.shape, std::vector<uint8_t>(args[0]->bytes().begin(), args[0]->bytes().end()));
+}
+
 // Walks the positions of a shape in row-major order: index() is the
 // multi-index of position 0, 1, ... after that many calls to next().
 class IndexWalk {

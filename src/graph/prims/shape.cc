@@ -292,10 +292,7 @@ const Primitive kShape[] = {
      .batch = [](Builder& b, const Node& n, std::span<const NodeId> args, std::span<const bool>,
                  int64_t batch) { return b.reshape(args[0], with_front(batch, n.shape)); },
      .sink = sink_reshape,
-     .kernel =
-         [](const Node& n, Args x) {
-           return Tensor(n.dtype, n.shape, std::vector<uint8_t>(x[0]->bytes().begin(), x[0]->bytes().end()));
-         }},
+     .kernel = bytes_kernel},
     {.id = PrimId::transpose,
      .name = "transpose",
      .arity = 1,

@@ -156,10 +156,7 @@ const Primitive kUnary[] = {
      .infer = [](Types args, const Attrs&) { return args[0]; },
      .batch = batch_elementwise,
      .sink = sink_elementwise,
-     .kernel =
-         [](const Node& n, std::span<const Tensor* const> x) {
-           return Tensor(n.dtype, n.shape, std::vector<uint8_t>(x[0]->bytes().begin(), x[0]->bytes().end()));
-         }},
+     .kernel = bytes_kernel},
 };
 
 }  // namespace
