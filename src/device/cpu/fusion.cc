@@ -199,6 +199,25 @@ class FusedProgram {
     tables_.resize(static_cast<size_t>(threads_) * slots_);
   }
 
+  // Whether written member `written` may lie over operand `k`'s bytes (FusedStep). An
+  // operand read where it lies is read by the members themselves, so each of those
+  // must run before the one that writes; one loaded into scratch is read whole at the
+  // start of each tile. A row reduction's output (a value a row) is never one.
+  bool may_overwrite(size_t k, int written) const {
+    if (!loads_[k].in_order || (reduction_ && reduction_->output == written)) return false;
+    const auto member = std::find(outputs_.begin(), outputs_.end(), written);
+    if (member == outputs_.end()) return false;
+    if (!loads_[k].in_place) return true;
+    const auto writer = static_cast<size_t>(member - outputs_.begin());
+    for (size_t m = writer; m < instructions_.size(); ++m) {
+      const Instruction& instruction = instructions_[m];
+      for (int j = 0; j < instruction.arity; ++j) {
+        if (instruction.sources[static_cast<size_t>(j)] == static_cast<int>(k)) return false;
+      }
+    }
+    return true;
+  }
+
   void operator()(const uint8_t* const* in, uint8_t* const* out) {
     if (in_pieces_) {
       sum_rows_in_pieces(in, out);
@@ -545,10 +564,16 @@ Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, c
   return fusion;
 }
 
-MultiStep make_fused_step(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
+FusedStep make_fused_step(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
                           const KernelSet& kernels, int cores) {
   auto program = std::make_shared<FusedProgram>(graph, group, absorbed, kernels, cores);
-  return [program](const uint8_t* const* in, uint8_t* const* out) { (*program)(in, out); };
+  FusedStep step{.run = [program](const uint8_t* const* in, uint8_t* const* out) { (*program)(in, out); },
+                 .may_overwrite = {}};
+  for (size_t w = 0; w < group.written.size(); ++w) {
+    std::vector<bool>& row = step.may_overwrite.emplace_back(group.operands.size());
+    for (size_t k = 0; k < group.operands.size(); ++k) row[k] = program->may_overwrite(k, static_cast<int>(w));
+  }
+  return step;
 }
 
 }  // namespace sx::device::cpu

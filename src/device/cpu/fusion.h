@@ -39,8 +39,16 @@ struct Fusion {
 Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, const std::vector<uint32_t>& absorbed,
                    const std::vector<uint32_t>& absorbed_twice);
 
-// The step of a group: the threads take whole tiles of the output.
-MultiStep make_fused_step(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
+// The step of a group, and which of its operands' bytes it may write its outputs over.
+struct FusedStep {
+  MultiStep run;  // the threads take whole tiles of the output
+  // Per written member, per operand: whether the member may be written over the
+  // operand's bytes (a parameter updated in place): the operand is read element for
+  // element in the output's order, every tile of it before the member writes that
+  // tile and never after.
+  std::vector<std::vector<bool>> may_overwrite;
+};
+FusedStep make_fused_step(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
                           const KernelSet& kernels, int cores);
 
 }  // namespace sx::device::cpu

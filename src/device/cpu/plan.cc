@@ -1,9 +1,10 @@
 // The cpu device's compile and run. compile walks the graph once: it drops
 // the nodes no output needs, gives every other node a prepared step (and
 // decides its thread count), then places every step's output in one arena
-// by liveness (device/arena.h), allocated now: shapes are static. run binds
-// the input buffers, calls the steps in graph order and copies each output
-// from the arena into its buffer.
+// by liveness (device/arena.h): shapes are static. run binds the input
+// buffers and calls the steps in graph order; a step computing an output
+// writes it into the caller's buffer where it may (Placement), and the rest
+// are copied there from the arena at the end.
 //
 // Chains of elementwise nodes run as one step each (fusion.h), which writes
 // only the members read outside the chain. Any other node's step is its
@@ -20,6 +21,7 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <new>
 #include <numeric>
 #include <optional>
@@ -123,12 +125,14 @@ class CpuPlan : public Plan {
       if (int g = fusion.group_of[id]; g >= 0) {
         const cpu::FusedGroup& group = fusion.groups[static_cast<size_t>(g)];
         if (group.members.back() != id) continue;
+        cpu::FusedStep fused = cpu::make_fused_step(graph_, group, absorbed, kernels, device.cores());
         entries_.push_back({.id = id,
                             .alias = 0,
                             .inputs = group.operands,
                             .outputs = group.written,
-                            .step = cpu::make_fused_step(graph_, group, absorbed, kernels, device.cores()),
-                            .outs = {}});
+                            .step = std::move(fused.run),
+                            .outs = {},
+                            .may_overwrite = std::move(fused.may_overwrite)});
         continue;
       }
       const cpu::StepRow& row = table[node.op()];
@@ -138,7 +142,13 @@ class CpuPlan : public Plan {
         continue;
       }
       if (row.run == Run::view) {
-        entries_.push_back({.id = id, .alias = node.inputs[0], .inputs = {}, .outputs = {}, .step = {}, .outs = {}});
+        entries_.push_back({.id = id,
+                            .alias = node.inputs[0],
+                            .inputs = {},
+                            .outputs = {},
+                            .step = {},
+                            .outs = {},
+                            .may_overwrite = {}});
         continue;
       }
       if (row.run == Run::once) {
@@ -146,7 +156,8 @@ class CpuPlan : public Plan {
         pointers_[id] = storage_[id].bytes().data();
         continue;
       }
-      Entry entry{.id = id, .alias = 0, .inputs = node.inputs, .outputs = {id}, .step = {}, .outs = {}};
+      Entry entry{
+          .id = id, .alias = 0, .inputs = node.inputs, .outputs = {id}, .step = {}, .outs = {}, .may_overwrite = {}};
       for (size_t k = 0; k < node.inputs.size(); ++k) {
         entry.inputs[k] = cpu::read_source(graph_, id, k, absorbed[id], absorbed_twice[id]);
       }
@@ -193,9 +204,10 @@ class CpuPlan : public Plan {
     check_outputs(graph_, outputs);
     for (size_t i = 0; i < inputs.size(); ++i)
       pointers_[graph_.inputs[i].node] = host_tensor(*inputs[i]).bytes().data();
-    const bool direct = !direct_outputs_.empty() && !direct_outputs_overlap(inputs, outputs);
-    place(direct ? 0 : 1);
-    for (size_t k = 0; direct && k < direct_outputs_.size(); ++k) {
+    for (size_t k = 0; k < direct_outputs_.size(); ++k) direct_now_[k] = writable_in_place(k, inputs, outputs);
+    place(direct_now_);
+    for (size_t k = 0; k < direct_outputs_.size(); ++k) {
+      if (!direct_now_[k]) continue;
       const DirectOutput& d = direct_outputs_[k];
       uint8_t* at = host_tensor(*outputs[d.output]).bytes().data();
       entries_[d.entry].outs[d.slot] = at;
@@ -204,7 +216,7 @@ class CpuPlan : public Plan {
     execute();
     // An output read from outside the arena (an input, a constant) is staged
     // in the arena first: its source may be another output's buffer.
-    const Placement& placement = placements_[static_cast<size_t>(placed_)];
+    const Placement& placement = placed_->second;
     for (size_t k = 0; k < staged_.size(); ++k) {
       const Staged& staged = staged_[k];
       // An empty one has no storage to copy from (memcpy must not see a null pointer).
@@ -214,7 +226,7 @@ class CpuPlan : public Plan {
       }
     }
     for (size_t i = 0; i < outputs.size(); ++i) {
-      if (direct && written_in_place_[i]) continue;
+      if (written_in_place(i, direct_now_)) continue;
       size_t bytes = outputs[i]->byte_size();
       const uint8_t* from = staged_of_[i] >= 0
                                 ? placement.arena.get() + placement.staged[static_cast<size_t>(staged_of_[i])]
@@ -230,7 +242,8 @@ class CpuPlan : public Plan {
     std::vector<NodeId> inputs;   // whose bytes the step reads
     std::vector<NodeId> outputs;  // whose bytes it writes: its node's, or a fused group's written members
     cpu::MultiStep step;
-    std::vector<uint8_t*> outs;  // each output's place in the arena
+    std::vector<uint8_t*> outs;                    // each output's place in the arena
+    std::vector<std::vector<bool>> may_overwrite;  // a fused step's (FusedStep); else it overwrites no operand
   };
 
   // An output whose node is not in the arena (an input, a constant): it is copied to a
@@ -240,12 +253,13 @@ class CpuPlan : public Plan {
     size_t bytes = 0;
   };
 
-  // Where every step writes: placement 0 writes the outputs that a step computes into
-  // the caller's buffers (direct_outputs_), so the arena holds none of them and no
-  // output is copied; placement 1 computes them in the arena and copies them out at
-  // the end, for a run whose output buffers overlap its inputs (a training step writes
-  // the new parameters over the old, which later steps may still read) or each other.
-  // A placement's arena is made on its first run.
+  // Where every step writes. The outputs that a step computes (direct_outputs_) are
+  // written into the caller's buffers, so the arena holds none of them and none is
+  // copied, unless the buffer overlaps another output's or an input's that steps may
+  // still read after it is written (writable_in_place): those are computed in the
+  // arena and copied out at the end. A placement is the arena's layout for one choice
+  // of the outputs written in place (a training step makes the same choice every
+  // run); its arena is made on its first run.
   struct Placement {
     std::vector<std::vector<size_t>> offsets;  // per entry, per output: its offset
     std::vector<size_t> staged;                // per staged output: its offset
@@ -257,6 +271,7 @@ class CpuPlan : public Plan {
   // Output `output` is entry `entry`'s output `slot`, or a view of it.
   struct DirectOutput {
     size_t output, entry, slot;
+    std::vector<bool> overwrites;  // per graph input: whether it may be written over its bytes
   };
 
   void execute() {
@@ -307,25 +322,59 @@ class CpuPlan : public Plan {
     }
     std::vector<int> claims(graph_.nodes.size(), 0);
     for (const graph::NamedNode& out : graph_.outputs) ++claims[source[out.node]];
-    written_in_place_.assign(graph_.outputs.size(), false);
+    direct_of_.assign(graph_.outputs.size(), -1);
     for (size_t i = 0; i < graph_.outputs.size(); ++i) {
       const NodeId from = source[graph_.outputs[i].node];
       if (!written_by[from] || claims[from] != 1) continue;
-      direct_outputs_.push_back({.output = i, .entry = written_by[from]->first, .slot = written_by[from]->second});
-      written_in_place_[i] = true;
+      direct_of_[i] = static_cast<int>(direct_outputs_.size());
+      direct_outputs_.push_back(
+          {.output = i, .entry = written_by[from]->first, .slot = written_by[from]->second, .overwrites = {}});
     }
-    placements_[0] = placement(true);
-    placements_[1] = placement(false);
-    check_fits_in_memory("cpu", constant_bytes + static_cast<double>(placements_[1].size));
-    memory_ = placements_[direct_outputs_.empty() ? 1 : 0].memory;
+    find_overwrites(source, claims);
+    direct_now_.assign(direct_outputs_.size(), false);
+    const Placement& all_in_arena = placements_.emplace(direct_now_, placement(direct_now_)).first->second;
+    check_fits_in_memory("cpu", constant_bytes + static_cast<double>(all_in_arena.size));
+    memory_ = all_in_arena.memory;
+    if (!direct_outputs_.empty()) {
+      std::vector<bool> all_direct(direct_outputs_.size(), true);
+      memory_ = placements_.emplace(all_direct, placement(all_direct)).first->second.memory;
+    }
   }
 
-  // The arena's layout, with the direct outputs in it or not.
-  Placement placement(bool direct) {
+  // Which inputs each direct output may be written over, when the caller passes one
+  // buffer for both (donation): those that no step reads after the output's step, nor
+  // that step itself but as its FusedStep allows, and that no output is (outputs read
+  // from inputs are copied out after the steps).
+  void find_overwrites(const std::vector<NodeId>& source, const std::vector<int>& claims) {
+    std::vector<int64_t> last_reader(graph_.nodes.size(), -1);  // per node: the last entry reading its bytes
+    for (size_t e = 0; e < entries_.size(); ++e) {
+      for (NodeId in : entries_[e].inputs) last_reader[source[in]] = static_cast<int64_t>(e);
+    }
+    for (DirectOutput& d : direct_outputs_) {
+      d.overwrites.assign(graph_.inputs.size(), false);
+      const Entry& writer = entries_[d.entry];
+      for (size_t i = 0; i < graph_.inputs.size(); ++i) {
+        const NodeId input = graph_.inputs[i].node;
+        if (claims[input] > 0) continue;
+        bool safe = last_reader[input] < static_cast<int64_t>(d.entry);
+        if (last_reader[input] == static_cast<int64_t>(d.entry) && !writer.may_overwrite.empty()) {
+          safe = true;
+          for (size_t k = 0; k < writer.inputs.size(); ++k) {
+            if (source[writer.inputs[k]] == input) safe = safe && writer.may_overwrite[d.slot][k];
+          }
+        }
+        d.overwrites[i] = safe;
+      }
+    }
+  }
+
+  // The arena's layout with direct output k in it unless direct[k].
+  Placement placement(const std::vector<bool>& direct) {
     std::vector<int64_t> buffer(graph_.nodes.size(), -1);  // each node's buffer, -1 when not in the arena
     std::vector<bool> in_place(graph_.nodes.size(), false);
-    if (direct) {
-      for (const DirectOutput& d : direct_outputs_) in_place[entries_[d.entry].outputs[d.slot]] = true;
+    for (size_t k = 0; k < direct_outputs_.size(); ++k) {
+      const DirectOutput& d = direct_outputs_[k];
+      if (direct[k]) in_place[entries_[d.entry].outputs[d.slot]] = true;
     }
     std::vector<BufferLife> lives;
     auto read_at = [&](NodeId id, int64_t step) {
@@ -353,7 +402,7 @@ class CpuPlan : public Plan {
     for (size_t i = 0; i < graph_.outputs.size(); ++i) {
       NodeId node = graph_.outputs[i].node;
       read_at(node, end);
-      if (buffer[node] >= 0 || written_in_place_[i]) continue;
+      if (buffer[node] >= 0 || written_in_place(i, direct)) continue;
       staged_of_[i] = static_cast<int64_t>(staged_.size());
       staged_.push_back({.output = i, .bytes = bytes_of(graph_.node(node))});
       staging.push_back(static_cast<int64_t>(lives.size()));
@@ -374,11 +423,23 @@ class CpuPlan : public Plan {
     return placement;
   }
 
-  // Points every step at placement `which`'s places, making its arena on first use,
-  // filled with 0xff bytes so that a kernel relying on zeroed memory fails its tests.
-  void place(int which) {
-    if (which == placed_) return;
-    Placement& placement = placements_[static_cast<size_t>(which)];
+  bool written_in_place(size_t output, const std::vector<bool>& direct) const {
+    return direct_of_[output] >= 0 && direct[static_cast<size_t>(direct_of_[output])];
+  }
+
+  // Points every step at the places of the placement for `direct`, making it and its
+  // arena on first use, filled with 0xff bytes so that a kernel relying on zeroed
+  // memory fails its tests. A caller that keeps changing which outputs overlap its
+  // inputs keeps only the last few placements.
+  void place(const std::vector<bool>& direct) {
+    if (placed_ && placed_->first == direct) return;
+    auto found = placements_.find(direct);
+    if (found == placements_.end()) {
+      if (placements_.size() >= kPlacementsKept) placements_.clear();
+      found = placements_.emplace(direct, placement(direct)).first;
+    }
+    placed_ = &*found;
+    Placement& placement = found->second;
     if (!placement.arena) {
       placement.arena = cpu::cache_line_bytes(placement.size);
       std::memset(placement.arena.get(), 0xff, placement.size);
@@ -392,12 +453,12 @@ class CpuPlan : public Plan {
       }
     }
     memory_ = placement.memory;
-    placed_ = which;
   }
 
-  // Whether the buffer of an output written in place shares bytes with an input's or
-  // another output's: only those are written before the run ends.
-  bool direct_outputs_overlap(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs) const {
+  // Whether direct output k may be written into its buffer during the steps: the
+  // buffer shares no byte with another output's, and with an input's only when it is
+  // that input's very buffer and the steps may write over it (find_overwrites).
+  bool writable_in_place(size_t k, std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs) const {
     auto range = [](const Buffer& buffer) {
       const uint8_t* at = host_tensor(buffer).bytes().data();
       return std::pair{at, at + buffer.byte_size()};
@@ -405,15 +466,15 @@ class CpuPlan : public Plan {
     auto meet = [](std::pair<const uint8_t*, const uint8_t*> x, std::pair<const uint8_t*, const uint8_t*> y) {
       return x.first < y.second && y.first < x.second;
     };
-    for (const DirectOutput& d : direct_outputs_) {
-      for (const Buffer* in : inputs) {
-        if (meet(range(*outputs[d.output]), range(*in))) return true;
-      }
-      for (size_t j = 0; j < outputs.size(); ++j) {
-        if (j != d.output && meet(range(*outputs[d.output]), range(*outputs[j]))) return true;
-      }
+    const DirectOutput& d = direct_outputs_[k];
+    const auto mine = range(*outputs[d.output]);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (meet(mine, range(*inputs[i])) && (mine != range(*inputs[i]) || !d.overwrites[i])) return false;
     }
-    return false;
+    for (size_t j = 0; j < outputs.size(); ++j) {
+      if (j != d.output && meet(mine, range(*outputs[j]))) return false;
+    }
+    return true;
   }
 
   graph::Graph graph_;
@@ -422,11 +483,13 @@ class CpuPlan : public Plan {
   std::vector<Entry> entries_;            // in graph order
   std::vector<const uint8_t*> in_;        // a step's input pointers (kept: a run allocates nothing)
   std::vector<Staged> staged_;
-  std::vector<int64_t> staged_of_;            // per output: its index in staged_, or -1
-  std::vector<DirectOutput> direct_outputs_;  // written where the caller wants them, in placement 0
-  std::vector<bool> written_in_place_;        // per output: one of direct_outputs_
-  std::array<Placement, 2> placements_;
-  int placed_ = -1;
+  std::vector<int64_t> staged_of_;  // per output: its index in staged_, or -1
+  static constexpr size_t kPlacementsKept = 4;
+  std::vector<DirectOutput> direct_outputs_;  // those a step computes (Placement)
+  std::vector<int> direct_of_;                // per output: its index in direct_outputs_, or -1
+  std::vector<bool> direct_now_;              // per direct output: written in place this run
+  std::map<std::vector<bool>, Placement> placements_;
+  const std::pair<const std::vector<bool>, Placement>* placed_ = nullptr;
   PlanMemory memory_;
   std::unique_ptr<cpu::StepProfile> profile_;  // SEXPGPU_CPU_PROFILE's, else null
 };
