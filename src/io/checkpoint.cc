@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <set>
 
@@ -294,17 +295,21 @@ Checkpoint CheckpointWriter::commit() {
 
 // --- The whole of a checkpoint, and listing ---------------------------------------------
 
+// A file's content is shared, not copied, by copies of it (a list of files made from an
+// initializer list copies each: a model's tensors, gigabytes, once more).
 CheckpointFile CheckpointFile::bytes(std::string name, std::string content) {
   std::string file = name;
-  return CheckpointFile{std::move(name),
-                        [file, content = std::move(content)](CheckpointWriter& w) { w.write_bytes(file, content); }};
+  auto held = std::make_shared<const std::string>(std::move(content));
+  return CheckpointFile{std::move(name), [file, held](CheckpointWriter& w) { w.write_bytes(file, *held); }};
 }
 
 CheckpointFile CheckpointFile::tensors(std::string name, std::vector<std::pair<std::string, graph::Tensor>> tensors,
                                        std::map<std::string, std::string> metadata) {
   std::string file = name;
-  return CheckpointFile{std::move(name), [file, tensors = std::move(tensors), metadata = std::move(metadata)](
-                                             CheckpointWriter& w) { w.write_tensors(file, tensors, metadata); }};
+  auto held = std::make_shared<const std::vector<std::pair<std::string, graph::Tensor>>>(std::move(tensors));
+  return CheckpointFile{std::move(name), [file, held, metadata = std::move(metadata)](CheckpointWriter& w) {
+                          w.write_tensors(file, *held, metadata);
+                        }};
 }
 
 Checkpoint write_checkpoint(const std::string& location, int64_t step, const std::vector<CheckpointFile>& files) {
