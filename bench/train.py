@@ -6,11 +6,12 @@ as ratios.
                                   [--models tiny,small,large] [--threads 1,2] [--quick]
 
 SexpGPU: `sexpgpu run` of bench/gpt.sx (copied into a temporary folder beside the text it
-trains on) with --cpu-cores N, for K and for 2K steps; the steps/s of a run's last log
-line gives the time of its training loop (after the compile, before the final
-checkpoint, data waits included), and the difference of the two loops over K is the mean
-steady-state step: the first step's one-time work (the optimizer's state filling its
-pages, say) cancels, as PyTorch's warmup is left out of its mean.
+trains on) with --cpu-cores N for WARMUP + K steps, a log line a step. A line's steps/s
+is the rate of the loop so far (after the compile, data waits included), so it gives the
+time from the loop's start to that step; the mean steady-state step is the time between
+the warmup's last step and the run's last, over K. The first steps' one-time work (the
+optimizer's state filling its pages, say) is left out, as PyTorch's warmup is left out of
+its mean.
 
 PyTorch: the same model, the same optimizer, the mean time of a step after a warmup, on
 N threads: on 1, one thread for both its pools; on 2, each of its thread settings
@@ -42,7 +43,7 @@ MODELS = {
     "tiny": ([], 60, 10),
     "small": (["--variant", "small"], 10, 3),
     "large": (["--knob", "width=768", "--knob", "depth=12", "--knob", "heads=12", "--knob", "window=128",
-               "--knob", "rows=1"], 4, 2),
+               "--knob", "rows=1"], 10, 2),
 }
 
 
@@ -60,25 +61,24 @@ def write_text(path, size=1 << 18):
         f.write("".join(out)[:size])
 
 
-def loop_seconds(program, run_file, choices, steps, cores, where):
-    """The seconds of one run's training loop, from its last log line's steps/s: the loop
-    alone, after the compile and before the final checkpoint."""
-    location = tempfile.mkdtemp(dir=where, prefix="loc-")
-    command = [program, "run", run_file, "--steps", str(steps), "--checkpoint-dir", location,
-               "--cpu-cores", str(cores)] + choices
-    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    shutil.rmtree(location)
-    rates = re.findall(r"([\d.]+) steps/s", out)
-    if not rates:
-        raise SystemExit(f"bench/train: no steps/s in the run's log:\n{out}")
-    return steps / float(rates[-1])
+WARMUP = 2  # steps of a run left out of its mean
 
 
 def sexpgpu_ms(program, run_file, choices, steps, cores, where):
-    """The mean ms of a steady-state step: the loops of 2K and K steps differ by K such steps."""
-    once = loop_seconds(program, run_file, choices, steps, cores, where)
-    twice = loop_seconds(program, run_file, choices, 2 * steps, cores, where)
-    return 1e3 * (twice - once) / steps
+    """The mean ms of a steady-state step: WARMUP + steps steps, logged at each, and the
+    loop's time at the last step less its time at the warmup's last, over steps."""
+    location = tempfile.mkdtemp(dir=where, prefix="loc-")
+    total = WARMUP + steps
+    command = [program, "run", run_file, "--steps", str(total), "--checkpoint-dir", location,
+               "--cpu-cores", str(cores), "--knob", "log-every=1"] + choices
+    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    shutil.rmtree(location)
+    # The loop's seconds at each logged step: its steps over the line's steps/s.
+    seconds = {int(done): int(done) / float(rate)
+               for done, rate in re.findall(r"step (\d+)/\d+ .*?([\d.]+) steps/s", out)}
+    if WARMUP not in seconds or total not in seconds:
+        raise SystemExit(f"bench/train: the run's log has no line for step {WARMUP} or {total}:\n{out}")
+    return 1e3 * (seconds[total] - seconds[WARMUP]) / steps
 
 
 # PyTorch's thread settings on N threads: (OpenBLAS threads, PyTorch threads,
