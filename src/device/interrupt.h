@@ -1,7 +1,9 @@
 // Stopping a plan's run between two of its steps: the REPL's Ctrl-C, whose signal handler
 // may only set a flag. The cpu and reference plans look at it before each step; a run
-// stopped throws Interrupted before it writes any output (every output is written after
-// the last step), so the device's buffers are as they were.
+// stopped throws Interrupted before it writes over any of its inputs, so those are as they
+// were (the reference device writes every output after its last step; the cpu device
+// writes an output over its input near the end of a run, and once it has begun to, looks
+// no more).
 #pragma once
 
 #include <atomic>

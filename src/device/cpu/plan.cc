@@ -204,7 +204,12 @@ class CpuPlan : public Plan {
     check_outputs(graph_, outputs);
     for (size_t i = 0; i < inputs.size(); ++i)
       pointers_[graph_.inputs[i].node] = host_tensor(*inputs[i]).bytes().data();
-    for (size_t k = 0; k < direct_outputs_.size(); ++k) direct_now_[k] = writable_in_place(k, inputs, outputs);
+    overwrites_from_ = entries_.size();
+    for (size_t k = 0; k < direct_outputs_.size(); ++k) {
+      bool over_input = false;
+      direct_now_[k] = writable_in_place(k, inputs, outputs, over_input);
+      if (over_input) overwrites_from_ = std::min(overwrites_from_, direct_outputs_[k].entry);
+    }
     place(direct_now_);
     for (size_t k = 0; k < direct_outputs_.size(); ++k) {
       if (!direct_now_[k]) continue;
@@ -282,7 +287,9 @@ class CpuPlan : public Plan {
         pointers_[entry.id] = pointers_[entry.alias];
         continue;
       }
-      check_interrupt();
+      // Once a step writes over an input, the run goes to its end: stopped there, it
+      // would leave the caller's buffers half old, half new (interrupt.h).
+      if (step == 0 || step < overwrites_from_) check_interrupt();
       in_.clear();
       for (NodeId id : entry.inputs) in_.push_back(pointers_[id]);
       try {
@@ -457,8 +464,10 @@ class CpuPlan : public Plan {
 
   // Whether direct output k may be written into its buffer during the steps: the
   // buffer shares no byte with another output's, and with an input's only when it is
-  // that input's very buffer and the steps may write over it (find_overwrites).
-  bool writable_in_place(size_t k, std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs) const {
+  // that input's very buffer and the steps may write over it (find_overwrites), which
+  // `over_input` then says.
+  bool writable_in_place(size_t k, std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs,
+                         bool& over_input) const {
     auto range = [](const Buffer& buffer) {
       const uint8_t* at = host_tensor(buffer).bytes().data();
       return std::pair{at, at + buffer.byte_size()};
@@ -469,7 +478,9 @@ class CpuPlan : public Plan {
     const DirectOutput& d = direct_outputs_[k];
     const auto mine = range(*outputs[d.output]);
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (meet(mine, range(*inputs[i])) && (mine != range(*inputs[i]) || !d.overwrites[i])) return false;
+      if (!meet(mine, range(*inputs[i]))) continue;
+      if (mine != range(*inputs[i]) || !d.overwrites[i]) return false;
+      over_input = true;
     }
     for (size_t j = 0; j < outputs.size(); ++j) {
       if (j != d.output && meet(mine, range(*outputs[j]))) return false;
@@ -488,6 +499,7 @@ class CpuPlan : public Plan {
   std::vector<DirectOutput> direct_outputs_;  // those a step computes (Placement)
   std::vector<int> direct_of_;                // per output: its index in direct_outputs_, or -1
   std::vector<bool> direct_now_;              // per direct output: written in place this run
+  size_t overwrites_from_ = 0;                // this run's first step writing over an input
   std::map<std::vector<bool>, Placement> placements_;
   const std::pair<const std::vector<bool>, Placement>* placed_ = nullptr;
   PlanMemory memory_;
