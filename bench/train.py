@@ -40,7 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TORCH_PYTHON = "/usr/bin/python3"
 # model: (gpt.sx's variant or knobs, the K steps timed by default and with --quick)
 MODELS = {
-    "tiny": ([], 60, 10),
+    "tiny": ([], 300, 10),
     "small": (["--variant", "small"], 10, 3),
     "large": (["--knob", "width=768", "--knob", "depth=12", "--knob", "heads=12", "--knob", "window=128",
                "--knob", "rows=1"], 10, 2),
