@@ -51,5 +51,9 @@ Buffer host_buffer(graph::Tensor value);
 // no memory or lives on another kind of device.
 const graph::Tensor& host_tensor(const Buffer& buffer);
 graph::Tensor& host_tensor(Buffer& buffer);
+// The tensor behind a buffer of host memory, or null: a reader that only looks, and is
+// done before the buffer changes (a checkpoint's writer), may read a host device's bytes
+// where they lie instead of downloading a copy.
+const graph::Tensor* host_tensor_if(const Buffer& buffer);
 
 }  // namespace sx::device

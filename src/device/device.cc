@@ -118,6 +118,11 @@ const graph::Tensor& host_tensor(const Buffer& buffer) {
   return memory->value;
 }
 
+const graph::Tensor* host_tensor_if(const Buffer& buffer) {
+  auto* memory = dynamic_cast<HostMemory*>(buffer.memory());
+  return memory ? &memory->value : nullptr;
+}
+
 graph::Tensor& host_tensor(Buffer& buffer) {
   return const_cast<graph::Tensor&>(host_tensor(static_cast<const Buffer&>(buffer)));
 }

@@ -225,10 +225,9 @@ void CheckpointWriter::write_bytes(std::string_view name, std::string_view bytes
   if (::close(fd) != 0) unwritable(shown_as, "close it", errno);
 }
 
-void CheckpointWriter::write_tensors(std::string_view name,
-                                     const std::vector<std::pair<std::string, graph::Tensor>>& tensors,
+void CheckpointWriter::write_tensors(std::string_view name, std::span<const TensorRef> tensors,
                                      const std::map<std::string, std::string>& metadata) {
-  write_with(name, [&](const std::string& path) { write_safetensors(path, tensors, metadata); });
+  write_with(name, [&](const std::string& path) { write_safetensors_refs(path, tensors, metadata); });
 }
 
 void CheckpointWriter::write_with(std::string_view name, const std::function<void(const std::string& path)>& writer) {
@@ -305,11 +304,19 @@ CheckpointFile CheckpointFile::bytes(std::string name, std::string content) {
 
 CheckpointFile CheckpointFile::tensors(std::string name, std::vector<std::pair<std::string, graph::Tensor>> tensors,
                                        std::map<std::string, std::string> metadata) {
-  std::string file = name;
   auto held = std::make_shared<const std::vector<std::pair<std::string, graph::Tensor>>>(std::move(tensors));
-  return CheckpointFile{std::move(name), [file, held, metadata = std::move(metadata)](CheckpointWriter& w) {
-                          w.write_tensors(file, *held, metadata);
-                        }};
+  std::vector<TensorRef> refs;
+  for (const auto& [tensor_name, tensor] : *held) refs.push_back({tensor_name, &tensor});
+  return tensor_refs(std::move(name), std::move(refs), held, std::move(metadata));
+}
+
+CheckpointFile CheckpointFile::tensor_refs(std::string name, std::vector<TensorRef> tensors,
+                                           std::shared_ptr<const void> keep,
+                                           std::map<std::string, std::string> metadata) {
+  std::string file = name;
+  auto held = std::make_shared<const std::vector<TensorRef>>(std::move(tensors));
+  return CheckpointFile{std::move(name), [file, held, keep = std::move(keep), metadata = std::move(metadata)](
+                                             CheckpointWriter& w) { w.write_tensors(file, *held, metadata); }};
 }
 
 Checkpoint write_checkpoint(const std::string& location, int64_t step, const std::vector<CheckpointFile>& files) {

@@ -19,7 +19,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -28,6 +30,7 @@
 
 #include "graph/tensor.h"
 #include "io/location.h"
+#include "io/safetensors.h"
 
 namespace sx::io {
 
@@ -75,7 +78,7 @@ class CheckpointWriter {
   // else std::invalid_argument) into the checkpoint. Throws CheckpointError (E-CKPT-001)
   // naming the file when it cannot be written.
   void write_bytes(std::string_view name, std::string_view bytes);
-  void write_tensors(std::string_view name, const std::vector<std::pair<std::string, graph::Tensor>>& tensors,
+  void write_tensors(std::string_view name, std::span<const TensorRef> tensors,
                      const std::map<std::string, std::string>& metadata = {});
   // `writer` writes the file at the path it is given; its LoadError or filesystem error
   // becomes E-CKPT-001, any other exception passes through. The file is flushed to disk
@@ -110,6 +113,11 @@ struct CheckpointFile {
   static CheckpointFile bytes(std::string name, std::string content);
   static CheckpointFile tensors(std::string name, std::vector<std::pair<std::string, graph::Tensor>> tensors,
                                 std::map<std::string, std::string> metadata = {});
+  // Tensors held elsewhere, which must outlive the file's write: a device's buffers,
+  // written where they lie. `keep` holds any the caller does not (copies made for the
+  // file) for as long as the file lives.
+  static CheckpointFile tensor_refs(std::string name, std::vector<TensorRef> tensors, std::shared_ptr<const void> keep,
+                                    std::map<std::string, std::string> metadata = {});
 };
 
 // The whole of a checkpoint in one call: a CheckpointWriter, each file, commit().

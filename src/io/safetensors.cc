@@ -425,6 +425,14 @@ graph::Tensor read_tensor(const SafetensorsFile& file, const TensorInfo& tensor,
 
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, graph::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata) {
+  std::vector<TensorRef> refs;
+  refs.reserve(tensors.size());
+  for (const auto& [name, tensor] : tensors) refs.push_back({name, &tensor});
+  write_safetensors_refs(path, refs, metadata);
+}
+
+void write_safetensors_refs(const std::string& path, std::span<const TensorRef> tensors,
+                            const std::map<std::string, std::string>& metadata) {
   // The header, built as text so that its keys keep the given order.
   auto quoted = [](const std::string& s, std::string_view what) {
     try {
@@ -451,11 +459,11 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
     if (!names.insert(name).second) {
       throw std::invalid_argument(fmt::format("write_safetensors: two tensors are named `{}`", shown(name)));
     }
-    const uint64_t size = tensor.bytes().size();
+    const uint64_t size = tensor->bytes().size();
     header +=
         fmt::format("{}{}:{{\"dtype\":\"{}\",\"shape\":{},\"data_offsets\":[{},{}]}}", header.size() > 1 ? "," : "",
-                    quoted(name, "the tensor name"), safetensors_dtype_name(tensor.dtype()),
-                    graph::shape_str(tensor.shape(), ","), offset, offset + size);
+                    quoted(name, "the tensor name"), safetensors_dtype_name(tensor->dtype()),
+                    graph::shape_str(tensor->shape(), ","), offset, offset + size);
     offset += size;
   }
   header += "}";
@@ -467,7 +475,7 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   AtomicFile out(path);
   out.write(prefix.data(), prefix.size());
   out.write(header.data(), header.size());
-  for (const auto& [name, tensor] : tensors) out.write(tensor.bytes().data(), tensor.bytes().size());
+  for (const auto& [name, tensor] : tensors) out.write(tensor->bytes().data(), tensor->bytes().size());
   out.commit();
 }
 

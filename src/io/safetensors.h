@@ -131,6 +131,16 @@ graph::Tensor read_tensor(const SafetensorsFile& file, const TensorInfo& tensor,
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, graph::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
+// A tensor by name that its owner holds until a write of it returns: a device's own
+// buffer, say, which a checkpoint writes without a copy.
+struct TensorRef {
+  std::string name;
+  const graph::Tensor* tensor = nullptr;
+};
+// As write_safetensors, of tensors held elsewhere.
+void write_safetensors_refs(const std::string& path, std::span<const TensorRef> tensors,
+                            const std::map<std::string, std::string>& metadata = {});
+
 // Whether bytes start like a git-lfs pointer file ("version https://git-lfs.github.com/spec/v1").
 bool is_lfs_pointer(std::span<const uint8_t> bytes);
 // The E-LOAD-003 error for a pointer file at `path` whose first bytes are `bytes`.

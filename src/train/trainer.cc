@@ -6,8 +6,10 @@
 
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "io/checkpoint.h"
@@ -406,25 +408,34 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
     }
     std::fflush(stdout);
     if (done % checkpoint_every == 0 || done == total) {
-      std::vector<std::pair<std::string, graph::Tensor>> params, optimizer, ema;
+      // The store's tensors where a host device holds them; copies where it does not, and
+      // of bf16 weights, which are stored as f32.
+      auto copies = std::make_shared<std::deque<graph::Tensor>>();
+      std::vector<io::TensorRef> params, optimizer, ema;
+      auto add = [&](std::vector<io::TensorRef>& file, const std::string& name, const std::string& path, bool weight) {
+        const graph::Tensor* value = device::host_tensor_if(store.at(path));
+        if (!value || (weight && value->dtype() == graph::DType::bf16))
+          value = &copies->emplace_back(weight ? as_stored(store.read(path)) : store.read(path));
+        file.push_back({name, value});
+      };
       for (const auto& p : session.params().params) {
         // A frozen parameter read from a file is named in experiment.json, not copied.
-        if (!model::is_frozen_load(p)) params.emplace_back(p.path, as_stored(store.read(p.path)));
+        if (!model::is_frozen_load(p)) add(params, p.path, p.path, true);
       }
       for (const StateTensor& st : step.state) {
-        if (st.kind == StateTensor::Kind::Ema) ema.emplace_back(st.path, as_stored(store.read(st.name)));
-        else optimizer.emplace_back(st.name, store.read(st.name));
+        if (st.kind == StateTensor::Kind::Ema) add(ema, st.path, st.name, true);
+        else add(optimizer, st.name, st.name, false);
       }
       std::vector<io::CheckpointFile> files{
           // A source edited into invalid UTF-8 since the run read it must not stop the run.
           io::CheckpointFile::bytes("experiment.json", experiment_json(session, options, slug, done, sources, loads)
                                                                .dump(2, ' ', false, json::error_handler_t::replace) +
                                                            "\n"),
-          io::CheckpointFile::tensors("params.safetensors", std::move(params)),
-          io::CheckpointFile::tensors("optimizer.safetensors", std::move(optimizer)),
+          io::CheckpointFile::tensor_refs("params.safetensors", std::move(params), copies),
+          io::CheckpointFile::tensor_refs("optimizer.safetensors", std::move(optimizer), copies),
           io::CheckpointFile::bytes("state.json",
                                     json{{"step", done}, {"loss", loss_value}, {"counters", counters}}.dump(2) + "\n")};
-      if (!ema.empty()) files.push_back(io::CheckpointFile::tensors("ema.safetensors", std::move(ema)));
+      if (!ema.empty()) files.push_back(io::CheckpointFile::tensor_refs("ema.safetensors", std::move(ema), copies));
       if (alone) {
         files.push_back(io::CheckpointFile::bytes("model.json", model_json(*alone, session, slug, done).dump() + "\n"));
       }

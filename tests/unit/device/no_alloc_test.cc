@@ -66,6 +66,19 @@ TEST(NoAllocation, ARunRefusesOutputBuffersOfTheWrongShape) {
   }
 }
 
+// A host device's buffer can be read where it lies (a checkpoint does, rather than
+// download a copy of a model); a buffer without memory has nothing to read there.
+TEST(HostTensor, AHostBufferIsReadWhereItLies) {
+  for (const char* device : {"cpu", "reference"}) {
+    auto on = make_device(device);
+    Buffer x = on->upload(Tensor::from_doubles(DType::f32, {2}, std::vector<double>{1, 2}));
+    ASSERT_NE(host_tensor_if(x), nullptr) << device;
+    EXPECT_EQ(host_tensor_if(x), &host_tensor(x)) << device;
+    EXPECT_EQ(host_tensor_if(x)->to_doubles(), (std::vector<double>{1, 2})) << device;
+  }
+  EXPECT_EQ(host_tensor_if(Buffer{}), nullptr);
+}
+
 // Donation: the step of a training loop writes each parameter's new value
 // over its old one. Every input is read before any output is written, even
 // when the outputs are the inputs swapped or passed through.

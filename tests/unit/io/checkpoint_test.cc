@@ -94,6 +94,26 @@ TEST(Checkpoint, WritesItsFilesAndIsListed) {
   EXPECT_EQ(list_checkpoints("file://" + loc), std::vector<Checkpoint>{written});
 }
 
+// A file of tensors held elsewhere (a device's buffers) writes them where they lie; what
+// `keep` holds lives as long as the file, however the list of files is copied.
+TEST(Checkpoint, AFileOfTensorRefsWritesThemAndKeepsWhatItWasGiven) {
+  TempDir dir;
+  graph::Tensor held = graph::Tensor::from_doubles(graph::DType::f32, {3}, std::vector<double>{1, 2, 3});
+  auto copies = std::make_shared<std::vector<graph::Tensor>>();
+  copies->push_back(graph::Tensor::from_doubles(graph::DType::bf16, {1}, std::vector<double>{0.5}));
+  std::vector<TensorRef> refs{{"model.held", &held}, {"model.copy", &copies->back()}};
+  std::weak_ptr<std::vector<graph::Tensor>> kept = copies;
+  std::vector<CheckpointFile> files{CheckpointFile::tensor_refs("params.safetensors", refs, std::move(copies))};
+  EXPECT_FALSE(kept.expired()) << "the file keeps the copies";
+  Checkpoint written = write_checkpoint(dir.file("run"), 1, files);
+  auto params = SafetensorsFile::open(written.path + "/params.safetensors");
+  EXPECT_EQ(read_tensor(*params, *params->find("model.held"), graph::DType::f32), held);
+  EXPECT_EQ(read_tensor(*params, *params->find("model.copy"), graph::DType::bf16).to_doubles(),
+            std::vector<double>{0.5});
+  files.clear();
+  EXPECT_TRUE(kept.expired()) << "and lets them go with it";
+}
+
 TEST(Checkpoint, OnlyCompleteCheckpointsAreListedInStepOrder) {
   TempDir dir;
   std::string loc = dir.file("run");
