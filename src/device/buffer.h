@@ -1,8 +1,9 @@
 // A buffer: memory a device owns, holding one value of a dtype and shape.
-// Buffers are moved, never copied implicitly; the host reads one only by
+// Buffers are moved, never copied implicitly; the host reads one by
 // downloading it (Device::download). A host device (cpu, reference) keeps a
 // buffer's bytes in a host tensor, so uploading a tensor to it moves the
-// tensor in without copying its bytes.
+// tensor in without copying its bytes, and a reader that only looks may read
+// them where they lie (host_tensor_if).
 #pragma once
 
 #include <memory>
