@@ -138,7 +138,7 @@ Measured ours(const Model& model, bool gradient, bool bf16, int cores, double se
     ++runs;
     elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   }
-  double bytes = static_cast<double>(program.memory().arena_bytes);
+  double bytes = static_cast<double>(program.memory().arena_bytes + program.memory().scratch_bytes);
   for (const graph::NamedNode& output : program.graph().outputs) {
     const graph::Node& node = program.graph().node(output.node);
     bytes += static_cast<double>(graph::numel(node.shape)) * static_cast<double>(graph::dtype_size(node.dtype));

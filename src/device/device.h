@@ -45,11 +45,13 @@ struct DeviceOptions {
 };
 
 // What a plan holds for its runs: its arena (every buffer it computes, placed
-// by liveness) and the least any arena could be (the most bytes alive at one
-// step). Zero for a device that allocates as it runs.
+// by liveness), the least any arena could be (the most bytes alive at one
+// step), and its steps' scratch (the packing buffers of its matrix products).
+// Zero for a device that allocates as it runs.
 struct PlanMemory {
   size_t arena_bytes = 0;
   size_t live_peak_bytes = 0;
+  size_t scratch_bytes = 0;
 };
 
 class Device;

@@ -325,7 +325,16 @@ const KernelSet& kernels_for(Isa isa) {
   return scalar_kernels();
 }
 
-Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int threads, bool bf16)
+size_t GemmScratch::bytes() const {
+  size_t floats = 0;
+  for (const GemmWorkspace& ws : slots) {
+    floats += ws.a_pack.size() + ws.b_pack.size() + ws.tile.size() + ws.b_row.size() + ws.b_wide.size();
+  }
+  return floats * sizeof(float);
+}
+
+Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int threads, bool bf16, GemmScratch* scratch,
+           int first_slot)
     : kernels_(kernels),
       m_(m),
       n_(n),
@@ -334,7 +343,9 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
       amx_(bf16 && kernels.isa == Isa::amx),
       pairs_(bf16 && !amx_ && kernels.pair_tiles[0][0] != nullptr),
       words_(pairs_ ? (k + 1) / 2 : k),
-      threads_(1) {
+      threads_(1),
+      scratch_(scratch ? scratch : &own_scratch_),
+      first_slot_(first_slot) {
   int mr = kernels.mr, nr = kernels.nr;
   // kc words of an nr-wide B sliver stay in L1 across the row slivers; an
   // mc x kc block of A (up to 264 x 256 floats, 264 KiB) stays in L2 across the
@@ -374,13 +385,17 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
   resident_ = region_rows <= mc_;
   // K steps, not K's words: a region in place packs A in steps, even with pairs.
   int64_t a_floats = resident_ ? region_rows * k_ : mc_ * kc_;
-  workspaces_.resize(static_cast<size_t>(threads_));
-  for (Workspace& ws : workspaces_) {
-    if (amx_) continue;  // amx_product sizes its own buffers
-    ws.a_pack.resize(static_cast<size_t>(std::max<int64_t>(1, a_floats)));
-    ws.b_pack.resize(static_cast<size_t>(kc_ * std::min(nc_, region_cols)));
-    ws.tile.resize(static_cast<size_t>(mr * nr));
-    ws.b_row.resize(static_cast<size_t>(std::min(region_cols, stream_columns(1))));
+  std::vector<Workspace>& slots = scratch_->slots;
+  slots.resize(std::max(slots.size(), static_cast<size_t>(first_slot_ + threads_)));
+  auto grow = [](std::vector<float>& buffer, int64_t floats) {
+    if (buffer.size() < static_cast<size_t>(floats)) buffer.resize(static_cast<size_t>(floats));
+  };
+  for (int part = 0; part < threads_ && !amx_; ++part) {  // amx_product sizes its own buffers
+    Workspace& ws = slots[static_cast<size_t>(first_slot_ + part)];
+    grow(ws.a_pack, std::max<int64_t>(1, a_floats));
+    grow(ws.b_pack, kc_ * std::min(nc_, region_cols));
+    grow(ws.tile, mr * nr);
+    grow(ws.b_row, std::min(region_cols, stream_columns(1)));
   }
 }
 
@@ -399,7 +414,8 @@ void Gemm::run(MatrixRef a, MatrixRef b, float* c, int64_t ldc) {
   parallel_for(threads_, threads_, [&](int64_t begin, int64_t end) {
     SubnormalsFlushed flushed(bf16_);
     for (int64_t index = begin; index < end; ++index) {
-      run_region(region(static_cast<int>(index)), a, b, c, ldc, workspaces_[static_cast<size_t>(index)]);
+      run_region(region(static_cast<int>(index)), a, b, c, ldc,
+                 scratch_->slots[static_cast<size_t>(first_slot_ + index)]);
     }
   });
 }

@@ -109,25 +109,42 @@ struct AmxBuffers {
 void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row, int64_t rows, int64_t col,
                  int64_t cols, float* c, int64_t ldc, AmxBuffers& buffers);
 
+// The packing buffers of one thread's part of a product.
+struct GemmWorkspace {
+  std::vector<float> a_pack, b_pack, tile;
+  std::vector<float> b_row;   // a widened row of B, when streaming
+  std::vector<float> b_wide;  // B's block as f32 rows before packing, when it is bf16 or strided (made
+                              // on first use)
+  AmxBuffers amx;
+};
+
+// Packing buffers that the products of a plan share, its steps running one at a time:
+// each Gemm made with it grows the slots it uses to what it needs, so the plan holds
+// the buffers of its largest product rather than of every one (gpt-large's training
+// step: 250 MB of them). Products that run at once (a batch spread over the threads)
+// take slots of their own.
+struct GemmScratch {
+  std::vector<GemmWorkspace> slots;
+  size_t bytes() const;  // as made so far
+};
+
 // C[m, n] = A[m, k] @ B[k, n] for one shape and operand dtype (both f32 or
-// both bf16), with its packing buffers made once. C is f32, row-major with
+// both bf16), with its packing buffers made once: its own, or slots
+// [first_slot, first_slot + threads) of `scratch`. C is f32, row-major with
 // row stride ldc. run is not reentrant: one call at a time (a plan runs one
 // call at a time).
 class Gemm {
  public:
-  Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int threads, bool bf16);
+  Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int threads, bool bf16,
+       GemmScratch* scratch = nullptr, int first_slot = 0);
+  Gemm(const Gemm&) = delete;  // scratch_ may point into the object
+  Gemm& operator=(const Gemm&) = delete;
   void run(MatrixRef a, MatrixRef b, float* c, int64_t ldc);
 
   int threads() const { return threads_; }
 
  private:
-  struct Workspace {
-    std::vector<float> a_pack, b_pack, tile;
-    std::vector<float> b_row;   // a widened row of B, when streaming
-    std::vector<float> b_wide;  // B's block as f32 rows before packing, when it is bf16 or strided (made
-                                // on first use)
-    AmxBuffers amx;
-  };
+  using Workspace = GemmWorkspace;
   struct Region {
     int64_t row_begin, row_end, col_begin, col_end;
   };
@@ -160,7 +177,9 @@ class Gemm {
   bool resident_ = false;              // a region's rows fit one block of A, packed once for all of B
   int64_t nc_resident_;                // nc then: a kc x nc block of B fits L2
   int grid_rows_ = 1, grid_cols_ = 1;  // how a product is split over the threads
-  std::vector<Workspace> workspaces_;  // one per thread
+  GemmScratch own_scratch_;            // when made without a shared one
+  GemmScratch* scratch_;               // own_scratch_ or the shared one
+  int first_slot_;
 };
 
 }  // namespace sx::device::cpu

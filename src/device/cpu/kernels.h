@@ -73,6 +73,7 @@ void parallel_for(int64_t n, int threads, Body body) {
 }
 
 struct KernelSet;
+struct GemmScratch;
 
 // What making a node's step may read besides the node: the graph (its
 // inputs' shapes and dtypes), the thread count and the micro-kernels.
@@ -87,6 +88,8 @@ struct StepContext {
   // Bit k: input k is a broadcast of a transpose, both absorbed: in[k] holds
   // the transpose's input.
   uint32_t absorbed_twice = 0;
+  // The packing buffers the plan's matrix products share (gemm.h); null: each its own.
+  GemmScratch* gemm_scratch = nullptr;
 
   bool absorbs(size_t input) const { return (absorbed >> input & 1u) != 0; }
   bool absorbs_twice(size_t input) const { return (absorbed_twice >> input & 1u) != 0; }

@@ -174,9 +174,9 @@ Step matmul_step(const StepContext& c, const graph::Node& node) {
     }
     if (mm->batch >= threads && threads > 1) {
       for (int t = 0; t < threads; ++t)
-        mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, n, k, 1, mm->bf16));
+        mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, n, k, 1, mm->bf16, c.gemm_scratch, t));
     } else {
-      mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, n, k, threads, mm->bf16));
+      mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, n, k, threads, mm->bf16, c.gemm_scratch));
     }
     if (mm->bf16) {
       mm->result_count = batch * m * n;

@@ -167,7 +167,8 @@ class CpuPlan : public Plan {
                                  .cores = device.cores(),
                                  .kernels = kernels,
                                  .absorbed = absorbed[id],
-                                 .absorbed_twice = absorbed_twice[id]};
+                                 .absorbed_twice = absorbed_twice[id],
+                                 .gemm_scratch = &gemm_scratch_};
         step = row.make(context, node);
       } else {
         std::vector<graph::ValueType> types;
@@ -195,7 +196,11 @@ class CpuPlan : public Plan {
     }
   }
 
-  PlanMemory memory() const override { return memory_; }
+  PlanMemory memory() const override {
+    PlanMemory memory = memory_;
+    memory.scratch_bytes = gemm_scratch_.bytes();  // grown by some products on their first run
+    return memory;
+  }
 
   using Plan::run;
 
@@ -340,7 +345,7 @@ class CpuPlan : public Plan {
     find_overwrites(source, claims);
     direct_now_.assign(direct_outputs_.size(), false);
     const Placement& all_in_arena = placements_.emplace(direct_now_, placement(direct_now_)).first->second;
-    check_fits_in_memory("cpu", constant_bytes + static_cast<double>(all_in_arena.size));
+    check_fits_in_memory("cpu", constant_bytes + static_cast<double>(all_in_arena.size + gemm_scratch_.bytes()));
     memory_ = all_in_arena.memory;
     if (!direct_outputs_.empty()) {
       std::vector<bool> all_direct(direct_outputs_.size(), true);
@@ -491,6 +496,7 @@ class CpuPlan : public Plan {
   graph::Graph graph_;
   std::vector<graph::Tensor> storage_;    // values computed at compile time (iota)
   std::vector<const uint8_t*> pointers_;  // each node's bytes during a run
+  cpu::GemmScratch gemm_scratch_;         // the packing buffers of every matrix product
   std::vector<Entry> entries_;            // in graph order
   std::vector<const uint8_t*> in_;        // a step's input pointers (kept: a run allocates nothing)
   std::vector<Staged> staged_;

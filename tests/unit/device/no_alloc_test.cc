@@ -79,6 +79,22 @@ TEST(HostTensor, AHostBufferIsReadWhereItLies) {
   EXPECT_EQ(host_tensor_if(Buffer{}), nullptr);
 }
 
+// The products of a plan run one at a time and share their packing buffers: a plan of a
+// large and a small product holds the large one's, which its memory counts.
+TEST(PlanMemory, TheProductsOfAPlanShareTheirPackingBuffers) {
+  auto scratch_of = [](bool large, bool small) {
+    Graph graph;
+    Builder b(graph);
+    if (large) b.output("large", b.matmul(b.input("a", {96, 512}, DType::f32), b.input("b", {512, 384}, DType::f32)));
+    if (small) b.output("small", b.matmul(b.input("c", {8, 64}, DType::f32), b.input("d", {64, 32}, DType::f32)));
+    return make_device("cpu", DeviceOptions{.cpu_cores = 1})->compile(graph)->memory().scratch_bytes;
+  };
+  const size_t large = scratch_of(true, false), small = scratch_of(false, true);
+  EXPECT_GT(small, 0u);
+  EXPECT_GT(large, small);
+  EXPECT_EQ(scratch_of(true, true), large);
+}
+
 // Donation: the step of a training loop writes each parameter's new value
 // over its old one. Every input is read before any output is written, even
 // when the outputs are the inputs swapped or passed through.
