@@ -325,12 +325,18 @@ const KernelSet& kernels_for(Isa isa) {
   return scalar_kernels();
 }
 
+void GemmScratch::reserve_product(size_t bytes) {
+  if (bytes <= product_bytes) return;
+  product = cache_line_bytes(bytes);
+  product_bytes = bytes;
+}
+
 size_t GemmScratch::bytes() const {
   size_t floats = 0;
   for (const GemmWorkspace& ws : slots) {
     floats += ws.a_pack.size() + ws.b_pack.size() + ws.tile.size() + ws.b_row.size() + ws.b_wide.size();
   }
-  return floats * sizeof(float);
+  return floats * sizeof(float) + product_bytes;
 }
 
 Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int threads, bool bf16, GemmScratch* scratch,
@@ -399,7 +405,7 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
   }
 }
 
-void Gemm::run(MatrixRef a, MatrixRef b, float* c, int64_t ldc) {
+void Gemm::run(MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rounded) {
   assert(a.bf16 == bf16_ && b.bf16 == bf16_);
   if (m_ == 0 || n_ == 0) return;
   int mr = kernels_.mr, nr = kernels_.nr;
@@ -414,32 +420,41 @@ void Gemm::run(MatrixRef a, MatrixRef b, float* c, int64_t ldc) {
   parallel_for(threads_, threads_, [&](int64_t begin, int64_t end) {
     SubnormalsFlushed flushed(bf16_);
     for (int64_t index = begin; index < end; ++index) {
-      run_region(region(static_cast<int>(index)), a, b, c, ldc,
+      run_region(region(static_cast<int>(index)), a, b, c, ldc, rounded,
                  scratch_->slots[static_cast<size_t>(first_slot_ + index)]);
     }
   });
 }
 
-void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) {
+void Gemm::round_block(const float* c, int64_t ldc, graph::Bf16* rounded, int64_t row, int64_t rows, int64_t col,
+                       int64_t cols) const {
+  const auto narrow = tile_kernels_for(kernels_.isa).narrow_bf16;
+  for (int64_t i = row; i < row + rows; ++i) narrow(c + i * ldc + col, rounded + i * ldc + col, cols);
+}
+
+void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rounded,
+                      Workspace& ws) {
   const int mr = kernels_.mr, nr = kernels_.nr, width = kernels_.width;
   int64_t rows = region.row_end - region.row_begin;
   if (rows <= 0 || region.col_end <= region.col_begin) return;
+  // The paths that take the region whole round it after: a few rows, or amx's tiles.
+  bool whole_region = true;
   if (k_ == 0) {
     for (int64_t i = region.row_begin; i < region.row_end; ++i) {
       std::fill(c + i * ldc + region.col_begin, c + i * ldc + region.col_end, 0.0f);
     }
-    return;
-  }
-  if (amx_) {  // every row by the tiles, few or many: the tiles' sums are not the other kernels'
+  } else if (amx_) {  // every row by the tiles, few or many: the tiles' sums are not the other kernels'
     amx_product(a, b, k_, region.row_begin, rows, region.col_begin, region.col_end - region.col_begin, c, ldc, ws.amx);
-    return;
-  }
-  if (in_place(rows) && (bf16_ || b.cols == 1)) {
+  } else if (in_place(rows) && (bf16_ || b.cols == 1)) {
     in_place_region(region, a, b, c, ldc, ws);
-    return;
-  }
-  if (rows < mr) {
+  } else if (rows < mr) {
     stream_region(region, a, b, c, ldc, ws);
+  } else {
+    whole_region = false;
+  }
+  if (whole_region) {
+    if (rounded)
+      round_block(c, ldc, rounded, region.row_begin, rows, region.col_begin, region.col_end - region.col_begin);
     return;
   }
   // Rows that fit one block of A are packed once, for every panel of B;
@@ -448,6 +463,10 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
   if (!pairs_ && (b.bf16 || b.cols != 1) && ws.b_wide.size() < ws.b_pack.size()) ws.b_wide.resize(ws.b_pack.size());
   int64_t nc = resident ? nc_resident_ : nc_, rows_padded = round_up(rows, mr);
   const auto& tiles = pairs_ ? kernels_.pair_tiles : kernels_.tiles;
+  const auto narrow = tile_kernels_for(kernels_.isa).narrow_bf16;
+  // One block of K: a tile's sums are done where it computes them, and only their
+  // rounded values go to memory.
+  const bool rounded_only = rounded && words_ <= kc_;
   for (int64_t pc = 0; pc < words_ && resident; pc += kc_) {
     pack_a(a, region.row_begin, rows, pc, std::min(kc_, words_ - pc), ws.a_pack.data() + pc * rows_padded);
   }
@@ -455,7 +474,7 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
     int64_t ncur = std::min(nc, region.col_end - jc);
     for (int64_t pc = 0; pc < words_; pc += kc_) {
       int64_t kcur = std::min(kc_, words_ - pc);
-      bool accumulate = pc > 0;
+      bool accumulate = pc > 0, last = pc + kcur == words_;
       pack_b(b, pc, kcur, jc, ncur, ws.b_pack.data(), ws.b_wide.data());
       for (int64_t ic = region.row_begin; ic < region.row_end; ic += mc_) {
         int64_t mcur = std::min(mc_, region.row_end - ic);
@@ -471,6 +490,12 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
             TileKernel kernel = tiles[height - 1][vectors - 1];
             const float* ap = a_block + ir / mr * mr * kcur;
             float* cp = c + (ic + ir) * ldc + jc + jr;
+            if (rounded_only) {
+              float* tile = ws.tile.data();
+              kernel(kcur, ap, bp, nr, tile, nr, false);
+              for (int i = 0; i < height; ++i) narrow(tile + i * nr, rounded + (ic + ir + i) * ldc + jc + jr, cols);
+              continue;
+            }
             // The next tile's rows of C, while this one computes: its loads
             // start the next call, and would otherwise wait on memory.
             for (int64_t i = ir + mr; i < std::min(mcur, ir + 2 * mr); ++i) {
@@ -479,13 +504,15 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
             }
             if (whole) {
               kernel(kcur, ap, bp, nr, cp, ldc, accumulate);
-              continue;
+            } else {
+              // The last columns: through a full-width tile, then copied.
+              float* tile = ws.tile.data();
+              for (int i = 0; i < height && accumulate; ++i)
+                std::copy(cp + i * ldc, cp + i * ldc + cols, tile + i * nr);
+              kernel(kcur, ap, bp, nr, tile, nr, accumulate);
+              for (int i = 0; i < height; ++i) std::copy(tile + i * nr, tile + i * nr + cols, cp + i * ldc);
             }
-            // The last columns: through a full-width tile, then copied.
-            float* tile = ws.tile.data();
-            for (int i = 0; i < height && accumulate; ++i) std::copy(cp + i * ldc, cp + i * ldc + cols, tile + i * nr);
-            kernel(kcur, ap, bp, nr, tile, nr, accumulate);
-            for (int i = 0; i < height; ++i) std::copy(tile + i * nr, tile + i * nr + cols, cp + i * ldc);
+            if (rounded && last) round_block(c, ldc, rounded, ic + ir, height, jc + jr, cols);
           }
         }
       }

@@ -31,6 +31,8 @@
 #include <vector>
 
 #include "device/cpu/isa.h"
+#include "device/cpu/kernels.h"
+#include "graph/tensor.h"
 
 namespace sx::device::cpu {
 
@@ -125,21 +127,30 @@ struct GemmWorkspace {
 // take slots of their own.
 struct GemmScratch {
   std::vector<GemmWorkspace> slots;
+  // The f32 C of a bf16 product before it is rounded (Gemm::run's `rounded`), the
+  // largest any product of the plan asked for. On whole cache lines: threads write
+  // neighbouring columns of it.
+  CacheLineBytes product;
+  size_t product_bytes = 0;
+  void reserve_product(size_t bytes);
   size_t bytes() const;  // as made so far
 };
 
 // C[m, n] = A[m, k] @ B[k, n] for one shape and operand dtype (both f32 or
 // both bf16), with its packing buffers made once: its own, or slots
 // [first_slot, first_slot + threads) of `scratch`. C is f32, row-major with
-// row stride ldc. run is not reentrant: one call at a time (a plan runs one
-// call at a time).
+// row stride ldc. With `rounded`, C is also written there rounded to bf16 (same
+// row stride), each tile as soon as its sums are done, while it is in cache: a
+// pass over all of C afterwards would read it back from memory (gpt-small's bf16
+// gradient rounds 29M values a step). run is not reentrant: one call at a time (a
+// plan runs one call at a time).
 class Gemm {
  public:
   Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int threads, bool bf16,
        GemmScratch* scratch = nullptr, int first_slot = 0);
   Gemm(const Gemm&) = delete;  // scratch_ may point into the object
   Gemm& operator=(const Gemm&) = delete;
-  void run(MatrixRef a, MatrixRef b, float* c, int64_t ldc);
+  void run(MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rounded = nullptr);
 
   int threads() const { return threads_; }
 
@@ -148,7 +159,11 @@ class Gemm {
   struct Region {
     int64_t row_begin, row_end, col_begin, col_end;
   };
-  void run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws);
+  void run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rounded,
+                  Workspace& ws);
+  // C's rows [row, row + rows) and columns [col, col + cols) to `rounded`.
+  void round_block(const float* c, int64_t ldc, graph::Bf16* rounded, int64_t row, int64_t rows, int64_t col,
+                   int64_t cols) const;
   // A few slivers of rows (kInPlaceSlivers), f32 B with unit column stride or
   // bf16 B (widened kInPlaceDepth rows at a time): A packed whole, B read where
   // it lies by the tiles, kInPlaceDepth steps of K at a time; the columns past

@@ -12,7 +12,6 @@
 // through its input's strides rather than copied.
 #include <memory>
 
-#include "device/cpu/fusion_tiles.h"
 #include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
 #include "graph/prims/common.h"
@@ -64,12 +63,10 @@ struct FloatMatmul {
   OperandLayout a_layout, b_layout;
   bool bf16;
   std::vector<std::unique_ptr<Gemm>> gemms;  // one, or one per thread when entries are spread
-  // The f32 product of bf16 operands, before rounding. On whole cache lines, as the
-  // plan's own buffers are: threads writing neighbouring columns of C would
-  // otherwise share the line between them at every step.
-  CacheLineBytes result;
-  int64_t result_count = 0;
-  void (*narrow_bf16)(const float* x, graph::Bf16* o, int64_t n) = nullptr;  // the instruction set's rounding
+  // Where a bf16 product's f32 sums wait to be rounded (which the GEMM does tile by
+  // tile): the plan's, shared by its products, or own_scratch.
+  GemmScratch* scratch = nullptr;
+  GemmScratch own_scratch;
 
   // Operand `layout`'s first element for batch entry e.
   int64_t offset_of(const OperandLayout& layout, int64_t e) const {
@@ -83,7 +80,8 @@ struct FloatMatmul {
 
   void run(const uint8_t* a, const uint8_t* b, uint8_t* out) {
     size_t elem = bf16 ? sizeof(graph::Bf16) : sizeof(float);
-    float* c = reinterpret_cast<float*>(bf16 ? result.get() : out);
+    float* c = reinterpret_cast<float*>(bf16 ? scratch->product.get() : out);
+    auto* rounded = bf16 ? reinterpret_cast<graph::Bf16*>(out) : nullptr;
     auto entry = [&](Gemm& gemm, int64_t e) {
       MatrixRef ra{.data = a + static_cast<size_t>(offset_of(a_layout, e)) * elem,
                    .rows = a_layout.rows,
@@ -93,7 +91,7 @@ struct FloatMatmul {
                    .rows = b_layout.rows,
                    .cols = b_layout.cols,
                    .bf16 = bf16};
-      gemm.run(ra, rb, c + e * m * n, n);
+      gemm.run(ra, rb, c + e * m * n, n, rounded ? rounded + e * m * n : nullptr);
     };
     if (gemms.size() == 1) {
       for (int64_t e = 0; e < batch; ++e) entry(*gemms[0], e);
@@ -101,13 +99,6 @@ struct FloatMatmul {
       parallel_parts(batch, static_cast<int>(gemms.size()), [&](int part, int64_t begin, int64_t end) {
         Gemm& gemm = *gemms[static_cast<size_t>(part)];
         for (int64_t e = begin; e < end; ++e) entry(gemm, e);
-      });
-    }
-    if (bf16) {
-      auto* o = reinterpret_cast<graph::Bf16*>(out);
-      int64_t count = result_count;
-      parallel_for(count, threads_for(count, static_cast<int>(gemms.size())), [&](int64_t begin, int64_t end) {
-        narrow_bf16(reinterpret_cast<const float*>(result.get()) + begin, o + begin, end - begin);
       });
     }
   }
@@ -172,17 +163,14 @@ Step matmul_step(const StepContext& c, const graph::Node& node) {
       mm->m = m;
       mm->batch_shape.assign(node.shape.begin(), node.shape.end() - 2);
     }
+    mm->scratch = c.gemm_scratch ? c.gemm_scratch : &mm->own_scratch;
     if (mm->batch >= threads && threads > 1) {
       for (int t = 0; t < threads; ++t)
-        mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, n, k, 1, mm->bf16, c.gemm_scratch, t));
+        mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, n, k, 1, mm->bf16, mm->scratch, t));
     } else {
-      mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, n, k, threads, mm->bf16, c.gemm_scratch));
+      mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, n, k, threads, mm->bf16, mm->scratch));
     }
-    if (mm->bf16) {
-      mm->result_count = batch * m * n;
-      mm->result = cache_line_bytes(static_cast<size_t>(mm->result_count) * sizeof(float));
-      mm->narrow_bf16 = tile_kernels_for(c.kernels.isa).narrow_bf16;
-    }
+    if (mm->bf16) mm->scratch->reserve_product(static_cast<size_t>(batch * m * n) * sizeof(float));
     return [mm](const uint8_t* const* in, uint8_t* out) { mm->run(in[0], in[1], out); };
   }
   int loop_threads = threads_for(static_cast<int64_t>(flops / 2), cores);

@@ -182,6 +182,42 @@ TEST(GemmRule, Bf16SubnormalsAndSpecialValuesFollowTheRule) {
   }
 }
 
+// With `rounded`, C also goes there rounded to bf16 tile by tile (or, for one block of
+// K, only there): the bits of rounding the f32 C afterwards, on every path (the tiles
+// with one block of K and with several, columns past the last whole tile, rows read
+// in place, one streamed row, K = 0, two threads), and nothing past a row's end.
+TEST(GemmRule, Bf16ProductsRoundedInTheTilesAreTheirF32SumsRounded) {
+  struct Shape3 {
+    int64_t m, n, k;
+    int threads;
+  };
+  std::mt19937 rng(17);
+  for (Shape3 s : {Shape3{30, 64, 64, 1}, Shape3{29, 45, 601, 1}, Shape3{7, 45, 40, 1}, Shape3{20, 70, 90, 1},
+                   Shape3{1, 33, 50, 1}, Shape3{5, 9, 0, 1}, Shape3{100, 300, 300, 2}}) {
+    Operand a = random_operand(s.m, s.k, false, true, rng), b = random_operand(s.k, s.n, rng() % 2 == 0, true, rng);
+    const int64_t ldc = s.n + 3;
+    for (Isa isa : cpu::host_isas()) {
+      SCOPED_TRACE(fmt::format("{}: {}x{}x{} threads {}", cpu::isa_name(isa), s.m, s.n, s.k, s.threads));
+      std::vector<float> sums(static_cast<size_t>(s.m * ldc));
+      cpu::Gemm(cpu::kernels_for(isa), s.m, s.n, s.k, s.threads, true).run(a.ref(), b.ref(), sums.data(), ldc);
+      std::vector<float> scratch(sums.size());
+      std::vector<graph::Bf16> got(sums.size(), graph::Bf16(-7.0f));
+      cpu::Gemm(cpu::kernels_for(isa), s.m, s.n, s.k, s.threads, true)
+          .run(a.ref(), b.ref(), scratch.data(), ldc, got.data());
+      int shown = 0;
+      for (int64_t i = 0; i < s.m && shown < 5; ++i) {
+        for (int64_t j = 0; j < ldc && shown < 5; ++j) {
+          const size_t e = static_cast<size_t>(i * ldc + j);
+          const uint16_t want = j < s.n ? graph::Bf16(sums[e]).bits : graph::Bf16(-7.0f).bits;
+          if (got[e].bits == want) continue;
+          ++shown;
+          ADD_FAILURE() << "C[" << i << ", " << j << "] is 0x" << std::hex << got[e].bits << ", want 0x" << want;
+        }
+      }
+    }
+  }
+}
+
 TEST(GemmRule, TheCallersSubnormalModeIsLeftAsItWas) {
   std::mt19937 rng(5);
   Operand a = random_operand(20, 30, false, true, rng), b = random_operand(30, 40, false, true, rng);

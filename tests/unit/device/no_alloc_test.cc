@@ -95,6 +95,24 @@ TEST(PlanMemory, TheProductsOfAPlanShareTheirPackingBuffers) {
   EXPECT_EQ(scratch_of(true, true), large);
 }
 
+// A bf16 product's f32 sums wait for their rounding in the plan's scratch, counted
+// there, one buffer for all the plan's products: as large as the largest's output.
+TEST(PlanMemory, TheBf16ProductsOfAPlanShareTheirF32Sums) {
+  auto scratch_of = [](DType dtype, int products) {
+    Graph graph;
+    Builder b(graph);
+    for (int i = 0; i < products; ++i) {
+      b.output(fmt::format("c{}", i), b.matmul(b.input(fmt::format("a{}", i), {96, 512}, dtype),
+                                               b.input(fmt::format("b{}", i), {512, 384}, dtype)));
+    }
+    return make_device("cpu", DeviceOptions{.cpu_cores = 1})->compile(graph)->memory().scratch_bytes;
+  };
+  const size_t sums = 96 * 384 * sizeof(float);
+  EXPECT_GE(scratch_of(DType::bf16, 1), sums);
+  EXPECT_EQ(scratch_of(DType::bf16, 3), scratch_of(DType::bf16, 1));
+  EXPECT_LT(scratch_of(DType::f32, 1) + sums / 2, scratch_of(DType::bf16, 1) + sums);
+}
+
 // Donation: the step of a training loop writes each parameter's new value
 // over its old one. Every input is read before any output is written, even
 // when the outputs are the inputs swapped or passed through.
