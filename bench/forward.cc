@@ -7,15 +7,19 @@
 //   gpt-large  width 768, 12 blocks, 12 heads, 128 bytes a row, batch 1
 //
 //   build/bench/forward [--models tiny,small,large] [--passes forward,gradient]
-//                       [--threads 1,2] [--seconds S] [--precision f32,bf16]
+//                       [--threads 1,2] [--seconds S] [--precision f32,bf16] [--rounds N]
 //
 // The forward is the logits of a batch of byte ids; the gradient is that of the mean
 // cross-entropy of the next byte with respect to every parameter. Each is one program
 // compiled once (runtime::Program, parameters in a store on the device, the batch fed
-// each run); its time is the mean of the runs in S seconds after two to warm up.
-// PyTorch's is the same mean, in a process of its own per setting, on the BLAS it runs
-// (torch_blas.py: it refuses a reference BLAS, and no ratio is given then); on 2 threads
-// the fastest of its thread settings (torch_settings), which the table names.
+// each run), after two runs to warm up. PyTorch's runs in a process of its own per
+// setting, on the BLAS it runs (torch_blas.py: it refuses a reference BLAS, and no ratio
+// is given then); on 2 threads the fastest of its thread settings (torch_settings), which
+// the table names. The two are timed in turns: N rounds (--rounds, 5) of S / N seconds
+// each, ours then PyTorch's, so that a host that slows down for a while (a virtual machine
+// beside busy neighbours) slows both alike. A round's figure is the mean of its runs; the
+// table gives the median round of each, the median of the rounds' ratios, and the range
+// of those ratios: a wide range says the host was not steady.
 //
 // With --precision bf16, every matrix product runs on bf16 operands, summed in f32 (the
 // policy of `defrun :precision :bf16`, graph::bf16_products), and PyTorch's runs under
@@ -28,14 +32,21 @@
 // there, and a run allocates nothing else) and the buffers the program returns its
 // results in; PyTorch's is how far its process's peak resident memory rose above what
 // it held before its first run.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -101,50 +112,66 @@ Traced trace(train::Session& session, const Model& model, bool gradient, bool bf
   return traced;
 }
 
-struct Measured {
-  double ms;          // a run's mean
-  double memory_mib;  // what a run needs beyond the parameters and the batch
-};
+// Our side: the program compiled once, its inputs on the device, timed in rounds.
+class Ours {
+ public:
+  Ours(const Model& model, bool gradient, bool bf16, int cores, const std::string& run_file)
+      : session_(options(model)), device_(device::make_device("cpu", {.cpu_cores = cores})) {
+    session_.load(run_file);
+    Traced traced = trace(session_, model, gradient, bf16);
+    store_ = std::make_unique<runtime::Store>(*device_);
+    for (auto& [path, value] : model::initial_values(session_.params(), session_.seed(), *device_)) {
+      store_->put(path, std::move(value));
+    }
+    program_ = std::make_unique<runtime::Program>(*device_, traced.graph, traced.inputs, traced.outputs);
+    std::mt19937 rng(1);
+    while (fed_buffers_.size() < program_->fed_inputs().size()) {  // the ids, and a gradient's targets
+      graph::Tensor bytes(graph::DType::i32, {model.rows, model.window});
+      for (int64_t j = 0; j < bytes.numel(); ++j) bytes.data<int32_t>()[j] = static_cast<int32_t>(rng() % 256);
+      fed_buffers_.push_back(device_->upload(std::move(bytes)));
+    }
+    for (const auto& buffer : fed_buffers_) fed_.push_back(&buffer);
+    for (int i = 0; i < 2; ++i) program_->run(*store_, fed_);  // to warm up
+  }
 
-// The mean ms of a run of the program over `seconds`, after two runs to warm up, and its memory.
-Measured ours(const Model& model, bool gradient, bool bf16, int cores, double seconds, const std::string& run_file) {
-  train::SessionOptions options;
-  options.interpreter.library_dirs = {SEXPGPU_LIB_DIR};
-  options.choices = model.choices;
-  train::Session session(std::move(options));
-  session.load(run_file);
-  auto device = device::make_device("cpu", {.cpu_cores = cores});
-  Traced traced = trace(session, model, gradient, bf16);
-  runtime::Store store(*device);
-  for (auto& [path, value] : model::initial_values(session.params(), session.seed(), *device)) {
-    store.put(path, std::move(value));
+  // A run's mean ms over `seconds` of runs (at least 3).
+  double time(double seconds) {
+    int runs = 0;
+    double elapsed = 0;
+    const auto start = Clock::now();
+    while (elapsed < seconds || runs < 3) {
+      program_->run(*store_, fed_);
+      ++runs;
+      elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    }
+    return 1e3 * elapsed / runs;
   }
-  runtime::Program program(*device, traced.graph, traced.inputs, traced.outputs);
-  std::mt19937 rng(1);
-  std::vector<device::Buffer> fed_buffers;  // the ids, and the targets of a gradient: random bytes
-  while (fed_buffers.size() < program.fed_inputs().size()) {
-    graph::Tensor bytes(graph::DType::i32, {model.rows, model.window});
-    for (int64_t j = 0; j < bytes.numel(); ++j) bytes.data<int32_t>()[j] = static_cast<int32_t>(rng() % 256);
-    fed_buffers.push_back(device->upload(std::move(bytes)));
+
+  // What a run needs beyond the parameters and the batch.
+  double memory_mib() const {
+    double bytes = static_cast<double>(program_->memory().arena_bytes + program_->memory().scratch_bytes);
+    for (const graph::NamedNode& output : program_->graph().outputs) {
+      const graph::Node& node = program_->graph().node(output.node);
+      bytes += static_cast<double>(graph::numel(node.shape)) * static_cast<double>(graph::dtype_size(node.dtype));
+    }
+    return bytes / (1 << 20);
   }
-  std::vector<const device::Buffer*> fed;
-  for (const auto& buffer : fed_buffers) fed.push_back(&buffer);
-  for (int i = 0; i < 2; ++i) program.run(store, fed);
-  int runs = 0;
-  auto start = Clock::now();
-  double elapsed = 0;
-  while (elapsed < seconds || runs < 3) {
-    program.run(store, fed);
-    ++runs;
-    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+
+ private:
+  static train::SessionOptions options(const Model& model) {
+    train::SessionOptions options;
+    options.interpreter.library_dirs = {SEXPGPU_LIB_DIR};
+    options.choices = model.choices;
+    return options;
   }
-  double bytes = static_cast<double>(program.memory().arena_bytes + program.memory().scratch_bytes);
-  for (const graph::NamedNode& output : program.graph().outputs) {
-    const graph::Node& node = program.graph().node(output.node);
-    bytes += static_cast<double>(graph::numel(node.shape)) * static_cast<double>(graph::dtype_size(node.dtype));
-  }
-  return {.ms = 1e3 * elapsed / runs, .memory_mib = bytes / (1 << 20)};
-}
+
+  train::Session session_;
+  std::unique_ptr<device::Device> device_;
+  std::unique_ptr<runtime::Store> store_;
+  std::unique_ptr<runtime::Program> program_;
+  std::vector<device::Buffer> fed_buffers_;
+  std::vector<const device::Buffer*> fed_;
+};
 
 // How PyTorch is run on `threads` cores: OpenBLAS's threads, PyTorch's own (OpenMP,
 // for what is not a product) and whether those wait passively. On 2 cores two pools that
@@ -162,45 +189,151 @@ std::vector<TorchSetting> torch_settings(int threads) {
   return {{threads, threads, false}, {threads, threads, true}, {threads, 1, false}};
 }
 
-// PyTorch's mean ms and memory in one setting (the peer's figures: mean ms, best ms, runs,
-// MiB), or the reason there are none (the peer's `refuse`).
-std::string torch_figures(const Model& model, bool gradient, bool bf16, const TorchSetting& setting, double seconds,
-                          const std::string& text) {
-  std::string command = fmt::format(
-      "OPENBLAS_NUM_THREADS={} {}/usr/bin/python3 {}/bench/torch_train_peer.py --model {} --mode {} --text {} "
-      "--threads {} --seconds {} --precision {} 2>&1",
-      setting.blas_threads, setting.passive ? "OMP_WAIT_POLICY=passive " : "", SEXPGPU_SOURCE_DIR, model.name,
-      gradient ? "gradient" : "forward", text, setting.torch_threads, seconds, bf16 ? "bf16" : "f32");
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return "refuse cannot start /usr/bin/python3";
-  std::string out;
-  char line[1024];
-  while (fgets(line, sizeof line, pipe)) out += line;
-  int status = pclose(pipe);
-  std::istringstream lines(out);
-  std::string header, value;
-  std::getline(lines, header);
-  if (header.starts_with("refuse")) return header;
-  if (status != 0 || !std::getline(lines, value)) return "refuse the PyTorch peer failed: " + out.substr(0, 300);
-  return value;
+// The PyTorch peer in one setting, in its `--rounds` mode: a process whose standard
+// input and output are pipes of ours. `refusal` says why it cannot time (the peer's
+// `refuse` line, or that it failed); then it times nothing.
+class TorchPeer {
+ public:
+  TorchPeer(const Model& model, bool gradient, bool bf16, const TorchSetting& setting, const std::string& text)
+      : setting_(setting) {
+    const std::string command = fmt::format(
+        "OPENBLAS_NUM_THREADS={} {}exec /usr/bin/python3 {}/bench/torch_train_peer.py --model {} --mode {} --text {} "
+        "--threads {} --precision {} --rounds 2>&1",
+        setting.blas_threads, setting.passive ? "OMP_WAIT_POLICY=passive " : "", SEXPGPU_SOURCE_DIR, model.name,
+        gradient ? "gradient" : "forward", text, setting.torch_threads, bf16 ? "bf16" : "f32");
+    // Close-on-exec: a peer started later must not hold this one's input open after we
+    // close it (it would never see its end, and never exit).
+    int to[2], from[2];
+    if (::pipe2(to, O_CLOEXEC) != 0 || ::pipe2(from, O_CLOEXEC) != 0) {
+      refusal_ = "cannot make pipes for the PyTorch peer";
+      return;
+    }
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(to[0], 0);
+      ::dup2(from[1], 1);
+      for (int fd : {to[0], to[1], from[0], from[1]}) ::close(fd);
+      ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(to[0]);
+    ::close(from[1]);
+    to_ = ::fdopen(to[1], "w");
+    from_ = ::fdopen(from[0], "r");
+    const std::string header = read_line();
+    if (header.starts_with("refuse ")) refusal_ = header.substr(7);
+    else if (!header.starts_with("torch ")) refusal_ = "the PyTorch peer failed: " + header.substr(0, 300);
+  }
+  ~TorchPeer() {
+    if (to_) std::fclose(to_);  // the end of its input: it exits
+    if (from_) std::fclose(from_);
+    if (pid_ > 0) ::waitpid(pid_, nullptr, 0);
+  }
+  TorchPeer(const TorchPeer&) = delete;
+  TorchPeer& operator=(const TorchPeer&) = delete;
+
+  const std::string& refusal() const { return refusal_; }
+  const TorchSetting& setting() const { return setting_; }
+  double mib() const { return mib_; }
+
+  // A step's mean ms over `seconds` of steps, or nothing when the peer has failed.
+  std::optional<double> time(double seconds) {
+    if (!refusal_.empty()) return std::nullopt;
+    fmt::print(to_, "{}\n", seconds);
+    std::fflush(to_);
+    double ms = 0, best = 0, runs = 0;
+    const std::string figures = read_line();
+    if (!(std::istringstream(figures) >> ms >> best >> runs >> mib_)) {
+      refusal_ = "the PyTorch peer failed: " + figures.substr(0, 300);
+      return std::nullopt;
+    }
+    return ms;
+  }
+
+ private:
+  std::string read_line() {
+    std::string line;
+    char chunk[1024];
+    while (from_ && std::fgets(chunk, sizeof chunk, from_)) {
+      line += chunk;
+      if (line.ends_with('\n')) {
+        line.pop_back();
+        break;
+      }
+    }
+    return line;
+  }
+
+  TorchSetting setting_;
+  pid_t pid_ = -1;
+  FILE* to_ = nullptr;
+  FILE* from_ = nullptr;
+  std::string refusal_;
+  double mib_ = 0;
+};
+
+// The median of `values` (not empty).
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
-// PyTorch's figures in its fastest thread setting, or why there are none.
-struct Peer {
-  double ms = 0, mib = 0;
+// One row of the table: ours and PyTorch's, timed in `rounds` rounds of seconds / rounds
+// each, ours then each of PyTorch's settings in turn. A round's ratio is ours over its
+// fastest setting's; the row gives the medians, and the ratios' range.
+struct Row {
+  double ms = 0, peer_ms = 0, ratio = 0, lowest = 0, highest = 0, mib = 0, peer_mib = 0;
   std::string setting, refusal;
 };
 
-Peer fastest_torch(const Model& model, bool gradient, bool bf16, int threads, double seconds, const std::string& text) {
-  Peer fastest;
+Row refused(std::string why) {
+  Row row;
+  row.refusal = std::move(why);
+  return row;
+}
+
+Row measure(const Model& model, bool gradient, bool bf16, int threads, double seconds, int rounds,
+            const std::string& run_file, const std::string& text) {
+  Ours ours(model, gradient, bf16, threads, run_file);
+  std::vector<std::unique_ptr<TorchPeer>> peers;
   for (const TorchSetting& setting : torch_settings(threads)) {
-    std::string figures = torch_figures(model, gradient, bf16, setting, seconds, text);
-    if (figures.starts_with("refuse")) return {0, 0, "", figures.substr(7)};
-    double ms = 0, best = 0, runs = 0, mib = 0;
-    std::istringstream(figures) >> ms >> best >> runs >> mib;
-    if (fastest.setting.empty() || ms < fastest.ms) fastest = {ms, mib, setting.label(), ""};
+    peers.push_back(std::make_unique<TorchPeer>(model, gradient, bf16, setting, text));
+    if (!peers.back()->refusal().empty()) return refused(peers.back()->refusal());
   }
-  return fastest;
+  std::vector<double> mine, theirs, ratios;
+  std::map<std::string, int> fastest_setting;  // how many rounds each setting was the fastest
+  const TorchPeer* fastest = nullptr;
+  for (int round = 0; round < rounds; ++round) {
+    mine.push_back(ours.time(seconds / rounds));
+    std::optional<double> best;
+    for (auto& peer : peers) {
+      std::optional<double> ms = peer->time(seconds / rounds);
+      if (!ms) return refused(peer->refusal());
+      if (!best || *ms < *best) {
+        best = ms;
+        fastest = peer.get();
+      }
+    }
+    ++fastest_setting[fastest->setting().label()];
+    theirs.push_back(*best);
+    ratios.push_back(mine.back() / *best);
+  }
+  const auto most = std::max_element(fastest_setting.begin(), fastest_setting.end(),
+                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+  double peer_mib = 0;
+  for (const auto& peer : peers) {
+    if (peer->setting().label() == most->first) peer_mib = peer->mib();
+  }
+  return {.ms = median(mine),
+          .peer_ms = median(theirs),
+          .ratio = median(ratios),
+          .lowest = *std::min_element(ratios.begin(), ratios.end()),
+          .highest = *std::max_element(ratios.begin(), ratios.end()),
+          .mib = ours.memory_mib(),
+          .peer_mib = peer_mib,
+          .setting = most->first,
+          .refusal = ""};
 }
 
 std::string load_average() {
@@ -214,6 +347,7 @@ std::string load_average() {
 
 int main(int argc, char** argv) {
   double seconds = 3.0;
+  int rounds = 5;
   std::string models = "tiny,small,large", passes = "forward,gradient", threads_list = "1,2", precisions = "f32";
   // Whether `name` is in the comma-separated `list`.
   auto listed = [](const std::string& list, const std::string& name) {
@@ -230,10 +364,12 @@ int main(int argc, char** argv) {
       threads_list = argv[++i];
     } else if (std::strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
       precisions = argv[++i];
+    } else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
+      rounds = std::max(1, std::stoi(argv[++i]));
     } else {
       std::puts(
           "usage: forward [--models tiny,small,large] [--passes forward,gradient] [--threads 1,2] [--seconds S]\n"
-          "               [--precision f32,bf16]");
+          "               [--precision f32,bf16] [--rounds N]");
       return std::strcmp(argv[i], "--help") == 0 ? 0 : 2;
     }
   }
@@ -249,9 +385,11 @@ int main(int argc, char** argv) {
     std::mt19937 rng(2);
     for (int i = 0; i < 1 << 16; ++i) out.put(static_cast<char>('a' + rng() % 26));
   }
+  std::signal(SIGPIPE, SIG_IGN);  // a peer that dies is then a failed write, and a refusal
   fmt::print("load average before: {}\n", load_average());
   fmt::print(
-      "| model | pass | precision | threads | SexpGPU ms | PyTorch ms | SexpGPU / PyTorch | SexpGPU MiB | PyTorch MiB "
+      "| model | pass | precision | threads | SexpGPU ms | PyTorch ms | SexpGPU / PyTorch (range) | SexpGPU MiB "
+      "| PyTorch MiB "
       "| memory ratio |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (const Model& model : kModels) {
     if (!listed(models, model.name)) continue;
@@ -261,15 +399,18 @@ int main(int argc, char** argv) {
         if (!listed(threads_list, std::to_string(threads))) continue;
         for (bool bf16 : {false, true}) {
           if (!listed(precisions, bf16 ? "bf16" : "f32")) continue;
-          Measured mine = ours(model, gradient, bf16, threads, seconds, run_file);
-          Peer theirs = fastest_torch(model, gradient, bf16, threads, seconds, text);
-          bool peer = theirs.refusal.empty();
-          fmt::print("| gpt-{} | {} | {} | {} | {:.2f} | {} | {} | {:.1f} | {} | {} |\n", model.name,
-                     gradient ? "gradient" : "forward", bf16 ? "bf16" : "f32", threads, mine.ms,
-                     peer ? fmt::format("{:.2f} ({})", theirs.ms, theirs.setting) : theirs.refusal,
-                     peer ? fmt::format("{:.2f}", mine.ms / theirs.ms) : "-", mine.memory_mib,
-                     peer ? fmt::format("{:.1f}", theirs.mib) : "-",
-                     peer && theirs.mib > 0 ? fmt::format("{:.2f}", mine.memory_mib / theirs.mib) : "-");
+          Row row = measure(model, gradient, bf16, threads, seconds, rounds, run_file, text);
+          const std::string pass = gradient ? "gradient" : "forward", precision = bf16 ? "bf16" : "f32";
+          if (!row.refusal.empty()) {
+            fmt::print("| gpt-{} | {} | {} | {} | - | {} | - | - | - | - |\n", model.name, pass, precision, threads,
+                       row.refusal);
+            continue;
+          }
+          fmt::print(
+              "| gpt-{} | {} | {} | {} | {:.2f} | {:.2f} ({}) | {:.2f} ({:.2f}-{:.2f}) | {:.1f} | {:.1f} | {} |\n",
+              model.name, pass, precision, threads, row.ms, row.peer_ms, row.setting, row.ratio, row.lowest,
+              row.highest, row.mib, row.peer_mib,
+              row.peer_mib > 0 ? fmt::format("{:.2f}", row.mib / row.peer_mib) : "-");
           std::fflush(stdout);
         }
       }

@@ -23,7 +23,11 @@ the first step (the parameters, the data and PyTorch itself). With
 `--mode forward` it times the forward alone (no autograd), with `--mode gradient` the
 gradient of the loss by every parameter (bench/forward); with `--precision bf16` those
 run under torch.autocast("cpu", bfloat16), which runs every matrix product on bf16
-operands (bench/forward --precision bf16). bench/train.py takes the mean:
+operands (bench/forward --precision bf16). With `--rounds` it times nothing at once: after
+the warmup and the first line it reads lines from standard input, each a number of
+seconds S, and times that many seconds of steps for each, printing the same figures, until
+its input ends (bench/forward interleaves its own runs with these rounds, so that a
+machine that slows down for a while slows both). bench/train.py takes the mean:
 SexpGPU's figure is a mean too. The BLAS is whatever libblas.so.3 the loader finds; on a
 reference BLAS it prints `refuse WHY` and times nothing (torch_blas.py).
 OPENBLAS_CORETYPE is dropped from the environment before torch loads, as
@@ -139,6 +143,8 @@ def main():
                          "gradient of the loss (forward and backward)")
     ap.add_argument("--precision", choices=["f32", "bf16"], default="f32",
                     help="bf16: the forward and the gradient under torch.autocast(cpu, bfloat16)")
+    ap.add_argument("--rounds", action="store_true",
+                    help="time S seconds of steps for each line S of standard input, until it ends")
     args = ap.parse_args()
     blas = blas_line(torch)
     if blas.startswith("refuse"):
@@ -184,15 +190,24 @@ def main():
     for _ in range(args.warmup):
         step()
     print(f"torch {torch.__version__} threads {torch.get_num_threads()} {blas}", flush=True)
-    times = []
-    end = time.perf_counter() + args.seconds
-    while time.perf_counter() < end or len(times) < 3:
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux counts KiB
-    steps_mib = max(0, peak - resident_before) / 2**20
-    print(f"{1e3 * sum(times) / len(times):.3f} {1e3 * min(times):.3f} {len(times)} {steps_mib:.1f}", flush=True)
+
+    def timed(seconds):
+        times = []
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end or len(times) < 3:
+            t0 = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - t0)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux counts KiB
+        steps_mib = max(0, peak - resident_before) / 2**20
+        return f"{1e3 * sum(times) / len(times):.3f} {1e3 * min(times):.3f} {len(times)} {steps_mib:.1f}"
+
+    if not args.rounds:
+        print(timed(args.seconds), flush=True)
+        return 0
+    for line in sys.stdin:
+        print(timed(float(line)), flush=True)
+    return 0
 
 
 if __name__ == "__main__":
