@@ -399,7 +399,7 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
   for (int part = 0; part < threads_ && !amx_; ++part) {  // amx_product sizes its own buffers
     Workspace& ws = slots[static_cast<size_t>(first_slot_ + part)];
     grow(ws.a_pack, std::max<int64_t>(1, a_floats));
-    grow(ws.b_pack, kc_ * std::min(nc_, region_cols));
+    grow(ws.b_pack, kc_ * std::min(resident_ ? nc_resident_ : nc_, region_cols));  // as run_region takes panels
     grow(ws.tile, mr * nr);
     grow(ws.b_row, std::min(region_cols, stream_columns(1)));
   }
