@@ -4,6 +4,7 @@ as ratios.
 
   /usr/bin/python3 bench/train.py [--program build/sexpgpu] [--openblas DIR]
                                   [--models tiny,small,large] [--threads 1,2] [--quick]
+                                  [--rounds N]
 
 SexpGPU: `sexpgpu run` of bench/gpt.sx (copied into a temporary folder beside the text it
 trains on) with --cpu-cores N for WARMUP + K steps, a log line a step. A line's steps/s
@@ -24,6 +25,11 @@ its libblas.so.3, e.g. an unpacked libopenblas0-pthread) through LD_LIBRARY_PATH
 is not the system's. OPENBLAS_CORETYPE is dropped from PyTorch's environment (see
 torch_train_peer.py).
 
+The two take turns, --rounds N times (3; 1 with --quick): a SexpGPU run, then PyTorch's
+settings, and again, so that a host that slows down for a while slows both. A row gives
+the median of each side's rounds, the median of the rounds' ratios, and the range of those
+ratios, which says how steady the host was.
+
 The load average is printed before and after: a figure measured on a busy machine says so.
 """
 import argparse
@@ -31,10 +37,10 @@ import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TORCH_PYTHON = "/usr/bin/python3"
@@ -126,7 +132,9 @@ def main():
     ap.add_argument("--models", default="tiny,small,large")
     ap.add_argument("--threads", default="1,2", help="the thread counts to time, of 1 and 2")
     ap.add_argument("--quick", action="store_true", help="fewer steps: a smoke test, not a figure")
+    ap.add_argument("--rounds", type=int, help="turns of SexpGPU then PyTorch (3; 1 with --quick)")
     args = ap.parse_args()
+    rounds = max(1, args.rounds or (1 if args.quick else 3))
     print(f"load average before: {load()}  ({os.cpu_count()} cores)", flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-train-") as where:
@@ -137,15 +145,23 @@ def main():
         for model in args.models.split(","):
             choices, k, quick_k = MODELS[model]
             for threads in (int(t) for t in args.threads.split(",")):
-                ours = sexpgpu_ms(args.program, run_file, choices, quick_k if args.quick else k, threads, where)
-                ms, setting = torch_ms(model, text, 1.0 if args.quick else 5.0, args.openblas, threads)
-                ratio = f"{ours / ms:.2f}" if ms else "-"
-                theirs = f"{ms:.1f}" if ms else "-"
-                rows.append((f"gpt-{model}", str(threads), f"{ours:.1f}", f"{theirs} ({setting})", ratio))
+                mine, theirs, ratios, setting = [], [], [], ""
+                for _ in range(rounds):
+                    mine.append(sexpgpu_ms(args.program, run_file, choices, quick_k if args.quick else k, threads,
+                                           where))
+                    ms, setting = torch_ms(model, text, 1.0 if args.quick else 5.0, args.openblas, threads)
+                    if ms:
+                        theirs.append(ms)
+                        ratios.append(mine[-1] / ms)
+                ratio = (f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})" if ratios
+                         else "-")
+                peer = f"{statistics.median(theirs):.1f}" if theirs else "-"
+                rows.append((f"gpt-{model}", str(threads), f"{statistics.median(mine):.1f}", f"{peer} ({setting})",
+                             ratio))
                 print("  ".join(rows[-1]), flush=True)
     print(f"load average after: {load()}")
     print()
-    print("| model | threads | SexpGPU ms/step | PyTorch ms/step | SexpGPU / PyTorch |")
+    print("| model | threads | SexpGPU ms/step | PyTorch ms/step | SexpGPU / PyTorch (range) |")
     print("| --- | --- | --- | --- | --- |")
     for row in rows:
         print("| " + " | ".join(row) + " |")
