@@ -187,8 +187,12 @@ class CpuPlan : public Plan {
       for (const Entry& entry : entries_) {
         std::string label = describe(graph_, graph_.node(entry.id));
         if (int g = fusion.group_of[entry.id]; g >= 0) {
-          label =
-              fmt::format("fused {} nodes ending in {}", fusion.groups[static_cast<size_t>(g)].members.size(), label);
+          // Its members' primitives, in order: chains of one length and root differ.
+          const auto& members = fusion.groups[static_cast<size_t>(g)].members;
+          std::string primitives;
+          for (NodeId member : members)
+            primitives += fmt::format("{}{}", primitives.empty() ? "" : " ", graph_.node(member).op_name());
+          label = fmt::format("fused {} nodes ({}) ending in {}", members.size(), primitives, label);
         }
         labels.push_back(std::move(label));
       }

@@ -1,7 +1,8 @@
 // SEXPGPU_CPU_PROFILE: where a cpu plan's time goes. With the variable set (and
 // not "0"), each plan times its steps and, when it is destroyed, prints to stderr
 // the mean time a run of each kind of step took: a primitive on its operands'
-// shapes, or a fused chain by its length and last node, the costliest first.
+// shapes, or a fused chain by its members' primitives and last node, the
+// costliest first.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // SEXPGPU_CPU_PROFILE (device/cpu/profile.h): a plan made with it set prints, when it
-// goes, the mean time a run of each kind of step took, fused chains by their length;
+// goes, the mean time a run of each kind of step took, fused chains by their members;
 // without it, nothing.
 #include <cstdlib>
 
@@ -41,7 +41,7 @@ TEST(CpuProfile, NamesEachKindOfStepWhenAskedFor) {
   std::string printed = stderr_of_two_runs("1");
   EXPECT_NE(printed.find("cpu plan profile: 2 runs"), std::string::npos) << printed;
   EXPECT_NE(printed.find("matmul of f32[4, 8] and f32[8, 3] x1"), std::string::npos) << printed;
-  EXPECT_NE(printed.find("fused 3 nodes ending in exp of f32[4, 3] x1"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("fused 3 nodes (mul neg exp) ending in exp of f32[4, 3] x1"), std::string::npos) << printed;
 }
 
 TEST(CpuProfile, PrintsNothingOtherwise) {
