@@ -133,7 +133,7 @@ bool reads_directly(const std::vector<uint32_t>& absorbed, NodeId id, size_t k) 
 class FusedProgram {
  public:
   FusedProgram(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
-               const KernelSet& kernels, int cores)
+               const KernelSet& kernels, int cores, SharedScratch* scratch)
       : n_(graph::numel(graph.node(tiled_root(group)).shape)),
         kernels_(math_kernels_for(kernels.isa)),
         loops_(tile_kernels_for(kernels.isa)) {
@@ -196,7 +196,8 @@ class FusedProgram {
         n_ > kPrefetchElements && streams >= 2 && static_cast<int64_t>(instructions_.size()) >= kPrefetchWork * streams;
     threads_ = threads_for(n_ * cost, cores);
     tiles_ = (n_ + tile_ - 1) / tile_;
-    scratch_ = cache_line_bytes(static_cast<size_t>(threads_) * buffers_ * tile_ * sizeof(float));
+    scratch_ = scratch ? scratch : &own_scratch_;
+    scratch_->reserve(static_cast<size_t>(threads_) * buffers_ * tile_ * sizeof(float));
     tables_.resize(static_cast<size_t>(threads_) * slots_);
   }
 
@@ -225,7 +226,7 @@ class FusedProgram {
       return;
     }
     parallel_parts(tiles_, threads_, [&](int part, int64_t first, int64_t last) {
-      float* scratch = reinterpret_cast<float*>(scratch_.get()) + static_cast<size_t>(part) * buffers_ * tile_;
+      float* scratch = reinterpret_cast<float*>(scratch_->data.get()) + static_cast<size_t>(part) * buffers_ * tile_;
       const float** at = tables_.data() + static_cast<size_t>(part) * slots_;
       for (int64_t tile = first; tile < last; ++tile) run_tile(in, out, tile * tile_, first * tile_, scratch, at);
     });
@@ -293,7 +294,7 @@ class FusedProgram {
   // row_sum's order (so with its bits: the rows are longer than 32).
   void sum_rows_in_pieces(const uint8_t* const* in, uint8_t* const* out) {
     parallel_parts(n_ / row_, threads_, [&](int part, int64_t first, int64_t last) {
-      float* scratch = reinterpret_cast<float*>(scratch_.get()) + static_cast<size_t>(part) * buffers_ * tile_;
+      float* scratch = reinterpret_cast<float*>(scratch_->data.get()) + static_cast<size_t>(part) * buffers_ * tile_;
       const float** at = tables_.data() + static_cast<size_t>(part) * slots_;
       for (int64_t row = first; row < last; ++row) {
         LaneSums<float> sums;
@@ -404,7 +405,8 @@ class FusedProgram {
   bool prefetch_ = false;               // operands in order are fetched kAhead tiles ahead
   std::optional<Reduction> reduction_;  // the root's, when the group reduces
   int64_t tiles_ = 0;
-  CacheLineBytes scratch_;            // per thread: a tile per slot
+  SharedScratch own_scratch_;         // when the plan shares none
+  SharedScratch* scratch_ = nullptr;  // per thread: a tile per slot
   std::vector<const float*> tables_;  // per thread: each slot's tile
 };
 
@@ -566,8 +568,8 @@ Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, c
 }
 
 FusedStep make_fused_step(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
-                          const KernelSet& kernels, int cores) {
-  auto program = std::make_shared<FusedProgram>(graph, group, absorbed, kernels, cores);
+                          const KernelSet& kernels, int cores, SharedScratch* scratch) {
+  auto program = std::make_shared<FusedProgram>(graph, group, absorbed, kernels, cores, scratch);
   FusedStep step{.run = [program](const uint8_t* const* in, uint8_t* const* out) { (*program)(in, out); },
                  .may_overwrite = {}};
   for (size_t w = 0; w < group.written.size(); ++w) {

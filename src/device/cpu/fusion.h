@@ -48,7 +48,9 @@ struct FusedStep {
   // tile and never after.
   std::vector<std::vector<bool>> may_overwrite;
 };
+// Its tiles of scratch in `scratch`, which the plan's fused steps share (they run one at
+// a time); null: its own.
 FusedStep make_fused_step(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
-                          const KernelSet& kernels, int cores);
+                          const KernelSet& kernels, int cores, SharedScratch* scratch = nullptr);
 
 }  // namespace sx::device::cpu

@@ -325,18 +325,12 @@ const KernelSet& kernels_for(Isa isa) {
   return scalar_kernels();
 }
 
-void GemmScratch::reserve_product(size_t bytes) {
-  if (bytes <= product_bytes) return;
-  product = cache_line_bytes(bytes);
-  product_bytes = bytes;
-}
-
 size_t GemmScratch::bytes() const {
   size_t floats = 0;
   for (const GemmWorkspace& ws : slots) {
     floats += ws.a_pack.size() + ws.b_pack.size() + ws.tile.size() + ws.b_row.size() + ws.b_wide.size();
   }
-  return floats * sizeof(float) + product_bytes;
+  return floats * sizeof(float) + product.size;
 }
 
 Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int threads, bool bf16, GemmScratch* scratch,

@@ -130,9 +130,7 @@ struct GemmScratch {
   // The f32 C of a bf16 product before it is rounded (Gemm::run's `rounded`), the
   // largest any product of the plan asked for. On whole cache lines: threads write
   // neighbouring columns of it.
-  CacheLineBytes product;
-  size_t product_bytes = 0;
-  void reserve_product(size_t bytes);
+  SharedScratch product;
   size_t bytes() const;  // as made so far
 };
 

@@ -34,6 +34,19 @@ inline CacheLineBytes cache_line_bytes(size_t bytes) {
       static_cast<uint8_t*>(::operator new (std::max<size_t>(bytes, 1), std::align_val_t{kCacheLine})));
 }
 
+// Bytes that the steps of a plan share, each using them only while it runs (a plan runs
+// one step at a time): as many as the most any step reserved. A step reserves them when
+// it is made and takes `data` when it runs, a later step's reserve having maybe grown it.
+struct SharedScratch {
+  CacheLineBytes data;
+  size_t size = 0;
+  void reserve(size_t bytes) {
+    if (bytes <= size) return;
+    data = cache_line_bytes(bytes);
+    size = bytes;
+  }
+};
+
 // Work below about this many element operations runs on one thread: waking
 // the pool's workers and waiting for them costs a few microseconds.
 inline constexpr int64_t kGrain = 1 << 15;

@@ -80,7 +80,7 @@ struct FloatMatmul {
 
   void run(const uint8_t* a, const uint8_t* b, uint8_t* out) {
     size_t elem = bf16 ? sizeof(graph::Bf16) : sizeof(float);
-    float* c = reinterpret_cast<float*>(bf16 ? scratch->product.get() : out);
+    float* c = reinterpret_cast<float*>(bf16 ? scratch->product.data.get() : out);
     auto* rounded = bf16 ? reinterpret_cast<graph::Bf16*>(out) : nullptr;
     auto entry = [&](Gemm& gemm, int64_t e) {
       MatrixRef ra{.data = a + static_cast<size_t>(offset_of(a_layout, e)) * elem,
@@ -170,7 +170,7 @@ Step matmul_step(const StepContext& c, const graph::Node& node) {
     } else {
       mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, n, k, threads, mm->bf16, mm->scratch));
     }
-    if (mm->bf16) mm->scratch->reserve_product(static_cast<size_t>(batch * m * n) * sizeof(float));
+    if (mm->bf16) mm->scratch->product.reserve(static_cast<size_t>(batch * m * n) * sizeof(float));
     return [mm](const uint8_t* const* in, uint8_t* out) { mm->run(in[0], in[1], out); };
   }
   int loop_threads = threads_for(static_cast<int64_t>(flops / 2), cores);

@@ -125,7 +125,7 @@ class CpuPlan : public Plan {
       if (int g = fusion.group_of[id]; g >= 0) {
         const cpu::FusedGroup& group = fusion.groups[static_cast<size_t>(g)];
         if (group.members.back() != id) continue;
-        cpu::FusedStep fused = cpu::make_fused_step(graph_, group, absorbed, kernels, device.cores());
+        cpu::FusedStep fused = cpu::make_fused_step(graph_, group, absorbed, kernels, device.cores(), &fusion_scratch_);
         entries_.push_back({.id = id,
                             .alias = 0,
                             .inputs = group.operands,
@@ -202,7 +202,8 @@ class CpuPlan : public Plan {
 
   PlanMemory memory() const override {
     PlanMemory memory = memory_;
-    memory.scratch_bytes = gemm_scratch_.bytes();  // grown by some products on their first run
+    // The products' grow on their first run.
+    memory.scratch_bytes = gemm_scratch_.bytes() + fusion_scratch_.size;
     return memory;
   }
 
@@ -349,7 +350,8 @@ class CpuPlan : public Plan {
     find_overwrites(source, claims);
     direct_now_.assign(direct_outputs_.size(), false);
     const Placement& all_in_arena = placements_.emplace(direct_now_, placement(direct_now_)).first->second;
-    check_fits_in_memory("cpu", constant_bytes + static_cast<double>(all_in_arena.size + gemm_scratch_.bytes()));
+    check_fits_in_memory(
+        "cpu", constant_bytes + static_cast<double>(all_in_arena.size + gemm_scratch_.bytes() + fusion_scratch_.size));
     memory_ = all_in_arena.memory;
     if (!direct_outputs_.empty()) {
       std::vector<bool> all_direct(direct_outputs_.size(), true);
@@ -501,6 +503,7 @@ class CpuPlan : public Plan {
   std::vector<graph::Tensor> storage_;    // values computed at compile time (iota)
   std::vector<const uint8_t*> pointers_;  // each node's bytes during a run
   cpu::GemmScratch gemm_scratch_;         // the packing buffers of every matrix product
+  cpu::SharedScratch fusion_scratch_;     // the tiles of every fused step
   std::vector<Entry> entries_;            // in graph order
   std::vector<const uint8_t*> in_;        // a step's input pointers (kept: a run allocates nothing)
   std::vector<Staged> staged_;

@@ -95,6 +95,21 @@ TEST(PlanMemory, TheProductsOfAPlanShareTheirPackingBuffers) {
   EXPECT_EQ(scratch_of(true, true), large);
 }
 
+// The fused steps of a plan share their tiles of scratch, counted with the products'
+// buffers: a second chain like the first costs nothing more.
+TEST(PlanMemory, TheFusedStepsOfAPlanShareTheirTiles) {
+  auto scratch_of = [](int chains) {
+    Graph graph;
+    Builder b(graph);
+    for (int i = 0; i < chains; ++i) {
+      b.output(fmt::format("y{}", i), b.exp(b.neg(b.input(fmt::format("x{}", i), {64, 1024}, DType::f32))));
+    }
+    return make_device("cpu", DeviceOptions{.cpu_cores = 1})->compile(graph)->memory().scratch_bytes;
+  };
+  EXPECT_GT(scratch_of(1), 0u);
+  EXPECT_EQ(scratch_of(3), scratch_of(1));
+}
+
 // A product whose rows fit one block of A (a served call, gpt-large's forward: 128 rows)
 // packs A whole and B a panel at a time, each panel small enough to stay in L2 (256 x 256
 // floats): its buffers hold that panel, not one of the 2048 columns a product of many
