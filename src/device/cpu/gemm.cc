@@ -345,7 +345,8 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
       words_(pairs_ ? (k + 1) / 2 : k),
       threads_(1),
       scratch_(scratch ? scratch : &own_scratch_),
-      first_slot_(first_slot) {
+      first_slot_(first_slot),
+      narrow_bf16_(tile_kernels_for(kernels.isa).narrow_bf16) {
   int mr = kernels.mr, nr = kernels.nr;
   // kc words of an nr-wide B sliver stay in L1 across the row slivers; an
   // mc x kc block of A (up to 264 x 256 floats, 264 KiB) stays in L2 across the
@@ -422,8 +423,7 @@ void Gemm::run(MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rou
 
 void Gemm::round_block(const float* c, int64_t ldc, graph::Bf16* rounded, int64_t row, int64_t rows, int64_t col,
                        int64_t cols) const {
-  const auto narrow = tile_kernels_for(kernels_.isa).narrow_bf16;
-  for (int64_t i = row; i < row + rows; ++i) narrow(c + i * ldc + col, rounded + i * ldc + col, cols);
+  for (int64_t i = row; i < row + rows; ++i) narrow_bf16_(c + i * ldc + col, rounded + i * ldc + col, cols);
 }
 
 void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rounded,
@@ -457,7 +457,6 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
   if (!pairs_ && (b.bf16 || b.cols != 1) && ws.b_wide.size() < ws.b_pack.size()) ws.b_wide.resize(ws.b_pack.size());
   int64_t nc = resident ? nc_resident_ : nc_, rows_padded = round_up(rows, mr);
   const auto& tiles = pairs_ ? kernels_.pair_tiles : kernels_.tiles;
-  const auto narrow = tile_kernels_for(kernels_.isa).narrow_bf16;
   // One block of K: a tile's sums are done where it computes them, and only their
   // rounded values go to memory.
   const bool rounded_only = rounded && words_ <= kc_;
@@ -487,7 +486,8 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
             if (rounded_only) {
               float* tile = ws.tile.data();
               kernel(kcur, ap, bp, nr, tile, nr, false);
-              for (int i = 0; i < height; ++i) narrow(tile + i * nr, rounded + (ic + ir + i) * ldc + jc + jr, cols);
+              for (int i = 0; i < height; ++i)
+                narrow_bf16_(tile + i * nr, rounded + (ic + ir + i) * ldc + jc + jr, cols);
               continue;
             }
             // The next tile's rows of C, while this one computes: its loads

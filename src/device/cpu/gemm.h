@@ -193,6 +193,7 @@ class Gemm {
   GemmScratch own_scratch_;            // when made without a shared one
   GemmScratch* scratch_;               // own_scratch_ or the shared one
   int first_slot_;
+  void (*narrow_bf16_)(const float* x, graph::Bf16* o, int64_t n);  // the instruction set's rounding
 };
 
 }  // namespace sx::device::cpu
