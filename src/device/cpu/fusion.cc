@@ -1,5 +1,5 @@
-// Elementwise fusion (fusion.h): finding the groups, and the interpreter that runs a
-// group's program over tiles. A member's tile is computed by the kernel of its
+// Elementwise fusion (fusion.h): the interpreter that runs a group's program over
+// tiles (fusion_find.cc finds the groups). A member's tile is computed by the kernel of its
 // primitive over whole tiles (a loop the compiler vectorizes, or the vector math
 // kernels), so a program of k members costs k short loops per tile and no reads or
 // writes of memory between them.
@@ -11,6 +11,7 @@
 #include <span>
 #include <type_traits>
 
+#include "device/cpu/fusion_rules.h"
 #include "device/cpu/fusion_tiles.h"
 #include "device/cpu/gemm.h"
 #include "device/cpu/operand_walk.h"
@@ -31,7 +32,6 @@ using graph::PrimId;
 // second-level cache); a sum of longer rows (a whole tensor's, say) takes each row in
 // pieces of kPiece, a multiple of the sum's 16 lanes, carrying the lanes between them.
 constexpr int64_t kTile = 512;
-constexpr int64_t kLongestRow = 4096;
 constexpr int64_t kPiece = 2048;
 // A long program over several large operands (a GELU's gradient: three of 4 MiB under
 // 21 members) waits on memory at each tile's first reads: the processor's prefetchers
@@ -44,96 +44,11 @@ constexpr int64_t kAhead = 2;
 constexpr int64_t kPrefetchElements = 1 << 19;
 constexpr int64_t kPrefetchWork = 3;  // members a stream, at least
 
-bool float_like(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16; }
-
-// A member's work per element, or nothing when its node cannot be a member: the
-// operations of fusion_tiles.h on f32 and bf16 (and the comparisons of those, where
-// with a bool condition, and casts of bools to them).
-std::optional<int64_t> member_cost(const graph::Graph& graph, const Node& node) {
-  if (node.inputs.empty() || !tile_kernels_for(Isa::scalar).by_primitive[graph::index_of(node.op())]) {
-    return std::nullopt;
-  }
-  const DType operand = graph.node(node.inputs[0]).dtype;
-  switch (node.op()) {
-    case PrimId::eq:
-    case PrimId::ne:
-    case PrimId::lt:
-    case PrimId::le:
-    case PrimId::gt:
-    case PrimId::ge:
-      if (node.dtype == DType::boolean && float_like(operand)) return kCheap;
-      return std::nullopt;
-    case PrimId::where:
-      if (operand == DType::boolean && float_like(node.dtype)) return kCheap;
-      return std::nullopt;
-    case PrimId::cast:  // a bool, held as 0 or 1, converts as it is
-      if (float_like(node.dtype) && (float_like(operand) || operand == DType::boolean)) return kCheap;
-      return std::nullopt;
-    case PrimId::sqrt:
-    case PrimId::rsqrt:
-    case PrimId::pow:
-    case PrimId::exp:
-    case PrimId::log:
-    case PrimId::sin:
-    case PrimId::cos:
-    case PrimId::tanh:
-    case PrimId::erf:
-    case PrimId::logistic:
-      if (float_like(node.dtype) && float_like(operand)) return kCostly;
-      return std::nullopt;
-    default:
-      if (float_like(node.dtype) && float_like(operand)) return kCheap;
-      return std::nullopt;
-  }
-}
-
-// How `node` reduces, when it is a sum, max or min of an f32 or bf16 node over the
-// node's last axes (axes of size 1 aside) in rows of 2 elements or more (a max or min:
-// up to kLongestRow): its output is then one value per contiguous row, in order.
-std::optional<ReduceKind> row_reduction(const graph::Graph& graph, const Node& node) {
-  std::optional<ReduceKind> kind;
-  if (node.op() == PrimId::sum) kind = ReduceKind::sum;
-  if (node.op() == PrimId::reduce_max) kind = ReduceKind::max;
-  if (node.op() == PrimId::reduce_min) kind = ReduceKind::min;
-  if (!kind || !float_like(node.dtype)) return std::nullopt;
-  const Node& x = graph.node(node.inputs[0]);
-  if (x.dtype != node.dtype) return std::nullopt;
-  std::vector<bool> reduced(x.shape.size(), false);
-  for (int64_t axis : node.attrs.get_ints("axes")) reduced[static_cast<size_t>(axis)] = true;
-  int64_t length = 1;
-  for (size_t d = 0; d < x.shape.size(); ++d) {
-    if (x.shape[d] == 1) continue;
-    if (reduced[d]) length *= x.shape[d];
-    else if (length > 1) return std::nullopt;  // a kept axis after a reduced one
-  }
-  if (length < 2 || (length > kLongestRow && kind != ReduceKind::sum)) return std::nullopt;
-  return kind;
-}
-
-// Elements a row of a group's reduction.
-int64_t row_length(const graph::Graph& graph, const Node& reduction) {
-  return graph::numel(graph.node(reduction.inputs[0]).shape) / std::max<int64_t>(1, graph::numel(reduction.shape));
-}
-
-// The member whose shape a group's tiles cover: its last elementwise member.
-NodeId tiled_root(const FusedGroup& group) { return group.members[group.members.size() - (group.reduces ? 2 : 1)]; }
-
-// The node whose bytes member `id` reads as input k: an absorbed broadcast's input.
-// (Only a matmul absorbs two nodes deep, and it is never a member.)
-NodeId read_node(const graph::Graph& graph, const std::vector<uint32_t>& absorbed, NodeId id, size_t k) {
-  return read_source(graph, id, k, absorbed[id], 0);
-}
-
-bool reads_directly(const std::vector<uint32_t>& absorbed, NodeId id, size_t k) {
-  return (absorbed[id] >> k & 1u) == 0;
-}
-
-// A group's program: its operands loaded (or read where they lie), then one
 // instruction per member, a tile at a time. Slots: the operands', then the members'.
 class FusedProgram {
  public:
   FusedProgram(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
-               const KernelSet& kernels, int cores, SharedScratch* scratch)
+               const KernelSet& kernels, int cores, SharedScratch* scratch, int block_parts)
       : n_(graph::numel(graph.node(tiled_root(group)).shape)),
         kernels_(math_kernels_for(kernels.isa)),
         loops_(tile_kernels_for(kernels.isa)) {
@@ -196,9 +111,40 @@ class FusedProgram {
         n_ > kPrefetchElements && streams >= 2 && static_cast<int64_t>(instructions_.size()) >= kPrefetchWork * streams;
     threads_ = threads_for(n_ * cost, cores);
     tiles_ = (n_ + tile_ - 1) / tile_;
+    columns_ = shape.empty() ? 1 : shape.back();
+    const int parts = std::max(threads_, block_parts);
     scratch_ = scratch ? scratch : &own_scratch_;
-    scratch_->reserve(static_cast<size_t>(threads_) * buffers_ * tile_ * sizeof(float));
-    tables_.resize(static_cast<size_t>(threads_) * slots_);
+    scratch_->reserve(static_cast<size_t>(parts) * buffers_ * tile_ * sizeof(float));
+    tables_.resize(static_cast<size_t>(parts) * slots_);
+    invariant_loaded_.resize(static_cast<size_t>(parts));
+  }
+
+  // Whether the program runs on blocks of its elements (run_block): not a reduction of
+  // rows longer than the last axis, nor one taken in pieces.
+  bool runs_by_blocks() const { return !reduction_ || (!in_pieces_ && row_ == columns_); }
+  bool blocks_need_whole_rows() const { return reduction_.has_value(); }
+
+  // Before a run's first block: each part loads the invariant operands again.
+  void start_blocks() { std::fill(invariant_loaded_.begin(), invariant_loaded_.end(), 0); }
+
+  // Rows [row, row + rows) of the elements seen as rows of the last axis, columns
+  // [col, col + cols) of them (all of them when the group reduces), on part `part`.
+  void run_block(const uint8_t* const* in, uint8_t* const* out, int part, int64_t row, int64_t rows, int64_t col,
+                 int64_t cols) {
+    float* scratch = reinterpret_cast<float*>(scratch_->data.get()) + static_cast<size_t>(part) * buffers_ * tile_;
+    const float** at = tables_.data() + static_cast<size_t>(part) * slots_;
+    char& loaded = invariant_loaded_[static_cast<size_t>(part)];
+    auto run_range = [&](int64_t begin, int64_t end) {
+      while (begin < end) {
+        begin += run_tile(in, out, begin, end, loaded == 0, scratch, at);
+        loaded = 1;
+      }
+    };
+    if (col == 0 && cols == columns_) {
+      run_range(row * columns_, (row + rows) * columns_);
+      return;
+    }
+    for (int64_t r = row; r < row + rows; ++r) run_range(r * columns_ + col, r * columns_ + col + cols);
   }
 
   // Whether written member `written` may lie over operand `k`'s bytes (FusedStep). An
@@ -228,7 +174,7 @@ class FusedProgram {
     parallel_parts(tiles_, threads_, [&](int part, int64_t first, int64_t last) {
       float* scratch = reinterpret_cast<float*>(scratch_->data.get()) + static_cast<size_t>(part) * buffers_ * tile_;
       const float** at = tables_.data() + static_cast<size_t>(part) * slots_;
-      for (int64_t tile = first; tile < last; ++tile) run_tile(in, out, tile * tile_, first * tile_, scratch, at);
+      for (int64_t tile = first; tile < last; ++tile) run_tile(in, out, tile * tile_, n_, tile == first, scratch, at);
     });
   }
 
@@ -299,7 +245,7 @@ class FusedProgram {
       for (int64_t row = first; row < last; ++row) {
         LaneSums<float> sums;
         for (int64_t begin = row * row_; begin < (row + 1) * row_; begin += tile_) {
-          const int64_t length = run_tile(in, out, begin, first * row_, scratch, at);
+          const int64_t length = run_tile(in, out, begin, (row + 1) * row_, begin == first * row_, scratch, at);
           const int64_t whole = length - length % LaneSums<float>::kLanes;  // short only at the row's end
           sums.add(at[slots_ - 1], whole);
           if (begin + length == (row + 1) * row_)
@@ -314,12 +260,11 @@ class FusedProgram {
     else reinterpret_cast<float*>(out[reduction_->output])[row] = value;
   }
 
-  // The tile at `begin` (not past its row's end when rows are taken in pieces), and
-  // its length; `first`, the first tile of this thread's part (which loads the
-  // invariant operands). Reduces its rows when they are whole.
-  int64_t run_tile(const uint8_t* const* in, uint8_t* const* out, int64_t begin, int64_t first, float* scratch,
-                   const float** at) const {
-    const int64_t end = in_pieces_ ? (begin / row_ + 1) * row_ : n_;
+  // The tile at `begin`, not past `end` (its row's end when rows are taken in pieces,
+  // whole rows when the group reduces), and its length; it loads the invariant operands
+  // when `load_invariants` (a part's first tile). Reduces its rows when they are whole.
+  int64_t run_tile(const uint8_t* const* in, uint8_t* const* out, int64_t begin, int64_t end, bool load_invariants,
+                   float* scratch, const float** at) const {
     const int64_t length = std::min(tile_, end - begin);
     for (size_t k = 0; k < loads_.size(); ++k) {
       const Load& load = loads_[k];
@@ -333,7 +278,7 @@ class FusedProgram {
         at[k] = reinterpret_cast<const float*>(in[k]) + begin;
         continue;
       }
-      if (load.invariant && begin != first) continue;  // the tile of the part's first tile
+      if (load.invariant && !load_invariants) continue;  // the tile of the part's first tile
       float* tile = scratch + buffer_[k] * tile_;
       at[k] = tile;
       graph::visit_dtype(load.dtype, [&](auto types) {
@@ -405,176 +350,31 @@ class FusedProgram {
   bool prefetch_ = false;               // operands in order are fetched kAhead tiles ahead
   std::optional<Reduction> reduction_;  // the root's, when the group reduces
   int64_t tiles_ = 0;
-  SharedScratch own_scratch_;         // when the plan shares none
-  SharedScratch* scratch_ = nullptr;  // per thread: a tile per slot
-  std::vector<const float*> tables_;  // per thread: each slot's tile
+  int64_t columns_ = 1;                 // elements along the last axis: a row of run_block's blocks
+  std::vector<char> invariant_loaded_;  // per part: run_block loaded its invariant operands this run
+  SharedScratch own_scratch_;           // when the plan shares none
+  SharedScratch* scratch_ = nullptr;    // per thread: a tile per slot
+  std::vector<const float*> tables_;    // per thread: each slot's tile
 };
-
-// A group that reads a cheap member of another group (an add, a multiply) computes
-// it again from that member's own operands, when that adds at most one operand as
-// large as the group's tiles: the other group then need not write it, nor this one
-// read it. So a gradient recomputes the forward's cheap intermediates in its own
-// tiles instead of reading them back from memory. (The other group ran first: it
-// wrote the member for this group's nodes, which come after its root.)
-void recompute_cheap_operands(const graph::Graph& graph, const std::vector<uint32_t>& absorbed,
-                              const std::vector<int>& group_of, FusedGroup& group) {
-  const int64_t size = graph::numel(graph.node(tiled_root(group)).shape);
-  std::vector<bool> inside(graph.nodes.size(), false);
-  for (NodeId id : group.members) inside[id] = true;
-  // Whether a member of the group reads `node` from memory.
-  auto read_by_group = [&](NodeId node) {
-    for (NodeId id : group.members) {
-      for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) {
-        if (read_node(graph, absorbed, id, k) == node && !(inside[node] && reads_directly(absorbed, id, k))) {
-          return true;
-        }
-      }
-    }
-    return false;
-  };
-  for (bool grew = true; grew;) {
-    grew = false;
-    for (size_t m = 0; m < group.members.size(); ++m) {
-      const NodeId id = group.members[m];
-      for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) {
-        const NodeId candidate = read_node(graph, absorbed, id, k);
-        if (inside[candidate] || !reads_directly(absorbed, id, k) || group_of[candidate] < 0) continue;
-        const Node& node = graph.node(candidate);
-        // (A group's reduction is no elementwise member: it is not recomputed.)
-        if (std::optional<int64_t> cost = member_cost(graph, node); !cost || *cost > kCheap) continue;
-        int added = 0;
-        bool through_broadcast_of_member = false;
-        for (size_t j = 0; j < node.inputs.size(); ++j) {
-          NodeId from = read_node(graph, absorbed, candidate, j);
-          if (!reads_directly(absorbed, candidate, j)) {
-            through_broadcast_of_member = through_broadcast_of_member || inside[from];
-            continue;
-          }
-          if (!inside[from] && graph::numel(graph.node(from).shape) == size && !read_by_group(from)) ++added;
-        }
-        if (through_broadcast_of_member || added > 1) continue;
-        inside[candidate] = true;
-        group.members.push_back(candidate);
-        grew = true;
-      }
-    }
-  }
-  std::sort(group.members.begin(), group.members.end());
-}
 
 }  // namespace
 
-Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, const std::vector<uint32_t>& absorbed,
-                   const std::vector<uint32_t>& absorbed_twice) {
-  const size_t count = graph.nodes.size();
-  struct Use {
-    NodeId user;
-    bool direct;  // not through an absorbed broadcast
-  };
-  std::vector<std::vector<Use>> uses(count);
-  std::vector<bool> is_output(count, false);
-  for (const graph::NamedNode& out : graph.outputs) is_output[out.node] = true;
-  for (NodeId id = 0; id < count; ++id) {
-    if (!needed[id]) continue;
-    for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) {
-      uses[read_source(graph, id, k, absorbed[id], absorbed_twice[id])].push_back(
-          {id, reads_directly(absorbed, id, k)});
-    }
-  }
-  // From the last node back: a node joins the group of a user when every other reader
-  // is in it or runs after its root; else it roots a group.
-  std::vector<std::vector<NodeId>> members;  // per group, the root first
-  std::vector<int> group_of(count, -1);
-  for (NodeId id = static_cast<NodeId>(count); id-- > 0;) {
-    if (!needed[id] || !member_cost(graph, graph.node(id))) continue;
-    int group = -1;
-    for (const Use& use : uses[id]) {
-      int g = group_of[use.user];
-      if (g < 0 || !use.direct || graph.node(members[g][0]).shape != graph.node(id).shape) continue;
-      if (group < 0 || members[g][0] < members[group][0]) group = g;
-    }
-    for (const Use& use : uses[id]) {
-      bool inside = group >= 0 && group_of[use.user] == group && use.direct;
-      if (!inside && group >= 0 && use.user <= members[group][0]) group = -1;
-    }
-    if (group < 0) {
-      group = static_cast<int>(members.size());
-      members.emplace_back();
-    }
-    group_of[id] = group;
-    members[group].push_back(id);
-  }
-  // A row reduction of a group's root (or of a lone member) ends the group, when every
-  // other reader of its members runs after the reduction, where the group now runs.
-  std::vector<bool> reduces(members.size(), false);
-  for (NodeId id = 0; id < count; ++id) {
-    if (!needed[id] || !row_reduction(graph, graph.node(id))) continue;
-    const NodeId x = graph.node(id).inputs[0];
-    const int g = group_of[x];
-    if (g < 0 || reduces[g] || members[g][0] != x) continue;  // (a reduction of a reduction starts anew)
-    bool readers_after = true;
-    for (NodeId member : members[g]) {
-      for (const Use& use : uses[member]) {
-        bool inside = group_of[use.user] == g && use.direct;
-        if (!inside && use.user != id && use.user < id) readers_after = false;
-      }
-    }
-    if (!readers_after) continue;
-    group_of[id] = g;
-    members[g].insert(members[g].begin(), id);
-    reduces[g] = true;
-  }
-  Fusion fusion;
-  fusion.group_of.assign(count, -1);
-  for (size_t g = 0; g < members.size(); ++g) {
-    const std::vector<NodeId>& reversed = members[g];
-    if (reversed.size() < 2) continue;
-    for (NodeId id : reversed) fusion.group_of[id] = static_cast<int>(fusion.groups.size());
-    FusedGroup& group = fusion.groups.emplace_back();
-    group.members.assign(reversed.rbegin(), reversed.rend());
-    group.reduces = reduces[g];
-  }
-  for (FusedGroup& group : fusion.groups) recompute_cheap_operands(graph, absorbed, fusion.group_of, group);
-  // A member is written when a node outside its group reads it: a node of no group, an
-  // output, or a group that reads it as an operand.
-  std::vector<bool> written(count, false);
-  for (NodeId id = 0; id < count; ++id) {
-    if (!needed[id] || fusion.group_of[id] >= 0) continue;
-    for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) {
-      written[read_source(graph, id, k, absorbed[id], absorbed_twice[id])] = true;
-    }
-  }
-  for (NodeId id = 0; id < count; ++id) written[id] = written[id] || is_output[id];
-  for (FusedGroup& group : fusion.groups) {
-    std::vector<bool> inside(count, false);
-    for (NodeId id : group.members) inside[id] = true;
-    for (NodeId id : group.members) {
-      for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) {
-        NodeId from = read_node(graph, absorbed, id, k);
-        if (inside[from] && reads_directly(absorbed, id, k)) continue;
-        if (std::find(group.operands.begin(), group.operands.end(), from) == group.operands.end()) {
-          group.operands.push_back(from);
-        }
-        written[from] = true;
-      }
-    }
-  }
-  for (size_t g = 0; g < fusion.groups.size(); ++g) {
-    for (NodeId id : fusion.groups[g].members) {
-      if (fusion.group_of[id] == static_cast<int>(g) && written[id]) fusion.groups[g].written.push_back(id);
-    }
-  }
-  return fusion;
-}
-
 FusedStep make_fused_step(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
-                          const KernelSet& kernels, int cores, SharedScratch* scratch) {
-  auto program = std::make_shared<FusedProgram>(graph, group, absorbed, kernels, cores, scratch);
+                          const KernelSet& kernels, int cores, SharedScratch* scratch, int block_parts) {
+  auto program = std::make_shared<FusedProgram>(graph, group, absorbed, kernels, cores, scratch, block_parts);
   FusedStep step{.run = [program](const uint8_t* const* in, uint8_t* const* out) { (*program)(in, out); },
-                 .may_overwrite = {}};
+                 .may_overwrite = {},
+                 .run_block = {},
+                 .start_blocks = {},
+                 .blocks_need_whole_rows = program->blocks_need_whole_rows()};
   for (size_t w = 0; w < group.written.size(); ++w) {
     std::vector<bool>& row = step.may_overwrite.emplace_back(group.operands.size());
     for (size_t k = 0; k < group.operands.size(); ++k) row[k] = program->may_overwrite(k, static_cast<int>(w));
+  }
+  if (block_parts > 0 && program->runs_by_blocks()) {
+    step.run_block = [program](const uint8_t* const* in, uint8_t* const* out, int part, int64_t row, int64_t rows,
+                               int64_t col, int64_t cols) { program->run_block(in, out, part, row, rows, col, cols); };
+    step.start_blocks = [program] { program->start_blocks(); };
   }
   return step;
 }

@@ -287,6 +287,7 @@ class SubnormalsFlushed {
   ~SubnormalsFlushed() {
     if (on_) _mm_setcsr(saved_);
   }
+  unsigned saved() const { return saved_; }
   SubnormalsFlushed(const SubnormalsFlushed&) = delete;
   SubnormalsFlushed& operator=(const SubnormalsFlushed&) = delete;
 
@@ -400,8 +401,9 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
   }
 }
 
-void Gemm::run(MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rounded) {
+void Gemm::run(MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rounded, const BlockDone* done) {
   assert(a.bf16 == bf16_ && b.bf16 == bf16_);
+  assert(!done || !done->whole_rows || !splits_columns());
   if (m_ == 0 || n_ == 0) return;
   int mr = kernels_.mr, nr = kernels_.nr;
   int64_t row_slivers = (m_ + mr - 1) / mr, col_slivers = (n_ + nr - 1) / nr;
@@ -415,7 +417,9 @@ void Gemm::run(MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rou
   parallel_for(threads_, threads_, [&](int64_t begin, int64_t end) {
     SubnormalsFlushed flushed(bf16_);
     for (int64_t index = begin; index < end; ++index) {
-      run_region(region(static_cast<int>(index)), a, b, c, ldc, rounded,
+      const Finish finish{
+          .rounded = rounded, .done = done, .part = static_cast<int>(index), .caller_csr = flushed.saved()};
+      run_region(region(static_cast<int>(index)), a, b, c, ldc, finish,
                  scratch_->slots[static_cast<size_t>(first_slot_ + index)]);
     }
   });
@@ -426,9 +430,21 @@ void Gemm::round_block(const float* c, int64_t ldc, graph::Bf16* rounded, int64_
   for (int64_t i = row; i < row + rows; ++i) narrow_bf16_(c + i * ldc + col, rounded + i * ldc + col, cols);
 }
 
-void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rounded,
+void Gemm::block_done(const Finish& finish, int64_t row, int64_t rows, int64_t col, int64_t cols) const {
+  if (!bf16_) {
+    (*finish.done)(finish.part, row, rows, col, cols);
+    return;
+  }
+  const unsigned flushed = _mm_getcsr();
+  _mm_setcsr(finish.caller_csr);
+  (*finish.done)(finish.part, row, rows, col, cols);
+  _mm_setcsr(flushed);
+}
+
+void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, const Finish& finish,
                       Workspace& ws) {
   const int mr = kernels_.mr, nr = kernels_.nr, width = kernels_.width;
+  graph::Bf16* const rounded = finish.rounded;
   int64_t rows = region.row_end - region.row_begin;
   if (rows <= 0 || region.col_end <= region.col_begin) return;
   // The paths that take the region whole round it after: a few rows, or amx's tiles.
@@ -449,6 +465,7 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
   if (whole_region) {
     if (rounded)
       round_block(c, ldc, rounded, region.row_begin, rows, region.col_begin, region.col_end - region.col_begin);
+    if (finish.done) block_done(finish, region.row_begin, rows, region.col_begin, region.col_end - region.col_begin);
     return;
   }
   // Rows that fit one block of A are packed once, for every panel of B;
@@ -460,6 +477,13 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
   // One block of K: a tile's sums are done where it computes them, and only their
   // rounded values go to memory.
   const bool rounded_only = rounded && words_ <= kc_;
+  // An epilogue takes each block of rows, its panel's columns, as its last block of K
+  // finishes: its packed A is not read again. (Where A is resident, the panels of B
+  // still to come read it; an epilogue's reads and writes between them pushed it out of
+  // L2, 5% slower than the region at its end.) Whole rows need a panel of all columns.
+  // Else it takes the region at its end.
+  const bool whole_rows = finish.done && finish.done->whole_rows;
+  const bool by_block = finish.done && !resident && (!whole_rows || nc >= region.col_end - region.col_begin);
   for (int64_t pc = 0; pc < words_ && resident; pc += kc_) {
     pack_a(a, region.row_begin, rows, pc, std::min(kc_, words_ - pc), ws.a_pack.data() + pc * rows_padded);
   }
@@ -509,9 +533,12 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
             if (rounded && last) round_block(c, ldc, rounded, ic + ir, height, jc + jr, cols);
           }
         }
+        if (by_block && last) block_done(finish, ic, mcur, jc, ncur);
       }
     }
   }
+  if (finish.done && !by_block)
+    block_done(finish, region.row_begin, rows, region.col_begin, region.col_end - region.col_begin);
 }
 
 bool Gemm::in_place(int64_t rows) const {

@@ -134,6 +134,30 @@ struct GemmScratch {
   size_t bytes() const;  // as made so far
 };
 
+// Called as a product finishes blocks of C: rows [row, row + rows) and columns
+// [col, col + cols), every sum done (and rounded, when rounded), by the thread running
+// part `part` of the product (below Gemm::threads()), with the caller's MXCSR. An
+// epilogue runs there on the block while it is still in cache. A reference to a
+// callable (`blocks_to`), so that a run allocates nothing.
+struct BlockDone {
+  void (*call)(const void* callable, int part, int64_t row, int64_t rows, int64_t col, int64_t cols) = nullptr;
+  const void* callable = nullptr;
+  bool whole_rows = false;  // every block spans all of C's columns (the product must not split them)
+
+  void operator()(int part, int64_t row, int64_t rows, int64_t col, int64_t cols) const {
+    call(callable, part, row, rows, col, cols);
+  }
+};
+
+// A BlockDone calling `f`, which must outlive it.
+template <class F>
+BlockDone blocks_to(const F& f, bool whole_rows) {
+  return {.call = [](const void* callable, int part, int64_t row, int64_t rows, int64_t col,
+                     int64_t cols) { (*static_cast<const F*>(callable))(part, row, rows, col, cols); },
+          .callable = &f,
+          .whole_rows = whole_rows};
+}
+
 // C[m, n] = A[m, k] @ B[k, n] for one shape and operand dtype (both f32 or
 // both bf16), with its packing buffers made once: its own, or slots
 // [first_slot, first_slot + threads) of `scratch`. C is f32, row-major with
@@ -148,17 +172,31 @@ class Gemm {
        GemmScratch* scratch = nullptr, int first_slot = 0);
   Gemm(const Gemm&) = delete;  // scratch_ may point into the object
   Gemm& operator=(const Gemm&) = delete;
-  void run(MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rounded = nullptr);
+  // With `done`, called on every block of C as it is finished.
+  void run(MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rounded = nullptr,
+           const BlockDone* done = nullptr);
 
   int threads() const { return threads_; }
+  // Whether threads take parts of C's columns: then no block is a whole row.
+  bool splits_columns() const { return grid_cols_ > 1; }
 
  private:
   using Workspace = GemmWorkspace;
   struct Region {
     int64_t row_begin, row_end, col_begin, col_end;
   };
-  void run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rounded,
+  // Where a region's finished blocks go: rounded to bf16, and to an epilogue, on the
+  // thread running part `part`; `caller_csr`, the MXCSR the epilogue runs with.
+  struct Finish {
+    graph::Bf16* rounded;
+    const BlockDone* done;
+    int part;
+    unsigned caller_csr;
+  };
+  void run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, const Finish& finish,
                   Workspace& ws);
+  // Calls finish.done on a block, with the caller's MXCSR.
+  void block_done(const Finish& finish, int64_t row, int64_t rows, int64_t col, int64_t cols) const;
   // C's rows [row, row + rows) and columns [col, col + cols) to `rounded`.
   void round_block(const float* c, int64_t ldc, graph::Bf16* rounded, int64_t row, int64_t rows, int64_t col,
                    int64_t cols) const;

@@ -9,9 +9,12 @@
 // [k, n] product; other batched products as one product per batch entry,
 // whole entries spread over the threads when there are enough of them. An
 // operand that is a transpose (a gradient's x^T, attention's heads) is read
-// through its input's strides rather than copied.
+// through its input's strides rather than copied. A product that one fused chain
+// alone reads runs in that chain's step (epilogue.h): its GEMM hands the chain each
+// block of the result as it finishes it.
 #include <memory>
 
+#include "device/cpu/epilogue.h"
 #include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
 #include "graph/prims/common.h"
@@ -78,11 +81,13 @@ struct FloatMatmul {
     return offset;
   }
 
-  void run(const uint8_t* a, const uint8_t* b, uint8_t* out) {
+  // With `done`, called on each block of the result as it is finished, its rows
+  // counted over the batch entries in order.
+  void run(const uint8_t* a, const uint8_t* b, uint8_t* out, const BlockDone* done) {
     size_t elem = bf16 ? sizeof(graph::Bf16) : sizeof(float);
     float* c = reinterpret_cast<float*>(bf16 ? scratch->product.data.get() : out);
     auto* rounded = bf16 ? reinterpret_cast<graph::Bf16*>(out) : nullptr;
-    auto entry = [&](Gemm& gemm, int64_t e) {
+    auto entry = [&](Gemm& gemm, int part, int64_t e) {
       MatrixRef ra{.data = a + static_cast<size_t>(offset_of(a_layout, e)) * elem,
                    .rows = a_layout.rows,
                    .cols = a_layout.cols,
@@ -91,14 +96,24 @@ struct FloatMatmul {
                    .rows = b_layout.rows,
                    .cols = b_layout.cols,
                    .bf16 = bf16};
-      gemm.run(ra, rb, c + e * m * n, n, rounded ? rounded + e * m * n : nullptr);
+      graph::Bf16* entry_rounded = rounded ? rounded + e * m * n : nullptr;
+      if (!done) {
+        gemm.run(ra, rb, c + e * m * n, n, entry_rounded);
+        return;
+      }
+      // The entry's parts are the gemm's own (one gemm) or the entry's (one a thread).
+      const auto to_entry = [&](int gemm_part, int64_t row, int64_t rows, int64_t col, int64_t cols) {
+        (*done)(part + gemm_part, e * m + row, rows, col, cols);
+      };
+      const BlockDone entry_done = blocks_to(to_entry, done->whole_rows);
+      gemm.run(ra, rb, c + e * m * n, n, entry_rounded, &entry_done);
     };
     if (gemms.size() == 1) {
-      for (int64_t e = 0; e < batch; ++e) entry(*gemms[0], e);
+      for (int64_t e = 0; e < batch; ++e) entry(*gemms[0], 0, e);
     } else {
       parallel_parts(batch, static_cast<int>(gemms.size()), [&](int part, int64_t begin, int64_t end) {
         Gemm& gemm = *gemms[static_cast<size_t>(part)];
-        for (int64_t e = begin; e < end; ++e) entry(gemm, e);
+        for (int64_t e = begin; e < end; ++e) entry(gemm, part, e);
       });
     }
   }
@@ -132,52 +147,41 @@ Step loop_matmul(int64_t batch, int64_t m, int64_t k, int64_t n, bool shared_wei
   };
 }
 
-Step matmul_step(const StepContext& c, const graph::Node& node) {
-  int cores = c.cores;
-  bool weights_broadcast = c.absorbs(1) && c.graph.node(node.inputs[1]).op() == graph::PrimId::broadcast;
+// A product's sizes, its batch axes flattened, and its threads.
+struct ProductSize {
+  int64_t batch, m, k, n;
+  double flops;
+  int threads;
+};
+
+ProductSize product_size(const StepContext& c, const graph::Node& node) {
   const Shape& a = c.graph.node(node.inputs[0]).shape;
   size_t r = a.size();
-  int64_t m = a[r - 2], k = a[r - 1], n = node.shape[r - 1];
-  int64_t batch = graph::numel(Shape(node.shape.begin(), node.shape.end() - 2));
-  double flops =
-      2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  ProductSize size{.batch = graph::numel(Shape(node.shape.begin(), node.shape.end() - 2)),
+                   .m = a[r - 2],
+                   .k = a[r - 1],
+                   .n = node.shape[r - 1],
+                   .flops = 0,
+                   .threads = 1};
+  size.flops = 2.0 * static_cast<double>(size.batch) * static_cast<double>(size.m) * static_cast<double>(size.n) *
+               static_cast<double>(size.k);
   // About 10 microseconds of one core's FMA peak: below it, a fork costs more
   // than it saves.
-  int threads = flops < 2e6 ? 1 : cores;
-  bool empty = batch == 0 || m == 0 || n == 0;
-  if ((node.dtype == DType::f32 || node.dtype == DType::bf16) && !empty) {
-    auto mm = std::make_shared<FloatMatmul>();
-    mm->bf16 = node.dtype == DType::bf16;
-    mm->k = k;
-    mm->n = n;
-    mm->a_layout = operand_layout(c, node, 0);
-    mm->b_layout = operand_layout(c, node, 1);
-    if (weights_broadcast && !c.absorbs(0)) {
-      // The rows of every entry of A follow one another: one product of all of them.
-      mm->batch = 1;
-      mm->m = batch * m;
-      mm->a_layout.batch_strides.clear();
-      mm->b_layout.batch_strides.clear();
-    } else {
-      mm->batch = batch;
-      mm->m = m;
-      mm->batch_shape.assign(node.shape.begin(), node.shape.end() - 2);
-    }
-    mm->scratch = c.gemm_scratch ? c.gemm_scratch : &mm->own_scratch;
-    if (mm->batch >= threads && threads > 1) {
-      for (int t = 0; t < threads; ++t)
-        mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, n, k, 1, mm->bf16, mm->scratch, t));
-    } else {
-      mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, n, k, threads, mm->bf16, mm->scratch));
-    }
-    if (mm->bf16) mm->scratch->product.reserve(static_cast<size_t>(batch * m * n) * sizeof(float));
-    return [mm](const uint8_t* const* in, uint8_t* out) { mm->run(in[0], in[1], out); };
+  size.threads = size.flops < 2e6 ? 1 : c.cores;
+  return size;
+}
+
+Step matmul_step(const StepContext& c, const graph::Node& node) {
+  if (std::optional<ProductStep> product = make_product_step(c, node)) {
+    return [run = std::move(product->run)](const uint8_t* const* in, uint8_t* out) { run(in[0], in[1], out, nullptr); };
   }
-  int loop_threads = threads_for(static_cast<int64_t>(flops / 2), cores);
+  const ProductSize size = product_size(c, node);
+  bool weights_broadcast = c.absorbs(1) && c.graph.node(node.inputs[1]).op() == graph::PrimId::broadcast;
+  int loop_threads = threads_for(static_cast<int64_t>(size.flops / 2), c.cores);
   return graph::visit_dtype(node.dtype, [&](auto types) -> Step {
     using S = typename decltype(types)::storage;
     using C = typename decltype(types)::compute;
-    return loop_matmul<S, C>(batch, m, k, n, weights_broadcast, loop_threads);
+    return loop_matmul<S, C>(size.batch, size.m, size.k, size.n, weights_broadcast, loop_threads);
   });
 }
 
@@ -207,6 +211,45 @@ int absorbs_operand(const graph::Graph& graph, const graph::Node& node, size_t i
 }
 
 }  // namespace
+
+std::optional<ProductStep> make_product_step(const StepContext& c, const graph::Node& node) {
+  const ProductSize size = product_size(c, node);
+  if ((node.dtype != DType::f32 && node.dtype != DType::bf16) || size.batch == 0 || size.m == 0 || size.n == 0) {
+    return std::nullopt;
+  }
+  const int threads = size.threads;
+  auto mm = std::make_shared<FloatMatmul>();
+  mm->bf16 = node.dtype == DType::bf16;
+  mm->k = size.k;
+  mm->n = size.n;
+  mm->a_layout = operand_layout(c, node, 0);
+  mm->b_layout = operand_layout(c, node, 1);
+  bool weights_broadcast = c.absorbs(1) && c.graph.node(node.inputs[1]).op() == graph::PrimId::broadcast;
+  if (weights_broadcast && !c.absorbs(0)) {
+    // The rows of every entry of A follow one another: one product of all of them.
+    mm->batch = 1;
+    mm->m = size.batch * size.m;
+    mm->a_layout.batch_strides.clear();
+    mm->b_layout.batch_strides.clear();
+  } else {
+    mm->batch = size.batch;
+    mm->m = size.m;
+    mm->batch_shape.assign(node.shape.begin(), node.shape.end() - 2);
+  }
+  mm->scratch = c.gemm_scratch ? c.gemm_scratch : &mm->own_scratch;
+  if (mm->batch >= threads && threads > 1) {
+    for (int t = 0; t < threads; ++t)
+      mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, size.n, size.k, 1, mm->bf16, mm->scratch, t));
+  } else {
+    mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, size.n, size.k, threads, mm->bf16, mm->scratch));
+  }
+  if (mm->bf16) mm->scratch->product.reserve(static_cast<size_t>(size.batch * size.m * size.n) * sizeof(float));
+  const bool one = mm->gemms.size() == 1;
+  return ProductStep{.run = [mm](const uint8_t* a, const uint8_t* b, uint8_t* out,
+                                 const BlockDone* done) { mm->run(a, b, out, done); },
+                     .parts = one ? mm->gemms[0]->threads() : static_cast<int>(mm->gemms.size()),
+                     .splits_columns = one && mm->gemms[0]->splits_columns()};
+}
 
 void add_matmul_steps(StepTable& table) { table.set(graph::PrimId::matmul, matmul_step, absorbs_operand); }
 

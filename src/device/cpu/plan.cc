@@ -7,7 +7,8 @@
 // are copied there from the arena at the end.
 //
 // Chains of elementwise nodes run as one step each (fusion.h), which writes
-// only the members read outside the chain. Any other node's step is its
+// only the members read outside the chain; a product that only a chain reads runs in
+// that chain's step, the chain on each block of its result (epilogue.h). Any other node's step is its
 // primitive's row in the step table (kernels.h), indexed by the primitive's
 // id: fast kernels for elementwise (elementwise.cc), reductions (reduce.cc),
 // data movement and gather (movement.cc), matmul (matmul.cc), random numbers
@@ -28,6 +29,7 @@
 
 #include "device/arena.h"
 #include "device/cpu/cpu.h"
+#include "device/cpu/epilogue.h"
 #include "device/cpu/fusion.h"
 #include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
@@ -73,8 +75,11 @@ std::string describe(const graph::Graph& graph, const Node& node) {
 
 class CpuPlan : public Plan {
  public:
-  CpuPlan(CpuDevice& device, graph::Graph graph) : Plan(device, graph), graph_(std::move(graph)) {
-    const cpu::KernelSet& kernels = cpu::kernels_for(device.isa());
+  CpuPlan(CpuDevice& device, graph::Graph graph)
+      : Plan(device, graph),
+        graph_(std::move(graph)),
+        cores_(device.cores()),
+        kernels_(cpu::kernels_for(device.isa())) {
     const cpu::StepTable& table = cpu::step_table();
     size_t count = graph_.nodes.size();
     pointers_.resize(count, nullptr);
@@ -122,10 +127,23 @@ class CpuPlan : public Plan {
     for (NodeId id = 0; id < count; ++id) {
       if (!needed[id]) continue;
       const Node& node = graph_.nodes[id];
+      if (fusion.group_of_product[id] >= 0) continue;  // it runs in its group's step
       if (int g = fusion.group_of[id]; g >= 0) {
         const cpu::FusedGroup& group = fusion.groups[static_cast<size_t>(g)];
         if (group.members.back() != id) continue;
-        cpu::FusedStep fused = cpu::make_fused_step(graph_, group, absorbed, kernels, device.cores(), &fusion_scratch_);
+        if (group.product) {
+          cpu::EpilogueStep step = cpu::make_epilogue_step(step_context(*group.product, absorbed, absorbed_twice),
+                                                           group, absorbed, &fusion_scratch_);
+          entries_.push_back({.id = id,
+                              .alias = 0,
+                              .inputs = std::move(step.inputs),
+                              .outputs = std::move(step.outputs),
+                              .step = std::move(step.run),
+                              .outs = {},
+                              .may_overwrite = std::move(step.may_overwrite)});
+          continue;
+        }
+        cpu::FusedStep fused = cpu::make_fused_step(graph_, group, absorbed, kernels_, cores_, &fusion_scratch_);
         entries_.push_back({.id = id,
                             .alias = 0,
                             .inputs = group.operands,
@@ -163,13 +181,7 @@ class CpuPlan : public Plan {
       }
       cpu::Step step;
       if (row.run == Run::step) {
-        cpu::StepContext context{.graph = graph_,
-                                 .cores = device.cores(),
-                                 .kernels = kernels,
-                                 .absorbed = absorbed[id],
-                                 .absorbed_twice = absorbed_twice[id],
-                                 .gemm_scratch = &gemm_scratch_};
-        step = row.make(context, node);
+        step = row.make(step_context(id, absorbed, absorbed_twice), node);
       } else {
         std::vector<graph::ValueType> types;
         for (NodeId in : node.inputs) types.push_back({graph_.node(in).shape, graph_.node(in).dtype});
@@ -188,16 +200,28 @@ class CpuPlan : public Plan {
         std::string label = describe(graph_, graph_.node(entry.id));
         if (int g = fusion.group_of[entry.id]; g >= 0) {
           // Its members' primitives, in order: chains of one length and root differ.
-          const auto& members = fusion.groups[static_cast<size_t>(g)].members;
+          const cpu::FusedGroup& group = fusion.groups[static_cast<size_t>(g)];
           std::string primitives;
-          for (NodeId member : members)
+          for (NodeId member : group.members)
             primitives += fmt::format("{}{}", primitives.empty() ? "" : " ", graph_.node(member).op_name());
-          label = fmt::format("fused {} nodes ({}) ending in {}", members.size(), primitives, label);
+          label = fmt::format("fused {} nodes ({}) ending in {}", group.members.size(), primitives, label);
+          if (group.product) label = fmt::format("{} with {}", describe(graph_, graph_.node(*group.product)), label);
         }
         labels.push_back(std::move(label));
       }
       profile_ = std::make_unique<cpu::StepProfile>(std::move(labels));
     }
+  }
+
+  // What making node `id`'s step may read (kernels.h).
+  cpu::StepContext step_context(NodeId id, const std::vector<uint32_t>& absorbed,
+                                const std::vector<uint32_t>& absorbed_twice) {
+    return {.graph = graph_,
+            .cores = cores_,
+            .kernels = kernels_,
+            .absorbed = absorbed[id],
+            .absorbed_twice = absorbed_twice[id],
+            .gemm_scratch = &gemm_scratch_};
   }
 
   PlanMemory memory() const override {
@@ -500,6 +524,8 @@ class CpuPlan : public Plan {
   }
 
   graph::Graph graph_;
+  int cores_;
+  const cpu::KernelSet& kernels_;
   std::vector<graph::Tensor> storage_;    // values computed at compile time (iota)
   std::vector<const uint8_t*> pointers_;  // each node's bytes during a run
   cpu::GemmScratch gemm_scratch_;         // the packing buffers of every matrix product

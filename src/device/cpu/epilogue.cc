@@ -1,0 +1,62 @@
+// A product with its epilogue (epilogue.h).
+#include "device/cpu/epilogue.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace sx::device::cpu {
+
+EpilogueStep make_epilogue_step(const StepContext& context, const FusedGroup& group,
+                                const std::vector<uint32_t>& absorbed, SharedScratch* scratch) {
+  const graph::Graph& graph = context.graph;
+  const graph::NodeId product = *group.product;
+  std::optional<ProductStep> made = make_product_step(context, graph.node(product));
+  assert(made);  // find_fusion attaches f32 and bf16 products with a result only
+  FusedStep fused = make_fused_step(graph, group, absorbed, context.kernels, context.cores, scratch, made->parts);
+  EpilogueStep step;
+  for (size_t k = 0; k < 2; ++k)
+    step.inputs.push_back(read_source(graph, product, k, context.absorbed, context.absorbed_twice));
+  // Per operand of the group: its index in the inputs, or kResult for the product's result.
+  constexpr size_t kResult = SIZE_MAX;
+  std::vector<size_t> operand_at;
+  for (graph::NodeId operand : group.operands) {
+    if (operand == product) {
+      operand_at.push_back(kResult);
+      continue;
+    }
+    operand_at.push_back(step.inputs.size());
+    step.inputs.push_back(operand);
+  }
+  step.outputs = group.written;
+  step.outputs.push_back(product);
+  // The product's operands are read while every output is written: none may lie over them.
+  for (size_t w = 0; w < group.written.size(); ++w) {
+    std::vector<bool>& row = step.may_overwrite.emplace_back(step.inputs.size(), false);
+    for (size_t k = 0; k < group.operands.size(); ++k) {
+      if (operand_at[k] != kResult) row[operand_at[k]] = fused.may_overwrite[w][k];
+    }
+  }
+  step.may_overwrite.emplace_back(step.inputs.size(), false);
+  const bool by_blocks = fused.run_block && !(fused.blocks_need_whole_rows && made->splits_columns);
+  const size_t result = group.written.size();
+  step.run = [product = std::move(made->run), fused = std::move(fused), operand_at, by_blocks, result,
+              operands = std::vector<const uint8_t*>(group.operands.size())](const uint8_t* const* in,
+                                                                             uint8_t* const* out) mutable {
+    for (size_t k = 0; k < operands.size(); ++k)
+      operands[k] = operand_at[k] == kResult ? out[result] : in[operand_at[k]];
+    if (!by_blocks) {
+      product(in[0], in[1], out[result], nullptr);
+      fused.run(operands.data(), out);
+      return;
+    }
+    fused.start_blocks();
+    const auto epilogue = [&](int part, int64_t row, int64_t rows, int64_t col, int64_t cols) {
+      fused.run_block(operands.data(), out, part, row, rows, col, cols);
+    };
+    const BlockDone done = blocks_to(epilogue, fused.blocks_need_whole_rows);
+    product(in[0], in[1], out[result], &done);
+  };
+  return step;
+}
+
+}  // namespace sx::device::cpu

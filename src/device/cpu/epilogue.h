@@ -1,0 +1,48 @@
+// A matrix product and the fused group that alone reads its result (FusedGroup::product)
+// run as one step: the group's program runs on each block of the result as soon as the
+// product finishes it, while the block is still in cache, so the result is not read back
+// from memory. A bias and an activation after a product (GELU's ten members) are its
+// epilogue so, and so is any chain of the elementwise primitives fusion takes, with a
+// reduction of the rows at its end (a layer norm's mean). Each element is the same
+// formula of the same values as when the two run apart: the product's sums are its
+// blocks' (gemm.h), the program's its tiles' (fusion.h), so no bit changes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "device/cpu/fusion.h"
+#include "device/cpu/gemm.h"
+#include "device/cpu/kernels.h"
+
+namespace sx::device::cpu {
+
+// A product's step that calls an epilogue: run(a, b, out, done) with the bytes of its
+// operands as the step reads them and its result; `done`, when not null, is called on
+// every block of the result as it is finished, its rows counted over the batch entries
+// in order.
+struct ProductStep {
+  std::function<void(const uint8_t* a, const uint8_t* b, uint8_t* out, const BlockDone* done)> run;
+  int parts = 1;                // the most blocks done at once: `done`'s parts are below it
+  bool splits_columns = false;  // threads take parts of the columns: no block is a whole row
+};
+
+// The step of an f32 or bf16 matmul node with a result (matmul.cc); nothing for the rest.
+std::optional<ProductStep> make_product_step(const StepContext& context, const graph::Node& node);
+
+struct EpilogueStep {
+  std::vector<graph::NodeId> inputs;   // the product's operands as it reads them, then the group's others
+  std::vector<graph::NodeId> outputs;  // the group's written members, then the product
+  MultiStep run;
+  std::vector<std::vector<bool>> may_overwrite;  // per output, per input: as FusedStep's
+};
+
+// The step of `group` with its product; `context`: the product node's. A group that
+// cannot take the product's blocks (it reduces whole rows and the product's threads
+// split the columns) runs after the product, as one step still.
+EpilogueStep make_epilogue_step(const StepContext& context, const FusedGroup& group,
+                                const std::vector<uint32_t>& absorbed, SharedScratch* scratch);
+
+}  // namespace sx::device::cpu

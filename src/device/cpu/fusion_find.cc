@@ -1,0 +1,276 @@
+// Finding elementwise fusion's groups (fusion.h) and what each may join (fusion_rules.h).
+#include <algorithm>
+
+#include "device/cpu/fusion.h"
+#include "device/cpu/fusion_rules.h"
+#include "device/cpu/fusion_tiles.h"
+
+namespace sx::device::cpu {
+
+using graph::DType;
+using graph::Node;
+using graph::NodeId;
+using graph::PrimId;
+
+namespace {
+
+bool float_like(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16; }
+
+}  // namespace
+
+std::optional<int64_t> member_cost(const graph::Graph& graph, const Node& node) {
+  if (node.inputs.empty() || !tile_kernels_for(Isa::scalar).by_primitive[graph::index_of(node.op())]) {
+    return std::nullopt;
+  }
+  const DType operand = graph.node(node.inputs[0]).dtype;
+  switch (node.op()) {
+    case PrimId::eq:
+    case PrimId::ne:
+    case PrimId::lt:
+    case PrimId::le:
+    case PrimId::gt:
+    case PrimId::ge:
+      if (node.dtype == DType::boolean && float_like(operand)) return kCheap;
+      return std::nullopt;
+    case PrimId::where:
+      if (operand == DType::boolean && float_like(node.dtype)) return kCheap;
+      return std::nullopt;
+    case PrimId::cast:  // a bool, held as 0 or 1, converts as it is
+      if (float_like(node.dtype) && (float_like(operand) || operand == DType::boolean)) return kCheap;
+      return std::nullopt;
+    case PrimId::sqrt:
+    case PrimId::rsqrt:
+    case PrimId::pow:
+    case PrimId::exp:
+    case PrimId::log:
+    case PrimId::sin:
+    case PrimId::cos:
+    case PrimId::tanh:
+    case PrimId::erf:
+    case PrimId::logistic:
+      if (float_like(node.dtype) && float_like(operand)) return kCostly;
+      return std::nullopt;
+    default:
+      if (float_like(node.dtype) && float_like(operand)) return kCheap;
+      return std::nullopt;
+  }
+}
+
+std::optional<ReduceKind> row_reduction(const graph::Graph& graph, const Node& node) {
+  std::optional<ReduceKind> kind;
+  if (node.op() == PrimId::sum) kind = ReduceKind::sum;
+  if (node.op() == PrimId::reduce_max) kind = ReduceKind::max;
+  if (node.op() == PrimId::reduce_min) kind = ReduceKind::min;
+  if (!kind || !float_like(node.dtype)) return std::nullopt;
+  const Node& x = graph.node(node.inputs[0]);
+  if (x.dtype != node.dtype) return std::nullopt;
+  std::vector<bool> reduced(x.shape.size(), false);
+  for (int64_t axis : node.attrs.get_ints("axes")) reduced[static_cast<size_t>(axis)] = true;
+  int64_t length = 1;
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    if (x.shape[d] == 1) continue;
+    if (reduced[d]) length *= x.shape[d];
+    else if (length > 1) return std::nullopt;  // a kept axis after a reduced one
+  }
+  if (length < 2 || (length > kLongestRow && kind != ReduceKind::sum)) return std::nullopt;
+  return kind;
+}
+
+int64_t row_length(const graph::Graph& graph, const Node& reduction) {
+  return graph::numel(graph.node(reduction.inputs[0]).shape) / std::max<int64_t>(1, graph::numel(reduction.shape));
+}
+
+namespace {
+
+struct Use {
+  NodeId user;
+  bool direct;  // not through an absorbed broadcast
+};
+
+// A group that reads a cheap member of another group (an add, a multiply) computes
+// it again from that member's own operands, when that adds at most one operand as
+// large as the group's tiles: the other group then need not write it, nor this one
+// read it. So a gradient recomputes the forward's cheap intermediates in its own
+// tiles instead of reading them back from memory. (The other group ran first: it
+// wrote the member for this group's nodes, which come after its root.)
+void recompute_cheap_operands(const graph::Graph& graph, const std::vector<uint32_t>& absorbed,
+                              const std::vector<int>& group_of, FusedGroup& group) {
+  const int64_t size = graph::numel(graph.node(tiled_root(group)).shape);
+  std::vector<bool> inside(graph.nodes.size(), false);
+  for (NodeId id : group.members) inside[id] = true;
+  // Whether a member of the group reads `node` from memory.
+  auto read_by_group = [&](NodeId node) {
+    for (NodeId id : group.members) {
+      for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) {
+        if (read_node(graph, absorbed, id, k) == node && !(inside[node] && reads_directly(absorbed, id, k))) {
+          return true;
+        }
+      }
+    }
+    return false;
+  };
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t m = 0; m < group.members.size(); ++m) {
+      const NodeId id = group.members[m];
+      for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) {
+        const NodeId candidate = read_node(graph, absorbed, id, k);
+        if (inside[candidate] || !reads_directly(absorbed, id, k) || group_of[candidate] < 0) continue;
+        const Node& node = graph.node(candidate);
+        // (A group's reduction is no elementwise member: it is not recomputed.)
+        if (std::optional<int64_t> cost = member_cost(graph, node); !cost || *cost > kCheap) continue;
+        int added = 0;
+        bool through_broadcast_of_member = false;
+        for (size_t j = 0; j < node.inputs.size(); ++j) {
+          NodeId from = read_node(graph, absorbed, candidate, j);
+          if (!reads_directly(absorbed, candidate, j)) {
+            through_broadcast_of_member = through_broadcast_of_member || inside[from];
+            continue;
+          }
+          if (!inside[from] && graph::numel(graph.node(from).shape) == size && !read_by_group(from)) ++added;
+        }
+        if (through_broadcast_of_member || added > 1) continue;
+        inside[candidate] = true;
+        group.members.push_back(candidate);
+        grew = true;
+      }
+    }
+  }
+  std::sort(group.members.begin(), group.members.end());
+}
+
+// Gives each group the matrix product (f32 or bf16, not empty) that only its members
+// read, directly, and that is no output, the latest where several are; a product read
+// so by one lone node that could be a member makes that node a group of one.
+void attach_products(const graph::Graph& graph, const std::vector<bool>& needed,
+                     const std::vector<std::vector<Use>>& uses, const std::vector<bool>& is_output, Fusion& fusion) {
+  fusion.group_of_product.assign(graph.nodes.size(), -1);
+  for (NodeId id = 0; id < graph.nodes.size(); ++id) {
+    const Node& node = graph.node(id);
+    if (!needed[id] || node.op() != PrimId::matmul || !float_like(node.dtype) || graph::numel(node.shape) == 0 ||
+        is_output[id] || uses[id].empty()) {
+      continue;
+    }
+    const NodeId user = uses[id][0].user;
+    int g = fusion.group_of[user];
+    const bool direct = std::all_of(uses[id].begin(), uses[id].end(), [&](const Use& use) {
+      return use.direct && (g >= 0 ? fusion.group_of[use.user] == g : use.user == user);
+    });
+    if (!direct) continue;
+    if (g < 0) {
+      if (!member_cost(graph, graph.node(user))) continue;
+      g = static_cast<int>(fusion.groups.size());
+      fusion.groups.push_back({.members = {user}, .reduces = false, .written = {}, .operands = {}, .product = {}});
+      fusion.group_of[user] = g;
+    }
+    FusedGroup& group = fusion.groups[static_cast<size_t>(g)];
+    if (graph.node(tiled_root(group)).shape != node.shape) continue;
+    if (group.product) fusion.group_of_product[*group.product] = -1;
+    group.product = id;
+    fusion.group_of_product[id] = g;
+  }
+}
+
+}  // namespace
+
+Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, const std::vector<uint32_t>& absorbed,
+                   const std::vector<uint32_t>& absorbed_twice) {
+  const size_t count = graph.nodes.size();
+  std::vector<std::vector<Use>> uses(count);
+  std::vector<bool> is_output(count, false);
+  for (const graph::NamedNode& out : graph.outputs) is_output[out.node] = true;
+  for (NodeId id = 0; id < count; ++id) {
+    if (!needed[id]) continue;
+    for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) {
+      uses[read_source(graph, id, k, absorbed[id], absorbed_twice[id])].push_back(
+          {id, reads_directly(absorbed, id, k)});
+    }
+  }
+  // From the last node back: a node joins the group of a user when every other reader
+  // is in it or runs after its root; else it roots a group.
+  std::vector<std::vector<NodeId>> members;  // per group, the root first
+  std::vector<int> group_of(count, -1);
+  for (NodeId id = static_cast<NodeId>(count); id-- > 0;) {
+    if (!needed[id] || !member_cost(graph, graph.node(id))) continue;
+    int group = -1;
+    for (const Use& use : uses[id]) {
+      int g = group_of[use.user];
+      if (g < 0 || !use.direct || graph.node(members[g][0]).shape != graph.node(id).shape) continue;
+      if (group < 0 || members[g][0] < members[group][0]) group = g;
+    }
+    for (const Use& use : uses[id]) {
+      bool inside = group >= 0 && group_of[use.user] == group && use.direct;
+      if (!inside && group >= 0 && use.user <= members[group][0]) group = -1;
+    }
+    if (group < 0) {
+      group = static_cast<int>(members.size());
+      members.emplace_back();
+    }
+    group_of[id] = group;
+    members[group].push_back(id);
+  }
+  // A row reduction of a group's root (or of a lone member) ends the group, when every
+  // other reader of its members runs after the reduction, where the group now runs.
+  std::vector<bool> reduces(members.size(), false);
+  for (NodeId id = 0; id < count; ++id) {
+    if (!needed[id] || !row_reduction(graph, graph.node(id))) continue;
+    const NodeId x = graph.node(id).inputs[0];
+    const int g = group_of[x];
+    if (g < 0 || reduces[g] || members[g][0] != x) continue;  // (a reduction of a reduction starts anew)
+    bool readers_after = true;
+    for (NodeId member : members[g]) {
+      for (const Use& use : uses[member]) {
+        bool inside = group_of[use.user] == g && use.direct;
+        if (!inside && use.user != id && use.user < id) readers_after = false;
+      }
+    }
+    if (!readers_after) continue;
+    group_of[id] = g;
+    members[g].insert(members[g].begin(), id);
+    reduces[g] = true;
+  }
+  Fusion fusion;
+  fusion.group_of.assign(count, -1);
+  for (size_t g = 0; g < members.size(); ++g) {
+    const std::vector<NodeId>& reversed = members[g];
+    if (reversed.size() < 2) continue;
+    for (NodeId id : reversed) fusion.group_of[id] = static_cast<int>(fusion.groups.size());
+    FusedGroup& group = fusion.groups.emplace_back();
+    group.members.assign(reversed.rbegin(), reversed.rend());
+    group.reduces = reduces[g];
+  }
+  attach_products(graph, needed, uses, is_output, fusion);
+  for (FusedGroup& group : fusion.groups) recompute_cheap_operands(graph, absorbed, fusion.group_of, group);
+  // A member is written when a node outside its group reads it: a node of no group, an
+  // output, or a group that reads it as an operand.
+  std::vector<bool> written(count, false);
+  for (NodeId id = 0; id < count; ++id) {
+    if (!needed[id] || fusion.group_of[id] >= 0) continue;
+    for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) {
+      written[read_source(graph, id, k, absorbed[id], absorbed_twice[id])] = true;
+    }
+  }
+  for (NodeId id = 0; id < count; ++id) written[id] = written[id] || is_output[id];
+  for (FusedGroup& group : fusion.groups) {
+    std::vector<bool> inside(count, false);
+    for (NodeId id : group.members) inside[id] = true;
+    for (NodeId id : group.members) {
+      for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) {
+        NodeId from = read_node(graph, absorbed, id, k);
+        if (inside[from] && reads_directly(absorbed, id, k)) continue;
+        if (std::find(group.operands.begin(), group.operands.end(), from) == group.operands.end()) {
+          group.operands.push_back(from);
+        }
+        written[from] = true;
+      }
+    }
+  }
+  for (size_t g = 0; g < fusion.groups.size(); ++g) {
+    for (NodeId id : fusion.groups[g].members) {
+      if (fusion.group_of[id] == static_cast<int>(g) && written[id]) fusion.groups[g].written.push_back(id);
+    }
+  }
+  return fusion;
+}
+
+}  // namespace sx::device::cpu
