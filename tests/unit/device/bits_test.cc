@@ -199,6 +199,33 @@ TEST(Plan, OutputsNamedTwiceAndInputsPassedThrough) {
   for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(same_bits(got[i], want[i])) << i;
 }
 
+// Reductions over axes that columns follow (a bias's gradient, a sum over a middle
+// axis) take each column's values in the reference's order, whatever block of columns
+// a thread takes: the reference's bits on 1 and 2 threads, with runs of columns
+// longer than a block and shorter than a vector.
+TEST(Plan, ColumnReductionsKeepTheReferencesBits) {
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> axes;
+  };
+  const Case cases[] = {{{1000, 2500}, {0}}, {{3, 200, 37}, {1}}, {{2, 50, 4100}, {1}}, {{4, 30, 5}, {0, 1}}};
+  std::mt19937 rng(21);
+  for (const Case& c : cases) {
+    Tensor x = random_tensor(DType::f32, c.shape, rng);
+    for (const char* op : {"sum", "reduce_max", "argmin"}) {
+      Graph graph;
+      Builder b(graph);
+      NodeId in = b.input("x", c.shape, DType::f32);
+      b.output("y", b.op(op, {in}, {{"axes", c.axes}, {"keepdims", int64_t{0}}}));
+      Tensor want = run_on("reference", graph, {x})[0];
+      for (int cores : {1, 2}) {
+        EXPECT_TRUE(same_bits(run_on("cpu", graph, {x}, cores)[0], want))
+            << op << " of " << graph::shape_str(c.shape) << " on " << cores << " threads";
+      }
+    }
+  }
+}
+
 // A row's max and min have the reference's bits where the order decides them: a
 // NaN's payload (the first NaN), a zero's sign (the first of -0 and +0 when the
 // extreme is a zero), besides plain rows of every length around the 16 lanes the
