@@ -88,7 +88,9 @@ class Server {
   bool listening_ = false, stopping_ = false;
   Clock::time_point retry_accept_at_{};
   Clock::time_point next_stall_check_{};  // stalls are looked for once a tick, not per event
+  Clock::time_point answered_at_{};       // the last batch's answers were sent
   size_t max_connections_;
+  bool poll_between_calls_;  // another core is free for the clients (server.cc)
   uint64_t next_id_;
   std::map<uint64_t, Connection> connections_;
   std::deque<Call> waiting_;

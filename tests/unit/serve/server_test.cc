@@ -1,12 +1,14 @@
 // The server on a real Unix socket, in this process: the handshake, calls and answers,
-// the refusals that close a connection, clients that leave mid-frame, stopping, and the
-// socket paths it replaces or refuses.
+// the refusals that close a connection, clients that leave mid-frame, stopping, an idle
+// server asleep, and the socket paths it replaces or refuses.
 #include "serve/server.h"
 
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -180,6 +182,26 @@ TEST_F(ServeServer, CallsAreAnsweredAndAnAtOffTheAxisIsAnErrorThatKeepsTheConnec
   answer = read_frame(fd);
   ASSERT_TRUE(answer);
   EXPECT_EQ((*answer)[0], 0);
+  ::close(fd);
+}
+
+// The loop polls for a client's next call for a moment after answering (server.cc), then
+// sleeps: an idle server takes no processor time.
+TEST_F(ServeServer, AnIdleServerSleepsAfterItsLastAnswer) {
+  start();
+  int fd = client();
+  send_bytes(fd, frame(at_call(3, 7)));
+  ASSERT_TRUE(read_frame(fd));
+  clockid_t clock;
+  ASSERT_EQ(::pthread_getcpuclockid(running_.native_handle(), &clock), 0);
+  auto cpu_seconds = [&] {
+    timespec t{};
+    ::clock_gettime(clock, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+  };
+  const double before = cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_LT(cpu_seconds() - before, 0.05);
   ::close(fd);
 }
 
