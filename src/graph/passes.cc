@@ -133,6 +133,10 @@ std::optional<NodeId> simplified(Builder& b, const Node& node) {
   }
   Node inner = g.nodes[in(0)];  // a copy: emitting below may move the nodes
   if (op == PrimId::reshape && inner.op() == PrimId::reshape) return b.reshape(inner.inputs[0], node.shape);
+  // A broadcast of a broadcast is one broadcast (NumPy's rules compose): the batching
+  // transformation broadcasts a served model's broadcast weights again, and a device
+  // reads a broadcast's input through strides only one broadcast deep.
+  if (op == PrimId::broadcast && inner.op() == PrimId::broadcast) return b.broadcast(inner.inputs[0], node.shape);
   if (op == PrimId::transpose && inner.op() == PrimId::transpose) {
     const auto &outer_perm = node.attrs.get_ints("perm"), &inner_perm = inner.attrs.get_ints("perm");
     std::vector<int64_t> composed;

@@ -30,7 +30,8 @@ Graph eliminate_common_subexpressions(const Graph& graph);
 
 // Algebraic identities: x+0, 0+x, x-0, x*1, 1*x, x/1, neg(neg x),
 // reshape to the same shape, reshape of reshape, transpose of transpose,
-// the identity transpose, cast to the same dtype, broadcast to the same shape;
+// the identity transpose, cast to the same dtype, broadcast to the same shape,
+// broadcast of broadcast;
 // and stop_gradient, the identity once gradients are taken: a graph that is
 // still to be differentiated is not simplified.
 Graph simplify(const Graph& graph);

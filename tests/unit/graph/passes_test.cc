@@ -126,6 +126,25 @@ TEST(Passes, SimplifyMovesATransposeBeforeABroadcast) {
   expect_same_results(g, s, {tensor(DType::f32, {2, 3}, {1, 2, 3, 4, 5, 6}), tensor(DType::f32, {1, 3}, {7, 8, 9})});
 }
 
+// A broadcast of a broadcast (a batched model's broadcast weight) is one broadcast of the
+// innermost input, with the same values.
+TEST(Passes, SimplifyMergesABroadcastOfABroadcast) {
+  Graph g;
+  Builder b(g);
+  NodeId bias = b.input("bias", {3}, DType::f32);
+  NodeId column = b.input("column", {2, 1}, DType::f32);
+  b.output("bias", b.broadcast(b.broadcast(bias, {2, 3}), {4, 1, 2, 3}));
+  b.output("column", b.broadcast(b.broadcast(column, {1, 2, 3}), {5, 2, 3}));
+  Graph s = eliminate_dead_code(simplify(g));
+  for (const char* name : {"bias", "column"}) {
+    const Node& out = s.node(*s.find_output(name));
+    ASSERT_EQ(out.op_name(), "broadcast") << name;
+    EXPECT_EQ(out.inputs[0], *s.find_input(name)) << name;
+  }
+  EXPECT_EQ(count_op(s, "broadcast"), 2u);
+  expect_same_results(g, s, {tensor(DType::f32, {3}, {1, 2, 3}), tensor(DType::f32, {2, 1}, {4, 5})});
+}
+
 TEST(Passes, DeadCodeEliminationKeepsInputsAndWhatOutputsNeed) {
   Graph g;
   Builder b(g);
