@@ -105,6 +105,15 @@ class FusedProgram {
                                      group.written.begin()),
           .to_bf16 = node.dtype == DType::bf16};
     }
+    // A row (a bias) repeated along the last axis, shorter than a tile of whole rows:
+    // every tile that starts a row holds the same values, loaded once a part.
+    const int64_t row_length = shape.empty() ? 1 : shape.back();
+    for (size_t k = 0; k < loads_.size(); ++k) {
+      Load& load = loads_[k];
+      load.periodic = !load.in_order && !load.invariant && row_length > 0 && row_length < tile_ &&
+                      tile_ % row_length == 0 && graph::numel(graph.node(group.operands[k]).shape) == row_length &&
+                      load.walk.strides[0].back() == 1;
+    }
     assign_buffers(last_read);
     const auto streams = std::count_if(loads_.begin(), loads_.end(), [](const Load& load) { return load.in_order; });
     prefetch_ =
@@ -116,7 +125,7 @@ class FusedProgram {
     scratch_ = scratch ? scratch : &own_scratch_;
     scratch_->reserve(static_cast<size_t>(parts) * buffers_ * tile_ * sizeof(float));
     tables_.resize(static_cast<size_t>(parts) * slots_);
-    invariant_loaded_.resize(static_cast<size_t>(parts));
+    block_states_.resize(static_cast<size_t>(parts));
   }
 
   // Whether the program runs on blocks of its elements (run_block): not a reduction of
@@ -124,8 +133,8 @@ class FusedProgram {
   bool runs_by_blocks() const { return !reduction_ || (!in_pieces_ && row_ == columns_); }
   bool blocks_need_whole_rows() const { return reduction_.has_value(); }
 
-  // Before a run's first block: each part loads the invariant operands again.
-  void start_blocks() { std::fill(invariant_loaded_.begin(), invariant_loaded_.end(), 0); }
+  // Before a run's first block: each part loads the invariant and repeated operands again.
+  void start_blocks() { std::fill(block_states_.begin(), block_states_.end(), PartState{}); }
 
   // Rows [row, row + rows) of the elements seen as rows of the last axis, columns
   // [col, col + cols) of them (all of them when the group reduces), on part `part`.
@@ -133,12 +142,9 @@ class FusedProgram {
                  int64_t cols) {
     float* scratch = reinterpret_cast<float*>(scratch_->data.get()) + static_cast<size_t>(part) * buffers_ * tile_;
     const float** at = tables_.data() + static_cast<size_t>(part) * slots_;
-    char& loaded = invariant_loaded_[static_cast<size_t>(part)];
+    PartState& state = block_states_[static_cast<size_t>(part)];
     auto run_range = [&](int64_t begin, int64_t end) {
-      while (begin < end) {
-        begin += run_tile(in, out, begin, end, loaded == 0, scratch, at);
-        loaded = 1;
-      }
+      while (begin < end) begin += run_tile(in, out, begin, end, state, scratch, at);
     };
     if (col == 0 && cols == columns_) {
       run_range(row * columns_, (row + rows) * columns_);
@@ -174,23 +180,30 @@ class FusedProgram {
     parallel_parts(tiles_, threads_, [&](int part, int64_t first, int64_t last) {
       float* scratch = reinterpret_cast<float*>(scratch_->data.get()) + static_cast<size_t>(part) * buffers_ * tile_;
       const float** at = tables_.data() + static_cast<size_t>(part) * slots_;
-      for (int64_t tile = first; tile < last; ++tile) run_tile(in, out, tile * tile_, n_, tile == first, scratch, at);
+      PartState state;
+      for (int64_t tile = first; tile < last; ++tile) run_tile(in, out, tile * tile_, n_, state, scratch, at);
     });
   }
 
  private:
   struct Load {
     DType dtype;
-    OperandWalk walk;  // over the group's shape
-    bool in_order;     // in the output's order, element for element
-    bool in_place;     // f32 in the output's order: read where it lies
-    bool invariant;    // one value (a scalar): its tile is filled once a part
+    OperandWalk walk;       // over the group's shape
+    bool in_order;          // in the output's order, element for element
+    bool in_place;          // f32 in the output's order: read where it lies
+    bool invariant;         // one value (a scalar): its tile is filled once a part
+    bool periodic = false;  // a row repeated along the last axis: its tile, once a part (PartState)
   };
   struct Instruction {
     TileFn fn;
     std::array<int, 3> sources;
     int arity;
     bool round_to_bf16;
+  };
+  // What a part's tiles of scratch hold from its earlier tiles of this run.
+  struct PartState {
+    bool invariants = false;  // the invariant operands' values
+    bool rows = false;        // the repeated operands' rows, from a row's start
   };
   // The root's row reduction of the last member's tile: each row's value to
   // written output `output`.
@@ -220,7 +233,7 @@ class FusedProgram {
     };
     for (size_t k = 0; k < loads; ++k) {
       if (!loads_[k].in_place) buffer_[k] = take();
-      if (loads_[k].invariant) last_read[k] = static_cast<int>(members);
+      if (loads_[k].invariant || loads_[k].periodic) last_read[k] = static_cast<int>(members);
     }
     std::vector<bool> released(loads + members, false);
     auto release = [&](size_t slot, size_t m) {
@@ -242,10 +255,11 @@ class FusedProgram {
     parallel_parts(n_ / row_, threads_, [&](int part, int64_t first, int64_t last) {
       float* scratch = reinterpret_cast<float*>(scratch_->data.get()) + static_cast<size_t>(part) * buffers_ * tile_;
       const float** at = tables_.data() + static_cast<size_t>(part) * slots_;
+      PartState state;
       for (int64_t row = first; row < last; ++row) {
         LaneSums<float> sums;
         for (int64_t begin = row * row_; begin < (row + 1) * row_; begin += tile_) {
-          const int64_t length = run_tile(in, out, begin, (row + 1) * row_, begin == first * row_, scratch, at);
+          const int64_t length = run_tile(in, out, begin, (row + 1) * row_, state, scratch, at);
           const int64_t whole = length - length % LaneSums<float>::kLanes;  // short only at the row's end
           sums.add(at[slots_ - 1], whole);
           if (begin + length == (row + 1) * row_)
@@ -261,11 +275,13 @@ class FusedProgram {
   }
 
   // The tile at `begin`, not past `end` (its row's end when rows are taken in pieces,
-  // whole rows when the group reduces), and its length; it loads the invariant operands
-  // when `load_invariants` (a part's first tile). Reduces its rows when they are whole.
-  int64_t run_tile(const uint8_t* const* in, uint8_t* const* out, int64_t begin, int64_t end, bool load_invariants,
+  // whole rows when the group reduces), and its length; it loads the invariant and
+  // repeated operands only where the part's `state` says their tiles do not hold them.
+  // Reduces its rows when they are whole.
+  int64_t run_tile(const uint8_t* const* in, uint8_t* const* out, int64_t begin, int64_t end, PartState& state,
                    float* scratch, const float** at) const {
     const int64_t length = std::min(tile_, end - begin);
+    const bool row_start = begin % columns_ == 0, rows_loaded = row_start && state.rows;
     for (size_t k = 0; k < loads_.size(); ++k) {
       const Load& load = loads_[k];
       if (prefetch_ && load.in_order && begin + kAhead * tile_ < n_) {
@@ -278,7 +294,7 @@ class FusedProgram {
         at[k] = reinterpret_cast<const float*>(in[k]) + begin;
         continue;
       }
-      if (load.invariant && !load_invariants) continue;  // the tile of the part's first tile
+      if ((load.invariant && state.invariants) || (load.periodic && rows_loaded)) continue;
       float* tile = scratch + buffer_[k] * tile_;
       at[k] = tile;
       graph::visit_dtype(load.dtype, [&](auto types) {
@@ -307,6 +323,10 @@ class FusedProgram {
         });
       });
     }
+    state.invariants = true;
+    // A repeated operand's tile holds its rows from a row's start when it was filled
+    // whole from one (a tile at another place, or a short one, leaves it otherwise).
+    if (!rows_loaded) state.rows = row_start && length == tile_;
     for (size_t m = 0; m < instructions_.size(); ++m) {
       const Instruction& instruction = instructions_[m];
       const size_t slot = loads_.size() + m;
@@ -350,11 +370,11 @@ class FusedProgram {
   bool prefetch_ = false;               // operands in order are fetched kAhead tiles ahead
   std::optional<Reduction> reduction_;  // the root's, when the group reduces
   int64_t tiles_ = 0;
-  int64_t columns_ = 1;                 // elements along the last axis: a row of run_block's blocks
-  std::vector<char> invariant_loaded_;  // per part: run_block loaded its invariant operands this run
-  SharedScratch own_scratch_;           // when the plan shares none
-  SharedScratch* scratch_ = nullptr;    // per thread: a tile per slot
-  std::vector<const float*> tables_;    // per thread: each slot's tile
+  int64_t columns_ = 1;                  // elements along the last axis: a row of run_block's blocks
+  std::vector<PartState> block_states_;  // per part, for run_block: reset by start_blocks
+  SharedScratch own_scratch_;            // when the plan shares none
+  SharedScratch* scratch_ = nullptr;     // per thread: a tile per slot
+  std::vector<const float*> tables_;     // per thread: each slot's tile
 };
 
 }  // namespace

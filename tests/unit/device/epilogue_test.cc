@@ -6,7 +6,8 @@
 // GEMM's paths: a few rows streamed or read in place, one resident block of rows with
 // K in two blocks and columns in several panels (the epilogue takes the region at its
 // end), many blocks of rows with K in two blocks (it takes each block as it is done),
-// more columns than a panel holds, and a batch of products spread over the threads.
+// more columns than a panel holds, and a batch of products spread over the threads. Two
+// biases are rows shorter than a tile, which a part loads once a run (fusion.cc).
 #include <cmath>
 #include <cstdlib>
 
@@ -26,12 +27,12 @@ struct ProductCase {
 };
 
 const ProductCase kCases[] = {
-    {"three rows streamed", 1, 3, 40, 70, true},
+    {"three rows streamed, the bias a quarter of a tile", 1, 3, 40, 128, true},
     {"a few slivers in place", 2, 15, 300, 200, true},
     {"one resident block, K in two, columns in three", 1, 100, 260, 600, true},
     {"many blocks of rows, K in two", 3, 100, 260, 100, true},
     {"more columns than a panel", 1, 280, 8, 2100, true},
-    {"a batch of products", 6, 50, 16, 60, false},
+    {"a batch of products, the bias an eighth of a tile", 6, 50, 16, 64, false},
 };
 
 enum class Epilogue { gelu, subnormal, row_sum, lone_bias };
