@@ -108,8 +108,12 @@ void Server::read_from(uint64_t id, Connection& c) {
   while (!c.queued && c.out.empty() && !c.ended) {
     if (c.frame.size() < c.frame_bytes) {
       size_t have = c.frame.size();
-      c.frame.resize(c.frame_bytes);
-      ssize_t n = ::recv(c.fd, c.frame.data() + have, c.frame_bytes - have, 0);
+      // A header is asked for with the body of a call, in one receive: a frame of any
+      // other length is refused and its connection closed, so no byte past a call is
+      // taken, and at most a call's bytes are held.
+      const size_t want = c.frame_bytes == kFrameHeaderBytes ? kFrameHeaderBytes + layout.call_bytes() : c.frame_bytes;
+      c.frame.resize(want);
+      ssize_t n = ::recv(c.fd, c.frame.data() + have, want - have, 0);
       c.frame.resize(have + static_cast<size_t>(std::max<ssize_t>(n, 0)));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
@@ -129,7 +133,7 @@ void Server::read_from(uint64_t id, Connection& c) {
       c.frame_bytes = kFrameHeaderBytes + length;
       continue;
     }
-    std::string body = c.frame.substr(kFrameHeaderBytes);
+    std::string body = c.frame.substr(kFrameHeaderBytes, c.frame_bytes - kFrameHeaderBytes);
     c.frame.clear();
     c.frame_bytes = kFrameHeaderBytes;
     if (auto why = check_call_values(layout, body, at_limit_)) {

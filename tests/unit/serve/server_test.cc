@@ -185,6 +185,21 @@ TEST_F(ServeServer, CallsAreAnsweredAndAnAtOffTheAxisIsAnErrorThatKeepsTheConnec
   ::close(fd);
 }
 
+// Calls sent back to back in one write are each read whole, and no further: each gets
+// its own answer, in order. (A header is read with a call's worth of body at once.)
+TEST_F(ServeServer, CallsSentBackToBackAreEachAnswered) {
+  start();
+  int fd = client();
+  std::string both = frame(at_call(3, 7)) + frame(at_call(5, 2)) + frame(at_call(1, 0));
+  send_bytes(fd, both);
+  for (const std::string& call : {at_call(3, 7), at_call(5, 2), at_call(1, 0)}) {
+    auto answer = read_frame(fd);
+    ASSERT_TRUE(answer);
+    EXPECT_EQ(*answer, alone(call));
+  }
+  ::close(fd);
+}
+
 // The loop polls for a client's next call for a moment after answering (server.cc), then
 // sleeps: an idle server takes no processor time.
 TEST_F(ServeServer, AnIdleServerSleepsAfterItsLastAnswer) {
