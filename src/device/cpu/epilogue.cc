@@ -1,8 +1,8 @@
 // A product with its epilogue (epilogue.h).
 #include "device/cpu/epilogue.h"
 
-#include <algorithm>
 #include <cassert>
+#include <cstdint>
 
 namespace sx::device::cpu {
 
