@@ -86,8 +86,25 @@ TEST(ThreadPool, RunsFromTwoThreadsTakeTurns) {
 
 TEST(ThreadPool, AForkedChildRunsEveryPartItself) {
   ThreadPool& pool = ThreadPool::shared();
-  pool.run(2, [](int) {});  // the workers exist before the fork
-  std::fflush(nullptr);     // the child's exit flushes its copy of the buffers
+  // Fork only once every worker has run a part of its own. A worker still starting may
+  // hold a lock of the sanitizers' allocator (clang 14's runtime takes no fork handler for
+  // it): the child inherits it held, and its leak check at exit waits on it for ever.
+  // Part 0 waits a little so that the workers, not the caller, take the other parts.
+  std::thread::id caller = std::this_thread::get_id();
+  std::vector<std::atomic<bool>> ran_on_worker(static_cast<size_t>(pool.size()));
+  auto every_worker_ran = [&] {
+    for (int t = 1; t < pool.size(); ++t)
+      if (!ran_on_worker[static_cast<size_t>(t)].load()) return false;
+    return true;
+  };
+  for (int tries = 0; tries < 1000 && !every_worker_ran(); ++tries) {
+    pool.run(pool.size(), [&](int t) {
+      if (t == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      else if (std::this_thread::get_id() != caller) ran_on_worker[static_cast<size_t>(t)].store(true);
+    });
+  }
+  ASSERT_TRUE(every_worker_ran());
+  std::fflush(nullptr);  // the child's exit flushes its copy of the buffers
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
