@@ -44,21 +44,39 @@ constexpr int64_t kAhead = 2;
 constexpr int64_t kPrefetchElements = 1 << 19;
 constexpr int64_t kPrefetchWork = 3;  // members a stream, at least
 
+// Whether member `id` reduces its group's rows (find_fusion: every sum, max or min in a
+// group is one).
+bool reduces_rows(const graph::Graph& graph, NodeId id) { return row_reduction(graph, graph.node(id)).has_value(); }
+
 // instruction per member, a tile at a time. Slots: the operands', then the members'.
 class FusedProgram {
  public:
   FusedProgram(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
                const KernelSet& kernels, int cores, SharedScratch* scratch, int block_parts)
-      : n_(graph::numel(graph.node(tiled_root(group)).shape)),
+      : n_(graph::numel(graph.node(tiled_root(graph, group)).shape)),
         kernels_(math_kernels_for(kernels.isa)),
         loops_(tile_kernels_for(kernels.isa)) {
-    const graph::Shape& shape = graph.node(tiled_root(group)).shape;
+    const graph::Shape& shape = graph.node(tiled_root(graph, group)).shape;
     auto slot_of = [&](NodeId id) -> int {
       auto member = std::find(group.members.begin(), group.members.end(), id);
       if (member != group.members.end())
         return static_cast<int>(group.operands.size() + (member - group.members.begin()));
       return static_cast<int>(std::find(group.operands.begin(), group.operands.end(), id) - group.operands.begin());
     };
+    if (group.reduces) {
+      // Every reduction of the group reduces rows of one length (find_fusion).
+      const auto reduction =
+          std::find_if(group.members.begin(), group.members.end(), [&](NodeId id) { return reduces_rows(graph, id); });
+      row_ = row_length(graph, graph.node(*reduction));
+      in_pieces_ = row_ > kLongestRow;
+      tile_ = in_pieces_ ? kPiece : std::max<int64_t>(1, kTile / row_) * row_;
+    }
+    // An operand of the rows' values' shape (the last axis 1) in a group of whole rows of
+    // the last axis is loaded as a value a row: members of that shape read it so, and
+    // members of the tiles' shape through a spread.
+    graph::Shape rows_shape = shape;
+    if (!rows_shape.empty()) rows_shape.back() = 1;
+    const bool row_values = row_ > 0 && !in_pieces_ && !shape.empty() && row_ == shape.back();
     int64_t cost = 0;
     for (NodeId id : group.operands) {
       const Node& node = graph.node(id);
@@ -66,55 +84,94 @@ class FusedProgram {
       OperandWalk walk = operand_walk(shape, std::span<const graph::Shape>(&from, 1));
       bool in_order = walk.shape.size() == 1 && walk.strides[0][0] == 1;
       bool invariant = walk.shape.size() == 1 && walk.strides[0][0] == 0;
+      bool of_rows = row_values && !invariant && node.shape == rows_shape;
       loads_.push_back({.dtype = node.dtype,
                         .walk = std::move(walk),
-                        .in_order = in_order,
-                        .in_place = in_order && node.dtype == DType::f32,
-                        .invariant = invariant});
+                        .in_order = in_order && !of_rows,
+                        .in_place = in_order && !of_rows && node.dtype == DType::f32,
+                        .invariant = invariant,
+                        .periodic = false,
+                        .row_values = of_rows});
       cost += 1;
     }
-    const std::span<const NodeId> elementwise(group.members.data(), group.members.size() - (group.reduces ? 1 : 0));
-    std::vector<int> last_read(group.operands.size() + elementwise.size(), -1);  // per slot: an instruction
-    for (NodeId id : elementwise) {
+    // Rows longer than a tile: the group's last member, a sum, runs in sum_rows_in_pieces.
+    const size_t programmed = group.members.size() - (in_pieces_ ? 1 : 0);
+    size_t slots = group.operands.size() + group.members.size();
+    std::vector<int> last_read(slots, -1);  // per slot: an instruction
+    auto read = [&](Instruction& instruction, size_t k, int slot) {
+      instruction.sources[k] = slot;
+      last_read[static_cast<size_t>(slot)] = static_cast<int>(instructions_.size());
+    };
+    for (size_t m = 0; m < programmed; ++m) {
+      const NodeId id = group.members[m];
       const Node& node = graph.node(id);
-      Instruction instruction{.fn = loops_.by_primitive[graph::index_of(node.op())],
-                              .sources = {},
-                              .arity = static_cast<int>(node.inputs.size()),
-                              .round_to_bf16 = node.dtype == DType::bf16};
-      for (size_t k = 0; k < node.inputs.size(); ++k) {
-        NodeId from = read_node(graph, absorbed, id, k);
-        // A member read through a broadcast is not a member of this group (find_fusion).
-        instruction.sources[k] = slot_of(from);
-        last_read[static_cast<size_t>(instruction.sources[k])] = static_cast<int>(instructions_.size());
+      auto written = std::find(group.written.begin(), group.written.end(), id);
+      Instruction instruction{
+          .op = Op::elementwise,
+          .fn = nullptr,
+          .sources = {},
+          .arity = static_cast<int>(node.inputs.size()),
+          .slot = slot_of(id),
+          .rows = graph::numel(node.shape) != n_,
+          .round_to_bf16 = node.dtype == DType::bf16,
+          .reduce = ReduceKind::sum,
+          .output = written == group.written.end() ? -1 : static_cast<int>(written - group.written.begin()),
+          .dtype = node.dtype};
+      if (reduces_rows(graph, id)) {
+        instruction.op = Op::reduce;
+        instruction.reduce = *row_reduction(graph, node);
+        read(instruction, 0, slot_of(node.inputs[0]));
+        cost += 1;
+      } else {
+        instruction.fn = loops_.by_primitive[graph::index_of(node.op())];
+        for (size_t k = 0; k < node.inputs.size(); ++k) {
+          const NodeId from = read_node(graph, absorbed, id, k);
+          int slot = slot_of(from);
+          const bool of_rows = static_cast<size_t>(slot) < group.operands.size()
+                                   ? loads_[static_cast<size_t>(slot)].row_values
+                                   : graph::numel(graph.node(from).shape) != n_;
+          if (of_rows && !instruction.rows) {
+            // A member's rows' values read back along the rows: spread over a tile first.
+            Instruction spread{.op = Op::spread,
+                               .fn = nullptr,
+                               .sources = {},
+                               .arity = 1,
+                               .slot = static_cast<int>(slots++),
+                               .rows = false,
+                               .round_to_bf16 = false,
+                               .reduce = ReduceKind::sum,
+                               .output = -1,
+                               .dtype = DType::f32};
+            last_read.push_back(-1);
+            read(spread, 0, slot);
+            instructions_.push_back(spread);
+            slot = spread.slot;
+            cost += 1;
+          }
+          read(instruction, k, slot);
+        }
+        cost += *member_cost(graph, node);
       }
       instructions_.push_back(instruction);
-      cost += *member_cost(graph, node);
-      auto written = std::find(group.written.begin(), group.written.end(), id);
-      outputs_.push_back(written == group.written.end() ? -1 : static_cast<int>(written - group.written.begin()));
-      dtypes_.push_back(node.dtype);
     }
-    slots_ = group.operands.size() + elementwise.size();
-    if (group.reduces) {
-      const Node& node = graph.node(group.members.back());
-      row_ = row_length(graph, node);
-      in_pieces_ = row_ > kLongestRow;
-      tile_ = in_pieces_ ? kPiece : std::max<int64_t>(1, kTile / row_) * row_;
-      reduction_ = Reduction{
-          .kind = *row_reduction(graph, node),
-          .output = static_cast<int>(std::find(group.written.begin(), group.written.end(), group.members.back()) -
-                                     group.written.begin()),
-          .to_bf16 = node.dtype == DType::bf16};
+    slots_ = slots;
+    if (in_pieces_) {
+      pieces_slot_ = slot_of(graph.node(group.members.back()).inputs[0]);
+      const NodeId sum = group.members.back();
+      pieces_output_ =
+          static_cast<int>(std::find(group.written.begin(), group.written.end(), sum) - group.written.begin());
+      pieces_to_bf16_ = graph.node(sum).dtype == DType::bf16;
     }
     // A row (a bias) repeated along the last axis, shorter than a tile of whole rows:
     // every tile that starts a row holds the same values, loaded once a part.
     const int64_t row_length = shape.empty() ? 1 : shape.back();
     for (size_t k = 0; k < loads_.size(); ++k) {
       Load& load = loads_[k];
-      load.periodic = !load.in_order && !load.invariant && row_length > 0 && row_length < tile_ &&
+      load.periodic = !load.in_order && !load.invariant && !load.row_values && row_length > 0 && row_length < tile_ &&
                       tile_ % row_length == 0 && graph::numel(graph.node(group.operands[k]).shape) == row_length &&
                       load.walk.strides[0].back() == 1;
     }
-    assign_buffers(last_read);
+    assign_buffers(std::move(last_read));
     const auto streams = std::count_if(loads_.begin(), loads_.end(), [](const Load& load) { return load.in_order; });
     prefetch_ =
         n_ > kPrefetchElements && streams >= 2 && static_cast<int64_t>(instructions_.size()) >= kPrefetchWork * streams;
@@ -130,8 +187,8 @@ class FusedProgram {
 
   // Whether the program runs on blocks of its elements (run_block): not a reduction of
   // rows longer than the last axis, nor one taken in pieces.
-  bool runs_by_blocks() const { return !reduction_ || (!in_pieces_ && row_ == columns_); }
-  bool blocks_need_whole_rows() const { return reduction_.has_value(); }
+  bool runs_by_blocks() const { return row_ == 0 || (!in_pieces_ && row_ == columns_); }
+  bool blocks_need_whole_rows() const { return row_ > 0; }
 
   // Before a run's first block: each part loads the invariant and repeated operands again.
   void start_blocks() { std::fill(block_states_.begin(), block_states_.end(), PartState{}); }
@@ -156,13 +213,14 @@ class FusedProgram {
   // Whether written member `written` may lie over operand `k`'s bytes (FusedStep). An
   // operand read where it lies is read by the members themselves, so each of those
   // must run before the one that writes; one loaded into scratch is read whole at the
-  // start of each tile. A row reduction's output (a value a row) is never one.
+  // start of each tile. A value a row (a reduction's, or computed from one) is never one.
   bool may_overwrite(size_t k, int written) const {
-    if (!loads_[k].in_order || (reduction_ && reduction_->output == written)) return false;
-    const auto member = std::find(outputs_.begin(), outputs_.end(), written);
-    if (member == outputs_.end()) return false;
+    if (!loads_[k].in_order || (in_pieces_ && pieces_output_ == written)) return false;
+    const auto member = std::find_if(instructions_.begin(), instructions_.end(),
+                                     [&](const Instruction& instruction) { return instruction.output == written; });
+    if (member == instructions_.end() || member->rows || member->op != Op::elementwise) return false;
     if (!loads_[k].in_place) return true;
-    const auto writer = static_cast<size_t>(member - outputs_.begin());
+    const auto writer = static_cast<size_t>(member - instructions_.begin());
     for (size_t m = writer; m < instructions_.size(); ++m) {
       const Instruction& instruction = instructions_[m];
       for (int j = 0; j < instruction.arity; ++j) {
@@ -188,31 +246,33 @@ class FusedProgram {
  private:
   struct Load {
     DType dtype;
-    OperandWalk walk;       // over the group's shape
-    bool in_order;          // in the output's order, element for element
-    bool in_place;          // f32 in the output's order: read where it lies
-    bool invariant;         // one value (a scalar): its tile is filled once a part
-    bool periodic = false;  // a row repeated along the last axis: its tile, once a part (PartState)
+    OperandWalk walk;         // over the group's shape
+    bool in_order;            // in the output's order, element for element
+    bool in_place;            // f32 in the output's order: read where it lies
+    bool invariant;           // one value (a scalar): its tile is filled once a part
+    bool periodic = false;    // a row repeated along the last axis: its tile, once a part (PartState)
+    bool row_values = false;  // a value a row of the tiles (the last axis 1): the tile's rows' values
   };
+  // elementwise: fn over the tile's elements (or, `rows`, over its rows' values);
+  // reduce: each row of the tile to its value; spread: each row's value along its row.
+  enum class Op : uint8_t { elementwise, reduce, spread };
   struct Instruction {
+    Op op;
     TileFn fn;
     std::array<int, 3> sources;
     int arity;
-    bool round_to_bf16;
+    int slot;            // where its result is
+    bool rows;           // its result is a value a row of the tile
+    bool round_to_bf16;  // each value rounded to bf16
+    ReduceKind reduce;
+    int output;  // its index among the written members, -1 when not written
+    DType dtype;
   };
   // What a part's tiles of scratch hold from its earlier tiles of this run.
   struct PartState {
     bool invariants = false;  // the invariant operands' values
     bool rows = false;        // the repeated operands' rows, from a row's start
   };
-  // The root's row reduction of the last member's tile: each row's value to
-  // written output `output`.
-  struct Reduction {
-    ReduceKind kind;
-    int output;
-    bool to_bf16;
-  };
-
   // Gives each slot that needs a tile of scratch (an operand not read in place, a
   // member not written where it lies in the output) one of buffers_ tiles, reused
   // once its value is dead: a program's tiles then stay in L1 however long it is.
@@ -221,9 +281,10 @@ class FusedProgram {
   // for good (it is loaded by a part's first tile only), and so is the last
   // member's when the group reduces (the reduction reads it after the program).
   void assign_buffers(std::vector<int> last_read) {
-    const size_t loads = loads_.size(), members = instructions_.size();
-    if (reduction_) last_read[loads + members - 1] = static_cast<int>(members);
-    buffer_.assign(loads + members, -1);
+    const size_t loads = loads_.size();
+    const int end = static_cast<int>(instructions_.size());
+    if (in_pieces_) last_read[static_cast<size_t>(pieces_slot_)] = end;
+    buffer_.assign(slots_, -1);
     std::vector<int> free;
     auto take = [&] {
       if (free.empty()) return buffers_++;
@@ -233,20 +294,27 @@ class FusedProgram {
     };
     for (size_t k = 0; k < loads; ++k) {
       if (!loads_[k].in_place) buffer_[k] = take();
-      if (loads_[k].invariant || loads_[k].periodic) last_read[k] = static_cast<int>(members);
+      if (loads_[k].invariant || loads_[k].periodic) last_read[k] = end;
     }
-    std::vector<bool> released(loads + members, false);
-    auto release = [&](size_t slot, size_t m) {
-      if (buffer_[slot] < 0 || released[slot] || last_read[slot] > static_cast<int>(m)) return;
+    std::vector<bool> released(slots_, false);
+    auto release = [&](size_t slot, int m) {
+      if (buffer_[slot] < 0 || released[slot] || last_read[slot] > m) return;
       free.push_back(buffer_[slot]);
       released[slot] = true;
     };
-    for (size_t m = 0; m < members; ++m) {
-      const size_t slot = loads + m;
-      if (outputs_[m] < 0 || dtypes_[m] != DType::f32) buffer_[slot] = take();
-      for (int k = 0; k < instructions_[m].arity; ++k) release(static_cast<size_t>(instructions_[m].sources[k]), m);
+    for (int m = 0; m < end; ++m) {
+      const Instruction& instruction = instructions_[static_cast<size_t>(m)];
+      const auto slot = static_cast<size_t>(instruction.slot);
+      if (!writes_in_place(instruction)) buffer_[slot] = take();
+      for (int k = 0; k < instruction.arity; ++k) release(static_cast<size_t>(instruction.sources[k]), m);
       release(slot, m);  // written, and read by no later member
     }
+  }
+
+  // A member of the tiles' shape written in f32 is computed where it lies in its output.
+  static bool writes_in_place(const Instruction& instruction) {
+    return instruction.op == Op::elementwise && !instruction.rows && instruction.output >= 0 &&
+           instruction.dtype == DType::f32;
   }
 
   // Rows too long for a tile, each summed by one thread a piece at a time, in
@@ -261,17 +329,26 @@ class FusedProgram {
         for (int64_t begin = row * row_; begin < (row + 1) * row_; begin += tile_) {
           const int64_t length = run_tile(in, out, begin, (row + 1) * row_, state, scratch, at);
           const int64_t whole = length - length % LaneSums<float>::kLanes;  // short only at the row's end
-          sums.add(at[slots_ - 1], whole);
-          if (begin + length == (row + 1) * row_)
-            write_row(out, row, sums.finish(at[slots_ - 1] + whole, length - whole));
+          const float* piece = at[pieces_slot_];
+          sums.add(piece, whole);
+          if (begin + length == (row + 1) * row_) {
+            const float sum = sums.finish(piece + whole, length - whole);
+            if (pieces_to_bf16_) reinterpret_cast<graph::Bf16*>(out[pieces_output_])[row] = graph::Bf16(sum);
+            else reinterpret_cast<float*>(out[pieces_output_])[row] = sum;
+          }
         }
       }
     });
   }
 
-  void write_row(uint8_t* const* out, int64_t row, float value) const {
-    if (reduction_->to_bf16) reinterpret_cast<graph::Bf16*>(out[reduction_->output])[row] = graph::Bf16(value);
-    else reinterpret_cast<float*>(out[reduction_->output])[row] = value;
+  // A tile's `count` values of a row-valued member to its output, from its `first` row.
+  void write_rows(uint8_t* const* out, const Instruction& instruction, const float* values, int64_t first,
+                  int64_t count) const {
+    uint8_t* to = out[instruction.output];
+    if (instruction.dtype == DType::f32) std::copy_n(values, count, reinterpret_cast<float*>(to) + first);
+    else if (instruction.dtype == DType::bf16)
+      loops_.narrow_bf16(values, reinterpret_cast<graph::Bf16*>(to) + first, count);
+    else loops_.narrow_bool(values, reinterpret_cast<bool*>(to) + first, count);
   }
 
   // The tile at `begin`, not past `end` (its row's end when rows are taken in pieces,
@@ -297,6 +374,14 @@ class FusedProgram {
       if ((load.invariant && state.invariants) || (load.periodic && rows_loaded)) continue;
       float* tile = scratch + buffer_[k] * tile_;
       at[k] = tile;
+      if (load.row_values) {
+        graph::visit_dtype(load.dtype, [&](auto types) {
+          using S = typename decltype(types)::storage;
+          const S* from = reinterpret_cast<const S*>(in[k]) + begin / row_;
+          for (int64_t r = 0; r < length / row_; ++r) tile[r] = static_cast<float>(from[r]);
+        });
+        continue;
+      }
       graph::visit_dtype(load.dtype, [&](auto types) {
         using S = typename decltype(types)::storage;
         const S* from = reinterpret_cast<const S*>(in[k]);
@@ -327,28 +412,31 @@ class FusedProgram {
     // A repeated operand's tile holds its rows from a row's start when it was filled
     // whole from one (a tile at another place, or a short one, leaves it otherwise).
     if (!rows_loaded) state.rows = row_start && length == tile_;
-    for (size_t m = 0; m < instructions_.size(); ++m) {
-      const Instruction& instruction = instructions_[m];
-      const size_t slot = loads_.size() + m;
-      const bool in_place = outputs_[m] >= 0 && dtypes_[m] == DType::f32;
-      float* result = in_place ? reinterpret_cast<float*>(out[outputs_[m]]) + begin : scratch + buffer_[slot] * tile_;
+    const int64_t rows = row_ > 0 ? length / row_ : 0;  // whole rows, unless in pieces
+    for (const Instruction& instruction : instructions_) {
+      const auto slot = static_cast<size_t>(instruction.slot);
       const float* sources[3] = {at[instruction.sources[0]], at[instruction.sources[1]], at[instruction.sources[2]]};
-      instruction.fn(sources, result, length, kernels_);
-      if (instruction.round_to_bf16) {
-        loops_.round_to_bf16(result, length);
-      }
+      const bool in_place = writes_in_place(instruction);
+      float* result =
+          in_place ? reinterpret_cast<float*>(out[instruction.output]) + begin : scratch + buffer_[slot] * tile_;
       at[slot] = result;
-      if (outputs_[m] < 0 || in_place) continue;
-      if (dtypes_[m] == DType::bf16) {
-        loops_.narrow_bf16(result, reinterpret_cast<graph::Bf16*>(out[outputs_[m]]) + begin, length);
-      } else {
-        loops_.narrow_bool(result, reinterpret_cast<bool*>(out[outputs_[m]]) + begin, length);
+      if (instruction.op == Op::spread) {
+        for (int64_t r = 0; r < rows; ++r) std::fill_n(result + r * row_, row_, sources[0][r]);
+        continue;
       }
-    }
-    if (!reduction_ || in_pieces_) return length;
-    const float* rows = at[slots_ - 1];
-    for (int64_t r = 0; r * row_ < length; ++r) {
-      write_row(out, begin / row_ + r, reduce_row<float, float>(reduction_->kind, rows + r * row_, row_));
+      const int64_t count = instruction.rows ? rows : length;
+      if (instruction.op == Op::reduce) {
+        for (int64_t r = 0; r < rows; ++r)
+          result[r] = reduce_row<float, float>(instruction.reduce, sources[0] + r * row_, row_);
+      } else {
+        instruction.fn(sources, result, count, kernels_);
+      }
+      if (instruction.round_to_bf16) loops_.round_to_bf16(result, count);
+      if (instruction.output < 0 || in_place) continue;
+      if (instruction.rows) write_rows(out, instruction, result, begin / row_, count);
+      else if (instruction.dtype == DType::bf16)
+        loops_.narrow_bf16(result, reinterpret_cast<graph::Bf16*>(out[instruction.output]) + begin, length);
+      else loops_.narrow_bool(result, reinterpret_cast<bool*>(out[instruction.output]) + begin, length);
     }
     return length;
   }
@@ -358,17 +446,17 @@ class FusedProgram {
   const TileKernels& loops_;
   std::vector<Load> loads_;
   std::vector<Instruction> instructions_;
-  std::vector<int> outputs_;  // per member: its index among the written, -1 when not written
-  std::vector<DType> dtypes_;
   size_t slots_ = 0;
   std::vector<int> buffer_;  // per slot: its tile of scratch, or -1 (read or written in place)
   int buffers_ = 0;          // tiles of scratch a part
   int threads_ = 1;
-  int64_t tile_ = kTile;                // elements a tile: whole rows when the group reduces
-  int64_t row_ = 0;                     // elements a row of the reduction
-  bool in_pieces_ = false;              // rows longer than kLongestRow: a tile is a piece of one
-  bool prefetch_ = false;               // operands in order are fetched kAhead tiles ahead
-  std::optional<Reduction> reduction_;  // the root's, when the group reduces
+  int64_t tile_ = kTile;    // elements a tile: whole rows when the group reduces
+  int64_t row_ = 0;         // elements a row of the reductions; 0: none
+  bool in_pieces_ = false;  // rows longer than kLongestRow: a tile is a piece of one
+  int pieces_slot_ = 0;     // then: the slot of the member it sums
+  int pieces_output_ = 0;   // and the sum's index among the written
+  bool pieces_to_bf16_ = false;
+  bool prefetch_ = false;  // operands in order are fetched kAhead tiles ahead
   int64_t tiles_ = 0;
   int64_t columns_ = 1;                  // elements along the last axis: a row of run_block's blocks
   std::vector<PartState> block_states_;  // per part, for run_block: reset by start_blocks

@@ -22,8 +22,11 @@ namespace sx::device::cpu {
 using MultiStep = std::function<void(const uint8_t* const* in, uint8_t* const* out)>;
 
 struct FusedGroup {
-  std::vector<graph::NodeId> members;   // in graph order; the last (the root) is where it runs
-  bool reduces = false;                 // the root is a row reduction of the member before it
+  std::vector<graph::NodeId> members;  // in graph order; the last (the root) is where it runs
+  // Its tiles are whole rows, which members reduce: the root is a row reduction of the
+  // member before it, or (merged phases) members after a reduction compute on the rows'
+  // values, or read them back along the rows (a softmax, a layer-norm).
+  bool reduces = false;
   std::vector<graph::NodeId> written;   // the members read outside the group, the root among them
   std::vector<graph::NodeId> operands;  // the nodes outside the group its members read: the step's in[]
   // A matrix product that only members read, of the group's shape: the group's step

@@ -95,7 +95,7 @@ struct Use {
 // wrote the member for this group's nodes, which come after its root.)
 void recompute_cheap_operands(const graph::Graph& graph, const std::vector<uint32_t>& absorbed,
                               const std::vector<int>& group_of, FusedGroup& group) {
-  const int64_t size = graph::numel(graph.node(tiled_root(group)).shape);
+  const int64_t size = graph::numel(graph.node(tiled_root(graph, group)).shape);
   std::vector<bool> inside(graph.nodes.size(), false);
   for (NodeId id : group.members) inside[id] = true;
   // Whether a member of the group reads `node` from memory.
@@ -117,8 +117,10 @@ void recompute_cheap_operands(const graph::Graph& graph, const std::vector<uint3
         const NodeId candidate = read_node(graph, absorbed, id, k);
         if (inside[candidate] || !reads_directly(absorbed, id, k) || group_of[candidate] < 0) continue;
         const Node& node = graph.node(candidate);
-        // (A group's reduction is no elementwise member: it is not recomputed.)
+        // (A group's reduction is no elementwise member: it is not recomputed; nor is a
+        // value a row, which only a group's own rows compute.)
         if (std::optional<int64_t> cost = member_cost(graph, node); !cost || *cost > kCheap) continue;
+        if (graph::numel(node.shape) != size) continue;
         int added = 0;
         bool through_broadcast_of_member = false;
         for (size_t j = 0; j < node.inputs.size(); ++j) {
@@ -137,6 +139,107 @@ void recompute_cheap_operands(const graph::Graph& graph, const std::vector<uint3
     }
   }
   std::sort(group.members.begin(), group.members.end());
+}
+
+// Whether `id` may join a group whose tiles are whole rows of `shape` (its last axis),
+// `inside` saying which nodes will be its members: an elementwise node of that shape or
+// of its rows' values (`rows`: the last axis 1), or a row reduction of a member to the
+// rows' values. A member of the shape reads the rows' values of a member through a
+// broadcast along the rows; one of the rows' values reads members of its own shape and,
+// from outside, single values (scalars) or values a row of its own shape.
+bool joins_rows(const graph::Graph& graph, const std::vector<uint32_t>& absorbed, const std::vector<bool>& inside,
+                NodeId id, const graph::Shape& shape, const graph::Shape& rows) {
+  const Node& node = graph.node(id);
+  if (node.shape != shape && node.shape != rows) return false;
+  if (row_reduction(graph, node)) {
+    return node.shape == rows && inside[node.inputs[0]] && graph.node(node.inputs[0]).shape == shape;
+  }
+  if (!member_cost(graph, node)) return false;
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    const NodeId from = read_node(graph, absorbed, id, k);
+    const bool direct = reads_directly(absorbed, id, k);
+    if (inside[from]) {
+      if (!direct && !(node.shape == shape && graph.node(from).shape == rows)) return false;
+    } else if (node.shape == rows && graph::numel(graph.node(from).shape) != 1 &&
+               !(direct && graph.node(from).shape == rows)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A group whose tiles are whole rows of its last axis, ending in their reduction, goes
+// on past it: the first node that reads a member (and that node's group), computing on
+// the rows' values or reading them back along the rows, joins it when every other
+// reader of the members runs after the joined group's root, where it then runs. Again
+// until a reader cannot join. So a softmax (a max, a sum of exponentials, a division)
+// and a layer-norm (a mean, a variance, the normalized rows) are one pass over rows
+// that stay in cache, writing only what is read outside.
+void merge_row_phases(const graph::Graph& graph, const std::vector<uint32_t>& absorbed,
+                      const std::vector<std::vector<Use>>& uses, Fusion& fusion) {
+  const size_t count = graph.nodes.size();
+  std::vector<size_t> order(fusion.groups.size());
+  for (size_t g = 0; g < order.size(); ++g) order[g] = g;
+  std::sort(order.begin(), order.end(),
+            [&](size_t x, size_t y) { return fusion.groups[x].members.back() < fusion.groups[y].members.back(); });
+  std::vector<bool> inside(count, false);
+  for (size_t a : order) {
+    FusedGroup& group = fusion.groups[a];
+    if (!group.reduces || group.members.empty()) continue;
+    const Node& reduction = graph.node(group.members.back());
+    const graph::Shape& shape = graph.node(reduction.inputs[0]).shape;
+    graph::Shape rows = shape;
+    if (rows.empty() || row_length(graph, reduction) != shape.back() || shape.back() > kLongestRow) continue;
+    rows.back() = 1;
+    if (reduction.shape != rows) continue;
+    for (NodeId id : group.members) inside[id] = true;
+    for (;;) {
+      NodeId next = static_cast<NodeId>(count);
+      for (NodeId member : group.members) {
+        for (const Use& use : uses[member]) {
+          if (!inside[use.user]) next = std::min(next, use.user);
+        }
+      }
+      if (next == count) break;
+      const int other = fusion.group_of[next];
+      const std::vector<NodeId> joining =
+          other >= 0 ? fusion.groups[static_cast<size_t>(other)].members : std::vector<NodeId>{next};
+      for (NodeId id : joining) inside[id] = true;
+      const NodeId root = std::max(group.members.back(), joining.back());
+      bool joins = std::all_of(joining.begin(), joining.end(),
+                               [&](NodeId id) { return joins_rows(graph, absorbed, inside, id, shape, rows); });
+      auto read_after_root = [&](const std::vector<NodeId>& members) {
+        for (NodeId member : members) {
+          for (const Use& use : uses[member]) {
+            if (!inside[use.user] && use.user < root) return false;
+          }
+        }
+        return true;
+      };
+      joins = joins && read_after_root(group.members) && read_after_root(joining);
+      if (!joins) {
+        for (NodeId id : joining) inside[id] = false;
+        break;
+      }
+      for (NodeId id : joining) fusion.group_of[id] = static_cast<int>(a);
+      group.members.insert(group.members.end(), joining.begin(), joining.end());
+      std::sort(group.members.begin(), group.members.end());
+      if (other >= 0) fusion.groups[static_cast<size_t>(other)].members.clear();
+    }
+    for (NodeId id : group.members) inside[id] = false;
+  }
+  // The groups that joined others are gone: the rest renumbered.
+  std::vector<int> renumbered(fusion.groups.size(), -1);
+  std::vector<FusedGroup> kept;
+  for (size_t g = 0; g < fusion.groups.size(); ++g) {
+    if (fusion.groups[g].members.empty()) continue;
+    renumbered[g] = static_cast<int>(kept.size());
+    kept.push_back(std::move(fusion.groups[g]));
+  }
+  fusion.groups = std::move(kept);
+  for (int& g : fusion.group_of) {
+    if (g >= 0) g = renumbered[static_cast<size_t>(g)];
+  }
 }
 
 // Gives each group the matrix product (f32 or bf16, not empty) that only its members
@@ -164,7 +267,7 @@ void attach_products(const graph::Graph& graph, const std::vector<bool>& needed,
       fusion.group_of[user] = g;
     }
     FusedGroup& group = fusion.groups[static_cast<size_t>(g)];
-    if (graph.node(tiled_root(group)).shape != node.shape) continue;
+    if (graph.node(tiled_root(graph, group)).shape != node.shape) continue;
     if (group.product) fusion.group_of_product[*group.product] = -1;
     group.product = id;
     fusion.group_of_product[id] = g;
@@ -239,6 +342,7 @@ Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, c
     group.members.assign(reversed.rbegin(), reversed.rend());
     group.reduces = reduces[g];
   }
+  merge_row_phases(graph, absorbed, uses, fusion);
   attach_products(graph, needed, uses, is_output, fusion);
   for (FusedGroup& group : fusion.groups) recompute_cheap_operands(graph, absorbed, fusion.group_of, group);
   // A member is written when a node outside its group reads it: a node of no group, an
@@ -256,8 +360,10 @@ Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, c
     for (NodeId id : group.members) inside[id] = true;
     for (NodeId id : group.members) {
       for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) {
+        // (A member read through a broadcast is a reduction's values read back along
+        // the rows, of merged phases.)
         NodeId from = read_node(graph, absorbed, id, k);
-        if (inside[from] && reads_directly(absorbed, id, k)) continue;
+        if (inside[from]) continue;
         if (std::find(group.operands.begin(), group.operands.end(), from) == group.operands.end()) {
           group.operands.push_back(from);
         }

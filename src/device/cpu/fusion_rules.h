@@ -27,9 +27,14 @@ std::optional<ReduceKind> row_reduction(const graph::Graph& graph, const graph::
 // Elements a row of a group's reduction.
 int64_t row_length(const graph::Graph& graph, const graph::Node& reduction);
 
-// The member whose shape a group's tiles cover: its last elementwise member.
-inline graph::NodeId tiled_root(const FusedGroup& group) {
-  return group.members[group.members.size() - (group.reduces ? 2 : 1)];
+// The member whose shape a group's tiles cover: its last member of its first member's
+// size (its row reductions, and the members that compute on their values, are smaller).
+inline graph::NodeId tiled_root(const graph::Graph& graph, const FusedGroup& group) {
+  const int64_t size = graph::numel(graph.node(group.members.front()).shape);
+  for (size_t m = group.members.size(); m-- > 1;) {
+    if (graph::numel(graph.node(group.members[m]).shape) == size) return group.members[m];
+  }
+  return group.members.front();
 }
 
 // The node whose bytes member `id` reads as input k: an absorbed broadcast's input.

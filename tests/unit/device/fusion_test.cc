@@ -5,8 +5,11 @@
 // room for them); a chain that a reduction reads from its middle is still computed
 // before that reduction; and a sum, max or min over a chain's last axes ends the chain
 // with the bits of the reduce step alone.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <functional>
+#include <map>
 
 #include "device/cpu/isa.h"
 #include "graph/builder.h"
@@ -320,6 +323,128 @@ TEST(Fusion, AChainEndingInASumWritesOnlyTheSums) {
     b.output("s", s);
     auto plan = make_device("cpu", {.cpu_cores = 1})->compile(graph);
     EXPECT_EQ(plan->memory().arena_bytes, 0u);
+  }
+}
+
+// A softmax and a layer-norm as lib/sexpgpu/ops.sx spells them, over rows of `width`:
+// built whole (`staged` false), or in three graphs whose inputs are the previous ones'
+// outputs, each phase of rows a step of its own as before row phases merged.
+struct RowPhases {
+  std::vector<Graph> graphs;  // one, or the three stages
+  std::vector<std::string> kept;
+};
+
+RowPhases softmax_and_layer_norm(const Shape& shape, DType dtype, bool staged) {
+  const Shape rows{shape[0], 1};
+  RowPhases phases;
+  phases.graphs.resize(staged ? 3 : 1);
+  auto stage = [&](int k) -> Graph& { return phases.graphs[staged ? static_cast<size_t>(k) : 0]; };
+  // Stage 0: a product's scaled rows and their max, residual rows and their sum; 1: the
+  // exponentials' sum and the variance's; 2: the softmax and the normalized rows. A
+  // stage reads a value of an earlier one as an input of that name.
+  std::map<std::string, NodeId> made[3];
+  auto value = [&](int k, const std::string& name, const Shape& of) -> NodeId {
+    for (int j = k; j >= 0; --j) {
+      if (made[j].count(name) && (!staged || j == k)) return made[j][name];
+    }
+    Builder b(stage(k));
+    return made[k][name] = b.input(name, of, dtype);
+  };
+  auto put = [&](int k, const std::string& name, NodeId id, bool output) {
+    made[k][name] = id;
+    if (staged || output) Builder(stage(k)).output(name, id);
+  };
+  auto scalar = [&](Builder& b, double v, const Shape& to) {
+    return b.broadcast(b.constant(Tensor::scalar(dtype, v)), to);
+  };
+  {
+    Builder b(stage(0));
+    NodeId x = value(0, "x", shape);
+    // The softmax's rows from a product, whose epilogue the merged phases become.
+    NodeId product = b.matmul(value(0, "a", {shape[0], 64}), value(0, "w", {64, shape[1]}));
+    NodeId scaled = b.mul(product, scalar(b, 0.125, shape));
+    put(0, "scaled", scaled, false);
+    put(0, "max", b.reduce_max(scaled, {1}, true), false);
+    NodeId residual = b.add(x, b.broadcast(value(0, "gamma", {shape[1]}), shape));
+    put(0, "residual", residual, false);
+    put(0, "total", b.sum(residual, {1}, true), false);
+  }
+  {
+    Builder b(stage(1));
+    NodeId e = b.exp(b.sub(value(1, "scaled", shape), b.broadcast(value(1, "max", rows), shape)));
+    put(1, "e", e, false);
+    put(1, "e_sum", b.sum(e, {1}, true), false);
+    // The mean: the total over a count a row (an operand of the rows' shape).
+    NodeId mean = b.div(value(1, "total", rows), value(1, "count", rows));
+    put(1, "mean", mean, false);
+    NodeId centered = b.sub(value(1, "residual", shape), b.broadcast(mean, shape));
+    put(1, "var_sum", b.sum(b.mul(centered, centered), {1}, true), false);
+  }
+  {
+    Builder b(stage(2));
+    put(2, "softmax", b.div(value(2, "e", shape), b.broadcast(value(2, "e_sum", rows), shape)), true);
+    NodeId var = b.div(value(2, "var_sum", rows), scalar(b, static_cast<double>(shape[1]), rows));
+    NodeId rstd = b.rsqrt(b.add(var, scalar(b, 1e-5, rows)));
+    put(2, "rstd", rstd, true);  // a value a row, written
+    NodeId centered = b.sub(value(2, "residual", shape), b.broadcast(value(2, "mean", rows), shape));
+    NodeId gamma = b.broadcast(value(2, "gamma", {shape[1]}), shape);
+    put(2, "normed", b.add(b.mul(b.mul(centered, b.broadcast(rstd, shape)), gamma), scalar(b, 0.25, shape)), true);
+  }
+  phases.kept = {"softmax", "rstd", "normed"};
+  return phases;
+}
+
+// Softmax and layer-norm rows run as one step each, the softmax a product's epilogue:
+// only the softmax, the row's rstd and the normed rows are written (the arena holds
+// the product's result alone), with the bits of their phases run as steps of their own, on
+// every instruction set and 1 and 2 threads, f32 and bf16, rows of 128 (four a tile,
+// the last tile short) and of 700 (one a tile).
+TEST(Fusion, RowPhasesRunAsOneStepWithTheBitsOfTheirStepsApart) {
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    for (int64_t width : {128, 700}) {
+      SCOPED_TRACE(fmt::format("{}, rows of {}", graph::dtype_name(dtype), width));
+      const Shape shape{37, width};
+      std::mt19937 rng(static_cast<uint32_t>(width));
+      std::map<std::string, Tensor> values{{"x", random_tensor(dtype, shape, rng)},
+                                           {"a", random_tensor(dtype, {shape[0], 64}, rng)},
+                                           {"w", random_tensor(dtype, {64, width}, rng)},
+                                           {"gamma", random_tensor(dtype, {width}, rng)},
+                                           {"count", Tensor(dtype, {shape[0], 1})}};
+      for (int64_t r = 0; r < shape[0]; ++r) {
+        Tensor& count = values["count"];
+        if (dtype == DType::f32) count.data<float>()[r] = static_cast<float>(width);
+        else count.data<graph::Bf16>()[r] = graph::Bf16(static_cast<float>(width));
+      }
+      auto feed = [](const Graph& graph, const std::map<std::string, Tensor>& from) {
+        std::vector<Tensor> inputs;
+        for (const graph::NamedNode& input : graph.inputs) inputs.push_back(from.at(input.name));
+        return inputs;
+      };
+      const RowPhases whole = softmax_and_layer_norm(shape, dtype, false);
+      const RowPhases staged = softmax_and_layer_norm(shape, dtype, true);
+      for (cpu::Isa isa : cpu::host_isas()) {
+        for (int cores : {1, 2}) {
+          DeviceOptions options{.cpu_cores = cores, .cpu_isa = std::string(cpu::isa_name(isa))};
+          auto device = make_device("cpu", options);
+          std::map<std::string, Tensor> expected = values;
+          for (const Graph& graph : staged.graphs) {
+            std::vector<Tensor> outs = device->compile(graph)->run_host(feed(graph, expected));
+            for (size_t i = 0; i < outs.size(); ++i) expected[graph.outputs[i].name] = outs[i];
+          }
+          auto plan = device->compile(whole.graphs[0]);
+          // The product's result alone (which its epilogue reads back a block at a time).
+          const size_t product_bytes = static_cast<size_t>(shape[0] * width) * graph::dtype_size(dtype);
+          EXPECT_LE(plan->memory().arena_bytes, (product_bytes + 63) / 64 * 64)
+              << "values besides the outputs and the product were written";
+          std::vector<Tensor> actual = plan->run_host(feed(whole.graphs[0], values));
+          for (size_t i = 0; i < actual.size(); ++i) {
+            const std::string& name = whole.graphs[0].outputs[i].name;
+            EXPECT_TRUE(same_bits(actual[i], expected.at(name)))
+                << name << " differs on " << cpu::isa_name(isa) << ", " << cores << " threads";
+          }
+        }
+      }
+    }
   }
 }
 
