@@ -4,9 +4,11 @@
 // its tile from its operands' tiles, which stay in the cache, and only the members
 // that a node outside the chain reads are written to memory. A sum, max or min over
 // the chain's last axes ends it: its tiles are then whole rows, each reduced where
-// the chain computed it. Every element is the same formula of the same values as
-// when each node runs alone (each member's result rounded to its dtype, each row
-// reduced in the reduce step's order), so fusion changes no bit.
+// the chain computed it; over the last axis alone, the chain may go on past it with
+// nodes that compute on the rows' values or read them back along the rows (a
+// softmax, a layer-norm: merge_row_phases). Every element is the same formula of
+// the same values as when each node runs alone (each member's result rounded to its
+// dtype, each row reduced in the reduce step's order), so fusion changes no bit.
 // docs/architecture.md says why it is built this way.
 #pragma once
 
