@@ -44,10 +44,6 @@ constexpr int64_t kAhead = 2;
 constexpr int64_t kPrefetchElements = 1 << 19;
 constexpr int64_t kPrefetchWork = 3;  // members a stream, at least
 
-// Whether member `id` reduces its group's rows (find_fusion: every sum, max or min in a
-// group is one).
-bool reduces_rows(const graph::Graph& graph, NodeId id) { return row_reduction(graph, graph.node(id)).has_value(); }
-
 // instruction per member, a tile at a time. Slots: the operands', then the members'.
 class FusedProgram {
  public:
@@ -65,8 +61,8 @@ class FusedProgram {
     };
     if (group.reduces) {
       // Every reduction of the group reduces rows of one length (find_fusion).
-      const auto reduction =
-          std::find_if(group.members.begin(), group.members.end(), [&](NodeId id) { return reduces_rows(graph, id); });
+      const auto reduction = std::find_if(group.members.begin(), group.members.end(),
+                                          [&](NodeId id) { return row_reduction(graph, graph.node(id)).has_value(); });
       row_ = row_length(graph, graph.node(*reduction));
       in_pieces_ = row_ > kLongestRow;
       tile_ = in_pieces_ ? kPiece : std::max<int64_t>(1, kTile / row_) * row_;
@@ -117,9 +113,10 @@ class FusedProgram {
           .reduce = ReduceKind::sum,
           .output = written == group.written.end() ? -1 : static_cast<int>(written - group.written.begin()),
           .dtype = node.dtype};
-      if (reduces_rows(graph, id)) {
+      // (Every sum, max or min in a group reduces its rows: find_fusion.)
+      if (std::optional<ReduceKind> kind = row_reduction(graph, node)) {
         instruction.op = Op::reduce;
-        instruction.reduce = *row_reduction(graph, node);
+        instruction.reduce = *kind;
         read(instruction, 0, slot_of(node.inputs[0]));
         cost += 1;
       } else {
