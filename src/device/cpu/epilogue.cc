@@ -37,6 +37,7 @@ EpilogueStep make_epilogue_step(const StepContext& context, const FusedGroup& gr
     }
   }
   step.may_overwrite.emplace_back(step.inputs.size(), false);
+  step.in_registers = fused.in_registers;
   const bool by_blocks = fused.run_block && !(fused.blocks_need_whole_rows && made->splits_columns);
   const size_t result = group.written.size();
   step.run = [product = std::move(made->run), fused = std::move(fused), operand_at, by_blocks, result,

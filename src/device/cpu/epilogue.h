@@ -37,6 +37,7 @@ struct EpilogueStep {
   std::vector<graph::NodeId> outputs;  // the group's written members, then the product
   MultiStep run;
   std::vector<std::vector<bool>> may_overwrite;  // per output, per input: as FusedStep's
+  bool in_registers = false;                     // as FusedStep's
 };
 
 // The step of `group` with its product; `context`: the product node's. A group that

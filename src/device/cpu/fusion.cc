@@ -2,7 +2,8 @@
 // tiles (fusion_find.cc finds the groups). A member's tile is computed by the kernel of its
 // primitive over whole tiles (a loop the compiler vectorizes, or the vector math
 // kernels), so a program of k members costs k short loops per tile and no reads or
-// writes of memory between them.
+// writes of memory between them. A program that is one of fusion_chains.h's runs its
+// tiles in registers instead.
 #include "device/cpu/fusion.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <span>
 #include <type_traits>
 
+#include "device/cpu/fusion_chains.h"
 #include "device/cpu/fusion_rules.h"
 #include "device/cpu/fusion_tiles.h"
 #include "device/cpu/gemm.h"
@@ -152,6 +154,7 @@ class FusedProgram {
       instructions_.push_back(instruction);
     }
     slots_ = slots;
+    find_register_chain(graph, group);
     if (in_pieces_) {
       pieces_slot_ = slot_of(graph.node(group.members.back()).inputs[0]);
       const NodeId sum = group.members.back();
@@ -181,6 +184,9 @@ class FusedProgram {
     tables_.resize(static_cast<size_t>(parts) * slots_);
     block_states_.resize(static_cast<size_t>(parts));
   }
+
+  // Whether it runs in registers (fusion_chains.h).
+  bool in_registers() const { return chain_ != nullptr; }
 
   // Whether the program runs on blocks of its elements (run_block): not a reduction of
   // rows longer than the last axis, nor one taken in pieces.
@@ -308,6 +314,25 @@ class FusedProgram {
     }
   }
 
+  // A program of elementwise members of the tiles' shape alone runs in registers where
+  // a chain of fusion_chains.h is the same program.
+  void find_register_chain(const graph::Graph& graph, const FusedGroup& group) {
+    if (kernels_ == nullptr || row_ > 0 || instructions_.size() > kMaxChainMembers) return;
+    std::vector<ChainOp> ops;
+    for (const Instruction& instruction : instructions_) {
+      if (instruction.op != Op::elementwise || instruction.rows || instruction.arity > 2 ||
+          (instruction.dtype != DType::f32 && instruction.dtype != DType::bf16))
+        return;
+      const NodeId id = group.members[static_cast<size_t>(instruction.slot) - loads_.size()];
+      ops.push_back({.prim = graph.node(id).op(),
+                     .a = static_cast<int8_t>(instruction.sources[0]),
+                     .b = static_cast<int8_t>(instruction.arity > 1 ? instruction.sources[1] : -1),
+                     .to_bf16 = instruction.round_to_bf16});
+    }
+    const int chain = find_chain(static_cast<int>(loads_.size()), ops);
+    if (chain >= 0) chain_ = kernels_->chains[static_cast<size_t>(chain)];
+  }
+
   // A member of the tiles' shape written in f32 is computed where it lies in its output.
   static bool writes_in_place(const Instruction& instruction) {
     return instruction.op == Op::elementwise && !instruction.rows && instruction.output >= 0 &&
@@ -354,7 +379,10 @@ class FusedProgram {
   // Reduces its rows when they are whole.
   int64_t run_tile(const uint8_t* const* in, uint8_t* const* out, int64_t begin, int64_t end, PartState& state,
                    float* scratch, const float** at) const {
-    const int64_t length = std::min(tile_, end - begin);
+    int64_t length = std::min(tile_, end - begin);
+    // A chain takes whole vectors; a tile's last few elements go by the interpreter.
+    const bool by_chain = chain_ != nullptr && length >= kernels_->width;
+    if (by_chain) length -= length % kernels_->width;
     const bool row_start = begin % columns_ == 0, rows_loaded = row_start && state.rows;
     for (size_t k = 0; k < loads_.size(); ++k) {
       const Load& load = loads_[k];
@@ -409,6 +437,10 @@ class FusedProgram {
     // A repeated operand's tile holds its rows from a row's start when it was filled
     // whole from one (a tile at another place, or a short one, leaves it otherwise).
     if (!rows_loaded) state.rows = row_start && length == tile_;
+    if (by_chain) {
+      run_chain_tile(out, begin, length, scratch, at);
+      return length;
+    }
     const int64_t rows = row_ > 0 ? length / row_ : 0;  // whole rows, unless in pieces
     for (const Instruction& instruction : instructions_) {
       const auto slot = static_cast<size_t>(instruction.slot);
@@ -438,6 +470,24 @@ class FusedProgram {
     return length;
   }
 
+  // A tile by the chain: each written member computed where the interpreter computes
+  // it, then narrowed to its dtype as the interpreter narrows it.
+  void run_chain_tile(uint8_t* const* out, int64_t begin, int64_t length, float* scratch, const float** at) const {
+    std::array<float*, kMaxChainMembers> members{};
+    for (size_t m = 0; m < instructions_.size(); ++m) {
+      const Instruction& instruction = instructions_[m];
+      if (instruction.output < 0) continue;
+      members[m] = writes_in_place(instruction) ? reinterpret_cast<float*>(out[instruction.output]) + begin
+                                                : scratch + buffer_[static_cast<size_t>(instruction.slot)] * tile_;
+    }
+    chain_(at, members.data(), length);
+    for (size_t m = 0; m < instructions_.size(); ++m) {
+      const Instruction& instruction = instructions_[m];
+      if (instruction.output < 0 || writes_in_place(instruction)) continue;
+      loops_.narrow_bf16(members[m], reinterpret_cast<graph::Bf16*>(out[instruction.output]) + begin, length);
+    }
+  }
+
   int64_t n_;
   const MathKernels* kernels_;
   const TileKernels& loops_;
@@ -453,7 +503,8 @@ class FusedProgram {
   int pieces_slot_ = 0;     // then: the slot of the member it sums
   int pieces_output_ = 0;   // and the sum's index among the written
   bool pieces_to_bf16_ = false;
-  bool prefetch_ = false;  // operands in order are fetched kAhead tiles ahead
+  bool prefetch_ = false;        // operands in order are fetched kAhead tiles ahead
+  ChainKernel chain_ = nullptr;  // the program in registers (fusion_chains.h), or null
   int64_t tiles_ = 0;
   int64_t columns_ = 1;                  // elements along the last axis: a row of run_block's blocks
   std::vector<PartState> block_states_;  // per part, for run_block: reset by start_blocks
@@ -471,7 +522,8 @@ FusedStep make_fused_step(const graph::Graph& graph, const FusedGroup& group, co
                  .may_overwrite = {},
                  .run_block = {},
                  .start_blocks = {},
-                 .blocks_need_whole_rows = program->blocks_need_whole_rows()};
+                 .blocks_need_whole_rows = program->blocks_need_whole_rows(),
+                 .in_registers = program->in_registers()};
   for (size_t w = 0; w < group.written.size(); ++w) {
     std::vector<bool>& row = step.may_overwrite.emplace_back(group.operands.size());
     for (size_t k = 0; k < group.operands.size(); ++k) row[k] = program->may_overwrite(k, static_cast<int>(w));

@@ -70,6 +70,7 @@ struct FusedStep {
       run_block;
   std::function<void()> start_blocks;
   bool blocks_need_whole_rows = false;  // it reduces rows: each block spans all columns
+  bool in_registers = false;            // its program is a chain of fusion_chains.h
 };
 // Its tiles of scratch in `scratch`, which the plan's fused steps share (they run one at
 // a time); null: its own.

@@ -122,6 +122,7 @@ class CpuPlan : public Plan {
     check_fits_in_memory("cpu", bytes);
     // Chains of elementwise nodes run fused: a group's step runs where its root is.
     const cpu::Fusion fusion = cpu::find_fusion(graph_, needed, absorbed, absorbed_twice);
+    std::vector<NodeId> in_registers;  // the groups whose program runs in registers, by root
     // A broadcast or transpose every user absorbs is not computed (needed stays false
     // unless another user or an output asked for it).
     for (NodeId id = 0; id < count; ++id) {
@@ -134,6 +135,7 @@ class CpuPlan : public Plan {
         if (group.product) {
           cpu::EpilogueStep step = cpu::make_epilogue_step(step_context(*group.product, absorbed, absorbed_twice),
                                                            group, absorbed, &fusion_scratch_);
+          if (step.in_registers) in_registers.push_back(id);
           entries_.push_back({.id = id,
                               .alias = 0,
                               .inputs = std::move(step.inputs),
@@ -144,6 +146,7 @@ class CpuPlan : public Plan {
           continue;
         }
         cpu::FusedStep fused = cpu::make_fused_step(graph_, group, absorbed, kernels_, cores_, &fusion_scratch_);
+        if (fused.in_registers) in_registers.push_back(id);
         entries_.push_back({.id = id,
                             .alias = 0,
                             .inputs = group.operands,
@@ -206,6 +209,8 @@ class CpuPlan : public Plan {
             primitives += fmt::format("{}{}", primitives.empty() ? "" : " ", graph_.node(member).op_name());
           label = fmt::format("fused {} nodes ({}) ending in {}", group.members.size(), primitives, label);
           if (group.product) label = fmt::format("{} with {}", describe(graph_, graph_.node(*group.product)), label);
+          if (std::find(in_registers.begin(), in_registers.end(), entry.id) != in_registers.end())
+            label += " in registers";
         }
         labels.push_back(std::move(label));
       }

@@ -1,0 +1,111 @@
+// The library's GELU (sexpgpu/ops) and its gradient, as a model's step traces them, run
+// on the cpu device as the fused programs in registers of device/cpu/fusion_chains.h,
+// in f32 and with bf16 products, with the bits of the interpreter (the scalar
+// instruction set, which has no chains) on every instruction set this processor runs.
+// A change to the library or to autodiff that leaves the chains behind fails here
+// rather than only slowing the models down.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "device/cpu/isa.h"
+#include "graph/autodiff.h"
+#include "graph/builder.h"
+#include "graph/passes.h"
+#include "lang/tracer.h"
+#include "model/values.h"
+#include "runtime/program.h"
+#include "train/session.h"
+#include "train/step.h"
+
+namespace sx::runtime {
+namespace {
+
+namespace cpu = device::cpu;
+
+// An MLP's loss and its gradients by every parameter, traced from the library.
+graph::Graph mlp_gradient(train::Session& session, bool bf16) {
+  session.start_empty();
+  session.interp().eval_text("(require \"sexpgpu/nn\") (defvar model (mlp 64 256 :out 64))", "<test>", session.top());
+  session.resolve();
+  const auto& tracer = session.interp().tracer();
+  graph::Builder& b = tracer->builder();
+  lang::Value x = lang::make_tensor(tracer, b.input("data.x", {32, 64}, graph::DType::f32));
+  lang::Value y = train::call(session, *session.top().lookup(lang::intern("model")), {x});
+  const graph::NodeId out = lang::as_tensor(y)->node;
+  const graph::NodeId loss = b.sum(b.mul(out, out), {0, 1});
+  std::vector<graph::NodeId> wrt;
+  for (const auto& p : session.params().params) wrt.push_back(p.decl->node);
+  std::vector<graph::NodeId> outputs = graph::gradients(b, loss, wrt);
+  outputs.push_back(out);
+  graph::Graph extracted = graph::extract(tracer->graph(), outputs);
+  return bf16 ? graph::bf16_products(extracted) : extracted;
+}
+
+struct Ran {
+  std::vector<graph::Tensor> outputs;
+  std::string profile;
+};
+
+Ran run_on(cpu::Isa isa, bool bf16) {
+  train::SessionOptions options;
+  options.interpreter.library_dirs = {SEXPGPU_LIB_DIR};
+  train::Session session(options);
+  graph::Graph g = mlp_gradient(session, bf16);
+  auto device = device::make_device("cpu", {.cpu_cores = 1, .cpu_isa = std::string(cpu::isa_name(isa))});
+  Store store(*device);
+  for (auto& [path, value] : model::initial_values(session.params(), session.seed(), *device))
+    store.put(path, std::move(value));
+  std::vector<Binding> inputs, outputs;
+  for (const auto& input : g.inputs)
+    inputs.push_back({input.name.starts_with("data.") ? Role::data : Role::parameter, input.name});
+  for (const auto& output : g.outputs) outputs.push_back({Role::value, output.name});
+  graph::Tensor x(graph::DType::f32, {32, 64});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i * 7919) % 211 - 105) / 37.0f;
+  Ran ran;
+  setenv("SEXPGPU_CPU_PROFILE", "1", 1);
+  ::testing::internal::CaptureStderr();
+  {
+    Program program(*device, g, inputs, outputs);
+    device::Buffer fed = device->upload(x);
+    std::vector<const device::Buffer*> pointers{&fed};
+    for (const auto& result : program.run(store, pointers)) ran.outputs.push_back(device->download(result));
+  }
+  ran.profile = ::testing::internal::GetCapturedStderr();
+  unsetenv("SEXPGPU_CPU_PROFILE");
+  return ran;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(Chains, TheLibrarysGeluAndItsGradientRunInRegistersWithTheInterpretersBits) {
+  for (bool bf16 : {false, true}) {
+    SCOPED_TRACE(bf16 ? "bf16 products" : "f32");
+    const Ran interpreted = run_on(cpu::Isa::scalar, bf16);
+    EXPECT_EQ(count(interpreted.profile, " in registers"), 0u) << interpreted.profile;
+    for (cpu::Isa isa : cpu::host_isas()) {
+      if (isa == cpu::Isa::scalar || isa == cpu::Isa::amx) continue;  // amx: other bf16 products
+      SCOPED_TRACE(cpu::isa_name(isa));
+      const Ran chained = run_on(isa, bf16);
+      // The forward's gelu and the gradient's.
+      EXPECT_EQ(
+          count(chained.profile, "tanh add mul mul) ending in mul of f32[32, 256] and f32[32, 256] in registers") +
+              count(chained.profile, "tanh add mul mul cast) ending in cast of f32[32, 256] in registers"),
+          1u)
+          << chained.profile;
+      EXPECT_EQ(count(chained.profile, " in registers"), 2u) << chained.profile;
+      ASSERT_EQ(chained.outputs.size(), interpreted.outputs.size());
+      for (size_t k = 0; k < chained.outputs.size(); ++k)
+        EXPECT_TRUE(chained.outputs[k] == interpreted.outputs[k]) << "output " << k;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sx::runtime
