@@ -242,7 +242,10 @@ class FusedProgram {
       float* scratch = reinterpret_cast<float*>(scratch_->data.get()) + static_cast<size_t>(part) * buffers_ * tile_;
       const float** at = tables_.data() + static_cast<size_t>(part) * slots_;
       PartState state;
-      for (int64_t tile = first; tile < last; ++tile) run_tile(in, out, tile * tile_, n_, state, scratch, at);
+      for (int64_t tile = first; tile < last; ++tile) {
+        const int64_t end = std::min(n_, (tile + 1) * tile_);
+        for (int64_t begin = tile * tile_; begin < end;) begin += run_tile(in, out, begin, end, state, scratch, at);
+      }
     });
   }
 

@@ -1,5 +1,6 @@
 // Fused programs that run in registers: a few chains of elementwise members that the
-// models we ship run on every step (GELU and its gradient, in f32 and bf16), compiled
+// models we ship run on every step (GELU and its gradient, in f32 and bf16, and the
+// AdamW update of each parameter), compiled
 // ahead of time, one vector at a time through all members. The interpreter (fusion.cc)
 // loads and stores every member's tile in the first-level cache: about 4 cycles per
 // vector per member on a Zen 4, where the operation itself takes one. A program whose
@@ -48,7 +49,8 @@ using graph::PrimId;
 constexpr ChainOp op(PrimId prim, int a, int b = -1, bool to_bf16 = false) {
   return {prim, static_cast<int8_t>(a), static_cast<int8_t>(b), to_bf16};
 }
-constexpr PrimId add = PrimId::add, sub = PrimId::sub, mul = PrimId::mul, cast = PrimId::cast, tanh = PrimId::tanh;
+constexpr PrimId add = PrimId::add, sub = PrimId::sub, mul = PrimId::mul, div = PrimId::div, sqrt = PrimId::sqrt,
+                 cast = PrimId::cast, tanh = PrimId::tanh;
 
 // sexpgpu/ops's gelu after a product and its bias: operands the product, the bias and
 // the constants 0.044715, 0.7978845608, 1 and 0.5.
@@ -72,10 +74,25 @@ inline constexpr ChainProgram<23> kGeluGradientBf16{
         op(cast, 6),     op(mul, 14, 12), op(mul, 14, 13), op(mul, 15, 5),  op(mul, 4, 4),  op(sub, 3, 18),
         op(mul, 16, 19), op(mul, 20, 7),  op(mul, 21, 9),  op(mul, 21, 11), op(mul, 22, 9), op(mul, 22, 10),
         op(mul, 24, 2),  op(add, 17, 21), op(add, 27, 23), op(add, 28, 25), op(add, 29, 26)}};
+// The training step's AdamW update of one parameter with clipped gradients
+// (train/optimizer.h): operands the gradient, the parameter, the moments and the
+// step's scalars; members the clipped gradient, both moments, the decayed parameter
+// and its update.
+inline constexpr ChainProgram<15> kAdamW{
+    13,
+    {op(mul, 0, 1), op(mul, 2, 3), op(mul, 4, 13), op(mul, 5, 6), op(add, 16, 15), op(mul, 7, 13), op(mul, 18, 13),
+     op(mul, 8, 9), op(add, 20, 19), op(sqrt, 21), op(div, 22, 10), op(add, 23, 11), op(mul, 12, 17), op(div, 25, 24),
+     op(add, 14, 26)}};
+// The same for a parameter without weight decay (a :weight-decay 0.0 group).
+inline constexpr ChainProgram<14> kAdamWWithoutDecay{
+    12,
+    {op(mul, 0, 1), op(mul, 2, 12), op(mul, 3, 4), op(add, 14, 13), op(mul, 5, 12), op(mul, 16, 12), op(mul, 6, 7),
+     op(add, 18, 17), op(sqrt, 19), op(div, 20, 8), op(add, 21, 9), op(mul, 10, 15), op(div, 23, 22), op(add, 11, 24)}};
 }  // namespace chains
 
 inline constexpr auto kChainPrograms =
-    std::tuple{chains::kGelu, chains::kGeluBf16, chains::kGeluGradient, chains::kGeluGradientBf16};
+    std::tuple{chains::kGelu,  chains::kGeluBf16,         chains::kGeluGradient, chains::kGeluGradientBf16,
+               chains::kAdamW, chains::kAdamWWithoutDecay};
 inline constexpr size_t kChainCount = std::tuple_size_v<decltype(kChainPrograms)>;
 // The most members a chain has (FusedProgram keeps a pointer per member on its stack).
 inline constexpr size_t kMaxChainMembers = 32;
@@ -120,6 +137,7 @@ typename V::f chain_step(const typename V::f* r) {
   else if constexpr (Op.prim == PrimId::sub) value = V::sub(r[Op.a], r[Op.b]);
   else if constexpr (Op.prim == PrimId::mul) value = V::mul(r[Op.a], r[Op.b]);
   else if constexpr (Op.prim == PrimId::div) value = V::div(r[Op.a], r[Op.b]);
+  else if constexpr (Op.prim == PrimId::sqrt) value = V::sqrt(r[Op.a]);
   else if constexpr (Op.prim == PrimId::cast) value = r[Op.a];
   else if constexpr (Op.prim == PrimId::tanh) value = graph::lane_math::tanh<V>(r[Op.a]);
   else if constexpr (Op.prim == PrimId::exp) value = graph::lane_math::exp<V>(r[Op.a]);

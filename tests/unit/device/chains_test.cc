@@ -33,6 +33,7 @@ float member(const ChainOp& op, const std::vector<float>& r) {
     case PrimId::sub: value = a - b; break;
     case PrimId::mul: value = a * b; break;
     case PrimId::div: value = a / b; break;
+    case PrimId::sqrt: value = std::sqrt(a); break;
     case PrimId::cast: value = a; break;
     case PrimId::tanh: value = graph::lane_math::tanh_f32(a); break;
     case PrimId::exp: value = graph::lane_math::exp_f32(a); break;

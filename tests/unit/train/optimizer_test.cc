@@ -2,9 +2,12 @@
 // and SGD's _single_tensor_* functions, clip_grad_norm_, LambdaLR, AveragedModel), run for
 // several steps on the reference device; group assignment, the state the loop keeps, and
 // the checks of sgd, adamw, group and the schedules.
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <numbers>
 
+#include "device/cpu/isa.h"
 #include "train_test_util.h"
 
 namespace sx::train::testing {
@@ -318,6 +321,51 @@ TEST(Update, TheCpuDeviceAgreesWithTheReference) {
       EXPECT_NEAR(cpu.norm, reference.norm, 1e-6 * reference.norm);
       EXPECT_EQ(cpu.lr, reference.lr);
     }
+  }
+}
+
+// The update of a parameter runs in registers on the cpu device (device/cpu/fusion_chains.h)
+// where a vector instruction set runs, with the bits of the interpreter (the scalar set).
+TEST(Update, AdamWRunsInRegistersWithTheInterpretersBits) {
+  RunFile f;
+  f.load(
+      "(defmodel net () (defparam w (zeros [40 24])) (defparam b (zeros [27]) :tags [:no-decay]) "
+      "(lambda (x) x)) (defvar model (net))");
+  const auto& opt = f.optimizer("(adamw :lr 3e-3 :groups (list (group (select :tag :no-decay) :weight-decay 0.0)))");
+  GroupAssignment groups = assign_groups(f.table, opt);
+  UpdateSettings settings = settings_for(opt, &f.schedule("(warmup-cosine :warmup 2 :min-lr 1e-4)"), 10);
+  settings.grad_clip = 1.0;
+  Stepper stepper(groups, settings);
+  stepper.steps_done = 3;
+  Values params = initial(groups);
+  for (auto& [name, value] : stepper.state) value = wave(value.size(), name.ends_with(".m") ? 0.2 : 0.7, 1e-3);
+  for (auto& [name, value] : stepper.state)
+    if (name.ends_with(".v")) std::for_each(value.begin(), value.end(), [](double& x) { x = x * x; });
+  const std::vector<graph::Tensor> inputs = stepper.inputs(params, grads_at(groups, 3, 4.0));
+  auto run_on = [&](device::cpu::Isa isa, std::string& profile) {
+    auto device = device::make_device("cpu", {.cpu_cores = 1, .cpu_isa = std::string(device::cpu::isa_name(isa))});
+    setenv("SEXPGPU_CPU_PROFILE", "1", 1);
+    ::testing::internal::CaptureStderr();
+    std::vector<graph::Tensor> outputs = device->compile(stepper.graph())->run_host(inputs);
+    profile = ::testing::internal::GetCapturedStderr();
+    unsetenv("SEXPGPU_CPU_PROFILE");
+    return outputs;
+  };
+  std::string interpreted_profile;
+  const std::vector<graph::Tensor> interpreted = run_on(device::cpu::Isa::scalar, interpreted_profile);
+  EXPECT_EQ(interpreted_profile.find(" in registers"), std::string::npos) << interpreted_profile;
+  for (device::cpu::Isa isa : device::cpu::host_isas()) {
+    if (isa == device::cpu::Isa::scalar) continue;
+    SCOPED_TRACE(device::cpu::isa_name(isa));
+    std::string profile;
+    const std::vector<graph::Tensor> chained = run_on(isa, profile);
+    // Both parameters' updates, the decayed and the undecayed; the latter's last elements,
+    // short of a whole vector, by the interpreter.
+    EXPECT_NE(profile.find("ending in add of f32[40, 24] and f32[40, 24] in registers"), std::string::npos) << profile;
+    EXPECT_NE(profile.find("ending in add of f32[27] and f32[27] in registers"), std::string::npos) << profile;
+    ASSERT_EQ(chained.size(), interpreted.size());
+    for (size_t k = 0; k < chained.size(); ++k)
+      EXPECT_TRUE(chained[k] == interpreted[k]) << stepper.graph().outputs[k].name;
   }
 }
 

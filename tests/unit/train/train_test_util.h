@@ -113,20 +113,7 @@ class Stepper {
   // Runs one step on `params` (by path) with `grads` (by path), updating both `params`
   // and `state`; `lr` and `norm` are this step's.
   void step(Values& params, const Values& grads, const std::string& device = "reference") {
-    std::vector<graph::Tensor> inputs;
-    for (const auto& input : graph_.inputs) {
-      const graph::Node& n = graph_.node(input.node);
-      const std::vector<double>* values = nullptr;
-      if (input.name == "step") {
-        inputs.push_back(graph::Tensor::scalar(graph::DType::i64, static_cast<double>(steps_done)));
-        continue;
-      }
-      if (input.name.starts_with("grad.")) values = &grads.at(input.name.substr(5));
-      else if (state.count(input.name)) values = &state.at(input.name);
-      else values = &params.at(input.name);
-      inputs.push_back(graph::Tensor::from_doubles(n.dtype, n.shape, *values));
-    }
-    auto outputs = run_graph(graph_, inputs, device);
+    auto outputs = run_graph(graph_, inputs(params, grads), device);
     for (size_t i = 0; i < graph_.outputs.size(); ++i) {
       const std::string& name = graph_.outputs[i].name;
       std::vector<double> v = outputs[i].to_doubles();
@@ -136,6 +123,24 @@ class Stepper {
       else if (name == "norm") norm = v[0];
     }
     ++steps_done;
+  }
+
+  // The graph's inputs for a step on `params` with `grads`, in its order.
+  std::vector<graph::Tensor> inputs(const Values& params, const Values& grads) const {
+    std::vector<graph::Tensor> tensors;
+    for (const auto& input : graph_.inputs) {
+      const graph::Node& n = graph_.node(input.node);
+      const std::vector<double>* values = nullptr;
+      if (input.name == "step") {
+        tensors.push_back(graph::Tensor::scalar(graph::DType::i64, static_cast<double>(steps_done)));
+        continue;
+      }
+      if (input.name.starts_with("grad.")) values = &grads.at(input.name.substr(5));
+      else if (state.count(input.name)) values = &state.at(input.name);
+      else values = &params.at(input.name);
+      tensors.push_back(graph::Tensor::from_doubles(n.dtype, n.shape, *values));
+    }
+    return tensors;
   }
 
   const UpdateGraph& update() const { return update_; }
