@@ -212,10 +212,17 @@ UpdateGraph build_update(Builder& b, const GroupAssignment& groups, std::span<co
       NodeId m0 = out.state[m_index].input, v0 = out.state[v_index].input;
       // param.mul_(1 - lr * weight_decay), a no-op without weight decay
       if (entry.weight_decay != 0) p = b.mul(p, k.decay);
-      // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-      NodeId m = b.add(b.mul(m0, beta1), b.mul(rest1, g));
+      // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1). Each operand in a statement of
+      // its own: C++ leaves the order of a call's arguments open, and the order the nodes
+      // are made in is the order of the update's fused program on the cpu device, which
+      // runs in registers when it is the order device/cpu/fusion_chains.h holds.
+      NodeId m_kept = b.mul(m0, beta1);
+      NodeId m_new = b.mul(rest1, g);
+      NodeId m = b.add(m_kept, m_new);
       // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-      NodeId v = b.add(b.mul(v0, beta2), b.mul(b.mul(rest2, g), g));
+      NodeId v_kept = b.mul(v0, beta2);
+      NodeId v_new = b.mul(b.mul(rest2, g), g);
+      NodeId v = b.add(v_kept, v_new);
       // denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
       NodeId denom = b.add(b.div(b.sqrt(v), bias2_sqrt), eps);
       // param.addcdiv_(exp_avg, denom, value=-step_size), step_size = lr / bias_correction1

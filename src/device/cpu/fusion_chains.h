@@ -80,14 +80,14 @@ inline constexpr ChainProgram<23> kGeluGradientBf16{
 // and its update.
 inline constexpr ChainProgram<15> kAdamW{
     13,
-    {op(mul, 0, 1), op(mul, 2, 3), op(mul, 4, 13), op(mul, 5, 6), op(add, 16, 15), op(mul, 7, 13), op(mul, 18, 13),
-     op(mul, 8, 9), op(add, 20, 19), op(sqrt, 21), op(div, 22, 10), op(add, 23, 11), op(mul, 12, 17), op(div, 25, 24),
+    {op(mul, 0, 1), op(mul, 2, 3), op(mul, 4, 5), op(mul, 6, 13), op(add, 15, 16), op(mul, 7, 8), op(mul, 9, 13),
+     op(mul, 19, 13), op(add, 18, 20), op(sqrt, 21), op(div, 22, 10), op(add, 23, 11), op(mul, 12, 17), op(div, 25, 24),
      op(add, 14, 26)}};
 // The same for a parameter without weight decay (a :weight-decay 0.0 group).
 inline constexpr ChainProgram<14> kAdamWWithoutDecay{
     12,
-    {op(mul, 0, 1), op(mul, 2, 12), op(mul, 3, 4), op(add, 14, 13), op(mul, 5, 12), op(mul, 16, 12), op(mul, 6, 7),
-     op(add, 18, 17), op(sqrt, 19), op(div, 20, 8), op(add, 21, 9), op(mul, 10, 15), op(div, 23, 22), op(add, 11, 24)}};
+    {op(mul, 0, 1), op(mul, 2, 3), op(mul, 4, 12), op(add, 13, 14), op(mul, 5, 6), op(mul, 7, 12), op(mul, 17, 12),
+     op(add, 16, 18), op(sqrt, 19), op(div, 20, 8), op(add, 21, 9), op(mul, 10, 15), op(div, 23, 22), op(add, 11, 24)}};
 }  // namespace chains
 
 inline constexpr auto kChainPrograms =
