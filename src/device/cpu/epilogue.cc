@@ -1,6 +1,7 @@
 // A product with its epilogue (epilogue.h).
 #include "device/cpu/epilogue.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstdint>
 
@@ -27,19 +28,35 @@ EpilogueStep make_epilogue_step(const StepContext& context, const FusedGroup& gr
     operand_at.push_back(step.inputs.size());
     step.inputs.push_back(operand);
   }
+  // An f32 result that only the group reads goes where a written f32 member of its size
+  // lies, when the program may write that member over it (each element read before it
+  // is written): it then needs no bytes of its own, and the block the epilogue writes
+  // is the one it read.
+  std::optional<size_t> shared;
+  const auto product_operand =
+      static_cast<size_t>(std::find(group.operands.begin(), group.operands.end(), product) - group.operands.begin());
+  const bool may_share = graph.node(product).dtype == graph::DType::f32 && !group.product_read_outside;
+  for (size_t w = 0; w < group.written.size() && !shared && may_share; ++w) {
+    const graph::Node& member = graph.node(group.written[w]);
+    if (member.dtype == graph::DType::f32 && member.shape == graph.node(product).shape &&
+        fused.may_overwrite[w][product_operand])
+      shared = w;
+  }
   step.outputs = group.written;
-  step.outputs.push_back(product);
+  if (!shared) step.outputs.push_back(product);
   // The product's operands are read while every output is written: none may lie over them.
+  // Nor may the member the product lies in: the product writes it before the program
+  // reads the others.
   for (size_t w = 0; w < group.written.size(); ++w) {
     std::vector<bool>& row = step.may_overwrite.emplace_back(step.inputs.size(), false);
-    for (size_t k = 0; k < group.operands.size(); ++k) {
+    for (size_t k = 0; k < group.operands.size() && shared != w; ++k) {
       if (operand_at[k] != kResult) row[operand_at[k]] = fused.may_overwrite[w][k];
     }
   }
-  step.may_overwrite.emplace_back(step.inputs.size(), false);
+  if (!shared) step.may_overwrite.emplace_back(step.inputs.size(), false);
   step.in_registers = fused.in_registers;
   const bool by_blocks = fused.run_block && !(fused.blocks_need_whole_rows && made->splits_columns);
-  const size_t result = group.written.size();
+  const size_t result = shared ? *shared : group.written.size();
   step.run = [product = std::move(made->run), fused = std::move(fused), operand_at, by_blocks, result,
               operands = std::vector<const uint8_t*>(group.operands.size())](const uint8_t* const* in,
                                                                              uint8_t* const* out) mutable {

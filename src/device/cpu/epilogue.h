@@ -33,8 +33,10 @@ struct ProductStep {
 std::optional<ProductStep> make_product_step(const StepContext& context, const graph::Node& node);
 
 struct EpilogueStep {
-  std::vector<graph::NodeId> inputs;   // the product's operands as it reads them, then the group's others
-  std::vector<graph::NodeId> outputs;  // the group's written members, then the product
+  std::vector<graph::NodeId> inputs;  // the product's operands as it reads them, then the group's others
+  // The group's written members, then the product, unless the product lies where one of
+  // them does (an f32 member the program writes over it).
+  std::vector<graph::NodeId> outputs;
   MultiStep run;
   std::vector<std::vector<bool>> may_overwrite;  // per output, per input: as FusedStep's
   bool in_registers = false;                     // as FusedStep's

@@ -215,8 +215,9 @@ class FusedProgram {
 
   // Whether written member `written` may lie over operand `k`'s bytes (FusedStep). An
   // operand read where it lies is read by the members themselves, so each of those
-  // must run before the one that writes; one loaded into scratch is read whole at the
-  // start of each tile. A value a row (a reduction's, or computed from one) is never one.
+  // must run before the one that writes, or be that one (which reads each element
+  // before it writes it, at the same place); one loaded into scratch is read whole at
+  // the start of each tile. A value a row (a reduction's, or computed from one) is never one.
   bool may_overwrite(size_t k, int written) const {
     if (!loads_[k].in_order || (in_pieces_ && pieces_output_ == written)) return false;
     const auto member = std::find_if(instructions_.begin(), instructions_.end(),
@@ -224,7 +225,7 @@ class FusedProgram {
     if (member == instructions_.end() || member->rows || member->op != Op::elementwise) return false;
     if (!loads_[k].in_place) return true;
     const auto writer = static_cast<size_t>(member - instructions_.begin());
-    for (size_t m = writer; m < instructions_.size(); ++m) {
+    for (size_t m = writer + 1; m < instructions_.size(); ++m) {
       const Instruction& instruction = instructions_[m];
       for (int j = 0; j < instruction.arity; ++j) {
         if (instruction.sources[static_cast<size_t>(j)] == static_cast<int>(k)) return false;

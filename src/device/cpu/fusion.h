@@ -35,6 +35,9 @@ struct FusedGroup {
   // computes it first and runs the program on each block of its result as soon as the
   // product finishes it, while it is in cache (the product's epilogue, epilogue.h).
   std::optional<graph::NodeId> product;
+  // Another group reads the product too (a later chain recomputes a member from it):
+  // its result must outlive the step.
+  bool product_read_outside = false;
 };
 
 struct Fusion {

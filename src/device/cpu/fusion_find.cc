@@ -263,7 +263,12 @@ void attach_products(const graph::Graph& graph, const std::vector<bool>& needed,
     if (g < 0) {
       if (!member_cost(graph, graph.node(user))) continue;
       g = static_cast<int>(fusion.groups.size());
-      fusion.groups.push_back({.members = {user}, .reduces = false, .written = {}, .operands = {}, .product = {}});
+      fusion.groups.push_back({.members = {user},
+                               .reduces = false,
+                               .written = {},
+                               .operands = {},
+                               .product = {},
+                               .product_read_outside = false});
       fusion.group_of[user] = g;
     }
     FusedGroup& group = fusion.groups[static_cast<size_t>(g)];
@@ -374,6 +379,14 @@ Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, c
   for (size_t g = 0; g < fusion.groups.size(); ++g) {
     for (NodeId id : fusion.groups[g].members) {
       if (fusion.group_of[id] == static_cast<int>(g) && written[id]) fusion.groups[g].written.push_back(id);
+    }
+  }
+  // A product that another group reads too (recomputing a member from it) is kept.
+  for (const FusedGroup& reader : fusion.groups) {
+    for (NodeId operand : reader.operands) {
+      const int owner = fusion.group_of_product[operand];
+      if (owner >= 0 && &fusion.groups[static_cast<size_t>(owner)] != &reader)
+        fusion.groups[static_cast<size_t>(owner)].product_read_outside = true;
     }
   }
   return fusion;

@@ -7,7 +7,8 @@
 // K in two blocks and columns in several panels (the epilogue takes the region at its
 // end), many blocks of rows with K in two blocks (it takes each block as it is done),
 // more columns than a panel holds, and a batch of products spread over the threads. Two
-// biases are rows shorter than a tile, which a part loads once a run (fusion.cc).
+// biases are rows shorter than a tile, which a part loads once a run (fusion.cc). An f32
+// product needs no bytes of its own where the epilogue writes an output over it.
 #include <cmath>
 #include <cstdlib>
 
@@ -126,6 +127,26 @@ TEST(Epilogue, ItsSubnormalResultsAreNotFlushed) { expect_bits_of_apart(Epilogue
 TEST(Epilogue, ASumOfWholeRowsOnTheProductsBlocksKeepsItsBits) { expect_bits_of_apart(Epilogue::row_sum); }
 
 TEST(Epilogue, ALoneBiasBecomesTheProductsEpilogue) { expect_bits_of_apart(Epilogue::lone_bias); }
+
+TEST(Epilogue, AnF32ProductLiesWhereItsEpilogueWritesOverIt) {
+  // The product's result is written where the output lies, and the epilogue writes the
+  // output over it, each element after reading it: the arena holds nothing. A bf16
+  // product's f32 sums lie in the GEMM's scratch, and its rounded result in the arena.
+  for (Epilogue epilogue : {Epilogue::gelu, Epilogue::lone_bias}) {
+    for (const ProductCase& c : kCases) {
+      SCOPED_TRACE(c.name);
+      for (int cores : {1, 2}) {
+        auto device = make_device("cpu", {.cpu_cores = cores});
+        const size_t result_bytes = static_cast<size_t>(c.batch * c.m * c.n) * sizeof(float);
+        const size_t arena = device->compile(product_with(c, DType::f32, epilogue, false))->memory().arena_bytes;
+        // The lone bias's sum is read by a slice, so it lies in the arena, with the product.
+        EXPECT_EQ(arena, epilogue == Epilogue::gelu ? 0u : (result_bytes + 63) / 64 * 64);
+        EXPECT_GE(device->compile(product_with(c, DType::bf16, epilogue, false))->memory().arena_bytes,
+                  result_bytes / 2);
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace sx::device::testing
