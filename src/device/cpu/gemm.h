@@ -40,6 +40,10 @@ namespace sx::device::cpu {
 // gemm_microkernel.h for its contract).
 using TileKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
                             bool accumulate);
+// A whole tile (mr rows, nr columns) as TileKernel, B read where it lies (row stride
+// ldb) and stored to `packed` as pack_slivers lays out one sliver, while it computes.
+using PackingTileKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* packed, float* c,
+                                   int64_t ldc, bool accumulate);
 // c[j] = fma(a, b[j], c[j]) for j < n.
 using AxpyKernel = void (*)(int64_t n, float a, const float* b, float* c);
 // `depth` rows of f32 B (row stride ldb) to `slivers` whole nr-wide slivers.
@@ -65,6 +69,7 @@ struct KernelSet {
   // where tiles have a float); empty where the instruction set has none.
   TileKernel pair_tiles[kMaxRows][kMaxVectors] = {};
   PairWordsKernel pair_words = nullptr;  // with pair_tiles
+  PackingTileKernel packing_tile = nullptr;
   AxpyKernel axpy = nullptr;
   PackKernel pack_slivers = nullptr;
   TransposeKernel pack_transposed = nullptr;

@@ -20,11 +20,18 @@
 
 namespace sx::device::cpu::microkernel {
 
+// Steps of K ahead that a packing tile fetches B's rows: B lies in memory, each row in a
+// page of its own, and the hardware prefetchers start over at each page.
+constexpr int64_t kPackRowsAhead = 16;
+
 // C[R, NV * width] (row stride ldc) = (accumulate ? C : 0) + A * B over kc:
 // A packed with row stride 1 and column stride MR (a[p * MR + i]), B read as
 // b[p * ldb + j]. Each element's sum runs over p in order, one fma a step.
-template <class V, int MR, int R, int NV>
-void tile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+// With kPacking, each row of B read is also stored to packed[p * NV * width + j],
+// a sliver as pack_slivers lays it out.
+template <class V, int MR, int R, int NV, bool kPacking>
+void tile_steps(int64_t kc, const float* a, const float* b, int64_t ldb, float* packed, float* c, int64_t ldc,
+                bool accumulate) {
   typename V::reg acc[R][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
@@ -37,6 +44,13 @@ void tile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int
     typename V::reg bv[NV];
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) bv[v] = V::load(b + p * ldb + v * V::width);
+    if constexpr (kPacking) {
+      // A prefetch never faults: the rows past B's end need no test.
+      __builtin_prefetch(b + (p + kPackRowsAhead) * ldb);
+      __builtin_prefetch(b + (p + kPackRowsAhead) * ldb + NV * V::width - 1);
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) V::store(packed + p * NV * V::width + v * V::width, bv[v]);
+    }
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       typename V::reg ai = V::broadcast(a[p * MR + i]);
@@ -49,6 +63,11 @@ void tile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) V::store(c + i * ldc + v * V::width, acc[i][v]);
   }
+}
+
+template <class V, int MR, int R, int NV>
+void tile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  tile_steps<V, MR, R, NV, false>(kc, a, b, ldb, nullptr, c, ldc, accumulate);
 }
 
 // c[j] = fma(a, b[j], c[j]) for j < n: one step of n elements' sums. The
@@ -133,6 +152,7 @@ KernelSet make_kernel_set(Isa isa) {
                 .nr = NV * V::width,
                 .width = V::width,
                 .tiles = {},
+                .packing_tile = &tile_steps<V, MR, MR, NV, true>,
                 .axpy = &axpy<V>,
                 .pack_slivers = &pack_slivers<V, NV>,
                 .pack_transposed = &pack_transposed<V>};

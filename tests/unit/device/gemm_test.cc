@@ -81,7 +81,9 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
   // K past one kc block (at most 768 steps), rows past one mc block (and in three), columns past one nc
   // panel (2048), M = 1 and tiny shapes, K = 0, and B read in place by a few
   // rows (up to 4 slivers, or of bf16 fewer than a tile) with columns past the
-  // last whole vector.
+  // last whole vector. An f32 B is packed by the first block of rows' tiles and read
+  // packed by the other blocks: 600 rows in three blocks, over three blocks of K, with
+  // a last sliver of B too narrow for a packing tile.
   std::vector<GemmCase> cases{{1, 1, 1, false, false, false, 1},       {1, 2100, 700, false, false, false, 2},
                               {300, 40, 1000, false, false, false, 2}, {7, 2049, 513, true, false, true, 2},
                               {64, 33, 257, false, true, false, 1},    {5, 4, 0, false, false, false, 2},
@@ -89,7 +91,8 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
                               {40, 37, 100, true, false, false, 2},    {2, 16, 31, false, false, false, 1},
                               {48, 200, 65, false, false, false, 1},   {8, 45, 300, false, false, true, 1},
                               {5, 33, 301, true, true, true, 2},       {11, 70, 64, false, true, true, 1},
-                              {601, 20, 70, true, false, false, 1}};
+                              {601, 20, 70, true, false, false, 1},    {600, 70, 1601, false, false, false, 1},
+                              {600, 70, 1601, false, false, false, 2}};
   for (Isa isa : cpu::host_isas()) {
     std::mt19937 rng(12);
     for (const GemmCase& c : cases) expect_rule(isa, c, rng);
