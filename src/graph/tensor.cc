@@ -14,8 +14,8 @@ namespace sx::graph {
 Tensor::Tensor(DType dtype, Shape shape)
     : dtype_(dtype), shape_(std::move(shape)), bytes_(static_cast<size_t>(graph::numel(shape_)) * dtype_size(dtype)) {}
 
-Tensor::Tensor(DType dtype, Shape shape, std::vector<uint8_t> bytes)
-    : dtype_(dtype), shape_(std::move(shape)), bytes_(std::move(bytes)) {
+Tensor::Tensor(DType dtype, Shape shape, std::span<const uint8_t> bytes)
+    : dtype_(dtype), shape_(std::move(shape)), bytes_(bytes.begin(), bytes.end()) {
   size_t expected = static_cast<size_t>(graph::numel(shape_)) * dtype_size(dtype);
   if (bytes_.size() != expected) {
     throw GraphError(fmt::format("tensor: a {} {} tensor needs {} bytes, got {}", dtype_name(dtype), shape_str(shape_),

@@ -398,7 +398,7 @@ graph::Tensor read_tensor(const SafetensorsFile& file, const TensorInfo& tensor,
   }
   std::span<const uint8_t> src = file.bytes(tensor);
   graph::Shape shape(tensor.shape.begin(), tensor.shape.end());
-  if (*stored == want) return graph::Tensor(want, std::move(shape), std::vector<uint8_t>(src.begin(), src.end()));
+  if (*stored == want) return graph::Tensor(want, std::move(shape), src);
 
   const size_t n = src.size() / graph::dtype_size(*stored);
   graph::Tensor out(want, std::move(shape));

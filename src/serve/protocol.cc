@@ -138,7 +138,8 @@ std::optional<graph::Tensor> decode_tensor(const TensorSpec& spec, std::string_v
       if (static_cast<uint8_t>(c) > 1) return std::nullopt;
     }
   }
-  return graph::Tensor(spec.dtype, spec.shape, std::vector<uint8_t>(bytes.begin(), bytes.end()));
+  return graph::Tensor(spec.dtype, spec.shape,
+                       std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
 }
 
 std::string ok_answer(std::span<const graph::Tensor> batched_outputs, size_t row) {

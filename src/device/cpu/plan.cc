@@ -53,7 +53,7 @@ cpu::Step reference_step(const Node* node, std::vector<graph::ValueType> types) 
     std::vector<graph::Tensor> args;
     for (size_t k = 0; k < types.size(); ++k) {
       size_t bytes = static_cast<size_t>(graph::numel(types[k].shape)) * graph::dtype_size(types[k].dtype);
-      args.emplace_back(types[k].dtype, types[k].shape, std::vector<uint8_t>(in[k], in[k] + bytes));
+      args.emplace_back(types[k].dtype, types[k].shape, std::span<const uint8_t>(in[k], bytes));
     }
     std::vector<const graph::Tensor*> pointers;
     for (const graph::Tensor& t : args) pointers.push_back(&t);

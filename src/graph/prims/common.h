@@ -79,7 +79,7 @@ Tensor binary_kernel(const Node& node, std::span<const Tensor* const> args) {
 // The reference kernel of a primitive whose value is its input's bytes, in the node's
 // shape (reshape, stop_gradient).
 inline Tensor bytes_kernel(const Node& node, std::span<const Tensor* const> args) {
-  return Tensor(node.dtype, node.shape, std::vector<uint8_t>(args[0]->bytes().begin(), args[0]->bytes().end()));
+  return Tensor(node.dtype, node.shape, args[0]->bytes());
 }
 
 // Walks the positions of a shape in row-major order: index() is the

@@ -94,5 +94,16 @@ TEST(Tensor, FloatsSaturateToIntegers) {
   EXPECT_EQ(Tensor::scalar(DType::i32, -1e10).data<int32_t>()[0], I32::min());
 }
 
+TEST(Tensor, ElementsStartOnACacheLine) {
+  // The cpu device's products read a weight's rows in parts of two cache lines each
+  // (gemm.cc): a row of a multiple of 16 floats starts a line only if the tensor does.
+  const std::vector<uint8_t> bytes(4 * 48, 1);
+  for (const Tensor& t : {Tensor(DType::f32, {3, 16}), Tensor(DType::f32, {3, 16}, bytes),
+                          Tensor::from_doubles(DType::bf16, {5}, std::vector<double>(5, 1.0))}) {
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.bytes().data()) % 64, 0u);
+  }
+  EXPECT_EQ(Tensor(DType::f32, {3, 16}, bytes).bytes()[47], 1);
+}
+
 }  // namespace
 }  // namespace sx::graph
