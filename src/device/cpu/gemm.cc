@@ -314,6 +314,20 @@ int64_t stream_columns(int64_t rows) { return std::max<int64_t>(64, kStreamFloat
 
 int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
+// The sliver of B that a product packs next: rows [row, row + depth) at column col.
+struct NextSliver {
+  int64_t row = 0, col = 0, depth = 0;
+};
+
+// Rows [first, end) of an nr-wide sliver of B (row stride ldb) fetched into L2. A
+// prefetch never faults: columns past B's edge need no test.
+void fetch_sliver_rows(const float* sliver, int64_t ldb, int nr, int64_t first, int64_t end) {
+  for (int64_t q = first; q < end; ++q) {
+    __builtin_prefetch(sliver + q * ldb, 0, 2);
+    __builtin_prefetch(sliver + q * ldb + nr - 1, 0, 2);
+  }
+}
+
 // Rows of A a block packs for all of B's columns (see Gemm::Gemm).
 constexpr int64_t kBlockRows = 264;
 
@@ -525,10 +539,25 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
           bool whole = vectors * width == cols;  // no column of the tile lies past C's edge
           float* bp = ws.b_pack.data() + jr / nr * kcur * nr;
           // The first block of rows packs each sliver of B: a whole one in its first tile.
-          const bool packing = packs_in_tiles && ic == region.row_begin && cols == nr && mcur >= mr;
-          if (packs_in_tiles && ic == region.row_begin && !packing)
-            pack_b(b, pc, kcur, jc + jr, cols, bp, ws.b_wide.data());
+          const bool packs_here = packs_in_tiles && ic == region.row_begin;
+          const bool packing = packs_here && cols == nr && mcur >= mr;
+          if (packs_here && !packing) pack_b(b, pc, kcur, jc + jr, cols, bp, ws.b_wide.data());
+          // Its tiles fetch the next sliver to pack into L2, a part each: else the next
+          // packing tile would wait on memory for its whole sliver, at 11 times the
+          // bandwidth of the rest.
+          NextSliver next;
+          if (packs_here) {
+            if (jr + nr < ncur) next = {pc, jc + jr + nr, kcur};
+            else if (pc + kcur < words_) next = {pc + kcur, jc, std::min(kc_, words_ - pc - kcur)};
+            else if (jc + ncur < region.col_end) next = {0, jc + ncur, std::min(kc_, words_)};
+          }
+          const int64_t tiles_here = (mcur + mr - 1) / mr;
           for (int64_t ir = 0; ir < mcur; ir += mr) {
+            if (next.depth > 0) {
+              const int64_t t = ir / mr;
+              fetch_sliver_rows(static_cast<const float*>(b.data) + next.row * b.rows + next.col, b.rows, nr,
+                                next.depth * t / tiles_here, next.depth * (t + 1) / tiles_here);
+            }
             int height = static_cast<int>(std::min<int64_t>(mr, mcur - ir));
             TileKernel kernel = tiles[height - 1][vectors - 1];
             const float* ap = a_block + ir / mr * mr * kcur;
