@@ -319,12 +319,12 @@ struct NextSliver {
   int64_t row = 0, col = 0, depth = 0;
 };
 
-// Rows [first, end) of an nr-wide sliver of B (row stride ldb) fetched into L2. A
-// prefetch never faults: columns past B's edge need no test.
-void fetch_sliver_rows(const float* sliver, int64_t ldb, int nr, int64_t first, int64_t end) {
+// Rows [first, end) of a sliver of B, `width` bytes of rows `ld` bytes apart, fetched into
+// L2. A prefetch never faults: columns past B's edge need no test.
+void fetch_sliver_rows(const char* sliver, int64_t ld, int64_t width, int64_t first, int64_t end) {
   for (int64_t q = first; q < end; ++q) {
-    __builtin_prefetch(sliver + q * ldb, 0, 2);
-    __builtin_prefetch(sliver + q * ldb + nr - 1, 0, 2);
+    __builtin_prefetch(sliver + q * ld, 0, 2);
+    __builtin_prefetch(sliver + q * ld + width - 1, 0, 2);
   }
 }
 
@@ -519,7 +519,12 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
   // Plain f32 B is packed by the tiles that first read it, its loads among their FMAs,
   // rather than in a pass before them that waits on memory: on the Zen 4, 64 and 128
   // rows by 768 x 3072 went from 80-85% of peak to 95%.
-  const bool packs_in_tiles = kernels_.packing_tile && !b.bf16 && b.cols == 1;
+  // bf16 B likewise, as words of two steps, where the pair tiles run.
+  const bool packs_in_tiles =
+      b.cols == 1 && (pairs_ ? kernels_.pair_packing_tile != nullptr : kernels_.packing_tile && !b.bf16);
+  // B's steps, and one step's bytes of a sliver: where the tiles of a sliver fetch the next.
+  const auto* b_bytes = static_cast<const char*>(b.data);
+  const int64_t element = b.bf16 ? 2 : 4, steps_a_word = pairs_ ? 2 : 1;
   for (int64_t pc = 0; pc < words_ && resident; pc += kc_) {
     pack_a(a, region.row_begin, rows, pc, std::min(kc_, words_ - pc), ws.a_pack.data() + pc * rows_padded);
   }
@@ -540,7 +545,8 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
           float* bp = ws.b_pack.data() + jr / nr * kcur * nr;
           // The first block of rows packs each sliver of B: a whole one in its first tile.
           const bool packs_here = packs_in_tiles && ic == region.row_begin;
-          const bool packing = packs_here && cols == nr && mcur >= mr;
+          // (An odd K's last word has one step: packed before, as the rest of its block.)
+          const bool packing = packs_here && cols == nr && mcur >= mr && (!pairs_ || 2 * (pc + kcur) <= k_);
           if (packs_here && !packing) pack_b(b, pc, kcur, jc + jr, cols, bp, ws.b_wide.data());
           // Its tiles fetch the next sliver to pack into L2, a part each: else the next
           // packing tile would wait on memory for its whole sliver, at 11 times the
@@ -554,17 +560,29 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
           const int64_t tiles_here = (mcur + mr - 1) / mr;
           for (int64_t ir = 0; ir < mcur; ir += mr) {
             if (next.depth > 0) {
-              const int64_t t = ir / mr;
-              fetch_sliver_rows(static_cast<const float*>(b.data) + next.row * b.rows + next.col, b.rows, nr,
-                                next.depth * t / tiles_here, next.depth * (t + 1) / tiles_here);
+              const int64_t t = ir / mr, depth = next.depth * steps_a_word;
+              fetch_sliver_rows(b_bytes + (next.row * steps_a_word * b.rows + next.col) * element, b.rows * element,
+                                nr * element, depth * t / tiles_here, depth * (t + 1) / tiles_here);
             }
             int height = static_cast<int>(std::min<int64_t>(mr, mcur - ir));
             TileKernel kernel = tiles[height - 1][vectors - 1];
             const float* ap = a_block + ir / mr * mr * kcur;
             float* cp = c + (ic + ir) * ldc + jc + jr;
+            // The tile on C at `to` (row stride ld): the sliver's first packs it.
+            auto compute = [&](float* to, int64_t ld, bool sum_on) {
+              if (!packing || ir > 0) {
+                kernel(kcur, ap, bp, nr, to, ld, sum_on);
+              } else if (pairs_) {
+                kernels_.pair_packing_tile(kcur, ap, static_cast<const uint16_t*>(b.data) + 2 * pc * b.rows + jc + jr,
+                                           b.rows, bp, to, ld, sum_on);
+              } else {
+                kernels_.packing_tile(kcur, ap, static_cast<const float*>(b.data) + pc * b.rows + jc + jr, b.rows, bp,
+                                      to, ld, sum_on);
+              }
+            };
             if (rounded_only) {
               float* tile = ws.tile.data();
-              kernel(kcur, ap, bp, nr, tile, nr, false);
+              compute(tile, nr, false);
               for (int i = 0; i < height; ++i)
                 narrow_bf16_(tile + i * nr, rounded + (ic + ir + i) * ldc + jc + jr, cols);
               continue;
@@ -575,11 +593,8 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
               __builtin_prefetch(c + (ic + i) * ldc + jc + jr, 1);
               __builtin_prefetch(c + (ic + i) * ldc + jc + jr + nr - 1, 1);
             }
-            if (packing && ir == 0) {
-              kernels_.packing_tile(kcur, ap, static_cast<const float*>(b.data) + pc * b.rows + jc + jr, b.rows, bp, cp,
-                                    ldc, accumulate);
-            } else if (whole) {
-              kernel(kcur, ap, bp, nr, cp, ldc, accumulate);
+            if (whole) {
+              compute(cp, ldc, accumulate);
             } else {
               // The last columns: through a full-width tile, then copied.
               float* tile = ws.tile.data();

@@ -30,24 +30,25 @@ struct Avx512Pairs {
   static reg fma(reg a_pairs, reg b_pairs, reg c) {
     return _mm512_dpbf16_ps(c, reinterpret_cast<__m512bh>(a_pairs), reinterpret_cast<__m512bh>(b_pairs));
   }
+  // Sixteen words: each half widened to 32 bits, the high one shifted up.
+  static reg words(const uint16_t* low, const uint16_t* high) {
+    __m512i l = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(low)));
+    __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(high)));
+    return _mm512_castsi512_ps(_mm512_or_si512(l, _mm512_slli_epi32(h, 16)));
+  }
 };
 
-// Sixteen words at a time: each half widened to 32 bits, the high one shifted up.
 void pair_words(int64_t n, const uint16_t* low, const uint16_t* high, float* out) {
-  auto words = [](const uint16_t* lo, const uint16_t* hi) {
-    __m512i l = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo)));
-    __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi)));
-    return _mm512_or_si512(l, _mm512_slli_epi32(h, 16));
-  };
+  using Words = Avx512Pairs;
   int64_t j = 0;
-  for (; j + 16 <= n; j += 16) _mm512_storeu_si512(out + j, words(low + j, high + j));
+  for (; j + 16 <= n; j += 16) Words::store(out + j, Words::words(low + j, high + j));
   if (j == n) return;
   // The last few through buffers of a whole vector, so no load reads past the halves.
   alignas(64) uint16_t lo[16] = {}, hi[16] = {};
   alignas(64) float last[16];
   std::copy(low + j, low + n, lo);
   std::copy(high + j, high + n, hi);
-  _mm512_store_si512(last, words(lo, hi));
+  _mm512_store_ps(last, Words::words(lo, hi));
   std::copy(last, last + (n - j), out + j);
 }
 
@@ -56,6 +57,7 @@ KernelSet make_avx512bf16_kernels() {
   set.isa = Isa::avx512bf16;
   microkernel::fill_rows<Avx512Pairs, 12, 2>(set.pair_tiles);
   set.pair_words = &pair_words;
+  set.pair_packing_tile = &microkernel::pair_packing_tile<Avx512Pairs, 12, 2>;
   return set;
 }
 

@@ -24,14 +24,62 @@ namespace sx::device::cpu::microkernel {
 // page of its own, and the hardware prefetchers start over at each page.
 constexpr int64_t kPackRowsAhead = 16;
 
+// Where a tile's B comes from, a step (row) at a time: row(p, bv) loads its NV vectors.
+// A packed sliver, read as b[p * ldb + j]:
+template <class V, int NV>
+struct PackedRows {
+  const float* b;
+  int64_t ldb;
+  void row(int64_t p, typename V::reg* bv) const {
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) bv[v] = V::load(b + p * ldb + v * V::width);
+  }
+};
+
+// f32 B where it lies (row stride ldb), each row also stored to `packed` as pack_slivers
+// lays out a sliver (packed[p * NV * width + j]).
+template <class V, int NV>
+struct PackingRows {
+  const float* b;
+  int64_t ldb;
+  float* packed;
+  void row(int64_t p, typename V::reg* bv) const {
+    // A prefetch never faults: the rows past B's end need no test.
+    __builtin_prefetch(b + (p + kPackRowsAhead) * ldb);
+    __builtin_prefetch(b + (p + kPackRowsAhead) * ldb + NV * V::width - 1);
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      bv[v] = V::load(b + p * ldb + v * V::width);
+      V::store(packed + p * NV * V::width + v * V::width, bv[v]);
+    }
+  }
+};
+
+// bf16 B where it lies (row stride ldb, in halves): step p's words are rows 2p (low
+// halves) and 2p + 1 (high), made by V::words and stored to `packed` as the pair packing
+// lays them out. Every word holds two steps: the caller packs an odd K's last one.
+template <class V, int NV>
+struct PairPackingRows {
+  const uint16_t* b;
+  int64_t ldb;
+  float* packed;
+  void row(int64_t p, typename V::reg* bv) const {
+    const uint16_t* low = b + 2 * p * ldb;
+    __builtin_prefetch(low + 2 * kPackRowsAhead * ldb);
+    __builtin_prefetch(low + (2 * kPackRowsAhead + 1) * ldb);
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      bv[v] = V::words(low + v * V::width, low + ldb + v * V::width);
+      V::store(packed + p * NV * V::width + v * V::width, bv[v]);
+    }
+  }
+};
+
 // C[R, NV * width] (row stride ldc) = (accumulate ? C : 0) + A * B over kc:
-// A packed with row stride 1 and column stride MR (a[p * MR + i]), B read as
-// b[p * ldb + j]. Each element's sum runs over p in order, one fma a step.
-// With kPacking, each row of B read is also stored to packed[p * NV * width + j],
-// a sliver as pack_slivers lays it out.
-template <class V, int MR, int R, int NV, bool kPacking>
-void tile_steps(int64_t kc, const float* a, const float* b, int64_t ldb, float* packed, float* c, int64_t ldc,
-                bool accumulate) {
+// A packed with row stride 1 and column stride MR (a[p * MR + i]), B's rows from
+// `rows` (above). Each element's sum runs over p in order, one fma a step.
+template <class V, int MR, int R, int NV, class Rows>
+void tile_steps(int64_t kc, const float* a, Rows rows, float* c, int64_t ldc, bool accumulate) {
   typename V::reg acc[R][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
@@ -42,15 +90,7 @@ void tile_steps(int64_t kc, const float* a, const float* b, int64_t ldb, float* 
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
     typename V::reg bv[NV];
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) bv[v] = V::load(b + p * ldb + v * V::width);
-    if constexpr (kPacking) {
-      // A prefetch never faults: the rows past B's end need no test.
-      __builtin_prefetch(b + (p + kPackRowsAhead) * ldb);
-      __builtin_prefetch(b + (p + kPackRowsAhead) * ldb + NV * V::width - 1);
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) V::store(packed + p * NV * V::width + v * V::width, bv[v]);
-    }
+    rows.row(p, bv);
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       typename V::reg ai = V::broadcast(a[p * MR + i]);
@@ -67,7 +107,21 @@ void tile_steps(int64_t kc, const float* a, const float* b, int64_t ldb, float* 
 
 template <class V, int MR, int R, int NV>
 void tile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
-  tile_steps<V, MR, R, NV, false>(kc, a, b, ldb, nullptr, c, ldc, accumulate);
+  tile_steps<V, MR, R, NV>(kc, a, PackedRows<V, NV>{b, ldb}, c, ldc, accumulate);
+}
+
+// A whole tile that packs the sliver of f32 B it reads (PackingTileKernel).
+template <class V, int MR, int NV>
+void packing_tile(int64_t kc, const float* a, const float* b, int64_t ldb, float* packed, float* c, int64_t ldc,
+                  bool accumulate) {
+  tile_steps<V, MR, MR, NV>(kc, a, PackingRows<V, NV>{b, ldb, packed}, c, ldc, accumulate);
+}
+
+// A whole tile of pairs that packs the sliver of bf16 B it reads (PairPackingTileKernel).
+template <class V, int MR, int NV>
+void pair_packing_tile(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, float* packed, float* c, int64_t ldc,
+                       bool accumulate) {
+  tile_steps<V, MR, MR, NV>(kc, a, PairPackingRows<V, NV>{b, ldb, packed}, c, ldc, accumulate);
 }
 
 // c[j] = fma(a, b[j], c[j]) for j < n: one step of n elements' sums. The
@@ -152,7 +206,7 @@ KernelSet make_kernel_set(Isa isa) {
                 .nr = NV * V::width,
                 .width = V::width,
                 .tiles = {},
-                .packing_tile = &tile_steps<V, MR, MR, NV, true>,
+                .packing_tile = &packing_tile<V, MR, NV>,
                 .axpy = &axpy<V>,
                 .pack_slivers = &pack_slivers<V, NV>,
                 .pack_transposed = &pack_transposed<V>};
