@@ -519,9 +519,9 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
   // Plain f32 B is packed by the tiles that first read it, its loads among their FMAs,
   // rather than in a pass before them that waits on memory: on the Zen 4, 64 and 128
   // rows by 768 x 3072 went from 80-85% of peak to 95%.
-  // bf16 B likewise, as words of two steps, where the pair tiles run.
-  const bool packs_in_tiles =
-      b.cols == 1 && (pairs_ ? kernels_.pair_packing_tile != nullptr : kernels_.packing_tile && !b.bf16);
+  // bf16 B likewise, widened, or as words of two steps where the pair tiles run.
+  const Bf16PackingTileKernel bf16_packing_tile = pairs_ ? kernels_.pair_packing_tile : kernels_.widening_packing_tile;
+  const bool packs_in_tiles = b.cols == 1 && (b.bf16 ? bf16_packing_tile != nullptr : kernels_.packing_tile != nullptr);
   // B's steps, and one step's bytes of a sliver: where the tiles of a sliver fetch the next.
   const auto* b_bytes = static_cast<const char*>(b.data);
   const int64_t element = b.bf16 ? 2 : 4, steps_a_word = pairs_ ? 2 : 1;
@@ -545,8 +545,9 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
           float* bp = ws.b_pack.data() + jr / nr * kcur * nr;
           // The first block of rows packs each sliver of B: a whole one in its first tile.
           const bool packs_here = packs_in_tiles && ic == region.row_begin;
-          // (An odd K's last word has one step: packed before, as the rest of its block.)
-          const bool packing = packs_here && cols == nr && mcur >= mr && (!pairs_ || 2 * (pc + kcur) <= k_);
+          // (An odd K's last step has no pair: packed before, as the rest of its block.)
+          const bool whole_pairs = !b.bf16 || (pairs_ ? 2 * (pc + kcur) <= k_ : kcur % 2 == 0);
+          const bool packing = packs_here && cols == nr && mcur >= mr && whole_pairs;
           if (packs_here && !packing) pack_b(b, pc, kcur, jc + jr, cols, bp, ws.b_wide.data());
           // Its tiles fetch the next sliver to pack into L2, a part each: else the next
           // packing tile would wait on memory for its whole sliver, at 11 times the
@@ -572,9 +573,9 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
             auto compute = [&](float* to, int64_t ld, bool sum_on) {
               if (!packing || ir > 0) {
                 kernel(kcur, ap, bp, nr, to, ld, sum_on);
-              } else if (pairs_) {
-                kernels_.pair_packing_tile(kcur, ap, static_cast<const uint16_t*>(b.data) + 2 * pc * b.rows + jc + jr,
-                                           b.rows, bp, to, ld, sum_on);
+              } else if (b.bf16) {
+                bf16_packing_tile(kcur, ap, static_cast<const uint16_t*>(b.data) + steps_a_word * pc * b.rows + jc + jr,
+                                  b.rows, bp, to, ld, sum_on);
               } else {
                 kernels_.packing_tile(kcur, ap, static_cast<const float*>(b.data) + pc * b.rows + jc + jr, b.rows, bp,
                                       to, ld, sum_on);

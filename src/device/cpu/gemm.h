@@ -44,10 +44,10 @@ using TileKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t 
 // ldb) and stored to `packed` as pack_slivers lays out one sliver, while it computes.
 using PackingTileKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* packed, float* c,
                                    int64_t ldc, bool accumulate);
-// The same over bf16 pairs: B's halves where they lie (row stride ldb, in halves), step
-// p's words made from rows 2p and 2p + 1 and stored to `packed` as the pair packing lays
-// them out; kc counts words.
-using PairPackingTileKernel = void (*)(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, float* packed,
+// The same with bf16 B's halves where they lie (row stride ldb, in halves), in the bf16
+// order of gemm.h: widened to f32 steps, or (pair tiles) made into words of two steps
+// from rows 2p and 2p + 1, kc counting words.
+using Bf16PackingTileKernel = void (*)(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, float* packed,
                                        float* c, int64_t ldc, bool accumulate);
 // c[j] = fma(a, b[j], c[j]) for j < n.
 using AxpyKernel = void (*)(int64_t n, float a, const float* b, float* c);
@@ -75,7 +75,8 @@ struct KernelSet {
   TileKernel pair_tiles[kMaxRows][kMaxVectors] = {};
   PairWordsKernel pair_words = nullptr;  // with pair_tiles
   PackingTileKernel packing_tile = nullptr;
-  PairPackingTileKernel pair_packing_tile = nullptr;  // with pair_tiles
+  Bf16PackingTileKernel widening_packing_tile = nullptr;
+  Bf16PackingTileKernel pair_packing_tile = nullptr;  // with pair_tiles
   AxpyKernel axpy = nullptr;
   PackKernel pack_slivers = nullptr;
   TransposeKernel pack_transposed = nullptr;

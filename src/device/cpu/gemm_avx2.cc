@@ -16,6 +16,10 @@ struct Avx2 {
   static void store(float* p, reg r) { _mm256_storeu_ps(p, r); }
   static reg broadcast(float x) { return _mm256_set1_ps(x); }
   static reg fma(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
+  static reg widen(const uint16_t* halves) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(halves));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
 
   // 8 x 8: pairs of rows interleaved, 4 x 4 blocks within each 128-bit lane,
   // then the lanes of rows 4 apart.

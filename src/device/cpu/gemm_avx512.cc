@@ -5,6 +5,7 @@
 // about it wherever they are inlined (GCC bug 105593, fixed in GCC 13).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
@@ -21,6 +22,10 @@ struct Avx512 {
   static void store(float* p, reg r) { _mm512_storeu_ps(p, r); }
   static reg broadcast(float x) { return _mm512_set1_ps(x); }
   static reg fma(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static reg widen(const uint16_t* halves) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(halves));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
 
   // 16 x 16 in four rounds of shuffles: pairs of rows interleaved, then 4 x 4
   // blocks within each 128-bit lane, then the lanes across rows 8 apart and 4 apart.

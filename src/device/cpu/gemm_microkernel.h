@@ -7,7 +7,8 @@
 // here: an inline library function would be shared between the files.
 //
 // V provides: `reg`, `width` (floats per reg), zero(), load(p), store(p, r),
-// broadcast(x), fma(a, b, c) = a * b + c rounded once, and
+// broadcast(x), fma(a, b, c) = a * b + c rounded once, widen(h) = `width` bf16
+// halves at h as f32, and
 // transpose_block(src, ld, rows, out, out_stride): the first `rows` (at most
 // width) rows of a width x width block at src (row stride ld), transposed, so
 // out[p * out_stride + i] = src[i * ld + p]; rows past `rows` are not read.
@@ -75,6 +76,25 @@ struct PairPackingRows {
   }
 };
 
+// bf16 B where it lies (row stride ldb, in halves), widened: step p is row p ^ 1, the
+// bf16 order (gemm.h) in a block that starts a pair, stored to `packed` as pack_slivers
+// lays out a sliver. Every step has its pair: the caller packs an odd K's last one.
+template <class V, int NV>
+struct WideningRows {
+  const uint16_t* b;
+  int64_t ldb;
+  float* packed;
+  void row(int64_t p, typename V::reg* bv) const {
+    const uint16_t* from = b + (p ^ 1) * ldb;
+    __builtin_prefetch(b + (p + kPackRowsAhead) * ldb);
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      bv[v] = V::widen(from + v * V::width);
+      V::store(packed + p * NV * V::width + v * V::width, bv[v]);
+    }
+  }
+};
+
 // C[R, NV * width] (row stride ldc) = (accumulate ? C : 0) + A * B over kc:
 // A packed with row stride 1 and column stride MR (a[p * MR + i]), B's rows from
 // `rows` (above). Each element's sum runs over p in order, one fma a step.
@@ -117,7 +137,14 @@ void packing_tile(int64_t kc, const float* a, const float* b, int64_t ldb, float
   tile_steps<V, MR, MR, NV>(kc, a, PackingRows<V, NV>{b, ldb, packed}, c, ldc, accumulate);
 }
 
-// A whole tile of pairs that packs the sliver of bf16 B it reads (PairPackingTileKernel).
+// A whole tile that packs the sliver of bf16 B it reads, widened (Bf16PackingTileKernel).
+template <class V, int MR, int NV>
+void widening_packing_tile(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, float* packed, float* c,
+                           int64_t ldc, bool accumulate) {
+  tile_steps<V, MR, MR, NV>(kc, a, WideningRows<V, NV>{b, ldb, packed}, c, ldc, accumulate);
+}
+
+// A whole tile of pairs that packs the sliver of bf16 B it reads (Bf16PackingTileKernel).
 template <class V, int MR, int NV>
 void pair_packing_tile(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, float* packed, float* c, int64_t ldc,
                        bool accumulate) {
@@ -207,6 +234,7 @@ KernelSet make_kernel_set(Isa isa) {
                 .width = V::width,
                 .tiles = {},
                 .packing_tile = &packing_tile<V, MR, NV>,
+                .widening_packing_tile = &widening_packing_tile<V, MR, NV>,
                 .axpy = &axpy<V>,
                 .pack_slivers = &pack_slivers<V, NV>,
                 .pack_transposed = &pack_transposed<V>};

@@ -16,6 +16,7 @@ struct Scalar {
   static void store(float* p, reg r) { *p = r; }
   static reg broadcast(float x) { return x; }
   static reg fma(reg a, reg b, reg c) { return __builtin_fmaf(a, b, c); }
+  static reg widen(const uint16_t* half) { return __builtin_bit_cast(float, static_cast<uint32_t>(*half) << 16); }
   static void transpose_block(const float* src, int64_t, int, float* out, int64_t) { *out = *src; }
 };
 
