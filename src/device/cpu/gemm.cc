@@ -1,9 +1,10 @@
 // The GEMM driver: blocking, packing and the split over threads (see gemm.h
 // for the summation rule). Loops as BLIS orders them: columns in panels of
-// nc, K in blocks of kc (B packed per block, plain f32 B by the first tiles that
-// read it), rows in blocks of mc (A packed per block), then nr-wide slivers of B
-// and mr-tall slivers of A meet in the micro-kernel. A block of K after the first accumulates into C, which holds
-// f32 between blocks, so the sum goes on exactly where it stopped.
+// nc, K in blocks of kc (B packed per block, by the first tiles that read it
+// where its rows lie along memory), rows in blocks of mc (A packed per block),
+// then nr-wide slivers of B and mr-tall slivers of A meet in the micro-kernel.
+// A block of K after the first accumulates into C, which holds f32 between
+// blocks, so the sum goes on exactly where it stopped.
 #include "device/cpu/gemm.h"
 
 #include <pmmintrin.h>
@@ -516,10 +517,10 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
   // Else it takes the region at its end.
   const bool whole_rows = finish.done && finish.done->whole_rows;
   const bool by_block = finish.done && !resident && (!whole_rows || nc >= region.col_end - region.col_begin);
-  // Plain f32 B is packed by the tiles that first read it, its loads among their FMAs,
-  // rather than in a pass before them that waits on memory: on the Zen 4, 64 and 128
-  // rows by 768 x 3072 went from 80-85% of peak to 95%.
-  // bf16 B likewise, widened, or as words of two steps where the pair tiles run.
+  // B whose rows lie along memory is packed by the tiles that first read it, its loads
+  // among their FMAs, rather than in a pass before them that waits on memory (on the
+  // Zen 4, f32 64 and 128 rows by 768 x 3072 went from 80-85% of peak to 95%): f32 as
+  // it is, bf16 widened, or as words of two steps where the pair tiles run.
   const Bf16PackingTileKernel bf16_packing_tile = pairs_ ? kernels_.pair_packing_tile : kernels_.widening_packing_tile;
   const bool packs_in_tiles = b.cols == 1 && (b.bf16 ? bf16_packing_tile != nullptr : kernels_.packing_tile != nullptr);
   // B's steps, and one step's bytes of a sliver: where the tiles of a sliver fetch the next.
