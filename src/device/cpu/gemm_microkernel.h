@@ -37,61 +37,61 @@ struct PackedRows {
   }
 };
 
-// f32 B where it lies (row stride ldb), each row also stored to `packed` as pack_slivers
-// lays out a sliver (packed[p * NV * width + j]).
-template <class V, int NV>
+// B where it lies, each step's vectors made by `Source` and also stored to `packed` as
+// the packing lays out a sliver (packed[p * NV * width + j]). A Source gives vector v of
+// step p (vector(p, v)) and fetches the rows kPackRowsAhead steps on (ahead(p)).
+template <class V, int NV, class Source>
 struct PackingRows {
+  Source source;
+  float* packed;
+  void row(int64_t p, typename V::reg* bv) const {
+    source.ahead(p);
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      bv[v] = source.vector(p, v);
+      V::store(packed + p * NV * V::width + v * V::width, bv[v]);
+    }
+  }
+};
+
+// The Sources. A prefetch never faults: the rows past B's end need no test.
+// f32 rows (row stride ldb), step p being row p:
+template <class V, int NV>
+struct FloatRows {
   const float* b;
   int64_t ldb;
-  float* packed;
-  void row(int64_t p, typename V::reg* bv) const {
-    // A prefetch never faults: the rows past B's end need no test.
+  void ahead(int64_t p) const {
     __builtin_prefetch(b + (p + kPackRowsAhead) * ldb);
     __builtin_prefetch(b + (p + kPackRowsAhead) * ldb + NV * V::width - 1);
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) {
-      bv[v] = V::load(b + p * ldb + v * V::width);
-      V::store(packed + p * NV * V::width + v * V::width, bv[v]);
-    }
   }
+  typename V::reg vector(int64_t p, int v) const { return V::load(b + p * ldb + v * V::width); }
 };
 
-// bf16 B where it lies (row stride ldb, in halves): step p's words are rows 2p (low
-// halves) and 2p + 1 (high), made by V::words and stored to `packed` as the pair packing
-// lays them out. Every word holds two steps: the caller packs an odd K's last one.
-template <class V, int NV>
-struct PairPackingRows {
+// bf16 rows (row stride ldb, in halves) widened: step p is row p ^ 1, the bf16 order
+// (gemm.h) in a block that starts a pair. Every step has its pair: the caller packs an
+// odd K's last one.
+template <class V>
+struct WidenedRows {
   const uint16_t* b;
   int64_t ldb;
-  float* packed;
-  void row(int64_t p, typename V::reg* bv) const {
-    const uint16_t* low = b + 2 * p * ldb;
-    __builtin_prefetch(low + 2 * kPackRowsAhead * ldb);
-    __builtin_prefetch(low + (2 * kPackRowsAhead + 1) * ldb);
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) {
-      bv[v] = V::words(low + v * V::width, low + ldb + v * V::width);
-      V::store(packed + p * NV * V::width + v * V::width, bv[v]);
-    }
-  }
+  void ahead(int64_t p) const { __builtin_prefetch(b + (p + kPackRowsAhead) * ldb); }
+  typename V::reg vector(int64_t p, int v) const { return V::widen(b + (p ^ 1) * ldb + v * V::width); }
 };
 
-// bf16 B where it lies (row stride ldb, in halves), widened: step p is row p ^ 1, the
-// bf16 order (gemm.h) in a block that starts a pair, stored to `packed` as pack_slivers
-// lays out a sliver. Every step has its pair: the caller packs an odd K's last one.
-template <class V, int NV>
-struct WideningRows {
+// bf16 rows (row stride ldb, in halves) as words: step p's are rows 2p (low halves) and
+// 2p + 1 (high), made by V::words. Every word holds two steps: the caller packs an odd
+// K's last one.
+template <class V>
+struct PairRows {
   const uint16_t* b;
   int64_t ldb;
-  float* packed;
-  void row(int64_t p, typename V::reg* bv) const {
-    const uint16_t* from = b + (p ^ 1) * ldb;
-    __builtin_prefetch(b + (p + kPackRowsAhead) * ldb);
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) {
-      bv[v] = V::widen(from + v * V::width);
-      V::store(packed + p * NV * V::width + v * V::width, bv[v]);
-    }
+  void ahead(int64_t p) const {
+    __builtin_prefetch(b + 2 * (p + kPackRowsAhead) * ldb);
+    __builtin_prefetch(b + (2 * (p + kPackRowsAhead) + 1) * ldb);
+  }
+  typename V::reg vector(int64_t p, int v) const {
+    const uint16_t* low = b + 2 * p * ldb + v * V::width;
+    return V::words(low, low + ldb);
   }
 };
 
@@ -134,21 +134,21 @@ void tile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int
 template <class V, int MR, int NV>
 void packing_tile(int64_t kc, const float* a, const float* b, int64_t ldb, float* packed, float* c, int64_t ldc,
                   bool accumulate) {
-  tile_steps<V, MR, MR, NV>(kc, a, PackingRows<V, NV>{b, ldb, packed}, c, ldc, accumulate);
+  tile_steps<V, MR, MR, NV>(kc, a, PackingRows<V, NV, FloatRows<V, NV>>{{b, ldb}, packed}, c, ldc, accumulate);
 }
 
 // A whole tile that packs the sliver of bf16 B it reads, widened (Bf16PackingTileKernel).
 template <class V, int MR, int NV>
 void widening_packing_tile(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, float* packed, float* c,
                            int64_t ldc, bool accumulate) {
-  tile_steps<V, MR, MR, NV>(kc, a, WideningRows<V, NV>{b, ldb, packed}, c, ldc, accumulate);
+  tile_steps<V, MR, MR, NV>(kc, a, PackingRows<V, NV, WidenedRows<V>>{{b, ldb}, packed}, c, ldc, accumulate);
 }
 
 // A whole tile of pairs that packs the sliver of bf16 B it reads (Bf16PackingTileKernel).
 template <class V, int MR, int NV>
 void pair_packing_tile(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, float* packed, float* c, int64_t ldc,
                        bool accumulate) {
-  tile_steps<V, MR, MR, NV>(kc, a, PairPackingRows<V, NV>{b, ldb, packed}, c, ldc, accumulate);
+  tile_steps<V, MR, MR, NV>(kc, a, PackingRows<V, NV, PairRows<V>>{{b, ldb}, packed}, c, ldc, accumulate);
 }
 
 // c[j] = fma(a, b[j], c[j]) for j < n: one step of n elements' sums. The
