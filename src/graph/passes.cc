@@ -5,7 +5,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "graph/errors.h"
@@ -105,6 +108,24 @@ bool is_constant_value(const Graph& g, NodeId id, double value) {
   return std::all_of(values.begin(), values.end(), [&](double v) { return v == value; });
 }
 
+// 1 / c where `id` is a constant (or a broadcast of one) whose every element is c, a power
+// of two whose reciprocal is a normal number of `dtype` too: then x / c and x * (1 / c)
+// are one exact value rounded once, the same bits for every x, and a multiply costs a
+// fraction of a divide (attention's scale by 1 / sqrt(64) divides every score by 8).
+std::optional<double> power_of_two_reciprocal(const Graph& g, NodeId id, DType dtype) {
+  const Node& node = g.nodes[id];
+  if (node.op() == PrimId::broadcast) return power_of_two_reciprocal(g, node.inputs[0], dtype);
+  if (node.op() != PrimId::constant || !is_float(dtype)) return std::nullopt;
+  std::vector<double> values = node.value->to_doubles();
+  if (values.empty() || !std::all_of(values.begin(), values.end(), [&](double v) { return v == values[0]; }))
+    return std::nullopt;
+  int exponent = 0;
+  if (!std::isfinite(values[0]) || std::fabs(std::frexp(values[0], &exponent)) != 0.5) return std::nullopt;
+  const int normal = dtype == DType::f64 ? 1022 : 126;  // bf16 has f32's exponents
+  if (std::abs(exponent - 1) > normal) return std::nullopt;
+  return 1.0 / values[0];
+}
+
 // The node that `node` (its inputs already mapped into `b`'s graph) reduces
 // to, or nullopt when no identity applies.
 std::optional<NodeId> simplified(Builder& b, const Node& node) {
@@ -123,6 +144,14 @@ std::optional<NodeId> simplified(Builder& b, const Node& node) {
   if (op == PrimId::mul && is_constant_value(g, in(1), 1.0)) return pick(in(0));
   if (op == PrimId::mul && is_constant_value(g, in(0), 1.0)) return pick(in(1));
   if (op == PrimId::div && is_constant_value(g, in(1), 1.0)) return pick(in(0));
+  if (op == PrimId::div) {
+    if (std::optional<double> reciprocal = power_of_two_reciprocal(g, in(1), node.dtype)) {
+      const Shape divisor_shape = g.nodes[in(1)].shape;
+      NodeId factor = b.scalar(*reciprocal, node.dtype);
+      if (!divisor_shape.empty()) factor = b.broadcast(factor, divisor_shape);
+      return pick(b.mul(in(0), factor));
+    }
+  }
   if (op == PrimId::neg && g.nodes[in(0)].op() == PrimId::neg) return pick(g.nodes[in(0)].inputs[0]);
   if (op == PrimId::stop_gradient) return in(0);
   if (op == PrimId::reshape || op == PrimId::broadcast || op == PrimId::cast || op == PrimId::transpose) {

@@ -211,6 +211,8 @@ class CpuPlan : public Plan {
           if (group.product) label = fmt::format("{} with {}", describe(graph_, graph_.node(*group.product)), label);
           if (std::find(in_registers.begin(), in_registers.end(), entry.id) != in_registers.end())
             label += " in registers";
+          // What it moves: the tensors it reads and those it writes.
+          label += fmt::format(", reading {} and writing {}", group.operands.size(), group.written.size());
         }
         labels.push_back(std::move(label));
       }

@@ -41,7 +41,7 @@ TEST(CpuProfile, NamesEachKindOfStepWhenAskedFor) {
   std::string printed = stderr_of_two_runs("1");
   EXPECT_NE(printed.find("cpu plan profile: 2 runs"), std::string::npos) << printed;
   EXPECT_NE(printed.find("matmul of f32[4, 8] and f32[8, 3] with fused 3 nodes (mul neg exp) ending in exp of "
-                         "f32[4, 3] x1"),
+                         "f32[4, 3], reading 1 and writing 1 x1"),
             std::string::npos)
       << printed;
 }

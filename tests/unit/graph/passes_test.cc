@@ -3,6 +3,9 @@
 // rejections, which name the node.
 #include "graph/passes.h"
 
+#include <cmath>
+#include <limits>
+
 #include "graph/errors.h"
 #include "graph/primitive.h"
 #include "graph/text.h"
@@ -143,6 +146,30 @@ TEST(Passes, SimplifyMergesABroadcastOfABroadcast) {
   }
   EXPECT_EQ(count_op(s, "broadcast"), 2u);
   expect_same_results(g, s, {tensor(DType::f32, {3}, {1, 2, 3}), tensor(DType::f32, {2, 1}, {4, 5})});
+}
+
+// x / c for c a power of two is x * (1 / c): the same bits for every x, subnormal results,
+// infinities, NaN and signed zeros among them. Other divisors, and a reciprocal that is
+// not a normal float, stay divisions.
+TEST(Passes, SimplifyMultipliesByTheReciprocalOfAPowerOfTwo) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", {8}, DType::f32);
+  NodeId h = b.input("h", {8}, DType::bf16);
+  b.output("eighth", b.div(x, b.literal(8.0)));
+  b.output("minus_quarter", b.div(x, b.full({8}, DType::f32, -0.25)));
+  b.output("bf16_half", b.div(h, b.literal(2.0)));
+  b.output("three", b.div(x, b.literal(3.0)));
+  b.output("huge", b.div(x, b.literal(0x1p127)));
+  Graph s = optimize(g, on_reference);
+  for (const char* name : {"eighth", "minus_quarter", "bf16_half"})
+    EXPECT_EQ(s.node(*s.find_output(name)).op_name(), "mul") << name;
+  for (const char* name : {"three", "huge"}) EXPECT_EQ(s.node(*s.find_output(name)).op_name(), "div") << name;
+  const float tiny = 0x1p-140f, inf = std::numeric_limits<float>::infinity(), nan = std::nanf("7");
+  const std::vector<double> values{1.0, -0.0, 0x1p-120, static_cast<double>(tiny), inf, -inf, 3.0e38, 1.75};
+  Tensor xs = tensor(DType::f32, {8}, values);
+  xs.data<float>()[7] = nan;
+  expect_same_results(g, s, {xs, Tensor::from_doubles(DType::bf16, {8}, values)});
 }
 
 TEST(Passes, DeadCodeEliminationKeepsInputsAndWhatOutputsNeed) {
