@@ -38,11 +38,15 @@ constexpr int64_t kPiece = 2048;
 // A long program over several large operands (a GELU's gradient: three of 4 MiB under
 // 21 members) waits on memory at each tile's first reads: the processor's prefetchers
 // do not run that far ahead of so slow a reader. Such a program fetches each operand
-// kAhead tiles ahead itself (gpt-small's GELU gradient, Zen 5: 1.75 -> 1.35 ms a call;
-// AdamW's update of a parameter in place, 15 members over 4 operands: 4.0 -> 3.2 ms for
-// 2.4M parameters). A program of one stream or of little work a stream does not: there
-// it cost 10-30%. Large: more than the second-level cache of any of our hosts holds (2 MiB of f32).
-constexpr int64_t kAhead = 2;
+// kAhead tiles ahead itself, into the second-level cache: 16 KiB a stream, far enough
+// ahead to cover the memory's latency at four streams, and out of the first level's way
+// (gpt-small's GELU gradient, Zen 5: 1.75 -> 1.35 ms a call; AdamW's update of a
+// 768 x 3072 parameter in place, 15 members over 4 operands, Zen 4: 5.0 ms a call two
+// tiles ahead into L1, 2.4 ms eight ahead into L2, the whole training step of
+// gpt-large 918 -> 802 ms). A program of one stream or of little work a stream does
+// not: there it cost 10-30%. Large: more than the second-level cache of any of our
+// hosts holds (2 MiB of f32).
+constexpr int64_t kAhead = 8;
 constexpr int64_t kPrefetchElements = 1 << 19;
 constexpr int64_t kPrefetchWork = 3;  // members a stream, at least
 
@@ -394,7 +398,7 @@ class FusedProgram {
         const size_t size = graph::dtype_size(load.dtype);
         const uint8_t* ahead = in[k] + static_cast<size_t>(begin + kAhead * tile_) * size;
         const size_t bytes = static_cast<size_t>(std::min(length, n_ - begin - kAhead * tile_)) * size;
-        for (size_t at_byte = 0; at_byte < bytes; at_byte += kCacheLine) __builtin_prefetch(ahead + at_byte);
+        for (size_t at_byte = 0; at_byte < bytes; at_byte += kCacheLine) __builtin_prefetch(ahead + at_byte, 0, 2);
       }
       if (load.in_place) {
         at[k] = reinterpret_cast<const float*>(in[k]) + begin;
