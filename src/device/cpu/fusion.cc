@@ -44,10 +44,12 @@ constexpr int64_t kPiece = 2048;
 // 768 x 3072 parameter in place, 15 members over 4 operands, Zen 4: 5.0 ms a call two
 // tiles ahead into L1, 2.4 ms eight ahead into L2, the whole training step of
 // gpt-large 918 -> 802 ms). A program of one stream or of little work a stream does
-// not: there it cost 10-30%. Large: more than the second-level cache of any of our
-// hosts holds (2 MiB of f32).
+// not: there it cost 10-30%. Large: 128 KiB of f32 and more. A training step's
+// tensors of that size are cold when read, since the step's working set is many times
+// L2; a prefetch of a line already held costs an instruction (gpt-small's AdamW
+// updates, Zen 4: 5.6-5.9 -> 4.1-4.5 ms a step against a threshold of 2 MiB).
 constexpr int64_t kAhead = 8;
-constexpr int64_t kPrefetchElements = 1 << 19;
+constexpr int64_t kPrefetchElements = 1 << 15;
 constexpr int64_t kPrefetchWork = 3;  // members a stream, at least
 
 // instruction per member, a tile at a time. Slots: the operands', then the members'.
