@@ -460,11 +460,13 @@ class FusedProgram {
           in_place ? reinterpret_cast<float*>(out[instruction.output]) + begin : scratch + buffer_[slot] * tile_;
       at[slot] = result;
       if (instruction.op == Op::spread) {
-        for (int64_t r = 0; r < rows; ++r) std::fill_n(result + r * row_, row_, sources[0][r]);
+        loops_.spread(sources[0], rows, row_, result);
         continue;
       }
       const int64_t count = instruction.rows ? rows : length;
-      if (instruction.op == Op::reduce) {
+      if (instruction.op == Op::reduce && instruction.reduce == ReduceKind::sum) {
+        loops_.row_sums(sources[0], rows, row_, result);
+      } else if (instruction.op == Op::reduce) {
         for (int64_t r = 0; r < rows; ++r)
           result[r] = reduce_row<float, float>(instruction.reduce, sources[0] + r * row_, row_);
       } else {

@@ -4,6 +4,7 @@
 // no function that other files share is compiled for a wider set than the baseline.
 #include "device/cpu/fusion_tiles.h"
 
+#include "device/cpu/row_reduce.h"
 #include "graph/prims/scalar.h"
 
 namespace sx::device::cpu {
@@ -77,6 +78,8 @@ TileKernels make_tile_kernels() {
   k.round_to_bf16 = L::round_to_bf16;
   k.widen_bf16 = L::widen_bf16;
   k.widen_bool = L::widen_bool;
+  k.spread = L::spread;
+  k.row_sums = L::row_sums;
   k.narrow_bf16 = L::narrow_bf16;
   k.narrow_bool = L::narrow_bool;
   return k;

@@ -19,6 +19,10 @@ using TileFn = void (*)(const float* const* x, float* o, int64_t n, const MathKe
 struct TileKernels {
   std::array<TileFn, graph::kPrimitiveCount> by_primitive{};  // null: no tile kernel
   void (*round_to_bf16)(float* o, int64_t n) = nullptr;       // each value rounded to bf16, in place
+  // out[r] = row_sum (row_reduce.h) of x's row r of `length`, for r < rows.
+  void (*row_sums)(const float* x, int64_t rows, int64_t length, float* out) = nullptr;
+  // o[r * length + i] = values[r] for r < rows, i < length.
+  void (*spread)(const float* values, int64_t rows, int64_t length, float* o) = nullptr;
   // Contiguous operands to f32, and results from f32 to their dtypes.
   void (*widen_bf16)(const graph::Bf16* x, float* o, int64_t n) = nullptr;
   void (*widen_bool)(const bool* x, float* o, int64_t n) = nullptr;

@@ -59,7 +59,8 @@ struct LaneSums {
       for (int64_t l = 0; l < kLanes; ++l) lanes[l] += static_cast<C>(x[r + l]);
     }
   }
-  // The row's sum: the lanes added in a fixed tree, then its last n < kLanes elements in order.
+  // The row's sum: the lanes added in a fixed tree (lane l takes lane l + width, for
+  // width 8, 4, 2, 1), then its last n < kLanes elements in order.
   template <class S>
   C finish(const S* tail, int64_t n) {
     for (int64_t width = kLanes / 2; width > 0; width /= 2) {
@@ -67,6 +68,42 @@ struct LaneSums {
     }
     C acc = lanes[0];
     for (int64_t r = 0; r < n; ++r) acc += static_cast<C>(tail[r]);
+    return acc;
+  }
+};
+
+// The same for f32 sums, its lanes held as four vectors of four (GCC's vector
+// extension, which every x86-64 runs) so that they stay in registers: as an array the
+// tree went through memory, a store and a load a step, and took as long as a row of
+// 256 elements' adds. The same adds in the same order, so the same bits.
+template <>
+struct LaneSums<float> {
+  static constexpr int64_t kLanes = 16;
+  typedef float Floats __attribute__((vector_size(16)));
+  Floats lanes[4] = {};
+
+  template <class S>
+  void add(const S* x, int64_t n) {
+    for (int64_t r = 0; r < n; r += kLanes) {
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        Floats v;
+        if constexpr (std::is_same_v<S, float>) {
+          std::memcpy(&v, x + r + 4 * q, sizeof(Floats));
+        } else {
+          for (int l = 0; l < 4; ++l) v[l] = static_cast<float>(x[r + 4 * q + l]);
+        }
+        lanes[q] += v;
+      }
+    }
+  }
+  template <class S>
+  float finish(const S* tail, int64_t n) {
+    const Floats half = lanes[0] + lanes[2], other = lanes[1] + lanes[3];          // width 8
+    const Floats quarter = half + other;                                           // width 4
+    const float pair0 = quarter[0] + quarter[2], pair1 = quarter[1] + quarter[3];  // width 2
+    float acc = pair0 + pair1;                                                     // width 1
+    for (int64_t r = 0; r < n; ++r) acc += static_cast<float>(tail[r]);
     return acc;
   }
 };
