@@ -77,7 +77,8 @@ class FusedProgram {
     }
     // An operand of the rows' values' shape (the last axis 1) in a group of whole rows of
     // the last axis is loaded as a value a row: members of that shape read it so, and
-    // members of the tiles' shape through a spread.
+    // members of the tiles' shape where it is (an add, subtract, multiply or divide with
+    // one operand of the tiles' shape) or through a spread.
     graph::Shape rows_shape = shape;
     if (!rows_shape.empty()) rows_shape.back() = 1;
     const bool row_values = row_ > 0 && !in_pieces_ && !shape.empty() && row_ == shape.back();
@@ -129,13 +130,24 @@ class FusedProgram {
         cost += 1;
       } else {
         instruction.fn = loops_.by_primitive[graph::index_of(node.op())];
+        std::array<bool, 3> of_rows{};
+        for (size_t k = 0; k < node.inputs.size(); ++k) {
+          const NodeId from = read_node(graph, absorbed, id, k);
+          const auto slot = static_cast<size_t>(slot_of(from));
+          of_rows[k] =
+              slot < group.operands.size() ? loads_[slot].row_values : graph::numel(graph.node(from).shape) != n_;
+        }
+        // A binary member of the tiles' shape with one operand a value a row reads that
+        // value where it is (RowTileFn), without a spread.
+        const RowTileFn row_fn = loops_.by_primitive_with_row[graph::index_of(node.op())];
+        if (!instruction.rows && node.inputs.size() == 2 && of_rows[0] != of_rows[1] && row_fn != nullptr) {
+          instruction.row_fn = row_fn;
+          instruction.row_source = of_rows[0] ? 0 : 1;
+        }
         for (size_t k = 0; k < node.inputs.size(); ++k) {
           const NodeId from = read_node(graph, absorbed, id, k);
           int slot = slot_of(from);
-          const bool of_rows = static_cast<size_t>(slot) < group.operands.size()
-                                   ? loads_[static_cast<size_t>(slot)].row_values
-                                   : graph::numel(graph.node(from).shape) != n_;
-          if (of_rows && !instruction.rows) {
+          if (of_rows[k] && !instruction.rows && instruction.row_fn == nullptr) {
             // A member's rows' values read back along the rows: spread over a tile first.
             Instruction spread{.op = Op::spread,
                                .fn = nullptr,
@@ -280,6 +292,8 @@ class FusedProgram {
     ReduceKind reduce;
     int output;  // its index among the written members, -1 when not written
     DType dtype;
+    RowTileFn row_fn = nullptr;  // elementwise with sources[row_source] a value a row: run by this
+    int row_source = 0;
   };
   // What a part's tiles of scratch hold from its earlier tiles of this run.
   struct PartState {
@@ -469,6 +483,8 @@ class FusedProgram {
       } else if (instruction.op == Op::reduce) {
         for (int64_t r = 0; r < rows; ++r)
           result[r] = reduce_row<float, float>(instruction.reduce, sources[0] + r * row_, row_);
+      } else if (instruction.row_fn != nullptr) {
+        instruction.row_fn(sources, instruction.row_source, result, rows, row_);
       } else {
         instruction.fn(sources, result, count, kernels_);
       }

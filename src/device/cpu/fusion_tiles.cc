@@ -58,6 +58,11 @@ TileKernels make_tile_kernels() {
   set(PrimId::sub, L::template binary<scalar::Sub>);
   set(PrimId::mul, L::template binary<scalar::Mul>);
   set(PrimId::div, L::template binary<scalar::Div>);
+  auto set_with_row = [&](graph::PrimId id, RowTileFn fn) { k.by_primitive_with_row[graph::index_of(id)] = fn; };
+  set_with_row(PrimId::add, L::template binary_with_row<scalar::Add>);
+  set_with_row(PrimId::sub, L::template binary_with_row<scalar::Sub>);
+  set_with_row(PrimId::mul, L::template binary_with_row<scalar::Mul>);
+  set_with_row(PrimId::div, L::template binary_with_row<scalar::Div>);
   set(PrimId::pow, L::template binary<scalar::Pow>);
   set(PrimId::max, L::template binary<scalar::Max>);
   set(PrimId::min, L::template binary<scalar::Min>);

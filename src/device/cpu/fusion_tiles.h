@@ -16,9 +16,15 @@ namespace sx::device::cpu {
 // vector math kernels of the instruction set, null for the scalar formulas.
 using TileFn = void (*)(const float* const* x, float* o, int64_t n, const MathKernels* kernels);
 
+// A binary TileFn over `rows` rows of `length` elements whose operand x[row_source] holds
+// one value a row: o[r * length + i] from x[0][...] and x[1][...], the row's value
+// standing for each element of its row.
+using RowTileFn = void (*)(const float* const* x, int row_source, float* o, int64_t rows, int64_t length);
+
 struct TileKernels {
-  std::array<TileFn, graph::kPrimitiveCount> by_primitive{};  // null: no tile kernel
-  void (*round_to_bf16)(float* o, int64_t n) = nullptr;       // each value rounded to bf16, in place
+  std::array<TileFn, graph::kPrimitiveCount> by_primitive{};              // null: no tile kernel
+  std::array<RowTileFn, graph::kPrimitiveCount> by_primitive_with_row{};  // null: spread the row's value
+  void (*round_to_bf16)(float* o, int64_t n) = nullptr;                   // each value rounded to bf16, in place
   // out[r] = row_sum (row_reduce.h) of x's row r of `length`, for r < rows.
   void (*row_sums)(const float* x, int64_t rows, int64_t length, float* out) = nullptr;
   // o[r * length + i] = values[r] for r < rows, i < length.

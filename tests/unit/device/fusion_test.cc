@@ -106,6 +106,25 @@ TEST(Fusion, AReductionOfAChainsMiddleSeesItComputed) {
   expect_reference_bits(graph, {random_of(DType::f32, shape, 4)});
 }
 
+// A row's value (its max, exact, so the reference's bits) read back along the row on
+// either side of each binary member that reads it where it lies, rather than spread.
+TEST(Fusion, AValueARowReadOnEitherSideOfABinaryMember) {
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    for (int64_t width : {128, 700}) {
+      SCOPED_TRACE(fmt::format("{}, rows of {}", graph::dtype_name(dtype), width));
+      const Shape shape{5, width};
+      Graph graph;
+      Builder b(graph);
+      NodeId x = b.neg(b.input("x", shape, dtype));
+      NodeId m = b.broadcast(b.reduce_max(x, {1}, true), shape);
+      NodeId row_first = b.add(b.add(b.sub(m, x), b.div(m, x)), b.add(b.mul(m, x), b.add(m, x)));
+      NodeId row_second = b.add(b.add(b.sub(x, m), b.div(x, m)), b.add(b.mul(x, m), b.add(x, m)));
+      b.output("y", b.add(row_first, row_second));
+      expect_reference_bits(graph, {random_of(dtype, shape, static_cast<uint32_t>(width))});
+    }
+  }
+}
+
 TEST(Fusion, ComparisonsAndWhereAndTheirBoolOutputs) {
   // A leaky relu and its mask: the comparison is a member, an output (bool) and cast
   // to f32 by another member; a bool input selects too.
