@@ -11,6 +11,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "device/cpu/fusion_tiles.h"
+#include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
 #include "device/cpu/row_reduce.h"
 #include "graph/prims/common.h"
@@ -86,11 +88,21 @@ Layout layout_of(const Shape& shape, const std::vector<int64_t>& axes) {
 // The most columns a thread sums side by side: a row's run of them, in L1.
 constexpr int64_t kBlock = 2048;
 
+// f32 columns summed a row at a time by the instruction set's add (the same adds in
+// the same order as the loop below, so the same bits); null for the other dtypes.
+template <class S>
+TileFn column_add(Isa isa) {
+  if constexpr (std::is_same_v<S, float>)
+    return tile_kernels_for(isa).by_primitive[graph::index_of(graph::PrimId::add)];
+  return nullptr;
+}
+
 template <class S, class C>
-Step make_reduction(ReduceKind kind, Layout layout, int cores) {
+Step make_reduction(ReduceKind kind, Layout layout, int cores, Isa isa) {
   int64_t outputs = layout.outer * layout.inner;
   int threads = threads_for(outputs * layout.reduced, cores);
-  return [kind, layout = std::move(layout), outputs, threads](const uint8_t* const* in, uint8_t* out) {
+  return [kind, layout = std::move(layout), outputs, threads, add = column_add<S>(isa)](const uint8_t* const* in,
+                                                                                        uint8_t* out) {
     const S* x = reinterpret_cast<const S*>(in[0]);
     bool want_max = kind == ReduceKind::max || kind == ReduceKind::argmax;
     bool want_index = kind == ReduceKind::argmax || kind == ReduceKind::argmin;
@@ -146,6 +158,17 @@ Step make_reduction(ReduceKind kind, Layout layout, int cores) {
         for (int64_t blk = begin; blk < end; ++blk) {
           int64_t o = blk / blocks_per_outer, i0 = (blk % blocks_per_outer) * block, w = std::min(block, I - i0);
           const S* base = x + o * R * I + i0;
+          if constexpr (std::is_same_v<S, float> && std::is_same_v<C, float>) {
+            if (kind == ReduceKind::sum && add != nullptr) {
+              std::fill_n(acc, w, 0.0f);
+              for (int64_t r = 0; r < R; ++r) {
+                const float* operands[2] = {acc, base + r * I};
+                add(operands, acc, w, nullptr);
+              }
+              std::copy_n(acc, w, reinterpret_cast<float*>(out) + o * I + i0);
+              continue;
+            }
+          }
           if (kind == ReduceKind::sum) {
             std::fill_n(acc, w, C(0));
             for (int64_t r = 0; r < R; ++r) {
@@ -181,7 +204,7 @@ Step reduce_step(const StepContext& c, const graph::Node& node) {
   return graph::visit_dtype(x.dtype, [&](auto types) -> Step {
     using S = typename decltype(types)::storage;
     using C = typename decltype(types)::compute;
-    return make_reduction<S, C>(K, std::move(layout), c.cores);
+    return make_reduction<S, C>(K, std::move(layout), c.cores, c.kernels.isa);
   });
 }
 
