@@ -47,25 +47,73 @@ Copy simplify(Copy c) {
     out.src_strides = {1};
     out.dst_strides = {1};
   }
+  // Where the source's rows lie across the destination's (a transpose), the axis along
+  // the source's rows goes next to the last, whatever the order the copy walks: copy_rows
+  // moves those two axes by blocks.
+  const size_t rank = out.shape.size();
+  if (rank >= 3 && out.dst_strides[rank - 1] == 1 && out.src_strides[rank - 1] != 1) {
+    for (size_t d = 0; d + 2 < rank; ++d) {
+      if (out.src_strides[d] != 1) continue;
+      for (auto* axes : {&out.shape, &out.src_strides, &out.dst_strides}) {
+        std::rotate(axes->begin() + static_cast<int64_t>(d), axes->begin() + static_cast<int64_t>(d) + 1,
+                    axes->end() - 1);
+      }
+      break;
+    }
+  }
   return out;
 }
 
+// Rows of `n` elements whose last axis is the source's rows' axis: element (r, j) from
+// src[s + r + j * ss] to dst[d + r * row_ds + j], in blocks of kSide rows and columns, so
+// that the lines a block reads and those it writes stay in L1 while it moves them.
+template <class T>
+void transpose_rows(const T* src, T* dst, int64_t s, int64_t d, int64_t rows, int64_t n, int64_t ss, int64_t row_ds) {
+  constexpr int64_t kSide = 16;
+  for (int64_t r0 = 0; r0 < rows; r0 += kSide) {
+    const int64_t r1 = std::min(rows, r0 + kSide);
+    for (int64_t j0 = 0; j0 < n; j0 += kSide) {
+      const int64_t j1 = std::min(n, j0 + kSide);
+      for (int64_t r = r0; r < r1; ++r) {
+        T* to = dst + d + r * row_ds;
+        const T* from = src + s + r;
+        for (int64_t j = j0; j < j1; ++j) to[j] = from[j * ss];
+      }
+    }
+  }
+}
+
+// Rows [begin, end) of the copy (a row: its last axis). Rows go by panels along the axis
+// before the last: a panel's first row is placed by its index, the rest by that axis's
+// strides (a division a row cost more than a short row's copy).
 template <class T>
 void copy_rows(const Copy& c, const T* src, T* dst, int64_t begin, int64_t end) {
-  size_t rank = c.shape.size();
-  int64_t n = c.shape[rank - 1], ss = c.src_strides[rank - 1], ds = c.dst_strides[rank - 1];
-  for (int64_t row = begin; row < end; ++row) {
-    int64_t s = c.src_base, d = c.dst_base, rest = row;
-    for (size_t k = rank - 1; k-- > 0;) {
+  const size_t rank = c.shape.size();
+  const int64_t n = c.shape[rank - 1], ss = c.src_strides[rank - 1], ds = c.dst_strides[rank - 1];
+  const int64_t panel = rank >= 2 ? c.shape[rank - 2] : 1;
+  const int64_t row_ss = rank >= 2 ? c.src_strides[rank - 2] : 0, row_ds = rank >= 2 ? c.dst_strides[rank - 2] : 0;
+  // The last two axes swapped (a transpose's): blocks, each side read or written along memory.
+  const bool swapped = ds == 1 && ss != 1 && row_ss == 1 && n > 1;
+  for (int64_t row = begin; row < end;) {
+    const int64_t first = row % panel, rows = std::min(end - row, panel - first);
+    int64_t s = c.src_base + first * row_ss, d = c.dst_base + first * row_ds, rest = row / panel;
+    for (size_t k = rank >= 2 ? rank - 2 : 0; k-- > 0;) {
       int64_t i = rest % c.shape[k];
       rest /= c.shape[k];
       s += i * c.src_strides[k];
       d += i * c.dst_strides[k];
     }
-    if (ss == 1 && ds == 1) std::memcpy(dst + d, src + s, static_cast<size_t>(n) * sizeof(T));
-    else if (ss == 0 && ds == 1) std::fill_n(dst + d, n, src[s]);
-    else
-      for (int64_t j = 0; j < n; ++j) dst[d + j * ds] = src[s + j * ss];
+    row += rows;
+    if (swapped) {
+      transpose_rows(src, dst, s, d, rows, n, ss, row_ds);
+      continue;
+    }
+    for (int64_t r = 0; r < rows; ++r, s += row_ss, d += row_ds) {
+      if (ss == 1 && ds == 1) std::memcpy(dst + d, src + s, static_cast<size_t>(n) * sizeof(T));
+      else if (ss == 0 && ds == 1) std::fill_n(dst + d, n, src[s]);
+      else
+        for (int64_t j = 0; j < n; ++j) dst[d + j * ds] = src[s + j * ss];
+    }
   }
 }
 

@@ -226,6 +226,42 @@ TEST(Plan, ColumnReductionsKeepTheReferencesBits) {
   }
 }
 
+// Copies move every element where the reference does, whichever way they walk: transposes
+// that swap the last two axes or carry the source's rows elsewhere (moved by blocks, whose
+// edges fall inside the rows and columns here), a slice and a concat, on 1 and 2 threads
+// (whose parts split a panel of rows where 2 threads run).
+TEST(Plan, CopiesMoveEveryElementWhereTheReferenceDoes) {
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> perm;
+  };
+  const Case cases[] = {{{300, 257}, {1, 0}},           {{3, 37, 50}, {0, 2, 1}},       {{4, 70, 5, 65}, {0, 2, 3, 1}},
+                        {{4, 5, 65, 70}, {0, 3, 1, 2}}, {{8, 70, 3, 64}, {0, 2, 1, 3}}, {{5, 1, 33}, {2, 1, 0}}};
+  std::mt19937 rng(23);
+  for (const Case& c : cases) {
+    Graph graph;
+    Builder b(graph);
+    NodeId x = b.input("x", c.shape, DType::f32);
+    b.output("y", b.transpose(x, c.perm));
+    std::vector<Tensor> inputs{random_tensor(DType::f32, c.shape, rng)};
+    Tensor want = run_on("reference", graph, inputs)[0];
+    for (int cores : {1, 2})
+      EXPECT_TRUE(same_bits(run_on("cpu", graph, inputs, cores)[0], want))
+          << "transpose of " << graph::shape_str(c.shape) << " on " << cores << " threads";
+  }
+  Graph graph;
+  Builder b(graph);
+  NodeId x = b.input("x", {6, 300, 90}, DType::f32);
+  NodeId part = b.op("slice", {x},
+                     {{"start", std::vector<int64_t>{1, 3, 30}},
+                      {"stop", std::vector<int64_t>{6, 300, 90}},
+                      {"step", std::vector<int64_t>{2, 1, 1}}});
+  b.output("y", b.op("concat", {part, b.transpose(part, {0, 1, 2})}, {{"axis", int64_t{2}}}));
+  std::vector<Tensor> inputs{random_tensor(DType::f32, {6, 300, 90}, rng)};
+  Tensor want = run_on("reference", graph, inputs)[0];
+  for (int cores : {1, 2}) EXPECT_TRUE(same_bits(run_on("cpu", graph, inputs, cores)[0], want)) << cores << " threads";
+}
+
 // A row's max and min have the reference's bits where the order decides them: a
 // NaN's payload (the first NaN), a zero's sign (the first of -0 and +0 when the
 // extreme is a zero), besides plain rows of every length around the 16 lanes the
