@@ -46,14 +46,14 @@ struct Fusion {
   std::vector<int> group_of_product;  // per node: the group whose `product` it is, -1 for none
 };
 
-// The groups of the needed nodes, `absorbed` and `absorbed_twice` as the plan decided
+// The groups of the needed nodes, `absorbed` and `absorbed_deep` as the plan decided
 // them (StepContext's bits, per node).
 // A node joins the group of its users when every node that reads it is in that group
 // or runs after the group's root, so a group never waits on a node that waits on it.
 // A product read by one lone node that could be a member makes that node a group of
 // one, for the product's epilogue.
 Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, const std::vector<uint32_t>& absorbed,
-                   const std::vector<uint32_t>& absorbed_twice);
+                   const std::vector<uint32_t>& absorbed_deep);
 
 // The step of a group, and which of its operands' bytes it may write its outputs over.
 struct FusedStep {

@@ -282,7 +282,7 @@ void attach_products(const graph::Graph& graph, const std::vector<bool>& needed,
 }  // namespace
 
 Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, const std::vector<uint32_t>& absorbed,
-                   const std::vector<uint32_t>& absorbed_twice) {
+                   const std::vector<uint32_t>& absorbed_deep) {
   const size_t count = graph.nodes.size();
   std::vector<std::vector<Use>> uses(count);
   std::vector<bool> is_output(count, false);
@@ -290,7 +290,7 @@ Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, c
   for (NodeId id = 0; id < count; ++id) {
     if (!needed[id]) continue;
     for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) {
-      uses[read_source(graph, id, k, absorbed[id], absorbed_twice[id])].push_back(
+      uses[read_source(graph, id, k, absorbed[id], absorbed_deep[id])].push_back(
           {id, reads_directly(absorbed, id, k)});
     }
   }
@@ -356,7 +356,7 @@ Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, c
   for (NodeId id = 0; id < count; ++id) {
     if (!needed[id] || fusion.group_of[id] >= 0) continue;
     for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) {
-      written[read_source(graph, id, k, absorbed[id], absorbed_twice[id])] = true;
+      written[read_source(graph, id, k, absorbed[id], absorbed_deep[id])] = true;
     }
   }
   for (NodeId id = 0; id < count; ++id) written[id] = written[id] || is_output[id];

@@ -98,30 +98,35 @@ struct StepContext {
   // row's `absorbs` said so): in[k] holds that node's input, which the step
   // reads through strides in its place, so the copy is never made.
   uint32_t absorbed = 0;
-  // Bit k: input k is a broadcast of a transpose, both absorbed: in[k] holds
-  // the transpose's input.
-  uint32_t absorbed_twice = 0;
+  // Bit k: what lies under input k is absorbed too: under a broadcast, a transpose
+  // (in[k] holds the transpose's input); under a transpose, a reshape of a slice (in[k]
+  // holds the slice's input).
+  uint32_t absorbed_deep = 0;
   // The packing buffers the plan's matrix products share (gemm.h); null: each its own.
   GemmScratch* gemm_scratch = nullptr;
 
   bool absorbs(size_t input) const { return (absorbed >> input & 1u) != 0; }
-  bool absorbs_twice(size_t input) const { return (absorbed_twice >> input & 1u) != 0; }
+  bool absorbs_deep(size_t input) const { return (absorbed_deep >> input & 1u) != 0; }
 };
 
 using MakeStep = Step (*)(const StepContext& context, const graph::Node& node);
 // How deep a step of `node` reads input `input`, a broadcast or transpose node:
-// 0, as it is; 1, through that node's input; 2 (a broadcast of a transpose),
-// through the transpose's input.
+// 0, as it is; 1, through that node's input; 2, through what lies under that input
+// (a broadcast of a transpose: the transpose's input; a transpose of a reshape of a
+// slice: the slice's input).
 using Absorbs = int (*)(const graph::Graph& graph, const graph::Node& node, size_t input);
 
 // The node whose bytes node `id` reads as its input k, given the bits of what
-// it absorbs (StepContext's `absorbed` and `absorbed_twice`).
+// it absorbs (StepContext's `absorbed` and `absorbed_deep`).
 inline graph::NodeId read_source(const graph::Graph& graph, graph::NodeId id, size_t k, uint32_t absorbed,
-                                 uint32_t absorbed_twice) {
+                                 uint32_t absorbed_deep) {
   graph::NodeId source = graph.node(id).inputs[k];
-  if ((absorbed >> k & 1u) != 0) source = graph.node(source).inputs[0];
-  if ((absorbed_twice >> k & 1u) != 0) source = graph.node(source).inputs[0];
-  return source;
+  if ((absorbed >> k & 1u) == 0) return source;
+  const bool under_transpose = graph.node(source).op() == graph::PrimId::transpose;
+  source = graph.node(source).inputs[0];
+  if ((absorbed_deep >> k & 1u) == 0) return source;
+  source = graph.node(source).inputs[0];
+  return under_transpose ? graph.node(source).inputs[0] : source;
 }
 
 // How the cpu device runs each primitive, by id: the plan's dispatch.

@@ -13,6 +13,7 @@
 // alone reads runs in that chain's step (epilogue.h): its GEMM hands the chain each
 // block of the result as it finishes it.
 #include <memory>
+#include <optional>
 
 #include "device/cpu/epilogue.h"
 #include "device/cpu/gemm.h"
@@ -26,13 +27,74 @@ using graph::DType;
 using graph::Shape;
 
 // How a product reads one operand, per entry of the output's batch axes: a stride per
-// batch axis, then its rows' and columns' strides, in elements. A plain operand is
-// row-major; an absorbed transpose reads its input through the permuted strides; weights
+// batch axis, then its rows' and columns' strides, in elements, from its first element
+// at `offset`. A plain operand is row-major; an absorbed transpose reads its input
+// through the permuted strides, and one of a reshape of a slice (attention's heads, cut
+// from the packed q, k and v) reads the slice's input, from the slice's start; weights
 // broadcast over the batch have batch strides of 0.
 struct OperandLayout {
   std::vector<int64_t> batch_strides;
   int64_t rows = 0, cols = 1;
+  int64_t offset = 0;
 };
+
+// A view of elements at `offset` + sum index[d] * strides[d] over `shape`.
+struct View {
+  Shape shape;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+};
+
+// `view` reshaped to `to` without a copy, when each run of its axes that `to` splits or
+// merges lies along memory as one axis would (numpy's rule); nothing otherwise.
+std::optional<View> reshaped(const View& view, const Shape& to) {
+  View out{.shape = to, .strides = std::vector<int64_t>(to.size(), 1), .offset = view.offset};
+  size_t i = 0, j = 0;
+  while (i < view.shape.size() && j < to.size()) {
+    size_t i_end = i + 1, j_end = j + 1;
+    int64_t from_size = view.shape[i], to_size = to[j];
+    while (from_size != to_size) {
+      if (from_size < to_size) {
+        if (i_end == view.shape.size()) return std::nullopt;
+        from_size *= view.shape[i_end++];
+      } else {
+        if (j_end == to.size()) return std::nullopt;
+        to_size *= to[j_end++];
+      }
+    }
+    for (size_t d = i; d + 1 < i_end; ++d) {
+      if (view.shape[d + 1] != 1 && view.strides[d] != view.strides[d + 1] * view.shape[d + 1]) return std::nullopt;
+    }
+    out.strides[j_end - 1] = view.strides[i_end - 1];
+    for (size_t d = j_end - 1; d > j; --d) out.strides[d - 1] = out.strides[d] * to[d];
+    i = i_end;
+    j = j_end;
+  }
+  for (; i < view.shape.size(); ++i) {
+    if (view.shape[i] != 1) return std::nullopt;
+  }
+  for (; j < to.size(); ++j) {
+    if (to[j] != 1) return std::nullopt;
+  }
+  return out;
+}
+
+// The elements a transpose of a reshape of a slice reads from the slice's input, when
+// the reshape needs no copy (`transpose`: that transpose node).
+std::optional<View> slice_view(const graph::Graph& graph, const graph::Node& transpose) {
+  const graph::Node& reshape = graph.node(transpose.inputs[0]);
+  if (reshape.op() != graph::PrimId::reshape) return std::nullopt;
+  const graph::Node& slice = graph.node(reshape.inputs[0]);
+  if (slice.op() != graph::PrimId::slice) return std::nullopt;
+  const Shape& from = graph.node(slice.inputs[0]).shape;
+  const auto &start = slice.attrs.get_ints("start"), &step = slice.attrs.get_ints("step");
+  View view{.shape = slice.shape, .strides = graph::row_major_strides(from), .offset = 0};
+  for (size_t d = 0; d < from.size(); ++d) {
+    view.offset += start[d] * view.strides[d];
+    view.strides[d] *= step[d];
+  }
+  return reshaped(view, reshape.shape);
+}
 
 OperandLayout operand_layout(const StepContext& c, const graph::Node& node, size_t input) {
   const graph::Node& operand = c.graph.node(node.inputs[input]);
@@ -40,7 +102,7 @@ OperandLayout operand_layout(const StepContext& c, const graph::Node& node, size
   OperandLayout layout;
   if (c.absorbs(input) && operand.op() == graph::PrimId::broadcast) {
     layout.batch_strides.assign(batch_axes, 0);
-    if (c.absorbs_twice(input)) {  // the matrix is a transpose's: its columns are its input's rows
+    if (c.absorbs_deep(input)) {  // the matrix is a transpose's: its columns are its input's rows
       layout.rows = 1;
       layout.cols = operand.shape[rank - 2];
     } else {
@@ -51,6 +113,11 @@ OperandLayout operand_layout(const StepContext& c, const graph::Node& node, size
   std::vector<int64_t> strides = graph::row_major_strides(operand.shape);
   if (c.absorbs(input)) {  // a transpose: output axis d is its input's axis perm[d]
     std::vector<int64_t> from = graph::row_major_strides(c.graph.node(operand.inputs[0]).shape);
+    if (c.absorbs_deep(input)) {  // of a reshape of a slice: through the slice's input
+      const View view = *slice_view(c.graph, operand);
+      from = view.strides;
+      layout.offset = view.offset;
+    }
     const auto& perm = operand.attrs.get_ints("perm");
     for (size_t d = 0; d < rank; ++d) strides[d] = from[static_cast<size_t>(perm[d])];
   }
@@ -88,11 +155,11 @@ struct FloatMatmul {
     float* c = reinterpret_cast<float*>(bf16 ? scratch->product.data.get() : out);
     auto* rounded = bf16 ? reinterpret_cast<graph::Bf16*>(out) : nullptr;
     auto entry = [&](Gemm& gemm, int part, int64_t e) {
-      MatrixRef ra{.data = a + static_cast<size_t>(offset_of(a_layout, e)) * elem,
+      MatrixRef ra{.data = a + static_cast<size_t>(a_layout.offset + offset_of(a_layout, e)) * elem,
                    .rows = a_layout.rows,
                    .cols = a_layout.cols,
                    .bf16 = bf16};
-      MatrixRef rb{.data = b + static_cast<size_t>(offset_of(b_layout, e)) * elem,
+      MatrixRef rb{.data = b + static_cast<size_t>(b_layout.offset + offset_of(b_layout, e)) * elem,
                    .rows = b_layout.rows,
                    .cols = b_layout.cols,
                    .bf16 = bf16};
@@ -190,11 +257,15 @@ Step matmul_step(const StepContext& c, const graph::Node& node) {
 // and bf16 products, through that matrix too when it is a transpose of a [n, k] matrix
 // (a gradient's weights); for f32 and bf16 products, a transpose (its input read
 // through permuted strides, which the GEMM's packing takes; the sums keep their order,
-// so the bits are those of the copy).
+// so the bits are those of the copy), and through a reshape and a slice under it where
+// the reshape needs no copy (slice_view): the slice is then not made either.
 int absorbs_operand(const graph::Graph& graph, const graph::Node& node, size_t input) {
   const graph::Node& operand = graph.node(node.inputs[input]);
   const bool floats = node.dtype == DType::f32 || node.dtype == DType::bf16;
-  if (operand.op() == graph::PrimId::transpose) return floats && graph::numel(node.shape) > 0 ? 1 : 0;
+  if (operand.op() == graph::PrimId::transpose) {
+    if (!floats || graph::numel(node.shape) == 0) return 0;
+    return slice_view(graph, operand) ? 2 : 1;
+  }
   if (input != 1 || operand.op() != graph::PrimId::broadcast || node.shape.size() < 3) return 0;
   const graph::Node& matrix = graph.node(operand.inputs[0]);
   const Shape& from = matrix.shape;

@@ -86,9 +86,9 @@ class CpuPlan : public Plan {
     storage_.resize(count);
     // Which nodes an output needs; which inputs each step reads through a broadcast's
     // or transpose's input (its row's `absorbs`): bit k of absorbed[id] for input k,
-    // and of absorbed_twice[id] too when it reads a broadcast's transpose's input.
+    // and of absorbed_deep[id] as well when it reads through what lies under that node.
     std::vector<bool> needed(count, false);
-    std::vector<uint32_t> absorbed(count, 0), absorbed_twice(count, 0);
+    std::vector<uint32_t> absorbed(count, 0), absorbed_deep(count, 0);
     std::vector<int> users(count, 0), absorbing(count, 0);
     for (const graph::NamedNode& out : graph_.outputs) needed[out.node] = true;
     for (NodeId id = static_cast<NodeId>(count); id-- > 0;) {
@@ -104,9 +104,9 @@ class CpuPlan : public Plan {
                         : 0;
         if (depth > 0) {
           absorbed[id] |= 1u << k;
-          if (depth == 2) absorbed_twice[id] |= 1u << k;  // the transpose under it is needed only by others
+          if (depth == 2) absorbed_deep[id] |= 1u << k;  // what lies under it is needed only by others
           ++absorbing[in];
-          needed[cpu::read_source(graph_, id, k, absorbed[id], absorbed_twice[id])] = true;
+          needed[cpu::read_source(graph_, id, k, absorbed[id], absorbed_deep[id])] = true;
           if (users[in] != absorbing[in]) needed[in] = true;
         } else {
           needed[in] = true;
@@ -121,7 +121,7 @@ class CpuPlan : public Plan {
     }
     check_fits_in_memory("cpu", bytes);
     // Chains of elementwise nodes run fused: a group's step runs where its root is.
-    const cpu::Fusion fusion = cpu::find_fusion(graph_, needed, absorbed, absorbed_twice);
+    const cpu::Fusion fusion = cpu::find_fusion(graph_, needed, absorbed, absorbed_deep);
     std::vector<NodeId> in_registers;  // the groups whose program runs in registers, by root
     // A broadcast or transpose every user absorbs is not computed (needed stays false
     // unless another user or an output asked for it).
@@ -133,8 +133,8 @@ class CpuPlan : public Plan {
         const cpu::FusedGroup& group = fusion.groups[static_cast<size_t>(g)];
         if (group.members.back() != id) continue;
         if (group.product) {
-          cpu::EpilogueStep step = cpu::make_epilogue_step(step_context(*group.product, absorbed, absorbed_twice),
-                                                           group, absorbed, &fusion_scratch_);
+          cpu::EpilogueStep step = cpu::make_epilogue_step(step_context(*group.product, absorbed, absorbed_deep), group,
+                                                           absorbed, &fusion_scratch_);
           if (step.in_registers) in_registers.push_back(id);
           entries_.push_back({.id = id,
                               .alias = 0,
@@ -180,11 +180,11 @@ class CpuPlan : public Plan {
       Entry entry{
           .id = id, .alias = 0, .inputs = node.inputs, .outputs = {id}, .step = {}, .outs = {}, .may_overwrite = {}};
       for (size_t k = 0; k < node.inputs.size(); ++k) {
-        entry.inputs[k] = cpu::read_source(graph_, id, k, absorbed[id], absorbed_twice[id]);
+        entry.inputs[k] = cpu::read_source(graph_, id, k, absorbed[id], absorbed_deep[id]);
       }
       cpu::Step step;
       if (row.run == Run::step) {
-        step = row.make(step_context(id, absorbed, absorbed_twice), node);
+        step = row.make(step_context(id, absorbed, absorbed_deep), node);
       } else {
         std::vector<graph::ValueType> types;
         for (NodeId in : node.inputs) types.push_back({graph_.node(in).shape, graph_.node(in).dtype});
@@ -222,12 +222,12 @@ class CpuPlan : public Plan {
 
   // What making node `id`'s step may read (kernels.h).
   cpu::StepContext step_context(NodeId id, const std::vector<uint32_t>& absorbed,
-                                const std::vector<uint32_t>& absorbed_twice) {
+                                const std::vector<uint32_t>& absorbed_deep) {
     return {.graph = graph_,
             .cores = cores_,
             .kernels = kernels_,
             .absorbed = absorbed[id],
-            .absorbed_twice = absorbed_twice[id],
+            .absorbed_deep = absorbed_deep[id],
             .gemm_scratch = &gemm_scratch_};
   }
 

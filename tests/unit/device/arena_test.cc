@@ -169,6 +169,49 @@ TEST(CpuArena, ProductsReadTransposesWithoutCopies) {
   }
 }
 
+// Heads cut from a packed q, k and v (a slice of the last axis, reshaped into heads and
+// transposed, as sexpgpu/nn's attention cuts them) are read where the packed tensor
+// lies: attention's scores and its mix of the values need their own bytes and the
+// scores', with the bits of the product of the slices copied out first.
+TEST(CpuArena, ProductsReadHeadsCutFromAPackedTensorWithoutCopies) {
+  const int64_t batch = 3, seq = 40, heads = 4, head_dim = 16, dim = heads * head_dim;
+  const Shape packed_shape{batch, seq, 3 * dim};
+  // A head cut, read in place, or copied out first by an exact multiply by 1 (which the
+  // product cannot read through).
+  auto part = [&](Builder& b, NodeId packed, int64_t i, std::vector<int64_t> perm, bool copied) {
+    NodeId cut = b.op("slice", {packed},
+                      {{"start", std::vector<int64_t>{0, 0, i * dim}},
+                       {"stop", std::vector<int64_t>{batch, seq, (i + 1) * dim}},
+                       {"step", std::vector<int64_t>{1, 1, 1}}});
+    if (copied) cut = b.mul(cut, b.literal(1.0));
+    return b.transpose(b.reshape(cut, {batch, seq, heads, head_dim}), std::move(perm));
+  };
+  for (DType t : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(graph::dtype_name(t));
+    auto attention = [&](bool copied) {
+      Graph graph;
+      Builder b(graph);
+      NodeId packed = b.input("packed", packed_shape, t);
+      NodeId scores = b.matmul(part(b, packed, 0, {0, 2, 1, 3}, copied), part(b, packed, 1, {0, 2, 3, 1}, copied));
+      b.output("mixed", b.matmul(scores, part(b, packed, 2, {0, 2, 1, 3}, copied)));
+      return graph;
+    };
+    const Graph in_place = attention(false), copied = attention(true);
+    std::mt19937 rng(12);
+    std::vector<Tensor> inputs{random_tensor(t, packed_shape, rng)};
+    for (int cores : {1, 2}) {
+      auto on = make_device("cpu", DeviceOptions{.cpu_cores = cores});
+      auto plan = on->compile(in_place);
+      Tensor got = plan->run_host(inputs)[0];
+      EXPECT_TRUE(same_bits(got, on->compile(copied)->run_host(inputs)[0])) << "on " << cores;
+      EXPECT_EQ(compare(got, run_on("reference", in_place, inputs)[0], false, 2 * seq), "");
+      // Alive at once: the scores alone (the result is written where the caller wants it).
+      const size_t scores = static_cast<size_t>(batch * heads * seq * seq) * graph::dtype_size(t);
+      EXPECT_LE(plan->memory().live_peak_bytes, scores + 64) << "a head was copied";
+    }
+  }
+}
+
 // A gradient's product by transposed weights, x @ broadcast(transpose(w)), reads w
 // through both nodes: the bits of the product by the transpose copied out first, and
 // no room in the arena for the transpose or the broadcast.
