@@ -1,6 +1,7 @@
-// Data movement: transpose, broadcast, slice, concat, pad and gather, and
-// gather's gradient scatter_add. Each but scatter_add is a strided copy (an output region walked in row-major order, a
-// source reached through per-axis strides), so the bytes are the reference's.
+// Data movement: transpose, broadcast, slice, concat, pad and gather, gather's
+// gradient scatter_add, and one_hot. Each but scatter_add and one_hot is a strided
+// copy (an output region walked in row-major order, a source reached through per-axis
+// strides), so the bytes are the reference's.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -247,6 +248,32 @@ Step scatter_add_step(const graph::Graph& graph, const graph::Node& node, int co
   });
 }
 
+// one_hot: zeros, then a one at each index's place along its row (none for an index
+// outside [0, depth)), as the reference sets them. The rows go to the threads.
+Step one_hot_step(const StepContext& c, const graph::Node& node) {
+  const graph::Node& indices = c.graph.node(node.inputs[0]);
+  const int64_t depth = node.attrs.get_int("depth"), count = graph::numel(indices.shape);
+  const size_t size = graph::dtype_size(node.dtype);
+  const graph::Tensor one = graph::Tensor::scalar(node.dtype, 1.0);
+  std::vector<uint8_t> one_bytes(one.bytes().begin(), one.bytes().end());
+  const int threads = threads_for(count * depth, c.cores);
+  return graph::visit_dtype(indices.dtype, [&](auto types) -> Step {
+    using I = typename decltype(types)::storage;
+    using C = typename decltype(types)::compute;
+    return [depth, count, size, one_bytes, threads](const uint8_t* const* in, uint8_t* out) {
+      const I* index = reinterpret_cast<const I*>(in[0]);
+      parallel_for(count, threads, [&](int64_t begin, int64_t end) {
+        const auto row_bytes = static_cast<size_t>(depth) * size;
+        std::memset(out + static_cast<size_t>(begin) * row_bytes, 0, static_cast<size_t>(end - begin) * row_bytes);
+        for (int64_t i = begin; i < end; ++i) {
+          const auto k = static_cast<int64_t>(static_cast<C>(index[i]));
+          if (k >= 0 && k < depth) std::memcpy(out + static_cast<size_t>(i * depth + k) * size, one_bytes.data(), size);
+        }
+      });
+    };
+  });
+}
+
 // Each primitive's copies. An empty output needs no copy (and gather's shape
 // rule refuses to read an empty axis, so an empty operand gives an empty
 // result).
@@ -339,6 +366,9 @@ void add_movement_steps(StepTable& table) {
   });
   table.set(graph::PrimId::scatter_add,
             [](const StepContext& c, const graph::Node& node) { return scatter_add_step(c.graph, node, c.cores); });
+  table.set(graph::PrimId::one_hot, [](const StepContext& c, const graph::Node& node) {
+    return graph::numel(node.shape) > 0 ? one_hot_step(c, node) : nothing_step();
+  });
   table.set(graph::PrimId::transpose, transpose_step);
   table.set(graph::PrimId::broadcast, broadcast_step);
   table.set(graph::PrimId::slice, slice_step);

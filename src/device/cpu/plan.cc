@@ -565,8 +565,7 @@ std::unique_ptr<Plan> CpuDevice::compile(const graph::Graph& graph) {
 }
 
 std::vector<std::string> CpuDevice::fallback_primitives() const {
-  // The primitives without a row in the step table. Today one_hot, rare in a
-  // model: not worth a kernel until a benchmark asks for one.
+  // The primitives without a row in the step table: today none.
   std::vector<std::string> names;
   for (const graph::Primitive* p : graph::all_primitives()) {
     if (cpu::step_table()[p->id].run == Run::reference) names.emplace_back(p->name);
