@@ -94,13 +94,13 @@ struct StepContext {
   const graph::Graph& graph;
   int cores = 1;
   const KernelSet& kernels;
-  // Bit k: input k is a broadcast or transpose node the step absorbs (its
+  // Bit k: input k is a broadcast, transpose or reshape node the step absorbs (its
   // row's `absorbs` said so): in[k] holds that node's input, which the step
   // reads through strides in its place, so the copy is never made.
   uint32_t absorbed = 0;
-  // Bit k: what lies under input k is absorbed too: under a broadcast, a transpose
-  // (in[k] holds the transpose's input); under a transpose, a reshape of a slice (in[k]
-  // holds the slice's input).
+  // Bit k: what lies under input k is absorbed too: under a broadcast or a reshape, a
+  // transpose (in[k] holds the transpose's input); under a transpose, a reshape of a
+  // slice (in[k] holds the slice's input).
   uint32_t absorbed_deep = 0;
   // The packing buffers the plan's matrix products share (gemm.h); null: each its own.
   GemmScratch* gemm_scratch = nullptr;
@@ -110,10 +110,10 @@ struct StepContext {
 };
 
 using MakeStep = Step (*)(const StepContext& context, const graph::Node& node);
-// How deep a step of `node` reads input `input`, a broadcast or transpose node:
-// 0, as it is; 1, through that node's input; 2, through what lies under that input
-// (a broadcast of a transpose: the transpose's input; a transpose of a reshape of a
-// slice: the slice's input).
+// How deep a step of `node` reads input `input`, a broadcast, transpose or reshape
+// node: 0, as it is; 1, through that node's input; 2, through what lies under that
+// input (a broadcast or a reshape of a transpose: the transpose's input; a transpose
+// of a reshape of a slice: the slice's input).
 using Absorbs = int (*)(const graph::Graph& graph, const graph::Node& node, size_t input);
 
 // The node whose bytes node `id` reads as its input k, given the bits of what

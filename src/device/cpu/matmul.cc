@@ -18,6 +18,7 @@
 #include "device/cpu/epilogue.h"
 #include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
+#include "device/cpu/view.h"
 #include "graph/prims/common.h"
 
 namespace sx::device::cpu {
@@ -37,47 +38,6 @@ struct OperandLayout {
   int64_t rows = 0, cols = 1;
   int64_t offset = 0;
 };
-
-// A view of elements at `offset` + sum index[d] * strides[d] over `shape`.
-struct View {
-  Shape shape;
-  std::vector<int64_t> strides;
-  int64_t offset = 0;
-};
-
-// `view` reshaped to `to` without a copy, when each run of its axes that `to` splits or
-// merges lies along memory as one axis would (numpy's rule); nothing otherwise.
-std::optional<View> reshaped(const View& view, const Shape& to) {
-  View out{.shape = to, .strides = std::vector<int64_t>(to.size(), 1), .offset = view.offset};
-  size_t i = 0, j = 0;
-  while (i < view.shape.size() && j < to.size()) {
-    size_t i_end = i + 1, j_end = j + 1;
-    int64_t from_size = view.shape[i], to_size = to[j];
-    while (from_size != to_size) {
-      if (from_size < to_size) {
-        if (i_end == view.shape.size()) return std::nullopt;
-        from_size *= view.shape[i_end++];
-      } else {
-        if (j_end == to.size()) return std::nullopt;
-        to_size *= to[j_end++];
-      }
-    }
-    for (size_t d = i; d + 1 < i_end; ++d) {
-      if (view.shape[d + 1] != 1 && view.strides[d] != view.strides[d + 1] * view.shape[d + 1]) return std::nullopt;
-    }
-    out.strides[j_end - 1] = view.strides[i_end - 1];
-    for (size_t d = j_end - 1; d > j; --d) out.strides[d - 1] = out.strides[d] * to[d];
-    i = i_end;
-    j = j_end;
-  }
-  for (; i < view.shape.size(); ++i) {
-    if (view.shape[i] != 1) return std::nullopt;
-  }
-  for (; j < to.size(); ++j) {
-    if (to[j] != 1) return std::nullopt;
-  }
-  return out;
-}
 
 // The elements a transpose of a reshape of a slice reads from the slice's input, when
 // the reshape needs no copy (`transpose`: that transpose node).

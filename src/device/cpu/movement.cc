@@ -4,9 +4,12 @@
 // strides), so the bytes are the reference's.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
+#include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
+#include "device/cpu/view.h"
 #include "graph/prims/common.h"
 
 namespace sx::device::cpu {
@@ -86,9 +89,11 @@ void transpose_rows(const T* src, T* dst, int64_t s, int64_t d, int64_t rows, in
 
 // Rows [begin, end) of the copy (a row: its last axis). Rows go by panels along the axis
 // before the last: a panel's first row is placed by its index, the rest by that axis's
-// strides (a division a row cost more than a short row's copy).
+// strides (a division a row cost more than a short row's copy). Elements of 4 bytes move
+// through a transpose by the instruction set's vector transposes (`transpose`, the
+// GEMM's, which moves bits as they are).
 template <class T>
-void copy_rows(const Copy& c, const T* src, T* dst, int64_t begin, int64_t end) {
+void copy_rows(const Copy& c, const T* src, T* dst, int64_t begin, int64_t end, TransposeKernel transpose) {
   const size_t rank = c.shape.size();
   const int64_t n = c.shape[rank - 1], ss = c.src_strides[rank - 1], ds = c.dst_strides[rank - 1];
   const int64_t panel = rank >= 2 ? c.shape[rank - 2] : 1;
@@ -106,7 +111,11 @@ void copy_rows(const Copy& c, const T* src, T* dst, int64_t begin, int64_t end) 
     }
     row += rows;
     if (swapped) {
-      transpose_rows(src, dst, s, d, rows, n, ss, row_ds);
+      if constexpr (sizeof(T) == sizeof(float)) {
+        transpose(rows, n, reinterpret_cast<const float*>(src + s), ss, reinterpret_cast<float*>(dst + d), row_ds);
+      } else {
+        transpose_rows(src, dst, s, d, rows, n, ss, row_ds);
+      }
       continue;
     }
     for (int64_t r = 0; r < rows; ++r, s += row_ss, d += row_ds) {
@@ -119,20 +128,20 @@ void copy_rows(const Copy& c, const T* src, T* dst, int64_t begin, int64_t end) 
 }
 
 template <class T>
-void run_copy_typed(const Copy& c, const uint8_t* src, uint8_t* dst, int threads) {
+void run_copy_typed(const Copy& c, const uint8_t* src, uint8_t* dst, int threads, TransposeKernel transpose) {
   int64_t rows = 1;  // counted in place: a run allocates nothing
   for (size_t d = 0; d + 1 < c.shape.size(); ++d) rows *= c.shape[d];
   parallel_for(rows, threads, [&](int64_t begin, int64_t end) {
-    copy_rows(c, reinterpret_cast<const T*>(src), reinterpret_cast<T*>(dst), begin, end);
+    copy_rows(c, reinterpret_cast<const T*>(src), reinterpret_cast<T*>(dst), begin, end, transpose);
   });
 }
 
-void run_copy(const Copy& c, size_t size, const uint8_t* src, uint8_t* dst, int threads) {
+void run_copy(const Copy& c, size_t size, const uint8_t* src, uint8_t* dst, int threads, TransposeKernel transpose) {
   switch (size) {
-    case 1: return run_copy_typed<uint8_t>(c, src, dst, threads);
-    case 2: return run_copy_typed<uint16_t>(c, src, dst, threads);
-    case 4: return run_copy_typed<uint32_t>(c, src, dst, threads);
-    default: return run_copy_typed<uint64_t>(c, src, dst, threads);
+    case 1: return run_copy_typed<uint8_t>(c, src, dst, threads, transpose);
+    case 2: return run_copy_typed<uint16_t>(c, src, dst, threads, transpose);
+    case 4: return run_copy_typed<uint32_t>(c, src, dst, threads, transpose);
+    default: return run_copy_typed<uint64_t>(c, src, dst, threads, transpose);
   }
 }
 
@@ -154,16 +163,16 @@ void fill_elements(const std::vector<uint8_t>& value, uint8_t* out, int64_t begi
 
 // A step made of copies, source k of copy k being input `inputs[k]`, after
 // filling the output with `fill` (one element's bytes) when it is set.
-Step copies_step(std::vector<Copy> copies, std::vector<size_t> inputs, size_t size, int64_t out_count,
-                 std::optional<std::vector<uint8_t>> fill, int cores) {
-  for (Copy& c : copies) c = simplify(std::move(c));
-  int threads = threads_for(out_count, cores);
-  return [copies = std::move(copies), inputs = std::move(inputs), size, out_count, fill = std::move(fill), threads](
-             const uint8_t* const* in, uint8_t* out) {
+Step copies_step(const StepContext& c, std::vector<Copy> copies, std::vector<size_t> inputs, size_t size,
+                 int64_t out_count, std::optional<std::vector<uint8_t>> fill) {
+  for (Copy& copy : copies) copy = simplify(std::move(copy));
+  int threads = threads_for(out_count, c.cores);
+  return [copies = std::move(copies), inputs = std::move(inputs), size, out_count, fill = std::move(fill), threads,
+          transpose = c.kernels.pack_transposed](const uint8_t* const* in, uint8_t* out) {
     if (fill) {
       parallel_for(out_count, threads, [&](int64_t begin, int64_t end) { fill_elements(*fill, out, begin, end); });
     }
-    for (size_t k = 0; k < copies.size(); ++k) run_copy(copies[k], size, in[inputs[k]], out, threads);
+    for (size_t k = 0; k < copies.size(); ++k) run_copy(copies[k], size, in[inputs[k]], out, threads, transpose);
   };
 }
 
@@ -287,8 +296,8 @@ Step transpose_step(const StepContext& c, const graph::Node& node) {
   const graph::Node& x = c.graph.node(node.inputs[0]);
   std::vector<int64_t> in_strides = graph::row_major_strides(x.shape), src;
   for (int64_t p : node.attrs.get_ints("perm")) src.push_back(in_strides[static_cast<size_t>(p)]);
-  return copies_step({Copy{node.shape, src, graph::row_major_strides(node.shape)}}, {0}, graph::dtype_size(node.dtype),
-                     out_count, std::nullopt, c.cores);
+  return copies_step(c, {Copy{node.shape, src, graph::row_major_strides(node.shape)}}, {0},
+                     graph::dtype_size(node.dtype), out_count, std::nullopt);
 }
 
 Step broadcast_step(const StepContext& c, const graph::Node& node) {
@@ -298,8 +307,8 @@ Step broadcast_step(const StepContext& c, const graph::Node& node) {
   std::vector<int64_t> in_strides = graph::row_major_strides(from), src(node.shape.size(), 0);
   size_t lead = node.shape.size() - from.size();
   for (size_t d = 0; d < from.size(); ++d) src[lead + d] = from[d] == 1 ? 0 : in_strides[d];
-  return copies_step({Copy{node.shape, src, graph::row_major_strides(node.shape)}}, {0}, graph::dtype_size(node.dtype),
-                     out_count, std::nullopt, c.cores);
+  return copies_step(c, {Copy{node.shape, src, graph::row_major_strides(node.shape)}}, {0},
+                     graph::dtype_size(node.dtype), out_count, std::nullopt);
 }
 
 Step slice_step(const StepContext& c, const graph::Node& node) {
@@ -313,8 +322,26 @@ Step slice_step(const StepContext& c, const graph::Node& node) {
     base += start[d] * in_strides[d];
     src.push_back(in_strides[d] * step[d]);
   }
-  return copies_step({Copy{node.shape, src, graph::row_major_strides(node.shape), base, 0}}, {0},
-                     graph::dtype_size(node.dtype), out_count, std::nullopt, c.cores);
+  return copies_step(c, {Copy{node.shape, src, graph::row_major_strides(node.shape), base, 0}}, {0},
+                     graph::dtype_size(node.dtype), out_count, std::nullopt);
+}
+
+// Where a concat's part `input`, a reshape of a transpose (attention's heads merged, in
+// a gradient), lies in the concat's output (at `offset` over `out_strides`), seen with
+// the transpose's shape; nothing when the reshape needs a copy there.
+std::optional<View> transposed_part(const graph::Graph& graph, const graph::Node& node, size_t input,
+                                    const std::vector<int64_t>& out_strides, int64_t offset) {
+  const graph::Node& reshape = graph.node(node.inputs[input]);
+  if (reshape.op() != graph::PrimId::reshape) return std::nullopt;
+  const graph::Node& transpose = graph.node(reshape.inputs[0]);
+  if (transpose.op() != graph::PrimId::transpose) return std::nullopt;
+  return reshaped(View{.shape = reshape.shape, .strides = out_strides, .offset = offset}, transpose.shape);
+}
+
+// A concat reads a part that is a reshape of a transpose through the transpose's input
+// (one copy, not two).
+int absorbs_transposed_part(const graph::Graph& graph, const graph::Node& node, size_t input) {
+  return transposed_part(graph, node, input, graph::row_major_strides(node.shape), 0) ? 2 : 0;
 }
 
 Step concat_step(const StepContext& c, const graph::Node& node) {
@@ -327,14 +354,21 @@ Step concat_step(const StepContext& c, const graph::Node& node) {
   int64_t offset = 0;
   for (size_t k = 0; k < node.inputs.size(); ++k) {
     const Shape& s = c.graph.node(node.inputs[k]).shape;
-    if (graph::numel(s) > 0) {
+    if (graph::numel(s) > 0 && c.absorbs_deep(k)) {
+      const graph::Node& transpose = c.graph.node(c.graph.node(node.inputs[k]).inputs[0]);
+      const std::vector<int64_t> from = graph::row_major_strides(c.graph.node(transpose.inputs[0]).shape);
+      std::vector<int64_t> src;
+      for (int64_t p : transpose.attrs.get_ints("perm")) src.push_back(from[static_cast<size_t>(p)]);
+      const View to = *transposed_part(c.graph, node, k, out_strides, offset * out_strides[axis]);
+      copies.push_back(Copy{transpose.shape, src, to.strides, 0, to.offset});
+      inputs.push_back(k);
+    } else if (graph::numel(s) > 0) {
       copies.push_back(Copy{s, graph::row_major_strides(s), out_strides, 0, offset * out_strides[axis]});
       inputs.push_back(k);
     }
     offset += s[axis];
   }
-  return copies_step(std::move(copies), std::move(inputs), graph::dtype_size(node.dtype), out_count, std::nullopt,
-                     c.cores);
+  return copies_step(c, std::move(copies), std::move(inputs), graph::dtype_size(node.dtype), out_count, std::nullopt);
 }
 
 Step pad_step(const StepContext& c, const graph::Node& node) {
@@ -354,8 +388,8 @@ Step pad_step(const StepContext& c, const graph::Node& node) {
   std::vector<Copy> copies;
   if (graph::numel(from) > 0) copies.push_back(Copy{from, graph::row_major_strides(from), dst, 0, base});
   std::vector<size_t> inputs(copies.size(), 0);
-  return copies_step(std::move(copies), std::move(inputs), graph::dtype_size(node.dtype), out_count, std::move(fill),
-                     c.cores);
+  return copies_step(c, std::move(copies), std::move(inputs), graph::dtype_size(node.dtype), out_count,
+                     std::move(fill));
 }
 
 }  // namespace
@@ -372,7 +406,7 @@ void add_movement_steps(StepTable& table) {
   table.set(graph::PrimId::transpose, transpose_step);
   table.set(graph::PrimId::broadcast, broadcast_step);
   table.set(graph::PrimId::slice, slice_step);
-  table.set(graph::PrimId::concat, concat_step);
+  table.set(graph::PrimId::concat, concat_step, absorbs_transposed_part);
   table.set(graph::PrimId::pad, pad_step);
 }
 

@@ -84,8 +84,8 @@ class CpuPlan : public Plan {
     size_t count = graph_.nodes.size();
     pointers_.resize(count, nullptr);
     storage_.resize(count);
-    // Which nodes an output needs; which inputs each step reads through a broadcast's
-    // or transpose's input (its row's `absorbs`): bit k of absorbed[id] for input k,
+    // Which nodes an output needs; which inputs each step reads through a broadcast's,
+    // transpose's or reshape's input (its row's `absorbs`): bit k of absorbed[id] for input k,
     // and of absorbed_deep[id] as well when it reads through what lies under that node.
     std::vector<bool> needed(count, false);
     std::vector<uint32_t> absorbed(count, 0), absorbed_deep(count, 0);
@@ -99,9 +99,10 @@ class CpuPlan : public Plan {
         NodeId in = node.inputs[k];
         ++users[in];
         PrimId from = graph_.node(in).op();
-        int depth = absorbs && k < 32 && (from == PrimId::broadcast || from == PrimId::transpose)
-                        ? absorbs(graph_, node, k)
-                        : 0;
+        int depth =
+            absorbs && k < 32 && (from == PrimId::broadcast || from == PrimId::transpose || from == PrimId::reshape)
+                ? absorbs(graph_, node, k)
+                : 0;
         if (depth > 0) {
           absorbed[id] |= 1u << k;
           if (depth == 2) absorbed_deep[id] |= 1u << k;  // what lies under it is needed only by others

@@ -212,6 +212,43 @@ TEST(CpuArena, ProductsReadHeadsCutFromAPackedTensorWithoutCopies) {
   }
 }
 
+// A concat of heads merged back (reshapes of transposes, as a gradient of attention's
+// cut gives them) copies each part once, from the heads: the bytes of the concat of the
+// parts copied out first, and nothing alive but the result.
+TEST(CpuArena, AConcatReadsHeadsMergedBackWithoutCopies) {
+  const int64_t batch = 3, seq = 70, heads = 4, head_dim = 16, dim = heads * head_dim;
+  const Shape heads_shape{batch, heads, seq, head_dim}, keys_shape{batch, heads, head_dim, seq};
+  for (DType t : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(graph::dtype_name(t));
+    // Rows of heads merged back, or copied out first by an exact multiply by 1.
+    auto merged = [&](bool copied) {
+      Graph graph;
+      Builder b(graph);
+      NodeId q = b.input("q", heads_shape, t), k = b.input("k", keys_shape, t), v = b.input("v", heads_shape, t);
+      auto merge = [&](NodeId x, std::vector<int64_t> perm) {
+        NodeId rows = b.transpose(x, std::move(perm));
+        if (copied) rows = b.mul(rows, b.literal(1.0));
+        return b.reshape(rows, {batch, seq, dim});
+      };
+      b.output("qkv", b.op("concat", {merge(q, {0, 2, 1, 3}), merge(k, {0, 3, 1, 2}), merge(v, {0, 2, 1, 3})},
+                           {{"axis", int64_t{2}}}));
+      return graph;
+    };
+    const Graph in_place = merged(false), copied = merged(true);
+    std::mt19937 rng(13);
+    std::vector<Tensor> inputs{random_tensor(t, heads_shape, rng), random_tensor(t, keys_shape, rng),
+                               random_tensor(t, heads_shape, rng)};
+    for (int cores : {1, 2}) {
+      auto on = make_device("cpu", DeviceOptions{.cpu_cores = cores});
+      auto plan = on->compile(in_place);
+      Tensor got = plan->run_host(inputs)[0];
+      EXPECT_TRUE(same_bits(got, on->compile(copied)->run_host(inputs)[0])) << "on " << cores;
+      EXPECT_TRUE(same_bits(got, run_on("reference", in_place, inputs)[0])) << "on " << cores;
+      EXPECT_EQ(plan->memory().live_peak_bytes, 0u) << "a part was copied twice";
+    }
+  }
+}
+
 // A gradient's product by transposed weights, x @ broadcast(transpose(w)), reads w
 // through both nodes: the bits of the product by the transpose copied out first, and
 // no room in the arena for the transpose or the broadcast.
