@@ -33,6 +33,10 @@ struct TileKernels {
   void (*widen_bf16)(const graph::Bf16* x, float* o, int64_t n) = nullptr;
   void (*widen_bool)(const bool* x, float* o, int64_t n) = nullptr;
   void (*narrow_bf16)(const float* x, graph::Bf16* o, int64_t n) = nullptr;
+  // `rows` rows of n values, x's rows x_stride apart and o's o_stride: a product's tile
+  // or block in one call.
+  void (*narrow_bf16_rows)(const float* x, int64_t x_stride, graph::Bf16* o, int64_t o_stride, int64_t rows,
+                           int64_t n) = nullptr;
   void (*narrow_bool)(const float* x, bool* o, int64_t n) = nullptr;
 };
 

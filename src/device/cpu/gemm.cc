@@ -380,7 +380,7 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
       threads_(1),
       scratch_(scratch ? scratch : &own_scratch_),
       first_slot_(first_slot),
-      narrow_bf16_(tile_kernels_for(kernels.isa).narrow_bf16) {
+      narrow_bf16_rows_(tile_kernels_for(kernels.isa).narrow_bf16_rows) {
   int mr = kernels.mr, nr = kernels.nr;
   // K in as few blocks as the host's L2 allows (block_words), of equal length: each
   // block costs a pass that loads and stores every tile of C. Blocks are whole
@@ -460,7 +460,7 @@ void Gemm::run(MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rou
 
 void Gemm::round_block(const float* c, int64_t ldc, graph::Bf16* rounded, int64_t row, int64_t rows, int64_t col,
                        int64_t cols) const {
-  for (int64_t i = row; i < row + rows; ++i) narrow_bf16_(c + i * ldc + col, rounded + i * ldc + col, cols);
+  narrow_bf16_rows_(c + row * ldc + col, ldc, rounded + row * ldc + col, ldc, rows, cols);
 }
 
 void Gemm::block_done(const Finish& finish, int64_t row, int64_t rows, int64_t col, int64_t cols) const {
@@ -585,8 +585,7 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
             if (rounded_only) {
               float* tile = ws.tile.data();
               compute(tile, nr, false);
-              for (int i = 0; i < height; ++i)
-                narrow_bf16_(tile + i * nr, rounded + (ic + ir + i) * ldc + jc + jr, cols);
+              narrow_bf16_rows_(tile, nr, rounded + (ic + ir) * ldc + jc + jr, ldc, height, cols);
               continue;
             }
             // The next tile's rows of C, while this one computes: its loads

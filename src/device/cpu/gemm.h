@@ -243,7 +243,9 @@ class Gemm {
   GemmScratch own_scratch_;            // when made without a shared one
   GemmScratch* scratch_;               // own_scratch_ or the shared one
   int first_slot_;
-  void (*narrow_bf16_)(const float* x, graph::Bf16* o, int64_t n);  // the instruction set's rounding
+  // The instruction set's rounding (TileKernels::narrow_bf16_rows).
+  void (*narrow_bf16_rows_)(const float* x, int64_t x_stride, graph::Bf16* o, int64_t o_stride, int64_t rows,
+                            int64_t n);
 };
 
 }  // namespace sx::device::cpu

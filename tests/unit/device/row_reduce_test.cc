@@ -48,7 +48,7 @@ std::vector<float> rows_of(int64_t rows, int64_t length, uint32_t seed) {
 TEST(RowSums, FollowTheLanesTreeAndTailOrderOnEveryInstructionSet) {
   for (int64_t length : {5, 31, 32, 33, 48, 100, 128, 256, 700}) {
     for (int64_t rows : {1, 2, 3, 5}) {
-      SCOPED_TRACE(testing::Message() << rows << " rows of " << length);
+      SCOPED_TRACE(::testing::Message() << rows << " rows of " << length);
       const std::vector<float> x = rows_of(rows, length, static_cast<uint32_t>(length * 10 + rows));
       std::vector<float> promised(static_cast<size_t>(rows));
       for (int64_t r = 0; r < rows; ++r) {
