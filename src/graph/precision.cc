@@ -20,10 +20,17 @@ namespace sx::graph {
 namespace {
 
 // The bf16 form of a node of the new graph, made once per node. A broadcast,
-// reshape or transpose is cast below it: the same values, a cast of the
-// weight alone (not of it spread over a batch, nor of a transposed copy), and
-// the product still reads a broadcast or transposed operand where it lies, as
-// the cpu device's products do.
+// reshape, transpose or slice is cast below it: the same values, a cast of the
+// weight alone (not of it spread over a batch, nor of a transposed copy), one cast
+// of a tensor that products read in slices (attention's q, k and v, cut from one
+// product), and the product still reads a broadcast, transposed or sliced operand
+// where it lies, as the cpu device's products do.
+// A node whose values are its input's, moved: a cast commutes with it.
+bool views(const Node& node) {
+  return node.op() == PrimId::broadcast || node.op() == PrimId::reshape || node.op() == PrimId::transpose ||
+         node.op() == PrimId::slice;
+}
+
 class Bf16Operands {
  public:
   explicit Bf16Operands(Builder& b) : b_(b) {}
@@ -32,7 +39,7 @@ class Bf16Operands {
     if (auto it = made_.find(x); it != made_.end()) return it->second;
     const Node& node = b_.node(x);
     NodeId made;
-    if (node.op() == PrimId::broadcast || node.op() == PrimId::reshape || node.op() == PrimId::transpose) {
+    if (views(node)) {
       const Primitive& prim = *node.prim;
       Attrs attrs = node.attrs;  // `node` moves when the builder adds nodes
       made = b_.emit(prim, {of(node.inputs[0])}, attrs);
@@ -48,13 +55,13 @@ class Bf16Operands {
   std::unordered_map<NodeId, NodeId> made_;
 };
 
-// Whether `x` is one of the inputs `kept` names, or a broadcast, reshape or transpose
-// of one.
+// Whether `x` is one of the inputs `kept` names, or a broadcast, reshape, transpose or
+// slice of one.
 bool reads_kept(const Graph& graph, NodeId x, const std::unordered_set<NodeId>& kept) {
   for (;;) {
     if (kept.contains(x)) return true;
     const Node& node = graph.node(x);
-    if (node.op() != PrimId::broadcast && node.op() != PrimId::reshape && node.op() != PrimId::transpose) return false;
+    if (!views(node)) return false;
     x = node.inputs[0];
   }
 }

@@ -206,6 +206,57 @@ TEST(Bf16Products, AWeightGradientIsOneProductAndCastsReadTheMatrices) {
   }
 }
 
+// Heads cut from one product (attention's q, k and v: slices of a packed tensor,
+// reshaped and transposed) are cast once, the packed tensor, and sliced in bf16, so a
+// product reads them where the packed tensor lies; the values are those of each slice
+// cast alone.
+TEST(Bf16Products, SlicesOfOneTensorAreCastOnce) {
+  Graph g;
+  Builder b(g);
+  std::mt19937 rng(15);
+  NodeId x = b.input("x", {2, 6, 8}, DType::f32), w = b.input("w", {8, 24}, DType::f32);
+  NodeId packed = b.matmul(x, b.broadcast(w, {2, 8, 24}));
+  auto part = [&](int64_t i, std::vector<int64_t> perm) {
+    NodeId cut = b.op("slice", {packed},
+                      {{"start", std::vector<int64_t>{0, 0, 8 * i}},
+                       {"stop", std::vector<int64_t>{2, 6, 8 * (i + 1)}},
+                       {"step", std::vector<int64_t>{1, 1, 1}}});
+    return b.transpose(b.reshape(cut, {2, 6, 2, 4}), std::move(perm));
+  };
+  NodeId scores = b.matmul(part(0, {0, 2, 1, 3}), part(1, {0, 2, 3, 1}));
+  b.output("mixed", b.matmul(scores, part(2, {0, 2, 1, 3})));
+  std::vector<Tensor> inputs{uniform(DType::f32, {2, 6, 8}, rng), uniform(DType::f32, {8, 24}, rng)};
+  Graph policy = bf16_products(g);
+  int casts_of_slices = 0, casts_of_packed = 0;
+  for (const Node& node : policy.nodes) {
+    if (node.op() != PrimId::cast || node.dtype != DType::bf16) continue;
+    const Node& from = policy.node(node.inputs[0]);
+    if (from.op() == PrimId::slice) ++casts_of_slices;
+    if (from.op() == PrimId::cast && from.shape == Shape{2, 6, 24}) ++casts_of_packed;
+  }
+  EXPECT_EQ(casts_of_slices, 0);
+  EXPECT_EQ(casts_of_packed, 1);
+  // The same values as each slice cast alone: a cast is a function of each element.
+  Graph sliced_then_cast;
+  {
+    Builder c(sliced_then_cast);
+    NodeId cx = c.input("x", {2, 6, 8}, DType::f32), cw = c.input("w", {8, 24}, DType::f32);
+    NodeId cp = c.cast(c.matmul(c.cast(cx, DType::bf16), c.broadcast(c.cast(cw, DType::bf16), {2, 8, 24})), DType::f32);
+    auto cut = [&](int64_t i, std::vector<int64_t> perm) {
+      NodeId piece = c.op("slice", {cp},
+                          {{"start", std::vector<int64_t>{0, 0, 8 * i}},
+                           {"stop", std::vector<int64_t>{2, 6, 8 * (i + 1)}},
+                           {"step", std::vector<int64_t>{1, 1, 1}}});
+      return c.transpose(c.reshape(c.cast(piece, DType::bf16), {2, 6, 2, 4}), std::move(perm));
+    };
+    NodeId s = c.cast(c.matmul(cut(0, {0, 2, 1, 3}), cut(1, {0, 2, 3, 1})), DType::f32);
+    c.output("mixed", c.cast(c.matmul(c.cast(s, DType::bf16), cut(2, {0, 2, 1, 3})), DType::f32));
+  }
+  const Tensor got = testing::run(policy, inputs)[0], want = testing::run(sliced_then_cast, inputs)[0];
+  ASSERT_EQ(got.numel(), want.numel());
+  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_EQ(got.value(i), want.value(i)) << "element " << i;
+}
+
 // keep_inputs_in_bf16: an f32 input read only by casts to bf16 becomes bf16 and the
 // outputs keep their bits; one read otherwise too, one not read, and one not named stay f32.
 TEST(KeepInputsInBf16, OnlyInputsReadSolelyAsBf16AreRetypedAndTheOutputsKeepTheirBits) {
