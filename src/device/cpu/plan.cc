@@ -124,8 +124,9 @@ class CpuPlan : public Plan {
     // Chains of elementwise nodes run fused: a group's step runs where its root is.
     const cpu::Fusion fusion = cpu::find_fusion(graph_, needed, absorbed, absorbed_deep);
     std::vector<NodeId> in_registers;  // the groups whose program runs in registers, by root
-    // A broadcast or transpose every user absorbs is not computed (needed stays false
-    // unless another user or an output asked for it).
+    // A node every user absorbs (a broadcast, transpose or reshape, and what lies under
+    // one read deep) is not computed (needed stays false unless another user or an
+    // output asked for it).
     for (NodeId id = 0; id < count; ++id) {
       if (!needed[id]) continue;
       const Node& node = graph_.nodes[id];
