@@ -290,8 +290,7 @@ Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, c
   for (NodeId id = 0; id < count; ++id) {
     if (!needed[id]) continue;
     for (size_t k = 0; k < graph.node(id).inputs.size(); ++k) {
-      uses[read_source(graph, id, k, absorbed[id], absorbed_deep[id])].push_back(
-          {id, reads_directly(absorbed, id, k)});
+      uses[read_source(graph, id, k, absorbed[id], absorbed_deep[id])].push_back({id, reads_directly(absorbed, id, k)});
     }
   }
   // From the last node back: a node joins the group of a user when every other reader
