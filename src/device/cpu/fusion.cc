@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "device/cpu/fusion_chains.h"
+#include "device/cpu/fusion_row_chains.h"
 #include "device/cpu/fusion_rules.h"
 #include "device/cpu/fusion_tiles.h"
 #include "device/cpu/gemm.h"
@@ -178,6 +179,7 @@ class FusedProgram {
     }
     slots_ = slots;
     find_register_chain(graph, group);
+    find_register_row_chain(graph, group);
     if (in_pieces_) {
       pieces_slot_ = slot_of(graph.node(group.members.back()).inputs[0]);
       const NodeId sum = group.members.back();
@@ -202,14 +204,15 @@ class FusedProgram {
     tiles_ = (n_ + tile_ - 1) / tile_;
     columns_ = shape.empty() ? 1 : shape.back();
     const int parts = std::max(threads_, block_parts);
+    part_floats_ = buffers_ * tile_ + (row_chain_ != nullptr ? kRowChainBuffers * row_ : 0);
     scratch_ = scratch ? scratch : &own_scratch_;
-    scratch_->reserve(static_cast<size_t>(parts) * buffers_ * tile_ * sizeof(float));
+    scratch_->reserve(static_cast<size_t>(parts) * static_cast<size_t>(part_floats_) * sizeof(float));
     tables_.resize(static_cast<size_t>(parts) * slots_);
     block_states_.resize(static_cast<size_t>(parts));
   }
 
-  // Whether it runs in registers (fusion_chains.h).
-  bool in_registers() const { return chain_ != nullptr; }
+  // Whether it runs in registers (fusion_chains.h, fusion_row_chains.h).
+  bool in_registers() const { return chain_ != nullptr || row_chain_ != nullptr; }
 
   // Whether the program runs on blocks of its elements (run_block): not a reduction of
   // rows longer than the last axis, nor one taken in pieces.
@@ -223,7 +226,7 @@ class FusedProgram {
   // [col, col + cols) of them (all of them when the group reduces), on part `part`.
   void run_block(const uint8_t* const* in, uint8_t* const* out, int part, int64_t row, int64_t rows, int64_t col,
                  int64_t cols) {
-    float* scratch = reinterpret_cast<float*>(scratch_->data.get()) + static_cast<size_t>(part) * buffers_ * tile_;
+    float* scratch = reinterpret_cast<float*>(scratch_->data.get()) + static_cast<size_t>(part) * part_floats_;
     const float** at = tables_.data() + static_cast<size_t>(part) * slots_;
     PartState& state = block_states_[static_cast<size_t>(part)];
     auto run_range = [&](int64_t begin, int64_t end) {
@@ -248,6 +251,14 @@ class FusedProgram {
     if (member == instructions_.end() || member->rows || member->op != Op::elementwise) return false;
     if (!loads_[k].in_place) return true;
     const auto writer = static_cast<size_t>(member - instructions_.begin());
+    // In registers a row's phases run one after another: none after the writer's reads it.
+    if (row_chain_ != nullptr) {
+      for (const Instruction& instruction : instructions_) {
+        const bool reads = std::find(instruction.sources.begin(), instruction.sources.begin() + instruction.arity,
+                                     static_cast<int>(k)) != instruction.sources.begin() + instruction.arity;
+        if (reads && instruction.op != Op::spread && reading_phase(instruction) > reading_phase(*member)) return false;
+      }
+    }
     for (size_t m = writer + 1; m < instructions_.size(); ++m) {
       const Instruction& instruction = instructions_[m];
       for (int j = 0; j < instruction.arity; ++j) {
@@ -263,7 +274,7 @@ class FusedProgram {
       return;
     }
     parallel_parts(tiles_, threads_, [&](int part, int64_t first, int64_t last) {
-      float* scratch = reinterpret_cast<float*>(scratch_->data.get()) + static_cast<size_t>(part) * buffers_ * tile_;
+      float* scratch = reinterpret_cast<float*>(scratch_->data.get()) + static_cast<size_t>(part) * part_floats_;
       const float** at = tables_.data() + static_cast<size_t>(part) * slots_;
       PartState state;
       for (int64_t tile = first; tile < last; ++tile) {
@@ -362,6 +373,76 @@ class FusedProgram {
     if (chain >= 0) chain_ = kernels_->chains[static_cast<size_t>(chain)];
   }
 
+  // A row program whose members, sources and kinds are a program of
+  // fusion_row_chains.h's runs its rows in registers: rows of a multiple of 16 elements,
+  // at least 32 (row_sums' order without a tail), every member f32.
+  void find_register_row_chain(const graph::Graph& graph, const FusedGroup& group) {
+    const auto loads = static_cast<int>(loads_.size());
+    if (kernels_ == nullptr || row_ == 0 || in_pieces_ || row_ % LaneSums<float>::kLanes != 0 ||
+        row_ < 2 * LaneSums<float>::kLanes || loads > 32)
+      return;
+    // A spread's slot stands for the value a row it spreads.
+    std::vector<int> value_of(slots_);
+    for (size_t slot = 0; slot < slots_; ++slot) value_of[slot] = static_cast<int>(slot);
+    std::vector<RowChainOp> ops;
+    for (const Instruction& instruction : instructions_) {
+      if (instruction.op == Op::spread) {
+        value_of[static_cast<size_t>(instruction.slot)] = value_of[static_cast<size_t>(instruction.sources[0])];
+        continue;
+      }
+      if (instruction.dtype != DType::f32 || instruction.round_to_bf16) return;
+      auto source = [&](int k) {
+        return static_cast<int8_t>(k < instruction.arity ? value_of[static_cast<size_t>(instruction.sources[k])] : -1);
+      };
+      RowChainOp op{.op = {.prim = PrimId::add, .a = source(0), .b = -1, .to_bf16 = false, .c = -1},
+                    .kind = RowKind::tile};
+      if (instruction.op == Op::reduce) {
+        if (instruction.reduce != ReduceKind::sum && instruction.reduce != ReduceKind::max) return;
+        op.kind = instruction.reduce == ReduceKind::sum ? RowKind::sum : RowKind::max;
+      } else {
+        op.op.prim = graph.node(group.members[static_cast<size_t>(instruction.slot - loads)]).op();
+        op.op.b = source(1);
+        op.op.c = source(2);
+        op.kind = instruction.rows ? RowKind::row : RowKind::tile;
+      }
+      ops.push_back(op);
+    }
+    // Values a row: those loaded so, and one value for all that a value a row reads.
+    uint32_t row_loads = 0;
+    for (int k = 0; k < loads; ++k) {
+      if (loads_[static_cast<size_t>(k)].row_values) row_loads |= 1u << k;
+    }
+    for (const RowChainOp& op : ops) {
+      for (int source : {int{op.op.a}, int{op.op.b}}) {
+        if (op.kind == RowKind::row && source >= 0 && source < loads && loads_[static_cast<size_t>(source)].invariant)
+          row_loads |= 1u << source;
+      }
+    }
+    const int found = find_row_chain(loads, row_loads, ops);
+    if (found < 0) return;
+    row_chain_ = kernels_->row_chains[static_cast<size_t>(found)];
+    row_layout_ = row_chain_layout(loads, row_loads, ops);
+  }
+
+  // The phase of a row chain's loop in which an instruction reads its sources.
+  int reading_phase(const Instruction& instruction) const {
+    const int phase = row_layout_.phase[static_cast<size_t>(instruction.slot)];
+    return instruction.op == Op::reduce ? phase - 1 : phase;
+  }
+
+  // A tile of whole rows by the row chain: each written member where the interpreter
+  // writes it.
+  void run_row_chain_tile(uint8_t* const* out, int64_t begin, int64_t length, float* buffers, const float** at) const {
+    std::array<float*, kMaxRowChainSlots> members{};
+    for (const Instruction& instruction : instructions_) {
+      if (instruction.op == Op::spread || instruction.output < 0) continue;
+      float* to = reinterpret_cast<float*>(out[instruction.output]);
+      members[static_cast<size_t>(instruction.slot) - loads_.size()] =
+          instruction.rows ? to + begin / row_ : to + begin;
+    }
+    row_chain_(at, members.data(), length / row_, row_, buffers);
+  }
+
   // A member of the tiles' shape written in f32 is computed where it lies in its output.
   static bool writes_in_place(const Instruction& instruction) {
     return instruction.op == Op::elementwise && !instruction.rows && instruction.output >= 0 &&
@@ -372,7 +453,7 @@ class FusedProgram {
   // row_sum's order (so with its bits: the rows are longer than 32).
   void sum_rows_in_pieces(const uint8_t* const* in, uint8_t* const* out) {
     parallel_parts(n_ / row_, threads_, [&](int part, int64_t first, int64_t last) {
-      float* scratch = reinterpret_cast<float*>(scratch_->data.get()) + static_cast<size_t>(part) * buffers_ * tile_;
+      float* scratch = reinterpret_cast<float*>(scratch_->data.get()) + static_cast<size_t>(part) * part_floats_;
       const float** at = tables_.data() + static_cast<size_t>(part) * slots_;
       PartState state;
       for (int64_t row = first; row < last; ++row) {
@@ -470,6 +551,10 @@ class FusedProgram {
       run_chain_tile(out, begin, length, scratch, at);
       return length;
     }
+    if (row_chain_ != nullptr) {
+      run_row_chain_tile(out, begin, length, scratch + buffers_ * tile_, at);
+      return length;
+    }
     const int64_t rows = row_ > 0 ? length / row_ : 0;  // whole rows, unless in pieces
     for (const Instruction& instruction : instructions_) {
       const auto slot = static_cast<size_t>(instruction.slot);
@@ -536,8 +621,11 @@ class FusedProgram {
   int pieces_slot_ = 0;     // then: the slot of the member it sums
   int pieces_output_ = 0;   // and the sum's index among the written
   bool pieces_to_bf16_ = false;
-  bool prefetch_ = false;        // operands in order are fetched kAhead tiles ahead
-  ChainKernel chain_ = nullptr;  // the program in registers (fusion_chains.h), or null
+  bool prefetch_ = false;               // operands in order are fetched kAhead tiles ahead
+  ChainKernel chain_ = nullptr;         // the program in registers (fusion_chains.h), or null
+  RowChainKernel row_chain_ = nullptr;  // the row program in registers (fusion_row_chains.h), or null
+  RowChainLayout row_layout_;           // and its phases
+  int64_t part_floats_ = 0;             // scratch a part: its tiles, and the row chain's rows
   int64_t tiles_ = 0;
   int64_t columns_ = 1;                  // elements along the last axis: a row of run_block's blocks
   std::vector<PartState> block_states_;  // per part, for run_block: reset by start_blocks

@@ -30,6 +30,7 @@ struct ChainOp {
   graph::PrimId prim = graph::PrimId::add;
   int8_t a = 0, b = -1;  // source slots; b is -1 for a unary member
   bool to_bf16 = false;  // its value rounded to bf16 (a member of dtype bf16)
+  int8_t c = -1;         // a where's third source (a the condition, b and c the choices)
 
   friend constexpr bool operator==(const ChainOp&, const ChainOp&) = default;
 };
@@ -138,6 +139,11 @@ typename V::f chain_step(const typename V::f* r) {
   else if constexpr (Op.prim == PrimId::mul) value = V::mul(r[Op.a], r[Op.b]);
   else if constexpr (Op.prim == PrimId::div) value = V::div(r[Op.a], r[Op.b]);
   else if constexpr (Op.prim == PrimId::sqrt) value = V::sqrt(r[Op.a]);
+  else if constexpr (Op.prim == PrimId::rsqrt) value = V::div(V::splat(1.0f), V::sqrt(r[Op.a]));
+  else if constexpr (Op.prim == PrimId::neg)
+    value = V::from_bits(V::ixor(V::bits(r[Op.a]), V::splat_i(static_cast<int32_t>(0x80000000u))));
+  else if constexpr (Op.prim == PrimId::where)  // a != 0 ? b : c, a NaN counting as true
+    value = V::select(V::eq(r[Op.a], V::splat(0.0f)), r[Op.c], r[Op.b]);
   else if constexpr (Op.prim == PrimId::cast) value = r[Op.a];
   else if constexpr (Op.prim == PrimId::tanh) value = graph::lane_math::tanh<V>(r[Op.a]);
   else if constexpr (Op.prim == PrimId::exp) value = graph::lane_math::exp<V>(r[Op.a]);

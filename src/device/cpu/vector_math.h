@@ -3,7 +3,7 @@
 // give the scalar instance's bits, which are the reference kernels' (see there).
 // Beside them, Philox 4x32-10 over a vector of counters (integer work: exact), and
 // random_normal's f32 draw from its words (lane_math.h's normal), and the fused
-// programs that run in registers (fusion_chains.h).
+// programs that run in registers (fusion_chains.h, fusion_row_chains.h).
 // Each file that instantiates make_math_kernels (vector_math_avx2.cc, _avx512.cc)
 // is built for its instruction set with a vector type local to it.
 #pragma once
@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "device/cpu/fusion_chains.h"
+#include "device/cpu/fusion_row_chains.h"
 #include "device/cpu/isa.h"
 #include "graph/philox.h"
 #include "graph/prims/lane_math.h"
@@ -38,8 +39,9 @@ struct MathKernels {
   MathKernel fn[kMathFnCount] = {};
   PhiloxKernel philox = nullptr;
   NormalKernel normal = nullptr;
-  std::array<ChainKernel, kChainCount> chains{};  // fusion_chains.h's, by index in kChainPrograms
-  MathKernel round_to_bf16 = nullptr;             // the chains' rounding of a member to bf16, alone
+  std::array<ChainKernel, kChainCount> chains{};            // fusion_chains.h's, by index in kChainPrograms
+  std::array<RowChainKernel, kRowChainCount> row_chains{};  // fusion_row_chains.h's, likewise
+  MathKernel round_to_bf16 = nullptr;                       // the chains' rounding of a member to bf16, alone
 };
 
 // Each defined in its own file, compiled for its instruction set: call one only on a
@@ -121,6 +123,7 @@ MathKernels make_math_kernels() {
           .philox = &philox_lanes<V>,
           .normal = &normal_lanes<V>,
           .chains = make_chain_kernels<V>(),
+          .row_chains = make_row_chain_kernels<V>(),
           .round_to_bf16 = &apply_lanes<V, round_to_bf16<V>>};
 }
 

@@ -1,9 +1,11 @@
 // The library's GELU (sexpgpu/ops) and its gradient, as a model's step traces them, run
 // on the cpu device as the fused programs in registers of device/cpu/fusion_chains.h,
-// in f32 and with bf16 products, with the bits of the interpreter (the scalar
-// instruction set, which has no chains) on every instruction set this processor runs.
-// A change to the library or to autodiff that leaves the chains behind fails here
-// rather than only slowing the models down.
+// in f32 and with bf16 products; its attention weights (a softmax), their gradient and
+// the layer-norm after a block's attention as the row programs of
+// device/cpu/fusion_row_chains.h: each with the bits of the interpreter (the scalar
+// instruction set, which has no such programs) on every instruction set this processor
+// runs. A change to the library or to autodiff that leaves the programs behind fails
+// here rather than only slowing the models down.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -25,17 +27,20 @@ namespace {
 
 namespace cpu = device::cpu;
 
-// An MLP's loss and its gradients by every parameter, traced from the library.
-graph::Graph mlp_gradient(train::Session& session, bool bf16) {
+// A library model's loss (the sum of its output's squares) and its gradients by every
+// parameter, traced from `model`, an expression of sexpgpu/nn, on an input of `shape`.
+graph::Graph model_gradient(train::Session& session, const std::string& model, const graph::Shape& shape, bool bf16) {
   session.start_empty();
-  session.interp().eval_text("(require \"sexpgpu/nn\") (defvar model (mlp 64 256 :out 64))", "<test>", session.top());
+  session.interp().eval_text("(require \"sexpgpu/nn\") (defvar model " + model + ")", "<test>", session.top());
   session.resolve();
   const auto& tracer = session.interp().tracer();
   graph::Builder& b = tracer->builder();
-  lang::Value x = lang::make_tensor(tracer, b.input("data.x", {32, 64}, graph::DType::f32));
+  lang::Value x = lang::make_tensor(tracer, b.input("data.x", shape, graph::DType::f32));
   lang::Value y = train::call(session, *session.top().lookup(lang::intern("model")), {x});
   const graph::NodeId out = lang::as_tensor(y)->node;
-  const graph::NodeId loss = b.sum(b.mul(out, out), {0, 1});
+  std::vector<int64_t> axes;
+  for (size_t axis = 0; axis < shape.size(); ++axis) axes.push_back(static_cast<int64_t>(axis));
+  const graph::NodeId loss = b.sum(b.mul(out, out), axes);
   std::vector<graph::NodeId> wrt;
   for (const auto& p : session.params().params) wrt.push_back(p.decl->node);
   std::vector<graph::NodeId> outputs = graph::gradients(b, loss, wrt);
@@ -49,11 +54,11 @@ struct Ran {
   std::string profile;
 };
 
-Ran run_on(cpu::Isa isa, bool bf16) {
+Ran run_on(cpu::Isa isa, const std::string& model, const graph::Shape& shape, bool bf16) {
   train::SessionOptions options;
   options.interpreter.library_dirs = {SEXPGPU_LIB_DIR};
   train::Session session(options);
-  graph::Graph g = mlp_gradient(session, bf16);
+  graph::Graph g = model_gradient(session, model, shape, bf16);
   auto device = device::make_device("cpu", {.cpu_cores = 1, .cpu_isa = std::string(cpu::isa_name(isa))});
   Store store(*device);
   for (auto& [path, value] : model::initial_values(session.params(), session.seed(), *device))
@@ -62,7 +67,7 @@ Ran run_on(cpu::Isa isa, bool bf16) {
   for (const auto& input : g.inputs)
     inputs.push_back({input.name.starts_with("data.") ? Role::data : Role::parameter, input.name});
   for (const auto& output : g.outputs) outputs.push_back({Role::value, output.name});
-  graph::Tensor x(graph::DType::f32, {32, 64});
+  graph::Tensor x(graph::DType::f32, shape);
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i * 7919) % 211 - 105) / 37.0f;
   Ran ran;
   setenv("SEXPGPU_CPU_PROFILE", "1", 1);
@@ -84,15 +89,17 @@ size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
+constexpr const char* kMlp = "(mlp 64 256 :out 64)";
+
 TEST(Chains, TheLibrarysGeluAndItsGradientRunInRegistersWithTheInterpretersBits) {
   for (bool bf16 : {false, true}) {
     SCOPED_TRACE(bf16 ? "bf16 products" : "f32");
-    const Ran interpreted = run_on(cpu::Isa::scalar, bf16);
+    const Ran interpreted = run_on(cpu::Isa::scalar, kMlp, {32, 64}, bf16);
     EXPECT_EQ(count(interpreted.profile, " in registers"), 0u) << interpreted.profile;
     for (cpu::Isa isa : cpu::host_isas()) {
       if (isa == cpu::Isa::scalar || isa == cpu::Isa::amx) continue;  // amx: other bf16 products
       SCOPED_TRACE(cpu::isa_name(isa));
-      const Ran chained = run_on(isa, bf16);
+      const Ran chained = run_on(isa, kMlp, {32, 64}, bf16);
       // The forward's gelu and the gradient's.
       EXPECT_EQ(
           count(chained.profile, "tanh add mul mul) ending in mul of f32[32, 256] and f32[32, 256] in registers") +
@@ -100,6 +107,35 @@ TEST(Chains, TheLibrarysGeluAndItsGradientRunInRegistersWithTheInterpretersBits)
           1u)
           << chained.profile;
       EXPECT_EQ(count(chained.profile, " in registers"), 2u) << chained.profile;
+      ASSERT_EQ(chained.outputs.size(), interpreted.outputs.size());
+      for (size_t k = 0; k < chained.outputs.size(); ++k)
+        EXPECT_TRUE(chained.outputs[k] == interpreted.outputs[k]) << "output " << k;
+    }
+  }
+}
+
+TEST(Chains, TheLibrarysSoftmaxItsGradientAndLayerNormRunInRegistersWithTheInterpretersBits) {
+  // Heads of 64 (scores times 1/8) and of 32 (scores divided by sqrt(32)).
+  for (const auto& [dim, scale] : {std::pair<int, std::string>{128, "mul"}, {64, "div"}}) {
+    const std::string block = "(transformer-block " + std::to_string(dim) + " 2)";
+    SCOPED_TRACE(block);
+    const graph::Shape shape{2, 32, dim};
+    const Ran interpreted = run_on(cpu::Isa::scalar, block, shape, false);
+    EXPECT_EQ(count(interpreted.profile, " in registers"), 0u) << interpreted.profile;
+    for (cpu::Isa isa : cpu::host_isas()) {
+      if (isa == cpu::Isa::scalar) continue;
+      SCOPED_TRACE(cpu::isa_name(isa));
+      const Ran chained = run_on(isa, block, shape, false);
+      const std::string block_rows = "f32[2, 32, " + std::to_string(dim) + "]";
+      for (const std::string& program :
+           {"(" + scale +
+                " where reduce_max sub exp sum div) ending in div of f32[2, 2, 32, 32] and f32[2, 2, 32, 32] "
+                "in registers",
+            "(div div mul div neg sum add mul where " + scale + ") ending in " + scale +
+                " of f32[2, 2, 32, 32] and f32[2, 2, 32, 32] in registers",
+            "(add add sum mul sub mul sum mul add rsqrt mul mul add) ending in add of " + block_rows + " and " +
+                block_rows + " in registers"})
+        EXPECT_EQ(count(chained.profile, program), 1u) << program << "\n" << chained.profile;
       ASSERT_EQ(chained.outputs.size(), interpreted.outputs.size());
       for (size_t k = 0; k < chained.outputs.size(); ++k)
         EXPECT_TRUE(chained.outputs[k] == interpreted.outputs[k]) << "output " << k;
