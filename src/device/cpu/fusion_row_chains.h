@@ -1,5 +1,5 @@
 // Fused programs over whole rows that run in registers: the softmax of attention's
-// scores and its gradient, and the layer-norms after a block's projections. The
+// scores, the layer-norms after a block's projections, and their gradients. The
 // interpreter (fusion.cc) runs such a program a member at a time over a tile of rows,
 // each member loading and storing its tile; here a row goes through a phase at a time,
 // a vector at a time through every member of the phase, its reductions (sums, maxima)
@@ -192,12 +192,49 @@ inline constexpr RowChainProgram<12> kLayerNormOfTwo{
     0b1100,
     {tile(add, 0, 1), sum(6), row(mul, 7, 2), tile(sub, 6, 8), tile(mul, 9, 9), sum(10), row(mul, 11, 2),
      row(add, 12, 3), row(rsqrt, 13), tile(mul, 9, 14), tile(mul, 15, 4), tile(add, 16, 5)}};
+// The layer-norm's gradient by its input, as autodiff gives it in a stack of blocks, where
+// the forward's input is recomputed from a projection's bias and a residual (OfSum), in
+// a lone block (WithResidual: the residual's gradient added last), or with that added
+// elsewhere (Alone): operands the forward's rows and values a row (mean, reciprocal
+// root, variance plus epsilon), the gradients flowing back, the weight and 1 / the row's
+// length, in autodiff's order.
+inline constexpr RowChainProgram<17> kLayerNormGradient{
+    9,
+    0x1ea,
+    {tile(sub, 0, 1), tile(add, 2, 3), tile(mul, 4, 5), tile(mul, 4, 9), sum(12), row(mul, 6, 5), row(div, 14, 7),
+     row(mul, 13, 15), row(mul, 16, 8), tile(mul, 17, 9), tile(add, 11, 18), tile(add, 19, 18), tile(neg, 20), sum(21),
+     row(mul, 22, 8), tile(add, 10, 20), tile(add, 24, 23)}};
+inline constexpr RowChainProgram<18> kLayerNormGradientOfSum{
+    10,
+    0x3d4,
+    {tile(add, 0, 1), tile(sub, 10, 2), tile(add, 3, 4), tile(mul, 5, 6), tile(mul, 5, 11), sum(14), row(mul, 7, 6),
+     row(div, 16, 8), row(mul, 15, 17), row(mul, 18, 9), tile(mul, 19, 11), tile(add, 13, 20), tile(add, 21, 20),
+     tile(neg, 22), sum(23), row(mul, 24, 9), tile(add, 12, 22), tile(add, 26, 25)}};
+inline constexpr RowChainProgram<15> kLayerNormGradientAlone{
+    7,
+    0x7a,
+    {tile(sub, 0, 1), tile(mul, 2, 3), tile(mul, 2, 7), sum(9), row(mul, 4, 3), row(div, 11, 5), row(mul, 10, 12),
+     row(mul, 13, 6), tile(mul, 14, 7), tile(add, 8, 15), tile(add, 16, 15), tile(neg, 17), sum(18), row(mul, 19, 6),
+     tile(add, 17, 20)}};
+inline constexpr RowChainProgram<16> kLayerNormGradientWithResidual{
+    8,
+    0x7a,
+    {tile(sub, 0, 1), tile(mul, 2, 3), tile(mul, 2, 8), sum(10), row(mul, 4, 3), row(div, 12, 5), row(mul, 11, 13),
+     row(mul, 14, 6), tile(mul, 15, 8), tile(add, 9, 16), tile(add, 17, 16), tile(neg, 18), sum(19), row(mul, 20, 6),
+     tile(add, 7, 18), tile(add, 22, 21)}};
 }  // namespace row_chains
 
-inline constexpr auto kRowChainPrograms = std::tuple{row_chains::kSoftmax,         row_chains::kSoftmaxDivided,
-                                                     row_chains::kSoftmaxGradient, row_chains::kSoftmaxGradientDivided,
-                                                     row_chains::kLayerNorm,       row_chains::kLayerNormOfThree,
-                                                     row_chains::kLayerNormOfTwo};
+inline constexpr auto kRowChainPrograms = std::tuple{row_chains::kSoftmax,
+                                                     row_chains::kSoftmaxDivided,
+                                                     row_chains::kSoftmaxGradient,
+                                                     row_chains::kSoftmaxGradientDivided,
+                                                     row_chains::kLayerNorm,
+                                                     row_chains::kLayerNormOfThree,
+                                                     row_chains::kLayerNormOfTwo,
+                                                     row_chains::kLayerNormGradient,
+                                                     row_chains::kLayerNormGradientOfSum,
+                                                     row_chains::kLayerNormGradientAlone,
+                                                     row_chains::kLayerNormGradientWithResidual};
 inline constexpr size_t kRowChainCount = std::tuple_size_v<decltype(kRowChainPrograms)>;
 static_assert(std::apply([](const auto&... p) { return (row_chain_layout(p.loads, p.row_loads, p.ops).valid && ...); },
                          kRowChainPrograms));

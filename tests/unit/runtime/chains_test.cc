@@ -1,7 +1,7 @@
 // The library's GELU (sexpgpu/ops) and its gradient, as a model's step traces them, run
 // on the cpu device as the fused programs in registers of device/cpu/fusion_chains.h,
-// in f32 and with bf16 products; its attention weights (a softmax), their gradient and
-// the layer-norm after a block's attention as the row programs of
+// in f32 and with bf16 products; a transformer block's attention weights (a softmax),
+// its layer-norm after the attention and their gradients as the row programs of
 // device/cpu/fusion_row_chains.h: each with the bits of the interpreter (the scalar
 // instruction set, which has no such programs) on every instruction set this processor
 // runs. A change to the library or to autodiff that leaves the programs behind fails
@@ -114,7 +114,7 @@ TEST(Chains, TheLibrarysGeluAndItsGradientRunInRegistersWithTheInterpretersBits)
   }
 }
 
-TEST(Chains, TheLibrarysSoftmaxItsGradientAndLayerNormRunInRegistersWithTheInterpretersBits) {
+TEST(Chains, TheLibrarysSoftmaxLayerNormAndTheirGradientsRunInRegistersWithTheInterpretersBits) {
   // Heads of 64 (scores times 1/8) and of 32 (scores divided by sqrt(32)).
   for (const auto& [dim, scale] : {std::pair<int, std::string>{128, "mul"}, {64, "div"}}) {
     const std::string block = "(transformer-block " + std::to_string(dim) + " 2)";
@@ -134,7 +134,9 @@ TEST(Chains, TheLibrarysSoftmaxItsGradientAndLayerNormRunInRegistersWithTheInter
             "(div div mul div neg sum add mul where " + scale + ") ending in " + scale +
                 " of f32[2, 2, 32, 32] and f32[2, 2, 32, 32] in registers",
             "(add add sum mul sub mul sum mul add rsqrt mul mul add) ending in add of " + block_rows + " and " +
-                block_rows + " in registers"})
+                block_rows + " in registers",
+            "(sub mul mul sum mul div mul mul mul add add neg sum mul add add) ending in add of " + block_rows +
+                " and " + block_rows + " in registers"})
         EXPECT_EQ(count(chained.profile, program), 1u) << program << "\n" << chained.profile;
       ASSERT_EQ(chained.outputs.size(), interpreted.outputs.size());
       for (size_t k = 0; k < chained.outputs.size(); ++k)
