@@ -179,7 +179,6 @@ class FusedProgram {
     }
     slots_ = slots;
     find_register_chain(graph, group);
-    find_register_row_chain(graph, group);
     if (in_pieces_) {
       pieces_slot_ = slot_of(graph.node(group.members.back()).inputs[0]);
       const NodeId sum = group.members.back();
@@ -197,6 +196,7 @@ class FusedProgram {
                       load.walk.strides[0].back() == 1;
     }
     assign_buffers(std::move(last_read));
+    find_register_row_chain(graph, group);  // (which needs the members' buffers)
     const auto streams = std::count_if(loads_.begin(), loads_.end(), [](const Load& load) { return load.in_order; });
     prefetch_ =
         n_ > kPrefetchElements && streams >= 2 && static_cast<int64_t>(instructions_.size()) >= kPrefetchWork * streams;
@@ -204,7 +204,7 @@ class FusedProgram {
     tiles_ = (n_ + tile_ - 1) / tile_;
     columns_ = shape.empty() ? 1 : shape.back();
     const int parts = std::max(threads_, block_parts);
-    part_floats_ = buffers_ * tile_ + (row_chain_ != nullptr ? kRowChainBuffers * row_ : 0);
+    part_floats_ = buffers_ * tile_ + (row_chain_ != nullptr ? kRowChainBuffers * row_ + narrowed_ * tile_ : 0);
     scratch_ = scratch ? scratch : &own_scratch_;
     scratch_->reserve(static_cast<size_t>(parts) * static_cast<size_t>(part_floats_) * sizeof(float));
     tables_.resize(static_cast<size_t>(parts) * slots_);
@@ -390,11 +390,15 @@ class FusedProgram {
         value_of[static_cast<size_t>(instruction.slot)] = value_of[static_cast<size_t>(instruction.sources[0])];
         continue;
       }
-      if (instruction.dtype != DType::f32 || instruction.round_to_bf16) return;
+      // A member of the elements may be bf16: rounded in registers, narrowed as written.
+      const bool rounded = instruction.dtype == DType::bf16;
+      if ((instruction.dtype != DType::f32 && !rounded) ||
+          (rounded && (instruction.rows || instruction.op != Op::elementwise)))
+        return;
       auto source = [&](int k) {
         return static_cast<int8_t>(k < instruction.arity ? value_of[static_cast<size_t>(instruction.sources[k])] : -1);
       };
-      RowChainOp op{.op = {.prim = PrimId::add, .a = source(0), .b = -1, .to_bf16 = false, .c = -1},
+      RowChainOp op{.op = {.prim = PrimId::add, .a = source(0), .b = -1, .to_bf16 = rounded, .c = -1},
                     .kind = RowKind::tile};
       if (instruction.op == Op::reduce) {
         if (instruction.reduce != ReduceKind::sum && instruction.reduce != ReduceKind::max) return;
@@ -420,6 +424,12 @@ class FusedProgram {
     }
     const int found = find_row_chain(loads, row_loads, ops);
     if (found < 0) return;
+    // Written bf16 members wait in tiles of their own until the rows are done (the
+    // interpreter's tiles hold operands the rows still read).
+    narrowed_ = 0;
+    for (const Instruction& instruction : instructions_) {
+      if (instruction.op != Op::spread && instruction.output >= 0 && instruction.dtype != DType::f32) ++narrowed_;
+    }
     row_chain_ = kernels_->row_chains[static_cast<size_t>(found)];
     row_layout_ = row_chain_layout(loads, row_loads, ops);
   }
@@ -431,16 +441,27 @@ class FusedProgram {
   }
 
   // A tile of whole rows by the row chain: each written member where the interpreter
-  // writes it.
-  void run_row_chain_tile(uint8_t* const* out, int64_t begin, int64_t length, float* buffers, const float** at) const {
+  // writes it, a bf16 one in a tile after the chain's row buffers first, then narrowed
+  // as the interpreter narrows it.
+  void run_row_chain_tile(uint8_t* const* out, int64_t begin, int64_t length, float* scratch, const float** at) const {
+    float* const buffers = scratch + buffers_ * tile_;
+    float* narrowed = buffers + kRowChainBuffers * row_;
     std::array<float*, kMaxRowChainSlots> members{};
     for (const Instruction& instruction : instructions_) {
       if (instruction.op == Op::spread || instruction.output < 0) continue;
-      float* to = reinterpret_cast<float*>(out[instruction.output]);
-      members[static_cast<size_t>(instruction.slot) - loads_.size()] =
-          instruction.rows ? to + begin / row_ : to + begin;
+      float* to = reinterpret_cast<float*>(out[instruction.output]) + (instruction.rows ? begin / row_ : begin);
+      if (instruction.dtype != DType::f32) {
+        to = narrowed;
+        narrowed += tile_;
+      }
+      members[static_cast<size_t>(instruction.slot) - loads_.size()] = to;
     }
     row_chain_(at, members.data(), length / row_, row_, buffers);
+    for (const Instruction& instruction : instructions_) {
+      if (instruction.op == Op::spread || instruction.output < 0 || instruction.dtype == DType::f32) continue;
+      loops_.narrow_bf16(members[static_cast<size_t>(instruction.slot) - loads_.size()],
+                         reinterpret_cast<graph::Bf16*>(out[instruction.output]) + begin, length);
+    }
   }
 
   // A member of the tiles' shape written in f32 is computed where it lies in its output.
@@ -552,7 +573,7 @@ class FusedProgram {
       return length;
     }
     if (row_chain_ != nullptr) {
-      run_row_chain_tile(out, begin, length, scratch + buffers_ * tile_, at);
+      run_row_chain_tile(out, begin, length, scratch, at);
       return length;
     }
     const int64_t rows = row_ > 0 ? length / row_ : 0;  // whole rows, unless in pieces
@@ -625,7 +646,8 @@ class FusedProgram {
   ChainKernel chain_ = nullptr;         // the program in registers (fusion_chains.h), or null
   RowChainKernel row_chain_ = nullptr;  // the row program in registers (fusion_row_chains.h), or null
   RowChainLayout row_layout_;           // and its phases
-  int64_t part_floats_ = 0;             // scratch a part: its tiles, and the row chain's rows
+  int64_t narrowed_ = 0;                // the row chain's written bf16 members
+  int64_t part_floats_ = 0;             // scratch a part: its tiles, the row chain's rows and bf16 results
   int64_t tiles_ = 0;
   int64_t columns_ = 1;                  // elements along the last axis: a row of run_block's blocks
   std::vector<PartState> block_states_;  // per part, for run_block: reset by start_blocks

@@ -145,10 +145,12 @@ constexpr RowChainOp tile(PrimId prim, int a, int b = -1, int c = -1) {
 constexpr RowChainOp row(PrimId prim, int a, int b = -1) {
   return {{prim, static_cast<int8_t>(a), static_cast<int8_t>(b), false, -1}, RowKind::row};
 }
+// A cast whose value is rounded to bf16: a bf16 program's result.
+constexpr RowChainOp to_bf16(int a) { return {{PrimId::cast, static_cast<int8_t>(a), -1, true, -1}, RowKind::tile}; }
 constexpr RowChainOp sum(int a) { return {{PrimId::add, static_cast<int8_t>(a), -1, false, -1}, RowKind::sum}; }
 constexpr RowChainOp max(int a) { return {{PrimId::add, static_cast<int8_t>(a), -1, false, -1}, RowKind::max}; }
 constexpr PrimId add = PrimId::add, sub = PrimId::sub, mul = PrimId::mul, div = PrimId::div, exp = PrimId::exp,
-                 neg = PrimId::neg, rsqrt = PrimId::rsqrt, where = PrimId::where;
+                 neg = PrimId::neg, rsqrt = PrimId::rsqrt, where = PrimId::where, cast = PrimId::cast;
 
 // sexpgpu/nn's attention weights after the query-key product: operands the product, its
 // scale (`scale`: times 1 / sqrt(head), exact where the head is 4^k, else divided by
@@ -167,7 +169,24 @@ constexpr RowChainProgram<10> softmax_gradient(PrimId scale) {
           {tile(div, 0, 1), tile(div, 2, 1), tile(mul, 2, 6), tile(div, 8, 1), tile(neg, 9), sum(10), tile(add, 7, 11),
            tile(mul, 12, 0), tile(where, 3, 13, 4), tile(scale, 14, 5)}};
 }
+// The same after a bf16 product (the bf16 policy): the scores widened first, the weights
+// rounded to bf16 last.
+constexpr RowChainProgram<9> softmax_bf16(PrimId scale) {
+  return {4,
+          0,
+          {tile(cast, 0), tile(scale, 4, 1), tile(where, 2, 5, 3), max(6), tile(sub, 6, 7), tile(exp, 8), sum(9),
+           tile(div, 9, 10), to_bf16(11)}};
+}
+constexpr RowChainProgram<12> softmax_gradient_bf16(PrimId scale) {
+  return {6,
+          0b10,
+          {tile(div, 0, 1), tile(cast, 2), tile(div, 7, 1), tile(mul, 7, 6), tile(div, 9, 1), tile(neg, 10), sum(11),
+           tile(add, 8, 12), tile(mul, 13, 0), tile(where, 3, 14, 4), tile(scale, 15, 5), to_bf16(16)}};
+}
 inline constexpr RowChainProgram<7> kSoftmax = softmax(mul), kSoftmaxDivided = softmax(div);
+inline constexpr RowChainProgram<9> kSoftmaxBf16 = softmax_bf16(mul), kSoftmaxBf16Divided = softmax_bf16(div);
+inline constexpr RowChainProgram<12> kSoftmaxGradientBf16 = softmax_gradient_bf16(mul),
+                                     kSoftmaxGradientBf16Divided = softmax_gradient_bf16(div);
 inline constexpr RowChainProgram<10> kSoftmaxGradient = softmax_gradient(mul),
                                      kSoftmaxGradientDivided = softmax_gradient(div);
 // sexpgpu/ops's normalize with a weight and a bias, after a projection's bias and the
@@ -186,6 +205,24 @@ inline constexpr RowChainProgram<14> kLayerNormOfThree{
     0b110000,
     {tile(add, 0, 1), tile(add, 2, 3), tile(add, 8, 9), sum(10), row(mul, 11, 4), tile(sub, 10, 12), tile(mul, 13, 13),
      sum(14), row(mul, 15, 4), row(add, 16, 5), row(rsqrt, 17), tile(mul, 13, 18), tile(mul, 19, 6), tile(add, 20, 7)}};
+// The three after bf16 products: the product widened first, the result rounded to bf16.
+inline constexpr RowChainProgram<15> kLayerNormBf16{
+    7,
+    0b11000,
+    {tile(cast, 0), tile(add, 7, 1), tile(add, 2, 8), sum(9), row(mul, 10, 3), tile(sub, 9, 11), tile(mul, 12, 12),
+     sum(13), row(mul, 14, 3), row(add, 15, 4), row(rsqrt, 16), tile(mul, 12, 17), tile(mul, 18, 5), tile(add, 19, 6),
+     to_bf16(20)}};
+inline constexpr RowChainProgram<16> kLayerNormOfThreeBf16{
+    8,
+    0b110000,
+    {tile(add, 0, 1), tile(cast, 2), tile(add, 9, 3), tile(add, 8, 10), sum(11), row(mul, 12, 4), tile(sub, 11, 13),
+     tile(mul, 14, 14), sum(15), row(mul, 16, 4), row(add, 17, 5), row(rsqrt, 18), tile(mul, 14, 19), tile(mul, 20, 6),
+     tile(add, 21, 7), to_bf16(22)}};
+inline constexpr RowChainProgram<13> kLayerNormOfTwoBf16{
+    6,
+    0b1100,
+    {tile(add, 0, 1), sum(6), row(mul, 7, 2), tile(sub, 6, 8), tile(mul, 9, 9), sum(10), row(mul, 11, 2),
+     row(add, 12, 3), row(rsqrt, 13), tile(mul, 9, 14), tile(mul, 15, 4), tile(add, 16, 5), to_bf16(17)}};
 // The same after the embeddings: operands the two embeddings summed, then as above.
 inline constexpr RowChainProgram<12> kLayerNormOfTwo{
     6,
@@ -228,9 +265,16 @@ inline constexpr auto kRowChainPrograms = std::tuple{row_chains::kSoftmax,
                                                      row_chains::kSoftmaxDivided,
                                                      row_chains::kSoftmaxGradient,
                                                      row_chains::kSoftmaxGradientDivided,
+                                                     row_chains::kSoftmaxBf16,
+                                                     row_chains::kSoftmaxBf16Divided,
+                                                     row_chains::kSoftmaxGradientBf16,
+                                                     row_chains::kSoftmaxGradientBf16Divided,
                                                      row_chains::kLayerNorm,
                                                      row_chains::kLayerNormOfThree,
                                                      row_chains::kLayerNormOfTwo,
+                                                     row_chains::kLayerNormBf16,
+                                                     row_chains::kLayerNormOfThreeBf16,
+                                                     row_chains::kLayerNormOfTwoBf16,
                                                      row_chains::kLayerNormGradient,
                                                      row_chains::kLayerNormGradientOfSum,
                                                      row_chains::kLayerNormGradientAlone,

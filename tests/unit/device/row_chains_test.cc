@@ -3,8 +3,9 @@
 // and maxima by row_reduce.h (the interpreter's and the reduce step's), on every
 // instruction set this processor runs: over rows of activations' sizes and rows with
 // NaNs, infinities, zeros of both signs, a maximum of zero, rows all masked and rows
-// all equal. tests/unit/runtime/row_chains_test.cc checks that the library's softmax,
-// its gradient and its layer-norms are these programs.
+// all equal; a bf16 program's result rounded as graph::Bf16 rounds.
+// tests/unit/runtime/chains_test.cc checks that the library's softmax, layer-norms and
+// their gradients are these programs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "device/cpu/isa.h"
 #include "device/cpu/row_reduce.h"
 #include "device/cpu/vector_math.h"
+#include "graph/tensor.h"
 
 namespace sx::device::testing {
 namespace {
@@ -27,7 +29,7 @@ using cpu::RowKind;
 using graph::PrimId;
 using L = std::numeric_limits<float>;
 
-float element(const RowChainOp& row_op, float a, float b, float c) {
+float unrounded(const RowChainOp& row_op, float a, float b, float c) {
   switch (row_op.op.prim) {
     case PrimId::add: return a + b;
     case PrimId::sub: return a - b;
@@ -37,8 +39,14 @@ float element(const RowChainOp& row_op, float a, float b, float c) {
     case PrimId::rsqrt: return 1.0f / std::sqrt(a);
     case PrimId::exp: return graph::lane_math::exp_f32(a);
     case PrimId::where: return a != 0.0f ? b : c;
+    case PrimId::cast: return a;
     default: ADD_FAILURE() << "a row chain member the test does not know"; return 0.0f;
   }
+}
+
+float element(const RowChainOp& row_op, float a, float b, float c) {
+  const float value = unrounded(row_op, a, b, c);
+  return row_op.op.to_bf16 ? static_cast<float>(graph::Bf16(value)) : value;
 }
 
 bool same(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b)); }

@@ -115,32 +115,47 @@ TEST(Chains, TheLibrarysGeluAndItsGradientRunInRegistersWithTheInterpretersBits)
 }
 
 TEST(Chains, TheLibrarysSoftmaxLayerNormAndTheirGradientsRunInRegistersWithTheInterpretersBits) {
-  // Heads of 64 (scores times 1/8) and of 32 (scores divided by sqrt(32)).
-  for (const auto& [dim, scale] : {std::pair<int, std::string>{128, "mul"}, {64, "div"}}) {
-    const std::string block = "(transformer-block " + std::to_string(dim) + " 2)";
-    SCOPED_TRACE(block);
-    const graph::Shape shape{2, 32, dim};
-    const Ran interpreted = run_on(cpu::Isa::scalar, block, shape, false);
-    EXPECT_EQ(count(interpreted.profile, " in registers"), 0u) << interpreted.profile;
-    for (cpu::Isa isa : cpu::host_isas()) {
-      if (isa == cpu::Isa::scalar) continue;
-      SCOPED_TRACE(cpu::isa_name(isa));
-      const Ran chained = run_on(isa, block, shape, false);
-      const std::string block_rows = "f32[2, 32, " + std::to_string(dim) + "]";
-      for (const std::string& program :
-           {"(" + scale +
-                " where reduce_max sub exp sum div) ending in div of f32[2, 2, 32, 32] and f32[2, 2, 32, 32] "
-                "in registers",
-            "(div div mul div neg sum add mul where " + scale + ") ending in " + scale +
-                " of f32[2, 2, 32, 32] and f32[2, 2, 32, 32] in registers",
-            "(add add sum mul sub mul sum mul add rsqrt mul mul add) ending in add of " + block_rows + " and " +
-                block_rows + " in registers",
-            "(sub mul mul sum mul div mul mul mul add add neg sum mul add add) ending in add of " + block_rows +
-                " and " + block_rows + " in registers"})
-        EXPECT_EQ(count(chained.profile, program), 1u) << program << "\n" << chained.profile;
-      ASSERT_EQ(chained.outputs.size(), interpreted.outputs.size());
-      for (size_t k = 0; k < chained.outputs.size(); ++k)
-        EXPECT_TRUE(chained.outputs[k] == interpreted.outputs[k]) << "output " << k;
+  // Heads of 64 (scores times 1/8) and of 32 (scores divided by sqrt(32)), in f32 and
+  // with bf16 products (the programs then widen the product first and round the result).
+  for (bool bf16 : {false, true}) {
+    for (const auto& [dim, scale] : {std::pair<int, std::string>{128, "mul"}, {64, "div"}}) {
+      const std::string block = "(transformer-block " + std::to_string(dim) + " 2)";
+      SCOPED_TRACE(block + (bf16 ? " with bf16 products" : ""));
+      const graph::Shape shape{2, 32, dim};
+      const Ran interpreted = run_on(cpu::Isa::scalar, block, shape, bf16);
+      EXPECT_EQ(count(interpreted.profile, " in registers"), 0u) << interpreted.profile;
+      const std::string rows = "f32[2, 32, " + std::to_string(dim) + "]", weights = "f32[2, 2, 32, 32]";
+      const std::vector<std::string> programs =
+          bf16 ? std::vector<std::string>{"(cast " + scale +
+                                              " where reduce_max sub exp sum div cast) ending in cast of " + weights +
+                                              " in registers",
+                                          "(div cast div mul div neg sum add mul where " + scale +
+                                              " cast) ending in cast of " + weights + " in registers",
+                                          "(cast add add sum mul sub mul sum mul add rsqrt mul mul add cast) ending in "
+                                          "cast of " +
+                                              rows + " in registers"}
+               : std::vector<std::string>{"(" + scale + " where reduce_max sub exp sum div) ending in div of " +
+                                              weights + " and " + weights + " in registers",
+                                          "(div div mul div neg sum add mul where " + scale + ") ending in " + scale +
+                                              " of " + weights + " and " + weights + " in registers",
+                                          "(add add sum mul sub mul sum mul add rsqrt mul mul add) ending in add of " +
+                                              rows + " and " + rows + " in registers"};
+      for (cpu::Isa isa : cpu::host_isas()) {
+        if (isa == cpu::Isa::scalar || (bf16 && isa == cpu::Isa::amx)) continue;  // amx: other bf16 products
+        SCOPED_TRACE(cpu::isa_name(isa));
+        const Ran chained = run_on(isa, block, shape, bf16);
+        for (const std::string& program : programs)
+          EXPECT_EQ(count(chained.profile, program), 1u) << program << "\n" << chained.profile;
+        EXPECT_EQ(count(chained.profile,
+                        "(sub mul mul sum mul div mul mul mul add add neg sum mul add add) ending in "
+                        "add of " +
+                            rows + " and " + rows + " in registers"),
+                  1u)
+            << chained.profile;
+        ASSERT_EQ(chained.outputs.size(), interpreted.outputs.size());
+        for (size_t k = 0; k < chained.outputs.size(); ++k)
+          EXPECT_TRUE(chained.outputs[k] == interpreted.outputs[k]) << "output " << k;
+      }
     }
   }
 }
