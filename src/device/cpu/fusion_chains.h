@@ -99,19 +99,24 @@ inline constexpr size_t kChainCount = std::tuple_size_v<decltype(kChainPrograms)
 inline constexpr size_t kMaxChainMembers = 32;
 static_assert(std::apply([](const auto&... p) { return ((p.ops.size() <= kMaxChainMembers) && ...); }, kChainPrograms));
 
+// The index of the first of `programs` (a tuple) that `matches`, or -1.
+template <class Programs, class Matches>
+int find_program(const Programs& programs, Matches matches) {
+  int found = -1;
+  std::apply(
+      [&](const auto&... program) {
+        int index = 0;
+        ((found < 0 && matches(program) ? found = index : 0, ++index), ...);
+      },
+      programs);
+  return found;
+}
+
 // The index in kChainPrograms of the chain with these operands and members, or -1.
 inline int find_chain(int loads, std::span<const ChainOp> ops) {
-  int found = -1;
-  [&]<size_t... I>(std::index_sequence<I...>) {
-    ((found < 0 && std::get<I>(kChainPrograms).loads == loads &&
-              std::equal(ops.begin(), ops.end(), std::get<I>(kChainPrograms).ops.begin(),
-                         std::get<I>(kChainPrograms).ops.end())
-          ? found = static_cast<int>(I)
-          : 0),
-     ...);
-  }
-  (std::make_index_sequence<kChainCount>{});
-  return found;
+  return find_program(kChainPrograms, [&](const auto& program) {
+    return program.loads == loads && std::equal(ops.begin(), ops.end(), program.ops.begin(), program.ops.end());
+  });
 }
 
 // The rest is templates over V (graph/prims/lane_math.h's contract), instantiated by

@@ -285,18 +285,10 @@ static_assert(std::apply([](const auto&... p) { return (row_chain_layout(p.loads
 
 // The index in kRowChainPrograms of the program with these operands and members, or -1.
 inline int find_row_chain(int loads, uint32_t row_loads, std::span<const RowChainOp> ops) {
-  int found = -1;
-  [&]<size_t... I>(std::index_sequence<I...>) {
-    ((found < 0 && std::get<I>(kRowChainPrograms).loads == loads &&
-              std::get<I>(kRowChainPrograms).row_loads == row_loads &&
-              std::equal(ops.begin(), ops.end(), std::get<I>(kRowChainPrograms).ops.begin(),
-                         std::get<I>(kRowChainPrograms).ops.end())
-          ? found = static_cast<int>(I)
-          : 0),
-     ...);
-  }
-  (std::make_index_sequence<kRowChainCount>{});
-  return found;
+  return find_program(kRowChainPrograms, [&](const auto& program) {
+    return program.loads == loads && program.row_loads == row_loads &&
+           std::equal(ops.begin(), ops.end(), program.ops.begin(), program.ops.end());
+  });
 }
 
 // The rest is templates over V (graph/prims/lane_math.h's contract), instantiated by
