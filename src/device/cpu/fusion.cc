@@ -375,7 +375,8 @@ class FusedProgram {
 
   // A row program whose members, sources and kinds are a program of
   // fusion_row_chains.h's runs its rows in registers: rows of a multiple of 16 elements,
-  // at least 32 (row_sums' order without a tail), every member f32.
+  // at least 32 (row_sums' order without a tail), every member f32 but members of the
+  // elements rounded to bf16.
   void find_register_row_chain(const graph::Graph& graph, const FusedGroup& group) {
     const auto loads = static_cast<int>(loads_.size());
     if (kernels_ == nullptr || row_ == 0 || in_pieces_ || row_ % LaneSums<float>::kLanes != 0 ||
