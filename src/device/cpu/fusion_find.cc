@@ -226,6 +226,33 @@ void merge_row_phases(const graph::Graph& graph, const std::vector<uint32_t>& ab
       std::sort(group.members.begin(), group.members.end());
       if (other >= 0) fusion.groups[static_cast<size_t>(other)].members.clear();
     }
+    // A node of no group whose readers were in different groups, now all inside this one
+    // (a gradient's operand that both a phase's sum and the next phase read, or the
+    // widening of a bf16 product), joins it too: else it runs alone, its result going
+    // to memory and back.
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (size_t m = 0; m < group.members.size(); ++m) {
+        const NodeId member = group.members[m];
+        for (size_t k = 0; k < graph.node(member).inputs.size(); ++k) {
+          const NodeId from = read_node(graph, absorbed, member, k);
+          if (inside[from] || fusion.group_of[from] >= 0 || uses[from].empty() ||
+              !std::all_of(uses[from].begin(), uses[from].end(),
+                           [&](const Use& use) { return use.direct && inside[use.user]; })) {
+            continue;
+          }
+          inside[from] = true;
+          if (!joins_rows(graph, absorbed, inside, from, shape, rows)) {
+            inside[from] = false;
+            continue;
+          }
+          fusion.group_of[from] = static_cast<int>(a);
+          group.members.push_back(from);
+          grew = true;
+        }
+      }
+    }
+    std::sort(group.members.begin(), group.members.end());
     for (NodeId id : group.members) inside[id] = false;
   }
   // The groups that joined others are gone: the rest renumbered.

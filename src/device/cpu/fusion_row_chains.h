@@ -233,32 +233,58 @@ inline constexpr RowChainProgram<12> kLayerNormOfTwo{
 // the forward's input is recomputed from a projection's bias and a residual (OfSum), in
 // a lone block (WithResidual: the residual's gradient added last), or with that added
 // elsewhere (Alone): operands the forward's rows and values a row (mean, reciprocal
-// root, variance plus epsilon), the gradients flowing back, the weight and 1 / the row's
-// length, in autodiff's order.
-inline constexpr RowChainProgram<17> kLayerNormGradient{
-    9,
-    0x1ea,
-    {tile(sub, 0, 1), tile(add, 2, 3), tile(mul, 4, 5), tile(mul, 4, 9), sum(12), row(mul, 6, 5), row(div, 14, 7),
-     row(mul, 13, 15), row(mul, 16, 8), tile(mul, 17, 9), tile(add, 11, 18), tile(add, 19, 18), tile(neg, 20), sum(21),
-     row(mul, 22, 8), tile(add, 10, 20), tile(add, 24, 23)}};
-inline constexpr RowChainProgram<18> kLayerNormGradientOfSum{
+// root, variance plus epsilon), the gradient flowing back and the weight (their product
+// the first member the sums read), 1 / the row's length, in autodiff's order.
+inline constexpr RowChainProgram<18> kLayerNormGradient{
     10,
-    0x3d4,
-    {tile(add, 0, 1), tile(sub, 10, 2), tile(add, 3, 4), tile(mul, 5, 6), tile(mul, 5, 11), sum(14), row(mul, 7, 6),
-     row(div, 16, 8), row(mul, 15, 17), row(mul, 18, 9), tile(mul, 19, 11), tile(add, 13, 20), tile(add, 21, 20),
-     tile(neg, 22), sum(23), row(mul, 24, 9), tile(add, 12, 22), tile(add, 26, 25)}};
-inline constexpr RowChainProgram<15> kLayerNormGradientAlone{
-    7,
-    0x7a,
-    {tile(sub, 0, 1), tile(mul, 2, 3), tile(mul, 2, 7), sum(9), row(mul, 4, 3), row(div, 11, 5), row(mul, 10, 12),
-     row(mul, 13, 6), tile(mul, 14, 7), tile(add, 8, 15), tile(add, 16, 15), tile(neg, 17), sum(18), row(mul, 19, 6),
-     tile(add, 17, 20)}};
-inline constexpr RowChainProgram<16> kLayerNormGradientWithResidual{
+    0x3ca,
+    {tile(sub, 0, 1), tile(add, 2, 3), tile(mul, 4, 5), tile(mul, 12, 6), tile(mul, 12, 10), sum(14), row(mul, 7, 6),
+     row(div, 16, 8), row(mul, 15, 17), row(mul, 18, 9), tile(mul, 19, 10), tile(add, 13, 20), tile(add, 21, 20),
+     tile(neg, 22), sum(23), row(mul, 24, 9), tile(add, 11, 22), tile(add, 26, 25)}};
+inline constexpr RowChainProgram<19> kLayerNormGradientOfSum{
+    11,
+    0x794,
+    {tile(add, 0, 1), tile(sub, 11, 2), tile(add, 3, 4), tile(mul, 5, 6), tile(mul, 14, 7), tile(mul, 14, 12), sum(16),
+     row(mul, 8, 7), row(div, 18, 9), row(mul, 17, 19), row(mul, 20, 10), tile(mul, 21, 12), tile(add, 15, 22),
+     tile(add, 23, 22), tile(neg, 24), sum(25), row(mul, 26, 10), tile(add, 13, 24), tile(add, 28, 27)}};
+inline constexpr RowChainProgram<16> kLayerNormGradientAlone{
     8,
-    0x7a,
-    {tile(sub, 0, 1), tile(mul, 2, 3), tile(mul, 2, 8), sum(10), row(mul, 4, 3), row(div, 12, 5), row(mul, 11, 13),
-     row(mul, 14, 6), tile(mul, 15, 8), tile(add, 9, 16), tile(add, 17, 16), tile(neg, 18), sum(19), row(mul, 20, 6),
-     tile(add, 7, 18), tile(add, 22, 21)}};
+    0xf2,
+    {tile(sub, 0, 1), tile(mul, 2, 3), tile(mul, 9, 4), tile(mul, 9, 8), sum(11), row(mul, 5, 4), row(div, 13, 6),
+     row(mul, 12, 14), row(mul, 15, 7), tile(mul, 16, 8), tile(add, 10, 17), tile(add, 18, 17), tile(neg, 19), sum(20),
+     row(mul, 21, 7), tile(add, 19, 22)}};
+inline constexpr RowChainProgram<17> kLayerNormGradientWithResidual{
+    9,
+    0xf2,
+    {tile(sub, 0, 1), tile(mul, 2, 3), tile(mul, 10, 4), tile(mul, 10, 9), sum(12), row(mul, 5, 4), row(div, 14, 6),
+     row(mul, 13, 15), row(mul, 16, 7), tile(mul, 17, 9), tile(add, 11, 18), tile(add, 19, 18), tile(neg, 20), sum(21),
+     row(mul, 22, 7), tile(add, 8, 20), tile(add, 24, 23)}};
+
+// `program` with its operand `operand` widened from bf16 by a member placed at `at`,
+// which the members read in the operand's place: a gradient after a bf16 product.
+template <size_t N>
+constexpr RowChainProgram<N + 1> widening(const RowChainProgram<N>& program, int at, int operand) {
+  RowChainProgram<N + 1> widened{program.loads, program.row_loads, {}};
+  const int cast_slot = program.loads + at;
+  auto moved = [&](int8_t source) {
+    if (source == operand) return static_cast<int8_t>(cast_slot);
+    return static_cast<int8_t>(source >= cast_slot ? source + 1 : source);
+  };
+  for (size_t m = 0, to = 0; m < N; ++m, ++to) {
+    if (static_cast<int>(m) == at) widened.ops[to++] = tile(cast, operand);
+    RowChainOp op = program.ops[m];
+    op.op.a = moved(op.op.a);
+    op.op.b = op.op.b < 0 ? op.op.b : moved(op.op.b);
+    op.op.c = op.op.c < 0 ? op.op.c : moved(op.op.c);
+    widened.ops[to] = op;
+  }
+  return widened;
+}
+inline constexpr RowChainProgram<19> kLayerNormGradientBf16 = widening(kLayerNormGradient, 2, 4);
+inline constexpr RowChainProgram<20> kLayerNormGradientOfSumBf16 = widening(kLayerNormGradientOfSum, 3, 5);
+inline constexpr RowChainProgram<17> kLayerNormGradientAloneBf16 = widening(kLayerNormGradientAlone, 1, 2);
+inline constexpr RowChainProgram<18> kLayerNormGradientWithResidualBf16 =
+    widening(kLayerNormGradientWithResidual, 1, 2);
 }  // namespace row_chains
 
 inline constexpr auto kRowChainPrograms = std::tuple{row_chains::kSoftmax,
@@ -278,7 +304,11 @@ inline constexpr auto kRowChainPrograms = std::tuple{row_chains::kSoftmax,
                                                      row_chains::kLayerNormGradient,
                                                      row_chains::kLayerNormGradientOfSum,
                                                      row_chains::kLayerNormGradientAlone,
-                                                     row_chains::kLayerNormGradientWithResidual};
+                                                     row_chains::kLayerNormGradientWithResidual,
+                                                     row_chains::kLayerNormGradientBf16,
+                                                     row_chains::kLayerNormGradientOfSumBf16,
+                                                     row_chains::kLayerNormGradientAloneBf16,
+                                                     row_chains::kLayerNormGradientWithResidualBf16};
 inline constexpr size_t kRowChainCount = std::tuple_size_v<decltype(kRowChainPrograms)>;
 static_assert(std::apply([](const auto&... p) { return (row_chain_layout(p.loads, p.row_loads, p.ops).valid && ...); },
                          kRowChainPrograms));

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <map>
 
@@ -463,6 +464,59 @@ TEST(Fusion, RowPhasesRunAsOneStepWithTheBitsOfTheirStepsApart) {
           }
         }
       }
+    }
+  }
+}
+
+// d, the widened bf16 product, is read by a member of the last phase (t) that comes
+// before the root of the first (u, whose rows are summed): it joins neither phase's
+// chain alone, but joins them once they merge, and the product becomes their epilogue:
+// one step (the plan's profile says), where y has the bits of d made and written by a
+// plan of its own, then read by another.
+Graph phases_after_product(const Shape& shape, bool from_d) {
+  Graph graph;
+  Builder b(graph);
+  NodeId x = b.input("x", shape, DType::f32);
+  NodeId d = from_d ? b.input("d", shape, DType::f32) : NodeId{};
+  if (!from_d) {
+    NodeId a = b.input("a", {shape[0], 64}, DType::bf16);
+    d = b.cast(b.matmul(a, b.input("w", {64, shape[1]}, DType::bf16)), DType::f32);
+  }
+  NodeId t = b.mul(d, b.broadcast(b.constant(Tensor::scalar(DType::f32, 2.0)), shape));
+  NodeId u = b.neg(b.mul(d, x));
+  b.output("y", b.add(t, b.broadcast(b.sum(u, {1}, true), shape)));
+  return graph;
+}
+
+TEST(Fusion, ANodeReadByTwoPhasesJoinsThemMerged) {
+  const Shape shape{37, 128};
+  const Graph whole = phases_after_product(shape, false), after_d = phases_after_product(shape, true);
+  Graph product;
+  {
+    Builder b(product);
+    NodeId a = b.input("a", {shape[0], 64}, DType::bf16);
+    b.output("d", b.cast(b.matmul(a, b.input("w", {64, shape[1]}, DType::bf16)), DType::f32));
+  }
+  const Tensor x = random_of(DType::f32, shape, 21), a = random_of(DType::bf16, {shape[0], 64}, 22),
+               w = random_of(DType::bf16, {64, shape[1]}, 23);
+  for (cpu::Isa isa : cpu::host_isas()) {
+    for (int cores : {1, 2}) {
+      DeviceOptions options{.cpu_cores = cores, .cpu_isa = std::string(cpu::isa_name(isa))};
+      auto device = make_device("cpu", options);
+      const Tensor d = device->compile(product)->run_host(std::vector<Tensor>{a, w})[0];
+      const Tensor expected = device->compile(after_d)->run_host(std::vector<Tensor>{x, d})[0];
+      setenv("SEXPGPU_CPU_PROFILE", "1", 1);
+      ::testing::internal::CaptureStderr();
+      Tensor y;
+      {
+        auto plan = device->compile(whole);
+        y = plan->run_host(std::vector<Tensor>{x, a, w})[0];
+      }
+      const std::string profile = ::testing::internal::GetCapturedStderr();
+      unsetenv("SEXPGPU_CPU_PROFILE");
+      EXPECT_NE(profile.find("cpu plan profile: 1 runs"), std::string::npos) << profile;
+      EXPECT_NE(profile.find("with fused 6 nodes (cast mul mul neg sum add)"), std::string::npos) << profile;
+      EXPECT_TRUE(same_bits(y, expected)) << cpu::isa_name(isa) << ", " << cores << " threads";
     }
   }
 }
