@@ -2,6 +2,7 @@
 #include "graph/tensor.h"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <bit>
 #include <cmath>
@@ -10,6 +11,23 @@
 #include "graph/prims/scalar.h"
 
 namespace sx::graph {
+
+namespace {
+
+std::align_val_t alignment_of(size_t bytes) { return std::align_val_t{bytes >= kHugePage ? kHugePage : 64}; }
+
+}  // namespace
+
+void* allocate_lines(size_t bytes) {
+  void* p = ::operator new(bytes, alignment_of(bytes));
+#ifdef MADV_HUGEPAGE
+  // Advice only: where the system has no huge pages to give, the pages stay small.
+  if (bytes >= kHugePage) madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
+void free_lines(void* p, size_t bytes) { ::operator delete(p, alignment_of(bytes)); }
 
 Tensor::Tensor(DType dtype, Shape shape)
     : dtype_(dtype), shape_(std::move(shape)), bytes_(static_cast<size_t>(graph::numel(shape_)) * dtype_size(dtype)) {}

@@ -33,18 +33,27 @@ struct Bf16 {
   explicit operator float() const { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
 };
 
-// Allocates on whole cache lines, so that a tensor's rows start where lines do when
-// their length allows: the cpu device's matrix products read a weight in 128-byte parts
-// of its rows, two lines each rather than three (gpt-large's projections ran 8% faster).
+// Memory for tensors and the cpu device's arena. On whole cache lines, so that a
+// tensor's rows start where lines do when their length allows: the cpu device's matrix
+// products read a weight in 128-byte parts of its rows, two lines each rather than three
+// (gpt-large's projections ran 8% faster). From kHugePage bytes on, on a kHugePage
+// boundary, and Linux asked to back it with transparent huge pages (madvise, which
+// systems that offer them only on request need): one TLB entry then covers 512 of the
+// 4 KiB pages that the products' packing, the fused programs and the optimizer's
+// updates walk through (gpt-small's training step about 3% faster on a Zen 4). The
+// pages are backed as they are touched, so the rounding costs no memory.
+inline constexpr size_t kHugePage = size_t{2} << 20;
+void* allocate_lines(size_t bytes);
+void free_lines(void* p, size_t bytes);
+
 template <class T>
 struct CacheLineAllocator {
   using value_type = T;
-  static constexpr std::align_val_t kAlignment{64};
   CacheLineAllocator() = default;
   template <class U>
   explicit CacheLineAllocator(const CacheLineAllocator<U>&) {}
-  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlignment)); }
-  void deallocate(T* p, size_t) { ::operator delete(p, kAlignment); }
+  T* allocate(size_t n) { return static_cast<T*>(allocate_lines(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) { free_lines(p, n * sizeof(T)); }
   bool operator==(const CacheLineAllocator&) const = default;
 };
 

@@ -25,13 +25,15 @@ using Step = std::function<void(const uint8_t* const* in, uint8_t* out)>;
 // Memory on whole cache lines: a plan's arena, and scratch that threads write
 // side by side (a line two threads write would pass between them at every step).
 inline constexpr size_t kCacheLine = 64;
+// (graph::allocate_lines: large ones on huge pages.)
 struct CacheLineDelete {
-  void operator()(uint8_t* p) const { ::operator delete (p, std::align_val_t{kCacheLine}); }
+  size_t bytes = 0;
+  void operator()(uint8_t* p) const { graph::free_lines(p, bytes); }
 };
 using CacheLineBytes = std::unique_ptr<uint8_t[], CacheLineDelete>;
 inline CacheLineBytes cache_line_bytes(size_t bytes) {
-  return CacheLineBytes(
-      static_cast<uint8_t*>(::operator new (std::max<size_t>(bytes, 1), std::align_val_t{kCacheLine})));
+  bytes = std::max<size_t>(bytes, 1);
+  return CacheLineBytes(static_cast<uint8_t*>(graph::allocate_lines(bytes)), CacheLineDelete{bytes});
 }
 
 // Bytes that the steps of a plan share, each using them only while it runs (a plan runs

@@ -2,7 +2,10 @@
 // to the dtype exactly as the cast primitive converts, at the edges too.
 #include <cmath>
 #include <cstdint>
+#include <fstream>
 #include <limits>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "test_util.h"
@@ -103,6 +106,37 @@ TEST(Tensor, ElementsStartOnACacheLine) {
     EXPECT_EQ(reinterpret_cast<uintptr_t>(t.bytes().data()) % 64, 0u);
   }
   EXPECT_EQ(Tensor(DType::f32, {3, 16}, bytes).bytes()[47], 1);
+}
+
+// The flags of the mapping that holds `p`, from /proc/self/smaps (its "VmFlags:" line),
+// or "" where there is none to read.
+std::string mapping_flags(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t start = 0, end = 0;
+    char dash = 0;
+    std::istringstream header(line);
+    if (header >> std::hex >> start >> dash >> end && dash == '-' && line.find(':') > line.find(' ')) {
+      inside = start <= at && at < end;
+    } else if (inside && line.starts_with("VmFlags:")) {
+      return line + " ";
+    }
+  }
+  return "";
+}
+
+TEST(Tensor, LargeOnesLieOnHugePagesWhereLinuxGivesThem) {
+  // Large tensors (the cpu device's arena is allocated the same way) start on a huge
+  // page and ask Linux for huge pages: their mapping's flags carry "hg".
+  const Tensor large(DType::f32, {3, 1 << 20});
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(large.bytes().data()) % kHugePage, 0u);
+  const std::string flags = mapping_flags(large.bytes().data());
+  if (flags.empty()) GTEST_SKIP() << "no /proc/self/smaps to read the mapping's flags from";
+  EXPECT_NE(flags.find(" hg "), std::string::npos) << flags;
+  const Tensor small(DType::f32, {16});
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small.bytes().data()) % 64, 0u);
 }
 
 }  // namespace
