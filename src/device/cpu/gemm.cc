@@ -202,16 +202,23 @@ void pack_a_pairs(const KernelSet& kernels, const MatrixRef& a, int64_t row, int
     }
   } else if (a.rows == 1) {
     first_slow = two_step_words(word, words, k);
-    // A line of words for up to `chunk` rows, then dealt to their slivers.
-    float line[256];
+    // Lines of words for up to `chunk` rows, kSteps words at a time, then dealt to their
+    // slivers: each sliver gets its kSteps runs as one (as pack_a_steps deals its steps).
+    constexpr int64_t kSteps = 8;
+    float lines[kSteps][256];
     const int64_t chunk = 256 / mr * mr;
-    for (int64_t p = 0; p < first_slow; ++p) {
-      const auto* low = reinterpret_cast<const uint16_t*>(base + 2 * (word + p) * a.cols + row);
+    for (int64_t p0 = 0; p0 < first_slow; p0 += kSteps) {
+      const int64_t steps = std::min(kSteps, first_slow - p0);
       for (int64_t i0 = 0; i0 < rows; i0 += chunk) {
         const int64_t count = std::min(chunk, rows - i0);
-        kernels.pair_words(count, low + i0, low + a.cols + i0, line);
+        for (int64_t q = 0; q < steps; ++q) {
+          const auto* low = reinterpret_cast<const uint16_t*>(base + 2 * (word + p0 + q) * a.cols + row);
+          kernels.pair_words(count, low + i0, low + a.cols + i0, lines[q]);
+        }
         for (int64_t i = 0; i < count; i += mr) {
-          std::copy_n(line + i, std::min<int64_t>(mr, count - i), out + (i0 + i) * words + p * mr);
+          const int64_t height = std::min<int64_t>(mr, count - i);
+          float* to = out + (i0 + i) * words + p0 * mr;
+          for (int64_t q = 0; q < steps; ++q) std::copy_n(lines[q] + i, height, to + q * mr);
         }
       }
     }

@@ -84,7 +84,8 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
   // last whole vector. An f32 B is packed by the first block of rows' tiles and read
   // packed by the other blocks: 600 rows in three blocks, over three blocks of K, with
   // a last sliver of B too narrow for a packing tile; of bf16 too (in pairs where the
-  // host has them), with an odd K, whose last block holds a word of one step.
+  // host has them), with an odd K, whose last block holds a word of one step; and a
+  // transposed bf16 A of more rows than its packing deals out at once.
   std::vector<GemmCase> cases{{1, 1, 1, false, false, false, 1},       {1, 2100, 700, false, false, false, 2},
                               {300, 40, 1000, false, false, false, 2}, {7, 2049, 513, true, false, true, 2},
                               {64, 33, 257, false, true, false, 1},    {5, 4, 0, false, false, false, 2},
@@ -94,7 +95,7 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
                               {5, 33, 301, true, true, true, 2},       {11, 70, 64, false, true, true, 1},
                               {601, 20, 70, true, false, false, 1},    {600, 70, 1601, false, false, false, 1},
                               {600, 70, 1601, false, false, false, 2}, {600, 70, 1601, false, false, true, 1},
-                              {300, 64, 2000, false, false, true, 2}};
+                              {300, 64, 2000, false, false, true, 2},  {601, 40, 1001, true, false, true, 1}};
   for (Isa isa : cpu::host_isas()) {
     std::mt19937 rng(12);
     for (const GemmCase& c : cases) expect_rule(isa, c, rng);
