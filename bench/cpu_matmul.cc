@@ -29,8 +29,8 @@
 #include "device/cpu/isa.h"
 #include "device/cpu/thread_pool.h"
 #include "device/device.h"
-#include "fma_peak.h"
 #include "graph/builder.h"
+#include "multiply_peak.h"
 
 namespace {
 
@@ -41,33 +41,6 @@ using sx::graph::Tensor;
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-// The peak in GFLOP/s of the instruction that multiplies `dtype` on
-// `threads` threads: the best of short tries over `budget_s`. f32 FMA, or
-// VDPBF16PS for bf16 with avx512bf16, TDPBF16PS for bf16 with amx (bf16 elsewhere runs
-// on the f32 FMA).
-// None for the scalar kernels (no vector peak to compare).
-std::optional<double> peak(Isa isa, DType dtype, int threads, double budget_s) {
-  if (isa == Isa::scalar) return std::nullopt;
-  const int64_t iterations = 100'000;
-  bool pairs = isa == Isa::avx512bf16 && dtype == DType::bf16, tiles = isa == Isa::amx && dtype == DType::bf16;
-  // 12 chains of vectors of multiply-adds an iteration, or 4 tiles of 16 x 16 x 32.
-  double flops = tiles ? 4.0 * 2 * 16 * 16 * 32 : 12.0 * 2 * (isa == Isa::avx2 ? 8 : pairs ? 32 : 16), best = 0;
-  ThreadPool& pool = ThreadPool::shared();
-  threads = std::min(threads, pool.size());
-  std::vector<float> results(static_cast<size_t>(threads));
-  for (auto begin = Clock::now(); seconds_since(begin) < budget_s;) {
-    auto start = Clock::now();
-    pool.run(threads, [&](int t) {
-      results[static_cast<size_t>(t)] = isa == Isa::avx2 ? fma_peak_avx2(iterations)
-                                        : pairs          ? dpbf16_peak_avx512bf16(iterations)
-                                        : tiles          ? tdpbf16_peak_amx(iterations)
-                                                         : fma_peak_avx512(iterations);
-    });
-    best = std::max(best, flops * static_cast<double>(iterations) * threads / seconds_since(start) / 1e9);
-  }
-  return best;
-}
 
 // GB/s of memcpy of 256 MiB on `threads` threads, each its own part.
 double copy_bandwidth(int threads, double budget_s) {
@@ -298,9 +271,9 @@ int main(int argc, char** argv) {
   for (DType dtype : dtypes) {
     for (int threads : thread_counts) {
       for (auto [m, k, n] : products) {
-        std::optional<double> before = peak(isa, dtype, threads, peak_budget);
+        std::optional<double> before = sx::bench::multiply_peak(isa, dtype, threads, peak_budget);
         double seconds = time_matmul(dtype, m, k, n, threads, isa, budget, transposed);
-        std::optional<double> after = peak(isa, dtype, threads, peak_budget);
+        std::optional<double> after = sx::bench::multiply_peak(isa, dtype, threads, peak_budget);
         std::optional<double> theirs =
             dtype == DType::f32 ? numpy.gflops(m, k, n, threads, budget) : std::optional<double>{};
         double ours = 2.0 * static_cast<double>(m * k * n) / seconds / 1e9;
@@ -312,7 +285,7 @@ int main(int argc, char** argv) {
           percent = fmt::format("{:.1f}%", 100 * ours / p);
           if (std::min(*before, *after) < 0.9 * p) note = "loaded (peak moved)";
           if (threads == 2) {
-            std::optional<double> one = peak(isa, dtype, 1, peak_budget);
+            std::optional<double> one = sx::bench::multiply_peak(isa, dtype, 1, peak_budget);
             if (one && p < 1.6 * *one) note = "loaded (2 threads < 1.6x 1)";
           }
         }

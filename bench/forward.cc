@@ -32,6 +32,13 @@
 // there, and a run allocates nothing else) and the buffers the program returns its
 // results in; PyTorch's is how far its process's peak resident memory rose above what
 // it held before its first run.
+//
+// And the floor: the time our products alone would take at the peak of the instruction
+// that multiplies in them (the f32 FMA, or VDPBF16PS or TDPBF16PS for bf16 where the
+// device runs them; multiply_peak.h), measured in the same run, and that time over
+// PyTorch's. No run of the same products on this host, ours or anyone's on the same
+// instruction, gets a ratio below it: where it exceeds a goal, the goal needs another
+// host.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/wait.h>
@@ -52,10 +59,12 @@
 #include <string>
 #include <vector>
 
+#include "device/cpu/isa.h"
 #include "graph/autodiff.h"
 #include "graph/passes.h"
 #include "lang/tracer.h"
 #include "model/values.h"
+#include "multiply_peak.h"
 #include "runtime/program.h"
 #include "train/session.h"
 #include "train/step.h"
@@ -145,6 +154,17 @@ class Ours {
       elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     }
     return 1e3 * elapsed / runs;
+  }
+
+  // The GFLOP of a run's matrix products: two a multiply-add.
+  double product_gflop() const {
+    double flops = 0;
+    for (const graph::Node& node : program_->graph().nodes) {
+      if (node.op() != graph::PrimId::matmul) continue;
+      const graph::Shape& a = program_->graph().node(node.inputs[0]).shape;
+      flops += 2.0 * static_cast<double>(graph::numel(node.shape)) * static_cast<double>(a.back());
+    }
+    return flops / 1e9;
   }
 
   // What a run needs beyond the parameters and the batch.
@@ -284,6 +304,7 @@ double median(std::vector<double> values) {
 // fastest setting's; the row gives the medians, and the ratios' range.
 struct Row {
   double ms = 0, peer_ms = 0, ratio = 0, lowest = 0, highest = 0, mib = 0, peer_mib = 0;
+  std::optional<double> floor_ms;  // the products at the multiply's peak (none for scalar kernels)
   std::string setting, refusal;
 };
 
@@ -325,6 +346,10 @@ Row measure(const Model& model, bool gradient, bool bf16, int threads, double se
   for (const auto& peer : peers) {
     if (peer->setting().label() == most->first) peer_mib = peer->mib();
   }
+  std::optional<double> floor_ms;
+  if (std::optional<double> peak = bench::multiply_peak(device::cpu::choose_isa(""),
+                                                        bf16 ? graph::DType::bf16 : graph::DType::f32, threads, 0.5))
+    floor_ms = 1e3 * ours.product_gflop() / *peak;
   return {.ms = median(mine),
           .peer_ms = median(theirs),
           .ratio = median(ratios),
@@ -332,6 +357,7 @@ Row measure(const Model& model, bool gradient, bool bf16, int threads, double se
           .highest = *std::max_element(ratios.begin(), ratios.end()),
           .mib = ours.memory_mib(),
           .peer_mib = peer_mib,
+          .floor_ms = floor_ms,
           .setting = most->first,
           .refusal = ""};
 }
@@ -389,8 +415,8 @@ int main(int argc, char** argv) {
   fmt::print("load average before: {}\n", load_average());
   fmt::print(
       "| model | pass | precision | threads | SexpGPU ms | PyTorch ms | SexpGPU / PyTorch (range) | SexpGPU MiB "
-      "| PyTorch MiB "
-      "| memory ratio |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+      "| PyTorch MiB | memory ratio | floor ms (ratio) |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (const Model& model : kModels) {
     if (!listed(models, model.name)) continue;
     for (bool gradient : {false, true}) {
@@ -402,15 +428,16 @@ int main(int argc, char** argv) {
           Row row = measure(model, gradient, bf16, threads, seconds, rounds, run_file, text);
           const std::string pass = gradient ? "gradient" : "forward", precision = bf16 ? "bf16" : "f32";
           if (!row.refusal.empty()) {
-            fmt::print("| gpt-{} | {} | {} | {} | - | {} | - | - | - | - |\n", model.name, pass, precision, threads,
+            fmt::print("| gpt-{} | {} | {} | {} | - | {} | - | - | - | - | - |\n", model.name, pass, precision, threads,
                        row.refusal);
             continue;
           }
           fmt::print(
-              "| gpt-{} | {} | {} | {} | {:.2f} | {:.2f} ({}) | {:.2f} ({:.2f}-{:.2f}) | {:.1f} | {:.1f} | {} |\n",
+              "| gpt-{} | {} | {} | {} | {:.2f} | {:.2f} ({}) | {:.2f} ({:.2f}-{:.2f}) | {:.1f} | {:.1f} | {} | {} |\n",
               model.name, pass, precision, threads, row.ms, row.peer_ms, row.setting, row.ratio, row.lowest,
               row.highest, row.mib, row.peer_mib,
-              row.peer_mib > 0 ? fmt::format("{:.2f}", row.mib / row.peer_mib) : "-");
+              row.peer_mib > 0 ? fmt::format("{:.2f}", row.mib / row.peer_mib) : "-",
+              row.floor_ms ? fmt::format("{:.1f} ({:.2f})", *row.floor_ms, *row.floor_ms / row.peer_ms) : "-");
           std::fflush(stdout);
         }
       }

@@ -1,0 +1,18 @@
+// The peak rate of the instruction that multiplies in the cpu device's products, for
+// the benchmarks that compare against it (cpu_matmul, forward).
+#pragma once
+
+#include <optional>
+
+#include "device/cpu/isa.h"
+#include "graph/dtype.h"
+
+namespace sx::bench {
+
+// GFLOP/s of the instruction that multiplies `dtype` under `isa` on `threads` threads:
+// the best of short tries over `budget_s`. The f32 FMA, or VDPBF16PS for bf16 under
+// avx512bf16, TDPBF16PS for bf16 under amx (bf16 elsewhere runs on the f32 FMA). None
+// for the scalar kernels (no vector peak to compare).
+std::optional<double> multiply_peak(device::cpu::Isa isa, graph::DType dtype, int threads, double budget_s);
+
+}  // namespace sx::bench
