@@ -190,7 +190,8 @@ inline constexpr RowChainProgram<12> kSoftmaxGradientBf16 = softmax_gradient_bf1
 inline constexpr RowChainProgram<10> kSoftmaxGradient = softmax_gradient(mul),
                                      kSoftmaxGradientDivided = softmax_gradient(div);
 // sexpgpu/ops's normalize with a weight and a bias, after a projection's bias and the
-// residual add: operands the product, its bias, the residual, 1 / the row's length,
+// residual add: operands the product, its bias, the residual, 1 / the row's length
+// (the row's length where the mean divides by it: `dividing`, below),
 // epsilon, the weight and the bias; members the sum, the mean, the centred row, its
 // squares, their sum, the variance, plus epsilon, its reciprocal root, the normalized
 // row, scaled, shifted.
@@ -285,6 +286,39 @@ inline constexpr RowChainProgram<20> kLayerNormGradientOfSumBf16 = widening(kLay
 inline constexpr RowChainProgram<17> kLayerNormGradientAloneBf16 = widening(kLayerNormGradientAlone, 1, 2);
 inline constexpr RowChainProgram<18> kLayerNormGradientWithResidualBf16 =
     widening(kLayerNormGradientWithResidual, 1, 2);
+
+// `program` with each value a row that it multiplies by operand `length` divided by that
+// operand instead: a layer-norm over rows whose length has no exact reciprocal in f32
+// (768, say), where the library's mean divides by the length.
+template <size_t N>
+constexpr RowChainProgram<N> dividing(const RowChainProgram<N>& program, int length) {
+  RowChainProgram<N> divided = program;
+  int changed = 0;
+  for (RowChainOp& op : divided.ops) {
+    if (op.kind == RowKind::row && op.op.prim == mul && op.op.b == length) {
+      op.op.prim = div;
+      ++changed;
+    }
+  }
+  if (changed == 0) throw "dividing: the program multiplies nothing by that operand";  // not a constant then
+  return divided;
+}
+inline constexpr RowChainProgram<13> kLayerNormDivided = dividing(kLayerNorm, 3);
+inline constexpr RowChainProgram<14> kLayerNormOfThreeDivided = dividing(kLayerNormOfThree, 4);
+inline constexpr RowChainProgram<12> kLayerNormOfTwoDivided = dividing(kLayerNormOfTwo, 2);
+inline constexpr RowChainProgram<15> kLayerNormBf16Divided = dividing(kLayerNormBf16, 3);
+inline constexpr RowChainProgram<16> kLayerNormOfThreeBf16Divided = dividing(kLayerNormOfThreeBf16, 4);
+inline constexpr RowChainProgram<13> kLayerNormOfTwoBf16Divided = dividing(kLayerNormOfTwoBf16, 2);
+inline constexpr RowChainProgram<18> kLayerNormGradientDivided = dividing(kLayerNormGradient, 9);
+inline constexpr RowChainProgram<19> kLayerNormGradientOfSumDivided = dividing(kLayerNormGradientOfSum, 10);
+inline constexpr RowChainProgram<16> kLayerNormGradientAloneDivided = dividing(kLayerNormGradientAlone, 7);
+inline constexpr RowChainProgram<17> kLayerNormGradientWithResidualDivided =
+    dividing(kLayerNormGradientWithResidual, 7);
+inline constexpr RowChainProgram<19> kLayerNormGradientBf16Divided = dividing(kLayerNormGradientBf16, 9);
+inline constexpr RowChainProgram<20> kLayerNormGradientOfSumBf16Divided = dividing(kLayerNormGradientOfSumBf16, 10);
+inline constexpr RowChainProgram<17> kLayerNormGradientAloneBf16Divided = dividing(kLayerNormGradientAloneBf16, 7);
+inline constexpr RowChainProgram<18> kLayerNormGradientWithResidualBf16Divided =
+    dividing(kLayerNormGradientWithResidualBf16, 7);
 }  // namespace row_chains
 
 inline constexpr auto kRowChainPrograms = std::tuple{row_chains::kSoftmax,
@@ -308,7 +342,21 @@ inline constexpr auto kRowChainPrograms = std::tuple{row_chains::kSoftmax,
                                                      row_chains::kLayerNormGradientBf16,
                                                      row_chains::kLayerNormGradientOfSumBf16,
                                                      row_chains::kLayerNormGradientAloneBf16,
-                                                     row_chains::kLayerNormGradientWithResidualBf16};
+                                                     row_chains::kLayerNormGradientWithResidualBf16,
+                                                     row_chains::kLayerNormDivided,
+                                                     row_chains::kLayerNormOfThreeDivided,
+                                                     row_chains::kLayerNormOfTwoDivided,
+                                                     row_chains::kLayerNormBf16Divided,
+                                                     row_chains::kLayerNormOfThreeBf16Divided,
+                                                     row_chains::kLayerNormOfTwoBf16Divided,
+                                                     row_chains::kLayerNormGradientDivided,
+                                                     row_chains::kLayerNormGradientOfSumDivided,
+                                                     row_chains::kLayerNormGradientAloneDivided,
+                                                     row_chains::kLayerNormGradientWithResidualDivided,
+                                                     row_chains::kLayerNormGradientBf16Divided,
+                                                     row_chains::kLayerNormGradientOfSumBf16Divided,
+                                                     row_chains::kLayerNormGradientAloneBf16Divided,
+                                                     row_chains::kLayerNormGradientWithResidualBf16Divided};
 inline constexpr size_t kRowChainCount = std::tuple_size_v<decltype(kRowChainPrograms)>;
 static_assert(std::apply([](const auto&... p) { return (row_chain_layout(p.loads, p.row_loads, p.ops).valid && ...); },
                          kRowChainPrograms));

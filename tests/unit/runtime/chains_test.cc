@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "device/cpu/isa.h"
@@ -115,10 +116,13 @@ TEST(Chains, TheLibrarysGeluAndItsGradientRunInRegistersWithTheInterpretersBits)
 }
 
 TEST(Chains, TheLibrarysSoftmaxLayerNormAndTheirGradientsRunInRegistersWithTheInterpretersBits) {
-  // Heads of 64 (scores times 1/8) and of 32 (scores divided by sqrt(32)), in f32 and
-  // with bf16 products (the programs then widen the product first and round the result).
+  // Heads of 64 (scores times 1/8) and of 32 (scores divided by sqrt(32)), rows of 128
+  // and 64 (a mean times 1/128 or 1/64) and of 96 (a mean divided by 96, heads of 48), in
+  // f32 and with bf16 products (the programs then widen the product first and round the
+  // result).
   for (bool bf16 : {false, true}) {
-    for (const auto& [dim, scale] : {std::pair<int, std::string>{128, "mul"}, {64, "div"}}) {
+    for (const auto& [dim, scale, mean] :
+         {std::tuple<int, std::string, std::string>{128, "mul", "mul"}, {64, "div", "mul"}, {96, "div", "div"}}) {
       const std::string block = "(transformer-block " + std::to_string(dim) + " 2)";
       SCOPED_TRACE(block + (bf16 ? " with bf16 products" : ""));
       const graph::Shape shape{2, 32, dim};
@@ -126,21 +130,21 @@ TEST(Chains, TheLibrarysSoftmaxLayerNormAndTheirGradientsRunInRegistersWithTheIn
       EXPECT_EQ(count(interpreted.profile, " in registers"), 0u) << interpreted.profile;
       const std::string rows = "f32[2, 32, " + std::to_string(dim) + "]", weights = "f32[2, 2, 32, 32]";
       const std::vector<std::string> programs =
-          bf16 ? std::vector<std::string>{"(cast " + scale +
-                                              " where reduce_max sub exp sum div cast) ending in cast of " + weights +
-                                              " in registers",
-                                          "with fused 12 nodes (div cast div mul div neg sum add mul where " + scale +
-                                              " cast) ending in cast of " + weights + " in registers",
-                                          "(cast add add sum mul sub mul sum mul add rsqrt mul mul add cast) ending in "
-                                          "cast of " +
-                                              rows + " in registers"}
-               : std::vector<std::string>{"(" + scale + " where reduce_max sub exp sum div) ending in div of " +
-                                              weights + " and " + weights + " in registers",
-                                          "with fused 10 nodes (div div mul div neg sum add mul where " + scale +
-                                              ") ending in " + scale + " of " + weights + " and " + weights +
-                                              " in registers",
-                                          "(add add sum mul sub mul sum mul add rsqrt mul mul add) ending in add of " +
-                                              rows + " and " + rows + " in registers"};
+          bf16
+              ? std::vector<std::string>{"(cast " + scale +
+                                             " where reduce_max sub exp sum div cast) ending in cast of " + weights +
+                                             " in registers",
+                                         "with fused 12 nodes (div cast div mul div neg sum add mul where " + scale +
+                                             " cast) ending in cast of " + weights + " in registers",
+                                         "(cast add add sum " + mean + " sub mul sum " + mean +
+                                             " add rsqrt mul mul add cast) ending in cast of " + rows + " in registers"}
+              : std::vector<std::string>{
+                    "(" + scale + " where reduce_max sub exp sum div) ending in div of " + weights + " and " + weights +
+                        " in registers",
+                    "with fused 10 nodes (div div mul div neg sum add mul where " + scale + ") ending in " + scale +
+                        " of " + weights + " and " + weights + " in registers",
+                    "(add add sum " + mean + " sub mul sum " + mean + " add rsqrt mul mul add) ending in add of " +
+                        rows + " and " + rows + " in registers"};
       for (cpu::Isa isa : cpu::host_isas()) {
         if (isa == cpu::Isa::scalar || (bf16 && isa == cpu::Isa::amx)) continue;  // amx: other bf16 products
         SCOPED_TRACE(cpu::isa_name(isa));
@@ -149,9 +153,8 @@ TEST(Chains, TheLibrarysSoftmaxLayerNormAndTheirGradientsRunInRegistersWithTheIn
           EXPECT_EQ(count(chained.profile, program), 1u) << program << "\n" << chained.profile;
         // The layer-norm's gradient with the product of the gradient and the weight (after
         // the bf16 product's widening), which its sums and later members read.
-        EXPECT_EQ(count(chained.profile, std::string("(sub ") + (bf16 ? "cast " : "") +
-                                             "mul mul mul sum mul div mul mul mul add add neg sum mul add add) ending "
-                                             "in add of " +
+        EXPECT_EQ(count(chained.profile, std::string("(sub ") + (bf16 ? "cast " : "") + "mul mul mul sum mul div mul " +
+                                             mean + " mul add add neg sum " + mean + " add add) ending in add of " +
                                              rows + " and " + rows + " in registers"),
                   1u)
             << chained.profile;
