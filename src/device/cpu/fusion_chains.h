@@ -158,7 +158,7 @@ typename V::f chain_step(const typename V::f* r) {
 }
 
 template <class V, auto Program>
-void run_chain(const float* const* loads, float* const* members, int64_t n) {
+[[gnu::flatten]] void run_chain(const float* const* loads, float* const* members, int64_t n) {
   constexpr size_t kLoads = static_cast<size_t>(Program.loads), kMembers = Program.ops.size();
   for (int64_t i = 0; i < n; i += V::width) {
     typename V::f r[kLoads + kMembers];
