@@ -10,7 +10,7 @@
 
 namespace sx::cli {
 
-// Exit codes (DESIGN section 1).
+// Exit codes (docs/cli.md).
 constexpr int kExitOk = 0;
 constexpr int kExitDiagnosed = 1;
 constexpr int kExitUsage = 2;

@@ -14,7 +14,7 @@
 
 namespace sx::cli {
 
-// DESIGN section 6: cpu unless --device or SEXPGPU_DEVICE says otherwise.
+// cpu unless --device or SEXPGPU_DEVICE says otherwise.
 constexpr const char* kDefaultDevice = "cpu";
 
 void DeviceFlags::add_to(CLI::App& command) {

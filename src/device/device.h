@@ -1,4 +1,4 @@
-// The device interface (DESIGN 6b): a device owns buffers (allocate, upload,
+// The device interface: a device owns buffers (allocate, upload,
 // download) and compiles a graph into a plan; a plan runs on the device's
 // buffers and writes the device's buffers. Every device takes the same
 // graph; `reference` is the specification the others are tested against.

@@ -1,5 +1,5 @@
-// The passes that shape a model for its callers (the seed page "Running a trained
-// model"): `--output` keeps only the outputs named, `--at` reads each output at one place
+// The passes that shape a model for its callers (docs/serving.md
+// and docs/cli.md): `--output` keeps only the outputs named, `--at` reads each output at one place
 // of its second axis.
 #include <fmt/format.h>
 

@@ -35,13 +35,12 @@ struct Bf16 {
 
 // Memory for tensors and the cpu device's arena. On whole cache lines, so that a
 // tensor's rows start where lines do when their length allows: the cpu device's matrix
-// products read a weight in 128-byte parts of its rows, two lines each rather than three
-// (gpt-large's projections ran 8% faster). From kHugePage bytes on, on a kHugePage
-// boundary, and Linux asked to back it with transparent huge pages (madvise, which
-// systems that offer them only on request need): one TLB entry then covers 512 of the
-// 4 KiB pages that the products' packing, the fused programs and the optimizer's
-// updates walk through (gpt-small's training step about 3% faster on a Zen 4). The
-// pages are backed as they are touched, so the rounding costs no memory.
+// products read a weight in 128-byte parts of its rows, two lines each rather than
+// three. From kHugePage bytes on, on a kHugePage boundary, and Linux asked to back it
+// with transparent huge pages (madvise, which systems that offer them only on request
+// need): one TLB entry then covers 512 of the 4 KiB pages that the products' packing,
+// the fused programs and the optimizer's updates walk through. The pages are backed as
+// they are touched, so the rounding costs no memory.
 inline constexpr size_t kHugePage = size_t{2} << 20;
 void* allocate_lines(size_t bytes);
 void free_lines(void* p, size_t bytes);

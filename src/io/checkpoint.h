@@ -1,4 +1,4 @@
-// Checkpoint folders (DESIGN section 7): LOC/step-00000020/ holding experiment.json,
+// Checkpoint folders (docs/training.md): LOC/step-00000020/ holding experiment.json,
 // model.json, params.safetensors, ema.safetensors, optimizer.safetensors and state.json.
 //
 // A checkpoint is written into a temporary folder, LOC/.step-00000020.tmp-PID-N-HOST

@@ -1,5 +1,5 @@
 // What a checkpoint records of its frozen `:load` parameters instead of holding their
-// values (the seed page "Models and parameters"): each one's file and tensor, and the size
+// values (docs/models.md): each one's file and tensor, and the size
 // and SHA-256 of every file they read, shards included. experiment.json keeps it under
 // "loads":
 //

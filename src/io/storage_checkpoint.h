@@ -1,5 +1,5 @@
 // Checkpoints at a storage location: s3://bucket/prefix, or an o41:// location under an
-// s3:// root. S3 has no rename, so DESIGN 7's promise (a crash never leaves a checkpoint
+// s3:// root. S3 has no rename, so the promise of docs/training.md (a crash never leaves a checkpoint
 // that looks whole) is kept by a completion marker written last:
 //
 //   P/.step-00000020.tmp-PID-N-HOST   put first: an upload of step 20 is under way

@@ -1,4 +1,4 @@
-// Models and parameters (the seed page "Models and parameters"): model values, the
+// Models and parameters (docs/models.md): model values, the
 // parameters they declare, and the state the special forms share while a file is
 // evaluated. Paths and roots are given after evaluation, by resolve_parameters (paths.h).
 #pragma once

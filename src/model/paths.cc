@@ -1,4 +1,4 @@
-// Giving parameters their paths (the seed page's "Roots" and "Paths").
+// Giving parameters their paths (docs/models.md, "Roots" and "Paths").
 #include "model/paths.h"
 
 #include <fmt/format.h>

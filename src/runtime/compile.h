@@ -1,4 +1,4 @@
-// The one way a graph becomes a plan (DESIGN 5 and 6b): verify it, optimize it (the
+// The one way a graph becomes a plan: verify it, optimize it (the
 // graph passes, constants folded on the device itself), then the device's compile. Every
 // command reaches a device through here: a Program's construction (training steps,
 // evaluation passes, eager evaluation, serving) and the parameters' initializers, and

@@ -1,4 +1,4 @@
-// Programs (DESIGN 6b): a graph compiled once for a device, with the role of
+// Programs: a graph compiled once for a device, with the role of
 // each input and output, run many times on buffers the device owns. The
 // parameters and optimizer state live in a Store between runs; a program
 // reads them there and writes their new values over them (donation), so a

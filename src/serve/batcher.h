@@ -4,8 +4,8 @@
 // weights are not batched), all compiled at start and all reading one runtime::Store that
 // holds the weights, uploaded once. The server (server.h) hands it the calls waiting for
 // the device, up to max, as one run, and each call gets its own row of the outputs.
-// Whether a call's outputs are the same bits in any batch is the kernels' promise (DESIGN
-// section 6); the tests hold them to it.
+// Whether a call's outputs are the same bits in any batch is the kernels' promise
+// (docs/performance.md); the tests hold them to it.
 #pragma once
 
 #include <cstdint>

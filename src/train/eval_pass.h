@@ -1,4 +1,4 @@
-// Evaluation passes (DESIGN 4): `(pass :name "val" :data LOADER :every N :batches B
+// Evaluation passes (docs/training.md): `(pass :name "val" :data LOADER :every N :batches B
 // :metrics (list :accuracy fn ...))` in defrun's `:eval`. A pass runs the model on B
 // batches of its loader (eval-prepare, else prepare; the model; the loss; each metric
 // function of (prediction prepared)), with no gradient and no update, and gives the mean

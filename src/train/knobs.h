@@ -1,4 +1,4 @@
-// Knobs and variants (DESIGN section 4): `(defknob NAME DEFAULT "doc")` defines NAME as
+// Knobs and variants (docs/training.md): `(defknob NAME DEFAULT "doc")` defines NAME as
 // its default, a `--variant`'s value, or a `--knob NAME=VALUE` given on the command line,
 // in rising precedence; `(defvariant NAME :knob value ...)` names a set of knob values.
 #pragma once

@@ -1,4 +1,4 @@
-// Loaders (DESIGN section 4): records of named, fixed-shape fields read from a file,
+// Loaders (docs/training.md): records of named, fixed-shape fields read from a file,
 // batched on a new leading axis. Which records a batch holds is a function of the seed,
 // the step and the batch size alone, so a resumed run sees the batches an unbroken one saw.
 //

@@ -1,4 +1,4 @@
-// The model alone (the seed page "Running a trained model"): `model` applied, as a step
+// The model alone (docs/serving.md): `model` applied, as a step
 // applies it, to the `:inputs` that eval-prepare (else prepare) makes from a batch of one
 // record of the training loader's fields. Its inputs are those tensors (`inputs`, or
 // `inputs.0`, `inputs.1`, ...), not the records; its outputs are the prediction's tensors

@@ -1,4 +1,4 @@
-// The optimizer step as graph (DESIGN sections 4 and 5): which group each trainable
+// The optimizer step as graph (docs/optimizers.md): which group each trainable
 // parameter joins, the state tensors the optimizer keeps, and a builder that appends to a
 // graph the whole update: gradient clipping by global norm, the learning rate from the
 // schedule and the step, AdamW or SGD, and the EMA of the parameters. The training loop

@@ -1,5 +1,5 @@
 // Optimizers, parameter groups and learning-rate schedules as values of the language
-// (DESIGN section 4): what `(sgd ...)`, `(adamw ...)`, `(group ...)`, `(constant ...)`,
+// (docs/optimizers.md): what `(sgd ...)`, `(adamw ...)`, `(group ...)`, `(constant ...)`,
 // `(warmup-cosine ...)` and `(warmup-linear ...)` return. Their options are checked when they
 // are called (E-RUN-010 for an optimizer or group, E-RUN-011 for a schedule); what they
 // do to parameters, step by step, is train/optimizer.h. They mean what PyTorch's do.

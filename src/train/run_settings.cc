@@ -1,4 +1,4 @@
-// defrun: keyword settings, checked against the keys DESIGN section 4 lists, and the
+// defrun: keyword settings, checked against the keys docs/training.md lists, and the
 // values of those the optimizer step reads.
 #include "train/run_settings.h"
 

@@ -1,4 +1,4 @@
-// `defrun`: the run's settings (DESIGN section 4), checked when the file is evaluated and
+// `defrun`: the run's settings (docs/training.md), checked when the file is evaluated and
 // read by the commands that run it.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The training step as one program (DESIGN 4, 5, 6b): the run file's prepare, model and
+// The training step as one program (docs/training.md): the run file's prepare, model and
 // loss traced on a batch of the loader's fields, the gradient of the loss with respect to
 // every trainable parameter, the optimizer's update, metrics, counters and guards, in one
 // graph: (parameters, optimizer state, batch, random keys, step) -> (new parameters, new

@@ -142,9 +142,9 @@ void restore(runtime::Store& store, const std::string& path,
   }
 }
 
-// A weight as a checkpoint stores it: bf16 as f32 (the seed page "Running a trained
-// model"), exactly, since every bf16 value is an f32; model.json and experiment.json say
-// the dtype the run reads it as.
+// A weight as a checkpoint stores it: bf16 as f32 (docs/serving.md), exactly, since
+// every bf16 value is an f32; model.json and experiment.json say the dtype the run
+// reads it as.
 graph::Tensor as_stored(graph::Tensor weight) {
   if (weight.dtype() != graph::DType::bf16) return weight;
   std::vector<double> values = weight.to_doubles();

@@ -1,4 +1,4 @@
-// `sexpgpu run`: the training loop (DESIGN 4, 7). The step is one program compiled once
+// `sexpgpu run`: the training loop (docs/training.md). The step is one program compiled once
 // (train/step.h); parameters and optimizer state stay in a store on the device, updated
 // in place; a background thread makes the batches; the loop feeds them, reads the loss
 // and metrics, logs, and writes checkpoints (io/checkpoint.h) that a later run resumes

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The directions between the parts of src/ (DESIGN section 10, docs/architecture.md).
+"""The directions between the parts of src/ (docs/architecture.md).
 
 Each part is a folder of src/ and one library (the cli is the program). A part may
 include only its own headers and those of the parts below it, and its library may link

@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end tests of `sexpgpu export` (the seed page "Running a trained model", its
-export section): a trained checkpoint exported and read back, the refusals, the moved
+"""End-to-end tests of `sexpgpu export` (docs/cli.md, its export section): a trained checkpoint exported and read back, the refusals, the moved
 lines after an edit, the variant and knobs the checkpoint records, a full disk.
 
 Each case is one CTest test, e2e.export_<case>: `export_test.py SEXPGPU CASE`. The

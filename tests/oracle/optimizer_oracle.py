@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The optimizer step against PyTorch, its oracle (DESIGN section 4).
+"""The optimizer step against PyTorch, its oracle (docs/optimizers.md).
 
 Each case is a few parameters with fixed initial values and a quadratic loss,
 sum(weight * (p - target)^2) over the parameters. SexpGPU runs it with

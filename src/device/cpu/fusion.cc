@@ -34,10 +34,9 @@ using graph::PrimId;
 // many as fit kRowTile, for rows of up to kLongestRow (16 KiB a member's tile, within the
 // second-level cache); a sum of longer rows (a whole tensor's, say) takes each row in
 // pieces of kPiece, a multiple of the sum's 16 lanes, carrying the lanes between them.
-// Rows take twice a tile: their members' short loops and each row's reduction cost
-// per tile, not per element (Zen 4: a layer-norm over [1024, 256] 0.124 -> 0.108 ms).
-// Elementwise programs keep 512: AdamW's update, fetched ahead a tile at a time, ran
-// 40% slower with tiles of 1024.
+// Rows take twice a tile, since their members' short loops and each row's reduction
+// cost per tile, not per element. Elementwise programs keep 512: an update fetched
+// ahead a tile at a time (AdamW's) runs slower with larger tiles.
 constexpr int64_t kTile = 512;
 constexpr int64_t kRowTile = 1024;
 constexpr int64_t kPiece = 2048;
@@ -46,18 +45,17 @@ constexpr int64_t kPiece = 2048;
 // do not run that far ahead of so slow a reader. Such a program fetches each operand
 // kAhead tiles ahead itself, into the second-level cache: 16 KiB a stream, far enough
 // ahead to cover the memory's latency at four streams, and out of the first level's way
-// (gpt-small's GELU gradient, Zen 5: 1.75 -> 1.35 ms a call; AdamW's update of a
-// 768 x 3072 parameter in place, 15 members over 4 operands, Zen 4: 5.0 ms a call two
-// tiles ahead into L1, 2.4 ms eight ahead into L2, the whole training step of
-// gpt-large 918 -> 802 ms). A program of one stream or of little work a stream does
-// not: there it cost 10-30%. Large: 128 KiB of f32 and more. A training step's
-// tensors of that size are cold when read, since the step's working set is many times
-// L2; a prefetch of a line already held costs an instruction (gpt-small's AdamW
-// updates, Zen 4: 5.6-5.9 -> 4.1-4.5 ms a step against a threshold of 2 MiB).
+// (fetching into the first level, or fewer tiles ahead, leaves AdamW's update of a
+// large parameter twice as slow). A program of one stream or of little work a stream
+// does not: the fetches cost more there than they hide. Large: 128 KiB of f32 and more.
+// A training step's tensors of that size are cold when read, since the step's working
+// set is many times L2; a prefetch of a line already held costs an instruction, so the
+// threshold sits low.
 constexpr int64_t kAhead = 8;
 constexpr int64_t kPrefetchElements = 1 << 15;
 constexpr int64_t kPrefetchWork = 3;  // members a stream, at least
 
+// A group's program: its operands loaded (or read where they lie), then one
 // instruction per member, a tile at a time. Slots: the operands', then the members'.
 class FusedProgram {
  public:

@@ -340,9 +340,9 @@ void fetch_sliver_rows(const char* sliver, int64_t ld, int64_t width, int64_t fi
 constexpr int64_t kBlockRows = 264;
 
 // The most words of K a block takes: kBlockRows x kc of packed A fills at most 80% of
-// L2, leaving room for B's slivers. 256 to 768, in steps of 256. On the Zen 4 (1 MiB of
-// L2), 768 rather than 256 ran the f32 products of gpt-large's shapes at 85 to 93% of
-// peak rather than 76 to 90% (cpu_matmul); the order of each sum is the same whatever
+// L2, leaving room for B's slivers. 256 to 768, in steps of 256: longer blocks of K
+// pack and reload C less often, which matters most for the wide products of large
+// models (bench/cpu_matmul measures them); the order of each sum is the same whatever
 // the blocks.
 int64_t block_words() {
   static const int64_t words = [] {
@@ -525,9 +525,9 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
   const bool whole_rows = finish.done && finish.done->whole_rows;
   const bool by_block = finish.done && !resident && (!whole_rows || nc >= region.col_end - region.col_begin);
   // B whose rows lie along memory is packed by the tiles that first read it, its loads
-  // among their FMAs, rather than in a pass before them that waits on memory (on the
-  // Zen 4, f32 64 and 128 rows by 768 x 3072 went from 80-85% of peak to 95%): f32 as
-  // it is, bf16 widened, or as words of two steps where the pair tiles run.
+  // among their FMAs, rather than in a pass before them that waits on memory (products
+  // of few rows are otherwise bound by that pass): f32 as it is, bf16 widened, or as
+  // words of two steps where the pair tiles run.
   const Bf16PackingTileKernel bf16_packing_tile = pairs_ ? kernels_.pair_packing_tile : kernels_.widening_packing_tile;
   const bool packs_in_tiles = b.cols == 1 && (b.bf16 ? bf16_packing_tile != nullptr : kernels_.packing_tile != nullptr);
   // B's steps, and one step's bytes of a sliver: where the tiles of a sliver fetch the next.

@@ -277,7 +277,7 @@ TEST(Defparam, GensymNamesNeverAffectValues) {
   EXPECT_EQ(a.value("model.param.0"), c.value("model.param.0"));
 }
 
-// DESIGN 3: the stream is keyed by (seed, path): reordering declarations or adding an
+// The stream is keyed by (seed, path): reordering declarations or adding an
 // unrelated parameter changes no other parameter's initial value.
 TEST(Defparam, ValuesAreKeyedByPathNotDeclarationOrder) {
   RunFile ab;

@@ -1,4 +1,4 @@
-// defrun (DESIGN section 4): keyword settings, E-RUN-001 for an unknown key or a seed
+// defrun (docs/training.md): keyword settings, E-RUN-001 for an unknown key or a seed
 // that is not a non-negative integer, E-RUN-002 for a second defrun.
 #include "model_test_util.h"
 

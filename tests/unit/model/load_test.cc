@@ -1,4 +1,4 @@
-// The seed page's "Frozen and pretrained parameters" and "with-loaded": :load and
+// docs/models.md, "Pretrained and frozen parameters" and "with-loaded": :load and
 // with-loaded read safetensors files written here with io::write_safetensors.
 #include "model/load.h"
 

@@ -70,7 +70,7 @@ TEST(Tying, TheGradientOfATiedParameterSumsBothUses) {
   }
 }
 
-// DESIGN 3: "A model used twice inside one root is one model, named by the first path in
+// docs/models.md: "A model used twice inside one root is one model, named by the first path in
 // declaration order."
 TEST(Tying, TheSameModelUsedTwiceInOneRootIsOneModelNamedByTheFirstPath) {
   RunFile f;
@@ -150,7 +150,7 @@ TEST(Select, TagFindsTheTaggedParameters) {
   EXPECT_EQ(f.selected("(select :tag :nothing)"), Paths{});
 }
 
-// DESIGN 4: (select :path "model.blocks.*.norm.*"): `*` matches within one segment.
+// (select :path "model.blocks.*.norm.*"): `*` matches within one segment.
 TEST(Select, PathStarMatchesWithinOneSegment) {
   RunFile f;
   f.load(kSelectable);
