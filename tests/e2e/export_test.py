@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""End-to-end tests of `sexpgpu export` (docs/cli.md, its export section): a trained checkpoint exported and read back, the refusals, the moved
-lines after an edit, the variant and knobs the checkpoint records, a full disk.
+"""End-to-end tests of `sexpgpu export` (docs/cli.md, its export section): a trained
+checkpoint exported and read back, the refusals, the moved lines after an edit, the
+variant and knobs the checkpoint records, a full disk.
 
 Each case is one CTest test, e2e.export_<case>: `export_test.py SEXPGPU CASE`. The
 helpers (running the program, the tiny training file) are e2e_test.py's.

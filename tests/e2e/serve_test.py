@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end tests of `sexpgpu serve` (docs/serving.md, and the specification's page
-"Running a trained model"): a run trained by `sexpgpu run`, served, and talked to over its socket from Python.
+"Running a trained model"): a run trained by `sexpgpu run`, served, and talked to over
+its socket from Python.
 
 Each case is one CTest test, e2e.serve_<case>: `serve_test.py SEXPGPU CASE`. Each case is
 named after the lines of the page it covers. Time limits scale by $SEXPGPU_E2E_TIME_SCALE.
