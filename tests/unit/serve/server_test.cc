@@ -347,6 +347,15 @@ TEST_F(ServeServer, ClientsStalledMidFrameHoldNoOneOut) {
     stalled.push_back(connect_to(path_));
     send_bytes(stalled.back(), header_half);
   }
+  // Each was let in (its handshake came), so that the second below is the new client's.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (int s : stalled) {
+    pollfd handshake{s, POLLIN, 0};
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    ASSERT_EQ(::poll(&handshake, 1, static_cast<int>(std::max<int64_t>(left.count(), 0))), 1)
+        << "a stalled client got no handshake";
+  }
   int fd = connect_to(path_);
   pollfd handshake{fd, POLLIN, 0};
   ASSERT_EQ(::poll(&handshake, 1, 1000), 1) << "no handshake within a second";
