@@ -66,7 +66,8 @@ int serve_until_stopped(const ServeFlags& flags, const sigset_t& stop_signals) {
   serve::Batcher batcher(*device, model, flags.batch);
   model.weights.clear();  // on the device now
   auto socket = std::make_unique<serve::ListeningSocket>(flags.socket);
-  serve::Server server(batcher, serve::handshake_json(model.about), model.at_limit, std::move(socket));
+  serve::Server server(batcher, serve::handshake_json(model.about), model.at_limit, std::move(socket),
+                       serve::client_limit());
 
   std::printf("serving %s on %s, up to %d a call\n", source.shown.c_str(), flags.socket.c_str(), flags.batch);
   print_specs("inputs", model.about.inputs);

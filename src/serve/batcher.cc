@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "graph/errors.h"
@@ -15,13 +16,16 @@ Batcher::Batcher(device::Device& device, const ServedModel& model, int max_batch
     : device_(device), layout_(model.about.inputs), store_(device) {
   if (max_batch < 1 || max_batch > kMaxBatch) {
     throw ServeError(kFlagDoesNotFit, fmt::format("--batch is {}; it is from 1 to {}", max_batch, kMaxBatch),
-                     "each batch size is a program compiled at start: ask for the most calls worth running together");
+                     "ask for the most calls worth running together: the programs compiled at start grow with it");
   }
   std::vector<std::string> data;
   for (const TensorSpec& s : model.about.inputs) data.push_back(s.name);
   std::set<std::string> data_names(data.begin(), data.end());
   for (const auto& [path, value] : model.weights) store_.put(path, value);
-  for (int batch = 1; batch <= max_batch; ++batch) {
+  std::vector<int> batches;
+  for (int batch = 1; batch < max_batch; batch *= 2) batches.push_back(batch);
+  batches.push_back(max_batch);
+  for (int batch : batches) {
     graph::Graph g;
     try {
       g = graph::vmap(model.graph, data, batch);
@@ -35,12 +39,12 @@ Batcher::Batcher(device::Device& device, const ServedModel& model, int max_batch
     }
     for (const graph::NamedNode& out : g.outputs) outputs.push_back({runtime::Role::value, out.name});
     try {
-      programs_.push_back(std::make_unique<runtime::Program>(device, std::move(g), inputs, outputs));
+      programs_.push_back({batch, std::make_unique<runtime::Program>(device, std::move(g), inputs, outputs)});
     } catch (const device::DeviceError& e) {
       throw ServeError(kRunFailed, fmt::format("the {} device cannot run the model: {}", device.name(), e.what()));
     }
   }
-  const runtime::Program& first = *programs_.front();
+  const runtime::Program& first = *programs_.front().program;
   for (size_t i : first.fed_inputs()) {
     const std::string& name = first.graph().inputs[i].name;
     for (size_t k = 0; k < data.size(); ++k) {
@@ -49,15 +53,29 @@ Batcher::Batcher(device::Device& device, const ServedModel& model, int max_batch
   }
 }
 
+const Batcher::SizedProgram& Batcher::program_for(size_t calls) const {
+  auto it = std::find_if(programs_.begin(), programs_.end(),
+                         [&](const SizedProgram& p) { return static_cast<size_t>(p.batch) >= calls; });
+  if (calls == 0 || it == programs_.end()) {
+    throw std::out_of_range(fmt::format("{} calls in a batch of 1 to {}", calls, max_batch()));
+  }
+  return *it;
+}
+
 std::vector<std::string> Batcher::run(std::span<const std::string> calls) {
-  std::vector<std::string_view> bodies(calls.begin(), calls.end());
   std::vector<std::string> answers;
   try {
+    const SizedProgram& sized = program_for(calls.size());
+    // The rows past the calls repeat the first: values the model takes, so that they fail
+    // nothing, and no call's row depends on them.
+    std::vector<std::string_view> rows(calls.begin(), calls.end());
+    const std::string_view first_call = rows.front();
+    rows.resize(static_cast<size_t>(sized.batch), first_call);
     std::vector<device::Buffer> fed;
     std::vector<const device::Buffer*> fed_pointers;
-    for (size_t k : fed_input_) fed.push_back(device_.upload(stack_input(layout_, k, bodies)));
+    for (size_t k : fed_input_) fed.push_back(device_.upload(stack_input(layout_, k, rows)));
     for (const device::Buffer& b : fed) fed_pointers.push_back(&b);
-    auto results = programs_.at(calls.size() - 1)->run(store_, fed_pointers);
+    auto results = sized.program->run(store_, fed_pointers);
     std::vector<graph::Tensor> outputs;
     for (const device::Buffer& r : results) outputs.push_back(device_.download(r));
     for (size_t i = 0; i < calls.size(); ++i) answers.push_back(ok_answer(outputs, i));

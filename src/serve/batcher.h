@@ -1,9 +1,12 @@
 // Running calls on the device, together.
 //
-// One program per batch size 1..max (the model under graph::vmap over its data inputs; the
-// weights are not batched), all compiled at start and all reading one runtime::Store that
-// holds the weights, uploaded once. The server (server.h) hands it the calls waiting for
-// the device, up to max, as one run, and each call gets its own row of the outputs.
+// One program per power of two below max, and one of max (the model under graph::vmap over
+// its data inputs; the weights are not batched), all compiled at start and all reading one
+// runtime::Store that holds the weights, uploaded once: so memory and start-up grow with
+// max, not with its square. The server (server.h) hands it the calls waiting for the
+// device, up to max, as one run. It runs in the program of the fewest rows that holds
+// them, the rows past the calls copies of the first call (values the model takes, so that
+// they fail nothing), and each call gets its own row of the outputs.
 // Whether a call's outputs are the same bits in any batch is the kernels' promise
 // (docs/performance.md); the tests hold them to it.
 #pragma once
@@ -37,18 +40,25 @@ class Batcher {
   // is every call's error answer. One thread at a time: the one that owns the device.
   std::vector<std::string> run(std::span<const std::string> calls);
 
-  int max_batch() const { return static_cast<int>(programs_.size()); }
+  int max_batch() const { return programs_.back().batch; }
   const CallLayout& layout() const { return layout_; }
   // The calls run so far, and the device runs they took.
   uint64_t calls() const { return calls_; }
   uint64_t runs() const { return runs_; }
 
  private:
+  struct SizedProgram {
+    int batch;  // the calls it runs together
+    std::unique_ptr<runtime::Program> program;
+  };
+  // The program of the fewest rows that holds `calls` calls.
+  const SizedProgram& program_for(size_t calls) const;
+
   device::Device& device_;
   CallLayout layout_;
   runtime::Store store_;
-  std::vector<std::unique_ptr<runtime::Program>> programs_;
-  std::vector<size_t> fed_input_;  // for each fed input of a program, in its order: the call's input index
+  std::vector<SizedProgram> programs_;  // their batches rising
+  std::vector<size_t> fed_input_;       // for each fed input of a program, in its order: the call's input index
   uint64_t calls_ = 0, runs_ = 0;
 };
 

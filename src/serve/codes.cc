@@ -88,6 +88,21 @@ reference device runs is a bug to report.)"},
      R"(The model.json of the checkpoint or export directory exists but cannot be read:
 permission denied, a folder in its place, or a read error. The message names the file
 and the system's reason.)"},
+    {"E-SERVE-011", "a server that holds its most clients",
+     R"(A first frame in place of the handshake, not a process error: the server already
+holds as many clients as it serves at once, and closes this connection. The first frame
+is then an error answer (the byte 1 and this text) rather than the handshake's JSON.
+
+The most is 65,536 clients, or the process's open-file limit less 64 where that is lower
+(`serve` raises its soft limit to the hard one as it starts; `ulimit -Hn` shows it).
+Connect again once a client has left, or use fewer connections: one connection makes any
+number of calls, one after another.)"},
+    {"E-SERVE-012", "a call frame left unfinished",
+     R"(An answer, not a process error: a client sent part of a frame (some of its 8-byte
+length, or of the call after it) and then nothing more for 10 seconds. The server answers
+this error and closes the connection, so that a client that stops mid-frame holds no
+place a working client could have. Send each frame whole, and promptly; a connection
+may stay idle for any time between frames.)"},
 };
 
 }  // namespace

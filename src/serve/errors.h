@@ -17,6 +17,8 @@ inline constexpr const char* kCallLength = "E-SERVE-007";         // a call fram
 inline constexpr const char* kCallValue = "E-SERVE-008";          // a bool byte not 0/1, an `at` off the axis
 inline constexpr const char* kRunFailed = "E-SERVE-009";          // the device failed to run a batch
 inline constexpr const char* kUnreadableOperand = "E-SERVE-010";  // the operand cannot be read at all
+inline constexpr const char* kTooManyClients = "E-SERVE-011";     // a client beyond the cap, refused
+inline constexpr const char* kFrameUnfinished = "E-SERVE-012";    // a frame begun and left for 10 s
 
 class ServeError : public std::runtime_error {
  public:

@@ -2,7 +2,9 @@
 #include "serve/server.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,6 +13,7 @@
 #include <system_error>
 #include <vector>
 
+#include "serve/errors.h"
 #include "serve/protocol.h"
 
 namespace sx::serve {
@@ -21,6 +24,9 @@ constexpr uint64_t kStopId = 1;
 // How often an idle loop wakes to drop stalled clients and retry a refused accept.
 constexpr int kTickMilliseconds = 200;
 constexpr int kEventsAtOnce = 64;
+// Clients accepted, or refused, at one turn of the loop: a flood of them leaves it time
+// for the calls, the rest waiting in the backlog for the next turn.
+constexpr int kAcceptsAtOnce = 64;
 // A client's next call mostly comes within this long of its answer. The loop polls for
 // it that long before it sleeps: a sleeping thread woken by a call takes 20-30 us more
 // to answer on a VM's virtual processors (a socket round trip here, 2 processes: 44 us
@@ -35,6 +41,18 @@ bool runs_on_several_processors() {
 
 }  // namespace
 
+size_t client_limit() {
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0) return kMaxConnections;
+  if (files.rlim_cur < files.rlim_max) {
+    rlimit raised{files.rlim_max, files.rlim_max};
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) files = raised;
+  }
+  if (files.rlim_cur == RLIM_INFINITY) return kMaxConnections;
+  if (files.rlim_cur <= kReservedFiles + 1) return 1;
+  return std::min<size_t>(kMaxConnections, files.rlim_cur - kReservedFiles);
+}
+
 Server::Server(Batcher& batcher, std::string handshake, std::optional<int64_t> at_limit,
                std::unique_ptr<ListeningSocket> socket, size_t max_connections)
     : batcher_(batcher),
@@ -43,7 +61,14 @@ Server::Server(Batcher& batcher, std::string handshake, std::optional<int64_t> a
       socket_(std::move(socket)),
       max_connections_(max_connections),
       poll_between_calls_(runs_on_several_processors()),
-      next_id_(kStopId + 1) {
+      next_id_(kStopId + 1),
+      received_(kFrameHeaderBytes + batcher.layout().call_bytes(), '\0'),
+      refusal_(frame(
+          error_answer(fmt::format("error[{}]: the server holds {} clients, its most; connect again once one has left",
+                                   kTooManyClients, max_connections)))),
+      unfinished_(
+          frame(error_answer(fmt::format("error[{}]: no byte of the call came for {} seconds; the connection is closed",
+                                         kFrameUnfinished, kStalledSeconds)))) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
   stop_read_ = fds[0];
@@ -80,7 +105,7 @@ void Server::set_listening(bool on) {
 }
 
 void Server::accept_clients() {
-  while (connections_.size() < max_connections_) {
+  for (int accepted = 0; accepted < kAcceptsAtOnce; ++accepted) {
     int fd = ::accept4(socket_->fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
       // No descriptor or memory free now: listen again after a tick rather than spin.
@@ -89,6 +114,10 @@ void Server::accept_clients() {
         retry_accept_at_ = Clock::now() + std::chrono::milliseconds(kTickMilliseconds);
       }
       return;
+    }
+    if (connections_.size() >= max_connections_) {
+      refuse(fd);
+      continue;
     }
     uint64_t id = next_id_++;
     Connection& c = connections_[id];
@@ -100,24 +129,38 @@ void Server::accept_clients() {
     if (!flush(c)) close(id);
     else watch(id, c);
   }
-  set_listening(false);  // at the cap: the next client waits until one leaves
+}
+
+void Server::refuse(int fd) {
+  // A new socket's buffer takes a frame this small at once; a client gone already is told
+  // nothing, which is no matter.
+  [[maybe_unused]] ssize_t n = ::send(fd, refusal_.data(), refusal_.size(), MSG_NOSIGNAL);
+  ::close(fd);
 }
 
 void Server::read_from(uint64_t id, Connection& c) {
   const CallLayout& layout = batcher_.layout();
   while (!c.queued && c.out.empty() && !c.ended) {
     if (c.frame.size() < c.frame_bytes) {
-      size_t have = c.frame.size();
       // A header is asked for with the body of a call, in one receive: a frame of any
       // other length is refused and its connection closed, so no byte past a call is
-      // taken, and at most a call's bytes are held.
-      const size_t want = c.frame_bytes == kFrameHeaderBytes ? kFrameHeaderBytes + layout.call_bytes() : c.frame_bytes;
-      c.frame.resize(want);
-      ssize_t n = ::recv(c.fd, c.frame.data() + have, want - have, 0);
-      c.frame.resize(have + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+      // taken. The receive goes to the server's one buffer, so that a connection holds
+      // only the bytes its client sent.
+      const size_t want =
+          (c.frame_bytes == kFrameHeaderBytes ? kFrameHeaderBytes + layout.call_bytes() : c.frame_bytes) -
+          c.frame.size();
+      ssize_t n = ::recv(c.fd, received_.data(), want, 0);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-      if (n <= 0) c.ended = true;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        if (!c.frame.empty() && !c.stalled_since) c.stalled_since = Clock::now();  // a frame begun
+        return;
+      }
+      if (n <= 0) {
+        c.ended = true;
+        continue;
+      }
+      c.frame.append(received_.data(), static_cast<size_t>(n));
+      c.stalled_since.reset();
       continue;
     }
     if (c.frame_bytes == kFrameHeaderBytes) {
@@ -133,7 +176,8 @@ void Server::read_from(uint64_t id, Connection& c) {
       c.frame_bytes = kFrameHeaderBytes + length;
       continue;
     }
-    std::string body = c.frame.substr(kFrameHeaderBytes, c.frame_bytes - kFrameHeaderBytes);
+    std::string body = std::move(c.frame);
+    body.erase(0, kFrameHeaderBytes);
     c.frame.clear();
     c.frame_bytes = kFrameHeaderBytes;
     if (auto why = check_call_values(layout, body, at_limit_)) {
@@ -158,9 +202,20 @@ bool Server::flush(Connection& c) {
     c.stalled_since.reset();
   }
   c.out.clear();
+  c.out.shrink_to_fit();  // an idle connection holds no buffer
   c.written = 0;
   c.stalled_since.reset();
   return !c.close_when_written;
+}
+
+void Server::exchange(uint64_t id, Connection& c) {
+  if (!c.out.empty() && !flush(c)) {
+    close(id);
+    return;
+  }
+  read_from(id, c);
+  if (c.ended && !c.queued && c.out.empty()) close(id);
+  else watch(id, c);
 }
 
 void Server::watch(uint64_t id, Connection& c) {
@@ -221,11 +276,25 @@ void Server::stop_accepting() {
 }
 
 void Server::drop_stalled(Clock::time_point now) {
+  auto too_long = [&](const Connection& c) {
+    return c.stalled_since && now - *c.stalled_since > std::chrono::seconds(kStalledSeconds);
+  };
   std::vector<uint64_t> stalled;
   for (const auto& [id, c] : connections_) {
-    if (c.stalled_since && now - *c.stalled_since > std::chrono::seconds(kStalledSeconds)) stalled.push_back(id);
+    if (too_long(c)) stalled.push_back(id);
   }
-  for (uint64_t id : stalled) close(id);
+  for (uint64_t id : stalled) {
+    // The loop may have been running the device for long: what the client did meanwhile
+    // counts before it is judged.
+    exchange(id, connections_.at(id));
+    auto it = connections_.find(id);
+    if (it == connections_.end() || !too_long(it->second)) continue;
+    // One mid-frame is told why; one that takes no answer would not read it.
+    if (it->second.out.empty()) {
+      [[maybe_unused]] ssize_t n = ::send(it->second.fd, unfinished_.data(), unfinished_.size(), MSG_NOSIGNAL);
+    }
+    close(id);
+  }
 }
 
 void Server::run() {
@@ -236,9 +305,7 @@ void Server::run() {
       drop_stalled(now);
       next_stall_check_ = now + std::chrono::milliseconds(kTickMilliseconds);
     }
-    if (!listening_ && !stopping_ && now >= retry_accept_at_ && connections_.size() < max_connections_) {
-      set_listening(true);
-    }
+    if (!listening_ && !stopping_ && now >= retry_accept_at_) set_listening(true);
     if (stopping_ && connections_.empty()) break;
     // Calls waiting: look for more without blocking, then run them all together. Just
     // after answers: look without blocking too, for the clients' next calls.
@@ -255,15 +322,7 @@ void Server::run() {
         continue;
       }
       auto it = connections_.find(id);
-      if (it == connections_.end()) continue;
-      Connection& c = it->second;
-      if (!c.out.empty() && !flush(c)) {
-        close(id);
-        continue;
-      }
-      read_from(id, c);
-      if (c.ended && !c.queued && c.out.empty()) close(id);
-      else watch(id, c);
+      if (it != connections_.end()) exchange(id, it->second);
     }
     run_waiting_calls();
   }

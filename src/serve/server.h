@@ -8,9 +8,12 @@
 // the server at a time: its next frame is read once its answer is written, so a client
 // makes the server hold at most one call and one answer for it.
 //
-// Up to kMaxConnections clients at once; more wait in the socket's backlog until one
-// leaves. A client that takes no answer for kStalledSeconds is disconnected, and one that
-// leaves, mid-frame or not, takes nothing with it but its own call.
+// Up to a limit of clients at once (client_limit()); one more is answered E-SERVE-011 in
+// place of its handshake and closed, so that clients that hold their connections keep no
+// other from a clear answer. A client that takes no answer, or sends part of a frame and
+// then nothing, for kStalledSeconds is disconnected (one mid-frame is answered E-SERVE-012
+// first), and one that leaves, mid-frame or not, takes nothing with it but its own call. A
+// connection holds the bytes its client sent, never more.
 #pragma once
 
 #include <sys/epoll.h>
@@ -28,16 +31,23 @@
 
 namespace sx::serve {
 
-inline constexpr size_t kMaxConnections = 1024;
+inline constexpr size_t kMaxConnections = 65536;
+// Open files kept for the model, the device and the server's own (its socket, epoll, pipe).
+inline constexpr size_t kReservedFiles = 64;
 inline constexpr int kStalledSeconds = 10;
+
+// Raises this process's soft limit on open files to its hard limit, and returns how many
+// clients a server may hold: kMaxConnections, or the limit less kReservedFiles where that
+// is lower.
+size_t client_limit();
 
 class Server {
  public:
   // Serves the batcher's model on `socket` (already listening); `handshake` is the JSON
   // each client reads first; `at_limit`, with --at, the bound each call's `at` is held to;
-  // `max_connections` the clients served at once.
+  // `max_connections` the clients served at once (client_limit() for the process's own).
   Server(Batcher& batcher, std::string handshake, std::optional<int64_t> at_limit,
-         std::unique_ptr<ListeningSocket> socket, size_t max_connections = kMaxConnections);
+         std::unique_ptr<ListeningSocket> socket, size_t max_connections);
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
   ~Server();
@@ -57,7 +67,7 @@ class Server {
     bool queued = false;                             // its call waits for the device
     std::string out;                                 // answers not yet written
     size_t written = 0;                              // of `out`
-    std::optional<Clock::time_point> stalled_since;  // a write that could not finish
+    std::optional<Clock::time_point> stalled_since;  // it takes no more of its answer, or sends no more of a frame
     bool close_when_written = false;                 // a refused frame: answered, then closed
     bool ended = false;                              // the client left, or its socket failed
     uint32_t watched = 0;                            // the epoll events asked for now
@@ -68,14 +78,20 @@ class Server {
   };
 
   void accept_clients();
+  // Answers a client beyond the cap E-SERVE-011 in place of its handshake, and closes it.
+  void refuse(int fd);
   // Reads the connection's bytes up to the end of its next call, which joins the calls
   // waiting; answers a frame it refuses.
   void read_from(uint64_t id, Connection& c);
   // Writes what the socket takes; false when the connection is to be closed.
   bool flush(Connection& c);
+  // Writes what the client takes, reads what it sent, and closes the connection when it
+  // is done with.
+  void exchange(uint64_t id, Connection& c);
   void watch(uint64_t id, Connection& c);
   void close(uint64_t id);
-  void drop_stalled(Clock::time_point now);  // closes clients that took no answer for too long
+  // Closes the clients that took no answer, or sent no more of their frame, for too long.
+  void drop_stalled(Clock::time_point now);
   void run_waiting_calls();
   void stop_accepting();
   void set_listening(bool on);
@@ -94,6 +110,9 @@ class Server {
   uint64_t next_id_;
   std::map<uint64_t, Connection> connections_;
   std::deque<Call> waiting_;
+  std::string received_;    // what one receive took: a header and a call's body at most
+  std::string refusal_;     // the frame a client beyond the cap gets
+  std::string unfinished_;  // the frame a client silent mid-frame gets
 };
 
 }  // namespace sx::serve

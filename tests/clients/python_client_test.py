@@ -145,6 +145,13 @@ class HandshakeTest(ServerTest):
                 Client(server.path, timeout=10)
             self.assertIn(says, str(caught.exception))
 
+    def test_a_refusal_in_place_of_the_handshake(self):
+        refusal = b"\x01error[E-SERVE-011]: the server holds 2 clients, its most; connect again once one has left"
+        server = self.serve(None, None, None, about=refusal)
+        with self.assertRaises(ProtocolError) as caught:
+            Client(server.path, timeout=10)
+        self.assertIn("refused the connection: error[E-SERVE-011]: the server holds 2 clients", str(caught.exception))
+
     def test_closed_in_the_handshake(self):
         def half(conn, handshake):
             conn.sendall(frame(handshake)[:20])

@@ -242,8 +242,12 @@ class Client:
         length = self._read_length("the handshake")
         if length > _MOST_HANDSHAKE_BYTES:
             raise ProtocolError(f"the handshake frame claims {length} bytes; is {path} a sexpgpu serve socket?")
+        handshake = bytes(self._read_exactly(length, "the handshake"))
+        # A server that holds its most clients answers an error in the handshake's place.
+        if handshake[:1] == b"\x01":
+            raise ProtocolError(f"{path} refused the connection: {handshake[1:].decode('utf-8', 'replace')}")
         try:
-            about = json.loads(bytes(self._read_exactly(length, "the handshake")).decode("utf-8"))
+            about = json.loads(handshake.decode("utf-8"))
         except ValueError as e:
             raise ProtocolError(f"the handshake is not JSON: {e}") from None
         if not isinstance(about, dict) or not isinstance(about.get("inputs"), list) \

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <span>
 
@@ -54,7 +55,8 @@ class ServeBatching : public ::testing::TestWithParam<std::string> {
 
 // "A call's outputs are the same bits whatever it runs with": each of 16 calls, run in
 // batches of every size from 1 to 16 and at every place in them, is the bits of the call
-// run alone.
+// run alone; with --batch 16 and with --batch 12, whose batches of 9 to 12 run in its
+// program of 12 and the others in the powers of two, padded.
 TEST_P(ServeBatching, EveryCallGetsTheBitsOfItsCallAloneInAnyBatch) {
   auto m = testing::tiny_lm({.mask = true});
   ServedModel model = served(m, shape_graph(m.graph, {.at = true}));
@@ -68,17 +70,21 @@ TEST_P(ServeBatching, EveryCallGetsTheBitsOfItsCallAloneInAnyBatch) {
     ASSERT_EQ(alone.back()[0], 0) << alone.back().substr(1);
   }
   EXPECT_NE(alone[0], alone[1]);
-  Batcher batcher(*device, model, 16);
-  uint64_t runs = 0;
-  for (size_t size = 1; size <= 16; ++size) {
-    for (size_t first = 0; first + size <= 16; first += size) {
-      std::vector<std::string> answers = batcher.run(std::span(calls).subspan(first, size));
-      ++runs;
-      for (size_t k = 0; k < size; ++k)
-        EXPECT_EQ(answers[k], alone[first + k]) << "batch of " << size << ", call " << first + k;
+  for (int max : {16, 12}) {
+    Batcher batcher(*device, model, max);
+    uint64_t runs = 0;
+    for (size_t size = 1; size <= static_cast<size_t>(max); ++size) {
+      for (size_t first = 0; first + size <= 16; first += size) {
+        std::vector<std::string> answers = batcher.run(std::span(calls).subspan(first, size));
+        ++runs;
+        ASSERT_EQ(answers.size(), size);
+        for (size_t k = 0; k < size; ++k)
+          EXPECT_EQ(answers[k], alone[first + k])
+              << "--batch " << max << ", a batch of " << size << ", call " << first + k;
+      }
     }
+    EXPECT_EQ(batcher.runs(), runs);
   }
-  EXPECT_EQ(batcher.runs(), runs);
   EXPECT_EQ(one.calls(), 16u);
 }
 
@@ -105,6 +111,64 @@ class FailingDevice : public device::Device {
   };
   device::Device& inner_;
 };
+
+// A device that counts the programs compiled on it and keeps the data a run uploads.
+class RecordingDevice : public device::Device {
+ public:
+  explicit RecordingDevice(device::Device& inner) : inner_(inner) {}
+  std::string name() const override { return inner_.name(); }
+  std::unique_ptr<device::Plan> compile(const graph::Graph& graph) override {
+    ++compiled;
+    return inner_.compile(graph);
+  }
+  device::Buffer allocate(const graph::ValueType& type) override { return inner_.allocate(type); }
+  device::Buffer upload(graph::Tensor value) override {
+    uploaded.push_back(value);
+    return inner_.upload(std::move(value));
+  }
+  graph::Tensor download(const device::Buffer& buffer) override { return inner_.download(buffer); }
+
+  int compiled = 0;
+  std::vector<graph::Tensor> uploaded;
+
+ private:
+  device::Device& inner_;
+};
+
+// Programs for 1, 2, 4, 8 and 12 calls are compiled for --batch 12, not twelve: a batch
+// runs in the smallest that holds it, its rows past the calls copies of the first call,
+// and only the calls are answered.
+TEST(ServeBatcher, ABatchRunsInTheSmallestProgramThatHoldsItPaddedWithItsFirstCall) {
+  auto m = testing::tiny_lm();
+  ServedModel model = served(m, shape_graph(m.graph, {.at = true}));
+  auto inner = device::make_device("reference");
+  RecordingDevice single(*inner);
+  Batcher one(single, model, 1);
+  RecordingDevice device(*inner);
+  Batcher batcher(device, model, 12);
+  EXPECT_EQ(batcher.max_batch(), 12);
+  ASSERT_GT(single.compiled, 0);
+  EXPECT_EQ(device.compiled, 5 * single.compiled);
+  std::vector<std::string> calls;
+  for (int i = 0; i < 12; ++i) {
+    calls.push_back(testing::call_body({testing::ids(static_cast<uint32_t>(i)), at(i % testing::kWindow)}));
+  }
+  for (auto [size, rows] : {std::pair<size_t, int64_t>{3, 4}, {5, 8}, {9, 12}, {12, 12}}) {
+    device.uploaded.clear();
+    std::vector<std::string> answers = batcher.run(std::span(calls).first(size));
+    ASSERT_EQ(answers.size(), size);
+    for (size_t k = 0; k < size; ++k) EXPECT_EQ(answers[k], one.run({&calls[k], 1}).at(0)) << size << " calls";
+    ASSERT_EQ(device.uploaded.size(), 2u);  // the ids and `at`, each stacked
+    for (const graph::Tensor& input : device.uploaded) {
+      ASSERT_EQ(input.shape().at(0), rows) << size << " calls";
+      std::span<const uint8_t> bytes = input.bytes();
+      const size_t row_bytes = bytes.size() / static_cast<size_t>(rows);
+      for (size_t r = size; r < static_cast<size_t>(rows); ++r) {
+        EXPECT_TRUE(std::ranges::equal(bytes.subspan(r * row_bytes, row_bytes), bytes.first(row_bytes))) << "row " << r;
+      }
+    }
+  }
+}
 
 // A device that fails a run answers each of its calls with the error, and serves on.
 TEST(ServeBatcher, ADeviceFailureIsEveryCallsErrorAnswer) {

@@ -1,6 +1,7 @@
 // The server on a real Unix socket, in this process: the handshake, calls and answers,
-// the refusals that close a connection, clients that leave mid-frame, stopping, an idle
-// server asleep, and the socket paths it replaces or refuses.
+// the refusals that close a connection, clients that leave or stall mid-frame, clients
+// beyond the cap, stopping, an idle server asleep, and the socket paths it replaces or
+// refuses.
 #include "serve/server.h"
 
 #include <gtest/gtest.h>
@@ -113,7 +114,7 @@ class ServeServer : public ::testing::Test {
     model_ = open_model(resolve_operand(tmp_.path()), {.at = true});
     device_ = device::make_device("cpu", {.cpu_cores = 1});
   }
-  void start(device::Device& device, size_t max_connections = kMaxConnections) {
+  void start(device::Device& device, size_t max_connections = client_limit()) {
     batcher_ = std::make_unique<Batcher>(device, model_, 4);
     server_ = std::make_unique<Server>(*batcher_, handshake_json(model_.about), model_.at_limit,
                                        std::make_unique<ListeningSocket>(path_), max_connections);
@@ -304,22 +305,104 @@ TEST_F(ServeServer, CallsThatArriveWhileTheDeviceIsBusyRunTogether) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(answers[i], alone(at_call(static_cast<uint32_t>(i), i))) << "call " << i;
 }
 
-// At the cap, a new client is not accepted (it gets no handshake) until another leaves.
-TEST_F(ServeServer, ClientsBeyondTheCapWaitUntilOneLeaves) {
+// At the cap, a new client is answered E-SERVE-011 in place of its handshake, at once, and
+// closed; once another has left, the next is served.
+TEST_F(ServeServer, ClientsBeyondTheCapAreRefusedAtOnce) {
   start(*device_, 2);
   int first = client();
   int second = client();
   int third = connect_to(path_);
-  pollfd waiting{third, POLLIN, 0};
-  EXPECT_EQ(::poll(&waiting, 1, 300), 0) << "the third client was let in at a cap of two";
-  ::close(first);
-  ASSERT_TRUE(read_frame(third));
-  send_bytes(third, frame(at_call(5, 1)));
+  pollfd refused{third, POLLIN, 0};
+  ASSERT_EQ(::poll(&refused, 1, 1000), 1) << "the third client got no answer at a cap of two";
   auto answer = read_frame(third);
+  ASSERT_TRUE(answer);
+  EXPECT_EQ((*answer)[0], 1);
+  EXPECT_NE(answer->find("error[E-SERVE-011]: the server holds 2 clients, its most"), std::string::npos) << *answer;
+  EXPECT_FALSE(read_frame(third));
+  ::close(third);
+  // A refused frame closes `first` from the server's side: its end comes once it is gone.
+  send_bytes(first, frame("short"));
+  ASSERT_TRUE(read_frame(first));
+  EXPECT_FALSE(read_frame(first));
+  ::close(first);
+  int fourth = client();
+  send_bytes(fourth, frame(at_call(5, 1)));
+  answer = read_frame(fourth);
   ASSERT_TRUE(answer);
   EXPECT_EQ((*answer)[0], 0);
   ::close(second);
-  ::close(third);
+  ::close(fourth);
+}
+
+// 2,000 clients that each send 4 bytes of a frame's length and stop hold no one out: a
+// new client gets its handshake within a second, and its call is answered.
+TEST_F(ServeServer, ClientsStalledMidFrameHoldNoOneOut) {
+  constexpr size_t kStalled = 2000;
+  // The clients' descriptors and the server's are this one process's.
+  if (client_limit() < 2 * kStalled + kReservedFiles) GTEST_SKIP() << "the hard open-file limit is below 4,064";
+  start();
+  std::vector<int> stalled;
+  const std::string header_half = frame(at_call(1, 1)).substr(0, 4);
+  for (size_t i = 0; i < kStalled; ++i) {
+    stalled.push_back(connect_to(path_));
+    send_bytes(stalled.back(), header_half);
+  }
+  // Each was let in (its handshake came), so that the second below is the new client's.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (int s : stalled) {
+    pollfd handshake{s, POLLIN, 0};
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    ASSERT_EQ(::poll(&handshake, 1, static_cast<int>(std::max<int64_t>(left.count(), 0))), 1)
+        << "a stalled client got no handshake";
+  }
+  int fd = connect_to(path_);
+  pollfd handshake{fd, POLLIN, 0};
+  ASSERT_EQ(::poll(&handshake, 1, 1000), 1) << "no handshake within a second";
+  ASSERT_TRUE(read_frame(fd));
+  send_bytes(fd, frame(at_call(3, 7)));
+  auto answer = read_frame(fd);
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(*answer, alone(at_call(3, 7)));
+  ::close(fd);
+  for (int s : stalled) ::close(s);
+}
+
+// A client that sends part of a frame, in its length or in its call, and then nothing for
+// kStalledSeconds is answered E-SERVE-012 and closed. What counts is the time since its
+// last byte, and a client idle between frames stays.
+TEST_F(ServeServer, AClientSilentMidFrameIsClosedAfterTheStallTime) {
+  start();
+  const std::string call = frame(at_call(4, 2));
+  int in_length = client(), in_call = client(), slow = client(), idle = client();
+  const auto began = std::chrono::steady_clock::now();
+  send_bytes(in_length, std::string_view(call).substr(0, 4));
+  send_bytes(in_call, std::string_view(call).substr(0, 20));
+  send_bytes(slow, std::string_view(call).substr(0, 4));
+  std::this_thread::sleep_for(std::chrono::seconds(kStalledSeconds / 2 + 1));
+  send_bytes(slow, std::string_view(call).substr(4, 8));
+  for (int fd : {in_length, in_call}) {
+    pollfd closed{fd, POLLIN, 0};
+    ASSERT_EQ(::poll(&closed, 1, (kStalledSeconds + 3) * 1000), 1) << "a client silent mid-frame stayed";
+    EXPECT_GE(std::chrono::steady_clock::now() - began, std::chrono::seconds(kStalledSeconds));
+    auto answer = read_frame(fd);
+    ASSERT_TRUE(answer);
+    EXPECT_EQ((*answer)[0], 1);
+    EXPECT_NE(answer->find("error[E-SERVE-012]: no byte of the call came for 10 seconds"), std::string::npos)
+        << *answer;
+    EXPECT_FALSE(read_frame(fd));
+    ::close(fd);
+  }
+  send_bytes(slow, std::string_view(call).substr(12));
+  auto answer = read_frame(slow);
+  ASSERT_TRUE(answer) << "a client that sent a byte within the stall time was closed";
+  EXPECT_EQ(*answer, alone(at_call(4, 2)));
+  send_bytes(idle, call);
+  answer = read_frame(idle);
+  ASSERT_TRUE(answer) << "a client idle between frames was closed";
+  EXPECT_EQ(*answer, alone(at_call(4, 2)));
+  ::close(slow);
+  ::close(idle);
 }
 
 TEST(ServeSocket, StaleSocketIsReplacedLiveOneAndOtherFilesRefused) {
