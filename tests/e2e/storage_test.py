@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -359,6 +360,50 @@ def case_https(tmp):
         server.stop()
 
 
+def enforce_credentials(server):
+    """From now on moto checks each request's signature against the secrets of its IAM
+    users: makes one allowed every s3 action, and returns its (key id, secret)."""
+    import boto3
+    iam = boto3.client("iam", endpoint_url=server.endpoint, region_name="us-east-1", aws_access_key_id="testing",
+                       aws_secret_access_key="testing-secret")
+    iam.create_user(UserName="runner")
+    iam.put_user_policy(UserName="runner", PolicyName="s3", PolicyDocument=json.dumps(
+        {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
+    key = iam.create_access_key(UserName="runner")["AccessKey"]
+    # A plain body: a form's content type leaves moto reading none.
+    urllib.request.urlopen(urllib.request.Request(server.endpoint + "/moto-api/reset-auth", data=b"0",
+                                                  headers={"Content-Type": "text/plain"})).read()
+    return key["AccessKeyId"], key["SecretAccessKey"]
+
+
+def case_credentials_refused(tmp):
+    """A wrong secret or an unknown key id is E-LOC-003 naming the HTTP status and S3's
+    error code (SignatureDoesNotMatch, InvalidAccessKeyId), what a user searches for; also
+    where the first request is a HEAD, whose answer has no body; never the secret."""
+    run_file = training_dir(tmp)
+    server = start_moto()
+    try:
+        use_storage(server, tmp)
+        train([run_file, "--checkpoint-dir", LOCATION, "--steps", "3"])
+        key_id, secret = enforce_credentials(server)
+        os.environ.update(AWS_ACCESS_KEY_ID=key_id, AWS_SECRET_ACCESS_KEY=secret)
+        rc, out, err, _ = e2e_test.run(["export", run_file, "--checkpoint", LOCATION + "/step-00000003", "-o",
+                                        os.path.join(tmp, "exported")])
+        expect(rc == 0, "the right secret is taken: requests are signed as moto checks them", out, err)
+        wrong = "not-the-secret-" + secret[:8]
+        os.environ["AWS_SECRET_ACCESS_KEY"] = wrong
+        export = ["export", run_file, "--checkpoint", LOCATION + "/step-00000003", "-o", os.path.join(tmp, "x")]
+        for command in (["run", run_file, "--checkpoint-dir", LOCATION], export):
+            expect_error(command, "E-LOC-003", mentions=("(HTTP 403, SignatureDoesNotMatch: ", server.endpoint, "s3://"))
+            _, _, err, _ = e2e_test.run(command)
+            expect(wrong not in err and secret not in err, "the error never shows a secret", err)
+        os.environ.update(AWS_ACCESS_KEY_ID="AKIANOSUCHKEY0000000", AWS_SECRET_ACCESS_KEY=secret)
+        for command in (["run", run_file, "--checkpoint-dir", LOCATION], export):
+            expect_error(command, "E-LOC-003", mentions=("(HTTP 403, InvalidAccessKeyId: ",))
+    finally:
+        server.stop()
+
+
 def case_refusals(tmp):
     """o41:// without its root; a bucket that does not exist; a server that is down."""
     run_file = training_dir(tmp)
@@ -370,7 +415,7 @@ def case_refusals(tmp):
     try:
         use_storage(server, tmp)
         expect_error(["run", run_file, "--checkpoint-dir", "s3://no-such-bucket-here/run"], "E-LOC-004",
-                     mentions=("no-such-bucket-here",))
+                     mentions=("no-such-bucket-here", "(HTTP 404, NoSuchBucket: "))
         expect_error(["serve", LOCATION, "--socket", os.path.join(tmp, "s.sock")], "E-CKPT-003",
                      mentions=(LOCATION,))
         os.environ["AWS_SECRET_ACCESS_KEY"] = ""
