@@ -360,6 +360,58 @@ def case_https(tmp):
         server.stop()
 
 
+def case_named_as_written(tmp):
+    """A checkpoint read through the local cache is named as the location was written, with
+    its step folder: export's and evaluate's first lines, serve's banner and handshake, a
+    resumed run's line and a refusal naming the checkpoint; never the cache's copy."""
+    run_file = training_dir(tmp)
+    server = start_moto()
+    try:
+        use_storage(server, tmp)
+        cache = os.path.join(tmp, "cache")
+        location = f"s3://{os.environ['SEXPGPU_TEST_BUCKET']}/run"
+        train([run_file, "--checkpoint-dir", location])
+        expect(os.path.isdir(cache), "the run used the cache")
+
+        def expect_named(what, text, named):
+            expect(named in text and cache not in text, f"{what} names {named}, not the cache", text)
+
+        rc, out, err, _ = e2e_test.run(["export", run_file, "--checkpoint", location, "-o",
+                                        os.path.join(tmp, "exported")])
+        expect(rc == 0, "export from s3://", out, err)
+        expect(out.splitlines()[0] == f"export: {location}/step-00000012", "export's first line", out, err)
+        expect_named("export", out + err, f"{location}/step-00000012")
+        rc, out, err, _ = e2e_test.run(["evaluate", run_file, "--checkpoint", location + "/step-00000009/"])
+        expect(rc == 0 and out.startswith(f"{location}/step-00000009, the :ema averages\n"), "evaluate's first line",
+               out, err)
+        expect_named("evaluate", out + err, f"{location}/step-00000009")
+
+        sock = os.path.join(tmp, "s.sock")
+        served = serve_test.Server(location, sock)
+        try:
+            expect(served.first_line.startswith(f"serving {location}/step-00000012 on "), "serve's banner",
+                   served.first_line)
+            client = serve_test.Client(sock)
+            expect(client.about["checkpoint"] == f"{location}/step-00000012", f"the handshake: {client.about}")
+            client.close()
+        finally:
+            served.stop()
+
+        train([run_file, "--checkpoint-dir", LOCATION])
+        out = train([run_file, "--checkpoint-dir", LOCATION, "--steps", "15"])
+        # Its last line names the local loss curve, which is no checkpoint.
+        resumed = out.splitlines()[0]
+        expect(resumed.endswith(f" from {LOCATION}/step-00000012 (step 12 of 15)"), "the resumed run's line", out)
+
+        wider = training_dir(tmp, "wider.sx", e2e_test.TRAIN_FILE.replace(b"(tiny 256 16)", b"(tiny 256 32)"))
+        rc, out, err, _ = e2e_test.run(["export", wider, "--checkpoint", location, "-o", os.path.join(tmp, "x")])
+        expect(rc == 1 and "error[E-CKPT-006]" in err, "a file of other parameters is refused", out, err)
+        expect_named("export's refusal", err, f"the checkpoint {location}/step-00000012")
+        print("ok: export, evaluate, serve, resume and refusals name", location, "as written")
+    finally:
+        server.stop()
+
+
 def enforce_credentials(server):
     """From now on moto checks each request's signature against the secrets of its IAM
     users: makes one allowed every s3 action, and returns its (key id, secret)."""
