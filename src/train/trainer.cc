@@ -330,7 +330,7 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   Prefetcher prefetcher(loader, seed, start, batch, {.depth = 2, .end_step = total});
   std::map<std::string, double> counters;
   if (newest) {
-    json state = json::parse(read_text(newest->path + "/state.json"), nullptr, false);
+    json state = json::parse(read_text(resumed.path + "/state.json"), nullptr, false);
     if (state.is_object() && state.contains("counters"))
       counters = state["counters"].get<std::map<std::string, double>>();
   }

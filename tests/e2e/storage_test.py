@@ -412,6 +412,27 @@ def case_named_as_written(tmp):
         server.stop()
 
 
+def case_counters_resumed(tmp):
+    """`(counter ...)` totals go on across a resume from storage, as from a local folder:
+    resumed from step 6 on o41://, the run's step 12 has counted every step's rows."""
+    text = e2e_test.TRAIN_FILE.replace(b"(defun loss (logits prepared)\n",
+                                       b"(defun loss (logits prepared)\n  (counter :rows 4)\n")
+    run_file = training_dir(tmp, "counted.sx", text)
+    server = start_moto()
+    try:
+        use_storage(server, tmp)
+        train([run_file, "--checkpoint-dir", LOCATION, "--steps", "6"])
+        out = train([run_file, "--checkpoint-dir", LOCATION])
+        expect("resuming" in out, "the second run resumes", out)
+        body = server.client().get_object(Bucket=os.environ["SEXPGPU_TEST_BUCKET"],
+                                          Key="root/team/run/step-00000012/state.json")["Body"].read()
+        counters = json.loads(body).get("counters")
+        expect(counters == {"rows": 48}, f"12 steps of 4 rows counted across the resume: {counters}")
+        print("ok: counters kept across a resume from", LOCATION)
+    finally:
+        server.stop()
+
+
 def enforce_credentials(server):
     """From now on moto checks each request's signature against the secrets of its IAM
     users: makes one allowed every s3 action, and returns its (key id, secret)."""
