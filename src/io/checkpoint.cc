@@ -144,6 +144,38 @@ std::string checkpoint_name(int64_t step) {
   return fmt::format("{}{:0{}}", kPrefix, step, kDigits);
 }
 
+std::string written_folder(std::string_view location) {
+  std::string folder(location.empty() ? "." : location);
+  while (folder.size() > 1 && folder.ends_with('/')) folder.pop_back();
+  return folder;
+}
+
+std::string written_checkpoint(std::string_view location, int64_t step) {
+  std::string folder = written_folder(location);
+  return folder + (folder.ends_with('/') ? "" : "/") + checkpoint_name(step);
+}
+
+std::string named_as_written(std::string_view message, std::string_view local, std::string_view written) {
+  if (local.empty() || local == written) return std::string(message);
+  std::string out;
+  for (size_t i = 0; i < message.size();) {
+    if (!written.empty() && message.substr(i).starts_with(written)) {
+      out += written;
+      i += written.size();
+    } else if (message.substr(i).starts_with(local)) {
+      out += written;
+      i += local.size();
+    } else {
+      out += message[i++];
+    }
+  }
+  return out;
+}
+
+std::string Checkpoint::named_as_written(std::string_view message) const {
+  return io::named_as_written(message, path, written);
+}
+
 std::optional<int64_t> checkpoint_step(std::string_view name) {
   if (!name.starts_with(kPrefix)) return std::nullopt;
   std::string_view digits = name.substr(kPrefix.size());
@@ -160,7 +192,8 @@ std::optional<int64_t> checkpoint_step(std::string_view name) {
 
 // --- CheckpointWriter ------------------------------------------------------------------
 
-CheckpointWriter::CheckpointWriter(const std::string& location, int64_t step) : step_(step) {
+CheckpointWriter::CheckpointWriter(const std::string& location, int64_t step)
+    : written_(written_checkpoint(location, step)), step_(step) {
   ResolvedLocation resolved = checkpoint_location(location);
   if (resolved.is_s3()) {
     storage_ = resolved;
@@ -289,7 +322,7 @@ Checkpoint CheckpointWriter::commit() {
   }
   committed_ = true;
   fsync_path(dir_, true, dir_);
-  return Checkpoint{step_, final_};
+  return Checkpoint{step_, final_, written_};
 }
 
 // --- The whole of a checkpoint, and listing ---------------------------------------------
@@ -347,7 +380,9 @@ std::vector<Checkpoint> list_checkpoints(const std::string& location) {
     std::string name = it->path().filename().string();
     auto step = checkpoint_step(name);
     std::error_code type_ec;
-    if (step && it->is_directory(type_ec)) out.push_back(Checkpoint{*step, it->path().string()});
+    if (step && it->is_directory(type_ec)) {
+      out.push_back(Checkpoint{*step, it->path().string(), written_checkpoint(location, *step)});
+    }
   }
   if (ec) {
     throw CheckpointError(kCheckpointUnreadable, fmt::format("{}: cannot list it: {}", shown(dir), ec.message()));
@@ -378,7 +413,9 @@ Checkpoint find_checkpoint(const std::string& location) {
   fs::path path(dir);
   std::string name = (path.has_filename() ? path : path.parent_path()).filename().string();
   std::error_code ec;
-  if (auto step = checkpoint_step(name); step && fs::is_directory(path, ec)) return Checkpoint{*step, dir};
+  if (auto step = checkpoint_step(name); step && fs::is_directory(path, ec)) {
+    return Checkpoint{*step, dir, written_folder(location)};
+  }
   if (auto newest = newest_checkpoint(location)) return *newest;
   throw CheckpointError(kNoCheckpoint,
                         fmt::format("{}: no complete checkpoint here (a folder step-NNNNNNNN)", shown(location)));

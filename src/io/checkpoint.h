@@ -58,10 +58,25 @@ std::optional<int64_t> checkpoint_step(std::string_view name);
 
 struct Checkpoint {
   int64_t step = 0;
-  std::string path;  // LOC/step-00000020; on storage its s3:// URL, or (local_checkpoint) its local copy
+  std::string path;     // LOC/step-00000020; on storage its s3:// URL, or (local_checkpoint) its local copy
+  std::string written;  // LOC/step-00000020 with LOC as the user wrote it (o41://team/run/step-...): what
+                        // messages, banners and records name, never the cache's copy
+
+  // `message`, from a reader of the files at `path`, naming the checkpoint as written.
+  std::string named_as_written(std::string_view message) const;
 
   bool operator==(const Checkpoint&) const = default;
 };
+
+// `message`, from a reader of the files in the local folder `local`, naming that folder
+// `written` instead: a checkpoint's copy in the cache as the user named the checkpoint. An
+// occurrence of `written` itself stays (a file:// location holds its local path).
+std::string named_as_written(std::string_view message, std::string_view local, std::string_view written);
+
+// For Checkpoint::written: the location as written without a trailing '/' ("." for ""),
+// and "LOC/step-00000020", the checkpoint of `step` there.
+std::string written_folder(std::string_view location);
+std::string written_checkpoint(std::string_view location, int64_t step);
 
 // Writes one checkpoint: construct it (which creates LOC if needed, clears LOC's stale
 // temporaries and creates the temporary folder), write its files, commit(). Destroyed
@@ -99,6 +114,7 @@ class CheckpointWriter {
   std::string file_path(std::string_view name);
 
   std::string dir_, final_, temp_;
+  std::string written_;                      // the checkpoint as written (Checkpoint::written)
   std::optional<ResolvedLocation> storage_;  // where commit() uploads, for a storage location
   int64_t step_;
   std::vector<std::string> names_;
@@ -132,6 +148,7 @@ std::optional<Checkpoint> newest_checkpoint(const std::string& location);
 // LOC's newest complete checkpoint; E-CKPT-003 when it holds none. find_checkpoint's path
 // is where the checkpoint is (an s3:// URL on storage); resolve_checkpoint's a local
 // folder: a checkpoint on storage is downloaded into the local cache (local_checkpoint).
+// Either way `written` names it as `location` does: LOC/step-N with LOC as written.
 Checkpoint find_checkpoint(const std::string& location);
 Checkpoint resolve_checkpoint(const std::string& location);
 // The checkpoint with a local folder for its path: itself when local; for one on storage

@@ -226,10 +226,13 @@ however it is joined. See docs/locations.md.)"},
 does not accept), or no credentials are set. Credentials come from the standard
 variables `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and, for temporary ones,
 `AWS_SESSION_TOKEN`; the region signed for from `AWS_REGION`. The message names the
-URL and the server's own error code; it never shows a secret.)"},
+URL, the HTTP status and the server's own error code and message (`SignatureDoesNotMatch`:
+a wrong secret; `InvalidAccessKeyId`: a key the server does not know; `AccessDenied`: the
+policy refuses); it never shows a secret.)"},
     {"E-LOC-004", "no such object or bucket on the storage server",
-     R"(The S3-compatible server answered 404: the bucket, or the key in it, does not exist.
-Check the URL, and `AWS_ENDPOINT_URL` (which server is asked).)"},
+     R"(The S3-compatible server answered 404: the bucket, or the key in it, does not exist
+(`NoSuchBucket`, `NoSuchKey`: the message names the server's code). Check the URL, and
+`AWS_ENDPOINT_URL` (which server is asked).)"},
     {"E-LOC-005", "the storage server cannot be reached",
      R"(Connecting to the S3-compatible server failed, timed out or broke off, or the server
 kept answering 5xx (or 429, slow down). Each request is tried five times with doubling

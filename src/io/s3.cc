@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +26,7 @@
 
 namespace sx::io {
 
+using s3_detail::answer_said;
 using s3_detail::RangeWriter;
 using s3_detail::unquoted;
 using s3_detail::xml_element;
@@ -91,6 +93,13 @@ size_t take_body(char* data, size_t size, size_t count, void* target_ptr) {
   return n;
 }
 
+// The s3:// URL a request's failure names: its object, or the prefix a listing asked for.
+std::string shown_url(const std::string& bucket, const std::string& key,
+                      const std::map<std::string, std::string>& query) {
+  auto prefix = query.find("prefix");
+  return s3_url(bucket, key.empty() && prefix != query.end() ? prefix->second : key);
+}
+
 // A certificate that does not verify, or a CA file that cannot be read: trying again
 // changes nothing.
 bool is_certificate_failure(CURLcode result) {
@@ -139,6 +148,31 @@ std::string unquoted(std::string text) {
   return text;
 }
 
+std::string answer_said(long status, std::string_view body, const AwsCredentials& credentials) {
+  std::optional<std::string> code = xml_text(body, "Code");
+  if (!code || code->empty()) return fmt::format("HTTP {}", status);
+  std::string text = *code + ": " + xml_text(body, "Message").value_or("");
+  for (const std::string* secret : {&credentials.secret_access_key, &credentials.session_token}) {
+    for (size_t at; !secret->empty() && (at = text.find(*secret)) != std::string::npos;) {
+      text.replace(at, secret->size(), "(secret)");
+    }
+  }
+  // A SigV4 signature is 64 hex digits: a server that quotes one is not echoed.
+  constexpr std::string_view kSignature = "(signature)";
+  for (size_t i = 0; i < text.size();) {
+    size_t run = 0;
+    while (i + run < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + run]))) ++run;
+    if (run >= 64) {
+      text.replace(i, run, kSignature);
+      i += kSignature.size();
+    } else {
+      i += std::max<size_t>(run, 1);
+    }
+  }
+  while (!text.empty() && (text.back() == ' ' || text.back() == ':')) text.pop_back();
+  return fmt::format("HTTP {}, {}", status, shown(text));
+}
+
 }  // namespace s3_detail
 
 std::string s3_url(std::string_view bucket, std::string_view key) { return fmt::format("s3://{}/{}", bucket, key); }
@@ -172,7 +206,7 @@ S3Client::S3Client(S3Config config) : config_(std::move(config)) {
 
 S3Client::~S3Client() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
 
-S3Client::Response S3Client::send(const Request& request) {
+S3Client::Response S3Client::exchange(const Request& request) {
   CURL* curl = static_cast<CURL*>(curl_);
   std::string path = "/" + uri_encoded(request.bucket, false);
   if (!request.key.empty()) path += "/" + uri_encoded(request.key, true);
@@ -185,56 +219,62 @@ S3Client::Response S3Client::send(const Request& request) {
   host_start = host_start == std::string::npos ? 0 : host_start + scheme_end.size();
   std::string host = config_.endpoint.substr(host_start, config_.endpoint.find('/', host_start) - host_start);
   std::string url = config_.endpoint + path + (query.empty() ? "" : "?" + query);
-  std::string shown_url = s3_url(request.bucket, request.key);
 
+  SigningInput signing{request.method, path, query, request.headers, sha256_hex(request.body)};
+  std::string amz_date = amz_date_now();
+  signing.headers["host"] = host;
+  signing.headers["x-amz-date"] = amz_date;
+  signing.headers["x-amz-content-sha256"] = signing.payload_sha256;
+  if (!config_.credentials.session_token.empty()) {
+    signing.headers["x-amz-security-token"] = config_.credentials.session_token;
+  }
+  curl_slist* headers = nullptr;
+  for (const auto& [name, value] : signing.headers) {
+    headers = curl_slist_append(headers, fmt::format("{}: {}", name, value).c_str());
+  }
+  std::string authorization = sigv4_authorization(signing, config_.credentials, config_.region, "s3", amz_date);
+  headers = curl_slist_append(headers, ("authorization: " + authorization).c_str());
+  headers = curl_slist_append(headers, "Expect:");        // no 100-continue round trip
+  headers = curl_slist_append(headers, "Content-Type:");  // none, rather than curl's form type
+
+  Response response;
+  if (request.into) request.into->written = 0;  // a retry writes the body again from its start
+  BodyTarget target{curl, request.into, &response.body, nullptr};
+  char error_text[CURL_ERROR_SIZE] = "";
+  curl_easy_reset(curl);
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // a transfer stalled for 30 s has timed out
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 30L);
+  curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 512L * 1024);  // fewer, larger writes of a download
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_text);
+  if (!config_.ca_bundle.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, config_.ca_bundle.c_str());
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, take_body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &target);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, keep_header);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response.headers);
+  if (request.method == "HEAD") {
+    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+  } else if (request.method != "GET") {
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  }
+  CURLcode result = curl_easy_perform(curl);
+  curl_slist_free_all(headers);
+  if (target.failure) std::rethrow_exception(target.failure);
+  response.transfer = result;
+  if (result == CURLE_OK) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+  else response.transfer_error = error_text[0] ? error_text : curl_easy_strerror(result);
+  return response;
+}
+
+S3Client::Response S3Client::send(const Request& request) {
   for (int attempt = 1;; ++attempt) {
-    SigningInput signing{request.method, path, query, request.headers, sha256_hex(request.body)};
-    std::string amz_date = amz_date_now();
-    signing.headers["host"] = host;
-    signing.headers["x-amz-date"] = amz_date;
-    signing.headers["x-amz-content-sha256"] = signing.payload_sha256;
-    if (!config_.credentials.session_token.empty()) {
-      signing.headers["x-amz-security-token"] = config_.credentials.session_token;
-    }
-    curl_slist* headers = nullptr;
-    for (const auto& [name, value] : signing.headers) {
-      headers = curl_slist_append(headers, fmt::format("{}: {}", name, value).c_str());
-    }
-    std::string authorization = sigv4_authorization(signing, config_.credentials, config_.region, "s3", amz_date);
-    headers = curl_slist_append(headers, ("authorization: " + authorization).c_str());
-    headers = curl_slist_append(headers, "Expect:");        // no 100-continue round trip
-    headers = curl_slist_append(headers, "Content-Type:");  // none, rather than curl's form type
-
-    Response response;
-    if (request.into) request.into->written = 0;  // a retry writes the body again from its start
-    BodyTarget target{curl, request.into, &response.body, nullptr};
-    char error_text[CURL_ERROR_SIZE] = "";
-    curl_easy_reset(curl);
-    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // a transfer stalled for 30 s has timed out
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 30L);
-    curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 512L * 1024);  // fewer, larger writes of a download
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_text);
-    if (!config_.ca_bundle.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, config_.ca_bundle.c_str());
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, take_body);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &target);
-    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, keep_header);
-    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response.headers);
-    if (request.method == "HEAD") {
-      curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
-    } else if (request.method != "GET") {
-      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
-      curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
-      curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
-    }
-    CURLcode result = curl_easy_perform(curl);
-    curl_slist_free_all(headers);
-    if (target.failure) std::rethrow_exception(target.failure);
-    if (result == CURLE_OK) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
-
+    Response response = exchange(request);
+    const auto result = static_cast<CURLcode>(response.transfer);
     bool transient =
         (result != CURLE_OK && !is_certificate_failure(result)) || response.status >= 500 || response.status == 429;
     if (transient && attempt < config_.attempts) {
@@ -247,35 +287,46 @@ S3Client::Response S3Client::send(const Request& request) {
                                    ? "; set AWS_CA_BUNDLE to a PEM file of the CA certificate that signed the server's"
                                    : fmt::format("; AWS_CA_BUNDLE is {}", shown(config_.ca_bundle))
                              : "";
-      throw LoadError(
-          kStorageUnreachable,
-          fmt::format("{}: the storage server {} cannot be reached: {} ({} attempt{}){}", shown_url, config_.endpoint,
-                      error_text[0] ? error_text : curl_easy_strerror(result), attempt, attempt == 1 ? "" : "s", help));
+      throw LoadError(kStorageUnreachable,
+                      fmt::format("{}: the storage server {} cannot be reached: {} ({} attempt{}){}",
+                                  shown_url(request.bucket, request.key, request.query), config_.endpoint,
+                                  response.transfer_error, attempt, attempt == 1 ? "" : "s", help));
     }
     if (response.status < 300 || (request.method == "HEAD" && response.status == 404)) return response;
-    std::string code = xml_text(response.body, "Code").value_or("");
-    std::string said =
-        code.empty() ? "" : fmt::format(" ({}: {})", code, xml_text(response.body, "Message").value_or(""));
-    if (response.status == 403) {
-      throw LoadError(kStorageRefused, fmt::format("{}: the storage server {} refused access{}; check "
-                                                   "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and the bucket's policy",
-                                                   shown_url, config_.endpoint, said));
-    }
-    if (response.status == 404) {
-      throw LoadError(kStorageNotFound, fmt::format("{}: {} on the storage server {}{}", shown_url,
-                                                    code == "NoSuchBucket" ? "there is no such bucket" : "not found",
-                                                    config_.endpoint, said));
-    }
-    if (response.status == 412) {
-      throw LoadError(kStorageAnswer, fmt::format("{}: the object changed on the storage server {} while it was read "
-                                                  "(its ETag is no longer the one asked for){}",
-                                                  shown_url, config_.endpoint, said));
-    }
-    throw LoadError(
-        response.status >= 500 || response.status == 429 ? kStorageUnreachable : kStorageAnswer,
-        fmt::format("{}: the storage server {} answered {} {} to {}{}", shown_url, config_.endpoint, response.status,
-                    attempt > 1 ? fmt::format("after {} attempts", attempt) : "", request.method, said));
+    fail_with(request, std::move(response), attempt);
   }
+}
+
+void S3Client::fail_with(const Request& request, Response response, int attempts) {
+  if (request.method == "HEAD") {
+    // The first byte, so that a GET that succeeds where the HEAD did not costs nothing.
+    Request probe{"GET", request.bucket, request.key, request.query, request.headers, {}};
+    probe.headers["range"] = "bytes=0-0";
+    Response answered = exchange(probe);
+    if (answered.status >= 300) response.body = std::move(answered.body);
+  }
+  const std::string url = shown_url(request.bucket, request.key, request.query);
+  const std::string said = answer_said(response.status, response.body, config_.credentials);
+  const long status = response.status;
+  if (status == 403) {
+    throw LoadError(kStorageRefused, fmt::format("{}: the storage server {} refused access ({}); check "
+                                                 "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and the bucket's policy",
+                                                 url, config_.endpoint, said));
+  }
+  if (status == 404) {
+    const bool no_bucket = xml_text(response.body, "Code") == "NoSuchBucket";
+    throw LoadError(kStorageNotFound,
+                    fmt::format("{}: {} on the storage server {} ({})", url,
+                                no_bucket ? "there is no such bucket" : "not found", config_.endpoint, said));
+  }
+  if (status == 412) {
+    throw LoadError(kStorageAnswer, fmt::format("{}: the object changed on the storage server {} while it was read "
+                                                "(its ETag is no longer the one asked for; {})",
+                                                url, config_.endpoint, said));
+  }
+  throw LoadError(status >= 500 || status == 429 ? kStorageUnreachable : kStorageAnswer,
+                  fmt::format("{}: the storage server {} answered {} with {}{}", url, config_.endpoint, request.method,
+                              said, attempts > 1 ? fmt::format(", {} attempts", attempts) : ""));
 }
 
 std::optional<ObjectInfo> S3Client::head_if_exists(const std::string& bucket, const std::string& key) {
@@ -291,10 +342,7 @@ std::optional<ObjectInfo> S3Client::head_if_exists(const std::string& bucket, co
 
 ObjectInfo S3Client::head(const std::string& bucket, const std::string& key) {
   std::optional<ObjectInfo> info = head_if_exists(bucket, key);
-  if (!info) {
-    throw LoadError(kStorageNotFound,
-                    fmt::format("{}: not found on the storage server {}", s3_url(bucket, key), config_.endpoint));
-  }
+  if (!info) fail_with({"HEAD", bucket, key, {}, {}, {}}, Response{404, "", {}, 0, ""}, 1);
   return *info;
 }
 
@@ -307,7 +355,7 @@ std::string S3Client::get_range(const std::string& bucket, const std::string& ke
   Response response =
       send({"GET", bucket, key, {}, {{"range", fmt::format("bytes={}-{}", offset, offset + length - 1)}}, {}});
   if (response.status != 206 && response.status != 200) {
-    throw LoadError(kStorageAnswer, fmt::format("{}: asked for bytes {} to {}, the storage server answered {}",
+    throw LoadError(kStorageAnswer, fmt::format("{}: asked for bytes {} to {}, the storage server answered HTTP {}",
                                                 s3_url(bucket, key), offset, offset + length, response.status));
   }
   // A server that ignores Range sends the whole object (200).

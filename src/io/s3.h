@@ -16,6 +16,9 @@
 // message names the s3:// URL and the server, never a secret:
 //   E-LOC-003 refused (403, or no credentials), E-LOC-004 no such key or bucket (404),
 //   E-LOC-005 the server cannot be reached or keeps failing, E-LOC-006 any other answer.
+// A refusal names the HTTP status and S3's error code and message (SignatureDoesNotMatch,
+// InvalidAccessKeyId, NoSuchBucket, ...). A HEAD's answer has no body to hold them, so a
+// failed HEAD is followed by a GET of the object's first byte, whose answer does.
 #pragma once
 
 #include <cstdint>
@@ -99,7 +102,12 @@ class S3Client {
  private:
   struct Request;
   struct Response;
+  // The request, tried again as above; an answer that failed throws (fail_with).
   Response send(const Request& request);
+  // One try of the request: the answer, or (status 0) what kept it from coming.
+  Response exchange(const Request& request);
+  // Throws the LoadError of `response`, a failed answer to `request` after `attempts` tries.
+  [[noreturn]] void fail_with(const Request& request, Response response, int attempts);
   // Runs part(client, i) for each i < count from up to transfer_threads threads, each with
   // a client (a connection) of its own; the first failure stops the others and is rethrown.
   void in_parallel(uint64_t count, const std::function<void(S3Client&, uint64_t)>& part);

@@ -39,6 +39,13 @@ std::optional<std::string> xml_text(std::string_view xml, std::string_view tag);
 // An ETag as S3 quotes it, without the quotes.
 std::string unquoted(std::string text);
 
+// What an answer said, for a message: "HTTP 403, SignatureDoesNotMatch: The request
+// signature we calculated does not match...", S3's error code and message from its XML
+// error document, or "HTTP 403" alone when the body holds none. Nothing else of the body
+// is shown (S3 echoes the request it refused there), and no secret of `credentials`
+// (nor anything that looks like a signature) even where a server puts one in its message.
+std::string answer_said(long status, std::string_view body, const AwsCredentials& credentials);
+
 }  // namespace s3_detail
 
 struct S3Client::Request {
@@ -51,9 +58,11 @@ struct S3Client::Request {
 };
 
 struct S3Client::Response {
-  long status = 0;
+  long status = 0;  // 0 when no answer came
   std::string body;
   std::map<std::string, std::string> headers;  // lower-case names
+  int transfer = 0;                            // curl's CURLcode: 0 when an answer came
+  std::string transfer_error;                  // what curl said when none did
 };
 
 }  // namespace sx::io

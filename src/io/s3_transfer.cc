@@ -20,14 +20,15 @@
 
 namespace sx::io {
 
+using s3_detail::answer_said;
 using s3_detail::RangeWriter;
 using s3_detail::unquoted;
 using s3_detail::xml_text;
 
 void RangeWriter::take(long answered, std::string_view bytes) {
   if (answered != status) {
-    throw LoadError(kStorageAnswer, fmt::format("{}: asked for bytes {} to {}, the storage server answered {}", url,
-                                                offset, offset + length, answered));
+    throw LoadError(kStorageAnswer, fmt::format("{}: asked for bytes {} to {}, the storage server answered HTTP {}",
+                                                url, offset, offset + length, answered));
   }
   if (bytes.size() > length - written) {
     throw LoadError(kStorageAnswer, fmt::format("{}: asked for bytes {} to {}, the storage server sent more", url,
@@ -108,9 +109,10 @@ std::string S3Client::put_in_parts(const std::string& bucket, const std::string&
   Response started = send({"POST", bucket, key, {{"uploads", ""}}, {}, {}});
   std::optional<std::string> upload_id = xml_text(started.body, "UploadId");
   if (!upload_id) {
-    throw LoadError(kStorageAnswer, fmt::format("{}: the storage server started a multipart upload without an "
-                                                "UploadId",
-                                                s3_url(bucket, key)));
+    throw LoadError(kStorageAnswer,
+                    fmt::format("{}: the storage server started a multipart upload without an "
+                                "UploadId ({})",
+                                s3_url(bucket, key), answer_said(started.status, started.body, config_.credentials)));
   }
   try {
     const uint64_t count = (size + config_.part_bytes - 1) / config_.part_bytes;
@@ -140,7 +142,8 @@ std::string S3Client::put_in_parts(const std::string& bucket, const std::string&
     std::optional<std::string> etag = xml_text(completed.body, "ETag");
     if (!etag) {
       throw LoadError(kStorageAnswer, fmt::format("{}: the storage server did not complete the multipart upload ({})",
-                                                  s3_url(bucket, key), xml_text(completed.body, "Code").value_or("")));
+                                                  s3_url(bucket, key),
+                                                  answer_said(completed.status, completed.body, config_.credentials)));
     }
     return unquoted(*etag);
   } catch (...) {

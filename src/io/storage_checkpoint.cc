@@ -129,7 +129,7 @@ Checkpoint upload(const ResolvedLocation& location, int64_t step, const std::str
       throw;
     }
     set_live(writing, false);
-    return Checkpoint{step, s3_url(location.bucket, prefix + name)};
+    return Checkpoint{step, s3_url(location.bucket, prefix + name), written_checkpoint(location.written, step)};
   });
 }
 
@@ -142,7 +142,10 @@ std::vector<Checkpoint> list(const ResolvedLocation& location) {
     std::string_view name = std::string_view(object.key).substr(prefix.size());
     if (!name.ends_with(kMarkerSuffix)) continue;
     name.remove_suffix(kMarkerSuffix.size());
-    if (auto step = checkpoint_step(name)) out.push_back({*step, s3_url(location.bucket, prefix + std::string(name))});
+    if (auto step = checkpoint_step(name)) {
+      out.push_back(
+          {*step, s3_url(location.bucket, prefix + std::string(name)), written_checkpoint(location.written, *step)});
+    }
   }
   std::sort(out.begin(), out.end(), [](const Checkpoint& a, const Checkpoint& b) { return a.step < b.step; });
   return out;
@@ -155,7 +158,7 @@ std::optional<Checkpoint> named(const ResolvedLocation& location) {
   bool complete = as_checkpoint_error(
       [&] { return client().head_if_exists(location.bucket, location.key + std::string(kMarkerSuffix)).has_value(); });
   if (!complete) return std::nullopt;
-  return Checkpoint{*step, location.url()};
+  return Checkpoint{*step, location.url(), written_folder(location.written)};
 }
 
 Checkpoint local_copy(const Checkpoint& checkpoint) {
@@ -169,14 +172,14 @@ Checkpoint local_copy(const Checkpoint& checkpoint) {
     if (e.code() != kStorageNotFound) throw CheckpointError(e.code(), e.what());
     throw CheckpointError(kNoCheckpoint, fmt::format("{}: no complete checkpoint here: its completion marker {} is "
                                                      "gone (pruned, or being replaced)",
-                                                     checkpoint.path, marker_url));
+                                                     checkpoint.written, marker_url));
   }
   std::vector<MarkedFile> files = parse_marker(marker, marker_url);
   const std::string parent =
       create_folder(fmt::format("{}/checkpoints/{}", cache_root(), cache_key(marker_url + "\n" + marker)));
   const std::string folder = parent + "/" + checkpoint_name(checkpoint.step);
   std::error_code ec;
-  if (fs::is_directory(folder, ec)) return {checkpoint.step, folder};
+  if (fs::is_directory(folder, ec)) return {checkpoint.step, folder, checkpoint.written};
 
   remove_stale_in(parent);
   const std::string temp_name = temporary_name(checkpoint.step, "tmp");
@@ -209,7 +212,7 @@ Checkpoint local_copy(const Checkpoint& checkpoint) {
   }
   set_live(temp_name, false);
   fs::remove_all(temp, ec);  // another process renamed its copy first
-  return {checkpoint.step, folder};
+  return {checkpoint.step, folder, checkpoint.written};
 }
 
 void remove(const Checkpoint& checkpoint) {

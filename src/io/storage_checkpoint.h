@@ -38,7 +38,8 @@ std::string staging_folder(const ResolvedLocation& location);
 Checkpoint upload(const ResolvedLocation& location, int64_t step, const std::string& staged,
                   const std::vector<std::string>& names);
 
-// The complete checkpoints, by rising step; their paths are s3:// URLs.
+// The complete checkpoints, by rising step; their paths are s3:// URLs, and each is
+// written (Checkpoint::written) below the location as written.
 std::vector<Checkpoint> list(const ResolvedLocation& location);
 // The location itself, when it names a complete checkpoint (…/step-N).
 std::optional<Checkpoint> named(const ResolvedLocation& location);

@@ -77,14 +77,8 @@ graph::Tensor read_weight(const TensorSpec& parameter, const io::SafetensorsFile
 ModelSource resolve_operand(const std::string& operand) {
   std::string folder;
   try {
-    io::Checkpoint found = io::find_checkpoint(operand);
-    std::string local = io::local_checkpoint(found).path;
-    if (local == found.path) return {local, true, local};
-    // On storage, the checkpoint as the operand names it, not the cache's copy.
-    std::string shown = operand;
-    while (shown.ends_with('/')) shown.pop_back();
-    if (!shown.ends_with(io::checkpoint_name(found.step))) shown += "/" + io::checkpoint_name(found.step);
-    return {local, true, shown};
+    io::Checkpoint local = io::local_checkpoint(io::find_checkpoint(operand));
+    return {local.path, true, local.written};
   } catch (const io::CheckpointError& e) {
     if (e.code() != io::kNoCheckpoint) throw;
     // resolve_checkpoint took the location; on S3 it holds checkpoints only, as what
@@ -131,7 +125,10 @@ ShapedGraph shape_graph(const graph::Graph& model, const ServeOptions& options) 
   return shaped;
 }
 
-ServedModel open_model(const ModelSource& source, const ServeOptions& options) {
+namespace {
+
+// open_model's work, whose messages may name the files of a checkpoint's copy in the cache.
+ServedModel read_model(const ModelSource& source, const ServeOptions& options) {
   const std::string model_path = source.folder + "/model.json";
   struct stat st {};
   if (::stat(model_path.c_str(), &st) != 0 && errno == ENOENT) {
@@ -139,9 +136,9 @@ ServedModel open_model(const ModelSource& source, const ServeOptions& options) {
       throw ServeError(kNoModel,
                        fmt::format("{}: the checkpoint holds no model (model.json): its run's model did not run "
                                    "alone, or an earlier version wrote it",
-                                   source.folder),
+                                   source.shown),
                        fmt::format("`sexpgpu export {} --checkpoint {} -o DIR` writes the model, then serve DIR",
-                                   run_file_of(source.folder), source.folder));
+                                   run_file_of(source.folder), source.shown));
     }
     throw ServeError(kNoModel, fmt::format("{}: holds no model.json", source.folder),
                      "serve a checkpoint, or a directory `sexpgpu export` wrote");
@@ -172,7 +169,7 @@ ServedModel open_model(const ModelSource& source, const ServeOptions& options) {
   for (const TensorSpec& p : file.parameters)
     served.weights.emplace_back(p.name, read_weight(p, *params, ema.get(), loads));
   Handshake& about = served.about;
-  about.checkpoint = source.is_checkpoint ? source.folder : file.checkpoint;
+  about.checkpoint = source.is_checkpoint ? source.shown : file.checkpoint;
   about.step = file.step;
   about.slug = file.slug;
   about.precision = options.precision.empty() ? file.precision : options.precision;
@@ -191,6 +188,21 @@ ServedModel open_model(const ModelSource& source, const ServeOptions& options) {
   served.graph = std::move(shaped.graph);
   served.at_limit = shaped.at_limit;
   return served;
+}
+
+}  // namespace
+
+ServedModel open_model(const ModelSource& source, const ServeOptions& options) {
+  auto named = [&](std::string_view message) { return io::named_as_written(message, source.folder, source.shown); };
+  try {
+    return read_model(source, options);
+  } catch (const ServeError& e) {
+    throw ServeError(e.code(), named(e.what()), named(e.help()));
+  } catch (const io::LoadError& e) {
+    throw io::LoadError(e.code(), named(e.what()));
+  } catch (const io::CheckpointError& e) {
+    throw io::CheckpointError(e.code(), named(e.what()));
+  }
 }
 
 }  // namespace sx::serve

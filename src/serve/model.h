@@ -26,7 +26,8 @@ struct ServeOptions {
 struct ModelSource {
   std::string folder;         // LOC/step-00000020, or the export directory
   bool is_checkpoint = true;  // false: an export directory
-  std::string shown;          // what the banner names: `folder`, or on storage LOC/step-N as LOC was written
+  std::string shown;          // what the banner, the handshake and messages name: a checkpoint as
+                              // written (io::Checkpoint::written, never the cache's copy), else `folder`
 };
 
 // The operand as `serve` takes it: LOC/step-N, a location (its newest complete

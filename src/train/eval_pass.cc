@@ -173,7 +173,7 @@ void evaluate_checkpoint(const EvaluateOptions& options, lang::InterpreterOption
   int64_t batch = 0;
   if (const Value* b = session.settings().find("batch"); b && b->is(lang::Type::Int)) batch = b->as_int();
   if (batch < 1) lang::fail("E-RUN-009", session.settings().span, "`defrun` has no `:batch`, which a pass needs");
-  std::printf("%s, %s\n", checkpoint.path.c_str(), averages ? "the :ema averages" : "the trained parameters");
+  std::printf("%s, %s\n", checkpoint.written.c_str(), averages ? "the :ema averages" : "the trained parameters");
   for (const EvalPassSpec* spec : passes) {
     EvalPass pass(session, *spec, batch, device);
     std::string line;

@@ -95,7 +95,7 @@ void export_model(const ExportOptions& options, lang::InterpreterOptions interpr
     lang::fail(e.code(), {}, e.what(), e.code() == io::kExportExists ? "give -o a new folder, or remove that one" : "");
   }
   RunRecord record = read_run_record(options.checkpoint);
-  std::printf("export: %s\n", record.checkpoint.path.c_str());
+  std::printf("export: %s\n", record.checkpoint.written.c_str());
   Session session({std::move(interpreter), record.choices()});
   const std::string& text =
       lang::load_source_file(session.interp().sources(), options.file, session.interp().options().reader_limits).text();

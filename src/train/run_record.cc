@@ -40,7 +40,7 @@ RunRecord read_run_record(const std::string& location) {
   }
   const std::string path = record.checkpoint.path + "/experiment.json";
   auto refuse = [&](const std::string& why) -> void {
-    lang::fail("E-CKPT-006", {}, fmt::format("{}: {}", path, why),
+    lang::fail("E-CKPT-006", {}, fmt::format("{}/experiment.json: {}", record.checkpoint.written, why),
                "a checkpoint holds the experiment.json its run wrote; export a checkpoint `sexpgpu run` wrote");
   };
   std::ifstream in(path, std::ios::binary);
@@ -102,7 +102,7 @@ void load_as_recorded(Session& session, const RunRecord& record, const std::stri
     auto& d = e.diagnostic();
     if (d.code == "E-RUN-003" || d.code == "E-RUN-004") {
       d.notes.push_back(fmt::format("{} compiles the file under the variant and knobs {}/experiment.json records",
-                                    command, record.checkpoint.path));
+                                    command, record.checkpoint.written));
     }
     throw;
   }
@@ -114,14 +114,14 @@ void refuse_other_parameters(const RunRecord& record, const Session& session, co
   if (differences.empty()) return;
   lang::Diagnostic d;
   d.code = "E-CKPT-006";
-  d.message = fmt::format("the parameters of {} are not those of the checkpoint {}: {}", file, record.checkpoint.path,
-                          differences.front());
+  d.message = fmt::format("the parameters of {} are not those of the checkpoint {}: {}", file,
+                          record.checkpoint.written, differences.front());
   for (size_t i = 1; i < differences.size() && i < kDifferencesShown; ++i) d.notes.push_back(differences[i]);
   if (differences.size() > kDifferencesShown) {
     d.notes.push_back(fmt::format("and {} more differences", differences.size() - kDifferencesShown));
   }
   d.helps.push_back(fmt::format("{} the checkpoint with the file its run trained; {}/experiment.json holds its text",
-                                command, record.checkpoint.path));
+                                command, record.checkpoint.written));
   throw lang::Error(std::move(d));
 }
 
@@ -129,12 +129,13 @@ std::vector<std::pair<std::string, graph::Tensor>> read_checkpoint_values(const 
                                                                           const model::ParameterTable& table,
                                                                           const std::vector<WantedParameter>& wanted,
                                                                           bool averages) {
-  const std::string& folder = record.checkpoint.path;
+  const io::Checkpoint& checkpoint = record.checkpoint;
+  const std::string& folder = checkpoint.path;
   std::vector<std::pair<std::string, graph::Tensor>> values;
   model::ParameterTable from_files;
   std::map<std::string, graph::DType> file_dtypes;
   try {
-    model::check_load_record(table, io::read_load_record(folder), folder);
+    model::check_load_record(table, io::read_load_record(folder), checkpoint.written);
     auto params = io::SafetensorsFile::open(folder + "/params.safetensors");
     std::shared_ptr<const io::SafetensorsFile> ema;
     if (averages && std::filesystem::exists(folder + "/ema.safetensors"))
@@ -148,19 +149,22 @@ std::vector<std::pair<std::string, graph::Tensor>> read_checkpoint_values(const 
       }
       const auto& source = ema && ema->find(path) ? ema : params;
       const io::TensorInfo* info = source->find(path);
-      if (!info) lang::fail("E-CKPT-006", w.param->decl->span, fmt::format("{} holds no `{}`", source->path(), path));
+      if (!info) {
+        lang::fail("E-CKPT-006", w.param->decl->span,
+                   fmt::format("{} holds no `{}`", checkpoint.named_as_written(source->path()), path));
+      }
       graph::Shape held(info->shape.begin(), info->shape.end());
       if (held != w.param->decl->shape) {
         lang::fail("E-CKPT-006", w.param->decl->span,
-                   fmt::format("`{}` in {} is {}, the file's is {}", path, source->path(), graph::shape_str(held),
-                               graph::shape_str(w.param->decl->shape)));
+                   fmt::format("`{}` in {} is {}, the file's is {}", path, checkpoint.named_as_written(source->path()),
+                               graph::shape_str(held), graph::shape_str(w.param->decl->shape)));
       }
       values.emplace_back(path, io::read_tensor(*source, *info, w.dtype));
     }
   } catch (const io::LoadError& e) {
-    lang::fail("E-CKPT-006", {}, e.what());
+    lang::fail("E-CKPT-006", {}, checkpoint.named_as_written(e.what()));
   } catch (const io::CheckpointError& e) {
-    lang::fail(e.code(), {}, e.what());
+    lang::fail(e.code(), {}, checkpoint.named_as_written(e.what()));
   }
   for (auto& [path, value] : model::loaded_values(from_files, file_dtypes)) values.emplace_back(path, std::move(value));
   return values;

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 
 #include "device/interrupt.h"
 #include "graph/memory.h"
@@ -104,17 +103,20 @@ void Session::start_empty() {
 }
 
 void Session::use_checkpoint(const std::string& location) {
-  std::string folder;
   try {
-    folder = io::resolve_checkpoint(location).path;
-    checkpoint_ = io::SafetensorsFile::open(folder + "/params.safetensors");
-    checkpoint_loads_ = io::read_load_record(folder);
+    checkpoint_read_ = io::resolve_checkpoint(location);
   } catch (const io::CheckpointError& e) {
     lang::fail(e.code(), {}, e.what());
-  } catch (const io::LoadError& e) {
-    lang::fail("E-CKPT-006", {}, e.what());
   }
-  model::check_recorded_files(checkpoint_loads_, folder);
+  try {
+    checkpoint_ = io::SafetensorsFile::open(checkpoint_read_.path + "/params.safetensors");
+    checkpoint_loads_ = io::read_load_record(checkpoint_read_.path);
+  } catch (const io::CheckpointError& e) {
+    lang::fail(e.code(), {}, checkpoint_read_.named_as_written(e.what()));
+  } catch (const io::LoadError& e) {
+    lang::fail("E-CKPT-006", {}, checkpoint_read_.named_as_written(e.what()));
+  }
+  model::check_recorded_files(checkpoint_loads_, checkpoint_read_.written);
 }
 
 void Session::run_tensors_on(device::Device& device) {
@@ -176,8 +178,7 @@ void Session::initialize(const graph::Graph& program, const std::map<std::string
       if (!info) {
         // Read from its file below, as the checkpoint's run read it.
         if (model::is_frozen_load(param))
-          model::check_load_reference(param, checkpoint_loads_,
-                                      std::filesystem::path(checkpoint_->path()).parent_path().string());
+          model::check_load_reference(param, checkpoint_loads_, checkpoint_read_.written);
         return false;
       }
       const graph::Node& node = program.node(*program.find_input(param.path));
@@ -185,12 +186,12 @@ void Session::initialize(const graph::Graph& program, const std::map<std::string
       try {
         value = io::read_tensor(*checkpoint_, *info, node.dtype);
       } catch (const io::LoadError& e) {
-        lang::fail("E-CKPT-006", param.decl->span, e.what());
+        lang::fail("E-CKPT-006", param.decl->span, checkpoint_read_.named_as_written(e.what()));
       }
       if (value.shape() != node.shape) {
         lang::fail("E-CKPT-006", param.decl->span,
                    fmt::format("`{}` is {} in {}, {} here", param.path, graph::shape_str(value.shape()),
-                               checkpoint_->path(), graph::shape_str(node.shape)));
+                               checkpoint_read_.named_as_written(checkpoint_->path()), graph::shape_str(node.shape)));
       }
       store_->put(param.path, std::move(value));
       return true;

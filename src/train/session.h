@@ -9,6 +9,7 @@
 #include <string>
 
 #include "device/device.h"
+#include "io/checkpoint.h"
 #include "io/load_record.h"
 #include "io/safetensors.h"
 #include "model/model.h"
@@ -90,6 +91,7 @@ class Session {
   model::ParameterTable params_;
   std::unique_ptr<runtime::Store> store_;
   std::shared_ptr<const io::SafetensorsFile> checkpoint_;
+  io::Checkpoint checkpoint_read_;  // the checkpoint checkpoint_ is of: messages name it as written
   io::LoadRecord checkpoint_loads_;
   std::set<std::pair<std::string, uint32_t>> warned_;
   size_t compacted_size_ = 0;  // the trace's node count after the last forget_unreachable

@@ -123,9 +123,11 @@ void check_resumable(Session& session, const json& saved, const std::string& slu
   }
 }
 
-// Reads the tensors of a checkpoint file into the store, each under the name `key` gives.
-void restore(runtime::Store& store, const std::string& path,
+// Reads the tensors of the checkpoint's file `file_name` (in its local folder) into the store,
+// each under the name `key` gives.
+void restore(runtime::Store& store, const io::Checkpoint& checkpoint, const std::string& file_name,
              const std::function<std::string(const std::string&)>& key) {
+  const std::string path = checkpoint.path + "/" + file_name;
   auto file = io::SafetensorsFile::open(path);
   for (const auto& info : file->tensors()) {
     std::string name = key(info.name);
@@ -134,8 +136,8 @@ void restore(runtime::Store& store, const std::string& path,
     graph::Tensor value = io::read_tensor(*file, info, held.dtype());
     if (value.shape() != held.shape()) {
       lang::fail("E-CKPT-006", {},
-                 fmt::format("`{}` in {} is {}, the run's is {}", info.name, path, graph::shape_str(value.shape()),
-                             graph::shape_str(held.shape())),
+                 fmt::format("`{}` in {}/{} is {}, the run's is {}", info.name, checkpoint.written, file_name,
+                             graph::shape_str(value.shape()), graph::shape_str(held.shape())),
                  "a checkpoint resumes the run that wrote it; --fresh starts over");
     }
     store.put(name, std::move(value));
@@ -254,26 +256,27 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   // A resumed run checks what the checkpoint says of the run before reading any weight;
   // its frozen :load files, checked unchanged, are recorded again as they were.
   io::LoadRecord loads;
-  // The newest checkpoint's files, read from a local folder (one on storage is downloaded).
-  std::string resumed;
+  // The newest checkpoint's files, read from a local folder (one on storage is downloaded);
+  // messages name it as written.
+  io::Checkpoint resumed;
   if (newest) {
     try {
-      resumed = io::local_checkpoint(*newest).path;
+      resumed = io::local_checkpoint(*newest);
     } catch (const io::CheckpointError& e) {
       lang::fail(e.code(), {}, e.what(), "remove the checkpoint, or --fresh to start over");
     }
-    json saved = json::parse(read_text(resumed + "/experiment.json"), nullptr, false);
+    json saved = json::parse(read_text(resumed.path + "/experiment.json"), nullptr, false);
     if (saved.is_discarded()) {
-      lang::fail("E-CKPT-006", {}, fmt::format("{}/experiment.json is not JSON", newest->path),
+      lang::fail("E-CKPT-006", {}, fmt::format("{}/experiment.json is not JSON", resumed.written),
                  "remove the checkpoint, or --fresh to start over");
     }
     check_resumable(session, saved, slug, location);
     try {
-      loads = io::parse_load_record(saved, newest->path + "/experiment.json");
+      loads = io::parse_load_record(saved, resumed.written + "/experiment.json");
     } catch (const io::CheckpointError& e) {
       lang::fail(e.code(), {}, e.what(), "remove the checkpoint, or --fresh to start over");
     }
-    model::check_load_record(session.params(), loads, newest->path);
+    model::check_load_record(session.params(), loads, resumed.written);
   } else {
     loads = model::frozen_load_record(session.params());
   }
@@ -287,16 +290,17 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   int64_t start = 0;
   if (newest) {
     try {
-      restore(store, resumed + "/params.safetensors", [](const std::string& n) { return n; });
-      restore(store, resumed + "/optimizer.safetensors", [](const std::string& n) { return n; });
-      if (std::filesystem::exists(resumed + "/ema.safetensors")) {
-        restore(store, resumed + "/ema.safetensors", [](const std::string& n) { return "ema." + n; });
+      restore(store, resumed, "params.safetensors", [](const std::string& n) { return n; });
+      restore(store, resumed, "optimizer.safetensors", [](const std::string& n) { return n; });
+      if (std::filesystem::exists(resumed.path + "/ema.safetensors")) {
+        restore(store, resumed, "ema.safetensors", [](const std::string& n) { return "ema." + n; });
       }
     } catch (const io::LoadError& e) {
-      lang::fail("E-CKPT-006", {}, e.what(), "remove the checkpoint, or --fresh to start over");
+      lang::fail("E-CKPT-006", {}, resumed.named_as_written(e.what()),
+                 "remove the checkpoint, or --fresh to start over");
     }
     start = newest->step;
-    std::printf("resuming %s from %s (step %lld of %lld)\n", slug.c_str(), newest->path.c_str(),
+    std::printf("resuming %s from %s (step %lld of %lld)\n", slug.c_str(), resumed.written.c_str(),
                 static_cast<long long>(start), static_cast<long long>(total));
   } else {
     std::printf("training %s: %lld steps of batch %lld on %s, checkpoints in %s\n", slug.c_str(),
@@ -326,7 +330,7 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   Prefetcher prefetcher(loader, seed, start, batch, {.depth = 2, .end_step = total});
   std::map<std::string, double> counters;
   if (newest) {
-    json state = json::parse(read_text(newest->path + "/state.json"), nullptr, false);
+    json state = json::parse(read_text(resumed.path + "/state.json"), nullptr, false);
     if (state.is_object() && state.contains("counters"))
       counters = state["counters"].get<std::map<std::string, double>>();
   }

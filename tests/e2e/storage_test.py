@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -359,6 +360,123 @@ def case_https(tmp):
         server.stop()
 
 
+def case_named_as_written(tmp):
+    """A checkpoint read through the local cache is named as the location was written, with
+    its step folder: export's and evaluate's first lines, serve's banner and handshake, a
+    resumed run's line and a refusal naming the checkpoint; never the cache's copy."""
+    run_file = training_dir(tmp)
+    server = start_moto()
+    try:
+        use_storage(server, tmp)
+        cache = os.path.join(tmp, "cache")
+        location = f"s3://{os.environ['SEXPGPU_TEST_BUCKET']}/run"
+        train([run_file, "--checkpoint-dir", location])
+        expect(os.path.isdir(cache), "the run used the cache")
+
+        def expect_named(what, text, named):
+            expect(named in text and cache not in text, f"{what} names {named}, not the cache", text)
+
+        rc, out, err, _ = e2e_test.run(["export", run_file, "--checkpoint", location, "-o",
+                                        os.path.join(tmp, "exported")])
+        expect(rc == 0, "export from s3://", out, err)
+        expect(out.splitlines()[0] == f"export: {location}/step-00000012", "export's first line", out, err)
+        expect_named("export", out + err, f"{location}/step-00000012")
+        rc, out, err, _ = e2e_test.run(["evaluate", run_file, "--checkpoint", location + "/step-00000009/"])
+        expect(rc == 0 and out.startswith(f"{location}/step-00000009, the :ema averages\n"), "evaluate's first line",
+               out, err)
+        expect_named("evaluate", out + err, f"{location}/step-00000009")
+
+        sock = os.path.join(tmp, "s.sock")
+        served = serve_test.Server(location, sock)
+        try:
+            expect(served.first_line.startswith(f"serving {location}/step-00000012 on "), "serve's banner",
+                   served.first_line)
+            client = serve_test.Client(sock)
+            expect(client.about["checkpoint"] == f"{location}/step-00000012", f"the handshake: {client.about}")
+            client.close()
+        finally:
+            served.stop()
+
+        train([run_file, "--checkpoint-dir", LOCATION])
+        out = train([run_file, "--checkpoint-dir", LOCATION, "--steps", "15"])
+        # Its last line names the local loss curve, which is no checkpoint.
+        resumed = out.splitlines()[0]
+        expect(resumed.endswith(f" from {LOCATION}/step-00000012 (step 12 of 15)"), "the resumed run's line", out)
+
+        wider = training_dir(tmp, "wider.sx", e2e_test.TRAIN_FILE.replace(b"(tiny 256 16)", b"(tiny 256 32)"))
+        rc, out, err, _ = e2e_test.run(["export", wider, "--checkpoint", location, "-o", os.path.join(tmp, "x")])
+        expect(rc == 1 and "error[E-CKPT-006]" in err, "a file of other parameters is refused", out, err)
+        expect_named("export's refusal", err, f"the checkpoint {location}/step-00000012")
+        print("ok: export, evaluate, serve, resume and refusals name", location, "as written")
+    finally:
+        server.stop()
+
+
+def case_counters_resumed(tmp):
+    """`(counter ...)` totals go on across a resume from storage, as from a local folder:
+    resumed from step 6 on o41://, the run's step 12 has counted every step's rows."""
+    text = e2e_test.TRAIN_FILE.replace(b"(defun loss (logits prepared)\n",
+                                       b"(defun loss (logits prepared)\n  (counter :rows 4)\n")
+    run_file = training_dir(tmp, "counted.sx", text)
+    server = start_moto()
+    try:
+        use_storage(server, tmp)
+        train([run_file, "--checkpoint-dir", LOCATION, "--steps", "6"])
+        out = train([run_file, "--checkpoint-dir", LOCATION])
+        expect("resuming" in out, "the second run resumes", out)
+        body = server.client().get_object(Bucket=os.environ["SEXPGPU_TEST_BUCKET"],
+                                          Key="root/team/run/step-00000012/state.json")["Body"].read()
+        counters = json.loads(body).get("counters")
+        expect(counters == {"rows": 48}, f"12 steps of 4 rows counted across the resume: {counters}")
+        print("ok: counters kept across a resume from", LOCATION)
+    finally:
+        server.stop()
+
+
+def enforce_credentials(server):
+    """From now on moto checks each request's signature against the secrets of its IAM
+    users: makes one allowed every s3 action, and returns its (key id, secret)."""
+    import boto3
+    iam = boto3.client("iam", endpoint_url=server.endpoint, region_name="us-east-1", aws_access_key_id="testing",
+                       aws_secret_access_key="testing-secret")
+    iam.create_user(UserName="runner")
+    iam.put_user_policy(UserName="runner", PolicyName="s3", PolicyDocument=json.dumps(
+        {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
+    key = iam.create_access_key(UserName="runner")["AccessKey"]
+    # A plain body: a form's content type leaves moto reading none.
+    urllib.request.urlopen(urllib.request.Request(server.endpoint + "/moto-api/reset-auth", data=b"0",
+                                                  headers={"Content-Type": "text/plain"})).read()
+    return key["AccessKeyId"], key["SecretAccessKey"]
+
+
+def case_credentials_refused(tmp):
+    """A wrong secret or an unknown key id is E-LOC-003 naming the HTTP status and S3's
+    error code (SignatureDoesNotMatch, InvalidAccessKeyId), what a user searches for; also
+    where the first request is a HEAD, whose answer has no body; never the secret."""
+    run_file = training_dir(tmp)
+    server = start_moto()
+    try:
+        use_storage(server, tmp)
+        train([run_file, "--checkpoint-dir", LOCATION, "--steps", "3"])
+        key_id, secret = enforce_credentials(server)
+        os.environ.update(AWS_ACCESS_KEY_ID=key_id, AWS_SECRET_ACCESS_KEY=secret)
+        rc, out, err, _ = e2e_test.run(["export", run_file, "--checkpoint", LOCATION + "/step-00000003", "-o",
+                                        os.path.join(tmp, "exported")])
+        expect(rc == 0, "the right secret is taken: requests are signed as moto checks them", out, err)
+        wrong = "not-the-secret-" + secret[:8]
+        os.environ["AWS_SECRET_ACCESS_KEY"] = wrong
+        export = ["export", run_file, "--checkpoint", LOCATION + "/step-00000003", "-o", os.path.join(tmp, "x")]
+        for command in (["run", run_file, "--checkpoint-dir", LOCATION], export):
+            expect_error(command, "E-LOC-003", mentions=("(HTTP 403, SignatureDoesNotMatch: ", server.endpoint, "s3://"))
+            _, _, err, _ = e2e_test.run(command)
+            expect(wrong not in err and secret not in err, "the error never shows a secret", err)
+        os.environ.update(AWS_ACCESS_KEY_ID="AKIANOSUCHKEY0000000", AWS_SECRET_ACCESS_KEY=secret)
+        for command in (["run", run_file, "--checkpoint-dir", LOCATION], export):
+            expect_error(command, "E-LOC-003", mentions=("(HTTP 403, InvalidAccessKeyId: ",))
+    finally:
+        server.stop()
+
+
 def case_refusals(tmp):
     """o41:// without its root; a bucket that does not exist; a server that is down."""
     run_file = training_dir(tmp)
@@ -370,7 +488,7 @@ def case_refusals(tmp):
     try:
         use_storage(server, tmp)
         expect_error(["run", run_file, "--checkpoint-dir", "s3://no-such-bucket-here/run"], "E-LOC-004",
-                     mentions=("no-such-bucket-here",))
+                     mentions=("no-such-bucket-here", "(HTTP 404, NoSuchBucket: "))
         expect_error(["serve", LOCATION, "--socket", os.path.join(tmp, "s.sock")], "E-CKPT-003",
                      mentions=(LOCATION,))
         os.environ["AWS_SECRET_ACCESS_KEY"] = ""

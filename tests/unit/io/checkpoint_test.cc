@@ -79,7 +79,7 @@ TEST(Checkpoint, WritesItsFilesAndIsListed) {
       loc, 20,
       {CheckpointFile::bytes("experiment.json", "{\"step\":20}"),
        CheckpointFile::tensors("params.safetensors", {{"model.w", w}}), CheckpointFile::bytes("state.json", "{}")});
-  EXPECT_EQ(written, (Checkpoint{20, loc + "/step-00000020"}));
+  EXPECT_EQ(written, (Checkpoint{20, loc + "/step-00000020", loc + "/step-00000020"}));
   EXPECT_EQ(names_in(loc), std::vector<std::string>{"step-00000020"});  // no temporary left
   EXPECT_EQ(names_in(written.path), (std::vector<std::string>{"experiment.json", "params.safetensors", "state.json"}));
   EXPECT_EQ(read_file(written.path + "/experiment.json"), "{\"step\":20}");
@@ -89,9 +89,25 @@ TEST(Checkpoint, WritesItsFilesAndIsListed) {
   EXPECT_EQ(newest_checkpoint(loc), written);
   EXPECT_EQ(resolve_checkpoint(loc), written);
   EXPECT_EQ(resolve_checkpoint(written.path), written);
-  EXPECT_EQ(resolve_checkpoint(written.path + "/"), (Checkpoint{20, written.path + "/"}));
-  // A file:// location is the same folder.
-  EXPECT_EQ(list_checkpoints("file://" + loc), std::vector<Checkpoint>{written});
+  EXPECT_EQ(resolve_checkpoint(written.path + "/"), (Checkpoint{20, written.path + "/", written.path}));
+  // A file:// location is the same folder, named as written.
+  const std::string url = "file://" + written.path;
+  EXPECT_EQ(list_checkpoints("file://" + loc), (std::vector<Checkpoint>{{20, written.path, url}}));
+  EXPECT_EQ(resolve_checkpoint(url + "/"), (Checkpoint{20, written.path + "/", url}));
+}
+
+// A message of a reader of a checkpoint's local files names the checkpoint as written,
+// once, even where the location as written holds the local path (file://).
+TEST(Checkpoint, MessagesNameItAsWritten) {
+  Checkpoint cached{8, "/home/me/.cache/sexpgpu/checkpoints/54ee/step-00000008", "s3://bkt/run/step-00000008"};
+  EXPECT_EQ(cached.named_as_written(cached.path + "/params.safetensors: not a safetensors file"),
+            "s3://bkt/run/step-00000008/params.safetensors: not a safetensors file");
+  Checkpoint url{8, "/runs/a/step-00000008", "file:///runs/a/step-00000008"};
+  EXPECT_EQ(url.named_as_written("file:///runs/a/step-00000008/x and /runs/a/step-00000008/y"),
+            "file:///runs/a/step-00000008/x and file:///runs/a/step-00000008/y");
+  EXPECT_EQ(written_checkpoint("s3://bkt/run/", 8), "s3://bkt/run/step-00000008");
+  EXPECT_EQ(written_checkpoint("", 8), "./step-00000008");
+  EXPECT_EQ(written_folder("o41://team/run/step-00000008//"), "o41://team/run/step-00000008");
 }
 
 // A file of tensors held elsewhere (a device's buffers) writes them where they lie; what

@@ -1,5 +1,6 @@
 // How the S3 client takes a server's bad answers, from a loopback server that gives canned
-// ones: 403 and 404 are E-LOC codes naming the URL (never the secret), 5xx is retried and
+// ones: 403 and 404 are E-LOC codes naming the URL, the HTTP status and S3's error code
+// (never the secret, nor a signature), a failed HEAD asks a GET for that code, 5xx is retried and
 // then E-LOC-005, a body cut short is retried, a server that is down is E-LOC-005, an
 // object shorter than the range asked is E-LOC-006.
 #include <arpa/inet.h>
@@ -119,25 +120,95 @@ std::pair<std::string, std::string> error_of(F call) {
   return {"", ""};
 }
 
+// S3's answer to a wrong secret, as AWS gives it: the request it refused echoed back.
+constexpr std::string_view kSignatureRefused =
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SignatureDoesNotMatch</Code><Message>The request "
+    "signature we calculated does not match the signature you provided. Check your key and signing method.</Message>"
+    "<AWSAccessKeyId>AKIDTEST</AWSAccessKeyId><StringToSign>AWS4-HMAC-SHA256\n20240101T000000Z</StringToSign>"
+    "<SignatureProvided>0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef</SignatureProvided>"
+    "<CanonicalRequest>GET\n/bucket/k</CanonicalRequest></Error>";
+
 TEST(S3Answers, ForbiddenNamesTheUrlNotTheSecret) {
-  CannedServer server({answer(403, "Forbidden", "<Error><Code>AccessDenied</Code><Message>no</Message></Error>")});
+  CannedServer server({answer(403, "Forbidden", kSignatureRefused)});
   S3Client client(config_for(server.endpoint()));
   auto [code, message] = error_of([&] { client.get("bucket", "w/model.safetensors"); });
   EXPECT_EQ(code, "E-LOC-003");
   EXPECT_NE(message.find("s3://bucket/w/model.safetensors"), std::string::npos) << message;
-  EXPECT_NE(message.find("AccessDenied"), std::string::npos) << message;
-  EXPECT_EQ(message.find("very-secret-key"), std::string::npos) << message;
+  EXPECT_NE(message.find("(HTTP 403, SignatureDoesNotMatch: The request signature we calculated does not match the "
+                         "signature you provided. Check your key and signing method.)"),
+            std::string::npos)
+      << message;
+  for (const char* hidden : {"very-secret-key", "0123456789abcdef", "StringToSign", "AWS4-HMAC", "CanonicalRequest"}) {
+    EXPECT_EQ(message.find(hidden), std::string::npos) << hidden << " in " << message;
+  }
   EXPECT_EQ(server.requests(), 1);  // a refusal is not retried
 }
 
+// A server that quotes a secret or a signature in its message: neither is shown.
+TEST(S3Answers, AMessageQuotingASecretIsNotEchoed) {
+  CannedServer server({answer(400, "Bad Request",
+                              "<Error><Code>InvalidRequest</Code><Message>key very-secret-key, signature "
+                              "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef, token token-123 "
+                              "\x1b[2J</Message></Error>")});
+  S3Config config = config_for(server.endpoint());
+  config.credentials.session_token = "token-123";
+  S3Client client(config);
+  auto [code, message] = error_of([&] { client.put("bucket", "k", "x"); });
+  EXPECT_EQ(code, kStorageAnswer);
+  EXPECT_NE(message.find("answered PUT with HTTP 400, InvalidRequest: key (secret), signature (signature), token "
+                         "(secret) \\u{1b}[2J"),
+            std::string::npos)
+      << message;
+}
+
+// A HEAD's answer has no body: a GET of the object's first byte asks for S3's error code.
+TEST(S3Answers, AFailedHeadAsksForTheCode) {
+  CannedServer server({answer(403, "Forbidden", ""),
+                       answer(403, "Forbidden",
+                              "<Error><Code>InvalidAccessKeyId</Code><Message>The AWS Access Key Id you provided "
+                              "does not exist in our records.</Message></Error>")});
+  S3Client client(config_for(server.endpoint()));
+  auto [code, message] = error_of([&] { client.head_if_exists("bucket", "runs/step-00000008.complete"); });
+  EXPECT_EQ(code, kStorageRefused);
+  EXPECT_NE(message.find("s3://bucket/runs/step-00000008.complete"), std::string::npos) << message;
+  EXPECT_NE(message.find("(HTTP 403, InvalidAccessKeyId: The AWS Access Key Id you provided does not exist in our "
+                         "records.)"),
+            std::string::npos)
+      << message;
+  std::vector<std::string> requests = server.requests_seen();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[1].substr(0, requests[1].find("\r\n")), "GET /bucket/runs/step-00000008.complete HTTP/1.1");
+  EXPECT_NE(requests[1].find("range: bytes=0-0\r\n"), std::string::npos) << requests[1];
+}
+
+// Where the GET names no code either, the status alone.
+TEST(S3Answers, AFailedHeadWithoutACode) {
+  CannedServer server({answer(403, "Forbidden", "")});
+  S3Client client(config_for(server.endpoint()));
+  auto [code, message] = error_of([&] { client.head("bucket", "k"); });
+  EXPECT_EQ(code, kStorageRefused);
+  EXPECT_NE(message.find("refused access (HTTP 403); check"), std::string::npos) << message;
+}
+
 TEST(S3Answers, NotFound) {
-  CannedServer server({answer(404, "Not Found", "<Error><Code>NoSuchBucket</Code><Message>x</Message></Error>")});
+  constexpr std::string_view kNoBucket =
+      "<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message></Error>";
+  CannedServer server({answer(404, "Not Found", kNoBucket)});
   S3Client client(config_for(server.endpoint()));
   auto [code, message] = error_of([&] { client.get("bucket", "k"); });
   EXPECT_EQ(code, "E-LOC-004");
-  EXPECT_NE(message.find("no such bucket"), std::string::npos) << message;
+  EXPECT_NE(message.find("there is no such bucket on the storage server " + server.endpoint() +
+                         " (HTTP 404, NoSuchBucket: The specified bucket does not exist)"),
+            std::string::npos)
+      << message;
   EXPECT_FALSE(client.head_if_exists("bucket", "k"));
-  EXPECT_EQ(error_of([&] { client.head("bucket", "k"); }).first, kStorageNotFound);
+  // head() of what is not there asks a GET why: no such key, or no such bucket.
+  CannedServer head_server({answer(404, "Not Found", ""), answer(404, "Not Found", kNoBucket)});
+  S3Client head_client(config_for(head_server.endpoint()));
+  auto [head_code, head_message] = error_of([&] { head_client.head("bucket", "k"); });
+  EXPECT_EQ(head_code, kStorageNotFound);
+  EXPECT_NE(head_message.find("there is no such bucket"), std::string::npos) << head_message;
+  EXPECT_NE(head_message.find("(HTTP 404, NoSuchBucket: "), std::string::npos) << head_message;
 }
 
 TEST(S3Answers, ServerErrorsAreRetriedThenReported) {
@@ -145,7 +216,7 @@ TEST(S3Answers, ServerErrorsAreRetriedThenReported) {
   S3Client client(config_for(server.endpoint()));
   auto [code, message] = error_of([&] { client.get("bucket", "k"); });
   EXPECT_EQ(code, "E-LOC-005");
-  EXPECT_NE(message.find("503"), std::string::npos) << message;
+  EXPECT_NE(message.find("answered GET with HTTP 503, SlowDown: m, 3 attempts"), std::string::npos) << message;
   EXPECT_EQ(server.requests(), 3);
 }
 
@@ -174,6 +245,7 @@ TEST(S3Answers, AServerThatIsDown) {
   EXPECT_EQ(code, "E-LOC-005");
   EXPECT_NE(message.find(endpoint), std::string::npos) << message;
   EXPECT_NE(message.find("3 attempts"), std::string::npos) << message;
+  EXPECT_EQ(message.rfind("s3://bucket/runs/: ", 0), 0u) << "a listing names its prefix: " << message;
 }
 
 TEST(S3Answers, AnObjectShorterThanTheRange) {

@@ -319,7 +319,7 @@ class S3Checkpoints : public S3Files {
 TEST_F(S3Checkpoints, WrittenListedReadAndPruned) {
   EXPECT_EQ(steps(), std::vector<int64_t>{});
   Checkpoint first = write(1, "one");
-  EXPECT_EQ(first, (Checkpoint{1, location_ + "/step-00000001"}));
+  EXPECT_EQ(first, (Checkpoint{1, location_ + "/step-00000001", location_ + "/step-00000001"}));
   write(2, "two");
   EXPECT_EQ(steps(), (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(keys("runs/"),
@@ -388,8 +388,13 @@ TEST_F(S3Checkpoints, AMarkerWithoutItsFiles) {
 TEST_F(S3Checkpoints, O41UnderAnS3RootAndFilesBeside) {
   setenv("SEXPGPU_O41_ROOT", url(prefix_ + "root").c_str(), 1);
   write_checkpoint("o41://team/run", 4, {CheckpointFile::bytes("state.json", "four")});
-  EXPECT_EQ(list_checkpoints("o41://team/run"),
-            (std::vector<Checkpoint>{{4, url(prefix_ + "root/team/run/step-00000004")}}));
+  // Each is named as the location was written, whether listed, named or read from the cache.
+  const Checkpoint four{4, url(prefix_ + "root/team/run/step-00000004"), "o41://team/run/step-00000004"};
+  EXPECT_EQ(list_checkpoints("o41://team/run"), std::vector<Checkpoint>{four});
+  EXPECT_EQ(find_checkpoint("o41://team/run/step-00000004/"), four);
+  Checkpoint cached = resolve_checkpoint("o41://team/run");
+  EXPECT_EQ(cached.path.rfind(cache_.path().string(), 0), 0u) << cached.path;
+  EXPECT_EQ(cached.written, four.written);
   std::string side = side_folder("o41://team/run", {"metrics.jsonl"});
   testing::write_file(side + "/metrics.jsonl", "{}\n");
   publish_side_file("o41://team/run", "metrics.jsonl");
