@@ -19,7 +19,7 @@ const Node& Builder::node(NodeId id) const {
 NodeId Builder::append(Node node) {
   // Every tensor is a node first: refusing the node refuses the tensor before any
   // device allocates it.
-  auto bytes = static_cast<double>(checked_numel(node.shape)) * static_cast<double>(dtype_size(node.dtype));
+  auto bytes = static_cast<double>(checked_bytes(node.shape, node.dtype));
   check_memory(bytes,
                [&] { return fmt::format("a {} {} tensor", shape_str(node.shape, " "), dtype_name(node.dtype)); });
   node.origin = origin_;

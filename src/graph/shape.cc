@@ -9,21 +9,66 @@
 
 namespace sx::graph {
 
+int64_t checked_add(int64_t a, int64_t b, std::string_view what) {
+  int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum)) {
+    throw ShapeError(fmt::format("{} is too large: {} + {} is more than a size can be (2^63 - 1)", what, a, b));
+  }
+  return sum;
+}
+
+int64_t checked_mul(int64_t a, int64_t b, std::string_view what) {
+  int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product)) {
+    throw ShapeError(fmt::format("{} is too large: {} * {} is more than a size can be (2^63 - 1)", what, a, b));
+  }
+  return product;
+}
+
 int64_t numel(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
 }
 
-int64_t checked_numel(const Shape& shape) {
-  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
-  int64_t n = 1;
+namespace {
+
+// The product of the nonzero sizes and `element_size`; nullopt when it does not fit.
+std::optional<int64_t> nonzero_product(const Shape& shape, int64_t element_size) {
+  int64_t product = element_size;
   for (int64_t d : shape) {
-    if (__builtin_mul_overflow(n, d, &n)) {
-      throw ShapeError(fmt::format("the shape {} has more elements than a tensor can hold (2^63)", shape_str(shape)));
-    }
+    if (d != 0 && __builtin_mul_overflow(product, d, &product)) return std::nullopt;
   }
-  return n;
+  return product;
+}
+
+void check_sizes(const Shape& shape) {
+  for (int64_t d : shape) {
+    if (d < 0) throw ShapeError(fmt::format("the shape {} has a negative size", shape_str(shape)));
+  }
+}
+
+bool has_zero(const Shape& shape) { return std::find(shape.begin(), shape.end(), 0) != shape.end(); }
+
+}  // namespace
+
+int64_t checked_numel(const Shape& shape) {
+  check_sizes(shape);
+  std::optional<int64_t> count = nonzero_product(shape, 1);
+  if (!count) {
+    throw ShapeError(fmt::format("the shape {} has more elements than a tensor can hold (2^63)", shape_str(shape)));
+  }
+  return has_zero(shape) ? 0 : *count;
+}
+
+int64_t checked_bytes(const Shape& shape, int64_t element_size) {
+  int64_t count = checked_numel(shape);
+  std::optional<int64_t> bytes = nonzero_product(shape, element_size);
+  if (!bytes) {
+    throw ShapeError(fmt::format("the shape {} of {}-byte elements has more bytes than a tensor can hold (2^63)",
+                                 shape_str(shape), element_size));
+  }
+  return count == 0 ? 0 : *bytes;
 }
 
 std::string join(const std::vector<std::string>& parts, std::string_view separator) {

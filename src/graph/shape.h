@@ -12,10 +12,23 @@ namespace sx::graph {
 
 using Shape = std::vector<int64_t>;
 
+// Sizes, element counts, positions and byte counts are int64. A shape rule computes a
+// size from others with these: a + b and a * b, or a ShapeError saying that `what` ("the
+// padded length of axis 0") is too large when the result does not fit in int64, so that a
+// size never wraps around to a small or negative one.
+int64_t checked_add(int64_t a, int64_t b, std::string_view what);
+int64_t checked_mul(int64_t a, int64_t b, std::string_view what);
+
 int64_t numel(const Shape& shape);
-// numel, or ShapeError naming the shape when its count does not fit in int64 (every
-// node's shape is checked so when it is built, so numel never overflows afterwards).
+// numel, or a ShapeError naming the shape when a size is negative or the product of its
+// nonzero sizes does not fit in int64. That product is checked even when a size is 0 (as
+// NumPy does), so that the strides of every shape fit too. Every node's shape is checked
+// so when it is built, so numel never overflows afterwards.
 int64_t checked_numel(const Shape& shape);
+// The bytes of a tensor of `shape` whose elements are `element_size` bytes each: checked
+// as checked_numel, and the product of the nonzero sizes by the element size must fit in
+// int64 too.
+int64_t checked_bytes(const Shape& shape, int64_t element_size);
 // The one way a shape is written: "[2, 3]", a scalar "[]"; `separator` between
 // the sizes: " " writes it as the language does, "[2 3]", and "," as compact
 // JSON, "[2,3]".

@@ -30,15 +30,15 @@ void* allocate_lines(size_t bytes) {
 void free_lines(void* p, size_t bytes) { ::operator delete(p, alignment_of(bytes)); }
 
 Tensor::Tensor(DType dtype, Shape shape)
-    : dtype_(dtype), shape_(std::move(shape)), bytes_(static_cast<size_t>(graph::numel(shape_)) * dtype_size(dtype)) {}
+    : dtype_(dtype), shape_(std::move(shape)), bytes_(static_cast<size_t>(checked_bytes(shape_, dtype))) {}
 
-Tensor::Tensor(DType dtype, Shape shape, std::span<const uint8_t> bytes)
-    : dtype_(dtype), shape_(std::move(shape)), bytes_(bytes.begin(), bytes.end()) {
-  size_t expected = static_cast<size_t>(graph::numel(shape_)) * dtype_size(dtype);
-  if (bytes_.size() != expected) {
+Tensor::Tensor(DType dtype, Shape shape, std::span<const uint8_t> bytes) : dtype_(dtype), shape_(std::move(shape)) {
+  auto expected = static_cast<size_t>(checked_bytes(shape_, dtype));
+  if (bytes.size() != expected) {
     throw GraphError(fmt::format("tensor: a {} {} tensor needs {} bytes, got {}", dtype_name(dtype), shape_str(shape_),
-                                 expected, bytes_.size()));
+                                 expected, bytes.size()));
   }
+  bytes_.assign(bytes.begin(), bytes.end());
 }
 
 Tensor Tensor::from_doubles(DType dtype, Shape shape, std::span<const double> values) {

@@ -56,10 +56,15 @@ struct CacheLineAllocator {
   bool operator==(const CacheLineAllocator&) const = default;
 };
 
+// The bytes of a `dtype` tensor of `shape` (checked_bytes in shape.h).
+inline int64_t checked_bytes(const Shape& shape, DType dtype) {
+  return checked_bytes(shape, static_cast<int64_t>(dtype_size(dtype)));
+}
+
 class Tensor {
  public:
   Tensor() = default;
-  // Zero-filled.
+  // Zero-filled; a ShapeError for a shape checked_bytes refuses, as in every constructor.
   Tensor(DType dtype, Shape shape);
   // A copy of the bytes; throws GraphError when their count does not fit.
   Tensor(DType dtype, Shape shape, std::span<const uint8_t> bytes);

@@ -19,6 +19,11 @@ void verify_node(const Graph& graph, NodeId id, const std::set<NodeId>& named_in
   const Node& node = graph.nodes[id];
   if (!node.prim || index_of(node.prim->id) >= kPrimitiveCount || &primitive(node.prim->id) != node.prim)
     reject(graph, id, "its primitive is not registered");
+  try {
+    checked_bytes(node.shape, node.dtype);
+  } catch (const ShapeError& e) {
+    reject(graph, id, e.what());
+  }
   const Primitive& prim = *node.prim;
   for (NodeId in : node.inputs) {
     if (in >= id) reject(graph, id, fmt::format("input {} does not come before the node", in));

@@ -22,6 +22,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "graph/errors.h"
 #include "graph/shape.h"
 #include "io/json_checked.h"
 #include "io/util.h"
@@ -298,13 +299,14 @@ void SafetensorsFile::parse() {
       throw LoadError(kBadOffsets, fmt::format("{}: the data_offsets of tensor `{}` are {}: it ends before it begins",
                                                path_, name, offsets_str(info)));
     }
-    // The byte count the dtype and shape need, refusing overflow rather than wrapping.
-    uint64_t need = element_size;
-    bool overflow = false;
-    for (int64_t dim : info.shape) overflow |= __builtin_mul_overflow(need, static_cast<uint64_t>(dim), &need);
-    if (overflow) {
-      throw LoadError(kBadOffsets, fmt::format("{}: tensor `{}` is {} {}, more than 2^64 bytes", path_, name,
-                                               info.dtype, graph::shape_str(info.shape)));
+    // The byte count the dtype and shape need, refusing overflow rather than wrapping, by
+    // the rule every tensor's shape follows.
+    uint64_t need = 0;
+    try {
+      need = static_cast<uint64_t>(graph::checked_bytes(info.shape, static_cast<int64_t>(element_size)));
+    } catch (const graph::ShapeError&) {
+      throw LoadError(kBadOffsets, fmt::format("{}: tensor `{}` is {} {}, more bytes than a tensor can hold (2^63)",
+                                               path_, name, info.dtype, graph::shape_str(info.shape)));
     }
     if (need != info.end - info.begin) {
       throw LoadError(kBadOffsets, fmt::format("{}: tensor `{}` is {} {}, which is {} bytes, but its data_offsets {} "

@@ -319,8 +319,11 @@ lead, so a layout you linked together keeps working. To allow more, name the fol
      R"(A tensor operation was given operands whose shapes, dtypes or attributes it
 cannot take: a matrix product whose inner dimensions differ, shapes that do not
 broadcast, an axis past the tensor's rank, a reshape to another number of elements.
+Or a size too large: a tensor of 2^63 elements or bytes or more, or a size an
+operation computes (a padded or joined length) past 2^63 - 1.
 
     (matmul (ones [2 3]) (ones [4 5]))   ; 3 and 4 differ
+    (pad (ones [2]) [9223372036854775807] [0])   ; 2 + 2^63 - 1 elements
 
 The message begins with the function called (`matmul`, or `+` for the graph's `add`)
 and names the shapes it was given; the span points at the form that built it. Print

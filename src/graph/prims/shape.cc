@@ -49,9 +49,10 @@ ValueType infer_reshape(Types args, const Attrs& attrs) {
   for (int64_t d : to) {
     if (d < 0) throw ShapeError(fmt::format("reshape: target shape {} has a negative dimension", shape_str(to)));
   }
-  if (numel(to) != numel(args[0].shape)) {
+  int64_t count = checked_numel(to);
+  if (count != numel(args[0].shape)) {
     throw ShapeError(fmt::format("reshape: cannot reshape {} ({} elements) into {} ({} elements)",
-                                 shape_str(args[0].shape), numel(args[0].shape), shape_str(to), numel(to)));
+                                 shape_str(args[0].shape), numel(args[0].shape), shape_str(to), count));
   }
   return {to, args[0].dtype};
 }
@@ -60,8 +61,9 @@ NodeId build_reshape(Builder& b, const Primitive& prim, std::span<const NodeId> 
   Shape to = attrs.get_ints("shape");
   int64_t known = 1;
   auto unknown = to.end();
+  std::string product = fmt::format("the product of the sizes of {}", shape_str(to));
   for (auto it = to.begin(); it != to.end(); ++it) {
-    if (*it != -1) known *= *it;
+    if (*it != -1) known = checked_mul(known, *it, product);
     else if (unknown == to.end()) unknown = it;
     else throw ShapeError(fmt::format("reshape: target shape {} has more than one -1", shape_str(to)));
   }
@@ -125,7 +127,8 @@ ValueType infer_slice(Types args, const Attrs& attrs) {
           "slice: axis {} of {}: start {} stop {} step {} is not a slice of it (0 <= start <= stop <= {}, step >= 1)",
           d, shape_str(in), s.start[d], s.stop[d], s.step[d], in[d]));
     }
-    out.push_back((s.stop[d] - s.start[d] + s.step[d] - 1) / s.step[d]);
+    // Rounded up without adding the step, which may be as large as a size can be.
+    out.push_back(s.stop[d] == s.start[d] ? 0 : (s.stop[d] - s.start[d] - 1) / s.step[d] + 1);
   }
   return {out, args[0].dtype};
 }
@@ -147,6 +150,12 @@ NodeId build_slice(Builder& b, const Primitive& prim, std::span<const NodeId> ar
     else stop.push_back(in[d]);
     if (step.size() <= d) step.push_back(1);
     stop[d] = std::max(stop[d], start[d]);
+    // A step as long as the range or longer takes its first element alone, as a step of 1
+    // does: kept as that, the step times a stride fits wherever a kernel multiplies them.
+    if (step[d] > 1 && stop[d] - start[d] <= step[d]) {
+      stop[d] = std::min(stop[d], start[d] + 1);
+      step[d] = 1;
+    }
   }
   return b.emit(prim, {args[0]}, {{"start", start}, {"stop", stop}, {"step", step}});
 }
@@ -159,6 +168,7 @@ ValueType infer_concat(Types args, const Attrs& attrs) {
   }
   Shape out = first;
   out[static_cast<size_t>(axis)] = 0;
+  std::string joined = fmt::format("the joined length of axis {}", axis);
   for (const ValueType& a : args) {
     Shape other = a.shape;
     bool fits = other.size() == first.size() && a.dtype == args[0].dtype;
@@ -167,7 +177,8 @@ ValueType infer_concat(Types args, const Attrs& attrs) {
       throw ShapeError(
           fmt::format("concat: cannot join {} and {} along axis {}", type_str(args[0]), type_str(a), axis));
     }
-    out[static_cast<size_t>(axis)] += other[static_cast<size_t>(axis)];
+    out[static_cast<size_t>(axis)] =
+        checked_add(out[static_cast<size_t>(axis)], other[static_cast<size_t>(axis)], joined);
   }
   return {out, args[0].dtype};
 }
@@ -200,7 +211,9 @@ ValueType infer_pad(Types args, const Attrs& attrs) {
       throw ShapeError(fmt::format("pad: padding of axis {} must not be negative, got low {} high {} interior {}", d,
                                    low[d], high[d], interior[d]));
     }
-    out.push_back(low[d] + high[d] + in[d] + std::max<int64_t>(in[d] - 1, 0) * interior[d]);
+    std::string padded = fmt::format("the padded length of axis {}", d);
+    int64_t between = checked_mul(std::max<int64_t>(in[d] - 1, 0), interior[d], padded);
+    out.push_back(checked_add(checked_add(checked_add(in[d], low[d], padded), high[d], padded), between, padded));
   }
   return {out, args[0].dtype};
 }
@@ -419,9 +432,15 @@ const Primitive kShape[] = {
      .build =
          [](Builder& b, const Primitive& prim, std::span<const NodeId> args, const Attrs& attrs) {
            Attrs canonical = attrs;
-           size_t rank = b.shape(args[0]).size();
-           if (!attrs.has("interior") || attrs.get_ints("interior").empty())
-             canonical.set("interior", std::vector<int64_t>(rank, 0));
+           const Shape& in = b.shape(args[0]);
+           std::vector<int64_t> interior = attrs.has("interior") ? attrs.get_ints("interior") : std::vector<int64_t>{};
+           if (interior.empty()) interior.assign(in.size(), 0);
+           // An axis of one element or none has nothing between its elements to pad: kept as
+           // 0, the interior plus 1 fits wherever a kernel or the gradient steps by it.
+           for (size_t d = 0; d < std::min(in.size(), interior.size()); ++d) {
+             if (in[d] <= 1 && interior[d] > 0) interior[d] = 0;
+           }
+           canonical.set("interior", interior);
            if (!attrs.has("value")) canonical.set("value", 0.0);
            canonical.set("value", canonical.get_double("value"));
            return b.emit(prim, {args[0]}, canonical);
