@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/common.h"
+#include "graph/shape.h"
 #include "lang/printer.h"
 #include "model/load.h"
 #include "model/select.h"
@@ -33,12 +34,6 @@ std::string bytes_text(double bytes) {
   return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", bytes, units[unit]);
 }
 
-int64_t count(const graph::Shape& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 void print_table(const model::ParameterTable& table) {
   std::vector<std::array<std::string, 6>> rows{{"path", "shape", "dtype", "trainable", "tags", "source"}};
   int64_t total = 0, trainable = 0;
@@ -47,9 +42,9 @@ void print_table(const model::ParameterTable& table) {
     const auto& d = *p.decl;
     rows.push_back({p.path, graph::shape_str(d.shape, " "), std::string(graph::dtype_name(d.dtype)),
                     d.trainable ? "yes" : "no", d.tags.empty() ? "-" : join(d.tags), source_text(d)});
-    total += count(d.shape);
-    if (d.trainable) trainable += count(d.shape);
-    bytes += static_cast<double>(count(d.shape) * static_cast<int64_t>(graph::dtype_size(d.dtype)));
+    total += graph::numel(d.shape);
+    if (d.trainable) trainable += graph::numel(d.shape);
+    bytes += static_cast<double>(graph::numel(d.shape) * static_cast<int64_t>(graph::dtype_size(d.dtype)));
   }
   std::array<size_t, 6> width{};
   for (const auto& row : rows) {
