@@ -154,23 +154,6 @@ bool stderr_wants_color() {
   return isatty(STDERR_FILENO) && !(no_color && *no_color);
 }
 
-std::string shown_in_message(std::string_view text) {
-  constexpr size_t kWhole = 160, kCut = 80;
-  bool cut = code_points(text) > kWhole;
-  std::string out;
-  size_t shown = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (!is_continuation(text[i]) && cut && shown++ == kCut) {
-      out += "...";
-      break;
-    }
-    auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7F) out += fmt::format("\\u{{{:x}}}", c);
-    else out += text[i];
-  }
-  return out;
-}
-
 void fail(std::string code, Span span, std::string message, std::string help) {
   Diagnostic d;
   d.code = std::move(code);

@@ -151,6 +151,37 @@ def case_long_names(tmp):
         print(f"ok: {shown}... -> {code}")
 
 
+def case_huge_tokens(tmp):
+    # A keyword, name or string of a million characters, wherever the file holds it, and an
+    # argument of 100,000: each diagnostic shows at most 80 characters of it, with its length.
+    k = "k" * 1_000_000
+    for name, text, code in [("defrun", f"(defrun :{k} 1)", "E-RUN-001"),
+                             ("type", f"(+ :{k} 1)", "E-EVAL-004"),
+                             ("string", f'(+ "{k}" 1)', "E-EVAL-004"),
+                             ("keyword-argument", f"(sum (ones [2]) :{k} 1)", "E-EVAL-006"),
+                             ("unknown-keyword", f"(defun f (&key a) a)\n(f :{k} 1)", "E-EVAL-006"),
+                             ("arity", f"(defun {k} (x) x)\n({k})", "E-EVAL-003"),
+                             ("not-a-function", f"(:{k} 1)", "E-EVAL-002"),
+                             ("marker", f"(lambda (&{k}) 1)", "E-EVAL-005"),
+                             ("dtype", f"(zeros [2] :dtype :{k})", "E-EVAL-004"),
+                             ("format", f'(format "{{:{k}}}" 1)', "E-EVAL-004"),
+                             ("error", f'(error "{k}"\n"{k}")', "E-EVAL-010"),
+                             ("defparam", f"(defmodel m () (defparam w (zeros [2]) :{k} 1) (lambda (x) x))\n"
+                                          "(defvar model (m))", "E-PARAM-006")]:
+        path = write(tmp, f"{name}.sx", (text + "\n").encode())
+        rc, out, err, _ = run(["check", path])
+        expect(rc == 1 and f"error[{code}]" in err, f"check {name}.sx: exit {rc}, expected {code}", out, err)
+        expect(len(err) < 2000 and "characters)" in err, f"check {name}.sx: {len(err)} bytes of diagnostic", out, err)
+    arg = "a" * 100_000
+    for args in [["eval", "--device", arg, "1"], ["explain-error", arg], ["eval", "--max-steps", arg, "1"],
+                 ["eval", "1", arg], ["eval", "--knob", f"{arg}=1", "1"]]:
+        rc, out, err, _ = run(args)
+        shown = " ".join(args)[:40]
+        expect(rc in (1, 2) and len(err) < 2000 and "(100000 characters)" in err,
+               f"sexpgpu {shown}...: exit {rc}, {len(err)} bytes of diagnostic", out, err)
+    print("ok: huge tokens")
+
+
 def case_cpu_cores(tmp):
     # One rule for --cpu-cores and SEXPGPU_CPU_CORES: a whole number, 0 (all cores) or more;
     # a count beyond the host's cores (however many digits) means all of them.

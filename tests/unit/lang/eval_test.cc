@@ -115,9 +115,9 @@ TEST(Eval, AHugeUnboundNameGetsItsDiagnosticQuickly) {
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     EXPECT_EQ(e.diagnostic().code, "E-EVAL-001");
     EXPECT_LT(seconds, 2.0);
-    // The name is cut in the message (its first 80 characters and "..."), and the source
-    // line and its underline to the window a diagnostic shows.
-    EXPECT_EQ(e.diagnostic().message, "unbound name `" + std::string(80, 'n') + "...`");
+    // The name is cut in the message (its first 80 characters, "..." and its length), and
+    // the source line and its underline to the window a diagnostic shows.
+    EXPECT_EQ(e.diagnostic().message, "unbound name `" + std::string(80, 'n') + "... (1000000 characters)`");
     EXPECT_LT(text.size(), 1000u) << text.substr(0, 1000);
   }
 }
