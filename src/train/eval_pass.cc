@@ -152,9 +152,10 @@ std::vector<std::pair<std::string, double>> EvalPass::run(runtime::Store& store,
   return out;
 }
 
-void evaluate_checkpoint(const EvaluateOptions& options, lang::InterpreterOptions interpreter, device::Device& device) {
+void evaluate_checkpoint(const EvaluateOptions& options, lang::InterpreterOptions interpreter, device::Device& device,
+                         std::optional<Session>& made) {
   RunRecord record = read_run_record(options.checkpoint);
-  Session session({std::move(interpreter), record.choices()});
+  Session& session = made.emplace(SessionOptions{std::move(interpreter), record.choices()});
   load_as_recorded(session, record, options.file, "evaluate");
   refuse_other_parameters(record, session, options.file, "evaluate");
   std::vector<const EvalPassSpec*> passes = eval_passes(session.settings());
