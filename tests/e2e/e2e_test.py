@@ -183,8 +183,8 @@ def case_huge_tokens(tmp):
 
 
 def case_cpu_cores(tmp):
-    # One rule for --cpu-cores and SEXPGPU_CPU_CORES: a whole number, 0 (all cores) or more;
-    # a count beyond the host's cores (however many digits) means all of them.
+    # One rule for --cpu-cores and SEXPGPU_CPU_CORES: a positive whole number that fits an
+    # int; a count beyond the host's cores means all of them.
     def run_with(args, cores=None):
         env = dict(os.environ, NO_COLOR="1")
         env.pop("SEXPGPU_CPU_CORES", None)
@@ -194,15 +194,21 @@ def case_cpu_cores(tmp):
         return proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
 
     expr = "(sum (ones [4]))"
-    for flags, cores in [(["--cpu-cores", "0"], None), (["--cpu-cores", "1"], None), (["--cpu-cores", "100000"], None),
-                         (["--cpu-cores", "99999999999999999999999"], None), ([], "0"), ([], "2"),
-                         ([], "99999999999999999999999"), (["--cpu-cores", "1"], "not-a-number")]:
+    for flags, cores in [(["--cpu-cores", "1"], None), (["--cpu-cores", "100000"], None),
+                         (["--cpu-cores", "2147483647"], None), ([], "2"), ([], "2147483647"),
+                         (["--cpu-cores", "1"], "not-a-number")]:
         rc, out, err = run_with(["eval", *flags, expr], cores)
         expect(rc == 0 and "4.0" in out, f"eval {flags} with SEXPGPU_CPU_CORES={cores}: exit {rc}", out, err)
     for flags, cores, source, value in [(["--cpu-cores=-1"], None, "--cpu-cores", "-1"),
                                         (["--cpu-cores", "abc"], None, "--cpu-cores", "abc"),
                                         (["--cpu-cores", "1.5"], None, "--cpu-cores", "1.5"),
                                         (["--cpu-cores", "+4"], None, "--cpu-cores", "+4"),
+                                        (["--cpu-cores", "0"], None, "--cpu-cores", "0"),
+                                        (["--cpu-cores", "2147483648"], None, "--cpu-cores", "2147483648"),
+                                        (["--cpu-cores", "99999999999999999999999"], None, "--cpu-cores",
+                                         "99999999999999999999999"),
+                                        ([], "0", "SEXPGPU_CPU_CORES", "0"),
+                                        ([], "99999999999999999999999", "SEXPGPU_CPU_CORES", "99999999999999999999999"),
                                         ([], "-1", "SEXPGPU_CPU_CORES", "-1"),
                                         ([], "abc", "SEXPGPU_CPU_CORES", "abc"),
                                         ([], " 4", "SEXPGPU_CPU_CORES", " 4"),
