@@ -20,7 +20,9 @@ constexpr const char* kDefaultDevice = "cpu";
 void DeviceFlags::add_to(CLI::App& command) {
   const char* env_device = std::getenv("SEXPGPU_DEVICE");
   device = env_device && *env_device ? env_device : kDefaultDevice;
-  command.add_option("--device", device, "Where tensors run: reference, cpu, cuda, metal (SEXPGPU_DEVICE)");
+  command.add_option(
+      "--device", device,
+      "Where tensors run: cpu or reference (SEXPGPU_DEVICE); cuda and metal are refused: SexpGPU has neither");
   cpu_cores_flag = command.add_option("--cpu-cores", cpu_cores,
                                       "Most host cores --device cpu uses: a positive whole number; a count above the "
                                       "host's cores means all of them, as does no flag (SEXPGPU_CPU_CORES)");

@@ -7,12 +7,14 @@ namespace {
 
 constexpr graph::CodeInfo kCodes[] = {
     {"E-DEVICE-001", "device not available",
-     R"(The device named by `--device` or SEXPGPU_DEVICE cannot be made in this build or on
-this machine: `cuda` in a build without the CUDA toolkit, `metal` anywhere but macOS,
-or a name that is not a device. SexpGPU never falls back to another device in silence.
+     R"(The device named by `--device` or SEXPGPU_DEVICE cannot be made: `cuda` or `metal`,
+which the manual names but SexpGPU does not have, or a name that is not a device.
+SexpGPU never falls back to another device in silence.
 
-Use one the message lists (`reference` always exists), or rebuild with what the
-device needs.)"},
+    --device cuda        SexpGPU has no cuda device
+    --device gpu         not a device
+
+Use `cpu` (every core of the host) or `reference` (one thread, the plainest loops).)"},
     {"E-DEVICE-002", "not enough memory (retired: now E-MEM-001)",
      R"(Retired. A graph whose buffers did not fit in the machine's memory was reported with
 this code; since the memory limit (`--max-memory`, SEXPGPU_MAX_MEMORY) every request
