@@ -20,10 +20,12 @@ constexpr const char* kDefaultDevice = "cpu";
 void DeviceFlags::add_to(CLI::App& command) {
   const char* env_device = std::getenv("SEXPGPU_DEVICE");
   device = env_device && *env_device ? env_device : kDefaultDevice;
-  command.add_option("--device", device, "Where tensors run: reference, cpu, cuda, metal (SEXPGPU_DEVICE)");
+  command.add_option(
+      "--device", device,
+      "Where tensors run: cpu or reference (SEXPGPU_DEVICE); cuda and metal are refused: SexpGPU has neither");
   cpu_cores_flag = command.add_option("--cpu-cores", cpu_cores,
-                                      "Most host cores --device cpu uses: a whole number; 0 (the default), or any "
-                                      "count above the host's cores, means all of them (SEXPGPU_CPU_CORES)");
+                                      "Most host cores --device cpu uses: a positive whole number; a count above the "
+                                      "host's cores means all of them, as does no flag (SEXPGPU_CPU_CORES)");
 }
 
 namespace {
@@ -40,17 +42,25 @@ int host_cores() {
 }  // namespace
 
 int parse_cpu_cores(std::string_view text, std::string_view source, int host_cores) {
+  constexpr const char* kHelp = "write a count such as 4; without the flag or the variable, every core is used";
   bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (!digits) {
     lang::fail("E-DEVICE-003", {},
-               fmt::format("{} is `{}`, not a whole number of cores", source, lang::shown_in_message(text)),
-               "write 0 for all cores, or a count such as 4");
+               fmt::format("{} is `{}`, not a whole number of cores", source, lang::shown_in_message(text)), kHelp);
   }
-  uint64_t cores = 0;
-  auto parsed = std::from_chars(text.data(), text.data() + text.size(), cores);
-  // Digits alone: the only failure left is a count too large for 64 bits, more than the host has.
-  if (parsed.ec == std::errc::result_out_of_range || cores > static_cast<uint64_t>(host_cores)) return 0;
-  return static_cast<int>(cores);
+  int cores = 0;
+  // Digits alone: the only failure left is a count too large for an int.
+  if (std::from_chars(text.data(), text.data() + text.size(), cores).ec == std::errc::result_out_of_range) {
+    lang::fail("E-DEVICE-003", {},
+               fmt::format("{} is `{}`, more cores than a count holds: at most {}", source,
+                           lang::shown_in_message(text), std::numeric_limits<int>::max()),
+               kHelp);
+  }
+  if (cores == 0) {
+    lang::fail("E-DEVICE-003", {},
+               fmt::format("{} is `{}`, not a positive number of cores", source, lang::shown_in_message(text)), kHelp);
+  }
+  return cores > host_cores ? 0 : cores;
 }
 
 std::unique_ptr<device::Device> DeviceFlags::make() const {

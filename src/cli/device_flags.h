@@ -16,15 +16,16 @@ struct DeviceFlags {
   std::string cpu_cores;                        // --cpu-cores as written; read by make()
   const CLI::Option* cpu_cores_flag = nullptr;  // whether --cpu-cores was given
   void add_to(CLI::App& command);
-  // The device the flags name; E-DEVICE-001 when this build cannot make it, E-DEVICE-003
-  // when --cpu-cores (or SEXPGPU_CPU_CORES) is not a whole number.
+  // The device the flags name; E-DEVICE-001 when SexpGPU cannot make it, E-DEVICE-003
+  // when --cpu-cores (or SEXPGPU_CPU_CORES) is not a positive whole number.
   std::unique_ptr<device::Device> make() const;
 };
 
 // The cores a count asks for, `text` as written in `source` (the flag or the variable):
-// a whole number of decimal digits. 0 means all cores, and so does any count above
-// `host_cores`, however many digits it has (both give 0). Anything else (a sign, a
-// fraction, spaces, nothing) is E-DEVICE-003 naming the source and the value.
+// a positive whole number of decimal digits that fits an int. A count above `host_cores`
+// means all cores (it gives 0, as DeviceOptions has it). Anything else (0, a count too
+// large for an int, a sign, a fraction, spaces, nothing) is E-DEVICE-003 naming the
+// source and the value.
 int parse_cpu_cores(std::string_view text, std::string_view source, int host_cores);
 
 }  // namespace sx::cli

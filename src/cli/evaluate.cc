@@ -22,9 +22,11 @@ void add_evaluate_command(CLI::App& app, std::function<int()>& action) {
   command->callback([&action, options, flags, device] {
     action = [options, flags, device] {
       return run_on_large_stack([&] {
+        // Outlives the try: a diagnostic's spans point into the session's sources.
+        std::optional<train::Session> session;
         try {
           std::unique_ptr<device::Device> on = device->make();
-          train::evaluate_checkpoint(*options, session_options(*flags).interpreter, *on);
+          train::evaluate_checkpoint(*options, session_options(*flags).interpreter, *on, session);
           return kExitOk;
         } catch (const lang::Error& e) {
           return report(e);

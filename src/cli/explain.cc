@@ -102,9 +102,9 @@ void add_explain_command(CLI::App& app, std::function<int()>& action) {
             lang::Value value = session.interp().eval_text(*selector, "--select", session.top());
             const auto* chosen = model::as_selector(value);
             if (!chosen) {
-              lang::fail(
-                  "E-EVAL-004", {},
-                  fmt::format("--select takes a selector such as (select :tag :norm), not `{}`", lang::print(value)));
+              lang::fail("E-EVAL-004", {},
+                         fmt::format("--select takes a selector such as (select :tag :norm), not `{}`",
+                                     lang::printed_in_message(value)));
             }
             for (const auto& p : session.params().params) {
               if (chosen->matches(p)) fmt::print("{}\n", p.path);

@@ -53,7 +53,8 @@ void add_explain_error_command(CLI::App& app, std::function<int()>& action) {
       }
       auto info = std::find_if(codes.begin(), codes.end(), [&](const auto& c) { return same_code(c.code, *code); });
       if (info == codes.end()) {
-        fmt::print(stderr, "sexpgpu explain-error: no code `{}`; `sexpgpu explain-error --list` lists them\n", *code);
+        fmt::print(stderr, "sexpgpu explain-error: no code `{}`; `sexpgpu explain-error --list` lists them\n",
+                   lang::shown_in_message(*code));
         return kExitUsage;
       }
       fmt::print("{}: {}\n\n{}\n", info->code, info->title, info->explanation);

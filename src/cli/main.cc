@@ -1,14 +1,35 @@
 // sexpgpu: the command line. Parses flags and hands each command to its own file.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <string>
 #include <string_view>
 
 #include "cli/common.h"
+
+namespace {
+
+// CLI11's message for a usage error, which quotes the arguments whole, with each word
+// shortened as every message of ours shortens the user's text.
+std::string usage_failure(const CLI::App* app, const CLI::Error& error) {
+  std::string message = CLI::FailureMessage::simple(app, error);
+  std::string out;
+  for (size_t start = 0; start < message.size();) {
+    size_t end = std::min(message.find_first_of(" \n", start), message.size());
+    out += sx::lang::shown_in_message(std::string_view(message).substr(start, end - start));
+    if (end < message.size()) out += message[end];
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace sx::cli;
   CLI::App app{"SexpGPU: write a whole deep-learning experiment as one small Lisp file."};
   app.name("sexpgpu");
+  app.failure_message(usage_failure);
   app.set_version_flag("--version", std::string("sexpgpu ") + SEXPGPU_VERSION);
   app.require_subcommand(1);
   std::function<int()> action;

@@ -7,28 +7,30 @@ namespace {
 
 constexpr graph::CodeInfo kCodes[] = {
     {"E-DEVICE-001", "device not available",
-     R"(The device named by `--device` or SEXPGPU_DEVICE cannot be made in this build or on
-this machine: `cuda` in a build without the CUDA toolkit, `metal` anywhere but macOS,
-or a name that is not a device. SexpGPU never falls back to another device in silence.
+     R"(The device named by `--device` or SEXPGPU_DEVICE cannot be made: `cuda` or `metal`,
+which the manual names but SexpGPU does not have, or a name that is not a device.
+SexpGPU never falls back to another device in silence.
 
-Use one the message lists (`reference` always exists), or rebuild with what the
-device needs.)"},
+    --device cuda        SexpGPU has no cuda device
+    --device gpu         not a device
+
+Use `cpu` (every core of the host) or `reference` (one thread, the plainest loops).)"},
     {"E-DEVICE-002", "not enough memory (retired: now E-MEM-001)",
      R"(Retired. A graph whose buffers did not fit in the machine's memory was reported with
 this code; since the memory limit (`--max-memory`, SEXPGPU_MAX_MEMORY) every request
 over it, and every allocation the machine refuses, is E-MEM-001.)"},
-    {"E-DEVICE-003", "a core count that is not a whole number",
+    {"E-DEVICE-003", "a core count that is not a positive whole number",
      R"(`--cpu-cores` (or the SEXPGPU_CPU_CORES variable, read when the flag is absent) says
-how many host cores the `cpu` device may use. It is a whole number written in decimal
-digits alone:
+how many host cores the `cpu` device may use. It is a positive whole number written in
+decimal digits alone, at most 2147483647:
 
-    --cpu-cores 0        all cores (the default)
     --cpu-cores 4        at most four
     --cpu-cores 1000     all cores, on a host with fewer than 1000
+    (no flag)            all cores
 
-A count above the host's cores, however large, means all of them. A sign, a
-fraction, spaces or an empty value are refused, naming the flag or the variable and
-the value, rather than read as some other number.)"},
+A count above the host's cores means all of them. 0, a count above 2147483647, a
+sign, a fraction, spaces or an empty value are refused, naming the flag or the
+variable and the value, rather than read as some other number.)"},
 };
 
 }  // namespace

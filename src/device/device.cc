@@ -14,22 +14,19 @@
 #include "device/interrupt.h"
 #include "device/reference/reference.h"
 #include "graph/memory.h"
+#include "graph/shown.h"
 
 namespace sx::device {
 
 std::unique_ptr<Device> make_device(std::string_view name, const DeviceOptions& options) {
   if (name == "reference") return std::make_unique<ReferenceDevice>();
   if (name == "cpu") return std::make_unique<CpuDevice>(options);
-  if (name == "cuda") {
-    throw DeviceError("the cuda device is not in this build: rebuild with the CUDA toolkit, or use --device cpu");
-  }
-  if (name == "metal") {
-    throw DeviceError("the metal device is not in this build: it needs macOS with Metal; use --device cpu");
+  // The manual names cuda and metal, devices SexpGPU does not have: they are refused by name.
+  if (name == "cuda" || name == "metal") {
+    throw DeviceError(fmt::format("SexpGPU has no {} device: tensors run on reference or cpu; use --device cpu", name));
   }
   throw DeviceError(
-      fmt::format("unknown device '{}': the devices are reference, cpu, cuda and metal "
-                  "(this build has: reference, cpu)",
-                  name));
+      fmt::format("unknown device '{}': the devices are reference and cpu", graph::shown_in_message(name)));
 }
 
 std::vector<std::string> available_devices() { return {"reference", "cpu"}; }

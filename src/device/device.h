@@ -105,9 +105,8 @@ class Device {
   virtual std::vector<std::string> fallback_primitives() const { return {}; }
 };
 
-// "reference" (built always), "cpu", "cuda", "metal". Throws DeviceError
-// saying how to get a device that is not in this build, and listing the
-// names for an unknown one.
+// "reference" or "cpu". Throws DeviceError for "cuda" and "metal", which the
+// manual names and no build has yet, and for any other name, listing the devices.
 std::unique_ptr<Device> make_device(std::string_view name, const DeviceOptions& options = {});
 
 // The devices this build can make.

@@ -10,6 +10,7 @@
 #include "graph/errors.h"
 #include "graph/passes.h"
 #include "graph/primitive.h"
+#include "graph/shown.h"
 #include "graph/verify.h"
 
 namespace sx::graph {
@@ -21,8 +22,8 @@ Graph select_outputs(const Graph& graph, std::span<const std::string> names) {
     auto node = graph.find_output(name);
     if (!node) {
       std::string known;
-      for (const NamedNode& o : graph.outputs) known += (known.empty() ? "`" : ", `") + o.name + "`";
-      throw GraphError(fmt::format("outputs: the model has no output `{}`; it has {}", name, known));
+      for (const NamedNode& o : graph.outputs) known += (known.empty() ? "`" : ", `") + shown_in_message(o.name) + "`";
+      throw GraphError(fmt::format("outputs: the model has no output `{}`; it has {}", shown_in_message(name), known));
     }
     selected.outputs.push_back({name, *node});
   }
@@ -93,11 +94,13 @@ Graph take_at(const Graph& graph) {
   for (const NamedNode& o : graph.outputs) {
     const Shape& shape = graph.node(o.node).shape;
     if (shape.size() < 2) {
-      throw GraphError(fmt::format("at: output `{}` of shape {} has no second axis", o.name, shape_str(shape)));
+      throw GraphError(
+          fmt::format("at: output `{}` of shape {} has no second axis", shown_in_message(o.name), shape_str(shape)));
     }
     if (first.shape.size() < 2 || shape[1] != first.shape[1]) {
       throw GraphError(fmt::format("at: every output's second axis must have one length; `{}` has {} and `{}` {}",
-                                   graph.outputs.front().name, first.shape[1], o.name, shape[1]));
+                                   shown_in_message(graph.outputs.front().name), first.shape[1],
+                                   shown_in_message(o.name), shape[1]));
     }
   }
   GatherPlan plan = plan_gathers(graph);

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <set>
 
+#include "graph/shown.h"
 #include "io/checkpoint_internal.h"
 #include "io/location.h"
 #include "io/safetensors.h"
@@ -36,7 +37,7 @@ constexpr std::string_view kTempPrefix = ".step-";
 
 [[noreturn]] void unwritable(const std::string& path, std::string_view doing, int err) {
   throw CheckpointError(kCheckpointUnwritable,
-                        fmt::format("{}: cannot {}: {}", shown(path), doing, std::strerror(err)));
+                        fmt::format("{}: cannot {}: {}", graph::shown_in_message(path), doing, std::strerror(err)));
 }
 
 // The location a checkpoint location names, resolved: a local folder ("." for ""), or a
@@ -76,11 +77,11 @@ void create_location(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) {
-    throw CheckpointError(kCheckpointUnwritable,
-                          fmt::format("{}: cannot create the checkpoint folder: {}", shown(dir), ec.message()));
+    throw CheckpointError(kCheckpointUnwritable, fmt::format("{}: cannot create the checkpoint folder: {}",
+                                                             graph::shown_in_message(dir), ec.message()));
   }
   if (!fs::is_directory(dir, ec)) {
-    throw CheckpointError(kCheckpointUnwritable, fmt::format("{}: not a folder", shown(dir)));
+    throw CheckpointError(kCheckpointUnwritable, fmt::format("{}: not a folder", graph::shown_in_message(dir)));
   }
 }
 
@@ -228,10 +229,12 @@ std::string CheckpointWriter::file_path(std::string_view name) {
   if (committed_) throw std::logic_error("CheckpointWriter: a file written after commit()");
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string_view::npos ||
       name.find('\0') != std::string_view::npos) {
-    throw std::invalid_argument(fmt::format("a checkpoint's file has a plain name, not `{}`", shown(name)));
+    throw std::invalid_argument(
+        fmt::format("a checkpoint's file has a plain name, not `{}`", graph::shown_in_message(name)));
   }
   if (std::find(names_.begin(), names_.end(), name) != names_.end()) {
-    throw std::invalid_argument(fmt::format("a checkpoint's file `{}` is written twice", shown(name)));
+    throw std::invalid_argument(
+        fmt::format("a checkpoint's file `{}` is written twice", graph::shown_in_message(name)));
   }
   names_.emplace_back(name);
   return (fs::path(temp_) / std::string(name)).string();
@@ -274,12 +277,13 @@ void CheckpointWriter::write_with(std::string_view name, const std::function<voi
     if (size_t at = message.find(path); at != std::string::npos) message.replace(at, path.size(), shown_as);
     throw CheckpointError(kCheckpointUnwritable, message);
   } catch (const fs::filesystem_error& e) {
-    throw CheckpointError(kCheckpointUnwritable,
-                          fmt::format("{}: cannot write it: {}", shown(shown_as), e.code().message()));
+    throw CheckpointError(kCheckpointUnwritable, fmt::format("{}: cannot write it: {}",
+                                                             graph::shown_in_message(shown_as), e.code().message()));
   }
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    throw CheckpointError(kCheckpointUnwritable, fmt::format("{}: its writer wrote no file", shown(shown_as)));
+    throw CheckpointError(kCheckpointUnwritable,
+                          fmt::format("{}: its writer wrote no file", graph::shown_in_message(shown_as)));
   }
 }
 
@@ -367,14 +371,17 @@ std::vector<Checkpoint> list_checkpoints(const std::string& location) {
   fs::file_status status = fs::status(dir, ec);
   if (status.type() == fs::file_type::not_found) return out;
   if (ec) {
-    throw CheckpointError(kCheckpointUnreadable, fmt::format("{}: cannot read it: {}", shown(dir), ec.message()));
+    throw CheckpointError(kCheckpointUnreadable,
+                          fmt::format("{}: cannot read it: {}", graph::shown_in_message(dir), ec.message()));
   }
   if (!fs::is_directory(status)) {
-    throw CheckpointError(kCheckpointUnreadable, fmt::format("{}: a file, not a folder of checkpoints", shown(dir)));
+    throw CheckpointError(kCheckpointUnreadable,
+                          fmt::format("{}: a file, not a folder of checkpoints", graph::shown_in_message(dir)));
   }
   fs::directory_iterator it(dir, ec);
   if (ec) {
-    throw CheckpointError(kCheckpointUnreadable, fmt::format("{}: cannot list it: {}", shown(dir), ec.message()));
+    throw CheckpointError(kCheckpointUnreadable,
+                          fmt::format("{}: cannot list it: {}", graph::shown_in_message(dir), ec.message()));
   }
   for (; it != fs::directory_iterator(); it.increment(ec)) {
     std::string name = it->path().filename().string();
@@ -385,7 +392,8 @@ std::vector<Checkpoint> list_checkpoints(const std::string& location) {
     }
   }
   if (ec) {
-    throw CheckpointError(kCheckpointUnreadable, fmt::format("{}: cannot list it: {}", shown(dir), ec.message()));
+    throw CheckpointError(kCheckpointUnreadable,
+                          fmt::format("{}: cannot list it: {}", graph::shown_in_message(dir), ec.message()));
   }
   std::sort(out.begin(), out.end(), [](const Checkpoint& a, const Checkpoint& b) { return a.step < b.step; });
   return out;
@@ -407,7 +415,7 @@ Checkpoint find_checkpoint(const std::string& location) {
     if (chosen) return *chosen;
     throw CheckpointError(kNoCheckpoint, fmt::format("{}: no complete checkpoint here (a marker step-NNNNNNNN.complete "
                                                      "at {})",
-                                                     shown(location), resolved.url()));
+                                                     graph::shown_in_message(location), resolved.url()));
   }
   const std::string& dir = resolved.path;
   fs::path path(dir);
@@ -417,8 +425,8 @@ Checkpoint find_checkpoint(const std::string& location) {
     return Checkpoint{*step, dir, written_folder(location)};
   }
   if (auto newest = newest_checkpoint(location)) return *newest;
-  throw CheckpointError(kNoCheckpoint,
-                        fmt::format("{}: no complete checkpoint here (a folder step-NNNNNNNN)", shown(location)));
+  throw CheckpointError(kNoCheckpoint, fmt::format("{}: no complete checkpoint here (a folder step-NNNNNNNN)",
+                                                   graph::shown_in_message(location)));
 }
 
 Checkpoint local_checkpoint(const Checkpoint& checkpoint) {

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "graph/shown.h"
 #include "io/safetensors.h"
 #include "io/util.h"
 
@@ -23,11 +24,13 @@ namespace {
 namespace fs = std::filesystem;
 
 [[noreturn]] void cannot_write(const std::string& path, std::string_view doing, int err) {
-  throw ExportError(kExportUnwritable, fmt::format("{}: cannot {}: {}", shown(path), doing, std::strerror(err)));
+  throw ExportError(kExportUnwritable,
+                    fmt::format("{}: cannot {}: {}", graph::shown_in_message(path), doing, std::strerror(err)));
 }
 
 [[noreturn]] void exists(const std::string& path) {
-  throw ExportError(kExportExists, fmt::format("{}: it exists; export writes a new folder", shown(path)));
+  throw ExportError(kExportExists,
+                    fmt::format("{}: it exists; export writes a new folder", graph::shown_in_message(path)));
 }
 
 // ".NAME.export-": what the temporary folders of exports to NAME start with.
@@ -108,8 +111,8 @@ ExportFolderWriter::ExportFolderWriter(std::string path) : path_(without_trailin
   std::error_code ec;
   fs::create_directories(parent, ec);
   if (ec) {
-    throw ExportError(kExportUnwritable,
-                      fmt::format("{}: cannot create the folder it goes in: {}", shown(path_), ec.message()));
+    throw ExportError(kExportUnwritable, fmt::format("{}: cannot create the folder it goes in: {}",
+                                                     graph::shown_in_message(path_), ec.message()));
   }
   remove_stale_exports(path_);
   static std::atomic<uint64_t> counter{0};
@@ -126,7 +129,8 @@ ExportFolderWriter::~ExportFolderWriter() {
 std::string ExportFolderWriter::file_path(std::string_view name) const {
   if (committed_) throw std::logic_error("ExportFolderWriter: a file written after commit()");
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string_view::npos) {
-    throw std::invalid_argument(fmt::format("an export's file has a plain name, not `{}`", shown(name)));
+    throw std::invalid_argument(
+        fmt::format("an export's file has a plain name, not `{}`", graph::shown_in_message(name)));
   }
   return (fs::path(temp_) / std::string(name)).string();
 }

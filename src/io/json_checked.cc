@@ -4,6 +4,7 @@
 
 #include <unordered_set>
 
+#include "graph/shown.h"
 #include "io/safetensors.h"
 #include "io/util.h"
 
@@ -34,9 +35,11 @@ class Checker : public nlohmann::json_sax<json> {
 
   bool key(string_t& key) override {
     if (!open_.back().insert(key).second) {
-      if (open_.size() == 1) throw LoadError(code_, fmt::format("{} has the key `{}` twice", what_, shown(key)));
-      throw LoadError(code_, fmt::format("{} has the key `{}` twice in the entry of `{}`", what_, shown(key),
-                                         out_.top_keys.empty() ? std::string() : shown(out_.top_keys.back())));
+      if (open_.size() == 1)
+        throw LoadError(code_, fmt::format("{} has the key `{}` twice", what_, graph::shown_in_message(key)));
+      throw LoadError(
+          code_, fmt::format("{} has the key `{}` twice in the entry of `{}`", what_, graph::shown_in_message(key),
+                             out_.top_keys.empty() ? std::string() : graph::shown_in_message(out_.top_keys.back())));
     }
     if (open_.size() == 1) out_.top_keys.push_back(key);
     return true;
@@ -46,7 +49,7 @@ class Checker : public nlohmann::json_sax<json> {
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
     std::string detail = e.what();
     if (auto pos = detail.find("] "); pos != std::string::npos) detail = detail.substr(pos + 2);
-    throw LoadError(code_, fmt::format("{} is not valid JSON: {}", what_, shown(detail)));
+    throw LoadError(code_, fmt::format("{} is not valid JSON: {}", what_, graph::shown_in_message(detail)));
   }
 
  private:

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "graph/shown.h"
 #include "io/safetensors.h"
 #include "io/util.h"
 
@@ -33,7 +34,8 @@ std::string percent_decoded(std::string_view text, std::string_view location) {
     }
     char c = static_cast<char>(high * 16 + low);
     if (c == '\0') {
-      throw LoadError(kUnknownScheme, fmt::format("{}: a file:// location may not hold %00", shown(location)));
+      throw LoadError(kUnknownScheme,
+                      fmt::format("{}: a file:// location may not hold %00", graph::shown_in_message(location)));
     }
     out += c;
     i += 2;
@@ -74,12 +76,13 @@ ResolvedLocation resolve_s3(std::string_view location, std::string written) {
   ResolvedLocation out{std::move(written), "", std::string(rest.substr(0, slash)), ""};
   if (slash != std::string_view::npos) out.key = rest.substr(slash + 1);
   if (!valid_bucket(out.bucket)) {
-    throw LoadError(kBadLocation, fmt::format("{}: `{}` is not a bucket name (3 to 63 lower-case letters, digits, "
-                                              "`.` and `-`); an S3 location is s3://bucket/key",
-                                              shown(out.written), shown(out.bucket)));
+    throw LoadError(kBadLocation,
+                    fmt::format("{}: `{}` is not a bucket name (3 to 63 lower-case letters, digits, "
+                                "`.` and `-`); an S3 location is s3://bucket/key",
+                                graph::shown_in_message(out.written), graph::shown_in_message(out.bucket)));
   }
   if (std::string why = out.key.empty() ? "" : bad_segments(out.key); !why.empty()) {
-    throw LoadError(kBadLocation, fmt::format("{}: the key {}", shown(out.written), why));
+    throw LoadError(kBadLocation, fmt::format("{}: the key {}", graph::shown_in_message(out.written), why));
   }
   return out;
 }
@@ -91,7 +94,7 @@ ResolvedLocation resolve_o41(std::string_view location) {
   if (team_end == std::string_view::npos || !bad_segments(rest).empty()) {
     throw LoadError(kBadLocation, fmt::format("{}: an o41 location is o41://team/run, or a file under it: "
                                               "o41://team/run/file",
-                                              shown(location)));
+                                              graph::shown_in_message(location)));
   }
   const char* root_variable = std::getenv("SEXPGPU_O41_ROOT");
   std::string_view root = root_variable ? root_variable : "";
@@ -99,13 +102,13 @@ ResolvedLocation resolve_o41(std::string_view location) {
   if (root.empty()) {
     throw LoadError(kNoO41Root, fmt::format("{}: o41:// locations lie under the root SEXPGPU_O41_ROOT names (a local "
                                             "folder or an s3:// URL), and it is not set",
-                                            shown(location)));
+                                            graph::shown_in_message(location)));
   }
   std::string root_scheme = scheme_of(root);
   if (root_scheme != "" && root_scheme != "file" && root_scheme != "s3") {
     throw LoadError(kNoO41Root, fmt::format("{}: SEXPGPU_O41_ROOT is {}, which is neither a local folder nor an "
                                             "s3:// URL",
-                                            shown(location), shown(root)));
+                                            graph::shown_in_message(location), graph::shown_in_message(root)));
   }
   ResolvedLocation base = root_scheme == "s3" ? resolve_s3(root, std::string(root))
                                               : ResolvedLocation{std::string(root), local_path(root), "", ""};
@@ -157,13 +160,13 @@ std::string local_path(std::string_view location) {
   std::string scheme = scheme_of(location);
   if (scheme.empty()) return std::string(location);
   if (is_storage_scheme(scheme)) {
-    throw LoadError(kStorageLocation,
-                    fmt::format("{}: a local file is read here, not an {}:// location", shown(location), scheme));
+    throw LoadError(kStorageLocation, fmt::format("{}: a local file is read here, not an {}:// location",
+                                                  graph::shown_in_message(location), scheme));
   }
   if (scheme != "file") {
     throw LoadError(kUnknownScheme, fmt::format("{}: SexpGPU reads no {}:// locations; a location is a local path, "
                                                 "file:///absolute/path, s3://bucket/key or o41://team/run",
-                                                shown(location), shown(scheme)));
+                                                graph::shown_in_message(location), graph::shown_in_message(scheme)));
   }
   std::string_view rest = location.substr(scheme.size() + 3);  // after "file://"
   size_t slash = rest.find('/');
@@ -171,7 +174,7 @@ std::string local_path(std::string_view location) {
   if (slash == std::string_view::npos || (!host.empty() && host != "localhost")) {
     throw LoadError(kUnknownScheme, fmt::format("{}: a file:// location names an absolute path on this host, as in "
                                                 "file:///home/me/w.safetensors (three slashes)",
-                                                shown(location)));
+                                                graph::shown_in_message(location)));
   }
   return percent_decoded(rest.substr(slash), location);
 }

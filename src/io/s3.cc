@@ -18,6 +18,7 @@
 #include <span>
 #include <thread>
 
+#include "graph/shown.h"
 #include "io/identity.h"
 #include "io/location.h"
 #include "io/s3_internal.h"
@@ -285,7 +286,7 @@ S3Client::Response S3Client::send(const Request& request) {
       std::string help = is_certificate_failure(result)
                              ? config_.ca_bundle.empty()
                                    ? "; set AWS_CA_BUNDLE to a PEM file of the CA certificate that signed the server's"
-                                   : fmt::format("; AWS_CA_BUNDLE is {}", shown(config_.ca_bundle))
+                                   : fmt::format("; AWS_CA_BUNDLE is {}", graph::shown_in_message(config_.ca_bundle))
                              : "";
       throw LoadError(kStorageUnreachable,
                       fmt::format("{}: the storage server {} cannot be reached: {} ({} attempt{}){}",

@@ -24,6 +24,7 @@
 
 #include "graph/errors.h"
 #include "graph/shape.h"
+#include "graph/shown.h"
 #include "io/json_checked.h"
 #include "io/util.h"
 
@@ -77,7 +78,9 @@ std::string_view kind_of(const json& value) {
 }
 
 // A JSON value as it appears in the header, cut short when long.
-std::string shown_json(const json& value) { return shown(value.dump(-1, ' ', false, json::error_handler_t::replace)); }
+std::string shown_json(const json& value) {
+  return graph::shown_in_message(value.dump(-1, ' ', false, json::error_handler_t::replace));
+}
 
 // Non-negative integer of a JSON value, or nullopt.
 std::optional<uint64_t> as_unsigned(const json& value) {
@@ -129,7 +132,7 @@ LoadError lfs_pointer_error(const std::string& path, std::span<const uint8_t> by
   return LoadError(kLfsPointer,
                    fmt::format("{}: this is a git-lfs pointer ({} bytes), not the file{} it stands for; fetch the "
                                "file with `git lfs pull --include=\"{}\"` (or `git lfs pull`) in its repository",
-                               path, bytes.size(), real_size, shown(name)));
+                               path, bytes.size(), real_size, graph::shown_in_message(name)));
 }
 
 // --- SafetensorsFile ------------------------------------------------------------------
@@ -210,11 +213,12 @@ void SafetensorsFile::parse() {
   const uint64_t data_size = size_ - data_offset_;
   std::string_view text(reinterpret_cast<const char*>(data_ + 8), header_size);
   if (auto bad = find_invalid_utf8(text)) {
-    throw LoadError(kBadHeader,
-                    fmt::format("{}: the header is not valid UTF-8: byte {} of the header (0x{:02x}) "
-                                "after `{}`",
-                                path_, *bad, static_cast<unsigned>(static_cast<uint8_t>(text[*bad])),
-                                shown(text.substr(*bad >= 40 ? *bad - 40 : 0, std::min<size_t>(*bad, 40)))));
+    throw LoadError(
+        kBadHeader,
+        fmt::format("{}: the header is not valid UTF-8: byte {} of the header (0x{:02x}) "
+                    "after `{}`",
+                    path_, *bad, static_cast<unsigned>(static_cast<uint8_t>(text[*bad])),
+                    graph::shown_in_message(text.substr(*bad >= 40 ? *bad - 40 : 0, std::min<size_t>(*bad, 40)))));
   }
   const std::string what = path_ + ": the header";
   CheckedJson parsed = parse_json_checked(text, what, kBadHeader, 3);
@@ -233,13 +237,13 @@ void SafetensorsFile::parse() {
       for (const auto& [mkey, mvalue] : entry.items()) {
         if (!mvalue.is_string()) {
           throw LoadError(kBadHeader, fmt::format("{}: `__metadata__` entry `{}` is {} ({}), not a string", path_,
-                                                  shown(mkey), kind_of(mvalue), shown_json(mvalue)));
+                                                  graph::shown_in_message(mkey), kind_of(mvalue), shown_json(mvalue)));
         }
         metadata_[mkey] = mvalue.get<std::string>();
       }
       continue;
     }
-    const std::string name = shown(key);
+    const std::string name = graph::shown_in_message(key);
     if (!entry.is_object()) {
       throw LoadError(kBadHeader, fmt::format("{}: the entry of tensor `{}` is {}, not an object with dtype, shape "
                                               "and data_offsets",
@@ -249,7 +253,7 @@ void SafetensorsFile::parse() {
       if (field != "dtype" && field != "shape" && field != "data_offsets") {
         throw LoadError(kBadHeader, fmt::format("{}: tensor `{}` has the key `{}`; a tensor has only dtype, shape and "
                                                 "data_offsets",
-                                                path_, name, shown(field)));
+                                                path_, name, graph::shown_in_message(field)));
       }
     }
     for (const char* field : {"dtype", "shape", "data_offsets"}) {
@@ -269,7 +273,7 @@ void SafetensorsFile::parse() {
     if (element_size == 0) {
       throw LoadError(kUnknownDType, fmt::format("{}: tensor `{}` has the dtype `{}`, which safetensors does not "
                                                  "define; the dtypes are {}",
-                                                 path_, name, shown(info.dtype), known_dtypes()));
+                                                 path_, name, graph::shown_in_message(info.dtype), known_dtypes()));
     }
     const json& shape = entry["shape"];
     if (!shape.is_array()) {
@@ -334,15 +338,16 @@ void SafetensorsFile::parse() {
   for (size_t i : order) {
     const TensorInfo& t = tensors_[i];
     if (t.begin < covered) {
-      throw LoadError(kBadOffsets,
-                      fmt::format("{}: tensor `{}` (data_offsets {}) overlaps tensor `{}` (data_offsets "
-                                  "{})",
-                                  path_, shown(t.name), offsets_str(t), shown(previous->name), offsets_str(*previous)));
+      throw LoadError(kBadOffsets, fmt::format("{}: tensor `{}` (data_offsets {}) overlaps tensor `{}` (data_offsets "
+                                               "{})",
+                                               path_, graph::shown_in_message(t.name), offsets_str(t),
+                                               graph::shown_in_message(previous->name), offsets_str(*previous)));
     }
     if (t.begin > covered) {
-      throw LoadError(kBadOffsets, fmt::format("{}: bytes {} to {} of the data section belong to no tensor (a gap "
-                                               "before tensor `{}`, data_offsets {})",
-                                               path_, covered, t.begin, shown(t.name), offsets_str(t)));
+      throw LoadError(kBadOffsets,
+                      fmt::format("{}: bytes {} to {} of the data section belong to no tensor (a gap "
+                                  "before tensor `{}`, data_offsets {})",
+                                  path_, covered, t.begin, graph::shown_in_message(t.name), offsets_str(t)));
     }
     covered = t.end;
     previous = &t;
@@ -364,7 +369,7 @@ std::span<const uint8_t> SafetensorsFile::bytes(const TensorInfo& t) const {
   if (t.begin > t.end || t.end > data_size) {
     throw LoadError(kBadOffsets, fmt::format("{}: tensor `{}` (data_offsets {}) is not within this file's data "
                                              "section of {} bytes",
-                                             path_, shown(t.name), offsets_str(t), data_size));
+                                             path_, graph::shown_in_message(t.name), offsets_str(t), data_size));
   }
   if (!read_) return {data_ + data_offset_ + t.begin, static_cast<size_t>(t.end - t.begin)};
   std::lock_guard lock(read_mutex_);
@@ -387,16 +392,16 @@ graph::Tensor read_tensor(const SafetensorsFile& file, const TensorInfo& tensor,
   if (tensor.dtype == "F32") stored = graph::DType::f32;
   if (tensor.dtype == "BF16") stored = graph::DType::bf16;
   if (want != graph::DType::f32 && want != graph::DType::bf16) {
-    throw LoadError(kDTypeDoesNotLoad,
-                    fmt::format("{}: tensor `{}` ({}) cannot load into {}: tensors load into f32 "
-                                "or bf16 only",
-                                file.path(), shown(tensor.name), shown(tensor.dtype), graph::dtype_name(want)));
+    throw LoadError(kDTypeDoesNotLoad, fmt::format("{}: tensor `{}` ({}) cannot load into {}: tensors load into f32 "
+                                                   "or bf16 only",
+                                                   file.path(), graph::shown_in_message(tensor.name),
+                                                   graph::shown_in_message(tensor.dtype), graph::dtype_name(want)));
   }
   if (!stored) {
-    throw LoadError(kDTypeDoesNotLoad,
-                    fmt::format("{}: tensor `{}` is stored as {}, which does not load into {}: "
-                                "only F32 and BF16 tensors load, into f32 or bf16",
-                                file.path(), shown(tensor.name), shown(tensor.dtype), graph::dtype_name(want)));
+    throw LoadError(kDTypeDoesNotLoad, fmt::format("{}: tensor `{}` is stored as {}, which does not load into {}: "
+                                                   "only F32 and BF16 tensors load, into f32 or bf16",
+                                                   file.path(), graph::shown_in_message(tensor.name),
+                                                   graph::shown_in_message(tensor.dtype), graph::dtype_name(want)));
   }
   std::span<const uint8_t> src = file.bytes(tensor);
   graph::Shape shape(tensor.shape.begin(), tensor.shape.end());
@@ -440,7 +445,8 @@ void write_safetensors_refs(const std::string& path, std::span<const TensorRef> 
     try {
       return json(s).dump();
     } catch (const json::type_error&) {
-      throw std::invalid_argument(fmt::format("write_safetensors: {} `{}` is not valid UTF-8", what, shown(s)));
+      throw std::invalid_argument(
+          fmt::format("write_safetensors: {} `{}` is not valid UTF-8", what, graph::shown_in_message(s)));
     }
   };
   std::string header = "{";
@@ -459,7 +465,8 @@ void write_safetensors_refs(const std::string& path, std::span<const TensorRef> 
     if (name == "__metadata__")
       throw std::invalid_argument("write_safetensors: a tensor may not be named __metadata__");
     if (!names.insert(name).second) {
-      throw std::invalid_argument(fmt::format("write_safetensors: two tensors are named `{}`", shown(name)));
+      throw std::invalid_argument(
+          fmt::format("write_safetensors: two tensors are named `{}`", graph::shown_in_message(name)));
     }
     const uint64_t size = tensor->bytes().size();
     header +=

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "graph/shown.h"
 #include "io/identity.h"
 #include "io/s3.h"
 #include "io/safetensors.h"
@@ -34,7 +35,7 @@ std::string cached_object(const ResolvedLocation& location) {
   std::filesystem::create_directories(folder, ec);
   if (ec) {
     throw LoadError(kUnreadable, fmt::format("{}: cannot create the local cache folder to download {} into: {}",
-                                             shown(folder), location.url(), ec.message()));
+                                             graph::shown_in_message(folder), location.url(), ec.message()));
   }
   s3.get_to_file(location.bucket, location.key, path, info);
   return path;

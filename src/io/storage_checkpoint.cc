@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "graph/shown.h"
 #include "io/checkpoint_internal.h"
 #include "io/s3.h"
 #include "io/safetensors.h"
@@ -45,8 +46,8 @@ std::string create_folder(const std::string& path) {
   std::error_code ec;
   fs::create_directories(path, ec);
   if (ec) {
-    throw CheckpointError(kCheckpointUnwritable,
-                          fmt::format("{}: cannot create the local cache folder: {}", shown(path), ec.message()));
+    throw CheckpointError(kCheckpointUnwritable, fmt::format("{}: cannot create the local cache folder: {}",
+                                                             graph::shown_in_message(path), ec.message()));
   }
   return path;
 }
@@ -90,8 +91,8 @@ std::vector<MarkedFile> parse_marker(const std::string& text, const std::string&
     }
     MarkedFile file{entry["name"].get<std::string>(), entry["size"].get<uint64_t>(), entry["etag"].get<std::string>()};
     if (file.name.empty() || file.name.find('/') != std::string::npos || file.name == "." || file.name == "..") {
-      bad_marker(url,
-                 fmt::format("the completion marker names the file `{}`, which is not a plain name", shown(file.name)));
+      bad_marker(url, fmt::format("the completion marker names the file `{}`, which is not a plain name",
+                                  graph::shown_in_message(file.name)));
     }
     files.push_back(std::move(file));
   }

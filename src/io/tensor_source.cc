@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "graph/shown.h"
 #include "io/json_checked.h"
 #include "io/location.h"
 #include "io/s3.h"
@@ -109,7 +110,7 @@ std::shared_ptr<TensorSource> TensorSource::open(const std::string& location) {
     if (key != "metadata" && key != "weight_map") {
       throw LoadError(kBadIndex, fmt::format("{}: the index has the key `{}`; an index has only `metadata` and "
                                              "`weight_map`",
-                                             path, shown(key)));
+                                             path, graph::shown_in_message(key)));
     }
   }
   if (index.contains("metadata") && !index["metadata"].is_object()) {
@@ -135,25 +136,28 @@ std::shared_ptr<TensorSource> TensorSource::open(const std::string& location) {
   std::map<std::string, std::string> shard_path_of;  // shard name -> its path
   for (const auto& [tensor, shard] : weight_map.items()) {
     if (!shard.is_string()) {
-      throw LoadError(kBadIndex, fmt::format("{}: the `weight_map` entry of tensor `{}` is not a shard file name "
-                                             "(a string) but {}",
-                                             path, shown(tensor),
-                                             shown(shard.dump(-1, ' ', false, json::error_handler_t::replace))));
+      throw LoadError(kBadIndex,
+                      fmt::format("{}: the `weight_map` entry of tensor `{}` is not a shard file name "
+                                  "(a string) but {}",
+                                  path, graph::shown_in_message(tensor),
+                                  graph::shown_in_message(shard.dump(-1, ' ', false, json::error_handler_t::replace))));
     }
     const std::string& name = shard.get_ref<const std::string&>();
     auto [it, fresh] = shard_path_of.emplace(name, "");
     if (fresh) {
       if (std::string why = unsafe_shard_name(name); !why.empty()) {
-        throw LoadError(kBadIndex, fmt::format("{}: the shard `{}` of tensor `{}` {}; a shard must be a file in the "
-                                               "index's folder",
-                                               path, shown(name), shown(tensor), why));
+        throw LoadError(kBadIndex,
+                        fmt::format("{}: the shard `{}` of tensor `{}` {}; a shard must be a file in the "
+                                    "index's folder",
+                                    path, graph::shown_in_message(name), graph::shown_in_message(tensor), why));
       }
       // The name as checked: `sub/../a` opens folder/a, never a `..` taken through a link.
       ResolvedLocation shard_location = folder.child(std::filesystem::path(name).lexically_normal().string());
       it->second = shard_location.url();
       if (std::string why = missing_shard(shard_location); !why.empty()) {
-        throw LoadError(kUnreadable, fmt::format("{}: the index names the shard `{}`, but {} {}", path, shown(name),
-                                                 shown(it->second), why));
+        throw LoadError(kUnreadable,
+                        fmt::format("{}: the index names the shard `{}`, but {} {}", path,
+                                    graph::shown_in_message(name), graph::shown_in_message(it->second), why));
       }
     }
     source->weight_map_.emplace(tensor, it->second);
@@ -183,7 +187,7 @@ std::optional<std::pair<std::shared_ptr<const SafetensorsFile>, TensorInfo>> Ten
   const TensorInfo* info = shard->find(name);
   if (!info) {
     throw LoadError(kBadIndex, fmt::format("{}: the index puts tensor `{}` in {}, which has no tensor of that name",
-                                           path_, shown(name), shard->path()));
+                                           path_, graph::shown_in_message(name), shard->path()));
   }
   return std::pair(shard, *info);
 }

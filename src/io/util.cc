@@ -13,30 +13,10 @@
 #include <filesystem>
 #include <vector>
 
+#include "graph/shown.h"
 #include "io/safetensors.h"
 
 namespace sx::io {
-
-std::string shown(std::string_view text) {
-  constexpr size_t kLimit = 200;
-  std::string out;
-  size_t i = 0;
-  for (; i < text.size() && out.size() < kLimit; ++i) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\u{{{:x}}}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (i < text.size()) {
-    // Do not end inside a multi-byte character.
-    while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xc0) == 0x80) out.pop_back();
-    if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xc0) out.pop_back();
-    out += "...";
-  }
-  return out;
-}
 
 std::optional<size_t> find_invalid_utf8(std::string_view text) {
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());
@@ -86,7 +66,7 @@ OpenFile open_regular_file(const std::string& path) {
   // changes nothing for the regular file, the only kind taken.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   // A name too long for the system (ENAMETOOLONG) is shown cut, as any name is.
-  if (fd < 0) throw LoadError(kUnreadable, fmt::format("{}: {}", shown(path), open_failure(errno)));
+  if (fd < 0) throw LoadError(kUnreadable, fmt::format("{}: {}", graph::shown_in_message(path), open_failure(errno)));
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     bool dir = S_ISDIR(st.st_mode);

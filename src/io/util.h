@@ -1,7 +1,7 @@
-// Helpers the io files share: text for messages (a name shown safely, UTF-8 checks),
-// reading a whole small file, writing a file atomically (a temporary name in the same
-// directory, renamed when complete), and telling whose a temporary name is. Internal to
-// src/io.
+// Helpers the io files share: UTF-8 checks, reading a whole small file, writing a file
+// atomically (a temporary name in the same directory, renamed when complete), and telling
+// whose a temporary name is. Internal to src/io. Names in messages go through
+// graph::shown_in_message, as every part's do.
 #pragma once
 
 #include <cstddef>
@@ -13,9 +13,6 @@
 
 namespace sx::io {
 
-// A name or value as a message shows it: control characters escaped as \u{..}, and cut to
-// about 200 bytes (at a character boundary) with "..." when longer.
-std::string shown(std::string_view text);
 // The byte offset of the first byte that is not part of valid UTF-8 (overlong forms,
 // surrogates and code points past U+10FFFF are invalid), or nullopt when all are valid.
 std::optional<size_t> find_invalid_utf8(std::string_view text);

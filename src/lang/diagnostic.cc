@@ -75,14 +75,14 @@ std::string printable_line(std::string_view text, size_t& start, size_t& end) {
 void render_source(const Diagnostic& d, const Style& style, std::string_view accent, std::string& out) {
   const SourceFile& file = *d.span.file;
   uint32_t line = file.line_of(d.span.offset);
-  uint32_t column = file.column_of(d.span.offset);
   std::string number = std::to_string(line);
   std::string gutter(number.size() + 1, ' ');
-  out += fmt::format("{}{} {}:{}:{}\n", gutter, style.paint("1;34", "-->"), file.path(), line, column);
+  out += fmt::format("{}{} {}\n", gutter, style.paint("1;34", "-->"), d.span.location());
   out += fmt::format("{}{}\n", gutter, style.paint("1;34", " |"));
 
   std::string_view text = file.line_text(line);
-  size_t start = d.span.offset - file.line_start(line);
+  // A span before the first line's start (into a byte-order mark) points at that start.
+  size_t start = d.span.offset - std::min(d.span.offset, file.line_start(line));
   size_t end = std::min<size_t>(start + std::max<uint32_t>(d.span.length, 1), text.size());
   if (end <= start) end = start;  // a span at the end of a line underlines one column past it
 
@@ -139,7 +139,9 @@ std::string render(const Diagnostic& d, bool color) {
   out += style.paint("1", fmt::format(": {}", d.message));
   out += '\n';
   std::string gutter = " ";
-  if (d.span.known()) {
+  // A span into a file no longer loaded (its interpreter gone before the error was
+  // reported), or past a file's end, has no line to show.
+  if (d.span.in_loaded_source()) {
     render_source(d, style, accent, out);
     gutter = std::string(std::to_string(d.span.file->line_of(d.span.offset)).size() + 1, ' ');
   }
@@ -152,23 +154,6 @@ std::string render(const Diagnostic& d, bool color) {
 bool stderr_wants_color() {
   const char* no_color = std::getenv("NO_COLOR");
   return isatty(STDERR_FILENO) && !(no_color && *no_color);
-}
-
-std::string shown_in_message(std::string_view text) {
-  constexpr size_t kWhole = 160, kCut = 80;
-  bool cut = code_points(text) > kWhole;
-  std::string out;
-  size_t shown = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (!is_continuation(text[i]) && cut && shown++ == kCut) {
-      out += "...";
-      break;
-    }
-    auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7F) out += fmt::format("\\u{{{:x}}}", c);
-    else out += text[i];
-  }
-  return out;
 }
 
 void fail(std::string code, Span span, std::string message, std::string help) {

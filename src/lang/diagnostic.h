@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "graph/shown.h"
 #include "lang/source.h"
 
 namespace sx::lang {
@@ -48,10 +49,9 @@ class Error : public std::exception {
   Diagnostic diagnostic_;
 };
 
-// A name or path from the user's input as a message shows it: whole when it has at most
-// 160 characters, else its first 80 and "..."; control characters escaped as \u{..}.
-// A 5,000-character path must not make an unreadable message.
-std::string shown_in_message(std::string_view text);
+// User text as a message shows it, at most 80 characters of a long one, with its length
+// (graph/shown.h); every diagnostic that quotes the user's input quotes it through this.
+using graph::shown_in_message;
 
 // Builds and throws an error; the common case in one line.
 [[noreturn]] void fail(std::string code, Span span, std::string message, std::string help = {});

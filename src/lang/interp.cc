@@ -76,7 +76,8 @@ void Args::type_error(size_t i, std::string_view expected) const {
   std::string given = std::string(type_name(v.type()));
   if (v.is(Type::Opaque)) given = v.as<Opaque>()->type_label();
   fail("E-EVAL-004", span(i),
-       fmt::format("argument {} of `{}` must be {}, not {} `{}`", i + 1, function, expected, given, print(v)));
+       fmt::format("argument {} of `{}` must be {}, not {} `{}`", i + 1, shown_in_message(function), expected, given,
+                   printed_in_message(v)));
 }
 
 int64_t Args::integer(size_t i) const {
@@ -407,7 +408,7 @@ Value Interpreter::eval_call(const Value& form, Span span, Env& env) {
     try {
       return eval(expansion, span, env);
     } catch (Error& e) {
-      e.diagnostic().calls.push_back({fmt::format("the expansion of `{}`", macro.name), span});
+      e.diagnostic().calls.push_back({fmt::format("the expansion of `{}`", shown_in_message(macro.name)), span});
       throw;
     }
   }
@@ -415,11 +416,12 @@ Value Interpreter::eval_call(const Value& form, Span span, Env& env) {
     std::string kind = head.is(Type::Opaque) ? head.as<Opaque>()->type_label() : std::string(type_name(head.type()));
     std::string help;
     if (const Symbol* name = as_symbol(cell->car)) {
-      help = fmt::format("`{}` names {}; only a function can be called", name->name, kind);
+      help = fmt::format("`{}` names {}; only a function can be called", shown_in_message(name->name), kind);
     } else {
       help = "to write a list as data, quote it: '(1 2 3), or build it: (list 1 2 3)";
     }
-    fail("E-EVAL-002", head_span, fmt::format("`{}` is not a function: it is {}", print(head), kind), help);
+    fail("E-EVAL-002", head_span, fmt::format("`{}` is not a function: it is {}", printed_in_message(head), kind),
+         help);
   }
   std::vector<Value> args;
   std::vector<Span> spans;
@@ -453,7 +455,9 @@ namespace {
 // A builtin's arguments against its lambda list; its keywords are all it takes.
 ArgumentMatch builtin_match(const LambdaList& params, std::string_view name, std::span<const Value> args,
                             std::span<const Span> spans, Span call) {
-  auto what = [&] { return fmt::format("`{}` is a builtin with the parameters {}", name, params.describe()); };
+  auto what = [&] {
+    return fmt::format("`{}` is a builtin with the parameters {}", shown_in_message(name), params.describe());
+  };
   return match_arguments(params, name, args, spans, call, what, false);
 }
 
@@ -478,7 +482,7 @@ Value Interpreter::apply(const Value& function, std::span<Value> args, std::span
     }
     return apply_closure(*static_cast<const Closure*>(fn), args, arg_spans, call);
   }
-  fail("E-EVAL-002", call, fmt::format("`{}` is not a function", print(function)));
+  fail("E-EVAL-002", call, fmt::format("`{}` is not a function", printed_in_message(function)));
 }
 
 Value Interpreter::apply_closure(const Closure& closure, std::span<Value> args, std::span<const Span> arg_spans,
@@ -492,7 +496,7 @@ Value Interpreter::apply_closure(const Closure& closure, std::span<Value> args, 
     }
     return result;
   } catch (Error& e) {
-    e.diagnostic().calls.push_back({fmt::format("`{}`", closure.name), call});
+    e.diagnostic().calls.push_back({fmt::format("`{}`", shown_in_message(closure.name)), call});
     throw;
   }
 }

@@ -174,9 +174,10 @@ Ref<Env> Interpreter::require_module(const std::string& name, Span span, Env& fr
       bool in_cycle = false;
       for (const auto& loading : loading_) {
         if (loading == key) in_cycle = true;
-        if (in_cycle) chain += fs::path(loading).filename().string() + " -> ";
+        if (in_cycle) chain += shown_in_message(fs::path(loading).filename().string()) + " -> ";
       }
-      fail("E-EVAL-013", span, fmt::format("require cycle: {}{}", chain, fs::path(key).filename().string()),
+      fail("E-EVAL-013", span,
+           fmt::format("require cycle: {}{}", chain, shown_in_message(fs::path(key).filename().string())),
            "move what the modules share into a module that requires neither");
     }
     return found->second.env;
@@ -194,7 +195,7 @@ Ref<Env> Interpreter::require_module(const std::string& name, Span span, Env& fr
     eval_forms(read_forms(file, options_.reader_limits), *env);
   } catch (Error& e) {
     modules_.erase(key);
-    e.diagnostic().calls.push_back({fmt::format("module \"{}\"", name), span});
+    e.diagnostic().calls.push_back({fmt::format("module \"{}\"", shown_in_message(name)), span});
     throw;
   }
   modules_[key].loading = false;

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "lang/diagnostic.h"
 #include "lang/interp.h"
 
 namespace sx::lang {
@@ -95,5 +96,7 @@ std::string display(const Value& value) {
   print_to(value, false, 0, out);
   return out;
 }
+
+std::string printed_in_message(const Value& value) { return shown_in_message(print(value)); }
 
 }  // namespace sx::lang

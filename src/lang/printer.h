@@ -11,6 +11,8 @@ namespace sx::lang {
 std::string print(const Value& value);
 // As `print`, but strings without quotes: what `str`, `format` and `print` show a person.
 std::string display(const Value& value);
+// As `print`, as a diagnostic quotes it: a long text cut by shown_in_message, with its length.
+std::string printed_in_message(const Value& value);
 // A float in the shortest form that reads back exactly, always with a `.` or exponent;
 // the infinities and NaN as `+inf.0`, `-inf.0` and `+nan.0`.
 std::string format_float(double value);

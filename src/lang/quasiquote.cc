@@ -72,7 +72,8 @@ Value eval_quasiquote(Interpreter& in, const Value& tmpl, Span span, Env& env, i
       }
     } else {
       fail("E-EVAL-004", splice_span,
-           fmt::format("`,@` splices a list or vector, not {} `{}`", type_name(spliced.type()), print(spliced)));
+           fmt::format("`,@` splices a list or vector, not {} `{}`", type_name(spliced.type()),
+                       printed_in_message(spliced)));
     }
   };
   if (is_vector) {

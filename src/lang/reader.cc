@@ -72,8 +72,8 @@ class Reader {
   void check_limits() {
     if (text_.size() > limits_.max_file_bytes) {
       fail("E-READ-009", {},
-           fmt::format("{} is {} bytes; source files are limited to {} bytes", file_.path(), text_.size(),
-                       limits_.max_file_bytes));
+           fmt::format("{} is {} bytes; source files are limited to {} bytes", shown_in_message(file_.path()),
+                       text_.size(), limits_.max_file_bytes));
     }
     size_t line_start = file_.start();
     for (size_t i = line_start; i <= text_.size(); ++i) {
@@ -93,7 +93,7 @@ class Reader {
       size_t n = utf8_sequence_length(text_, i);
       if (n == 0) {
         fail("E-READ-008", span(i, i + 1),
-             fmt::format("invalid UTF-8 in {}: byte 0x{:02X} at offset {}", file_.path(),
+             fmt::format("invalid UTF-8 in {}: byte 0x{:02X} at offset {}", shown_in_message(file_.path()),
                          static_cast<unsigned char>(text_[i]), i));
       }
       i += n;
@@ -280,7 +280,7 @@ class Reader {
     if (auto special = non_finite(token)) return Form{Value::number(*special), where};
     if (token[0] == ':') {
       if (token.size() == 1 || token.substr(1).find(':') != std::string_view::npos) {
-        fail("E-READ-006", where, fmt::format("`{}` is not a keyword", token),
+        fail("E-READ-006", where, fmt::format("`{}` is not a keyword", shown_in_message(token)),
              "a keyword is `:` followed by a name, as in `:dtype`");
       }
       return Form{make_keyword(token.substr(1)), where};

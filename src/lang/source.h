@@ -13,6 +13,13 @@ namespace sx::lang {
 class SourceFile {
  public:
   SourceFile(std::string path, std::string text);
+  ~SourceFile();
+  SourceFile(const SourceFile&) = delete;
+  SourceFile& operator=(const SourceFile&) = delete;
+
+  // Whether `file` is a source file that exists now. A diagnostic can outlive the
+  // interpreter whose files its spans point into; it is rendered without them then.
+  static bool is_loaded(const SourceFile* file);
 
   const std::string& path() const { return path_; }
   const std::string& text() const { return text_; }
@@ -42,7 +49,11 @@ struct Span {
   uint32_t length = 0;
 
   bool known() const { return file != nullptr; }
-  // "file.sx:3:20", or "<unknown>" for a span that points nowhere.
+  // Whether it points into a file that is still loaded, within its text: only then can
+  // a diagnostic show its line.
+  bool in_loaded_source() const;
+  // "file.sx:3:20" (a long path shortened as messages shorten it), or "<unknown>" for a
+  // span that points nowhere, or into no loaded source.
   std::string location() const;
   // The smallest span covering both, when they are in the same file.
   Span to(const Span& end) const;

@@ -137,14 +137,15 @@ Value let_form(Interpreter& in, const Value& form, Span span, Env& env, bool seq
       auto pair = parts_of(binding.value, binding.span);
       if (!binding.value.is(Type::Cons) || pair.size() > 2) {
         fail("E-EVAL-011", binding.span,
-             fmt::format("malformed `{}`: a binding is `name` or `(name value)`, not `{}`", name, print(binding.value)),
+             fmt::format("malformed `{}`: a binding is `name` or `(name value)`, not `{}`", name,
+                         printed_in_message(binding.value)),
              fmt::format("write it as {}", expected));
       }
       target = definable_name(in, pair[0], name, expected);
       if (pair.size() == 2) value = in.eval(pair[1].value, pair[1].span, sequential ? *frame : env);
     }
     if (!sequential && frame->lookup_local(target)) {
-      fail("E-EVAL-011", binding.span, fmt::format("`{}` is bound twice in this `let`", target->name),
+      fail("E-EVAL-011", binding.span, fmt::format("`{}` is bound twice in this `let`", shown_in_message(target->name)),
            "use `let*` to bind a name again from its earlier value");
     }
     if (in.on_let_binding) in.on_let_binding(target, value);
@@ -194,11 +195,11 @@ void define_top_level(Interpreter& in, const Symbol* name, Value value, Span spa
     Value* existing = module.lookup_local(name);
     if (existing && !same_definition(*existing, value)) {
       d.code = "W-EVAL-002";
-      d.message = fmt::format("`{}` is already defined; this definition replaces it", name->name);
+      d.message = fmt::format("`{}` is already defined; this definition replaces it", shown_in_message(name->name));
       in.warn(std::move(d));
     } else if (!existing && in.builtins().lookup_local(name)) {
       d.code = "W-EVAL-001";
-      d.message = fmt::format("`{}` shadows the builtin of the same name in this file", name->name);
+      d.message = fmt::format("`{}` shadows the builtin of the same name in this file", shown_in_message(name->name));
       d.helps.push_back("rename it unless replacing the builtin is meant");
       in.warn(std::move(d));
     }
@@ -260,7 +261,7 @@ void check_replaces_nothing(const std::string& module_name, const std::vector<Im
   }
   if (clashes.empty()) return;
   const Import& first = *clashes[0];
-  const std::string& name = first.name->name;
+  const std::string name = shown_in_message(first.name->name);
   const Env::Origin* origin = top.origin(first.name);
   const bool was_imported = origin && !origin->module.empty();
   Diagnostic d;
@@ -284,7 +285,7 @@ void check_replaces_nothing(const std::string& module_name, const std::vector<Im
     std::string others;
     constexpr size_t kShown = 8;
     for (size_t i = 1; i < clashes.size() && i <= kShown; ++i) {
-      others += fmt::format("{}`{}`", i > 1 ? ", " : "", clashes[i]->name->name);
+      others += fmt::format("{}`{}`", i > 1 ? ", " : "", shown_in_message(clashes[i]->name->name));
     }
     if (clashes.size() - 1 > kShown) others += fmt::format(" and {} more", clashes.size() - 1 - kShown);
     d.notes.push_back(fmt::format("\"{}\" would also replace {}", shown_in_message(module_name), others));
@@ -323,7 +324,9 @@ Value require_form(Interpreter& in, const Value& form, Span span, Env& env) {
     if (!symbol) malformed(wanted.span, "require", expected);
     Value* value = module->lookup_local(symbol);
     if (!value) {
-      fail("E-EVAL-012", wanted.span, fmt::format("module \"{}\" does not define `{}`", module_name, symbol->name));
+      fail("E-EVAL-012", wanted.span,
+           fmt::format("module \"{}\" does not define `{}`", shown_in_message(module_name),
+                       shown_in_message(symbol->name)));
     }
     imports.push_back({symbol, *value, wanted.span});
   }

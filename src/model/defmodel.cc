@@ -72,9 +72,10 @@ Value construct(const std::shared_ptr<ModelState>& state, const Value& body, con
     }
     std::string kind = function.is(Type::Opaque) ? function.as<lang::Opaque>()->type_label()
                                                  : std::string(lang::type_name(function.type()));
-    d.message = fmt::format("the body of `{}` ends in {} `{}`, not a function", name, kind, lang::print(function));
+    d.message = fmt::format("the body of `{}` ends in {} `{}`, not a function", lang::shown_in_message(name), kind,
+                            lang::printed_in_message(function));
     d.helps.push_back("end the body with the function the model applies: (lambda (x) ...)");
-    d.calls.push_back({fmt::format("`{}`", name), a.call});
+    d.calls.push_back({fmt::format("`{}`", lang::shown_in_message(name)), a.call});
     throw lang::Error(std::move(d));
   }
   model->function = function;
@@ -105,12 +106,13 @@ std::vector<std::string> tag_names(const Part& part, const Value& tags) {
   std::vector<std::string> names;
   std::vector<Value> items = tags.is(Type::Vector) ? tags.as<lang::Vector>()->items : lang::list_items(tags);
   if (!tags.is(Type::Vector) && !tags.is_list()) {
-    fail("E-PARAM-006", part.span, fmt::format("`:tags` takes a list or vector of names, not `{}`", lang::print(tags)));
+    fail("E-PARAM-006", part.span,
+         fmt::format("`:tags` takes a list or vector of names, not `{}`", lang::printed_in_message(tags)));
   }
   for (const auto& tag : items) {
     if (tag.is(Type::Keyword) || tag.is(Type::Symbol)) names.push_back(tag.as<lang::Symbol>()->name);
     else if (tag.is(Type::String)) names.push_back(lang::string_of(tag));
-    else fail("E-PARAM-006", part.span, fmt::format("a tag is a name, not `{}`", lang::print(tag)));
+    else fail("E-PARAM-006", part.span, fmt::format("a tag is a name, not `{}`", lang::printed_in_message(tag)));
   }
   return names;
 }
@@ -129,14 +131,15 @@ graph::Graph closed_initializer(const std::shared_ptr<ModelState>& state, lang::
     if ((n.op() == graph::PrimId::input && !rng.count(id)) || tracer.is_argument(id)) {
       std::string what = "a value that is not a shape, constant or random node";
       if (auto named = state->param_names.find(id); named != state->param_names.end()) {
-        what = fmt::format("the parameter `{}`, which is not a shape, constant or random node", named->second);
+        what = fmt::format("the parameter `{}`, which is not a shape, constant or random node",
+                           lang::shown_in_message(named->second));
       } else if (tracer.is_argument(id)) {
         what = "an argument of a function being differentiated, which is not a shape, constant or random node";
       }
       lang::Diagnostic d;
       d.code = "E-PARAM-003";
       d.span = span;
-      d.message = fmt::format("the initializer of `{}` reads {}", name, what);
+      d.message = fmt::format("the initializer of `{}` reads {}", lang::shown_in_message(name), what);
       d.helps.push_back("build the initializer from shapes, constants and random initializers only");
       if (Span from = tracer.span_of(n.origin); from.known())
         d.notes.push_back("that value comes from " + from.location());
@@ -190,7 +193,8 @@ Value defparam(const std::shared_ptr<ModelState>& state, Interpreter& in, const 
   for (size_t i = 3; i + 1 < p.size(); i += 2) {
     const Part& key = p[i];
     if (!key.value.is(Type::Keyword)) {
-      fail("E-PARAM-006", key.span, fmt::format("`defparam` options are keywords, not `{}`", lang::print(key.value)),
+      fail("E-PARAM-006", key.span,
+           fmt::format("`defparam` options are keywords, not `{}`", lang::printed_in_message(key.value)),
            "the options are :tags, :numerics, :trainable and :load");
     }
     std::string option = key.value.as<lang::Symbol>()->name;
@@ -199,24 +203,25 @@ Value defparam(const std::shared_ptr<ModelState>& state, Interpreter& in, const 
       decl.tags = tag_names(p[i + 1], value);
     } else if (option == "numerics") {
       if (!value.is(Type::Keyword) || value.as<lang::Symbol>()->name != "high") {
-        fail("E-PARAM-006", p[i + 1].span, fmt::format("`:numerics` takes `:high`, not `{}`", lang::print(value)));
+        fail("E-PARAM-006", p[i + 1].span,
+             fmt::format("`:numerics` takes `:high`, not `{}`", lang::printed_in_message(value)));
       }
       decl.numerics_high = true;
     } else if (option == "trainable") {
       if (!value.is(Type::Bool)) {
         fail("E-PARAM-007", p[i + 1].span,
-             fmt::format("`:trainable` takes true or false, not `{}`", lang::print(value)));
+             fmt::format("`:trainable` takes true or false, not `{}`", lang::printed_in_message(value)));
       }
       decl.trainable = value.as_bool();
     } else if (option == "load") {
       std::vector<Value> pair = value.is(Type::Vector) ? value.as<lang::Vector>()->items : std::vector<Value>{};
       if (pair.size() != 2 || !pair[0].is(Type::String) || !pair[1].is(Type::String)) {
         fail("E-PARAM-007", p[i + 1].span,
-             fmt::format("`:load` takes [file tensor], two strings, not `{}`", lang::print(value)));
+             fmt::format("`:load` takes [file tensor], two strings, not `{}`", lang::printed_in_message(value)));
       }
       decl.load = {resolve_data_path(lang::string_of(pair[0]), p[i + 1].span), lang::string_of(pair[1])};
     } else {
-      fail("E-PARAM-006", key.span, fmt::format("`defparam` has no option `:{}`", option),
+      fail("E-PARAM-006", key.span, fmt::format("`defparam` has no option `:{}`", lang::shown_in_message(option)),
            "the options are :tags, :numerics, :trainable and :load");
     }
   }
@@ -232,8 +237,8 @@ Value defparam(const std::shared_ptr<ModelState>& state, Interpreter& in, const 
     root = b.scalar(init.as_double(), graph::DType::f32);
   } else {
     fail("E-PARAM-003", p[2].span,
-         fmt::format("the initializer of `{}` is {} `{}`, not a tensor", decl.name, lang::type_name(init.type()),
-                     lang::print(init)),
+         fmt::format("the initializer of `{}` is {} `{}`, not a tensor", lang::shown_in_message(decl.name),
+                     lang::type_name(init.type()), lang::printed_in_message(init)),
          "write an initializer such as (normal [in out] :std 0.02) or (zeros [out])");
   }
   if (b.graph().node(root).weak) root = b.cast(root, graph::DType::f32);
@@ -259,7 +264,7 @@ Value named(const std::shared_ptr<ModelState>& state, Interpreter& in, const Val
   if (!segment.is(Type::String) || lang::string_of(segment).empty() ||
       lang::string_of(segment).find('.') != std::string::npos) {
     fail("E-PARAM-005", p[1].span,
-         fmt::format("a path segment is a non-empty string without dots, not `{}`", lang::print(segment)));
+         fmt::format("a path segment is a non-empty string without dots, not `{}`", lang::printed_in_message(segment)));
   }
   Value value = in.eval(p[2].value, p[2].span, env);
   if (Model* model = as_model(value)) {
@@ -280,7 +285,7 @@ Value named(const std::shared_ptr<ModelState>& state, Interpreter& in, const Val
        fmt::format(
            "`named` names a model or a parameter, not {} `{}`",
            value.is(Type::Opaque) ? value.as<lang::Opaque>()->type_label() : std::string(lang::type_name(value.type())),
-           lang::print(value)));
+           lang::printed_in_message(value)));
 }
 
 // (with-loaded (file name &key (trainable false)) body...): every defparam executed while
@@ -301,14 +306,14 @@ Value with_loaded(const std::shared_ptr<ModelState>& state, Interpreter& in, con
   if (!file.is(Type::String)) {
     fail("E-PARAM-007", header[0].span,
          fmt::format("the file of `with-loaded` must be a string, not {} `{}`", lang::type_label(file),
-                     lang::print(file)));
+                     lang::printed_in_message(file)));
   }
   Value name = in.eval(header[1].value, header[1].span, env);
   if (!name.is(Type::Function)) {
     fail("E-PARAM-007", header[1].span,
          fmt::format(
              "the name of `with-loaded` must be a function from a parameter's path to a tensor name, not {} `{}`",
-             lang::type_label(name), lang::print(name)));
+             lang::type_label(name), lang::printed_in_message(name)));
   }
   LoadScope scope{resolve_data_path(lang::string_of(file), header[0].span), name, false, span};
   if (header.size() == 4) {

@@ -24,11 +24,12 @@ class Sources {
     // files are read by TensorSource, whose errors name them.
     std::string scheme = io::scheme_of(file);
     if (!scheme.empty() && !io::is_storage_scheme(scheme)) {
-      lang::fail(io::kUnknownScheme, param.decl->span,
-                 fmt::format("`{}` loads from {}, and SexpGPU does not read {}:// locations", param.path,
-                             lang::shown_in_message(file), lang::shown_in_message(scheme)),
-                 "a location is a local path, file:///absolute/path, s3://bucket/key or o41://team/run; download the "
-                 "file and load it by its local path");
+      lang::fail(
+          io::kUnknownScheme, param.decl->span,
+          fmt::format("`{}` loads from {}, and SexpGPU does not read {}:// locations",
+                      lang::shown_in_message(param.path), lang::shown_in_message(file), lang::shown_in_message(scheme)),
+          "a location is a local path, file:///absolute/path, s3://bucket/key or o41://team/run; download the "
+          "file and load it by its local path");
     }
     try {
       return *sources_.emplace(file, io::TensorSource::open(file)).first->second;
@@ -53,7 +54,8 @@ class Sources {
     d.code = e.code();
     d.span = param.decl->span;
     d.message = e.what();
-    d.notes.push_back(fmt::format("while loading `{}` from tensor `{}`", param.path, param.decl->load->second));
+    d.notes.push_back(fmt::format("while loading `{}` from tensor `{}`", lang::shown_in_message(param.path),
+                                  lang::shown_in_message(param.decl->load->second)));
     throw lang::Error(std::move(d));
   }
 
@@ -71,28 +73,33 @@ void check_loads(const ParameterTable& table) {
     auto found = sources.find(param);
     if (!found) {
       lang::fail(io::kMissingTensor, param.decl->span,
-                 fmt::format("`{}` loads tensor `{}`, which {} does not hold", param.path, tensor, file),
+                 fmt::format("`{}` loads tensor `{}`, which {} does not hold", lang::shown_in_message(param.path),
+                             lang::shown_in_message(tensor), lang::shown_in_message(file)),
                  "list the file's tensors to find the name (python: safetensors.safe_open(...).keys())");
     }
     const io::TensorInfo& info = found->second;
     if (info.shape != param.decl->shape) {
       lang::fail(io::kShapeDiffers, param.decl->span,
-                 fmt::format("`{}` is {} but tensor `{}` of {} is {}", param.path,
-                             graph::shape_str(param.decl->shape, " "), tensor, file, graph::shape_str(info.shape, " ")),
+                 fmt::format("`{}` is {} but tensor `{}` of {} is {}", lang::shown_in_message(param.path),
+                             graph::shape_str(param.decl->shape, " "), lang::shown_in_message(tensor),
+                             lang::shown_in_message(file), graph::shape_str(info.shape, " ")),
                  "make the initializer state the tensor's shape; a Hugging Face weight is [out in]: multiply by its "
                  "transpose");
     }
     if (param.decl->dtype != graph::DType::f32 && param.decl->dtype != graph::DType::bf16) {
-      lang::fail(io::kDTypeDoesNotLoad, param.decl->span,
-                 fmt::format("`{}` is {}, and tensor `{}` of {} ({}) cannot load into it: tensors load into f32 or "
-                             "bf16 parameters only",
-                             param.path, graph::dtype_name(param.decl->dtype), tensor, file, info.dtype),
-                 "make the initializer f32 or bf16, and cast where an integer is needed");
+      lang::fail(
+          io::kDTypeDoesNotLoad, param.decl->span,
+          fmt::format("`{}` is {}, and tensor `{}` of {} ({}) cannot load into it: tensors load into f32 or "
+                      "bf16 parameters only",
+                      lang::shown_in_message(param.path), graph::dtype_name(param.decl->dtype),
+                      lang::shown_in_message(tensor), lang::shown_in_message(file), lang::shown_in_message(info.dtype)),
+          "make the initializer f32 or bf16, and cast where an integer is needed");
     }
     if (info.dtype != "F32" && info.dtype != "BF16") {
       lang::fail(io::kDTypeDoesNotLoad, param.decl->span,
-                 fmt::format("`{}` loads tensor `{}` of {}, stored as {}: only F32 and BF16 tensors load", param.path,
-                             tensor, file, info.dtype),
+                 fmt::format("`{}` loads tensor `{}` of {}, stored as {}: only F32 and BF16 tensors load",
+                             lang::shown_in_message(param.path), lang::shown_in_message(tensor),
+                             lang::shown_in_message(file), lang::shown_in_message(info.dtype)),
                  "convert the tensor to float32 or bfloat16 before saving it");
     }
   }
@@ -159,15 +166,18 @@ void check_load_reference(const Parameter& param, const io::LoadRecord& recorded
   const auto& [file, tensor] = *param.decl->load;
   const io::LoadReference* reference = recorded.find(param.path);
   if (!reference) {
-    lang::fail(io::kCheckpointMismatch, param.decl->span,
-               fmt::format("`{}` is loaded frozen from {} here, but the checkpoint {} holds its own value", param.path,
-                           file, where),
-               "keep the parameter as the run declared it, or --fresh to start over");
+    lang::fail(
+        io::kCheckpointMismatch, param.decl->span,
+        fmt::format("`{}` is loaded frozen from {} here, but the checkpoint {} holds its own value",
+                    lang::shown_in_message(param.path), lang::shown_in_message(file), lang::shown_in_message(where)),
+        "keep the parameter as the run declared it, or --fresh to start over");
   }
   if (reference->file != file || reference->tensor != tensor) {
     lang::fail(io::kCheckpointMismatch, param.decl->span,
                fmt::format("`{}` loads tensor `{}` of {} here, but the run of the checkpoint {} loaded `{}` of {}",
-                           param.path, tensor, file, where, reference->tensor, reference->file),
+                           lang::shown_in_message(param.path), lang::shown_in_message(tensor),
+                           lang::shown_in_message(file), lang::shown_in_message(where),
+                           lang::shown_in_message(reference->tensor), lang::shown_in_message(reference->file)),
                "load what the run loaded, or --fresh to start over");
   }
 }
@@ -179,7 +189,7 @@ void check_recorded_files(const io::LoadRecord& recorded, const std::string& whe
     lang::fail(e.code(), {}, e.what(),
                fmt::format("the checkpoint {} names this file instead of holding its weights: put the file back as "
                            "it was, or start the run again from the new file",
-                           where));
+                           lang::shown_in_message(where)));
   }
 }
 
@@ -192,7 +202,8 @@ void check_load_record(const ParameterTable& table, const io::LoadRecord& record
     if (!param || !is_frozen_load(*param)) {
       lang::fail(io::kCheckpointMismatch, param ? param->decl->span : lang::Span{},
                  fmt::format("the checkpoint {} does not hold `{}`: its run loaded it frozen from {}, and here it {}",
-                             where, reference.path, reference.file,
+                             lang::shown_in_message(where), lang::shown_in_message(reference.path),
+                             lang::shown_in_message(reference.file),
                              param ? (param->decl->trainable ? "trains" : "has an initializer") : "does not exist"),
                  "load it frozen as the run did, or --fresh to start over");
     }

@@ -29,7 +29,8 @@ void collect(const Model& model, const std::string& prefix, bool trainable_only,
     }
     const ParamDecl& decl = model.params[member.param];
     if (!seen.insert(path).second) {
-      lang::fail("E-PARAM-010", decl.span, fmt::format("two parameters have the path `{}` in this model", path),
+      lang::fail("E-PARAM-010", decl.span,
+                 fmt::format("two parameters have the path `{}` in this model", lang::shown_in_message(path)),
                  "bind the sub-models to different names, or rename one with (named \"segment\" ...)");
     }
     if (trainable_only && !decl.trainable) continue;

@@ -53,7 +53,8 @@ class Namer {
           d.code = "W-PARAM-001";
           d.span = child.span;
           d.message = fmt::format("this `{}` is never bound to a name, so its parameters are under `{}.{}`",
-                                  child.constructor, prefix, segment);
+                                  lang::shown_in_message(child.constructor), lang::shown_in_message(prefix),
+                                  lang::shown_in_message(segment));
           d.helps.push_back("bind it with `let` in the constructor, or name it with (named \"segment\" ...)");
           interp_.warn(std::move(d));
         }
@@ -69,9 +70,10 @@ class Namer {
         bool same_declaration =
             other->decl->span.offset == decl.span.offset && other->decl->span.file == decl.span.file;
         d.span = same_declaration ? model.span : decl.span;
-        d.message = fmt::format("two parameters have the path `{}`", path);
+        d.message = fmt::format("two parameters have the path `{}`", lang::shown_in_message(path));
         d.notes.push_back(same_declaration ? fmt::format("the other belongs to the `{}` built at {}",
-                                                         other->owner->constructor, other->owner->span.location())
+                                                         lang::shown_in_message(other->owner->constructor),
+                                                         other->owner->span.location())
                                            : fmt::format("the other is declared at {}", other->decl->span.location()));
         d.helps.push_back("bind the sub-models to different names, or rename one with (named \"segment\" ...)");
         throw lang::Error(std::move(d));
@@ -93,15 +95,16 @@ class Namer {
     try {
       name = interp_.apply(scope.name, args, spans, scope.span);
     } catch (lang::Error& e) {
-      e.diagnostic().notes.push_back(fmt::format("while naming the tensor of `{}` for `with-loaded`", path));
+      e.diagnostic().notes.push_back(
+          fmt::format("while naming the tensor of `{}` for `with-loaded`", lang::shown_in_message(path)));
       throw;
     }
     if (!name.is(lang::Type::String)) {
       lang::Diagnostic d;
       d.code = "E-PARAM-007";
       d.span = scope.span;
-      d.message =
-          fmt::format("the name function of `with-loaded` gave `{}` for `{}`, not a string", lang::print(name), path);
+      d.message = fmt::format("the name function of `with-loaded` gave `{}` for `{}`, not a string",
+                              lang::printed_in_message(name), lang::shown_in_message(path));
       d.helps.push_back("return the tensor's name in the file, a string");
       throw lang::Error(std::move(d));
     }
@@ -166,10 +169,11 @@ ParameterTable resolve_parameters(lang::Interpreter& interp, ModelState& state, 
       d.code = "E-PARAM-008";
       d.span = root.span;
       d.message = bound.count(root.model)
-                      ? fmt::format("one model is bound to two top-level names: `{}` and `{}`", bound[root.model]->name,
-                                    root.name)
+                      ? fmt::format("one model is bound to two top-level names: `{}` and `{}`",
+                                    lang::shown_in_message(bound[root.model]->name), lang::shown_in_message(root.name))
                       : fmt::format("`{}` is a sub-model of `{}` (a `{}` inside it) and is also bound at the top level",
-                                    root.name, root_name(owner), owner->constructor);
+                                    lang::shown_in_message(root.name), lang::shown_in_message(root_name(owner)),
+                                    lang::shown_in_message(owner->constructor));
       d.helps.push_back("a model has one root: bind it to one name, or build a second model");
       throw lang::Error(std::move(d));
     }
@@ -210,7 +214,8 @@ void check_unrooted_reads(lang::Interpreter& interp, const ModelState& state, co
         lang::Diagnostic d;
         d.code = "E-PARAM-009";
         d.span = interp.tracer()->span_of(graph.node(*reader).origin);
-        d.message = fmt::format("this reads `{}` of a `{}` model that has no root", decl.name, model->constructor);
+        d.message = fmt::format("this reads `{}` of a `{}` model that has no root", lang::shown_in_message(decl.name),
+                                lang::shown_in_message(model->constructor));
         d.notes.push_back(fmt::format("the model is built at {}", model->span.location()));
         d.helps.push_back(
             "bind the model with `defvar` at the top level, or build it inside the `defmodel` that uses it");

@@ -95,7 +95,8 @@ lang::Value select(lang::Args& a) {
       lang::fail("E-EVAL-003", a.call, fmt::format("(select :{} ...) takes one or more selectors", how));
     return lang::Value(new Selector(how == "all" ? Selector::Kind::All : Selector::Kind::Any, "", selectors(1)));
   }
-  lang::fail("E-EVAL-006", a.span(0), fmt::format("`select` has no `:{}`", how), "use :tag, :path, :not, :all or :any");
+  lang::fail("E-EVAL-006", a.span(0), fmt::format("`select` has no `:{}`", lang::shown_in_message(how)),
+             "use :tag, :path, :not, :all or :any");
 }
 
 }  // namespace

@@ -38,17 +38,19 @@ Value save_tensors(Args& a) {
     else if (key.is(Type::String)) name = lang::string_of(key);
     else {
       lang::fail("E-EVAL-004", a.span(1),
-                 fmt::format("`save-tensors`: a tensor's name is a keyword or a string, not `{}`", lang::print(key)));
+                 fmt::format("`save-tensors`: a tensor's name is a keyword or a string, not `{}`",
+                             lang::printed_in_message(key)));
     }
     const lang::TensorValue* t = lang::as_tensor(values[i]);
     if (!t) {
       lang::fail("E-EVAL-004", a.span(1),
-                 fmt::format("`save-tensors`: `{}` is {} `{}`, not a tensor", name, lang::type_label(values[i]),
-                             lang::print(values[i])));
+                 fmt::format("`save-tensors`: `{}` is {} `{}`, not a tensor", lang::shown_in_message(name),
+                             lang::type_label(values[i]), lang::printed_in_message(values[i])));
     }
     if (!t->info().value) {
       lang::fail("E-EVAL-004", a.span(1),
-                 fmt::format("`save-tensors`: the tensor `{}` is computed, but nothing runs here", name),
+                 fmt::format("`save-tensors`: the tensor `{}` is computed, but nothing runs here",
+                             lang::shown_in_message(name)),
                  "save-tensors runs tensors in `sexpgpu eval` and the REPL; `check` runs nothing");
     }
     tensors.emplace_back(name, *t->info().value);

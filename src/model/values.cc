@@ -38,11 +38,13 @@ std::map<std::string, graph::Tensor> initial_values(const ParameterTable& table,
       }
       values[param.path] = std::move(value);
     } catch (const graph::MemoryLimitError& e) {
-      lang::fail("E-MEM-001", param.decl->span, fmt::format("initializing `{}`: {}", param.path, e.what()),
+      lang::fail("E-MEM-001", param.decl->span,
+                 fmt::format("initializing `{}`: {}", lang::shown_in_message(param.path), e.what()),
                  std::string(graph::kMemoryLimitHelp));
     } catch (const device::DeviceError& e) {
       lang::fail("E-DEVICE-001", param.decl->span,
-                 fmt::format("the {} device could not initialize `{}`: {}", device.name(), param.path, e.what()));
+                 fmt::format("the {} device could not initialize `{}`: {}", device.name(),
+                             lang::shown_in_message(param.path), e.what()));
     }
   }
   return values;

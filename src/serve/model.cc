@@ -12,6 +12,7 @@
 
 #include "graph/errors.h"
 #include "graph/passes.h"
+#include "graph/shown.h"
 #include "io/checkpoint.h"
 #include "io/load_record.h"
 #include "io/location.h"
@@ -39,7 +40,8 @@ std::string run_file_of(const std::string& folder) {
 graph::Graph with_precision(graph::Graph g, const std::string& precision) {
   if (precision.empty()) return g;
   if (precision == "bf16") return graph::bf16_products(g);
-  throw ServeError(kFlagDoesNotFit, fmt::format("--precision {}: the only precision serve takes is bf16", precision));
+  throw ServeError(kFlagDoesNotFit, fmt::format("--precision {}: the only precision serve takes is bf16",
+                                                graph::shown_in_message(precision)));
 }
 
 // A parameter's weight: its :ema average where `ema` holds one, else the trained weight,
@@ -60,14 +62,16 @@ graph::Tensor read_weight(const TensorSpec& parameter, const io::SafetensorsFile
     where = reference->file;
   } else {
     throw ServeError(kWeightsDoNotFit,
-                     fmt::format("{}: holds no `{}`, a weight the model reads", params.path(), parameter.name),
+                     fmt::format("{}: holds no `{}`, a weight the model reads", params.path(),
+                                 graph::shown_in_message(parameter.name)),
                      "the weights and model.json must come from one checkpoint or one export");
   }
   if (value.shape() != parameter.shape) {
-    throw ServeError(kWeightsDoNotFit,
-                     fmt::format("{}: `{}` is {}, but the model reads it as {}", where, parameter.name,
-                                 graph::shape_str(value.shape()), graph::shape_str(parameter.shape)),
-                     "the weights and model.json must come from one checkpoint or one export");
+    throw ServeError(
+        kWeightsDoNotFit,
+        fmt::format("{}: `{}` is {}, but the model reads it as {}", where, graph::shown_in_message(parameter.name),
+                    graph::shape_str(value.shape()), graph::shape_str(parameter.shape)),
+        "the weights and model.json must come from one checkpoint or one export");
   }
   return value;
 }
@@ -101,7 +105,7 @@ ShapedGraph shape_graph(const graph::Graph& model, const ServeOptions& options) 
     std::set<std::string> seen;
     for (const std::string& name : options.outputs) {
       if (!seen.insert(name).second) {
-        throw ServeError(kFlagDoesNotFit, fmt::format("--output `{}` is given twice", name),
+        throw ServeError(kFlagDoesNotFit, fmt::format("--output `{}` is given twice", graph::shown_in_message(name)),
                          "name each output once, in the order the answers should hold them");
       }
     }

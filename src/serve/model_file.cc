@@ -12,6 +12,7 @@
 
 #include "graph/errors.h"
 #include "graph/json.h"
+#include "graph/shown.h"
 #include "serve/errors.h"
 
 namespace sx::serve {
@@ -44,15 +45,19 @@ TensorSpec spec_from_json(const json& entry, const char* key, const std::string&
   const json& dtype = field(entry, "dtype", path, where);
   if (!name.is_string()) malformed(path, fmt::format("a \"{}\" of {} is not a string", key, where));
   spec.name = name.get<std::string>();
-  if (!shape.is_array()) malformed(path, fmt::format("the shape of `{}` in {} is not a list", spec.name, where));
+  if (!shape.is_array())
+    malformed(path, fmt::format("the shape of `{}` in {} is not a list", graph::shown_in_message(spec.name), where));
   for (const json& size : shape) {
     if (!size.is_number_integer() || size.get<int64_t>() < 0) {
-      malformed(path, fmt::format("the shape of `{}` in {} holds {}, not a size", spec.name, where, size.dump()));
+      malformed(path, fmt::format("the shape of `{}` in {} holds {}, not a size", graph::shown_in_message(spec.name),
+                                  where, size.dump()));
     }
     spec.shape.push_back(size.get<int64_t>());
   }
   auto parsed = dtype.is_string() ? graph::parse_dtype(dtype.get<std::string>()) : std::nullopt;
-  if (!parsed) malformed(path, fmt::format("the dtype of `{}` in {} is {}", spec.name, where, dtype.dump()));
+  if (!parsed)
+    malformed(path,
+              fmt::format("the dtype of `{}` in {} is {}", graph::shown_in_message(spec.name), where, dtype.dump()));
   spec.dtype = *parsed;
   return spec;
 }
@@ -72,12 +77,14 @@ void check_node(const graph::Graph& g, const std::vector<graph::NamedNode>& name
   for (const graph::NamedNode& n : named) {
     if (n.name == spec.name) found = &n;
   }
-  if (!found) malformed(path, fmt::format("the graph has no {} `{}`, which the model lists", kind, spec.name));
+  if (!found)
+    malformed(path,
+              fmt::format("the graph has no {} `{}`, which the model lists", kind, graph::shown_in_message(spec.name)));
   const graph::Node& node = g.node(found->node);
   if (node.shape != spec.shape || node.dtype != spec.dtype) {
-    malformed(path,
-              fmt::format("`{}` is listed as {} {} but the graph has {} {}", spec.name, graph::shape_str(spec.shape),
-                          graph::dtype_name(spec.dtype), graph::shape_str(node.shape), graph::dtype_name(node.dtype)));
+    malformed(path, fmt::format("`{}` is listed as {} {} but the graph has {} {}", graph::shown_in_message(spec.name),
+                                graph::shape_str(spec.shape), graph::dtype_name(spec.dtype),
+                                graph::shape_str(node.shape), graph::dtype_name(node.dtype)));
   }
 }
 
@@ -128,8 +135,9 @@ ModelFile parse_model_file(std::string_view text, const std::string& path) {
   for (const TensorSpec& spec : model.parameters) check_node(g, g.inputs, spec, "input", path);
   for (size_t i = 0; i < model.outputs.size(); ++i) {
     if (g.outputs[i].name != model.outputs[i].name) {
-      malformed(path, fmt::format("the graph's output {} is `{}`; the model lists `{}`", i, g.outputs[i].name,
-                                  model.outputs[i].name));
+      malformed(path, fmt::format("the graph's output {} is `{}`; the model lists `{}`", i,
+                                  graph::shown_in_message(g.outputs[i].name),
+                                  graph::shown_in_message(model.outputs[i].name)));
     }
     check_node(g, g.outputs, model.outputs[i], "output", path);
   }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "graph/shown.h"
 #include "serve/errors.h"
 
 namespace sx::serve {
@@ -98,7 +99,7 @@ std::optional<std::string> check_call_values(const CallLayout& layout, std::stri
         auto byte = static_cast<uint8_t>(bytes[i]);
         if (byte > 1) {
           return coded(kCallValue, fmt::format("input `{}` is bool, one byte 0 or 1 each; its element {} is {}",
-                                               spec.name, i, byte));
+                                               graph::shown_in_message(spec.name), i, byte));
         }
       }
     }

@@ -108,9 +108,10 @@ EvalPass::EvalPass(Session& session, const EvalPassSpec& spec, int64_t batch, de
   auto scalar = [&](const std::string& name, const lang::Value& v) {
     const auto* t = lang::as_tensor(v);
     if (!t || !t->info().shape.empty() || !graph::is_float(t->info().dtype)) {
-      lang::fail("E-RUN-007", spec.span,
-                 fmt::format("the pass `{}`: `{}` must give a floating-point scalar, not {}", spec.name, name,
-                             lang::print(v).substr(0, 200)));
+      lang::fail(
+          "E-RUN-007", spec.span,
+          fmt::format("the pass `{}`: `{}` must give a floating-point scalar, not {}",
+                      lang::shown_in_message(spec.name), lang::shown_in_message(name), lang::printed_in_message(v)));
     }
     outputs.push_back(tracer->builder().cast(t->node, graph::DType::f64));
     names_.push_back(name);
@@ -126,7 +127,7 @@ EvalPass::EvalPass(Session& session, const EvalPassSpec& spec, int64_t batch, de
       lang::fail("E-RUN-007", spec.span,
                  fmt::format("the pass `{}` reads `{}`, which is neither data nor a parameter (random numbers in an "
                              "evaluation are not supported)",
-                             spec.name, input.name));
+                             lang::shown_in_message(spec.name), lang::shown_in_message(input.name)));
     }
   }
   for (const auto& name : names_) results.push_back({runtime::Role::metric, name});
@@ -151,9 +152,10 @@ std::vector<std::pair<std::string, double>> EvalPass::run(runtime::Store& store,
   return out;
 }
 
-void evaluate_checkpoint(const EvaluateOptions& options, lang::InterpreterOptions interpreter, device::Device& device) {
+void evaluate_checkpoint(const EvaluateOptions& options, lang::InterpreterOptions interpreter, device::Device& device,
+                         std::optional<Session>& made) {
   RunRecord record = read_run_record(options.checkpoint);
-  Session session({std::move(interpreter), record.choices()});
+  Session& session = made.emplace(SessionOptions{std::move(interpreter), record.choices()});
   load_as_recorded(session, record, options.file, "evaluate");
   refuse_other_parameters(record, session, options.file, "evaluate");
   std::vector<const EvalPassSpec*> passes = eval_passes(session.settings());

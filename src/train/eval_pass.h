@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,8 +46,11 @@ struct EvaluateOptions {
 // `sexpgpu evaluate`: each pass of the run file on the checkpoint, with the :ema averages
 // unless `trained`; prints a line a pass. The file is compiled under the variant and
 // knobs the checkpoint records and must declare its parameters (E-CKPT-006), as `export`
-// does (train/run_record.h).
-void evaluate_checkpoint(const EvaluateOptions& options, lang::InterpreterOptions interpreter, device::Device& device);
+// does (train/run_record.h). The session the file is compiled in is made in `session`,
+// which the caller keeps until it has reported any error: a diagnostic's spans point into
+// the session's sources.
+void evaluate_checkpoint(const EvaluateOptions& options, lang::InterpreterOptions interpreter, device::Device& device,
+                         std::optional<Session>& session);
 
 // A pass traced and compiled for a device: its program reads the parameters from a store.
 class EvalPass {

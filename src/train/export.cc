@@ -87,7 +87,7 @@ std::vector<std::string> describe_signature(const nlohmann::json& model) {
   return out;
 }
 
-void export_model(const ExportOptions& options, lang::InterpreterOptions interpreter) {
+void export_model(const ExportOptions& options, lang::InterpreterOptions interpreter, std::optional<Session>& made) {
   // Before any work: an export never replaces a folder.
   try {
     io::refuse_existing_export(options.out);
@@ -96,7 +96,7 @@ void export_model(const ExportOptions& options, lang::InterpreterOptions interpr
   }
   RunRecord record = read_run_record(options.checkpoint);
   std::printf("export: %s\n", record.checkpoint.written.c_str());
-  Session session({std::move(interpreter), record.choices()});
+  Session& session = made.emplace(SessionOptions{std::move(interpreter), record.choices()});
   const std::string& text =
       lang::load_source_file(session.interp().sources(), options.file, session.interp().options().reader_limits).text();
   print_source_changes(record, options.file, text);

@@ -19,10 +19,12 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "lang/interp.h"
+#include "train/session.h"
 
 namespace sx::train {
 
@@ -35,8 +37,9 @@ struct ExportOptions {
 
 // Exports, printing what the page shows: `export: CHECKPOINT`, the moved lines, `wrote
 // DIR: N weights, SIZE`, then the inputs and outputs a line each. Diagnosed errors are
-// lang::Error.
-void export_model(const ExportOptions& options, lang::InterpreterOptions interpreter);
+// lang::Error. The session the file is compiled in is made in `session`, which the caller
+// keeps until it has reported any error: a diagnostic's spans point into its sources.
+void export_model(const ExportOptions& options, lang::InterpreterOptions interpreter, std::optional<Session>& session);
 
 // "109.8 KiB": a byte count in B, KiB, MiB or GiB, one decimal above bytes.
 std::string format_size(uint64_t bytes);

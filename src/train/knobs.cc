@@ -20,7 +20,8 @@ Value knob_value(lang::Interpreter& in, const std::string& name, const std::stri
   const auto& file = in.sources().add(fmt::format("--knob {}", name), text);
   auto forms = lang::read_forms(file);
   if (forms.size() != 1) {
-    lang::fail("E-RUN-003", {}, fmt::format("--knob {}={} is not one value", name, text),
+    lang::fail("E-RUN-003", {},
+               fmt::format("--knob {}={} is not one value", lang::shown_in_message(name), lang::shown_in_message(text)),
                "write one number, string, keyword or vector, e.g. --knob lr=3e-4");
   }
   return in.eval(forms[0].value, forms[0].span, in.builtins());
@@ -110,8 +111,11 @@ void collect_variants(lang::Interpreter& interp, KnobState& state, const std::st
   }
   if (!state.variants.count(state.choices.variant)) {
     std::string names;
-    for (const auto& [name, values] : state.variants) names += (names.empty() ? "" : ", ") + name;
-    lang::fail("E-RUN-004", {}, fmt::format("{} has no variant `{}`", file, state.choices.variant),
+    for (const auto& [name, values] : state.variants)
+      names += (names.empty() ? "" : ", ") + lang::shown_in_message(name);
+    lang::fail("E-RUN-004", {},
+               fmt::format("{} has no variant `{}`", lang::shown_in_message(file),
+                           lang::shown_in_message(state.choices.variant)),
                names.empty() ? "the file defines no variants" : "its variants are: " + names);
   }
 }
@@ -122,8 +126,9 @@ void check_choices_used(const KnobState& state) {
     for (const auto& knob : state.knobs) found = found || knob.name == name;
     if (!found) {
       std::string names;
-      for (const auto& knob : state.knobs) names += (names.empty() ? "" : ", ") + knob.name;
-      lang::fail("E-RUN-003", {}, fmt::format("--knob {}: the file defines no knob `{}`", name, name),
+      for (const auto& knob : state.knobs) names += (names.empty() ? "" : ", ") + lang::shown_in_message(knob.name);
+      const std::string shown = lang::shown_in_message(name);
+      lang::fail("E-RUN-003", {}, fmt::format("--knob {}: the file defines no knob `{}`", shown, shown),
                  names.empty() ? "the file defines no knobs" : "its knobs are: " + names);
     }
   }

@@ -108,9 +108,10 @@ Value token_windows(Args& a) {
     else if (name == "u32") spec.format = TokenFormat::u32;
     else if (name == "i32") spec.format = TokenFormat::i32;
     else {
-      lang::fail(kLoaderArguments, a.span(it->second),
-                 fmt::format("`:dtype` of token-windows is :u16, :u32 or :i32, not `{}`", lang::print(given)),
-                 "the tokens' type as the file stores them, little-endian");
+      lang::fail(
+          kLoaderArguments, a.span(it->second),
+          fmt::format("`:dtype` of token-windows is :u16, :u32 or :i32, not `{}`", lang::printed_in_message(given)),
+          "the tokens' type as the file stores them, little-endian");
     }
   }
   return loader_value(a, std::move(spec));
@@ -137,9 +138,9 @@ Value jsonl(Args& a) {
     if (item.is(Type::Keyword)) name = item.as<lang::Symbol>()->name;
     else if (item.is(Type::String)) name = lang::string_of(item);
     else {
-      lang::fail(
-          kLoaderArguments, a.span(it->second),
-          fmt::format("`:fields` holds keywords (or strings), not {} `{}`", lang::type_label(item), lang::print(item)));
+      lang::fail(kLoaderArguments, a.span(it->second),
+                 fmt::format("`:fields` holds keywords (or strings), not {} `{}`", lang::type_label(item),
+                             lang::printed_in_message(item)));
     }
     if (std::find(spec.fields.begin(), spec.fields.end(), name) != spec.fields.end()) {
       lang::fail(kLoaderArguments, a.span(it->second),

@@ -24,7 +24,7 @@ using json = nlohmann::ordered_json;
 
 [[noreturn]] void unwritable(const std::string& path, std::string_view doing, int err) {
   throw io::CheckpointError(io::kCheckpointUnwritable,
-                            fmt::format("{}: cannot {}: {}", path, doing, std::strerror(err)));
+                            fmt::format("{}: cannot {}: {}", lang::shown_in_message(path), doing, std::strerror(err)));
 }
 
 // The whole file, or nullopt when it does not exist.
@@ -32,13 +32,15 @@ std::optional<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     if (errno == ENOENT) return std::nullopt;
-    throw io::CheckpointError(io::kCheckpointUnreadable,
-                              fmt::format("{}: cannot read it: {}", path, std::strerror(errno)));
+    throw io::CheckpointError(
+        io::kCheckpointUnreadable,
+        fmt::format("{}: cannot read it: {}", lang::shown_in_message(path), std::strerror(errno)));
   }
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) {
-    throw io::CheckpointError(io::kCheckpointUnreadable, fmt::format("{}: cannot read it", path));
+    throw io::CheckpointError(io::kCheckpointUnreadable,
+                              fmt::format("{}: cannot read it", lang::shown_in_message(path)));
   }
   return text.str();
 }

@@ -40,10 +40,10 @@ void output_paths(const lang::Value& v, const std::string& path,
     }
     return;
   }
-  lang::fail(
-      "E-INFER-001", {},
-      fmt::format("a model run alone returns tensors, in lists and plists; `{}` is {}", path, lang::type_label(v)),
-      "the checkpoints will hold no model, so they run only from the file");
+  lang::fail("E-INFER-001", {},
+             fmt::format("a model run alone returns tensors, in lists and plists; `{}` is {}",
+                         lang::shown_in_message(path), lang::type_label(v)),
+             "the checkpoints will hold no model, so they run only from the file");
 }
 
 }  // namespace
@@ -90,7 +90,8 @@ ModelAlone trace_model_alone(Session& session, const Loader& loader) {
     if (input.name.starts_with(kInputPrefix)) input.name = input.name.substr(kInputPrefix.size());
     else if (!session.params().find(input.name)) {
       lang::fail("E-INFER-001", {},
-                 fmt::format("a model run alone reads only its inputs and parameters; it reads `{}`", input.name),
+                 fmt::format("a model run alone reads only its inputs and parameters; it reads `{}`",
+                             lang::shown_in_message(input.name)),
                  "random numbers (dropout, say) belong to the training step, not the model");
     }
   }

@@ -54,7 +54,7 @@ GroupAssignment assign_groups(const model::ParameterTable& table, const Optimize
     d.code = "W-RUN-001";
     d.span = group->span;
     d.message = fmt::format("no trainable parameter joins this group: {} matches none that an earlier group left",
-                            lang::print(group->selector));
+                            lang::printed_in_message(group->selector));
     d.helps.push_back("`sexpgpu explain FILE --select '(select ...)'` lists what a selector matches");
     out.warnings.push_back(std::move(d));
   }

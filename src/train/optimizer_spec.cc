@@ -28,7 +28,8 @@ double number_option(Args& a, const std::map<std::string, size_t>& kw, const std
   const Value& v = a[it->second];
   if (!v.is_number() || !std::isfinite(v.as_double()) || !ok(v.as_double())) {
     lang::fail(code, a.span(it->second),
-               fmt::format("`{}`: `:{}` is {}, not `{}`", a.function, key, what, lang::print(v)), std::move(help));
+               fmt::format("`{}`: `:{}` is {}, not `{}`", a.function, key, what, lang::printed_in_message(v)),
+               std::move(help));
   }
   return v.as_double();
 }
@@ -48,15 +49,16 @@ std::vector<Value> groups_option(Args& a, const std::map<std::string, size_t>& k
   if (v.is(lang::Type::Vector)) items = v.as<lang::Vector>()->items;
   else if (v.is_list()) items = lang::list_items(v);
   else {
-    lang::fail(kOptimizerCode, a.span(it->second),
-               fmt::format("`{}`: `:groups` is a list of (group ...), not `{}`", a.function, lang::print(v)),
-               "write :groups (list (group (select :tag :no-decay) :weight-decay 0.0) ...)");
+    lang::fail(
+        kOptimizerCode, a.span(it->second),
+        fmt::format("`{}`: `:groups` is a list of (group ...), not `{}`", a.function, lang::printed_in_message(v)),
+        "write :groups (list (group (select :tag :no-decay) :weight-decay 0.0) ...)");
   }
   for (const auto& item : items) {
     if (!as_group(item)) {
       lang::fail(kOptimizerCode, a.span(it->second),
                  fmt::format("`{}`: each of `:groups` is a (group ...), not {} `{}`", a.function,
-                             lang::type_label(item), lang::print(item)),
+                             lang::type_label(item), lang::printed_in_message(item)),
                  "write :groups (list (group (select :tag :no-decay) :weight-decay 0.0) ...)");
     }
   }
@@ -96,9 +98,10 @@ Value adamw(Args& a) {
     bool ok = items.size() == 2;
     for (const auto& b : items) ok = ok && b.is_number() && unit_interval(b.as_double());
     if (!ok) {
-      lang::fail(kOptimizerCode, a.span(it->second),
-                 fmt::format("`adamw`: `:betas` is a vector of two numbers in [0, 1), not `{}`", lang::print(v)),
-                 "write :betas [0.9 0.999]");
+      lang::fail(
+          kOptimizerCode, a.span(it->second),
+          fmt::format("`adamw`: `:betas` is a vector of two numbers in [0, 1), not `{}`", lang::printed_in_message(v)),
+          "write :betas [0.9 0.999]");
     }
     spec->beta1 = items[0].as_double();
     spec->beta2 = items[1].as_double();
@@ -113,7 +116,8 @@ Value adamw(Args& a) {
 Value group(Args& a) {
   if (!model::as_selector(a[0])) {
     lang::fail(kOptimizerCode, a.span(0),
-               fmt::format("`group` takes a selector first, not {} `{}`", lang::type_label(a[0]), lang::print(a[0])),
+               fmt::format("`group` takes a selector first, not {} `{}`", lang::type_label(a[0]),
+                           lang::printed_in_message(a[0])),
                "write (group (select :tag :no-decay) :weight-decay 0.0)");
   }
   auto kw = a.keywords();
@@ -142,7 +146,7 @@ Value schedule(Args& a, ScheduleSpec::Kind kind, const char* end_key) {
     if (!v.is(lang::Type::Int) || v.as_int() < 0) {
       lang::fail(kScheduleCode, a.span(it->second),
                  fmt::format("`{}`: `:warmup` is a number of steps, a non-negative integer, not `{}`", a.function,
-                             lang::print(v)),
+                             lang::printed_in_message(v)),
                  "count it in steps: 5% of a 2000-step run is :warmup 100");
     }
     spec->warmup = v.as_int();

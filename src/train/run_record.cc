@@ -40,7 +40,8 @@ RunRecord read_run_record(const std::string& location) {
   }
   const std::string path = record.checkpoint.path + "/experiment.json";
   auto refuse = [&](const std::string& why) -> void {
-    lang::fail("E-CKPT-006", {}, fmt::format("{}/experiment.json: {}", record.checkpoint.written, why),
+    lang::fail("E-CKPT-006", {},
+               fmt::format("{}/experiment.json: {}", lang::shown_in_message(record.checkpoint.written), why),
                "a checkpoint holds the experiment.json its run wrote; export a checkpoint `sexpgpu run` wrote");
   };
   std::ifstream in(path, std::ios::binary);
@@ -78,17 +79,21 @@ std::vector<std::string> parameter_differences(const RunRecord& record, const mo
     auto it = recorded.find(p.path);
     const std::string here = fmt::format("{}{}", graph::dtype_name(p.decl->dtype), graph::shape_str(p.decl->shape));
     if (it == recorded.end()) {
-      out.push_back(fmt::format("`{}` ({}) is a parameter of the file but not of the checkpoint", p.path, here));
+      out.push_back(fmt::format("`{}` ({}) is a parameter of the file but not of the checkpoint",
+                                lang::shown_in_message(p.path), here));
       continue;
     }
-    const std::string there = fmt::format("{}{}", it->second->dtype, graph::shape_str(it->second->shape));
+    const std::string there =
+        fmt::format("{}{}", lang::shown_in_message(it->second->dtype), graph::shape_str(it->second->shape));
     if (here != there)
-      out.push_back(fmt::format("`{}` is {} in the file but {} in the checkpoint", p.path, here, there));
+      out.push_back(
+          fmt::format("`{}` is {} in the file but {} in the checkpoint", lang::shown_in_message(p.path), here, there));
     recorded.erase(it);
   }
   for (const auto& p : record.parameters) {
     if (recorded.count(p.path)) {
-      out.push_back(fmt::format("`{}` ({}{}) is a parameter of the checkpoint but not of the file", p.path, p.dtype,
+      out.push_back(fmt::format("`{}` ({}{}) is a parameter of the checkpoint but not of the file",
+                                lang::shown_in_message(p.path), lang::shown_in_message(p.dtype),
                                 graph::shape_str(p.shape)));
     }
   }
@@ -102,7 +107,7 @@ void load_as_recorded(Session& session, const RunRecord& record, const std::stri
     auto& d = e.diagnostic();
     if (d.code == "E-RUN-003" || d.code == "E-RUN-004") {
       d.notes.push_back(fmt::format("{} compiles the file under the variant and knobs {}/experiment.json records",
-                                    command, record.checkpoint.written));
+                                    command, lang::shown_in_message(record.checkpoint.written)));
     }
     throw;
   }
@@ -114,14 +119,14 @@ void refuse_other_parameters(const RunRecord& record, const Session& session, co
   if (differences.empty()) return;
   lang::Diagnostic d;
   d.code = "E-CKPT-006";
-  d.message = fmt::format("the parameters of {} are not those of the checkpoint {}: {}", file,
-                          record.checkpoint.written, differences.front());
+  d.message = fmt::format("the parameters of {} are not those of the checkpoint {}: {}", lang::shown_in_message(file),
+                          lang::shown_in_message(record.checkpoint.written), differences.front());
   for (size_t i = 1; i < differences.size() && i < kDifferencesShown; ++i) d.notes.push_back(differences[i]);
   if (differences.size() > kDifferencesShown) {
     d.notes.push_back(fmt::format("and {} more differences", differences.size() - kDifferencesShown));
   }
   d.helps.push_back(fmt::format("{} the checkpoint with the file its run trained; {}/experiment.json holds its text",
-                                command, record.checkpoint.written));
+                                command, lang::shown_in_message(record.checkpoint.written)));
   throw lang::Error(std::move(d));
 }
 
@@ -151,12 +156,14 @@ std::vector<std::pair<std::string, graph::Tensor>> read_checkpoint_values(const 
       const io::TensorInfo* info = source->find(path);
       if (!info) {
         lang::fail("E-CKPT-006", w.param->decl->span,
-                   fmt::format("{} holds no `{}`", checkpoint.named_as_written(source->path()), path));
+                   fmt::format("{} holds no `{}`", lang::shown_in_message(checkpoint.named_as_written(source->path())),
+                               lang::shown_in_message(path)));
       }
       graph::Shape held(info->shape.begin(), info->shape.end());
       if (held != w.param->decl->shape) {
         lang::fail("E-CKPT-006", w.param->decl->span,
-                   fmt::format("`{}` in {} is {}, the file's is {}", path, checkpoint.named_as_written(source->path()),
+                   fmt::format("`{}` in {} is {}, the file's is {}", lang::shown_in_message(path),
+                               lang::shown_in_message(checkpoint.named_as_written(source->path())),
                                graph::shape_str(held), graph::shape_str(w.param->decl->shape)));
       }
       values.emplace_back(path, io::read_tensor(*source, *info, w.dtype));

@@ -43,7 +43,8 @@ std::string known_keys() {
 void check_training_setting(const std::string& key, const lang::Value& value, lang::Span span) {
   if (value.is_nil()) return;
   auto refuse = [&](std::string_view what, std::string help) {
-    lang::fail("E-RUN-001", span, fmt::format("`:{}` is {}, not `{}`", key, what, lang::print(value)), std::move(help));
+    lang::fail("E-RUN-001", span, fmt::format("`:{}` is {}, not `{}`", key, what, lang::printed_in_message(value)),
+               std::move(help));
   };
   if (key == "optimizer" && !as_optimizer(value)) {
     refuse("an optimizer", "write (adamw :lr 3e-4) or (sgd :lr 0.1 :momentum 0.9)");
@@ -137,21 +138,22 @@ std::shared_ptr<RunSettings> install_defrun(lang::Interpreter& interp) {
           lang::Span key_span = c->car_span.known() ? c->car_span : span;
           if (!c->car.is(lang::Type::Keyword)) {
             lang::fail("E-RUN-001", key_span,
-                       fmt::format("`defrun` takes keyword settings, not `{}`", lang::print(c->car)),
+                       fmt::format("`defrun` takes keyword settings, not `{}`", lang::printed_in_message(c->car)),
                        "the keys are " + known_keys());
           }
           std::string key = c->car.as<lang::Symbol>()->name;
           if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
-            lang::fail("E-RUN-001", key_span, fmt::format("`defrun` has no setting `:{}`", key),
+            lang::fail("E-RUN-001", key_span, fmt::format("`defrun` has no setting `:{}`", lang::shown_in_message(key)),
                        "the keys are " + known_keys());
           }
           lang::Cons* value_cell = lang::next(c);
-          if (!value_cell) lang::fail("E-EVAL-007", key_span, fmt::format("keyword `:{}` has no value", key));
+          if (!value_cell)
+            lang::fail("E-EVAL-007", key_span, fmt::format("keyword `:{}` has no value", lang::shown_in_message(key)));
           lang::Span value_span = value_cell->car_span.known() ? value_cell->car_span : span;
           lang::Value value = in.eval(value_cell->car, value_span, env);
           if (key == "seed" && !(value.is(lang::Type::Int) && value.as_int() >= 0)) {
             lang::fail("E-RUN-001", value_span,
-                       fmt::format("`:seed` is a non-negative integer, not `{}`", lang::print(value)));
+                       fmt::format("`:seed` is a non-negative integer, not `{}`", lang::printed_in_message(value)));
           }
           check_training_setting(key, value, value_span);
           entries.emplace_back(key, std::move(value));

@@ -149,10 +149,11 @@ std::vector<runtime::Binding> Session::bind_inputs(const graph::Graph& program) 
       bindings.push_back({runtime::Role::random_key, input.name});
     } else {
       const graph::Node& node = program.node(input.node);
-      lang::fail("E-PARAM-009", {},
-                 fmt::format("a value reads the parameter input `{}` ({}{}), which has no root or no value", input.name,
-                             graph::dtype_name(node.dtype), graph::shape_str(node.shape)),
-                 "bind the model with `defvar` at the top level, or build it inside the `defmodel` that uses it");
+      lang::fail(
+          "E-PARAM-009", {},
+          fmt::format("a value reads the parameter input `{}` ({}{}), which has no root or no value",
+                      lang::shown_in_message(input.name), graph::dtype_name(node.dtype), graph::shape_str(node.shape)),
+          "bind the model with `defvar` at the top level, or build it inside the `defmodel` that uses it");
     }
   }
   return bindings;
@@ -190,8 +191,10 @@ void Session::initialize(const graph::Graph& program, const std::map<std::string
       }
       if (value.shape() != node.shape) {
         lang::fail("E-CKPT-006", param.decl->span,
-                   fmt::format("`{}` is {} in {}, {} here", param.path, graph::shape_str(value.shape()),
-                               checkpoint_read_.named_as_written(checkpoint_->path()), graph::shape_str(node.shape)));
+                   fmt::format("`{}` is {} in {}, {} here", lang::shown_in_message(param.path),
+                               graph::shape_str(value.shape()),
+                               lang::shown_in_message(checkpoint_read_.named_as_written(checkpoint_->path())),
+                               graph::shape_str(node.shape)));
       }
       store_->put(param.path, std::move(value));
       return true;

@@ -43,7 +43,7 @@ lang::Value apply_model(Session& session, const lang::Value& model, const lang::
     lang::fail("E-RUN-006", {},
                fmt::format("{} gives no `:inputs`: {}",
                            prepared_by.empty() ? "the batch (there is no `prepare`)" : prepared_by,
-                           lang::print(prepared).substr(0, 200)),
+                           lang::printed_in_message(prepared)),
                "return a plist such as (list :inputs x :targets y)");
   }
   std::vector<lang::Value> args;
@@ -83,7 +83,7 @@ StepGraph trace_step(Session& session, const Loader& loader, const StepSettings&
                fmt::format("`loss` must give a floating-point scalar tensor, not {}",
                            loss ? fmt::format("{}{}", graph::dtype_name(loss->info().dtype),
                                               graph::shape_str(loss->info().shape))
-                                : lang::print(loss_value).substr(0, 200)),
+                                : lang::printed_in_message(loss_value)),
                "reduce it with (mean ...) and keep it a float");
   }
 

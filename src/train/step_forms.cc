@@ -38,7 +38,7 @@ Value logged(Args& a, const std::shared_ptr<StepRecord>& record, bool counter) {
     auto& list = counter ? record->counters : record->metrics;
     for (const auto& named : list) {
       if (named.name == name->name) {
-        lang::fail("E-RUN-007", a.span(0), fmt::format("the step logs `:{}` twice", name->name),
+        lang::fail("E-RUN-007", a.span(0), fmt::format("the step logs `:{}` twice", lang::shown_in_message(name->name)),
                    "give each metric its own name");
       }
     }
@@ -57,7 +57,7 @@ Value guard(Args& a, const std::shared_ptr<StepRecord>& record) {
     return Value();
   }
   if (!a[0].is(lang::Type::Bool)) a.type_error(0, "a bool scalar tensor (a comparison) or a boolean");
-  if (!a[0].as_bool()) lang::fail("E-RUN-008", a.call, fmt::format("guard: {}", message));
+  if (!a[0].as_bool()) lang::fail("E-RUN-008", a.call, fmt::format("guard: {}", lang::shown_in_message(message)));
   return Value();
 }
 
@@ -67,9 +67,10 @@ Value field(Args& a) {
   std::string fields;
   if (a[0].is_list()) {
     std::vector<Value> items = lang::list_items(a[0]);
-    for (size_t i = 0; i + 1 < items.size(); i += 2) fields += (fields.empty() ? "" : " ") + lang::print(items[i]);
+    for (size_t i = 0; i + 1 < items.size(); i += 2)
+      fields += (fields.empty() ? "" : " ") + lang::printed_in_message(items[i]);
   }
-  lang::fail("E-RUN-006", a.span(1), fmt::format("the batch has no field `:{}`", name->name),
+  lang::fail("E-RUN-006", a.span(1), fmt::format("the batch has no field `:{}`", lang::shown_in_message(name->name)),
              fields.empty() ? "a batch is a plist of the loader's fields" : "its fields are " + fields);
 }
 

@@ -39,7 +39,7 @@ int64_t integer_setting(const RunSettings& run, std::string_view key, std::optio
   if (v && v->is(lang::Type::Int) && v->as_int() > 0) return v->as_int();
   if (v) {
     lang::fail("E-RUN-009", run.span,
-               fmt::format("`:{}` must be a whole number above 0, not {}", key, lang::print(*v)));
+               fmt::format("`:{}` must be a whole number above 0, not {}", key, lang::printed_in_message(*v)));
   }
   if (fallback) return *fallback;
   lang::fail("E-RUN-009", run.span, fmt::format("`defrun` has no `:{}`, which a run needs", key),
@@ -106,7 +106,8 @@ json experiment_json(Session& session, const TrainOptions& options, const std::s
 void check_resumable(Session& session, const json& saved, const std::string& slug, const std::string& where) {
   if (saved.value("slug", "") != slug) {
     lang::fail("E-CKPT-005", {},
-               fmt::format("{} holds checkpoints of `{}`, not of `{}`", where, saved.value("slug", "?"), slug),
+               fmt::format("{} holds checkpoints of `{}`, not of `{}`", lang::shown_in_message(where),
+                           lang::shown_in_message(saved.value("slug", "?")), lang::shown_in_message(slug)),
                "give another --checkpoint-dir, or --fresh to start in a location of its own");
   }
   std::map<std::string, bool> trainable;
@@ -116,8 +117,9 @@ void check_resumable(Session& session, const json& saved, const std::string& slu
     auto it = trainable.find(p.path);
     if (it != trainable.end() && it->second != p.decl->trainable) {
       lang::fail("E-CKPT-006", {},
-                 fmt::format("`{}` is {} in this file but {} in the checkpoint in {}", p.path,
-                             p.decl->trainable ? "trainable" : "frozen", it->second ? "trainable" : "frozen", where),
+                 fmt::format("`{}` is {} in this file but {} in the checkpoint in {}", lang::shown_in_message(p.path),
+                             p.decl->trainable ? "trainable" : "frozen", it->second ? "trainable" : "frozen",
+                             lang::shown_in_message(where)),
                  "keep what is trained as it was, or --fresh to start over");
     }
   }
@@ -136,8 +138,9 @@ void restore(runtime::Store& store, const io::Checkpoint& checkpoint, const std:
     graph::Tensor value = io::read_tensor(*file, info, held.dtype());
     if (value.shape() != held.shape()) {
       lang::fail("E-CKPT-006", {},
-                 fmt::format("`{}` in {}/{} is {}, the run's is {}", info.name, checkpoint.written, file_name,
-                             graph::shape_str(value.shape()), graph::shape_str(held.shape())),
+                 fmt::format("`{}` in {}/{} is {}, the run's is {}", lang::shown_in_message(info.name),
+                             lang::shown_in_message(checkpoint.written), file_name, graph::shape_str(value.shape()),
+                             graph::shape_str(held.shape())),
                  "a checkpoint resumes the run that wrote it; --fresh starts over");
     }
     store.put(name, std::move(value));
@@ -267,7 +270,8 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
     }
     json saved = json::parse(read_text(resumed.path + "/experiment.json"), nullptr, false);
     if (saved.is_discarded()) {
-      lang::fail("E-CKPT-006", {}, fmt::format("{}/experiment.json is not JSON", resumed.written),
+      lang::fail("E-CKPT-006", {},
+                 fmt::format("{}/experiment.json is not JSON", lang::shown_in_message(resumed.written)),
                  "remove the checkpoint, or --fresh to start over");
     }
     check_resumable(session, saved, slug, location);
@@ -378,7 +382,7 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
     }
     for (const auto& guard : step.guards) {
       if (device.download(results[r++]).value(0) == 0) {
-        lang::fail("E-RUN-008", guard.span, fmt::format("step {}: guard: {}", s, guard.name));
+        lang::fail("E-RUN-008", guard.span, fmt::format("step {}: guard: {}", s, lang::shown_in_message(guard.name)));
       }
     }
     if (!std::isfinite(loss_value)) {

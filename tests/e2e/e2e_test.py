@@ -151,9 +151,40 @@ def case_long_names(tmp):
         print(f"ok: {shown}... -> {code}")
 
 
+def case_huge_tokens(tmp):
+    # A keyword, name or string of a million characters, wherever the file holds it, and an
+    # argument of 100,000: each diagnostic shows at most 80 characters of it, with its length.
+    k = "k" * 1_000_000
+    for name, text, code in [("defrun", f"(defrun :{k} 1)", "E-RUN-001"),
+                             ("type", f"(+ :{k} 1)", "E-EVAL-004"),
+                             ("string", f'(+ "{k}" 1)', "E-EVAL-004"),
+                             ("keyword-argument", f"(sum (ones [2]) :{k} 1)", "E-EVAL-006"),
+                             ("unknown-keyword", f"(defun f (&key a) a)\n(f :{k} 1)", "E-EVAL-006"),
+                             ("arity", f"(defun {k} (x) x)\n({k})", "E-EVAL-003"),
+                             ("not-a-function", f"(:{k} 1)", "E-EVAL-002"),
+                             ("marker", f"(lambda (&{k}) 1)", "E-EVAL-005"),
+                             ("dtype", f"(zeros [2] :dtype :{k})", "E-EVAL-004"),
+                             ("format", f'(format "{{:{k}}}" 1)', "E-EVAL-004"),
+                             ("error", f'(error "{k}"\n"{k}")', "E-EVAL-010"),
+                             ("defparam", f"(defmodel m () (defparam w (zeros [2]) :{k} 1) (lambda (x) x))\n"
+                                          "(defvar model (m))", "E-PARAM-006")]:
+        path = write(tmp, f"{name}.sx", (text + "\n").encode())
+        rc, out, err, _ = run(["check", path])
+        expect(rc == 1 and f"error[{code}]" in err, f"check {name}.sx: exit {rc}, expected {code}", out, err)
+        expect(len(err) < 2000 and "characters)" in err, f"check {name}.sx: {len(err)} bytes of diagnostic", out, err)
+    arg = "a" * 100_000
+    for args in [["eval", "--device", arg, "1"], ["explain-error", arg], ["eval", "--max-steps", arg, "1"],
+                 ["eval", "1", arg], ["eval", "--knob", f"{arg}=1", "1"]]:
+        rc, out, err, _ = run(args)
+        shown = " ".join(args)[:40]
+        expect(rc in (1, 2) and len(err) < 2000 and "(100000 characters)" in err,
+               f"sexpgpu {shown}...: exit {rc}, {len(err)} bytes of diagnostic", out, err)
+    print("ok: huge tokens")
+
+
 def case_cpu_cores(tmp):
-    # One rule for --cpu-cores and SEXPGPU_CPU_CORES: a whole number, 0 (all cores) or more;
-    # a count beyond the host's cores (however many digits) means all of them.
+    # One rule for --cpu-cores and SEXPGPU_CPU_CORES: a positive whole number that fits an
+    # int; a count beyond the host's cores means all of them.
     def run_with(args, cores=None):
         env = dict(os.environ, NO_COLOR="1")
         env.pop("SEXPGPU_CPU_CORES", None)
@@ -163,15 +194,21 @@ def case_cpu_cores(tmp):
         return proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
 
     expr = "(sum (ones [4]))"
-    for flags, cores in [(["--cpu-cores", "0"], None), (["--cpu-cores", "1"], None), (["--cpu-cores", "100000"], None),
-                         (["--cpu-cores", "99999999999999999999999"], None), ([], "0"), ([], "2"),
-                         ([], "99999999999999999999999"), (["--cpu-cores", "1"], "not-a-number")]:
+    for flags, cores in [(["--cpu-cores", "1"], None), (["--cpu-cores", "100000"], None),
+                         (["--cpu-cores", "2147483647"], None), ([], "2"), ([], "2147483647"),
+                         (["--cpu-cores", "1"], "not-a-number")]:
         rc, out, err = run_with(["eval", *flags, expr], cores)
         expect(rc == 0 and "4.0" in out, f"eval {flags} with SEXPGPU_CPU_CORES={cores}: exit {rc}", out, err)
     for flags, cores, source, value in [(["--cpu-cores=-1"], None, "--cpu-cores", "-1"),
                                         (["--cpu-cores", "abc"], None, "--cpu-cores", "abc"),
                                         (["--cpu-cores", "1.5"], None, "--cpu-cores", "1.5"),
                                         (["--cpu-cores", "+4"], None, "--cpu-cores", "+4"),
+                                        (["--cpu-cores", "0"], None, "--cpu-cores", "0"),
+                                        (["--cpu-cores", "2147483648"], None, "--cpu-cores", "2147483648"),
+                                        (["--cpu-cores", "99999999999999999999999"], None, "--cpu-cores",
+                                         "99999999999999999999999"),
+                                        ([], "0", "SEXPGPU_CPU_CORES", "0"),
+                                        ([], "99999999999999999999999", "SEXPGPU_CPU_CORES", "99999999999999999999999"),
                                         ([], "-1", "SEXPGPU_CPU_CORES", "-1"),
                                         ([], "abc", "SEXPGPU_CPU_CORES", "abc"),
                                         ([], " 4", "SEXPGPU_CPU_CORES", " 4"),

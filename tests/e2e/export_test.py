@@ -278,6 +278,37 @@ def case_variant_knobs(tmp):
     print("ok: variant and knobs")
 
 
+def case_missing_tensor(tmp):
+    """A checkpoint whose params.safetensors (and ema.safetensors) lacks a parameter, one
+    renamed; then a run file with an error in it: evaluate and export each report the coded
+    error with the line of the file it points to, and no signal."""
+    run_file, location = trained_run(tmp, extra=["--steps", "3"])
+    step = os.path.join(location, "step-00000003")
+    for name in ["params.safetensors", "ema.safetensors"]:
+        path = os.path.join(step, name)
+        with open(path, "rb") as f:
+            data = f.read()
+        expect(data.count(b'"model.head.weight"') == 1, f"{name} holds model.head.weight once")
+        with open(path, "wb") as f:
+            f.write(data.replace(b'"model.head.weight"', b'"model.head.weighT"'))
+    out_dir = os.path.join(tmp, "out")
+    for trained in [[], ["--trained"]]:
+        for args in [["evaluate", run_file, "--checkpoint", location, *trained],
+                     ["export", run_file, "--checkpoint", location, "-o", out_dir, *trained]]:
+            rc, out, err, _ = run(args)
+            expect(rc == 1 and "error[E-CKPT-006]" in err and "holds no `model.head.weight`" in err,
+                   f"sexpgpu {' '.join(args)}: exit {rc}, expected E-CKPT-006", out, err)
+            expect("-->" in err, f"sexpgpu {' '.join(args)}: the parameter's declaration", out, err)
+    expect(not os.path.exists(out_dir), "a refused export wrote its folder")
+    write(tmp, "run.sx", TRAIN_FILE + b"(no-such-function 1)\n")
+    for args in [["evaluate", run_file, "--checkpoint", location],
+                 ["export", run_file, "--checkpoint", location, "-o", out_dir]]:
+        rc, out, err, _ = run(args)
+        expect(rc == 1 and "error[E-EVAL-001]" in err and "(no-such-function 1)" in err,
+               f"sexpgpu {' '.join(args)}: exit {rc}, expected E-EVAL-001 with its line", out, err)
+    print("ok: missing tensor")
+
+
 def case_full_disk(tmp):
     """A write that fails part-way (the file-size limit, as a full disk) is E-SERVE-021 and
     leaves neither the folder nor its temporary."""

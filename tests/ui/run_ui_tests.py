@@ -11,6 +11,7 @@ The first lines of a case may be directives, written as comments:
 
     ;; run: eval --file {file} '(main)'     the arguments after the program; default `check {file}`
     ;; exit: 2                              the expected exit status
+    ;; env: SEXPGPU_CPU_CORES=0             a variable set for the program (repeatable)
 
 `{file}` is the case's base name: the program runs in the case's folder, so the paths in
 diagnostics are short and stable. The default exit status is 1 when the expected
@@ -43,7 +44,7 @@ from pathlib import Path
 UI_DIR = Path(__file__).resolve().parent
 ROOT = UI_DIR.parent.parent
 TIMEOUT_S = 60
-DIRECTIVE = re.compile(rb"^;;\s*(run|exit):\s*(.*?)\s*$")
+DIRECTIVE = re.compile(rb"^;;\s*(run|exit|env):\s*(.*?)\s*$")
 
 
 class Case:
@@ -54,6 +55,7 @@ class Case:
         self.stdout_file = self.path.with_suffix(".stdout")
         self.run = "check {file}"
         self.exit = None
+        self.env = {}
         # Bytes, not text: some cases hold invalid UTF-8 on purpose.
         for line in self.path.read_bytes().splitlines():
             if not line.startswith(b";"):
@@ -64,6 +66,9 @@ class Case:
             key, value = match.group(1).decode(), match.group(2).decode("utf-8", "replace")
             if key == "run":
                 self.run = value
+            elif key == "env":
+                name, _, setting = value.partition("=")
+                self.env[name] = setting
             else:
                 self.exit = int(value)
 
@@ -89,7 +94,7 @@ def normalize(output, case_dir):
 
 
 def run_case(case, program):
-    env = dict(os.environ, NO_COLOR="1")
+    env = dict(os.environ, NO_COLOR="1", **case.env)
     try:
         done = subprocess.run(case.command(program), cwd=case.path.parent, env=env, stdin=subprocess.DEVNULL,
                               capture_output=True, timeout=TIMEOUT_S)

@@ -8,6 +8,7 @@
 
 #include "device/cpu/gemm.h"
 #include "device/device.h"
+#include "graph/shown.h"
 
 namespace sx::device::cpu {
 
@@ -47,7 +48,7 @@ Isa choose_isa(std::string_view requested) {
     requested = env;
     source = "SEXPGPU_CPU_ISA";
   }
-  std::string shown(requested.substr(0, 40));
+  std::string shown = graph::shown_in_message(requested);
   for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512bf16, Isa::amx}) {
     if (requested != isa_name(isa)) continue;
     for (Isa available : host) {

@@ -86,7 +86,7 @@ Value differentiate(Args& a, const Value& f, bool with_value) {
   if (!loss) {
     fail("E-SHAPE-001", a.call,
          fmt::format("`{}`: the function must return a floating-point scalar tensor, not {}", a.function,
-                     print(result)));
+                     printed_in_message(result)));
   }
   const graph::Node& n = loss->info();
   bool scalar = n.shape.empty(), floating = graph::is_float(n.dtype);
@@ -120,7 +120,8 @@ Value differentiate(Args& a, const Value& f, bool with_value) {
 
 Value make_grad(Args& a, bool with_value) {
   Value f = a.callable(0);
-  std::string name = fmt::format("({} {})", a.function, f.as<Function>()->name);
+  // Its name is shown in messages: the function's own name shortened, as a message shows names.
+  std::string name = fmt::format("({} {})", a.function, shown_in_message(f.as<Function>()->name));
   return Value(new NativeClosure(name, [f, with_value](Args& call) { return differentiate(call, f, with_value); }));
 }
 

@@ -109,7 +109,7 @@ Value rest_of(Args& a) {
 Value nth_item(Args& a) {
   if (!a[0].is(Type::Int) && a[1].is(Type::Int) && (a[0].is_list() || a[0].is(Type::Vector))) {
     fail("E-EVAL-004", a.span(0), "`nth` takes the index first: (nth index seq)",
-         fmt::format("write (nth {} {})", print(a[1]), print(a[0])));
+         fmt::format("write (nth {} {})", printed_in_message(a[1]), printed_in_message(a[0])));
   }
   int64_t index = a.integer(0);
   if (a[1].is(Type::Vector)) {
@@ -283,8 +283,8 @@ Value range_of(Args& a) {
   double n = std::ceil((e - s) / d);
   if (std::isnan(n) || std::isinf(n)) {
     fail("E-EVAL-004", a.call,
-         fmt::format("`range` from {} to {} by {} does not have a finite length", print(start), print(end),
-                     print(step)));
+         fmt::format("`range` from {} to {} by {} does not have a finite length", printed_in_message(start),
+                     printed_in_message(end), printed_in_message(step)));
   }
   size_t items = n > 0 ? static_cast<size_t>(n) : 0;
   charge(a, items);
@@ -361,8 +361,10 @@ bool default_less(const Args& a, const Value& x, const Value& y) {
   if ((x.is(Type::Keyword) || x.is(Type::Symbol)) && x.type() == y.type()) {
     return x.as<Symbol>()->name < y.as<Symbol>()->name;
   }
-  fail("E-EVAL-004", a.span(0), fmt::format("`sort` cannot order `{}` and `{}` without a function", print(x), print(y)),
-       "without one it sorts numbers, strings, symbols or keywords; pass (sort seq less-fn)");
+  fail(
+      "E-EVAL-004", a.span(0),
+      fmt::format("`sort` cannot order `{}` and `{}` without a function", printed_in_message(x), printed_in_message(y)),
+      "without one it sorts numbers, strings, symbols or keywords; pass (sort seq less-fn)");
 }
 
 // (sort seq [less]): a stable merge sort. Written out rather than std::stable_sort so that
@@ -429,7 +431,7 @@ std::vector<Value> plist_items(const Args& a, size_t i) {
   if (items.size() % 2 != 0) {
     fail("E-EVAL-004", a.span(i),
          fmt::format("argument {} of `{}` must be a plist, but `{}` has an odd number of items ({})", i + 1, a.function,
-                     print(a[i]), items.size()),
+                     printed_in_message(a[i]), items.size()),
          "a plist alternates keys and values: (:a 1 :b 2)");
   }
   return items;

@@ -9,10 +9,11 @@
 namespace sx::lang {
 namespace {
 
-// (error "message" values...): the message, then each value as `print` shows it.
+// (error "message" values...): the message, then each value as `print` shows it, each
+// shortened as a diagnostic shows the user's text.
 Value raise_error(Args& a) {
-  std::string message = a.string(0);
-  for (size_t i = 1; i < a.size(); ++i) message += " " + print(a[i]);
+  std::string message = shown_in_message(a.string(0));
+  for (size_t i = 1; i < a.size(); ++i) message += " " + printed_in_message(a[i]);
   fail("E-EVAL-010", a.call, message);
 }
 

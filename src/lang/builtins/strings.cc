@@ -133,7 +133,8 @@ std::string format_value(const Args& a, size_t index, const Value& v, std::strin
     return fmt::format(fmt::runtime(fmt::format("{{:{}}}", spec)), display(v));
   } catch (const fmt::format_error& e) {
     fail("E-EVAL-004", a.span(index + 1),
-         fmt::format("`format`: the spec `{{:{}}}` does not fit {} `{}`: {}", spec, type_label(v), print(v), e.what()),
+         fmt::format("`format`: the spec `{{:{}}}` does not fit {} `{}`: {}", shown_in_message(spec), type_label(v),
+                     printed_in_message(v), e.what()),
          "a spec is what Python's format takes: {:.3f} for 3 decimals, {:>8} to right-align, {:e} for exponents");
   }
 }
@@ -391,7 +392,7 @@ Value to_keyword(Args& a) {
 Value parse_number(Args& a) {
   const std::string& text = a.string(0);
   auto junk = [&] {
-    fail("E-EVAL-004", a.span(0), fmt::format("`parse-number` cannot read {} as a number", print(a[0])),
+    fail("E-EVAL-004", a.span(0), fmt::format("`parse-number` cannot read {} as a number", printed_in_message(a[0])),
          "numbers are written as the reader reads them: 12, -3, 1.5, 3e-4");
   };
   std::string_view body = text;
@@ -405,7 +406,7 @@ Value parse_number(Args& a) {
     int64_t value = 0;
     auto [ptr, ec] = std::from_chars(first, last, value);
     if (ec == std::errc::result_out_of_range) {
-      fail("E-EVAL-009", a.span(0), fmt::format("the integer {} does not fit in 64 bits", print(a[0])),
+      fail("E-EVAL-009", a.span(0), fmt::format("the integer {} does not fit in 64 bits", printed_in_message(a[0])),
            "integers are 64-bit; parse it as a float by writing it with a `.`");
     }
     if (ec != std::errc() || ptr != last) junk();

@@ -48,7 +48,8 @@ graph::Shape shape_arg(Args& a, size_t i) {
   std::vector<int64_t> dims = ints_arg(a, i);
   for (int64_t d : dims) {
     if (d < 0)
-      fail("E-SHAPE-001", a.span(i), fmt::format("`{}`: a shape has no negative sizes: {}", a.function, print(a[i])));
+      fail("E-SHAPE-001", a.span(i),
+           fmt::format("`{}`: a shape has no negative sizes: {}", a.function, printed_in_message(a[i])));
   }
   return dims;
 }
@@ -73,7 +74,7 @@ int64_t one_axis(Args& a, std::map<std::string, size_t>& kw, int64_t fallback) {
   }
   fail("E-EVAL-004", a.span(*at),
        fmt::format("`:axis` of `{}` must be one axis, an integer, not {} `{}`", a.function, type_name(v.type()),
-                   print(v)),
+                   printed_in_message(v)),
        fmt::format("`{}` works along one axis; only reductions take several", a.function));
 }
 

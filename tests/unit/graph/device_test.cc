@@ -22,11 +22,11 @@ TEST(Devices, ReferenceIsBuilt) {
 }
 
 TEST(Devices, DevicesNotBuiltAreRefusedWithTheFix) {
-  EXPECT_EQ(error_of("cuda"),
-            "the cuda device is not in this build: rebuild with the CUDA toolkit, or use --device cpu");
-  EXPECT_EQ(error_of("metal"), "the metal device is not in this build: it needs macOS with Metal; use --device cpu");
-  EXPECT_EQ(error_of("tpu"),
-            "unknown device 'tpu': the devices are reference, cpu, cuda and metal (this build has: reference, cpu)");
+  EXPECT_EQ(error_of("cuda"), "SexpGPU has no cuda device: tensors run on reference or cpu; use --device cpu");
+  EXPECT_EQ(error_of("metal"), "SexpGPU has no metal device: tensors run on reference or cpu; use --device cpu");
+  EXPECT_EQ(error_of("tpu"), "unknown device 'tpu': the devices are reference and cpu");
+  EXPECT_EQ(error_of(std::string(100'000, 't')),
+            "unknown device '" + std::string(80, 't') + "... (100000 characters)': the devices are reference and cpu");
 }
 
 TEST(Devices, PlanChecksItsInputs) {

@@ -115,9 +115,9 @@ TEST(Eval, AHugeUnboundNameGetsItsDiagnosticQuickly) {
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     EXPECT_EQ(e.diagnostic().code, "E-EVAL-001");
     EXPECT_LT(seconds, 2.0);
-    // The name is cut in the message (its first 80 characters and "..."), and the source
-    // line and its underline to the window a diagnostic shows.
-    EXPECT_EQ(e.diagnostic().message, "unbound name `" + std::string(80, 'n') + "...`");
+    // The name is cut in the message (its first 80 characters, "..." and its length), and
+    // the source line and its underline to the window a diagnostic shows.
+    EXPECT_EQ(e.diagnostic().message, "unbound name `" + std::string(80, 'n') + "... (1000000 characters)`");
     EXPECT_LT(text.size(), 1000u) << text.substr(0, 1000);
   }
 }
@@ -383,6 +383,37 @@ TEST(Diagnostics, RenderMatchesTheDesign) {
             " 2 |   (defparam weight (normal (shape x) :std s)))\n"
             "   |                    ^^^^^^^^^^^^^^^^^^^^^^^^^\n"
             "   = help: build the initializer from shapes and constants only\n");
+}
+
+// A diagnostic can outlive the interpreter whose sources its spans point into (a command
+// that made its session inside the call that failed), or point past a file's end: it is
+// rendered without the source line, never by reading what is not there.
+TEST(Diagnostics, ASpanIntoNoLoadedSourceRendersWithoutIt) {
+  Diagnostic d;
+  d.code = "E-CKPT-006";
+  d.message = "params.safetensors holds no `model.head.weight`";
+  d.helps.push_back("export the checkpoint with the file its run trained");
+  {
+    SourceMap sources;
+    const SourceFile& file = sources.add("run.sx", "(defparam weight (zeros [2 2]))\n");
+    d.span = Span{&file, 1, 8};
+    d.calls.push_back({"`f`", Span{&file, 0, 31}});
+  }
+  const std::string without_source =
+      "error[E-CKPT-006]: params.safetensors holds no `model.head.weight`\n"
+      "  = help: export the checkpoint with the file its run trained\n"
+      "  = note: in `f`, called at <unknown>\n";
+  EXPECT_EQ(render(d, false), without_source);
+
+  SourceMap sources;
+  const SourceFile& file = sources.add("run.sx", "(defparam weight (zeros [2 2]))\n");
+  d.span = Span{&file, 1000, 8};
+  d.calls.clear();
+  d.calls.push_back({"`f`", Span{&file, 0, 31}});
+  EXPECT_EQ(render(d, false),
+            "error[E-CKPT-006]: params.safetensors holds no `model.head.weight`\n"
+            "  = help: export the checkpoint with the file its run trained\n"
+            "  = note: in `f`, called at run.sx:1:1\n");
 }
 
 }  // namespace
