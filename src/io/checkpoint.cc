@@ -17,7 +17,9 @@
 #include <mutex>
 #include <set>
 
+#include "io/checkpoint_files.h"
 #include "io/checkpoint_internal.h"
+#include "io/checksum.h"
 #include "io/location.h"
 #include "io/safetensors.h"
 #include "io/storage_checkpoint.h"
@@ -197,15 +199,21 @@ std::string CheckpointWriter::file_path(std::string_view name) {
       name.find('\0') != std::string_view::npos) {
     throw std::invalid_argument(fmt::format("a checkpoint's file has a plain name, not `{}`", shown(name)));
   }
-  if (std::find(names_.begin(), names_.end(), name) != names_.end()) {
+  if (name == kManifestName) {
+    throw std::invalid_argument(fmt::format("a checkpoint's {} is its writer's own", kManifestName));
+  }
+  if (std::any_of(files_.begin(), files_.end(), [&](const ManifestEntry& file) { return file.name == name; })) {
     throw std::invalid_argument(fmt::format("a checkpoint's file `{}` is written twice", shown(name)));
   }
-  names_.emplace_back(name);
+  files_.push_back({std::string(name)});
   return (fs::path(temp_) / std::string(name)).string();
 }
 
 void CheckpointWriter::write_bytes(std::string_view name, std::string_view bytes) {
-  std::string path = file_path(name);
+  put_bytes(file_path(name), name, bytes);
+}
+
+void CheckpointWriter::put_bytes(const std::string& path, std::string_view name, std::string_view bytes) {
   std::string shown_as = (fs::path(final_) / std::string(name)).string();
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) unwritable(shown_as, "create it", errno);
@@ -223,14 +231,23 @@ void CheckpointWriter::write_bytes(std::string_view name, std::string_view bytes
     left -= static_cast<size_t>(put);
   }
   if (::close(fd) != 0) unwritable(shown_as, "close it", errno);
+  files_.back().size = bytes.size();
+  files_.back().checksum = checksum_of(bytes);
 }
 
 void CheckpointWriter::write_tensors(std::string_view name, std::span<const TensorRef> tensors,
                                      const std::map<std::string, std::string>& metadata) {
-  write_with(name, [&](const std::string& path) { write_safetensors_refs(path, tensors, metadata); });
+  Checksum checksum;
+  write_file(
+      name, [&](const std::string& path) { write_safetensors_refs(path, tensors, metadata, &checksum); }, &checksum);
 }
 
 void CheckpointWriter::write_with(std::string_view name, const std::function<void(const std::string& path)>& writer) {
+  write_file(name, writer, nullptr);
+}
+
+void CheckpointWriter::write_file(std::string_view name, const std::function<void(const std::string& path)>& writer,
+                                  const Checksum* streamed) {
   std::string path = file_path(name);
   std::string shown_as = (fs::path(final_) / std::string(name)).string();
   try {
@@ -248,16 +265,27 @@ void CheckpointWriter::write_with(std::string_view name, const std::function<voi
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
     throw CheckpointError(kCheckpointUnwritable, fmt::format("{}: its writer wrote no file", shown(shown_as)));
   }
+  files_.back().size = static_cast<uint64_t>(st.st_size);
+  try {
+    files_.back().checksum = streamed ? streamed->value() : checksum_of_file(path);
+  } catch (const LoadError& e) {
+    throw CheckpointError(kCheckpointUnwritable, e.what());
+  }
 }
 
 Checkpoint CheckpointWriter::commit() {
   if (committed_) throw std::logic_error("CheckpointWriter: commit() twice");
+  const std::string manifest = manifest_text(files_);
+  files_.push_back({kManifestName});
+  put_bytes((fs::path(temp_) / kManifestName).string(), kManifestName, manifest);
+  std::vector<std::string> names;
+  for (const ManifestEntry& file : files_) names.push_back(file.name);
   if (storage_) {
-    Checkpoint uploaded = storage::upload(*storage_, step_, temp_, names_);
+    Checkpoint uploaded = storage::upload(*storage_, step_, temp_, names);
     committed_ = true;
     return uploaded;
   }
-  for (const auto& name : names_) {
+  for (const auto& name : names) {
     fsync_path((fs::path(temp_) / name).string(), false, (fs::path(final_) / name).string());
   }
   fsync_path(temp_, true, final_);

@@ -10,6 +10,7 @@
 
 #include "graph/graph.h"
 #include "graph/tensor.h"
+#include "io/checkpoint_files.h"
 #include "serve/model_file.h"
 #include "serve/protocol.h"
 
@@ -27,6 +28,9 @@ struct ModelSource {
   std::string folder;         // LOC/step-00000020, or the export directory
   bool is_checkpoint = true;  // false: an export directory
   std::string shown;          // what the banner names: `folder`, or on storage LOC/step-N as LOC was written
+  // A checkpoint's files, read checked against its manifest (an export directory's are
+  // read as they are); one without checksums is W-CKPT-001's to warn of.
+  std::optional<io::CheckpointReader> files;
 };
 
 // The operand as `serve` takes it: LOC/step-N, a location (its newest complete

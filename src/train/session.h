@@ -91,6 +91,7 @@ class Session {
   std::unique_ptr<runtime::Store> store_;
   std::shared_ptr<const io::SafetensorsFile> checkpoint_;
   io::LoadRecord checkpoint_loads_;
+  std::set<std::string> checkpoint_table_;  // the paths of the checkpoint's parameters
   std::set<std::pair<std::string, uint32_t>> warned_;
   size_t compacted_size_ = 0;  // the trace's node count after the last forget_unreachable
 };

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/checkpoint.h"
+#include "io/checkpoint_files.h"
 #include "io/identity.h"
 #include "io/load_record.h"
 #include "io/safetensors.h"
@@ -26,6 +27,7 @@
 #include "train/metrics_log.h"
 #include "train/model_alone.h"
 #include "train/prefetcher.h"
+#include "train/run_record.h"
 #include "train/step.h"
 
 namespace sx::train {
@@ -123,23 +125,79 @@ void check_resumable(Session& session, const json& saved, const std::string& slu
   }
 }
 
-// Reads the tensors of a checkpoint file into the store, each under the name `key` gives.
-void restore(runtime::Store& store, const std::string& path,
-             const std::function<std::string(const std::string&)>& key) {
-  auto file = io::SafetensorsFile::open(path);
-  for (const auto& info : file->tensors()) {
-    std::string name = key(info.name);
-    if (!store.contains(name)) continue;
-    const device::Buffer& held = store.at(name);
-    graph::Tensor value = io::read_tensor(*file, info, held.dtype());
-    if (value.shape() != held.shape()) {
-      lang::fail("E-CKPT-006", {},
-                 fmt::format("`{}` in {} is {}, the run's is {}", info.name, path, graph::shape_str(value.shape()),
-                             graph::shape_str(held.shape())),
-                 "a checkpoint resumes the run that wrote it; --fresh starts over");
-    }
-    store.put(name, std::move(value));
+// A tensor a checkpoint's file holds: its name there, the store's name for it, and
+// whether it is a weight (stored bf16 as f32, see as_stored).
+struct StoredTensor {
+  std::string name, key;
+  bool weight = false;
+};
+
+// What each tensor file of a checkpoint holds: written so, and read back on resuming.
+struct CheckpointTables {
+  std::vector<StoredTensor> params, optimizer, ema;
+};
+
+CheckpointTables checkpoint_tables(Session& session, const StepGraph& step) {
+  CheckpointTables tables;
+  for (const auto& p : session.params().params) {
+    // A frozen parameter read from a file is named in experiment.json, not copied.
+    if (!model::is_frozen_load(p)) tables.params.push_back({p.path, p.path, true});
   }
+  for (const StateTensor& st : step.state) {
+    if (st.kind == StateTensor::Kind::Ema) tables.ema.push_back({st.path, st.name, true});
+    else tables.optimizer.push_back({st.name, st.name, false});
+  }
+  return tables;
+}
+
+constexpr const char* kResumeHelp = "remove the checkpoint to resume from the one before it, or --fresh to start over";
+
+// Reads the tensors of a checkpoint's file into the store: each of `tensors` must be
+// there in the dtype and shape the run writes it, else E-CKPT-006 names it.
+void restore(runtime::Store& store, const io::CheckpointReader& checkpoint, std::string_view file_name,
+             const std::vector<StoredTensor>& tensors) {
+  auto file = checkpoint.read_tensors(file_name);
+  for (const StoredTensor& t : tensors) {
+    const device::Buffer& held = store.at(t.key);
+    const graph::DType stored = t.weight && held.dtype() == graph::DType::bf16 ? graph::DType::f32 : held.dtype();
+    const std::string wanted = fmt::format("{} {}", io::safetensors_dtype_name(stored), graph::shape_str(held.shape()));
+    const io::TensorInfo* info = file->find(t.name);
+    if (!info) {
+      lang::fail("E-CKPT-006", {},
+                 fmt::format("{} holds no `{}` ({}), which the run needs to resume", file->path(), t.name, wanted),
+                 kResumeHelp);
+    }
+    const std::string found = fmt::format("{} {}", info->dtype, graph::shape_str(info->shape));
+    if (found != wanted) {
+      lang::fail("E-CKPT-006", {},
+                 fmt::format("`{}` in {} is {}, the run's is {}", t.name, file->path(), found, wanted), kResumeHelp);
+    }
+    store.put(t.key, io::read_tensor(*file, *info, held.dtype()));
+  }
+}
+
+// The counters of a checkpoint's state.json: every counter of the run must be there, and
+// the step the checkpoint's, else E-CKPT-006.
+std::map<std::string, double> restore_counters(const io::CheckpointReader& checkpoint,
+                                               const std::vector<std::string>& names) {
+  const json state = checkpoint.read_json("state.json");
+  const std::string path = checkpoint.path("state.json");
+  const int64_t step = checkpoint.checkpoint().step;
+  if (!state.contains("step") || !state["step"].is_number_integer() || state["step"].get<int64_t>() != step) {
+    lang::fail("E-CKPT-006", {},
+               fmt::format("{}: its `step` is {}, not the checkpoint's {}", path,
+                           state.contains("step") ? state["step"].dump() : "missing", step),
+               kResumeHelp);
+  }
+  const json counters = state.value("counters", json());
+  std::map<std::string, double> out;
+  for (const std::string& name : names) {
+    if (!counters.is_object() || !counters.contains(name) || !counters[name].is_number()) {
+      lang::fail("E-CKPT-006", {}, fmt::format("{}: holds no number for the counter `{}`", path, name), kResumeHelp);
+    }
+    out[name] = counters[name].get<double>();
+  }
+  return out;
 }
 
 // A weight as a checkpoint stores it: bf16 as f32 (the seed page "Running a trained
@@ -254,24 +312,17 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   // A resumed run checks what the checkpoint says of the run before reading any weight;
   // its frozen :load files, checked unchanged, are recorded again as they were.
   io::LoadRecord loads;
+  const CheckpointTables tables = checkpoint_tables(session, step);
   // The newest checkpoint's files, read from a local folder (one on storage is downloaded).
-  std::string resumed;
+  std::optional<io::CheckpointReader> resumed;
   if (newest) {
     try {
-      resumed = io::local_checkpoint(*newest).path;
-    } catch (const io::CheckpointError& e) {
-      lang::fail(e.code(), {}, e.what(), "remove the checkpoint, or --fresh to start over");
-    }
-    json saved = json::parse(read_text(resumed + "/experiment.json"), nullptr, false);
-    if (saved.is_discarded()) {
-      lang::fail("E-CKPT-006", {}, fmt::format("{}/experiment.json is not JSON", newest->path),
-                 "remove the checkpoint, or --fresh to start over");
-    }
-    check_resumable(session, saved, slug, location);
-    try {
+      resumed = open_checkpoint_files(io::local_checkpoint(*newest));
+      json saved = resumed->read_json("experiment.json");
+      check_resumable(session, saved, slug, location);
       loads = io::parse_load_record(saved, newest->path + "/experiment.json");
     } catch (const io::CheckpointError& e) {
-      lang::fail(e.code(), {}, e.what(), "remove the checkpoint, or --fresh to start over");
+      lang::fail(e.code(), {}, e.what(), kResumeHelp);
     }
     model::check_load_record(session.params(), loads, newest->path);
   } else {
@@ -285,15 +336,17 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   }
   for (const StateTensor& s : step.state) store.put(s.name, graph::Tensor(s.dtype, s.shape));
   int64_t start = 0;
-  if (newest) {
+  std::map<std::string, double> counters;
+  if (resumed) {
     try {
-      restore(store, resumed + "/params.safetensors", [](const std::string& n) { return n; });
-      restore(store, resumed + "/optimizer.safetensors", [](const std::string& n) { return n; });
-      if (std::filesystem::exists(resumed + "/ema.safetensors")) {
-        restore(store, resumed + "/ema.safetensors", [](const std::string& n) { return "ema." + n; });
-      }
+      restore(store, *resumed, "params.safetensors", tables.params);
+      restore(store, *resumed, "optimizer.safetensors", tables.optimizer);
+      if (!tables.ema.empty()) restore(store, *resumed, "ema.safetensors", tables.ema);
+      counters = restore_counters(*resumed, step.counters);
     } catch (const io::LoadError& e) {
-      lang::fail("E-CKPT-006", {}, e.what(), "remove the checkpoint, or --fresh to start over");
+      lang::fail("E-CKPT-006", {}, e.what(), kResumeHelp);
+    } catch (const io::CheckpointError& e) {
+      lang::fail(e.code(), {}, e.what(), kResumeHelp);
     }
     start = newest->step;
     std::printf("resuming %s from %s (step %lld of %lld)\n", slug.c_str(), newest->path.c_str(),
@@ -324,12 +377,6 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   // before its first checkpoint starts again from step 0, and logs steps 1... once.
   MetricsLog metrics(side + "/metrics.jsonl", start);
   Prefetcher prefetcher(loader, seed, start, batch, {.depth = 2, .end_step = total});
-  std::map<std::string, double> counters;
-  if (newest) {
-    json state = json::parse(read_text(newest->path + "/state.json"), nullptr, false);
-    if (state.is_object() && state.contains("counters"))
-      counters = state["counters"].get<std::map<std::string, double>>();
-  }
   bool terminal = isatty(STDOUT_FILENO);
   // A language model's loader reads `window` input tokens a row; other records are no tokens.
   const LoaderSpec& data = loader->spec();
@@ -411,21 +458,18 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
       // The store's tensors where a host device holds them; copies where it does not, and
       // of bf16 weights, which are stored as f32.
       auto copies = std::make_shared<std::deque<graph::Tensor>>();
-      std::vector<io::TensorRef> params, optimizer, ema;
-      auto add = [&](std::vector<io::TensorRef>& file, const std::string& name, const std::string& path, bool weight) {
-        const graph::Tensor* value = device::host_tensor_if(store.at(path));
-        if (!value || (weight && value->dtype() == graph::DType::bf16))
-          value = &copies->emplace_back(weight ? as_stored(store.read(path)) : store.read(path));
-        file.push_back({name, value});
+      auto refs = [&](const std::vector<StoredTensor>& tensors) {
+        std::vector<io::TensorRef> file;
+        for (const StoredTensor& t : tensors) {
+          const graph::Tensor* value = device::host_tensor_if(store.at(t.key));
+          if (!value || (t.weight && value->dtype() == graph::DType::bf16))
+            value = &copies->emplace_back(t.weight ? as_stored(store.read(t.key)) : store.read(t.key));
+          file.push_back({t.name, value});
+        }
+        return file;
       };
-      for (const auto& p : session.params().params) {
-        // A frozen parameter read from a file is named in experiment.json, not copied.
-        if (!model::is_frozen_load(p)) add(params, p.path, p.path, true);
-      }
-      for (const StateTensor& st : step.state) {
-        if (st.kind == StateTensor::Kind::Ema) add(ema, st.path, st.name, true);
-        else add(optimizer, st.name, st.name, false);
-      }
+      std::vector<io::TensorRef> params = refs(tables.params), optimizer = refs(tables.optimizer),
+                                 ema = refs(tables.ema);
       std::vector<io::CheckpointFile> files{
           // A source edited into invalid UTF-8 since the run read it must not stop the run.
           io::CheckpointFile::bytes("experiment.json", experiment_json(session, options, slug, done, sources, loads)

@@ -81,7 +81,8 @@ TEST(Checkpoint, WritesItsFilesAndIsListed) {
        CheckpointFile::tensors("params.safetensors", {{"model.w", w}}), CheckpointFile::bytes("state.json", "{}")});
   EXPECT_EQ(written, (Checkpoint{20, loc + "/step-00000020"}));
   EXPECT_EQ(names_in(loc), std::vector<std::string>{"step-00000020"});  // no temporary left
-  EXPECT_EQ(names_in(written.path), (std::vector<std::string>{"experiment.json", "params.safetensors", "state.json"}));
+  EXPECT_EQ(names_in(written.path),
+            (std::vector<std::string>{"experiment.json", "manifest.json", "params.safetensors", "state.json"}));
   EXPECT_EQ(read_file(written.path + "/experiment.json"), "{\"step\":20}");
   auto params = SafetensorsFile::open(written.path + "/params.safetensors");
   EXPECT_EQ(read_tensor(*params, *params->find("model.w"), graph::DType::f32), w);
@@ -149,7 +150,7 @@ TEST(Checkpoint, RewritingAStepReplacesItWhole) {
   write_checkpoint(loc, 10, {CheckpointFile::bytes("a.json", "old"), CheckpointFile::bytes("old-only", "x")});
   Checkpoint again = write_checkpoint(loc, 10, {CheckpointFile::bytes("a.json", "new")});
   EXPECT_EQ(names_in(loc), std::vector<std::string>{"step-00000010"});
-  EXPECT_EQ(names_in(again.path), std::vector<std::string>{"a.json"});
+  EXPECT_EQ(names_in(again.path), (std::vector<std::string>{"a.json", "manifest.json"}));
   EXPECT_EQ(read_file(again.path + "/a.json"), "new");
 }
 
@@ -189,6 +190,7 @@ TEST(Checkpoint, AnAbandonedWriterLeavesNothing) {
   EXPECT_THROW(writer.write_bytes("", "x"), std::invalid_argument);
   writer.write_bytes("a", "x");
   EXPECT_THROW(writer.write_bytes("a", "y"), std::invalid_argument);
+  EXPECT_THROW(writer.write_bytes("manifest.json", "{}"), std::invalid_argument);  // the writer's own
   writer.commit();
   EXPECT_THROW(writer.commit(), std::logic_error);
   EXPECT_EQ(steps_of(list_checkpoints(loc)), (std::vector<int64_t>{10, 40}));
