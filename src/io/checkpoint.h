@@ -102,10 +102,10 @@ class CheckpointWriter {
   void write_with(std::string_view name, const std::function<void(const std::string& path)>& writer);
 
   // Writes manifest.json, flushes every file and the folder to disk and renames the
-  // folder to LOC/step-N, replacing a checkpoint of the same step atomically where the file system can swap
-  // two folders (Linux renameat2). At a storage location the files were written to a
-  // local staging folder, and commit uploads them, then the completion marker. Returns
-  // the checkpoint.
+  // folder to LOC/step-N, replacing a checkpoint of the same step atomically where the
+  // file system can swap two folders (Linux renameat2). At a storage location the files
+  // were written to a local staging folder, and commit uploads them, then the completion
+  // marker. Returns the checkpoint.
   Checkpoint commit();
 
   // Where the files go until commit().
