@@ -102,24 +102,31 @@ std::string temporary_name(int64_t step, std::string_view kind) {
 }
 
 std::optional<TempOwner> temporary_owner(std::string_view name) {
-  if (!name.starts_with(kTempPrefix)) return std::nullopt;
-  std::string_view rest = name.substr(kTempPrefix.size());
-  size_t dot = rest.find('.');
-  if (dot == std::string_view::npos) return std::nullopt;
-  rest = rest.substr(dot + 1);
-  if (!rest.starts_with("tmp-") && !rest.starts_with("old-")) return std::nullopt;
-  rest = rest.substr(4);
-  size_t dash = rest.find('-');
-  if (dash == std::string_view::npos || dash == 0) return std::nullopt;
-  long pid = 0;
-  for (char c : rest.substr(0, dash)) {
-    if (c < '0' || c > '9' || pid > 1'000'000'000) return std::nullopt;
-    pid = pid * 10 + (c - '0');
+  if (!name.starts_with('.')) return std::nullopt;
+  // The first ".tmp-" or ".old-" after the hidden name: a file's name may hold dots, a
+  // host's name dots and dashes, but not the process id and counter in between.
+  for (size_t dot = name.find('.', 1); dot != std::string_view::npos; dot = name.find('.', dot + 1)) {
+    std::string_view rest = name.substr(dot + 1);
+    if (!rest.starts_with("tmp-") && !rest.starts_with("old-")) continue;
+    rest = rest.substr(4);
+    size_t dash = rest.find('-');
+    if (dash == std::string_view::npos || dash == 0) continue;
+    long pid = 0;
+    bool digits = true;
+    for (char c : rest.substr(0, dash)) {
+      if (c < '0' || c > '9' || pid > 1'000'000'000) digits = false;
+      else pid = pid * 10 + (c - '0');
+    }
+    rest = rest.substr(dash + 1);
+    size_t counter_end = rest.find('-');
+    if (!digits || counter_end == std::string_view::npos || counter_end == 0 ||
+        rest.substr(0, counter_end).find_first_not_of("0123456789") != std::string_view::npos ||
+        counter_end + 1 == rest.size()) {
+      continue;
+    }
+    return TempOwner{pid, std::string(rest.substr(counter_end + 1))};
   }
-  rest = rest.substr(dash + 1);
-  dash = rest.find('-');
-  if (dash == std::string_view::npos) return std::nullopt;
-  return TempOwner{pid, std::string(rest.substr(dash + 1))};
+  return std::nullopt;
 }
 
 void set_live(const std::string& name, bool live) {
@@ -452,6 +459,7 @@ std::string side_folder(const std::string& location, const std::vector<std::stri
   ResolvedLocation resolved = checkpoint_location(location);
   if (resolved.is_s3()) return storage::side_folder(resolved, fetch);
   create_location(resolved.path);
+  remove_stale_temporaries(resolved.path);
   return resolved.path;
 }
 

@@ -166,9 +166,10 @@ Checkpoint local_checkpoint(const Checkpoint& checkpoint);
 // those removed. The newest is never removed.
 std::vector<Checkpoint> prune_checkpoints(const std::string& location, int64_t keep);
 
-// Removes the temporary folders a writer on this host left behind when its process died
-// (or this process's own, not being written now); those of live processes and of other
-// hosts stay. Returns how many it removed.
+// Removes the temporaries a writer on this host left behind when its process died (or this
+// process's own, not being written now): checkpoint folders, and files written beside them
+// (".loss.svg.tmp-PID-N-HOST"); those of live processes and of other hosts stay. Returns
+// how many it removed.
 int remove_stale_temporaries(const std::string& location);
 
 // Writes a file beside the checkpoints (the loss curve) under a temporary name and
@@ -176,8 +177,9 @@ int remove_stale_temporaries(const std::string& location);
 void write_file_atomically(const std::string& path, std::string_view bytes);
 
 // The local folder where files kept beside the checkpoints (metrics.jsonl, loss.svg) are
-// written: the location itself when local (created); for a storage location a folder in
-// the local cache, holding a copy of each file of `fetch` the location has.
+// written, cleared of the stale temporaries a killed writer left there: the location
+// itself when local (created); for a storage location a folder in the local cache,
+// holding a copy of each file of `fetch` the location has (and no other of `fetch`).
 // publish_side_file copies one of them to a storage location (nothing to do for a local one).
 std::string side_folder(const std::string& location, const std::vector<std::string>& fetch);
 void publish_side_file(const std::string& location, const std::string& name);

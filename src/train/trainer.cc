@@ -221,6 +221,23 @@ std::string format_seconds(double s) {
   return t >= 3600 ? fmt::format("{}h{:02}m", t / 3600, t / 60 % 60) : fmt::format("{}m{:02}s", t / 60, t % 60);
 }
 
+// Draws the loss curve of SIDE/metrics.jsonl (the training loss and each pass's) as
+// SIDE/loss.svg and copies it beside the checkpoints; returns its path.
+std::string draw_loss_curve(const std::string& side, const std::string& location, const std::string& slug) {
+  const std::string curve = side + "/loss.svg";
+  try {
+    std::vector<CurveSeries> series = read_metrics(side + "/metrics.jsonl");
+    std::erase_if(series, [](const CurveSeries& c) { return c.name != "loss" && !c.name.ends_with("/loss"); });
+    CurveOptions options;
+    options.title = slug + ": loss";
+    write_loss_curve(curve, series, options);
+    io::publish_side_file(location, "loss.svg");
+  } catch (const io::CheckpointError& e) {
+    lang::fail(e.code(), {}, e.what());
+  }
+  return curve;
+}
+
 // `defrun :after`: the function, once the run is done, with the parameters of its newest
 // checkpoint as `eval --checkpoint` has them.
 void run_after(Session& session, device::Device& device, const std::string& location) {
@@ -356,7 +373,19 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
                 static_cast<long long>(total), static_cast<long long>(batch), device.name().c_str(), location.c_str());
   }
   std::fflush(stdout);
-  if (start >= total) {
+  // metrics.jsonl and loss.svg: beside the checkpoints, or for a storage location in a
+  // local folder whose copies are uploaded beside them. A run that finds itself done draws
+  // the curve that a run killed before drawing it left missing.
+  const bool finished = start >= total;
+  std::string side;
+  try {
+    side = finished ? io::side_folder(location, {"metrics.jsonl", "loss.svg"})
+                    : io::side_folder(location, {"metrics.jsonl"});
+  } catch (const io::CheckpointError& e) {
+    lang::fail(e.code(), {}, e.what());
+  }
+  if (finished) {
+    if (!std::filesystem::exists(side + "/loss.svg")) draw_loss_curve(side, location, slug);
     run_after(session, device, location);
     return location;
   }
@@ -365,14 +394,6 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   std::vector<std::unique_ptr<EvalPass>> passes;
   for (const EvalPassSpec* pass : eval_passes(run))
     passes.push_back(std::make_unique<EvalPass>(session, *pass, batch, device));
-  // metrics.jsonl and loss.svg: beside the checkpoints, or for a storage location in a
-  // local folder whose copies are uploaded beside them.
-  std::string side;
-  try {
-    side = io::side_folder(location, {"metrics.jsonl"});
-  } catch (const io::CheckpointError& e) {
-    lang::fail(e.code(), {}, e.what());
-  }
   // Lines after the step the run starts from are a killed run's, dropped: a run killed
   // before its first checkpoint starts again from step 0, and logs steps 1... once.
   MetricsLog metrics(side + "/metrics.jsonl", start);
@@ -494,17 +515,7 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
       }
     }
   }
-  std::string curve = side + "/loss.svg";
-  std::vector<CurveSeries> series = read_metrics(side + "/metrics.jsonl");
-  std::erase_if(series, [](const CurveSeries& c) { return c.name != "loss" && !c.name.ends_with("/loss"); });
-  CurveOptions options_of_curve;
-  options_of_curve.title = slug + ": loss";
-  write_loss_curve(curve, series, options_of_curve);
-  try {
-    io::publish_side_file(location, "loss.svg");
-  } catch (const io::CheckpointError& e) {
-    lang::fail(e.code(), {}, e.what());
-  }
+  std::string curve = draw_loss_curve(side, location, slug);
   std::printf("trained %s: loss %.4f after %lld steps; checkpoints in %s, loss curve %s\n", slug.c_str(), loss_value,
               static_cast<long long>(total), location.c_str(), curve.c_str());
   run_after(session, device, location);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""End-to-end tests of what a command makes of a damaged checkpoint (docs/training.md,
-"Checkpoints and resuming").
+"""End-to-end tests of what a command makes of a damaged checkpoint, and of what a killed
+run leaves beside its checkpoints (docs/training.md, "Checkpoints and resuming").
 
 A checkpoint records each file's size and checksum in manifest.json: every command that
 reads a file (a resumed `run`, `serve`, `export`, `evaluate`, `eval --checkpoint`) refuses
@@ -15,6 +15,7 @@ Each case is one CTest test, e2e.checkpoint_<case>: `checkpoint_test.py SEXPGPU 
 import json
 import os
 import shutil
+import socket
 import struct
 import sys
 
@@ -217,6 +218,38 @@ def case_old_format(tmp):
         rc, out, err, _ = run(run_.commands(os.path.join(location, DAMAGED))[command])
         expect(rc == 0 and "warning[W-CKPT-001]" in err, f"{command} reads an old checkpoint, warning", out, err)
     print("ok: an old checkpoint loads with W-CKPT-001, its tables checked")
+
+
+def case_leftovers(tmp):
+    """What a run killed while writing the loss curve (or early in a resume, while
+    rewriting metrics.jsonl) left: the next run removes the temporaries and draws the
+    missing curve."""
+    run_file = training_dir(tmp)
+    location = os.path.join(tmp, "run")
+    train([run_file, "--checkpoint-dir", location])
+    with open(os.path.join(location, "loss.svg"), "rb") as f:
+        curve = f.read()
+    with open("/proc/sys/kernel/pid_max") as f:
+        dead = int(f.read())  # no process has this id
+    host = socket.gethostname().replace("/", "_")
+    leftovers = [f".loss.svg.tmp-{dead}-3-{host}", f".metrics.jsonl.tmp-{dead}-0-{host}"]
+    for name in leftovers:
+        write_text(os.path.join(location, name), "half")
+    os.remove(os.path.join(location, "loss.svg"))
+    out = train([run_file, "--checkpoint-dir", location])
+    expect("resuming" in out, "the finished run finds itself done", out)
+    left = [n for n in os.listdir(location) if n.startswith(".")]
+    expect(left == [], f"the killed run's temporaries are left: {left}")
+    with open(os.path.join(location, "loss.svg"), "rb") as f:
+        expect(f.read() == curve, "the loss curve drawn again is not the run's")
+    # A resumed run clears them too, before it writes anything.
+    shutil.rmtree(os.path.join(location, "step-00000012"))
+    for name in leftovers:
+        write_text(os.path.join(location, name), "half")
+    out = train([run_file, "--checkpoint-dir", location])
+    left = [n for n in os.listdir(location) if n.startswith(".")]
+    expect("resuming" in out and left == [], f"a resumed run leaves the temporaries: {left}", out)
+    print("ok: leftovers removed, the curve drawn")
 
 
 if __name__ == "__main__":
