@@ -61,6 +61,13 @@ void print_specs(const char* label, const std::vector<serve::TensorSpec>& specs)
 // Serves until a stop signal; returns 128 + its number.
 int serve_until_stopped(const ServeFlags& flags, const sigset_t& stop_signals) {
   serve::ModelSource source = serve::resolve_operand(flags.operand);
+  if (source.files && !source.files->checked()) {
+    lang::Diagnostic d;
+    d.severity = lang::Severity::Warning;
+    d.code = io::kCheckpointUnchecked;
+    d.message = source.files->unchecked_message();
+    std::fputs(lang::render(d, lang::stderr_wants_color()).c_str(), stderr);
+  }
   serve::ServedModel model = serve::open_model(source, flags.options);
   std::unique_ptr<device::Device> device = flags.device.make();
   serve::Batcher batcher(*device, model, flags.batch);

@@ -18,7 +18,9 @@
 #include <set>
 
 #include "graph/shown.h"
+#include "io/checkpoint_files.h"
 #include "io/checkpoint_internal.h"
+#include "io/checksum.h"
 #include "io/location.h"
 #include "io/safetensors.h"
 #include "io/storage_checkpoint.h"
@@ -101,24 +103,31 @@ std::string temporary_name(int64_t step, std::string_view kind) {
 }
 
 std::optional<TempOwner> temporary_owner(std::string_view name) {
-  if (!name.starts_with(kTempPrefix)) return std::nullopt;
-  std::string_view rest = name.substr(kTempPrefix.size());
-  size_t dot = rest.find('.');
-  if (dot == std::string_view::npos) return std::nullopt;
-  rest = rest.substr(dot + 1);
-  if (!rest.starts_with("tmp-") && !rest.starts_with("old-")) return std::nullopt;
-  rest = rest.substr(4);
-  size_t dash = rest.find('-');
-  if (dash == std::string_view::npos || dash == 0) return std::nullopt;
-  long pid = 0;
-  for (char c : rest.substr(0, dash)) {
-    if (c < '0' || c > '9' || pid > 1'000'000'000) return std::nullopt;
-    pid = pid * 10 + (c - '0');
+  if (!name.starts_with('.')) return std::nullopt;
+  // The first ".tmp-" or ".old-" after the hidden name: a file's name may hold dots, a
+  // host's name dots and dashes, but not the process id and counter in between.
+  for (size_t dot = name.find('.', 1); dot != std::string_view::npos; dot = name.find('.', dot + 1)) {
+    std::string_view rest = name.substr(dot + 1);
+    if (!rest.starts_with("tmp-") && !rest.starts_with("old-")) continue;
+    rest = rest.substr(4);
+    size_t dash = rest.find('-');
+    if (dash == std::string_view::npos || dash == 0) continue;
+    long pid = 0;
+    bool digits = true;
+    for (char c : rest.substr(0, dash)) {
+      if (c < '0' || c > '9' || pid > 1'000'000'000) digits = false;
+      else pid = pid * 10 + (c - '0');
+    }
+    rest = rest.substr(dash + 1);
+    size_t counter_end = rest.find('-');
+    if (!digits || counter_end == std::string_view::npos || counter_end == 0 ||
+        rest.substr(0, counter_end).find_first_not_of("0123456789") != std::string_view::npos ||
+        counter_end + 1 == rest.size()) {
+      continue;
+    }
+    return TempOwner{pid, std::string(rest.substr(counter_end + 1))};
   }
-  rest = rest.substr(dash + 1);
-  dash = rest.find('-');
-  if (dash == std::string_view::npos) return std::nullopt;
-  return TempOwner{pid, std::string(rest.substr(dash + 1))};
+  return std::nullopt;
 }
 
 void set_live(const std::string& name, bool live) {
@@ -232,16 +241,22 @@ std::string CheckpointWriter::file_path(std::string_view name) {
     throw std::invalid_argument(
         fmt::format("a checkpoint's file has a plain name, not `{}`", graph::shown_in_message(name)));
   }
-  if (std::find(names_.begin(), names_.end(), name) != names_.end()) {
+  if (name == kManifestName) {
+    throw std::invalid_argument(fmt::format("a checkpoint's {} is its writer's own", kManifestName));
+  }
+  if (std::any_of(files_.begin(), files_.end(), [&](const ManifestEntry& file) { return file.name == name; })) {
     throw std::invalid_argument(
         fmt::format("a checkpoint's file `{}` is written twice", graph::shown_in_message(name)));
   }
-  names_.emplace_back(name);
+  files_.push_back({std::string(name)});
   return (fs::path(temp_) / std::string(name)).string();
 }
 
 void CheckpointWriter::write_bytes(std::string_view name, std::string_view bytes) {
-  std::string path = file_path(name);
+  put_bytes(file_path(name), name, bytes);
+}
+
+void CheckpointWriter::put_bytes(const std::string& path, std::string_view name, std::string_view bytes) {
   std::string shown_as = (fs::path(final_) / std::string(name)).string();
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) unwritable(shown_as, "create it", errno);
@@ -259,14 +274,23 @@ void CheckpointWriter::write_bytes(std::string_view name, std::string_view bytes
     left -= static_cast<size_t>(put);
   }
   if (::close(fd) != 0) unwritable(shown_as, "close it", errno);
+  files_.back().size = bytes.size();
+  files_.back().checksum = checksum_of(bytes);
 }
 
 void CheckpointWriter::write_tensors(std::string_view name, std::span<const TensorRef> tensors,
                                      const std::map<std::string, std::string>& metadata) {
-  write_with(name, [&](const std::string& path) { write_safetensors_refs(path, tensors, metadata); });
+  Checksum checksum;
+  write_file(
+      name, [&](const std::string& path) { write_safetensors_refs(path, tensors, metadata, &checksum); }, &checksum);
 }
 
 void CheckpointWriter::write_with(std::string_view name, const std::function<void(const std::string& path)>& writer) {
+  write_file(name, writer, nullptr);
+}
+
+void CheckpointWriter::write_file(std::string_view name, const std::function<void(const std::string& path)>& writer,
+                                  const Checksum* streamed) {
   std::string path = file_path(name);
   std::string shown_as = (fs::path(final_) / std::string(name)).string();
   try {
@@ -285,16 +309,27 @@ void CheckpointWriter::write_with(std::string_view name, const std::function<voi
     throw CheckpointError(kCheckpointUnwritable,
                           fmt::format("{}: its writer wrote no file", graph::shown_in_message(shown_as)));
   }
+  files_.back().size = static_cast<uint64_t>(st.st_size);
+  try {
+    files_.back().checksum = streamed ? streamed->value() : checksum_of_file(path);
+  } catch (const LoadError& e) {
+    throw CheckpointError(kCheckpointUnwritable, e.what());
+  }
 }
 
 Checkpoint CheckpointWriter::commit() {
   if (committed_) throw std::logic_error("CheckpointWriter: commit() twice");
+  const std::string manifest = manifest_text(files_);
+  files_.push_back({kManifestName});
+  put_bytes((fs::path(temp_) / kManifestName).string(), kManifestName, manifest);
+  std::vector<std::string> names;
+  for (const ManifestEntry& file : files_) names.push_back(file.name);
   if (storage_) {
-    Checkpoint uploaded = storage::upload(*storage_, step_, temp_, names_);
+    Checkpoint uploaded = storage::upload(*storage_, step_, temp_, names);
     committed_ = true;
     return uploaded;
   }
-  for (const auto& name : names_) {
+  for (const auto& name : names) {
     fsync_path((fs::path(temp_) / name).string(), false, (fs::path(final_) / name).string());
   }
   fsync_path(temp_, true, final_);
@@ -469,6 +504,7 @@ std::string side_folder(const std::string& location, const std::vector<std::stri
   ResolvedLocation resolved = checkpoint_location(location);
   if (resolved.is_s3()) return storage::side_folder(resolved, fetch);
   create_location(resolved.path);
+  remove_stale_temporaries(resolved.path);
   return resolved.path;
 }
 

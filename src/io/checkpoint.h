@@ -1,5 +1,7 @@
 // Checkpoint folders (docs/training.md): LOC/step-00000020/ holding experiment.json,
-// model.json, params.safetensors, ema.safetensors, optimizer.safetensors and state.json.
+// model.json, params.safetensors, ema.safetensors, optimizer.safetensors, state.json and,
+// written last, manifest.json, which records each other file's size and checksum
+// (checkpoint_files.h reads the files back checked against it).
 //
 // A checkpoint is written into a temporary folder, LOC/.step-00000020.tmp-PID-N-HOST
 // (hidden, and never of the form step-%08d), each file flushed to disk, then renamed to
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "graph/tensor.h"
+#include "io/checksum.h"
 #include "io/location.h"
 #include "io/safetensors.h"
 
@@ -40,6 +43,8 @@ inline constexpr const char* kNoCheckpoint = "E-CKPT-003";          // no comple
 inline constexpr const char* kCheckpointLocation = "E-CKPT-004";    // a scheme that is not a location
 inline constexpr const char* kCheckpointMismatch = "E-CKPT-006";    // does not fit the run file, or malformed
 inline constexpr const char* kCheckpointIncomplete = "E-CKPT-007";  // storage: files not as the marker says
+inline constexpr const char* kCheckpointDamaged = "E-CKPT-008";     // a file not as written: checksum, size, gone
+inline constexpr const char* kCheckpointUnchecked = "W-CKPT-001";   // a checkpoint that records no checksums
 
 class CheckpointError : public std::runtime_error {
  public:
@@ -77,6 +82,14 @@ std::string named_as_written(std::string_view message, std::string_view local, s
 // and "LOC/step-00000020", the checkpoint of `step` there.
 std::string written_folder(std::string_view location);
 std::string written_checkpoint(std::string_view location, int64_t step);
+// A file of a checkpoint as its manifest.json records it (checkpoint_files.h).
+struct ManifestEntry {
+  std::string name;
+  uint64_t size = 0;
+  uint64_t checksum = 0;
+
+  bool operator==(const ManifestEntry&) const = default;
+};
 
 // Writes one checkpoint: construct it (which creates LOC if needed, clears LOC's stale
 // temporaries and creates the temporary folder), write its files, commit(). Destroyed
@@ -89,35 +102,43 @@ class CheckpointWriter {
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
   ~CheckpointWriter();
 
-  // Each writes the file `name` (a plain file name: no '/', not "." or "..", once each;
-  // else std::invalid_argument) into the checkpoint. Throws CheckpointError (E-CKPT-001)
-  // naming the file when it cannot be written.
+  // Each writes the file `name` (a plain file name: no '/', not "." or "..", not
+  // manifest.json, once each; else std::invalid_argument) into the checkpoint, and keeps
+  // its size and checksum for the manifest. Throws CheckpointError (E-CKPT-001) naming
+  // the file when it cannot be written.
   void write_bytes(std::string_view name, std::string_view bytes);
   void write_tensors(std::string_view name, std::span<const TensorRef> tensors,
                      const std::map<std::string, std::string>& metadata = {});
   // `writer` writes the file at the path it is given; its LoadError or filesystem error
   // becomes E-CKPT-001, any other exception passes through. The file is flushed to disk
-  // on commit().
+  // on commit(), and read back for its checksum (write_bytes and write_tensors take it as
+  // they write).
   void write_with(std::string_view name, const std::function<void(const std::string& path)>& writer);
 
-  // Flushes every file and the folder to disk and renames the folder to LOC/step-N,
-  // replacing a checkpoint of the same step atomically where the file system can swap
-  // two folders (Linux renameat2). At a storage location the files were written to a
-  // local staging folder, and commit uploads them, then the completion marker. Returns
-  // the checkpoint.
+  // Writes manifest.json, flushes every file and the folder to disk and renames the
+  // folder to LOC/step-N, replacing a checkpoint of the same step atomically where the
+  // file system can swap two folders (Linux renameat2). At a storage location the files
+  // were written to a local staging folder, and commit uploads them, then the completion
+  // marker. Returns the checkpoint.
   Checkpoint commit();
 
   // Where the files go until commit().
   const std::string& temporary_path() const { return temp_; }
 
  private:
+  // The path `name` is written to, once its name is checked; its entry joins files_.
   std::string file_path(std::string_view name);
+  // write_with's work: `streamed`, when given, was fed the file's bytes as they were written.
+  void write_file(std::string_view name, const std::function<void(const std::string& path)>& writer,
+                  const Checksum* streamed);
+  // Writes `bytes` to `path`, the file `name` (files_'s last), manifest.json too.
+  void put_bytes(const std::string& path, std::string_view name, std::string_view bytes);
 
   std::string dir_, final_, temp_;
   std::string written_;                      // the checkpoint as written (Checkpoint::written)
   std::optional<ResolvedLocation> storage_;  // where commit() uploads, for a storage location
   int64_t step_;
-  std::vector<std::string> names_;
+  std::vector<ManifestEntry> files_;  // in the order written; manifest.json last
   bool committed_ = false;
 };
 
@@ -161,9 +182,10 @@ Checkpoint local_checkpoint(const Checkpoint& checkpoint);
 // those removed. The newest is never removed.
 std::vector<Checkpoint> prune_checkpoints(const std::string& location, int64_t keep);
 
-// Removes the temporary folders a writer on this host left behind when its process died
-// (or this process's own, not being written now); those of live processes and of other
-// hosts stay. Returns how many it removed.
+// Removes the temporaries a writer on this host left behind when its process died (or this
+// process's own, not being written now): checkpoint folders, and files written beside them
+// (".loss.svg.tmp-PID-N-HOST"); those of live processes and of other hosts stay. Returns
+// how many it removed.
 int remove_stale_temporaries(const std::string& location);
 
 // Writes a file beside the checkpoints (the loss curve) under a temporary name and
@@ -171,8 +193,9 @@ int remove_stale_temporaries(const std::string& location);
 void write_file_atomically(const std::string& path, std::string_view bytes);
 
 // The local folder where files kept beside the checkpoints (metrics.jsonl, loss.svg) are
-// written: the location itself when local (created); for a storage location a folder in
-// the local cache, holding a copy of each file of `fetch` the location has.
+// written, cleared of the stale temporaries a killed writer left there: the location
+// itself when local (created); for a storage location a folder in the local cache,
+// holding a copy of each file of `fetch` the location has (and no other of `fetch`).
 // publish_side_file copies one of them to a storage location (nothing to do for a local one).
 std::string side_folder(const std::string& location, const std::vector<std::string>& fetch);
 void publish_side_file(const std::string& location, const std::string& name);

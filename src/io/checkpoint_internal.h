@@ -1,6 +1,7 @@
-// What checkpoint.cc and storage_checkpoint.cc share: the names of temporaries (a folder
-// being written or removed, or on S3 the object that says a checkpoint is being uploaded),
-// whose they are, and whether they are stale. Internal to src/io.
+// What checkpoint.cc, storage_checkpoint.cc and util.cc share: the names of temporaries (a
+// folder being written or removed, a file being written atomically, or on S3 the object
+// that says a checkpoint is being uploaded), whose they are, and whether they are stale.
+// Internal to src/io.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,8 @@ namespace sx::io {
 // hidden, and never of the form step-%08d.
 std::string temporary_name(int64_t step, std::string_view kind);
 
-// The process id and host of a temporary's name, when it is one.
+// The process id and host of a temporary's name, when it is one: a checkpoint's folder as
+// above, or a file being written atomically (AtomicFile), ".NAME.tmp-PID-N-HOST".
 struct TempOwner {
   long pid;
   std::string host;

@@ -193,8 +193,13 @@ another `--checkpoint-dir`, or pass `--fresh` to start over in a location of its
 (the given one with `-2`, `-3`, ... after it).)"},
     {"E-CKPT-006", "a checkpoint that does not fit the run file",
      R"(The newest checkpoint of the location does not fit the run: a parameter trainable
-in one and frozen in the other, a tensor of another shape, or a file that is not what
-a checkpoint holds. Resume with the file as it was, or pass `--fresh` to start over.
+in one and frozen in the other, or a file that is not what a checkpoint holds. A resumed
+run reads every tensor its checkpoint's tables name (each parameter in
+params.safetensors, each optimizer tensor in optimizer.safetensors, each average in
+ema.safetensors) and every counter of state.json: one missing, or of another shape or
+dtype, is refused by name, and so is a checkpoint without state.json or experiment.json,
+or with one that is not JSON. Resume with the file as it was, or pass `--fresh` to start
+over.
 
 `sexpgpu evaluate` and `sexpgpu export` refuse a checkpoint the same way when the file's
 parameters are not the checkpoint's: one that either lacks, or one of another shape or
@@ -210,6 +215,27 @@ that is not one. The checkpoint is not used.
 
 Remove the marker (the checkpoint is then no longer listed), or write the checkpoint
 again; `LOC` alone means the newest complete one.)"},
+    {"E-CKPT-008", "a checkpoint file whose bytes are not those written",
+     R"(Every checkpoint holds manifest.json, written after its other files, which names each
+file with its size and its XXH3-64 checksum, computed as the file was written. Every
+command that reads a checkpoint (a resumed `run`, `evaluate`, `export`, `serve`, `eval`
+and `repl` with `--checkpoint`) checks each file it reads against it, and refuses a
+file that is missing, of another size or of another checksum: the disk, a copy or an
+edit damaged it, and its weights or counters would be wrong in silence.
+
+    error[E-CKPT-008]: runs/a/step-00000020/params.safetensors: its bytes are not those
+                       written (checksum 5d0f..., written as 8f3a...); the checkpoint
+                       is damaged, and is not read
+
+A manifest.json that is not one is refused the same way. Use an older checkpoint of the
+location (`LOC/step-N`), or remove the damaged one so that `LOC` means the newest whole
+one; a run resumes from it.)"},
+    {"W-CKPT-001", "a checkpoint that records no checksums",
+     R"(The checkpoint has no manifest.json: an earlier version of SexpGPU wrote it, before
+checkpoints recorded their files' checksums (E-CKPT-008). It is read as it is, so a
+damaged file in it goes unnoticed; everything else is checked as for any checkpoint (a
+missing tensor or counter is still E-CKPT-006). A run resumed from it writes its next
+checkpoints with checksums.)"},
     {"E-LOC-001", "an s3:// or o41:// location not in its form",
      R"(A storage location is `s3://bucket/key` (the bucket 3 to 63 lower-case letters,
 digits, `.` and `-`) or `o41://team/run`, optionally followed by `/file`. A key may not

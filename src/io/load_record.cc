@@ -3,10 +3,8 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "io/checkpoint.h"
+#include "io/checkpoint_files.h"
 #include "io/safetensors.h"
 #include "io/tensor_source.h"
 
@@ -85,15 +83,8 @@ LoadRecord parse_load_record(const json& experiment, const std::string& where) {
   return record;
 }
 
-LoadRecord read_load_record(const std::string& checkpoint_folder) {
-  const std::string path = checkpoint_folder + "/experiment.json";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CheckpointError(kCheckpointMismatch, fmt::format("{}: cannot read it", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  json experiment = json::parse(text.str(), nullptr, false);
-  if (experiment.is_discarded()) throw CheckpointError(kCheckpointMismatch, fmt::format("{}: is not JSON", path));
-  return parse_load_record(experiment, path);
+LoadRecord read_load_record(const CheckpointReader& checkpoint) {
+  return parse_load_record(checkpoint.read_json("experiment.json"), checkpoint.path("experiment.json"));
 }
 
 void check_files_unchanged(const LoadRecord& record) {

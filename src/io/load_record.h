@@ -25,6 +25,8 @@
 
 namespace sx::io {
 
+class CheckpointReader;
+
 struct LoadReference {
   std::string path;  // the parameter's
   std::string file;
@@ -46,9 +48,9 @@ nlohmann::json load_record_json(const LoadRecord& record);
 // "loads" (its run loaded no frozen parameter). Throws CheckpointError (E-CKPT-006)
 // naming `where` and the field when "loads" is malformed.
 LoadRecord parse_load_record(const nlohmann::json& experiment, const std::string& where);
-// The same from the checkpoint folder's experiment.json; E-CKPT-006 when it cannot be
-// read or is not JSON.
-LoadRecord read_load_record(const std::string& checkpoint_folder);
+// The same from the checkpoint's experiment.json, read checked (E-CKPT-008 when damaged);
+// E-CKPT-006 when the checkpoint has none or it is not a JSON object.
+LoadRecord read_load_record(const CheckpointReader& checkpoint);
 
 // Throws LoadError: E-LOAD-001 for the first recorded file whose size or hash is not the
 // recorded one, E-LOAD-002 for one that cannot be read.

@@ -171,7 +171,7 @@ std::string answer_said(long status, std::string_view body, const AwsCredentials
     }
   }
   while (!text.empty() && (text.back() == ' ' || text.back() == ':')) text.pop_back();
-  return fmt::format("HTTP {}, {}", status, shown(text));
+  return fmt::format("HTTP {}, {}", status, graph::shown_in_message(text));
 }
 
 }  // namespace s3_detail

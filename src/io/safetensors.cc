@@ -359,6 +359,11 @@ void SafetensorsFile::parse() {
   }
 }
 
+std::span<const uint8_t> SafetensorsFile::contents() const {
+  if (read_) throw std::logic_error(fmt::format("{}: a file read by ranges has no contents in memory", path_));
+  return {data_, static_cast<size_t>(size_)};
+}
+
 const TensorInfo* SafetensorsFile::find(std::string_view name) const {
   auto it = by_name_.find(name);
   return it == by_name_.end() ? nullptr : &tensors_[it->second];
@@ -439,7 +444,7 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
 }
 
 void write_safetensors_refs(const std::string& path, std::span<const TensorRef> tensors,
-                            const std::map<std::string, std::string>& metadata) {
+                            const std::map<std::string, std::string>& metadata, Checksum* checksum) {
   // The header, built as text so that its keys keep the given order.
   auto quoted = [](const std::string& s, std::string_view what) {
     try {
@@ -482,9 +487,13 @@ void write_safetensors_refs(const std::string& path, std::span<const TensorRef> 
   for (int i = 0; i < 8; ++i) prefix[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
 
   AtomicFile out(path);
-  out.write(prefix.data(), prefix.size());
-  out.write(header.data(), header.size());
-  for (const auto& [name, tensor] : tensors) out.write(tensor->bytes().data(), tensor->bytes().size());
+  auto put = [&](const void* data, size_t size) {
+    out.write(data, size);
+    if (checksum) checksum->update(data, size);
+  };
+  put(prefix.data(), prefix.size());
+  put(header.data(), header.size());
+  for (const auto& [name, tensor] : tensors) put(tensor->bytes().data(), tensor->bytes().size());
   out.commit();
 }
 

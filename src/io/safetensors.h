@@ -23,6 +23,7 @@
 
 #include "graph/dtype.h"
 #include "graph/tensor.h"
+#include "io/checksum.h"
 
 namespace sx::io {
 
@@ -93,6 +94,9 @@ class SafetensorsFile {
   // LoadError when `t` is not within this file's data section (a TensorInfo of another file).
   std::span<const uint8_t> bytes(const TensorInfo& t) const;
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  // The whole file's bytes (a view into the mapping, or the bytes given); std::logic_error
+  // for a file read by ranges, which holds only what was read.
+  std::span<const uint8_t> contents() const;
 
  private:
   SafetensorsFile() = default;
@@ -137,9 +141,10 @@ struct TensorRef {
   std::string name;
   const graph::Tensor* tensor = nullptr;
 };
-// As write_safetensors, of tensors held elsewhere.
+// As write_safetensors, of tensors held elsewhere; `checksum`, when given, is fed every
+// byte written, in order, as it is written.
 void write_safetensors_refs(const std::string& path, std::span<const TensorRef> tensors,
-                            const std::map<std::string, std::string>& metadata = {});
+                            const std::map<std::string, std::string>& metadata = {}, Checksum* checksum = nullptr);
 
 // Whether bytes start like a git-lfs pointer file ("version https://git-lfs.github.com/spec/v1").
 bool is_lfs_pointer(std::span<const uint8_t> bytes);

@@ -236,9 +236,9 @@ int remove_stale(const ResolvedLocation& location) {
     }
     int removed = 0;
     for (const std::string& name : names) {
-      if (!is_stale_temporary(name)) continue;
       // ".step-00000020.tmp-...": the files of step-00000020 stay if its marker says they are whole.
       std::string checkpoint = name.substr(1, name.find('.', 1) - 1);
+      if (!checkpoint_step(checkpoint) || !is_stale_temporary(name)) continue;
       if (!names.count(checkpoint + std::string(kMarkerSuffix))) {
         for (const ListedObject& object : s3.list(location.bucket, prefix + checkpoint + "/")) {
           s3.remove(location.bucket, object.key);
@@ -253,6 +253,7 @@ int remove_stale(const ResolvedLocation& location) {
 
 std::string side_folder(const ResolvedLocation& location, const std::vector<std::string>& fetch) {
   const std::string folder = create_folder(side_path(location));
+  remove_stale_in(folder);
   S3Client s3 = client();
   for (const std::string& name : fetch) {
     const std::string key = folder_prefix(location) + name;

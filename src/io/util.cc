@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "graph/shown.h"
+#include "io/checkpoint_internal.h"
 #include "io/safetensors.h"
 
 namespace sx::io {
@@ -125,22 +126,31 @@ bool process_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid)
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   static std::atomic<uint64_t> counter{0};
   std::filesystem::path target(path_);
-  temp_ =
-      (target.parent_path() / fmt::format(".{}.tmp-{}-{}", target.filename().string(), getpid(), counter++)).string();
+  // Named as a checkpoint's temporaries are, so that the next writer removes one a killed
+  // process left (remove_stale_temporaries); live while this one writes it.
+  std::string name = fmt::format(".{}.tmp-{}-{}-{}", target.filename().string(), getpid(), counter++, host_name());
+  temp_ = (target.parent_path() / name).string();
+  set_live(name, true);
   fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd_ < 0) fail("create a temporary file in its directory", errno);
 }
 
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) ::close(fd_);
-  if (!temp_.empty()) ::unlink(temp_.c_str());
+  drop_temporary();
+}
+
+void AtomicFile::drop_temporary() {
+  if (temp_.empty()) return;
+  ::unlink(temp_.c_str());
+  set_live(std::filesystem::path(temp_).filename().string(), false);
+  temp_.clear();
 }
 
 void AtomicFile::fail(std::string_view doing, int err) {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
-  if (!temp_.empty()) ::unlink(temp_.c_str());
-  temp_.clear();
+  drop_temporary();
   throw LoadError(kUnreadable, fmt::format("{}: cannot write it: could not {}: {}", path_, doing, std::strerror(err)));
 }
 
@@ -178,6 +188,7 @@ void AtomicFile::commit() {
   }
   fd_ = -1;
   if (::rename(temp_.c_str(), path_.c_str()) != 0) fail("rename it into place", errno);
+  set_live(std::filesystem::path(temp_).filename().string(), false);
   temp_.clear();
   // The rename is durable once the directory is flushed; a failure here loses nothing.
   std::string dir = std::filesystem::path(path_).parent_path().string();

@@ -39,8 +39,9 @@ std::string host_name();
 // Whether process `pid` of this host still runs (one of another user's counts).
 bool process_alive(long pid);
 
-// A file written under a temporary name beside `path` and renamed to `path` by commit();
-// destroyed uncommitted, it removes the temporary. Throws LoadError (E-LOAD-002) on any
+// A file written under a temporary name beside `path`, ".NAME.tmp-PID-N-HOST", and renamed
+// to `path` by commit(); destroyed uncommitted, it removes the temporary, and one a killed
+// process left is stale (checkpoint_internal.h). Throws LoadError (E-LOAD-002) on any
 // failure of the system calls.
 class AtomicFile {
  public:
@@ -58,6 +59,8 @@ class AtomicFile {
 
  private:
   [[noreturn]] void fail(std::string_view doing, int err);
+  // Removes the temporary file, when there is one.
+  void drop_temporary();
 
   std::string path_, temp_;
   int fd_ = -1;

@@ -14,6 +14,7 @@
 #include "graph/passes.h"
 #include "graph/shown.h"
 #include "io/checkpoint.h"
+#include "io/checkpoint_files.h"
 #include "io/load_record.h"
 #include "io/location.h"
 #include "io/safetensors.h"
@@ -44,34 +45,60 @@ graph::Graph with_precision(graph::Graph g, const std::string& precision) {
                                                 graph::shown_in_message(precision)));
 }
 
+constexpr const char* kOneSource = "the weights and model.json must come from one checkpoint or one export";
+
+// E-SERVE-003 unless the tensor `info` of `file` is one the model reads as `parameter`: of
+// its shape, in a dtype that loads (F32 or BF16).
+void check_fits(const TensorSpec& parameter, const io::SafetensorsFile& file, const io::TensorInfo& info) {
+  const graph::Shape shape(info.shape.begin(), info.shape.end());
+  if (shape != parameter.shape) {
+    throw ServeError(kWeightsDoNotFit,
+                     fmt::format("{}: `{}` is {}, but the model reads it as {}", file.path(),
+                                 graph::shown_in_message(parameter.name), graph::shape_str(shape),
+                                 graph::shape_str(parameter.shape)),
+                     kOneSource);
+  }
+  if (info.dtype != "F32" && info.dtype != "BF16") {
+    throw ServeError(
+        kWeightsDoNotFit,
+        fmt::format("{}: `{}` is stored as {}, but the model reads it as {} (from F32 or BF16)", file.path(),
+                    graph::shown_in_message(parameter.name), info.dtype, graph::dtype_name(parameter.dtype)),
+        kOneSource);
+  }
+}
+
 // A parameter's weight: its :ema average where `ema` holds one, else the trained weight,
-// else (a frozen :load parameter) the tensor of the file `loads` names.
+// else (a frozen :load parameter) the tensor of the file `loads` names. The trained weight
+// must fit where its average is read too: a checkpoint holds both whole.
 graph::Tensor read_weight(const TensorSpec& parameter, const io::SafetensorsFile& params,
                           const io::SafetensorsFile* ema, const io::LoadRecord& loads) {
-  const io::SafetensorsFile* from = &params;
-  const io::TensorInfo* info = ema ? ema->find(parameter.name) : nullptr;
-  if (info) from = ema;
-  else info = params.find(parameter.name);
-  graph::Tensor value;
-  std::string where;
-  if (info) {
-    value = io::read_tensor(*from, *info, parameter.dtype);
-    where = from->path();
-  } else if (const io::LoadReference* reference = loads.find(parameter.name)) {
-    value = io::read_reference(*reference, parameter.dtype);
-    where = reference->file;
-  } else {
+  const io::TensorInfo* trained = params.find(parameter.name);
+  if (trained) check_fits(parameter, params, *trained);
+  if (const io::TensorInfo* averaged = ema ? ema->find(parameter.name) : nullptr) {
+    if (!trained) {
+      throw ServeError(kWeightsDoNotFit,
+                       fmt::format("{}: holds no `{}`, whose average {} holds", params.path(),
+                                   graph::shown_in_message(parameter.name), ema->path()),
+                       kOneSource);
+    }
+    check_fits(parameter, *ema, *averaged);
+    return io::read_tensor(*ema, *averaged, parameter.dtype);
+  }
+  if (trained) return io::read_tensor(params, *trained, parameter.dtype);
+  const io::LoadReference* reference = loads.find(parameter.name);
+  if (!reference) {
     throw ServeError(kWeightsDoNotFit,
                      fmt::format("{}: holds no `{}`, a weight the model reads", params.path(),
                                  graph::shown_in_message(parameter.name)),
-                     "the weights and model.json must come from one checkpoint or one export");
+                     kOneSource);
   }
+  graph::Tensor value = io::read_reference(*reference, parameter.dtype);
   if (value.shape() != parameter.shape) {
-    throw ServeError(
-        kWeightsDoNotFit,
-        fmt::format("{}: `{}` is {}, but the model reads it as {}", where, graph::shown_in_message(parameter.name),
-                    graph::shape_str(value.shape()), graph::shape_str(parameter.shape)),
-        "the weights and model.json must come from one checkpoint or one export");
+    throw ServeError(kWeightsDoNotFit,
+                     fmt::format("{}: `{}` is {}, but the model reads it as {}", reference->file,
+                                 graph::shown_in_message(parameter.name), graph::shape_str(value.shape()),
+                                 graph::shape_str(parameter.shape)),
+                     kOneSource);
   }
   return value;
 }
@@ -82,7 +109,8 @@ ModelSource resolve_operand(const std::string& operand) {
   std::string folder;
   try {
     io::Checkpoint local = io::local_checkpoint(io::find_checkpoint(operand));
-    return {local.path, true, local.written};
+    io::CheckpointReader files(local);
+    return {local.path, true, local.written, files};
   } catch (const io::CheckpointError& e) {
     if (e.code() != io::kNoCheckpoint) throw;
     // resolve_checkpoint took the location; on S3 it holds checkpoints only, as what
@@ -91,7 +119,7 @@ ModelSource resolve_operand(const std::string& operand) {
     if (resolved.is_s3()) throw;
     folder = resolved.path;
   }
-  if (exists(folder + "/model.json") || exists(folder + "/params.safetensors")) return {folder, false, folder};
+  if (exists(folder + "/model.json") || exists(folder + "/params.safetensors")) return {folder, false, folder, {}};
   throw io::CheckpointError(io::kNoCheckpoint,
                             fmt::format("{}: neither a checkpoint (a folder step-NNNNNNNN, or a location holding "
                                         "them) nor a directory `sexpgpu export` wrote (model.json, "
@@ -133,10 +161,11 @@ namespace {
 
 // open_model's work, whose messages may name the files of a checkpoint's copy in the cache.
 ServedModel read_model(const ModelSource& source, const ServeOptions& options) {
+  const std::optional<io::CheckpointReader>& checkpoint = source.files;
   const std::string model_path = source.folder + "/model.json";
   struct stat st {};
-  if (::stat(model_path.c_str(), &st) != 0 && errno == ENOENT) {
-    if (source.is_checkpoint) {
+  if (checkpoint ? !checkpoint->has("model.json") : ::stat(model_path.c_str(), &st) != 0 && errno == ENOENT) {
+    if (checkpoint) {
       throw ServeError(kNoModel,
                        fmt::format("{}: the checkpoint holds no model (model.json): its run's model did not run "
                                    "alone, or an earlier version wrote it",
@@ -153,20 +182,20 @@ ServedModel read_model(const ModelSource& source, const ServeOptions& options) {
                      "--trained chooses between a checkpoint's weights and its :ema averages; export with "
                      "--trained to export the trained weights");
   }
-  ModelFile file = read_model_file(model_path);
+  ModelFile file = read_model_file(checkpoint ? checkpoint->checked_path("model.json") : model_path);
   ShapedGraph shaped = shape_graph(file.graph, options);
 
-  auto params = io::SafetensorsFile::open(source.folder + "/params.safetensors");
-  std::shared_ptr<const io::SafetensorsFile> ema;
-  if (source.is_checkpoint && !options.trained && exists(source.folder + "/ema.safetensors")) {
-    ema = io::SafetensorsFile::open(source.folder + "/ema.safetensors");
-  }
+  std::shared_ptr<const io::SafetensorsFile> params, ema;
   // A checkpoint names its frozen :load files instead of holding their weights; each is
   // read where its run read it once its bytes are checked to be the same (E-LOAD-001).
   io::LoadRecord loads;
-  if (source.is_checkpoint) {
-    loads = io::read_load_record(source.folder);
+  if (checkpoint) {
+    params = checkpoint->read_tensors("params.safetensors");
+    if (!options.trained && checkpoint->has("ema.safetensors")) ema = checkpoint->read_tensors("ema.safetensors");
+    loads = io::read_load_record(*checkpoint);
     io::check_files_unchanged(loads);
+  } else {
+    params = io::SafetensorsFile::open(source.folder + "/params.safetensors");
   }
   ServedModel served;
   served.source = source;

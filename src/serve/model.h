@@ -10,6 +10,7 @@
 
 #include "graph/graph.h"
 #include "graph/tensor.h"
+#include "io/checkpoint_files.h"
 #include "serve/model_file.h"
 #include "serve/protocol.h"
 
@@ -28,6 +29,9 @@ struct ModelSource {
   bool is_checkpoint = true;  // false: an export directory
   std::string shown;          // what the banner, the handshake and messages name: a checkpoint as
                               // written (io::Checkpoint::written, never the cache's copy), else `folder`
+  // A checkpoint's files, read checked against its manifest (an export directory's are
+  // read as they are); one without checksums is W-CKPT-001's to warn of.
+  std::optional<io::CheckpointReader> files;
 };
 
 // The operand as `serve` takes it: LOC/step-N, a location (its newest complete

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <filesystem>
 
 #include "graph/passes.h"
 #include "io/checkpoint.h"
@@ -164,8 +163,7 @@ void evaluate_checkpoint(const EvaluateOptions& options, lang::InterpreterOption
                "add :eval (list (pass :name \"val\" :data LOADER))");
   }
   const io::Checkpoint& checkpoint = record.checkpoint;
-  std::string ema = checkpoint.path + "/ema.safetensors";
-  bool averages = !options.trained && std::filesystem::exists(ema);
+  bool averages = !options.trained && record.files->has("ema.safetensors");
   runtime::Store store(device);
   std::vector<WantedParameter> wanted;
   for (const auto& p : session.params().params)

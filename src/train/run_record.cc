@@ -3,9 +3,9 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
-#include <fstream>
+#include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "graph/shape.h"
 #include "io/load_record.h"
@@ -31,23 +31,40 @@ KnobChoices RunRecord::choices() const {
   return out;
 }
 
+io::CheckpointReader open_checkpoint_files(const io::Checkpoint& local) {
+  io::CheckpointReader files(local);
+  // Once a process: a run that resumes from a checkpoint and hands it to `:after` reads it twice.
+  static std::set<std::string> warned;
+  if (!files.checked() && warned.insert(local.path).second) {
+    lang::Diagnostic d;
+    d.severity = lang::Severity::Warning;
+    d.code = io::kCheckpointUnchecked;
+    d.message = files.unchecked_message();
+    d.helps.push_back("a run resumed from it writes its next checkpoints with checksums");
+    std::fflush(stdout);
+    std::fputs(lang::render(d, lang::stderr_wants_color()).c_str(), stderr);
+  }
+  return files;
+}
+
 RunRecord read_run_record(const std::string& location) {
   RunRecord record;
+  json saved;
   try {
     record.checkpoint = io::resolve_checkpoint(location);
+    record.files = open_checkpoint_files(record.checkpoint);
+    saved = record.files->read_json("experiment.json");
   } catch (const io::CheckpointError& e) {
-    lang::fail(e.code(), {}, e.what());
+    lang::fail(e.code(), {}, record.checkpoint.named_as_written(e.what()),
+               e.code() == io::kCheckpointMismatch
+                   ? "a checkpoint holds the experiment.json its run wrote; export a checkpoint `sexpgpu run` wrote"
+                   : "");
   }
-  const std::string path = record.checkpoint.path + "/experiment.json";
   auto refuse = [&](const std::string& why) -> void {
     lang::fail("E-CKPT-006", {},
                fmt::format("{}/experiment.json: {}", lang::shown_in_message(record.checkpoint.written), why),
                "a checkpoint holds the experiment.json its run wrote; export a checkpoint `sexpgpu run` wrote");
   };
-  std::ifstream in(path, std::ios::binary);
-  if (!in) refuse("it is missing or cannot be read");
-  json saved = json::parse(std::string(std::istreambuf_iterator<char>(in), {}), nullptr, false);
-  if (saved.is_discarded() || !saved.is_object()) refuse("not a JSON object");
   try {
     record.slug = saved.at("slug").get<std::string>();
     record.variant = saved.value("variant", "");
@@ -135,16 +152,15 @@ std::vector<std::pair<std::string, graph::Tensor>> read_checkpoint_values(const 
                                                                           const std::vector<WantedParameter>& wanted,
                                                                           bool averages) {
   const io::Checkpoint& checkpoint = record.checkpoint;
-  const std::string& folder = checkpoint.path;
   std::vector<std::pair<std::string, graph::Tensor>> values;
   model::ParameterTable from_files;
   std::map<std::string, graph::DType> file_dtypes;
   try {
-    model::check_load_record(table, io::read_load_record(folder), checkpoint.written);
-    auto params = io::SafetensorsFile::open(folder + "/params.safetensors");
+    const io::CheckpointReader& files = *record.files;
+    model::check_load_record(table, io::read_load_record(files), checkpoint.written);
+    auto params = files.read_tensors("params.safetensors");
     std::shared_ptr<const io::SafetensorsFile> ema;
-    if (averages && std::filesystem::exists(folder + "/ema.safetensors"))
-      ema = io::SafetensorsFile::open(folder + "/ema.safetensors");
+    if (averages && files.has("ema.safetensors")) ema = files.read_tensors("ema.safetensors");
     for (const WantedParameter& w : wanted) {
       const std::string& path = w.param->path;
       if (model::is_frozen_load(*w.param)) {
@@ -152,21 +168,29 @@ std::vector<std::pair<std::string, graph::Tensor>> read_checkpoint_values(const 
         file_dtypes[path] = w.dtype;
         continue;
       }
-      const auto& source = ema && ema->find(path) ? ema : params;
-      const io::TensorInfo* info = source->find(path);
-      if (!info) {
-        lang::fail("E-CKPT-006", w.param->decl->span,
-                   fmt::format("{} holds no `{}`", lang::shown_in_message(checkpoint.named_as_written(source->path())),
-                               lang::shown_in_message(path)));
-      }
-      graph::Shape held(info->shape.begin(), info->shape.end());
-      if (held != w.param->decl->shape) {
-        lang::fail("E-CKPT-006", w.param->decl->span,
-                   fmt::format("`{}` in {} is {}, the file's is {}", lang::shown_in_message(path),
-                               lang::shown_in_message(checkpoint.named_as_written(source->path())),
-                               graph::shape_str(held), graph::shape_str(w.param->decl->shape)));
-      }
-      values.emplace_back(path, io::read_tensor(*source, *info, w.dtype));
+      // As the run writes it: a bf16 weight as F32. The trained weight must be whole where
+      // its average is read too.
+      const graph::DType dtype = w.param->decl->dtype == graph::DType::bf16 ? graph::DType::f32 : w.param->decl->dtype;
+      const std::string declared =
+          fmt::format("{} {}", io::safetensors_dtype_name(dtype), graph::shape_str(w.param->decl->shape));
+      auto fitting = [&](const io::SafetensorsFile& file) {
+        const io::TensorInfo* info = file.find(path);
+        const std::string shown_file = lang::shown_in_message(checkpoint.named_as_written(file.path()));
+        // No span: the error outlives the session whose file it would point into.
+        if (!info)
+          lang::fail("E-CKPT-006", {}, fmt::format("{} holds no `{}`", shown_file, lang::shown_in_message(path)));
+        const std::string found = fmt::format("{} {}", info->dtype, graph::shape_str(info->shape));
+        if (found != declared) {
+          lang::fail("E-CKPT-006", {},
+                     fmt::format("`{}` in {} is {}, the file's is {}", lang::shown_in_message(path), shown_file, found,
+                                 declared));
+        }
+        return info;
+      };
+      const io::TensorInfo* info = fitting(*params);
+      const bool averaged = ema && ema->find(path);
+      if (averaged) info = fitting(*ema);
+      values.emplace_back(path, io::read_tensor(averaged ? *ema : *params, *info, w.dtype));
     }
   } catch (const io::LoadError& e) {
     lang::fail("E-CKPT-006", {}, checkpoint.named_as_written(e.what()));

@@ -14,6 +14,7 @@
 
 #include "graph/tensor.h"
 #include "io/checkpoint.h"
+#include "io/checkpoint_files.h"
 #include "model/paths.h"
 #include "train/knobs.h"
 
@@ -32,6 +33,7 @@ struct RunRecord {
   };
 
   io::Checkpoint checkpoint;
+  std::optional<io::CheckpointReader> files;  // the checkpoint's files, read checked
   std::string slug;
   std::string variant;                       // empty: none
   std::map<std::string, std::string> knobs;  // name -> the value as the reader reads it back
@@ -43,9 +45,14 @@ struct RunRecord {
   KnobChoices choices() const;
 };
 
+// The files of a local checkpoint, to be read checked (io::CheckpointReader, whose
+// CheckpointError it throws); one that records no checksums gets W-CKPT-001 on standard
+// error, once a process.
+io::CheckpointReader open_checkpoint_files(const io::Checkpoint& local);
+
 // The record of the checkpoint `location` names (LOC/step-N, or LOC's newest):
 // E-CKPT-002..004 as io::resolve_checkpoint has them, E-CKPT-006 for an experiment.json
-// that is missing, not JSON, or lacks what a run writes.
+// that is missing, not JSON, or lacks what a run writes, E-CKPT-008 for a damaged one.
 RunRecord read_run_record(const std::string& location);
 
 // Where the file's parameters differ from the record's, one line each: a parameter one
@@ -73,7 +80,8 @@ struct WantedParameter {
 // frozen :load parameters is checked against `table` (E-CKPT-006, E-LOAD-001). A frozen
 // :load parameter is read from the file the record names; any other from ema.safetensors
 // when `averages` and that file holds it, else from params.safetensors. E-CKPT-006 names a
-// tensor the checkpoint lacks or holds in a shape other than the parameter's.
+// tensor the checkpoint lacks or holds in a shape or dtype other than the parameter's;
+// E-CKPT-008 a damaged file.
 std::vector<std::pair<std::string, graph::Tensor>> read_checkpoint_values(const RunRecord& record,
                                                                           const model::ParameterTable& table,
                                                                           const std::vector<WantedParameter>& wanted,

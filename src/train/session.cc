@@ -10,10 +10,12 @@
 #include "graph/memory.h"
 #include "graph/passes.h"
 #include "io/checkpoint.h"
+#include "io/checkpoint_files.h"
 #include "lang/tracer.h"
 #include "model/load.h"
 #include "model/values.h"
 #include "runtime/compile.h"
+#include "train/run_record.h"
 
 namespace sx::train {
 namespace {
@@ -105,12 +107,14 @@ void Session::start_empty() {
 void Session::use_checkpoint(const std::string& location) {
   try {
     checkpoint_read_ = io::resolve_checkpoint(location);
-  } catch (const io::CheckpointError& e) {
-    lang::fail(e.code(), {}, e.what());
-  }
-  try {
-    checkpoint_ = io::SafetensorsFile::open(checkpoint_read_.path + "/params.safetensors");
-    checkpoint_loads_ = io::read_load_record(checkpoint_read_.path);
+    io::CheckpointReader files = open_checkpoint_files(checkpoint_read_);
+    checkpoint_ = files.read_tensors("params.safetensors");
+    const nlohmann::json experiment = files.read_json("experiment.json");
+    checkpoint_loads_ = io::parse_load_record(experiment, checkpoint_read_.written + "/experiment.json");
+    checkpoint_table_.clear();
+    for (const auto& p : experiment.value("parameters", nlohmann::json::array())) {
+      if (p.is_object() && p.contains("path") && p["path"].is_string()) checkpoint_table_.insert(p["path"]);
+    }
   } catch (const io::CheckpointError& e) {
     lang::fail(e.code(), {}, checkpoint_read_.named_as_written(e.what()));
   } catch (const io::LoadError& e) {
@@ -178,8 +182,17 @@ void Session::initialize(const graph::Graph& program, const std::map<std::string
       const io::TensorInfo* info = checkpoint_->find(param.path);
       if (!info) {
         // Read from its file below, as the checkpoint's run read it.
-        if (model::is_frozen_load(param))
+        if (model::is_frozen_load(param)) {
           model::check_load_reference(param, checkpoint_loads_, checkpoint_read_.written);
+        } else if (checkpoint_table_.count(param.path)) {
+          // A parameter of the checkpoint's run, which its weights must hold; one defined
+          // since (in the REPL) starts from its initializer.
+          lang::fail("E-CKPT-006", param.decl->span,
+                     fmt::format("{} holds no `{}`, a parameter its run trained",
+                                 lang::shown_in_message(checkpoint_read_.named_as_written(checkpoint_->path())),
+                                 lang::shown_in_message(param.path)),
+                     "the checkpoint is not whole: use another, or run the file again with --fresh");
+        }
         return false;
       }
       const graph::Node& node = program.node(*program.find_input(param.path));

@@ -93,6 +93,7 @@ class Session {
   std::shared_ptr<const io::SafetensorsFile> checkpoint_;
   io::Checkpoint checkpoint_read_;  // the checkpoint checkpoint_ is of: messages name it as written
   io::LoadRecord checkpoint_loads_;
+  std::set<std::string> checkpoint_table_;  // the paths of the checkpoint's parameters
   std::set<std::pair<std::string, uint32_t>> warned_;
   size_t compacted_size_ = 0;  // the trace's node count after the last forget_unreachable
 };

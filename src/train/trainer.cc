@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/checkpoint.h"
+#include "io/checkpoint_files.h"
 #include "io/identity.h"
 #include "io/load_record.h"
 #include "io/safetensors.h"
@@ -26,6 +27,7 @@
 #include "train/metrics_log.h"
 #include "train/model_alone.h"
 #include "train/prefetcher.h"
+#include "train/run_record.h"
 #include "train/step.h"
 
 namespace sx::train {
@@ -125,26 +127,84 @@ void check_resumable(Session& session, const json& saved, const std::string& slu
   }
 }
 
-// Reads the tensors of the checkpoint's file `file_name` (in its local folder) into the store,
-// each under the name `key` gives.
-void restore(runtime::Store& store, const io::Checkpoint& checkpoint, const std::string& file_name,
-             const std::function<std::string(const std::string&)>& key) {
-  const std::string path = checkpoint.path + "/" + file_name;
-  auto file = io::SafetensorsFile::open(path);
-  for (const auto& info : file->tensors()) {
-    std::string name = key(info.name);
-    if (!store.contains(name)) continue;
-    const device::Buffer& held = store.at(name);
-    graph::Tensor value = io::read_tensor(*file, info, held.dtype());
-    if (value.shape() != held.shape()) {
-      lang::fail("E-CKPT-006", {},
-                 fmt::format("`{}` in {}/{} is {}, the run's is {}", lang::shown_in_message(info.name),
-                             lang::shown_in_message(checkpoint.written), file_name, graph::shape_str(value.shape()),
-                             graph::shape_str(held.shape())),
-                 "a checkpoint resumes the run that wrote it; --fresh starts over");
-    }
-    store.put(name, std::move(value));
+// A tensor a checkpoint's file holds: its name there, the store's name for it, and
+// whether it is a weight (stored bf16 as f32, see as_stored).
+struct StoredTensor {
+  std::string name, key;
+  bool weight = false;
+};
+
+// What each tensor file of a checkpoint holds: written so, and read back on resuming.
+struct CheckpointTables {
+  std::vector<StoredTensor> params, optimizer, ema;
+};
+
+CheckpointTables checkpoint_tables(Session& session, const StepGraph& step) {
+  CheckpointTables tables;
+  for (const auto& p : session.params().params) {
+    // A frozen parameter read from a file is named in experiment.json, not copied.
+    if (!model::is_frozen_load(p)) tables.params.push_back({p.path, p.path, true});
   }
+  for (const StateTensor& st : step.state) {
+    if (st.kind == StateTensor::Kind::Ema) tables.ema.push_back({st.path, st.name, true});
+    else tables.optimizer.push_back({st.name, st.name, false});
+  }
+  return tables;
+}
+
+constexpr const char* kResumeHelp = "remove the checkpoint to resume from the one before it, or --fresh to start over";
+
+// Reads the tensors of a checkpoint's file into the store: each of `tensors` must be
+// there in the dtype and shape the run writes it, else E-CKPT-006 names it.
+void restore(runtime::Store& store, const io::CheckpointReader& checkpoint, std::string_view file_name,
+             const std::vector<StoredTensor>& tensors) {
+  auto file = checkpoint.read_tensors(file_name);
+  const std::string shown_file = lang::shown_in_message(checkpoint.checkpoint().named_as_written(file->path()));
+  for (const StoredTensor& t : tensors) {
+    const device::Buffer& held = store.at(t.key);
+    const graph::DType stored = t.weight && held.dtype() == graph::DType::bf16 ? graph::DType::f32 : held.dtype();
+    const std::string wanted = fmt::format("{} {}", io::safetensors_dtype_name(stored), graph::shape_str(held.shape()));
+    const io::TensorInfo* info = file->find(t.name);
+    if (!info) {
+      lang::fail("E-CKPT-006", {},
+                 fmt::format("{} holds no `{}` ({}), which the run needs to resume", shown_file,
+                             lang::shown_in_message(t.name), wanted),
+                 kResumeHelp);
+    }
+    const std::string found = fmt::format("{} {}", info->dtype, graph::shape_str(info->shape));
+    if (found != wanted) {
+      lang::fail(
+          "E-CKPT-006", {},
+          fmt::format("`{}` in {} is {}, the run's is {}", lang::shown_in_message(t.name), shown_file, found, wanted),
+          kResumeHelp);
+    }
+    store.put(t.key, io::read_tensor(*file, *info, held.dtype()));
+  }
+}
+
+// The counters of a checkpoint's state.json: every counter of the run must be there, and
+// the step the checkpoint's, else E-CKPT-006.
+std::map<std::string, double> restore_counters(const io::CheckpointReader& checkpoint,
+                                               const std::vector<std::string>& names) {
+  const json state = checkpoint.read_json("state.json");
+  const std::string path =
+      lang::shown_in_message(checkpoint.checkpoint().named_as_written(checkpoint.path("state.json")));
+  const int64_t step = checkpoint.checkpoint().step;
+  if (!state.contains("step") || !state["step"].is_number_integer() || state["step"].get<int64_t>() != step) {
+    lang::fail("E-CKPT-006", {},
+               fmt::format("{}: its `step` is {}, not the checkpoint's {}", path,
+                           state.contains("step") ? state["step"].dump() : "missing", step),
+               kResumeHelp);
+  }
+  const json counters = state.value("counters", json());
+  std::map<std::string, double> out;
+  for (const std::string& name : names) {
+    if (!counters.is_object() || !counters.contains(name) || !counters[name].is_number()) {
+      lang::fail("E-CKPT-006", {}, fmt::format("{}: holds no number for the counter `{}`", path, name), kResumeHelp);
+    }
+    out[name] = counters[name].get<double>();
+  }
+  return out;
 }
 
 // A weight as a checkpoint stores it: bf16 as f32 (docs/serving.md), exactly, since
@@ -166,6 +226,23 @@ std::string format_seconds(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
   auto t = static_cast<int64_t>(s);
   return t >= 3600 ? fmt::format("{}h{:02}m", t / 3600, t / 60 % 60) : fmt::format("{}m{:02}s", t / 60, t % 60);
+}
+
+// Draws the loss curve of SIDE/metrics.jsonl (the training loss and each pass's) as
+// SIDE/loss.svg and copies it beside the checkpoints; returns its path.
+std::string draw_loss_curve(const std::string& side, const std::string& location, const std::string& slug) {
+  const std::string curve = side + "/loss.svg";
+  try {
+    std::vector<CurveSeries> series = read_metrics(side + "/metrics.jsonl");
+    std::erase_if(series, [](const CurveSeries& c) { return c.name != "loss" && !c.name.ends_with("/loss"); });
+    CurveOptions options;
+    options.title = slug + ": loss";
+    write_loss_curve(curve, series, options);
+    io::publish_side_file(location, "loss.svg");
+  } catch (const io::CheckpointError& e) {
+    lang::fail(e.code(), {}, e.what());
+  }
+  return curve;
 }
 
 // `defrun :after`: the function, once the run is done, with the parameters of its newest
@@ -259,28 +336,20 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   // A resumed run checks what the checkpoint says of the run before reading any weight;
   // its frozen :load files, checked unchanged, are recorded again as they were.
   io::LoadRecord loads;
+  const CheckpointTables tables = checkpoint_tables(session, step);
   // The newest checkpoint's files, read from a local folder (one on storage is downloaded);
   // messages name it as written.
-  io::Checkpoint resumed;
+  std::optional<io::CheckpointReader> resumed;
   if (newest) {
     try {
-      resumed = io::local_checkpoint(*newest);
+      resumed = open_checkpoint_files(io::local_checkpoint(*newest));
+      json saved = resumed->read_json("experiment.json");
+      check_resumable(session, saved, slug, location);
+      loads = io::parse_load_record(saved, resumed->checkpoint().written + "/experiment.json");
     } catch (const io::CheckpointError& e) {
-      lang::fail(e.code(), {}, e.what(), "remove the checkpoint, or --fresh to start over");
+      lang::fail(e.code(), {}, e.what(), kResumeHelp);
     }
-    json saved = json::parse(read_text(resumed.path + "/experiment.json"), nullptr, false);
-    if (saved.is_discarded()) {
-      lang::fail("E-CKPT-006", {},
-                 fmt::format("{}/experiment.json is not JSON", lang::shown_in_message(resumed.written)),
-                 "remove the checkpoint, or --fresh to start over");
-    }
-    check_resumable(session, saved, slug, location);
-    try {
-      loads = io::parse_load_record(saved, resumed.written + "/experiment.json");
-    } catch (const io::CheckpointError& e) {
-      lang::fail(e.code(), {}, e.what(), "remove the checkpoint, or --fresh to start over");
-    }
-    model::check_load_record(session.params(), loads, resumed.written);
+    model::check_load_record(session.params(), loads, resumed->checkpoint().written);
   } else {
     loads = model::frozen_load_record(session.params());
   }
@@ -292,26 +361,39 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   }
   for (const StateTensor& s : step.state) store.put(s.name, graph::Tensor(s.dtype, s.shape));
   int64_t start = 0;
-  if (newest) {
+  std::map<std::string, double> counters;
+  if (resumed) {
     try {
-      restore(store, resumed, "params.safetensors", [](const std::string& n) { return n; });
-      restore(store, resumed, "optimizer.safetensors", [](const std::string& n) { return n; });
-      if (std::filesystem::exists(resumed.path + "/ema.safetensors")) {
-        restore(store, resumed, "ema.safetensors", [](const std::string& n) { return "ema." + n; });
-      }
+      restore(store, *resumed, "params.safetensors", tables.params);
+      restore(store, *resumed, "optimizer.safetensors", tables.optimizer);
+      if (!tables.ema.empty()) restore(store, *resumed, "ema.safetensors", tables.ema);
+      counters = restore_counters(*resumed, step.counters);
     } catch (const io::LoadError& e) {
-      lang::fail("E-CKPT-006", {}, resumed.named_as_written(e.what()),
-                 "remove the checkpoint, or --fresh to start over");
+      lang::fail("E-CKPT-006", {}, resumed->checkpoint().named_as_written(e.what()), kResumeHelp);
+    } catch (const io::CheckpointError& e) {
+      lang::fail(e.code(), {}, resumed->checkpoint().named_as_written(e.what()), kResumeHelp);
     }
     start = newest->step;
-    std::printf("resuming %s from %s (step %lld of %lld)\n", slug.c_str(), resumed.written.c_str(),
+    std::printf("resuming %s from %s (step %lld of %lld)\n", slug.c_str(), resumed->checkpoint().written.c_str(),
                 static_cast<long long>(start), static_cast<long long>(total));
   } else {
     std::printf("training %s: %lld steps of batch %lld on %s, checkpoints in %s\n", slug.c_str(),
                 static_cast<long long>(total), static_cast<long long>(batch), device.name().c_str(), location.c_str());
   }
   std::fflush(stdout);
-  if (start >= total) {
+  // metrics.jsonl and loss.svg: beside the checkpoints, or for a storage location in a
+  // local folder whose copies are uploaded beside them. A run that finds itself done draws
+  // the curve that a run killed before drawing it left missing.
+  const bool finished = start >= total;
+  std::string side;
+  try {
+    side = finished ? io::side_folder(location, {"metrics.jsonl", "loss.svg"})
+                    : io::side_folder(location, {"metrics.jsonl"});
+  } catch (const io::CheckpointError& e) {
+    lang::fail(e.code(), {}, e.what());
+  }
+  if (finished) {
+    if (!std::filesystem::exists(side + "/loss.svg")) draw_loss_curve(side, location, slug);
     run_after(session, device, location);
     return location;
   }
@@ -320,24 +402,10 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
   std::vector<std::unique_ptr<EvalPass>> passes;
   for (const EvalPassSpec* pass : eval_passes(run))
     passes.push_back(std::make_unique<EvalPass>(session, *pass, batch, device));
-  // metrics.jsonl and loss.svg: beside the checkpoints, or for a storage location in a
-  // local folder whose copies are uploaded beside them.
-  std::string side;
-  try {
-    side = io::side_folder(location, {"metrics.jsonl"});
-  } catch (const io::CheckpointError& e) {
-    lang::fail(e.code(), {}, e.what());
-  }
   // Lines after the step the run starts from are a killed run's, dropped: a run killed
   // before its first checkpoint starts again from step 0, and logs steps 1... once.
   MetricsLog metrics(side + "/metrics.jsonl", start);
   Prefetcher prefetcher(loader, seed, start, batch, {.depth = 2, .end_step = total});
-  std::map<std::string, double> counters;
-  if (newest) {
-    json state = json::parse(read_text(resumed.path + "/state.json"), nullptr, false);
-    if (state.is_object() && state.contains("counters"))
-      counters = state["counters"].get<std::map<std::string, double>>();
-  }
   bool terminal = isatty(STDOUT_FILENO);
   // A language model's loader reads `window` input tokens a row; other records are no tokens.
   const LoaderSpec& data = loader->spec();
@@ -419,21 +487,18 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
       // The store's tensors where a host device holds them; copies where it does not, and
       // of bf16 weights, which are stored as f32.
       auto copies = std::make_shared<std::deque<graph::Tensor>>();
-      std::vector<io::TensorRef> params, optimizer, ema;
-      auto add = [&](std::vector<io::TensorRef>& file, const std::string& name, const std::string& path, bool weight) {
-        const graph::Tensor* value = device::host_tensor_if(store.at(path));
-        if (!value || (weight && value->dtype() == graph::DType::bf16))
-          value = &copies->emplace_back(weight ? as_stored(store.read(path)) : store.read(path));
-        file.push_back({name, value});
+      auto refs = [&](const std::vector<StoredTensor>& tensors) {
+        std::vector<io::TensorRef> file;
+        for (const StoredTensor& t : tensors) {
+          const graph::Tensor* value = device::host_tensor_if(store.at(t.key));
+          if (!value || (t.weight && value->dtype() == graph::DType::bf16))
+            value = &copies->emplace_back(t.weight ? as_stored(store.read(t.key)) : store.read(t.key));
+          file.push_back({t.name, value});
+        }
+        return file;
       };
-      for (const auto& p : session.params().params) {
-        // A frozen parameter read from a file is named in experiment.json, not copied.
-        if (!model::is_frozen_load(p)) add(params, p.path, p.path, true);
-      }
-      for (const StateTensor& st : step.state) {
-        if (st.kind == StateTensor::Kind::Ema) add(ema, st.path, st.name, true);
-        else add(optimizer, st.name, st.name, false);
-      }
+      std::vector<io::TensorRef> params = refs(tables.params), optimizer = refs(tables.optimizer),
+                                 ema = refs(tables.ema);
       std::vector<io::CheckpointFile> files{
           // A source edited into invalid UTF-8 since the run read it must not stop the run.
           io::CheckpointFile::bytes("experiment.json", experiment_json(session, options, slug, done, sources, loads)
@@ -458,17 +523,7 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
       }
     }
   }
-  std::string curve = side + "/loss.svg";
-  std::vector<CurveSeries> series = read_metrics(side + "/metrics.jsonl");
-  std::erase_if(series, [](const CurveSeries& c) { return c.name != "loss" && !c.name.ends_with("/loss"); });
-  CurveOptions options_of_curve;
-  options_of_curve.title = slug + ": loss";
-  write_loss_curve(curve, series, options_of_curve);
-  try {
-    io::publish_side_file(location, "loss.svg");
-  } catch (const io::CheckpointError& e) {
-    lang::fail(e.code(), {}, e.what());
-  }
+  std::string curve = draw_loss_curve(side, location, slug);
   std::printf("trained %s: loss %.4f after %lld steps; checkpoints in %s, loss curve %s\n", slug.c_str(), loss_value,
               static_cast<long long>(total), location.c_str(), curve.c_str());
   run_after(session, device, location);

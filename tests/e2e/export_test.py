@@ -178,11 +178,15 @@ def case_refusals(tmp):
     expect_error(["export", added, "--checkpoint", location, "-o", fresh], "E-CKPT-006",
                  mentions=("model.scale", "not of the checkpoint"))
     write(tmp, "run.sx", TRAIN_FILE)
-    # No checkpoint there; a checkpoint whose experiment.json is gone.
+    # No checkpoint there; a checkpoint whose experiment.json is gone (damaged: its
+    # manifest names it), or was never written.
     expect_error(["export", run_file, "--checkpoint", os.path.join(tmp, "nowhere"), "-o", fresh], "E-CKPT-003")
     os.remove(os.path.join(location, "step-00000012", "experiment.json"))
-    expect_error(["export", run_file, "--checkpoint", location, "-o", fresh], "E-CKPT-006",
+    expect_error(["export", run_file, "--checkpoint", location, "-o", fresh], "E-CKPT-008",
                  mentions=("step-00000012/experiment.json",))
+    os.remove(os.path.join(location, "step-00000012", "manifest.json"))
+    expect_error(["export", run_file, "--checkpoint", location, "-o", fresh], "E-CKPT-006",
+                 mentions=("step-00000012: the checkpoint holds no experiment.json",))
     # A model whose prediction holds a function runs only from the file.
     infer = (TRAIN_FILE.replace(b"(lambda (ids) (head (block (+ (embed ids) positions))))",
                                 b"(lambda (ids) (list (head (block (+ (embed ids) positions))) identity))")
@@ -232,10 +236,11 @@ def case_moved_lines(tmp):
     write(tmp, "run.sx", TRAIN_FILE.replace(b"(require \"sexpgpu/nn\")", b"(require \"sexpgpu/nn\") ; edited"))
     out = exported([run_file, "--checkpoint", location, "-o", os.path.join(tmp, "in-place")])
     expect(out.splitlines()[1] == "  run.sx: edited in place, no line moved", "an edit in place", out)
-    # A checkpoint from before the text was recorded.
+    # A checkpoint from before the text was recorded (and checksums: it has no manifest).
     saved = read_json(os.path.join(checkpoint, "experiment.json"))
     del saved["sources"][0]["text"]
     write(checkpoint, "experiment.json", json.dumps(saved, indent=2).encode())
+    os.remove(os.path.join(checkpoint, "manifest.json"))
     out = exported([run_file, "--checkpoint", location, "-o", os.path.join(tmp, "no-text")])
     expect(out.splitlines()[1] == "  run.sx: changed since the run; its checkpoint records no text to tell which "
            "lines moved", "a checkpoint without the text", out)

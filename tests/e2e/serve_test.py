@@ -367,7 +367,14 @@ def case_serve_refusals(tmp):
     expect_refused(["serve", location, "--socket", sock, "--batch", "0"], None, exit_code=2)
     expect_refused(["serve", os.path.join(tmp, "nothing"), "--socket", sock], "E-CKPT-003")
     expect_refused(["serve", location, "--socket", sock, "--device", "metal"], "E-DEVICE-001")
+    # A checkpoint written without model.json: its manifest names none.
     os.remove(os.path.join(location, "step-00000006", "model.json"))
+    manifest_path = os.path.join(location, "step-00000006", "manifest.json")
+    with open(manifest_path) as f:
+        manifest = json.load(f)
+    manifest["files"] = [entry for entry in manifest["files"] if entry["name"] != "model.json"]
+    with open(manifest_path, "w") as f:
+        json.dump(manifest, f)
     expect_refused(["serve", location, "--socket", sock], "E-SERVE-001",
                    mentions=["holds no model", "sexpgpu export run.sx --checkpoint"])
     with open(os.path.join(export, "params.safetensors"), "r+b") as f:

@@ -17,6 +17,7 @@
 #include <functional>
 
 #include "io/safetensors.h"
+#include "io/util.h"
 #include "test_util.h"
 
 namespace sx::io {
@@ -81,7 +82,8 @@ TEST(Checkpoint, WritesItsFilesAndIsListed) {
        CheckpointFile::tensors("params.safetensors", {{"model.w", w}}), CheckpointFile::bytes("state.json", "{}")});
   EXPECT_EQ(written, (Checkpoint{20, loc + "/step-00000020", loc + "/step-00000020"}));
   EXPECT_EQ(names_in(loc), std::vector<std::string>{"step-00000020"});  // no temporary left
-  EXPECT_EQ(names_in(written.path), (std::vector<std::string>{"experiment.json", "params.safetensors", "state.json"}));
+  EXPECT_EQ(names_in(written.path),
+            (std::vector<std::string>{"experiment.json", "manifest.json", "params.safetensors", "state.json"}));
   EXPECT_EQ(read_file(written.path + "/experiment.json"), "{\"step\":20}");
   auto params = SafetensorsFile::open(written.path + "/params.safetensors");
   EXPECT_EQ(read_tensor(*params, *params->find("model.w"), graph::DType::f32), w);
@@ -165,7 +167,7 @@ TEST(Checkpoint, RewritingAStepReplacesItWhole) {
   write_checkpoint(loc, 10, {CheckpointFile::bytes("a.json", "old"), CheckpointFile::bytes("old-only", "x")});
   Checkpoint again = write_checkpoint(loc, 10, {CheckpointFile::bytes("a.json", "new")});
   EXPECT_EQ(names_in(loc), std::vector<std::string>{"step-00000010"});
-  EXPECT_EQ(names_in(again.path), std::vector<std::string>{"a.json"});
+  EXPECT_EQ(names_in(again.path), (std::vector<std::string>{"a.json", "manifest.json"}));
   EXPECT_EQ(read_file(again.path + "/a.json"), "new");
 }
 
@@ -205,6 +207,7 @@ TEST(Checkpoint, AnAbandonedWriterLeavesNothing) {
   EXPECT_THROW(writer.write_bytes("", "x"), std::invalid_argument);
   writer.write_bytes("a", "x");
   EXPECT_THROW(writer.write_bytes("a", "y"), std::invalid_argument);
+  EXPECT_THROW(writer.write_bytes("manifest.json", "{}"), std::invalid_argument);  // the writer's own
   writer.commit();
   EXPECT_THROW(writer.commit(), std::logic_error);
   EXPECT_EQ(steps_of(list_checkpoints(loc)), (std::vector<int64_t>{10, 40}));
@@ -239,6 +242,42 @@ TEST(Checkpoint, StaleTemporariesOfDeadProcessesAreRemoved) {
   EXPECT_FALSE(fs::exists(dead_temp));
   EXPECT_EQ(remove_stale_temporaries(loc), 0);
   EXPECT_TRUE(fs::is_directory(writer.temporary_path()));
+}
+
+// A file written beside the checkpoints (the loss curve, metrics.jsonl) by a process
+// killed while writing it is left under its temporary name: the next writer, and the
+// side folder a run asks for, remove it as they remove a checkpoint's.
+TEST(Checkpoint, StaleTemporaryFilesBesideTheCheckpointsAreRemoved) {
+  TempDir dir;
+  std::string loc = dir.file("run");
+  fs::create_directories(loc);
+  long dead = 0;
+  std::ifstream("/proc/sys/kernel/pid_max") >> dead;
+  ASSERT_GT(dead, 0);
+  std::string host = this_host();
+  std::string curve = fmt::format("{}/.loss.svg.tmp-{}-3-{}", loc, dead, host);
+  std::string metrics = fmt::format("{}/.metrics.jsonl.tmp-{}-0-{}", loc, dead, host);
+  std::string live = fmt::format("{}/.loss.svg.tmp-{}-0-{}", loc, getppid(), host);
+  std::string elsewhere = fmt::format("{}/.loss.svg.tmp-{}-0-{}", loc, dead, host + "-other");
+  std::string not_ours = loc + "/.loss.svg.tmp-x-0-" + host;
+  for (const auto& path : {curve, metrics, live, elsewhere, not_ours}) write_file(path, "<svg");
+  write_file(loc + "/metrics.jsonl", "{}\n");
+  EXPECT_EQ(side_folder(loc, {"metrics.jsonl"}), loc);
+  std::vector<std::string> kept{fs::path(live).filename().string(), fs::path(elsewhere).filename().string(),
+                                fs::path(not_ours).filename().string(), "metrics.jsonl"};
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(names_in(loc), kept);
+  // One this process writes now is live, never stale; committed, its name is gone.
+  {
+    AtomicFile file(loc + "/loss.svg");
+    file.write("<svg/>", 6);
+    EXPECT_EQ(remove_stale_temporaries(loc), 0);
+    file.commit();
+  }
+  EXPECT_EQ(read_file(loc + "/loss.svg"), "<svg/>");
+  kept.push_back("loss.svg");
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(names_in(loc), kept);
 }
 
 TEST(Checkpoint, AReadOnlyFolderGivesTheCodedErrorNamingIt) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "io/checkpoint.h"
+#include "io/checkpoint_files.h"
 #include "io/safetensors.h"
 #include "test_util.h"
 
@@ -66,9 +67,10 @@ TEST(LoadRecord, ReadFromACheckpointFolder) {
   TempDir dir;
   LoadRecord record = written_record(dir);
   testing::write_file(dir.file("experiment.json"), json{{"loads", load_record_json(record)}}.dump());
-  EXPECT_EQ(read_load_record(dir.path().string()), record);
+  CheckpointReader checkpoint({0, dir.path().string(), dir.path().string()});
+  EXPECT_EQ(read_load_record(checkpoint), record);
   testing::write_file(dir.file("experiment.json"), "{");
-  EXPECT_THROW(read_load_record(dir.path().string()), CheckpointError);
+  EXPECT_THROW(read_load_record(checkpoint), CheckpointError);
 }
 
 TEST(LoadRecord, AChangedFileIsRefused) {

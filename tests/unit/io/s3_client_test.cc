@@ -323,8 +323,9 @@ TEST_F(S3Checkpoints, WrittenListedReadAndPruned) {
   write(2, "two");
   EXPECT_EQ(steps(), (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(keys("runs/"),
-            (std::vector<std::string>{"runs/step-00000001.complete", "runs/step-00000001/params.safetensors",
-                                      "runs/step-00000001/state.json", "runs/step-00000002.complete",
+            (std::vector<std::string>{"runs/step-00000001.complete", "runs/step-00000001/manifest.json",
+                                      "runs/step-00000001/params.safetensors", "runs/step-00000001/state.json",
+                                      "runs/step-00000002.complete", "runs/step-00000002/manifest.json",
                                       "runs/step-00000002/params.safetensors", "runs/step-00000002/state.json"}));
   // LOC means its newest; LOC/step-N that one; each read from a local copy in the cache.
   Checkpoint newest = resolve_checkpoint(location_);

@@ -154,14 +154,15 @@ TEST(ServeModel, WeightsThatDoNotFitNameTheFileAndPath) {
   io::write_safetensors(params, {m.weights[0], m.weights[1], {"model.head.weight", testing::pseudo_random({4}, 1)}});
   EXPECT_NE(serve_error(folder, "E-SERVE-003").find("`model.head.weight` is [4], but the model reads it as [16, 32]"),
             std::string::npos);
-  // A truncated file, and none at all: io's own codes, naming the file.
+  // A truncated file: io's own code, naming the file; none at all: a checkpoint without
+  // the file every checkpoint holds.
   io::write_safetensors(params, m.weights);
   std::filesystem::resize_file(params, std::filesystem::file_size(params) - 10);
   std::string message = error_of<io::LoadError>([&] { open_model(resolve_operand(folder), {}); }, io::kTruncated);
   EXPECT_NE(message.find(params), std::string::npos) << message;
   std::filesystem::remove(params);
-  message = error_of<io::LoadError>([&] { open_model(resolve_operand(folder), {}); }, io::kUnreadable);
-  EXPECT_NE(message.find(params), std::string::npos) << message;
+  message = error_of<io::CheckpointError>([&] { open_model(resolve_operand(folder), {}); }, io::kCheckpointMismatch);
+  EXPECT_NE(message.find(folder + ": the checkpoint holds no params.safetensors"), std::string::npos) << message;
   // Not a safetensors file at all.
   testing::write_text(params, "this is not a safetensors file");
   EXPECT_THROW(open_model(resolve_operand(folder), {}), io::LoadError);
