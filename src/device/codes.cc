@@ -31,6 +31,23 @@ decimal digits alone, at most 2147483647:
 A count above the host's cores means all of them. 0, a count above 2147483647, a
 sign, a fraction, spaces or an empty value are refused, naming the flag or the
 variable and the value, rather than read as some other number.)"},
+    {"E-DEVICE-004", "an index outside its axis",
+     R"(A tensor's index, known only when the graph runs, is not a place of the axis it
+reads: an id of `index` or `embedding` (`gather`, and `scatter-add`, its gradient)
+below 0 or at or past the axis's length, or a target of `cross-entropy` that is not a
+class (`one-hot` with `:checked true`). No index is clamped to the axis or wrapped
+around it: the run stops at the first one outside. The message names the index, where
+it is in its tensor (its row first), and the axis's places; the span points at the form
+that read it:
+
+    (index (ones [256 8]) (tensor [3 -1]))             ; ids run from 0 to 255
+    (cross-entropy (zeros [2 3]) (+ (tensor [0 1]) 2))  ; targets run from 0 to 2
+
+In `sexpgpu run` the run stops at that step, as a failed guard stops it, and names the
+step and the batch's field the index came from; the checkpoints written before it are
+whole. Check the data where it is made: a vocabulary that does not cover the tokens,
+or a label off by one. A served model answers such a call with status 1 (E-SERVE-008)
+and goes on.)"},
 };
 
 }  // namespace

@@ -67,7 +67,9 @@ class Plan {
   // writes `outputs` (one per graph output, likewise); else DeviceError
   // naming the first that does not fit. An output may be one of the inputs
   // (donation: a parameter updated in place): every input is read before any
-  // output is written. On cpu, after the first run this allocates nothing.
+  // output is written. On cpu, after the first run this allocates nothing. An index
+  // outside its axis stops the run (graph::IndexOutOfRange, located at its node of the
+  // graph the plan runs); an output written over an input may then be half written.
   virtual void run(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs) = 0;
   // The same into new buffers of this device.
   std::vector<Buffer> run(std::span<const Buffer* const> inputs);

@@ -212,8 +212,10 @@ NodeId Builder::iota(Shape shape, int64_t axis, DType dtype) {
   return op("iota", {}, {{"shape", std::move(shape)}, {"axis", axis}, {"dtype", dtype}});
 }
 
-NodeId Builder::one_hot(NodeId indices, int64_t depth, DType dtype) {
-  return op("one_hot", {indices}, {{"depth", depth}, {"dtype", dtype}});
+NodeId Builder::one_hot(NodeId indices, int64_t depth, DType dtype, bool checked) {
+  Attrs attrs{{"depth", depth}, {"dtype", dtype}};
+  if (checked) attrs.set("checked", int64_t{1});
+  return op("one_hot", {indices}, std::move(attrs));
 }
 
 NodeId Builder::random_normal(NodeId key, Shape shape, DType dtype) {

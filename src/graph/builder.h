@@ -108,7 +108,9 @@ class Builder {
   NodeId gather(NodeId x, NodeId indices, int64_t axis);
   NodeId scatter_add(NodeId x, NodeId indices, NodeId updates, int64_t axis);
   NodeId iota(Shape shape, int64_t axis, DType dtype = DType::i64);
-  NodeId one_hot(NodeId indices, int64_t depth, DType dtype = DType::f32);
+  // `checked`: an index outside [0, depth) stops the run (graph/index_error.h) instead of
+  // giving a row of zeros.
+  NodeId one_hot(NodeId indices, int64_t depth, DType dtype = DType::f32, bool checked = false);
 
   NodeId matmul(NodeId a, NodeId b) { return op("matmul", {a, b}); }
 

@@ -56,8 +56,9 @@ Graph select_outputs(const Graph& graph, std::span<const std::string> names);
 
 // A last input `at` (i32 [1]) and each output taken at that place of its second axis,
 // which keeps length 1. GraphError when an output has no second axis, or the outputs'
-// second axes differ in length. An `at` outside the axis is clamped, as gather clamps:
-// a caller that must refuse one checks it before the run.
+// second axes differ in length. An `at` outside the axis is the caller's to refuse before
+// the run (serve does): where a gather reads it, it stops the run as any index outside its
+// axis does (graph/index_error.h), but one sunk past a broadcast of the axis reads none.
 //
 // The gather is sunk toward the inputs through every node that computes each place
 // of the axis from that place of its inputs alone (each primitive's sinking rule, see

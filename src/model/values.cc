@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "graph/index_error.h"
 #include "graph/memory.h"
 #include "graph/passes.h"
 #include "lang/diagnostic.h"
@@ -45,6 +46,9 @@ std::map<std::string, graph::Tensor> initial_values(const ParameterTable& table,
       lang::fail("E-DEVICE-001", param.decl->span,
                  fmt::format("the {} device could not initialize `{}`: {}", device.name(),
                              lang::shown_in_message(param.path), e.what()));
+    } catch (const graph::IndexOutOfRange& e) {
+      lang::fail("E-DEVICE-004", param.decl->span,
+                 fmt::format("initializing `{}`: {}", lang::shown_in_message(param.path), e.what()));
     }
   }
   return values;

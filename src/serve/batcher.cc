@@ -7,10 +7,29 @@
 #include <set>
 
 #include "graph/errors.h"
+#include "graph/index_error.h"
 #include "graph/passes.h"
 #include "serve/errors.h"
 
 namespace sx::serve {
+namespace {
+
+// A call's answer when an index of it is outside its axis: the input of the call the
+// index is in and where, in the call's own tensor (the batch's axis dropped), or the
+// device's words for an index computed in the model.
+std::string index_error_answer(const graph::IndexOutOfRange& e, const CallLayout& layout) {
+  std::string text = e.what();
+  std::vector<int64_t> at = e.position();
+  for (const TensorSpec& input : layout.inputs()) {
+    if (e.input() == input.name && !at.empty()) {
+      at.erase(at.begin());
+      text = e.message(fmt::format("input `{}`", input.name), at);
+    }
+  }
+  return error_answer(fmt::format("error[{}]: {}", kCallValue, text));
+}
+
+}  // namespace
 
 Batcher::Batcher(device::Device& device, const ServedModel& model, int max_batch)
     : device_(device), layout_(model.about.inputs), store_(device) {
@@ -42,6 +61,8 @@ Batcher::Batcher(device::Device& device, const ServedModel& model, int max_batch
       programs_.push_back({batch, std::make_unique<runtime::Program>(device, std::move(g), inputs, outputs)});
     } catch (const device::DeviceError& e) {
       throw ServeError(kRunFailed, fmt::format("the {} device cannot run the model: {}", device.name(), e.what()));
+    } catch (const graph::IndexOutOfRange& e) {
+      throw ServeError(kRunFailed, fmt::format("the model's constants read an index outside its axis: {}", e.what()));
     }
   }
   const runtime::Program& first = *programs_.front().program;
@@ -63,6 +84,19 @@ const Batcher::SizedProgram& Batcher::program_for(size_t calls) const {
 }
 
 std::vector<std::string> Batcher::run(std::span<const std::string> calls) {
+  std::vector<std::string> answers = answer(calls);
+  calls_ += calls.size();
+  return answers;
+}
+
+std::vector<std::string> Batcher::answer_one_at_a_time(std::span<const std::string> calls) {
+  std::vector<std::string> answers;
+  for (size_t i = 0; i < calls.size(); ++i) answers.push_back(answer(calls.subspan(i, 1)).front());
+  return answers;
+}
+
+std::vector<std::string> Batcher::answer(std::span<const std::string> calls) {
+  runs_ += 1;
   std::vector<std::string> answers;
   try {
     const SizedProgram& sized = program_for(calls.size());
@@ -79,12 +113,12 @@ std::vector<std::string> Batcher::run(std::span<const std::string> calls) {
     std::vector<graph::Tensor> outputs;
     for (const device::Buffer& r : results) outputs.push_back(device_.download(r));
     for (size_t i = 0; i < calls.size(); ++i) answers.push_back(ok_answer(outputs, i));
+  } catch (const graph::IndexOutOfRange& e) {
+    answers = calls.size() == 1 ? std::vector{index_error_answer(e, layout_)} : answer_one_at_a_time(calls);
   } catch (const std::exception& e) {
     answers.assign(calls.size(),
                    error_answer(fmt::format("error[{}]: the device failed to run the call: {}", kRunFailed, e.what())));
   }
-  calls_ += calls.size();
-  runs_ += 1;
   return answers;
 }
 

@@ -36,8 +36,10 @@ class Batcher {
   Batcher& operator=(const Batcher&) = delete;
 
   // The answers' bodies of 1..max_batch() calls (bodies of layout().call_bytes() bytes
-  // whose values were checked), run as one batch, in their order. A failure of the device
-  // is every call's error answer. One thread at a time: the one that owns the device.
+  // whose values were checked), run as one batch, in their order. An index outside its
+  // axis is the error answer of the call it is in, and only its: the others get the
+  // answers they get in any batch. Any other failure of the device is every call's error
+  // answer. One thread at a time: the one that owns the device.
   std::vector<std::string> run(std::span<const std::string> calls);
 
   int max_batch() const { return programs_.back().batch; }
@@ -53,6 +55,11 @@ class Batcher {
   };
   // The program of the fewest rows that holds `calls` calls.
   const SizedProgram& program_for(size_t calls) const;
+  // run's answers, counting the device's runs but not the calls.
+  std::vector<std::string> answer(std::span<const std::string> calls);
+  // When a batch's run stops at an index outside its axis: each call run alone in the
+  // batch-1 program, so that the error is the answer of the calls it is in.
+  std::vector<std::string> answer_one_at_a_time(std::span<const std::string> calls);
 
   device::Device& device_;
   CallLayout layout_;

@@ -75,9 +75,16 @@ input takes. The frame is refused before its bytes are read, and the connection 
 closed, since the bytes that follow can no longer be told apart.)"},
     {"E-SERVE-008", "a call with a value serve refuses",
      R"(An answer, not a process error: a call's bytes have the right length but a value the
-model cannot take: a bool byte other than 0 or 1, or, served with `--at`, an `at`
-outside the outputs' second axis (from 0 to its length minus 1). The connection stays
-open for the next call.)"},
+model cannot take: a bool byte other than 0 or 1; served with `--at`, an `at` outside
+the outputs' second axis (from 0 to its length minus 1); or an index the model reads
+outside its axis, a token id below 0 or at or past the vocabulary's size, which the
+message names with the input and its place there:
+
+    error[E-SERVE-008]: gather: index -1 at [0, 3] of input `inputs` is outside its axis, 0 to 255
+
+No id is clamped or wrapped. Only that call gets the error: the other calls of its batch
+get their answers, the bits they get alone. The connection stays open for the next
+call.)"},
     {"E-SERVE-009", "the device cannot run the model",
      R"(Compiling the model for the device, batching it for `--batch`, or running a batch of
 calls failed. At start it is a process error; during a call it is that call's answer

@@ -90,7 +90,11 @@ std::vector<const EvalPassSpec*> eval_passes(const RunSettings& run) {
 }
 
 EvalPass::EvalPass(Session& session, const EvalPassSpec& spec, int64_t batch, device::Device& device)
-    : spec_(spec), loader_(open_loader(*as_loader_spec(spec.data))), batch_(batch), device_(device) {
+    : spec_(spec),
+      loader_(open_loader(*as_loader_spec(spec.data))),
+      batch_(batch),
+      device_(device),
+      tracer_(session.interp().tracer()) {
   const auto& tracer = session.interp().tracer();
   lang::Value model = required_definition(session, "model", "the model a pass evaluates");
   lang::Value loss_fn = required_definition(session, "loss", "(defun loss (prediction prepared) ...), a scalar");
@@ -130,7 +134,11 @@ EvalPass::EvalPass(Session& session, const EvalPassSpec& spec, int64_t batch, de
     }
   }
   for (const auto& name : names_) results.push_back({runtime::Role::metric, name});
-  program_ = std::make_unique<runtime::Program>(device, std::move(g), std::move(inputs), std::move(results));
+  try {
+    program_ = std::make_unique<runtime::Program>(device, std::move(g), std::move(inputs), std::move(results));
+  } catch (const graph::IndexOutOfRange& e) {
+    fail_index_out_of_range(*tracer_, e, fmt::format("the pass `{}`: ", spec.name));
+  }
 }
 
 std::vector<std::pair<std::string, double>> EvalPass::run(runtime::Store& store, uint64_t seed) {
@@ -143,7 +151,12 @@ std::vector<std::pair<std::string, double>> EvalPass::run(runtime::Store& store,
     }
     std::vector<const device::Buffer*> fed;
     for (const auto& buffer : fed_buffers) fed.push_back(&buffer);
-    auto results = program_->run(store, fed);
+    std::span<const device::Buffer> results;
+    try {
+      results = program_->run(store, fed);
+    } catch (const graph::IndexOutOfRange& e) {
+      fail_index_out_of_range(*tracer_, e, fmt::format("the pass `{}`, batch {}: ", spec_.name, b), prefix());
+    }
     for (size_t k = 0; k < names_.size(); ++k) sums[k] += device_.download(results[k]).value(0);
   }
   std::vector<std::pair<std::string, double>> out;

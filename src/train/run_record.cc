@@ -176,12 +176,13 @@ std::vector<std::pair<std::string, graph::Tensor>> read_checkpoint_values(const 
       auto fitting = [&](const io::SafetensorsFile& file) {
         const io::TensorInfo* info = file.find(path);
         const std::string shown_file = lang::shown_in_message(checkpoint.named_as_written(file.path()));
-        // No span: the error outlives the session whose file it would point into.
-        if (!info)
-          lang::fail("E-CKPT-006", {}, fmt::format("{} holds no `{}`", shown_file, lang::shown_in_message(path)));
+        if (!info) {
+          lang::fail("E-CKPT-006", w.param->decl->span,
+                     fmt::format("{} holds no `{}`", shown_file, lang::shown_in_message(path)));
+        }
         const std::string found = fmt::format("{} {}", info->dtype, graph::shape_str(info->shape));
         if (found != declared) {
-          lang::fail("E-CKPT-006", {},
+          lang::fail("E-CKPT-006", w.param->decl->span,
                      fmt::format("`{}` in {} is {}, the file's is {}", lang::shown_in_message(path), shown_file, found,
                                  declared));
         }

@@ -48,14 +48,17 @@ lang::Value replace(const lang::Value& v, const std::map<graph::NodeId, lang::Va
   return v;
 }
 
-// Runs `body`, which compiles or runs a program of `subject` (what the user asked for) on
-// `device`, with the device's refusals as diagnostics: E-MEM-001 pointing at `form`,
-// E-DEVICE-001 saying the device could not `verb` it, E-EVAL-020 for an interruption
-// (the REPL's Ctrl-C).
-void on_device(device::Device& device, lang::Span form, std::string_view verb, std::string_view subject,
-               const std::function<void()>& body) {
+// Runs `body`, which compiles or runs a program of `subject` (what the user asked for),
+// a part of `tracer`'s trace, on `device`, with the device's refusals as diagnostics:
+// E-MEM-001 pointing at `form`, E-DEVICE-001 saying the device could not `verb` it,
+// E-DEVICE-004 for an index outside its axis, E-EVAL-020 for an interruption (the REPL's
+// Ctrl-C).
+void on_device(const lang::Tracer& tracer, device::Device& device, lang::Span form, std::string_view verb,
+               std::string_view subject, const std::function<void()>& body) {
   try {
     body();
+  } catch (const graph::IndexOutOfRange& e) {
+    fail_index_out_of_range(tracer, e, "", {}, form);
   } catch (const graph::MemoryLimitError& e) {
     lang::fail("E-MEM-001", form, e.what(), std::string(graph::kMemoryLimitHelp));
   } catch (const std::bad_alloc&) {
@@ -73,6 +76,21 @@ void on_device(device::Device& device, lang::Span form, std::string_view verb, s
 }
 
 }  // namespace
+
+void fail_index_out_of_range(const lang::Tracer& tracer, const graph::IndexOutOfRange& error, std::string_view context,
+                             std::string_view data_prefix, lang::Span otherwise) {
+  const std::optional<std::string>& input = error.input();
+  std::string message = error.what();
+  // A batch's field: its first axis is the batch's rows.
+  if (std::vector<int64_t> at = error.position();
+      !data_prefix.empty() && input && input->starts_with(data_prefix) && !at.empty()) {
+    message =
+        error.message(fmt::format("the batch's `{}` (row {})", input->substr(data_prefix.size()), at.front()), at);
+  }
+  lang::Span at_form = tracer.span_of(error.origin());
+  lang::fail("E-DEVICE-004", at_form.known() ? at_form : otherwise, fmt::format("{}{}", context, message),
+             "no index is clamped or wrapped: check the data where it is made");
+}
 
 Session::Session(SessionOptions options)
     : interp_(std::move(options.interpreter)),
@@ -250,7 +268,7 @@ lang::Value Session::run(const lang::Value& value, device::Device& device) {
   std::vector<graph::Tensor> results;
   // What the device runs, the parameters' initializers first: the errors of either (and
   // an interruption, the REPL's Ctrl-C) are the value's.
-  on_device(device, form, "run", "the value", [&] {
+  on_device(*interp_.tracer(), device, form, "run", "the value", [&] {
     initialize(program, stored);
     std::vector<runtime::Binding> inputs = bind_inputs(program);
     std::vector<device::Buffer> keys;
@@ -275,7 +293,8 @@ graph::Graph Session::compile(const graph::Graph& graph, device::Device& device)
   lang::Span form =
       graph.outputs.empty() ? lang::Span{} : interp_.tracer()->span_of(graph.node(graph.outputs[0].node).origin);
   graph::Graph optimized;
-  on_device(device, form, "compile", "the file's tensors", [&] { optimized = runtime::compile(device, graph).graph; });
+  on_device(*interp_.tracer(), device, form, "compile", "the file's tensors",
+            [&] { optimized = runtime::compile(device, graph).graph; });
   return optimized;
 }
 

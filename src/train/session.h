@@ -9,6 +9,7 @@
 #include <string>
 
 #include "device/device.h"
+#include "graph/index_error.h"
 #include "io/checkpoint.h"
 #include "io/load_record.h"
 #include "io/safetensors.h"
@@ -97,5 +98,13 @@ class Session {
   std::set<std::pair<std::string, uint32_t>> warned_;
   size_t compacted_size_ = 0;  // the trace's node count after the last forget_unreachable
 };
+
+// E-DEVICE-004 for an index outside its axis met running a program of `tracer`'s trace
+// (graph::IndexOutOfRange): at the form that read it (`otherwise` where the node has no
+// form), its message after `context` ("step 12: "), a graph input named `data_prefix` and
+// a field (a batch's) named as the batch's field, with its row.
+[[noreturn]] void fail_index_out_of_range(const lang::Tracer& tracer, const graph::IndexOutOfRange& error,
+                                          std::string_view context, std::string_view data_prefix = {},
+                                          lang::Span otherwise = {});
 
 }  // namespace sx::train

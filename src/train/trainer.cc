@@ -398,7 +398,14 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
     return location;
   }
 
-  runtime::Program program(device, session.under_precision(step.graph), step.inputs, step.outputs);
+  // Compiling folds the step's constants, which may read an index outside its axis.
+  runtime::Program program = [&] {
+    try {
+      return runtime::Program(device, session.under_precision(step.graph), step.inputs, step.outputs);
+    } catch (const graph::IndexOutOfRange& e) {
+      fail_index_out_of_range(*session.interp().tracer(), e, "the step: ");
+    }
+  }();
   std::vector<std::unique_ptr<EvalPass>> passes;
   for (const EvalPassSpec* pass : eval_passes(run))
     passes.push_back(std::make_unique<EvalPass>(session, *pass, batch, device));
@@ -439,6 +446,8 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
       results = program.run(store, fed);
     } catch (const device::DeviceError& e) {
       lang::fail("E-DEVICE-001", {}, fmt::format("step {}: {}", s, e.what()));
+    } catch (const graph::IndexOutOfRange& e) {
+      fail_index_out_of_range(*session.interp().tracer(), e, fmt::format("step {}: ", s), kDataPrefix);
     }
     loss_value = device.download(results[0]).value(0);
     std::vector<std::pair<std::string, double>> logged{{"loss", loss_value}};

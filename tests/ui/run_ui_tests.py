@@ -14,10 +14,12 @@ The first lines of a case may be directives, written as comments:
     ;; env: SEXPGPU_CPU_CORES=0             a variable set for the program (repeatable)
 
 `{file}` is the case's base name: the program runs in the case's folder, so the paths in
-diagnostics are short and stable. The default exit status is 1 when the expected
-standard error has a line starting with `error[`, else 0. Directives are read from the
-leading comment lines only. Absolute paths in the output are normalized: the case's
-folder becomes `$DIR`, the repository root `$ROOT`. Colour is off (NO_COLOR=1).
+diagnostics are short and stable. `{tmp}` is an empty temporary folder of the case's own,
+removed after it (where a `run` writes its checkpoints). The default exit status is 1
+when the expected standard error has a line starting with `error[`, else 0. Directives
+are read from the leading comment lines only. Absolute paths in the output are
+normalized: the temporary folder becomes `$TMP`, the case's folder `$DIR`, the
+repository root `$ROOT`. Colour is off (NO_COLOR=1).
 
 Usage:
 
@@ -39,6 +41,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 UI_DIR = Path(__file__).resolve().parent
@@ -81,26 +84,28 @@ class Case:
         lines = self.expected(self.stderr_file).splitlines()
         return 1 if any(line.startswith(b"error[") for line in lines) else 0
 
-    def command(self, program):
-        args = [arg.replace("{file}", self.path.name) for arg in shlex.split(self.run)]
+    def command(self, program, tmp="{tmp}"):
+        args = [arg.replace("{file}", self.path.name).replace("{tmp}", tmp) for arg in shlex.split(self.run)]
         return [str(program)] + args
 
 
-def normalize(output, case_dir):
+def normalize(output, case_dir, tmp):
     # Longest first: the case's folder lies inside the repository.
-    for path, name in ((str(case_dir), b"$DIR"), (str(ROOT), b"$ROOT")):
+    for path, name in ((tmp, b"$TMP"), (str(case_dir), b"$DIR"), (str(ROOT), b"$ROOT")):
         output = output.replace(os.fsencode(path), name)
     return output
 
 
 def run_case(case, program):
     env = dict(os.environ, NO_COLOR="1", **case.env)
-    try:
-        done = subprocess.run(case.command(program), cwd=case.path.parent, env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return None
-    return (done.returncode, normalize(done.stdout, case.path.parent), normalize(done.stderr, case.path.parent))
+    with tempfile.TemporaryDirectory(prefix="sexpgpu-ui-") as tmp:
+        try:
+            done = subprocess.run(case.command(program, tmp), cwd=case.path.parent, env=env,
+                                  stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return None
+        return (done.returncode, normalize(done.stdout, case.path.parent, tmp),
+                normalize(done.stderr, case.path.parent, tmp))
 
 
 def show_diff(label, expected, actual):

@@ -1,7 +1,9 @@
 // Data movement: transpose, broadcast, slice, concat, pad and gather, gather's
 // gradient scatter_add, and one_hot. Each but scatter_add and one_hot is a strided
 // copy (an output region walked in row-major order, a source reached through per-axis
-// strides), so the bytes are the reference's.
+// strides), so the bytes are the reference's. An index outside its axis stops the run
+// as on the reference device (graph/index_error.h): the indices are checked before the
+// step reads or writes by them.
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -10,6 +12,7 @@
 #include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
 #include "device/cpu/view.h"
+#include "graph/index_error.h"
 #include "graph/prims/common.h"
 
 namespace sx::device::cpu {
@@ -197,16 +200,15 @@ Step gather_step(const graph::Graph& graph, const graph::Node& node, int cores) 
   const int64_t outer = axes.outer, along = axes.along, count = axes.count;
   size_t row_bytes = static_cast<size_t>(axes.inner) * graph::dtype_size(x.dtype);
   int threads = threads_for(graph::numel(node.shape), cores);
-  return graph::visit_dtype(idx.dtype, [&](auto types) -> Step {
-    using I = typename decltype(types)::storage;
-    using C = typename decltype(types)::compute;
+  return graph::visit_index_dtype(idx.dtype, [&](auto zero) -> Step {
+    using I = decltype(zero);
     return [outer, along, count, row_bytes, threads](const uint8_t* const* in, uint8_t* out) {
       const I* indices = reinterpret_cast<const I*>(in[1]);
+      graph::check_indices(indices, count, along, 1);
       parallel_for(outer * count, threads, [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
           int64_t o = r / count, i = r % count;
-          auto at = static_cast<int64_t>(static_cast<C>(indices[i]));
-          at = std::clamp<int64_t>(at, 0, along - 1);
+          auto at = static_cast<int64_t>(indices[i]);
           std::memcpy(out + static_cast<size_t>(r) * row_bytes, in[0] + static_cast<size_t>(o * along + at) * row_bytes,
                       row_bytes);
         }
@@ -215,10 +217,10 @@ Step gather_step(const graph::Graph& graph, const graph::Node& node, int cores) 
   });
 }
 
-// scatter_add: x, then each row of updates added to the row of x its index names
-// (clamped, as gather reads), in the order of the updates, as the reference adds
-// them, so the bits are the reference's: an element of x receives its additions in
-// the order of their indices' positions. The threads take blocks of columns of an
+// scatter_add: x, then each row of updates added to the row of x its index names, in
+// the order of the updates, as the reference adds them, so the bits are the
+// reference's: an element of x receives its additions in the order of their indices'
+// positions. The threads take blocks of columns of an
 // outer entry, each its own elements.
 Step scatter_add_step(const graph::Graph& graph, const graph::Node& node, int cores) {
   const graph::Node &x = graph.node(node.inputs[0]), &idx = graph.node(node.inputs[1]);
@@ -226,15 +228,15 @@ Step scatter_add_step(const graph::Graph& graph, const graph::Node& node, int co
   const int64_t outer = axes.outer, along = axes.along, inner = axes.inner, count = axes.count;
   size_t x_bytes = static_cast<size_t>(graph::numel(x.shape)) * graph::dtype_size(x.dtype);
   int threads = threads_for(outer * count * inner, cores);
-  return graph::visit_dtype(idx.dtype, [&](auto index_types) -> Step {
-    using I = typename decltype(index_types)::storage;
-    using IC = typename decltype(index_types)::compute;
+  return graph::visit_index_dtype(idx.dtype, [&](auto zero) -> Step {
+    using I = decltype(zero);
     return graph::visit_dtype(x.dtype, [&](auto types) -> Step {
       using S = typename decltype(types)::storage;
       using C = typename decltype(types)::compute;
       return [outer, inner, along, count, x_bytes, threads](const uint8_t* const* in, uint8_t* out) {
-        if (x_bytes > 0) std::memcpy(out, in[0], x_bytes);
         const I* indices = reinterpret_cast<const I*>(in[1]);
+        graph::check_indices(indices, count, along, 1);
+        if (x_bytes > 0) std::memcpy(out, in[0], x_bytes);
         const S* updates = reinterpret_cast<const S*>(in[2]);
         S* result = reinterpret_cast<S*>(out);
         constexpr int64_t kBlock = 1024;
@@ -243,7 +245,7 @@ Step scatter_add_step(const graph::Graph& graph, const graph::Node& node, int co
           for (int64_t r = begin; r < end; ++r) {
             const int64_t o = r / blocks, j0 = r % blocks * kBlock, width = std::min(kBlock, inner - j0);
             for (int64_t i = 0; i < count; ++i) {
-              int64_t at = std::clamp<int64_t>(static_cast<int64_t>(static_cast<IC>(indices[i])), 0, along - 1);
+              const auto at = static_cast<int64_t>(indices[i]);
               S* target = result + (o * along + at) * inner + j0;
               const S* from = updates + (o * count + i) * inner + j0;
               for (int64_t j = 0; j < width; ++j) {
@@ -258,24 +260,26 @@ Step scatter_add_step(const graph::Graph& graph, const graph::Node& node, int co
 }
 
 // one_hot: zeros, then a one at each index's place along its row (none for an index
-// outside [0, depth)), as the reference sets them. The rows go to the threads.
+// outside [0, depth), which a checked one_hot refuses), as the reference sets them. The
+// rows go to the threads.
 Step one_hot_step(const StepContext& c, const graph::Node& node) {
   const graph::Node& indices = c.graph.node(node.inputs[0]);
   const int64_t depth = node.attrs.get_int("depth"), count = graph::numel(indices.shape);
+  const bool checked = node.attrs.has("checked");
   const size_t size = graph::dtype_size(node.dtype);
   const graph::Tensor one = graph::Tensor::scalar(node.dtype, 1.0);
   std::vector<uint8_t> one_bytes(one.bytes().begin(), one.bytes().end());
   const int threads = threads_for(count * depth, c.cores);
-  return graph::visit_dtype(indices.dtype, [&](auto types) -> Step {
-    using I = typename decltype(types)::storage;
-    using C = typename decltype(types)::compute;
-    return [depth, count, size, one_bytes, threads](const uint8_t* const* in, uint8_t* out) {
+  return graph::visit_index_dtype(indices.dtype, [&](auto zero) -> Step {
+    using I = decltype(zero);
+    return [depth, count, size, one_bytes, threads, checked](const uint8_t* const* in, uint8_t* out) {
       const I* index = reinterpret_cast<const I*>(in[0]);
+      if (checked) graph::check_indices(index, count, depth, 0);
       parallel_for(count, threads, [&](int64_t begin, int64_t end) {
         const auto row_bytes = static_cast<size_t>(depth) * size;
         std::memset(out + static_cast<size_t>(begin) * row_bytes, 0, static_cast<size_t>(end - begin) * row_bytes);
         for (int64_t i = begin; i < end; ++i) {
-          const auto k = static_cast<int64_t>(static_cast<C>(index[i]));
+          const auto k = static_cast<int64_t>(index[i]);
           if (k >= 0 && k < depth) std::memcpy(out + static_cast<size_t>(i * depth + k) * size, one_bytes.data(), size);
         }
       });
@@ -288,6 +292,19 @@ Step one_hot_step(const StepContext& c, const graph::Node& node) {
 // result).
 Step nothing_step() {
   return [](const uint8_t* const*, uint8_t*) {};
+}
+
+// The step of an index primitive whose output is empty: it reads and writes nothing, but
+// its indices (input `operand`) are checked against `length` as when it does.
+Step indices_check_step(const graph::Graph& graph, const graph::Node& node, size_t operand, int64_t length) {
+  const graph::Node& indices = graph.node(node.inputs[operand]);
+  const int64_t count = graph::numel(indices.shape);
+  return graph::visit_index_dtype(indices.dtype, [&](auto zero) -> Step {
+    using I = decltype(zero);
+    return [operand, length, count](const uint8_t* const* in, uint8_t*) {
+      graph::check_indices(reinterpret_cast<const I*>(in[operand]), count, length, operand);
+    };
+  });
 }
 
 Step transpose_step(const StepContext& c, const graph::Node& node) {
@@ -396,12 +413,15 @@ Step pad_step(const StepContext& c, const graph::Node& node) {
 
 void add_movement_steps(StepTable& table) {
   table.set(graph::PrimId::gather, [](const StepContext& c, const graph::Node& node) {
-    return graph::numel(node.shape) > 0 ? gather_step(c.graph, node, c.cores) : nothing_step();
+    if (graph::numel(node.shape) > 0) return gather_step(c.graph, node, c.cores);
+    return indices_check_step(c.graph, node, 1, indexed_axes(c.graph, node).along);
   });
   table.set(graph::PrimId::scatter_add,
             [](const StepContext& c, const graph::Node& node) { return scatter_add_step(c.graph, node, c.cores); });
   table.set(graph::PrimId::one_hot, [](const StepContext& c, const graph::Node& node) {
-    return graph::numel(node.shape) > 0 ? one_hot_step(c, node) : nothing_step();
+    if (graph::numel(node.shape) > 0) return one_hot_step(c, node);
+    return node.attrs.has("checked") ? indices_check_step(c.graph, node, 0, node.attrs.get_int("depth"))
+                                     : nothing_step();
   });
   table.set(graph::PrimId::transpose, transpose_step);
   table.set(graph::PrimId::broadcast, broadcast_step);

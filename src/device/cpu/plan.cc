@@ -35,6 +35,7 @@
 #include "device/cpu/kernels.h"
 #include "device/cpu/profile.h"
 #include "device/interrupt.h"
+#include "graph/index_error.h"
 #include "graph/passes.h"
 #include "graph/primitive.h"
 #include "graph/verify.h"
@@ -344,6 +345,9 @@ class CpuPlan : public Plan {
         entry.step(in_.data(), entry.outs.data());
         profile_->add(step, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       } catch (const DeviceError&) {
+        throw;
+      } catch (graph::IndexOutOfRange& e) {
+        e.locate(graph_, entry.id);
         throw;
       } catch (const std::exception& e) {
         throw DeviceError(fmt::format("{} failed: {}", describe(graph_, graph_.node(entry.id)), e.what()));

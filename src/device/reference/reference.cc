@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "device/interrupt.h"
+#include "graph/index_error.h"
 #include "graph/primitive.h"
 #include "graph/verify.h"
 
@@ -44,7 +45,12 @@ class ReferencePlan : public Plan {
       check_interrupt();
       std::vector<const graph::Tensor*> args;
       for (graph::NodeId in : node.inputs) args.push_back(values[in]);
-      computed[id] = node.prim->kernel(node, args);
+      try {
+        computed[id] = node.prim->kernel(node, args);
+      } catch (graph::IndexOutOfRange& e) {
+        e.locate(graph_, id);
+        throw;
+      }
       values[id] = &*computed[id];
       for (graph::NodeId in : node.inputs) {
         if (last_use_[in] == id) computed[in].reset();

@@ -1,9 +1,11 @@
 // Indexing primitives: gather (NumPy `take` along an axis), scatter_add
 // (its gradient: adds updates at the gathered positions), iota (positions
-// along an axis) and one_hot. Out-of-range indices are clamped to the axis,
-// in gather and scatter_add alike, on every device.
+// along an axis) and one_hot. An index of gather or scatter_add outside its
+// axis stops the run (IndexOutOfRange), on every device; one_hot gives such an
+// index a row of zeros, or stops the run too when its attribute `checked` is 1.
 #include <algorithm>
 
+#include "graph/index_error.h"
 #include "graph/prims/common.h"
 #include "graph/prims/families.h"
 
@@ -32,8 +34,19 @@ Shape gathered_shape(const Shape& x, const Shape& indices, int64_t axis) {
   return out;
 }
 
-// For every position of the gathered shape: the position in x it reads.
+// Throws IndexOutOfRange for the first index outside [0, length), the indices being
+// input `operand` of the node.
+void check_tensor_indices(const Tensor& indices, int64_t length, size_t operand) {
+  visit_index_dtype(indices.dtype(), [&](auto zero) {
+    using Index = decltype(zero);
+    check_indices(indices.data<Index>(), indices.numel(), length, operand);
+  });
+}
+
+// For every position of the gathered shape: the position in x it reads. Every index is
+// in its axis (IndexOutOfRange otherwise).
 std::vector<int64_t> gathered_sources(const Shape& x, const Tensor& indices, int64_t axis) {
+  check_tensor_indices(indices, x[static_cast<size_t>(axis)], 1);
   Shape out = gathered_shape(x, indices.shape(), axis);
   std::vector<int64_t> x_strides = row_major_strides(x), idx_strides = row_major_strides(indices.shape());
   auto a = static_cast<size_t>(axis), rank = indices.shape().size();
@@ -45,8 +58,7 @@ std::vector<int64_t> gathered_sources(const Shape& x, const Tensor& indices, int
     for (size_t d = 0; d < rank; ++d) idx_flat += index[a + d] * idx_strides[d];
     for (size_t d = 0; d < a; ++d) x_flat += index[d] * x_strides[d];
     for (size_t d = a + 1; d < x.size(); ++d) x_flat += index[d - 1 + rank] * x_strides[d];
-    auto at = static_cast<int64_t>(indices.value(idx_flat));
-    sources.push_back(x_flat + std::clamp<int64_t>(at, 0, x[a] - 1) * x_strides[a]);
+    sources.push_back(x_flat + static_cast<int64_t>(indices.value(idx_flat)) * x_strides[a]);
   }
   return sources;
 }
@@ -199,6 +211,9 @@ const Primitive kIndex[] = {
            }
            int64_t depth = attrs.get_int("depth");
            if (depth < 0) throw ShapeError(fmt::format("one_hot: depth must not be negative, got {}", depth));
+           if (attrs.has("checked") && attrs.get_int("checked") != 1) {
+             throw ShapeError(fmt::format("one_hot: checked is 1 when present, got {}", attrs.get_int("checked")));
+           }
            Shape out = args[0].shape;
            out.push_back(depth);
            return ValueType{out, attrs.get_dtype("dtype")};
@@ -213,6 +228,7 @@ const Primitive kIndex[] = {
          [](const Node& n, Args x) {
            Tensor out(n.dtype, n.shape);
            int64_t depth = n.attrs.get_int("depth");
+           if (n.attrs.has("checked")) check_tensor_indices(*x[0], depth, 0);
            for (int64_t i = 0; i < x[0]->numel(); ++i) {
              auto k = static_cast<int64_t>(x[0]->value(i));
              if (k >= 0 && k < depth) out.set_value(i * depth + k, 1.0);

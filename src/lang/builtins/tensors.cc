@@ -244,7 +244,7 @@ Value scatter_add(Args& a) {
 }
 
 // Refuses an index of `indices` outside 0 to depth-1 when its elements are known (a
-// constant tensor); a computed one is only known when it runs, which checks nothing.
+// constant tensor), here where the call is; a computed one is checked when it runs.
 void check_known_indices(Args& a, NodeId indices, int64_t depth) {
   const graph::Node& node = a.interp.tracer()->graph().node(indices);
   if (!node.value) return;
@@ -261,14 +261,16 @@ void check_known_indices(Args& a, NodeId indices, int64_t depth) {
 }
 
 // (one-hot indices depth :dtype d :checked true): an index outside the depth gives a row
-// of zeros, or with :checked is an error where it is known.
+// of zeros, or with :checked is an error: here when the indices are known, else when the
+// graph runs (E-DEVICE-004).
 Value one_hot(Args& a) {
   auto kw = a.keywords();
   NodeId indices = node_arg(a, 0);
   int64_t depth = a.integer(1);
   DType dtype = dtype_or(a, kw, DType::f32);
-  if (kw.count("checked") && a[kw["checked"]].truthy()) check_known_indices(a, indices, depth);
-  return trace(a, [&](Builder& b) { return b.one_hot(indices, depth, dtype); });
+  const bool checked = kw.count("checked") && a[kw["checked"]].truthy();
+  if (checked) check_known_indices(a, indices, depth);
+  return trace(a, [&](Builder& b) { return b.one_hot(indices, depth, dtype, checked); });
 }
 
 // (random-normal key [shape] :dtype :f32): key is an integer or an integer tensor.
@@ -371,7 +373,8 @@ void install_tensor_builtins(Interpreter& in) {
            "The i64 position of the smallest element along axis (the first on ties).",
            "(argmin (tensor [4 2 8]))\n;; => (tensor 1 :dtype :i64)"},
           {"gather", gather, "(x indices &key axis)",
-           "NumPy's take: the slices of x at indices along axis (default 0); indices out of range are clamped.",
+           "NumPy's take: the slices of x at indices along axis (default 0); an index outside the axis is an "
+           "error when it runs (E-DEVICE-004).",
            "(gather (tensor [10 20 30]) (tensor [2 0]))\n;; => (tensor [30 10] :dtype :i32)"},
           {"index", gather, "(x indices &key axis)", "`gather`, by the name embeddings read well with.",
            "(index (tensor [[1 2] [3 4]]) (tensor [1]))\n;; => (tensor [[3 4]] :dtype :i32)"},
@@ -380,8 +383,8 @@ void install_tensor_builtins(Interpreter& in) {
            "(scatter-add (zeros [3]) (tensor [0 2 0]) (ones [3]))\n;; => (tensor [2.0 0.0 1.0] :dtype :f32)"},
           {"one-hot", one_hot, "(indices depth &key dtype checked)",
            "indices' shape plus [depth], 1 at each index and 0 elsewhere (f32 unless :dtype says). An index "
-           "outside 0 to depth-1 gives a row of zeros; with :checked true it is an error (E-EVAL-015) when the "
-           "indices are a constant tensor (a computed tensor is not checked).",
+           "outside 0 to depth-1 gives a row of zeros; with :checked true it is an error: E-EVAL-015 when the "
+           "indices are a constant tensor, else E-DEVICE-004 when it runs.",
            "(one-hot (tensor [2]) 3)\n;; => (tensor [[0.0 0.0 1.0]] :dtype :f32)"},
           {"matmul", [](Args& a) { return binary(a, "matmul"); }, "(a b)",
            "The matrix product [..., m, k] by [..., k, n], broadcasting the leading axes.",

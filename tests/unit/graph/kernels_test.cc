@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "graph/index_error.h"
 #include "graph/primitive.h"
 #include "samples/samples.h"
 #include "test_util.h"
@@ -256,9 +257,12 @@ const std::map<std::string, std::function<void()>>& kernel_cases() {
       {"gather",
        [] {
          Tensor x = tensor(f32, {3, 2}, {1, 2, 3, 4, 5, 6});
-         Tensor idx = tensor(i32, {2, 2}, {2, 0, 1, 7});  // 7 clamps to 2
+         Tensor idx = tensor(i32, {2, 2}, {2, 0, 1, 2});
          expect_tensor(eval([&](Builder& b) { return b.gather(b.constant(x), b.constant(idx), 0); }), f32, {2, 2, 2},
                        {5, 6, 1, 2, 3, 4, 5, 6});
+         // No index is clamped: 3 is past the axis.
+         Tensor past = tensor(i32, {2, 2}, {2, 0, 1, 3});
+         EXPECT_THROW(eval([&](Builder& b) { return b.gather(b.constant(x), b.constant(past), 0); }), IndexOutOfRange);
          expect_tensor(eval([&](Builder& b) { return b.gather(b.constant(x), b.constant(tensor(i64, {1}, {1})), 1); }),
                        f32, {3, 1}, {2, 4, 6});
        }},

@@ -10,11 +10,12 @@ namespace {
 
 Record gather_record() {
   std::vector<Sample> samples;
+  const graph::Shape gathered{5, 4, 3};
   for (DType index : {DType::i32, DType::i64, DType::u8}) {
     for (int64_t axis : {0, 1, 2}) {
       samples.push_back(
           {.label = fmt::format("by {} axis {}", graph::dtype_name(index), axis),
-           .inputs = {{{5, 4, 3}}, {{2, 3}, index, Domain::index(6)}},
+           .inputs = {{gathered}, {{2, 3}, index, Domain::index(gathered[static_cast<size_t>(axis)])}},
            .build = [axis](Builder& b, const std::vector<NodeId>& x, DType) { return b.gather(x[0], x[1], axis); }});
     }
   }
@@ -38,7 +39,7 @@ Record scatter_add_record() {
                        .inputs = {{{5, 3}}, {{4}, DType::i64, Domain::index(5)}, {{4, 3}}},
                        .build = scatter_along(0)},
                       {.label = "axis 1",
-                       .inputs = {{{3, 2}}, {{4}, DType::i64, Domain::index(3)}, {{3, 4}}},
+                       .inputs = {{{3, 2}}, {{4}, DType::i64, Domain::index(2)}, {{3, 4}}},
                        .build = scatter_along(1)},
                       {.label = "large, indices [10 20]",
                        .inputs = {{{3, 50, 1100}}, {{10, 20}, DType::i32, Domain::index(50)}, {{3, 10, 20, 1100}}},
@@ -78,9 +79,13 @@ std::vector<Record> index_records() {
           {.id = PrimId::one_hot,
            .exact = true,
            .samples = {{.label = "depth 5",
-                        .inputs = {{{3, 4}, DType::i32, Domain::index(6)}},
+                        .inputs = {{{3, 4}, DType::i32, Domain::index_or_outside(5)}},
                         .build = [](Builder& b, const std::vector<NodeId>& x,
-                                    DType dtype) { return b.one_hot(x[0], 5, dtype); }}}},
+                                    DType dtype) { return b.one_hot(x[0], 5, dtype); }},
+                       {.label = "depth 5, checked",
+                        .inputs = {{{3, 4}, DType::i32, Domain::index(5)}},
+                        .build = [](Builder& b, const std::vector<NodeId>& x,
+                                    DType dtype) { return b.one_hot(x[0], 5, dtype, true); }}}},
           random_record(PrimId::random_normal),
           random_record(PrimId::random_uniform),
           random_record(PrimId::random_bernoulli)};

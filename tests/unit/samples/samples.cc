@@ -64,11 +64,12 @@ Tensor random_tensor(DType dtype, Shape shape, std::mt19937& rng, bool positive)
 
 Tensor draw(const Input& input, DType dtype, std::mt19937& rng) {
   DType t = input.dtype.value_or(dtype);
-  if (input.domain.kind != Domain::Kind::index) {
+  const bool outside = input.domain.kind == Domain::Kind::index_or_outside;
+  if (input.domain.kind != Domain::Kind::index && !outside) {
     return random_tensor(t, input.shape, rng, input.domain.kind == Domain::Kind::positive);
   }
   // -1 is below every axis; an unsigned dtype cannot hold it and gets 0.
-  std::uniform_int_distribution<int64_t> pick(-1, input.domain.high);
+  std::uniform_int_distribution<int64_t> pick(outside ? -1 : 0, input.domain.length - (outside ? 0 : 1));
   Tensor indices(t, input.shape);
   for (int64_t i = 0; i < indices.numel(); ++i) {
     indices.set_value(i, static_cast<double>(std::max<int64_t>(pick(rng), graph::is_unsigned(t) ? 0 : -1)));

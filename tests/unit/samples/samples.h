@@ -31,12 +31,15 @@ inline constexpr DType kEveryDType[] = {DType::f32, DType::bf16,    DType::f64, 
 
 // Where an input's values are drawn from (see draw()).
 struct Domain {
-  enum class Kind { any, positive, index };
+  enum class Kind { any, positive, index, index_or_outside };
   Kind kind = Kind::any;
-  int64_t high = 0;  // index: integers in [-1, high], out of range at both ends (the primitive clamps)
+  // index: integers in [0, length), an axis's places; index_or_outside: in [-1, length],
+  // out of range at both ends too (an unchecked one_hot gives those a row of zeros).
+  int64_t length = 0;
 
   static Domain positive() { return {.kind = Kind::positive}; }
-  static Domain index(int64_t high) { return {.kind = Kind::index, .high = high}; }
+  static Domain index(int64_t length) { return {.kind = Kind::index, .length = length}; }
+  static Domain index_or_outside(int64_t length) { return {.kind = Kind::index_or_outside, .length = length}; }
 };
 
 struct Input {

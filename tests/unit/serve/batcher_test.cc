@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <span>
 
@@ -86,6 +87,37 @@ TEST_P(ServeBatching, EveryCallGetsTheBitsOfItsCallAloneInAnyBatch) {
     EXPECT_EQ(batcher.runs(), runs);
   }
   EXPECT_EQ(one.calls(), 16u);
+}
+
+// "An id outside the vocabulary is an error": a call whose id is -1, 32 (the vocabulary's
+// size) or 2^31 - 1 gets status 1 naming its input and the id's place in it, and the other
+// calls of its batch get the bits they get alone.
+TEST_P(ServeBatching, AnIdOutsideTheVocabularyIsTheErrorOfItsCallAloneInABatch) {
+  auto m = testing::tiny_lm();
+  ServedModel model = served(m, shape_graph(m.graph, {}));
+  auto device = make();
+  Batcher one(*device, model, 1), batcher(*device, model, 5);
+  for (int32_t id : {-1, static_cast<int32_t>(testing::kVocab), std::numeric_limits<int32_t>::max()}) {
+    graph::Tensor bad = testing::ids(9);
+    bad.data<int32_t>()[3] = id;
+    std::vector<std::string> calls;
+    for (uint32_t seed : {1, 2, 3, 4}) calls.push_back(testing::call_body({testing::ids(seed)}));
+    calls.insert(calls.begin() + 2, testing::call_body({bad}));
+    const std::string error =
+        fmt::format("error[E-SERVE-008]: gather: index {} at [0, 3] of input `inputs` is outside its axis, 0 to {}", id,
+                    testing::kVocab - 1);
+    EXPECT_EQ(one.run({&calls[2], 1}).at(0), error_answer(error));
+    uint64_t runs = batcher.runs();
+    std::vector<std::string> answers = batcher.run(calls);
+    ASSERT_EQ(answers.size(), calls.size());
+    for (size_t k = 0; k < calls.size(); ++k) {
+      if (k == 2) EXPECT_EQ(answers[k], error_answer(error));
+      else EXPECT_EQ(answers[k], one.run({&calls[k], 1}).at(0)) << "call " << k;
+    }
+    // The batch, then each call alone.
+    EXPECT_EQ(batcher.runs(), runs + 1 + calls.size());
+  }
+  EXPECT_EQ(batcher.calls(), 15u);
 }
 
 // A device whose runs fail, as one out of memory does.
