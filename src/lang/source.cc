@@ -48,7 +48,7 @@ Span Span::to(const Span& end) const {
 }
 
 const SourceFile& SourceMap::add(std::string path, std::string text) {
-  files_.push_back(std::make_unique<SourceFile>(std::move(path), std::move(text)));
+  files_.push_back(SourceFile::make(std::move(path), std::move(text)));
   return *files_.back();
 }
 
