@@ -223,8 +223,10 @@ int repl(const std::string& file, const EvalFlags& flags, const DeviceFlags& dev
     }
     pending += std::get<std::string>(input) + "\n";
     try {
-      const auto& source = interp.sources().add(fmt::format("<repl:{}>", ++entry), pending);
-      auto forms = lang::read_forms(source, interp.options().reader_limits);
+      // Not kept in the interpreter's sources: the entry's spans hold its text for as long
+      // as anything (a definition, a value's trace, an error) points into it.
+      lang::SourceRef source = lang::SourceFile::make(fmt::format("<repl:{}>", ++entry), pending);
+      auto forms = lang::read_forms(*source, interp.options().reader_limits);
       lines.remember(pending.substr(0, pending.size() - 1));
       pending.clear();
       // --max-steps bounds each input, so one that spends it leaves the session usable.

@@ -139,9 +139,8 @@ std::string render(const Diagnostic& d, bool color) {
   out += style.paint("1", fmt::format(": {}", d.message));
   out += '\n';
   std::string gutter = " ";
-  // A span into a file no longer loaded (its interpreter gone before the error was
-  // reported), or past a file's end, has no line to show.
-  if (d.span.in_loaded_source()) {
+  // A span past its file's end has no line to show.
+  if (d.span.in_text()) {
     render_source(d, style, accent, out);
     gutter = std::string(std::to_string(d.span.file->line_of(d.span.offset)).size() + 1, ' ');
   }

@@ -225,7 +225,7 @@ void Interpreter::warn(Diagnostic diagnostic) {
   if (on_warning) on_warning(diagnostic);
 }
 
-void Interpreter::charge(uint64_t n, Span span) {
+void Interpreter::charge(uint64_t n, const Span& span) {
   if (interrupt_ && interrupt_->load(std::memory_order_relaxed)) {
     fail("E-EVAL-020", span, "interrupted", "Ctrl-C stopped this input; the session goes on");
   }
@@ -254,7 +254,7 @@ Ref<Env> Interpreter::load_file(const std::string& path) {
   return env;
 }
 
-Value Interpreter::eval(const Value& form, Span span, Env& env) {
+Value Interpreter::eval(const Value& form, const Span& span, Env& env) {
   if (options_.max_steps || interrupt_) charge(1, span);
   switch (form.type()) {
     case Type::Symbol: {
@@ -341,7 +341,7 @@ size_t bounded_distance(const std::vector<std::string_view>& a, const std::vecto
 
 }  // namespace
 
-void Interpreter::unbound(const Symbol* name, Span span, Env& env) {
+void Interpreter::unbound(const Symbol* name, const Span& span, Env& env) {
   std::string help = "define it with `defvar` or `defun`, or bind it with `let`";
   std::vector<std::string> modules = library_modules_defining(name->name);
   if (!modules.empty()) {
@@ -375,7 +375,7 @@ void Interpreter::unbound(const Symbol* name, Span span, Env& env) {
   fail("E-EVAL-001", span, fmt::format("unbound name `{}`", shown_in_message(name->name)), help);
 }
 
-void Interpreter::check_depth(Span span) {
+void Interpreter::check_depth(const Span& span) {
   auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   bool stack_exhausted = stack_base_ > here && stack_base_ - here > options_.max_stack_bytes;
   if (depth_ > options_.max_call_depth || stack_exhausted) {
@@ -384,7 +384,7 @@ void Interpreter::check_depth(Span span) {
   }
 }
 
-Value Interpreter::eval_call(const Value& form, Span span, Env& env) {
+Value Interpreter::eval_call(const Value& form, const Span& span, Env& env) {
   const Cons* cell = form.as<Cons>();
   if (depth_ == 0) stack_base_ = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   ++depth_;
@@ -394,7 +394,7 @@ Value Interpreter::eval_call(const Value& form, Span span, Env& env) {
   } guard{depth_};
   check_depth(span);
 
-  Span head_span = cell->car_span.known() ? cell->car_span : span;
+  const Span& head_span = cell->car_span.known() ? cell->car_span : span;
   if (const Symbol* name = as_symbol(cell->car)) {
     auto special = special_forms_.find(name);
     if (special != special_forms_.end()) return special->second(*this, form, span, env);
@@ -426,14 +426,14 @@ Value Interpreter::eval_call(const Value& form, Span span, Env& env) {
   std::vector<Value> args;
   std::vector<Span> spans;
   for (Cons* c = next(cell); c; c = next(c)) {
-    Span arg_span = c->car_span.known() ? c->car_span : span;
+    const Span& arg_span = c->car_span.known() ? c->car_span : span;
     args.push_back(eval(c->car, arg_span, env));
     spans.push_back(arg_span);
   }
   return apply(head, args, spans, span);
 }
 
-Value Interpreter::expand_macro(const Closure& macro, const Value& form, Span span) {
+Value Interpreter::expand_macro(const Closure& macro, const Value& form, const Span& span) {
   std::vector<Value> args;
   std::vector<Span> spans;
   Expansion expansion{{}, span};
@@ -454,7 +454,7 @@ namespace {
 
 // A builtin's arguments against its lambda list; its keywords are all it takes.
 ArgumentMatch builtin_match(const LambdaList& params, std::string_view name, std::span<const Value> args,
-                            std::span<const Span> spans, Span call) {
+                            std::span<const Span> spans, const Span& call) {
   auto what = [&] {
     return fmt::format("`{}` is a builtin with the parameters {}", shown_in_message(name), params.describe());
   };
@@ -463,7 +463,8 @@ ArgumentMatch builtin_match(const LambdaList& params, std::string_view name, std
 
 }  // namespace
 
-Value Interpreter::apply(const Value& function, std::span<Value> args, std::span<const Span> arg_spans, Span call) {
+Value Interpreter::apply(const Value& function, std::span<Value> args, std::span<const Span> arg_spans,
+                         const Span& call) {
   if (function.is(Type::Opaque) && function.as<Opaque>()->callee()) {
     return apply(*function.as<Opaque>()->callee(), args, arg_spans, call);
   }
@@ -486,7 +487,7 @@ Value Interpreter::apply(const Value& function, std::span<Value> args, std::span
 }
 
 Value Interpreter::apply_closure(const Closure& closure, std::span<Value> args, std::span<const Span> arg_spans,
-                                 Span call) {
+                                 const Span& call) {
   Ref<Env> frame = new_frame(closure.env);
   bind_arguments(closure, args, arg_spans, call, *frame);
   try {

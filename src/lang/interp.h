@@ -84,8 +84,8 @@ struct ArgumentMatch {
 // The arguments of a builtin call, with where each came from for error messages.
 class Args {
  public:
-  Args(Interpreter& interp, std::string_view function, std::span<Value> values, std::span<const Span> spans, Span call,
-       ArgumentMatch matched = {})
+  Args(Interpreter& interp, std::string_view function, std::span<Value> values, std::span<const Span> spans,
+       const Span& call, ArgumentMatch matched = {})
       : interp(interp), function(function), values(values), spans(spans), call(call), matched_(std::move(matched)) {}
 
   size_t size() const { return values.size(); }
@@ -196,7 +196,7 @@ struct LambdaList {
 };
 
 // Parses a lambda list; E-EVAL-005 when it is malformed.
-std::shared_ptr<const LambdaList> parse_lambda_list(const Value& form, Span span);
+std::shared_ptr<const LambdaList> parse_lambda_list(const Value& form, const Span& span);
 
 // Checks a call's arguments against a lambda list, for closures and builtins alike, and
 // says where each keyword's value is. Too few or too many is E-EVAL-003, with the note
@@ -205,13 +205,13 @@ std::shared_ptr<const LambdaList> parse_lambda_list(const Value& form, Span span
 // a keyword belongs, an unknown keyword (unless `other_keys_allowed`) or one given twice
 // is E-EVAL-006, a keyword without its value E-EVAL-007.
 ArgumentMatch match_arguments(const LambdaList& params, std::string_view function, std::span<const Value> args,
-                              std::span<const Span> spans, Span call, const std::function<std::string()>& note,
+                              std::span<const Span> spans, const Span& call, const std::function<std::string()>& note,
                               bool other_keys_allowed);
 
 class Closure final : public Function {
  public:
-  Closure(Type type, std::string name, std::shared_ptr<const LambdaList> params, Value body, Ref<Env> env, Span span,
-          Value doc = {})
+  Closure(Type type, std::string name, std::shared_ptr<const LambdaList> params, Value body, Ref<Env> env,
+          const Span& span, Value doc = {})
       : Function(type, std::move(name)),
         params(std::move(params)),
         body(std::move(body)),
@@ -228,7 +228,7 @@ class Closure final : public Function {
 };
 
 // A special form's handler: the whole form `(name ...)`, its span, the environment.
-using SpecialForm = std::function<Value(Interpreter&, const Value& form, Span span, Env& env)>;
+using SpecialForm = std::function<Value(Interpreter&, const Value& form, const Span& span, Env& env)>;
 
 struct InterpreterOptions {
   std::vector<std::string> library_dirs;  // where `require "sexpgpu/..."` looks
@@ -259,9 +259,10 @@ class Interpreter {
   Value eval_text(std::string text, std::string name, Env& env);
   Value eval_forms(const std::vector<Form>& forms, Env& env);
 
-  Value eval(const Value& form, Span span, Env& env);
+  // Spans go by reference through evaluation: copying one counts a reference to its source.
+  Value eval(const Value& form, const Span& span, Env& env);
   // Calls a function value with evaluated arguments.
-  Value apply(const Value& function, std::span<Value> args, std::span<const Span> arg_spans, Span call);
+  Value apply(const Value& function, std::span<Value> args, std::span<const Span> arg_spans, const Span& call);
 
   // Defines a builtin whose signature is the lambda list doc.params ("(x &key axis)"):
   // the arity and keywords every call is checked against (E-EVAL-005 when malformed).
@@ -298,7 +299,7 @@ class Interpreter {
   const InterpreterOptions& options() const { return options_; }
 
   // Counts one evaluation step against `max_steps`, or `n` for builtins that build n things.
-  void charge(uint64_t n, Span span);
+  void charge(uint64_t n, const Span& span);
   // Starts the `max_steps` budget over: the REPL gives each input its own.
   void reset_steps() { steps_ = 0; }
   // Evaluation stops at its next step with E-EVAL-020 while `*flag` is true: the REPL's
@@ -325,15 +326,15 @@ class Interpreter {
     Span call;
   };
   const Expansion* expansion() const { return expansions_.empty() ? nullptr : &expansions_.back(); }
-  Value expand_macro(const Closure& macro, const Value& form, Span span);
+  Value expand_macro(const Closure& macro, const Value& form, const Span& span);
 
  private:
-  Value eval_call(const Value& form, Span span, Env& env);
-  Value apply_closure(const Closure& closure, std::span<Value> args, std::span<const Span> arg_spans, Span call);
-  void bind_arguments(const Closure& closure, std::span<Value> args, std::span<const Span> arg_spans, Span call,
+  Value eval_call(const Value& form, const Span& span, Env& env);
+  Value apply_closure(const Closure& closure, std::span<Value> args, std::span<const Span> arg_spans, const Span& call);
+  void bind_arguments(const Closure& closure, std::span<Value> args, std::span<const Span> arg_spans, const Span& call,
                       Env& frame);
-  void check_depth(Span span);
-  [[noreturn]] void unbound(const Symbol* name, Span span, Env& env);
+  void check_depth(const Span& span);
+  [[noreturn]] void unbound(const Symbol* name, const Span& span, Env& env);
   // A builtin's lambda list, read from its documentation (kept in sources_ for its spans).
   std::shared_ptr<const LambdaList> signature(std::string_view name, const std::string& params);
 
@@ -364,7 +365,7 @@ class Interpreter {
 // (W-EVAL-002) or shadows a builtin (W-EVAL-001): what defvar, defun and require do (a
 // require first refuses, E-EVAL-018, to replace anything). Records the name's origin as
 // this file, at `span`.
-void define_top_level(Interpreter& in, const Symbol* name, Value value, Span span, Env& env);
+void define_top_level(Interpreter& in, const Symbol* name, Value value, const Span& span, Env& env);
 
 // Installs the special forms of the core language (special_forms.cc).
 void install_special_forms(Interpreter& interp);
@@ -374,6 +375,6 @@ void install_doc_forms(Interpreter& interp);
 void install_builtins(Interpreter& interp);
 
 // Quasiquote expansion (quasiquote.cc).
-Value eval_quasiquote(Interpreter& interp, const Value& tmpl, Span span, Env& env, int depth);
+Value eval_quasiquote(Interpreter& interp, const Value& tmpl, const Span& span, Env& env, int depth);
 
 }  // namespace sx::lang

@@ -13,7 +13,7 @@ namespace {
 
 enum class Section { Required, Optional, Rest, Key };
 
-[[noreturn]] void bad(Span span, std::string message, std::string help = {}) {
+[[noreturn]] void bad(const Span& span, std::string message, std::string help = {}) {
   fail("E-EVAL-005", span, std::move(message),
        help.empty() ? "a lambda list is: names, then &optional, then &rest name, then &key" : std::move(help));
 }
@@ -38,7 +38,7 @@ std::string LambdaList::describe() const {
   return out + ")";
 }
 
-std::shared_ptr<const LambdaList> parse_lambda_list(const Value& form, Span span) {
+std::shared_ptr<const LambdaList> parse_lambda_list(const Value& form, const Span& span) {
   if (!form.is_list())
     bad(span, fmt::format("a lambda list must be a list of names, not `{}`", printed_in_message(form)));
   auto list = std::make_shared<LambdaList>();
@@ -101,7 +101,7 @@ std::shared_ptr<const LambdaList> parse_lambda_list(const Value& form, Span span
 }
 
 ArgumentMatch match_arguments(const LambdaList& params, std::string_view function, std::span<const Value> args,
-                              std::span<const Span> spans, Span call, const std::function<std::string()>& note,
+                              std::span<const Span> spans, const Span& call, const std::function<std::string()>& note,
                               bool other_keys_allowed) {
   auto span_of = [&](size_t i) { return i < spans.size() && spans[i].known() ? spans[i] : call; };
   // Only an error shows the name, so only an error pays for shortening it.
@@ -168,7 +168,7 @@ ArgumentMatch match_arguments(const LambdaList& params, std::string_view functio
 }
 
 void Interpreter::bind_arguments(const Closure& closure, std::span<Value> args, std::span<const Span> arg_spans,
-                                 Span call, Env& frame) {
+                                 const Span& call, Env& frame) {
   const LambdaList& params = *closure.params;
   // With &rest and &key, the rest holds the keyword pairs too, and other keywords may be
   // among them (docs/language.md).

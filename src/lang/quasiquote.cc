@@ -19,7 +19,7 @@ const Cons* tagged(const Value& form, std::string_view name) {
 }
 
 // The span a value had among the macro call's arguments, when it is one of them.
-Span span_of_inserted(Interpreter& in, const Value& value, Span fallback) {
+Span span_of_inserted(Interpreter& in, const Value& value, const Span& fallback) {
   if (const auto* expansion = in.expansion()) {
     for (const auto& [arg, span] : expansion->args) {
       bool same = value.is_object() ? value.object() == arg.object() : equal(value, arg);
@@ -31,7 +31,7 @@ Span span_of_inserted(Interpreter& in, const Value& value, Span fallback) {
 
 }  // namespace
 
-Value eval_quasiquote(Interpreter& in, const Value& tmpl, Span span, Env& env, int depth) {
+Value eval_quasiquote(Interpreter& in, const Value& tmpl, const Span& span, Env& env, int depth) {
   if (const Cons* arg = tagged(tmpl, "unquote")) {
     Span where = arg->car_span.known() ? arg->car_span : span;
     if (depth == 1) return in.eval(arg->car, where, env);
@@ -48,7 +48,7 @@ Value eval_quasiquote(Interpreter& in, const Value& tmpl, Span span, Env& env, i
 
   std::vector<Value> items;
   std::vector<Span> spans;
-  auto add = [&](const Value& element, Span where) {
+  auto add = [&](const Value& element, const Span& where) {
     const Cons* splice = tagged(element, "unquote-splicing");
     if (!splice || depth != 1) {
       Value built = eval_quasiquote(in, element, where, env, depth);

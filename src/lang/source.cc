@@ -4,47 +4,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <mutex>
-#include <unordered_set>
 
 #include "graph/shown.h"
 
 namespace sx::lang {
-namespace {
-
-// Every SourceFile that exists, for SourceFile::is_loaded.
-struct LoadedFiles {
-  std::mutex mutex;
-  std::unordered_set<const SourceFile*> files;
-};
-
-LoadedFiles& loaded_files() {
-  static LoadedFiles* loaded = new LoadedFiles;  // never destroyed: files may outlive static destruction
-  return *loaded;
-}
-
-}  // namespace
-
 SourceFile::SourceFile(std::string path, std::string text) : path_(std::move(path)), text_(std::move(text)) {
   line_starts_.push_back(text_.starts_with("\xEF\xBB\xBF") ? 3 : 0);
   for (uint32_t i = 0; i < text_.size(); ++i) {
     if (text_[i] == '\n') line_starts_.push_back(i + 1);
   }
-  LoadedFiles& loaded = loaded_files();
-  std::lock_guard lock(loaded.mutex);
-  loaded.files.insert(this);
-}
-
-SourceFile::~SourceFile() {
-  LoadedFiles& loaded = loaded_files();
-  std::lock_guard lock(loaded.mutex);
-  loaded.files.erase(this);
-}
-
-bool SourceFile::is_loaded(const SourceFile* file) {
-  LoadedFiles& loaded = loaded_files();
-  std::lock_guard lock(loaded.mutex);
-  return loaded.files.contains(file);
 }
 
 uint32_t SourceFile::line_of(uint32_t offset) const {
@@ -70,10 +38,10 @@ std::string_view SourceFile::line_text(uint32_t line) const {
   return text;
 }
 
-bool Span::in_loaded_source() const { return file && SourceFile::is_loaded(file) && offset <= file->text().size(); }
+bool Span::in_text() const { return file && offset <= file->text().size(); }
 
 std::string Span::location() const {
-  if (!in_loaded_source()) return "<unknown>";
+  if (!in_text()) return "<unknown>";
   return fmt::format("{}:{}:{}", graph::shown_in_message(file->path()), file->line_of(offset), file->column_of(offset));
 }
 
@@ -83,7 +51,7 @@ Span Span::to(const Span& end) const {
 }
 
 const SourceFile& SourceMap::add(std::string path, std::string text) {
-  files_.push_back(std::make_unique<SourceFile>(std::move(path), std::move(text)));
+  files_.push_back(SourceFile::make(std::move(path), std::move(text)));
   return *files_.back();
 }
 

@@ -15,17 +15,17 @@ struct Part {
 };
 
 // The elements of a form, each with its span (the form's own span where unknown).
-std::vector<Part> parts_of(const Value& form, Span span) {
+std::vector<Part> parts_of(const Value& form, const Span& span) {
   std::vector<Part> parts;
   for (Cons* c = as_cons(form); c; c = next(c)) parts.push_back({c->car, c->car_span.known() ? c->car_span : span});
   return parts;
 }
 
-[[noreturn]] void malformed(Span span, std::string_view name, std::string_view expected) {
+[[noreturn]] void malformed(const Span& span, std::string_view name, std::string_view expected) {
   fail("E-EVAL-011", span, fmt::format("malformed `{}`", name), fmt::format("write it as {}", expected));
 }
 
-void expect_count(const std::vector<Part>& p, Span span, size_t min, size_t max, std::string_view expected) {
+void expect_count(const std::vector<Part>& p, const Span& span, size_t min, size_t max, std::string_view expected) {
   if (p.size() - 1 < min || p.size() - 1 > max) malformed(span, p[0].value.as<Symbol>()->name, expected);
 }
 
@@ -46,7 +46,7 @@ const Symbol* definable_name(Interpreter& in, const Part& part, std::string_view
   return name;
 }
 
-Value quote(Interpreter&, const Value& form, Span span, Env&) {
+Value quote(Interpreter&, const Value& form, const Span& span, Env&) {
   auto p = parts_of(form, span);
   expect_count(p, span, 1, 1, "(quote form)");
   return p[1].value;
@@ -57,7 +57,7 @@ Value quote(Interpreter&, const Value& form, Span span, Env&) {
 // would be taken once, at tracing (as JAX refuses to branch on a traced value). Any
 // other tensor is a value like any other, true (so `(if weight ...)` asks whether an
 // optional argument was given).
-bool truth(const Value& v, Span span) {
+bool truth(const Value& v, const Span& span) {
   if (const auto* t = as_tensor(v); t && t->info().dtype == graph::DType::boolean) {
     fail("E-EVAL-019", span,
          fmt::format("a bool tensor ({}{}) is not a truth value", graph::dtype_name(t->info().dtype),
@@ -67,26 +67,26 @@ bool truth(const Value& v, Span span) {
   return v.truthy();
 }
 
-Value if_form(Interpreter& in, const Value& form, Span span, Env& env) {
+Value if_form(Interpreter& in, const Value& form, const Span& span, Env& env) {
   auto p = parts_of(form, span);
   expect_count(p, span, 2, 3, "(if test then [else])");
   if (truth(in.eval(p[1].value, p[1].span, env), p[1].span)) return in.eval(p[2].value, p[2].span, env);
   return p.size() == 4 ? in.eval(p[3].value, p[3].span, env) : Value();
 }
 
-Value when_form(Interpreter& in, const Value& form, Span span, Env& env) {
+Value when_form(Interpreter& in, const Value& form, const Span& span, Env& env) {
   auto p = parts_of(form, span);
   expect_count(p, span, 1, SIZE_MAX, "(when test body...)");
   return truth(in.eval(p[1].value, p[1].span, env), p[1].span) ? eval_body(in, p, 2, env) : Value();
 }
 
-Value unless_form(Interpreter& in, const Value& form, Span span, Env& env) {
+Value unless_form(Interpreter& in, const Value& form, const Span& span, Env& env) {
   auto p = parts_of(form, span);
   expect_count(p, span, 1, SIZE_MAX, "(unless test body...)");
   return truth(in.eval(p[1].value, p[1].span, env), p[1].span) ? Value() : eval_body(in, p, 2, env);
 }
 
-Value cond_form(Interpreter& in, const Value& form, Span span, Env& env) {
+Value cond_form(Interpreter& in, const Value& form, const Span& span, Env& env) {
   auto p = parts_of(form, span);
   for (size_t i = 1; i < p.size(); ++i) {
     if (!p[i].value.is(Type::Cons)) malformed(p[i].span, "cond", "(cond (test body...) ...)");
@@ -97,7 +97,7 @@ Value cond_form(Interpreter& in, const Value& form, Span span, Env& env) {
   return Value();
 }
 
-Value and_form(Interpreter& in, const Value& form, Span span, Env& env) {
+Value and_form(Interpreter& in, const Value& form, const Span& span, Env& env) {
   auto p = parts_of(form, span);
   Value result = Value::boolean(true);
   for (size_t i = 1; i < p.size(); ++i) {
@@ -107,7 +107,7 @@ Value and_form(Interpreter& in, const Value& form, Span span, Env& env) {
   return result;
 }
 
-Value or_form(Interpreter& in, const Value& form, Span span, Env& env) {
+Value or_form(Interpreter& in, const Value& form, const Span& span, Env& env) {
   auto p = parts_of(form, span);
   Value result;
   for (size_t i = 1; i < p.size(); ++i) {
@@ -117,12 +117,12 @@ Value or_form(Interpreter& in, const Value& form, Span span, Env& env) {
   return result;
 }
 
-Value progn(Interpreter& in, const Value& form, Span span, Env& env) {
+Value progn(Interpreter& in, const Value& form, const Span& span, Env& env) {
   return eval_body(in, parts_of(form, span), 1, env);
 }
 
 // let and let*: parallel and sequential binding.
-Value let_form(Interpreter& in, const Value& form, Span span, Env& env, bool sequential) {
+Value let_form(Interpreter& in, const Value& form, const Span& span, Env& env, bool sequential) {
   auto p = parts_of(form, span);
   std::string_view name = sequential ? "let*" : "let";
   std::string expected = fmt::format("({} ((name value) ...) body...)", name);
@@ -155,7 +155,7 @@ Value let_form(Interpreter& in, const Value& form, Span span, Env& env, bool seq
 }
 
 Value make_closure(Interpreter& in, Type type, std::string name, const std::vector<Part>& p, size_t params_at,
-                   Span span, Env& env) {
+                   const Span& span, Env& env) {
   auto params = parse_lambda_list(p[params_at].value, p[params_at].span);
   for (const Part& param : parts_of(p[params_at].value, p[params_at].span)) {
     const Cons* pair = as_cons(param.value);
@@ -173,7 +173,7 @@ Value make_closure(Interpreter& in, Type type, std::string name, const std::vect
                            Ref<Env>(&env), span, std::move(doc)));
 }
 
-Value lambda(Interpreter& in, const Value& form, Span span, Env& env) {
+Value lambda(Interpreter& in, const Value& form, const Span& span, Env& env) {
   auto p = parts_of(form, span);
   if (p.size() < 2) malformed(span, "lambda", "(lambda (params...) body...)");
   return make_closure(in, Type::Function, "lambda", p, 1, span, env);
@@ -187,7 +187,7 @@ bool same_definition(const Value& existing, const Value& value) {
 
 }  // namespace
 
-void define_top_level(Interpreter& in, const Symbol* name, Value value, Span span, Env& env) {
+void define_top_level(Interpreter& in, const Symbol* name, Value value, const Span& span, Env& env) {
   Env& module = env.module();
   if (in.options().warn_redefinition) {
     Diagnostic d;
@@ -210,7 +210,7 @@ void define_top_level(Interpreter& in, const Symbol* name, Value value, Span spa
 
 namespace {
 
-Value defvar(Interpreter& in, const Value& form, Span span, Env& env) {
+Value defvar(Interpreter& in, const Value& form, const Span& span, Env& env) {
   auto p = parts_of(form, span);
   expect_count(p, span, 2, 3, "(defvar name value [\"doc\"])");
   const Symbol* name = definable_name(in, p[1], "defvar", "(defvar name value)");
@@ -220,7 +220,7 @@ Value defvar(Interpreter& in, const Value& form, Span span, Env& env) {
   return Value(name);
 }
 
-Value defun_or_macro(Interpreter& in, const Value& form, Span span, Env& env, Type type) {
+Value defun_or_macro(Interpreter& in, const Value& form, const Span& span, Env& env, Type type) {
   auto p = parts_of(form, span);
   std::string_view what = type == Type::Macro ? "defmacro" : "defun";
   std::string expected = fmt::format("({} name (params...) body...)", what);
@@ -231,13 +231,13 @@ Value defun_or_macro(Interpreter& in, const Value& form, Span span, Env& env, Ty
   return Value(name);
 }
 
-Value quasiquote(Interpreter& in, const Value& form, Span span, Env& env) {
+Value quasiquote(Interpreter& in, const Value& form, const Span& span, Env& env) {
   auto p = parts_of(form, span);
   expect_count(p, span, 1, 1, "`form");
   return eval_quasiquote(in, p[1].value, p[1].span, env, 1);
 }
 
-Value unquote_outside(Interpreter&, const Value& form, Span span, Env&) {
+Value unquote_outside(Interpreter&, const Value& form, const Span& span, Env&) {
   fail("E-EVAL-011", span,
        fmt::format("`{}` outside a quasiquote", form.as<Cons>()->car.as<Symbol>()->name == "unquote" ? "," : ",@"),
        "`,` and `,@` only mean something inside a backquoted template");
@@ -299,7 +299,7 @@ void check_replaces_nothing(const std::string& module_name, const std::vector<Im
   throw Error(std::move(d));
 }
 
-Value require_form(Interpreter& in, const Value& form, Span span, Env& env) {
+Value require_form(Interpreter& in, const Value& form, const Span& span, Env& env) {
   auto p = parts_of(form, span);
   std::string expected = "(require \"module\" [:only (names...)])";
   if (p.size() != 2 && p.size() != 4) malformed(span, "require", expected);
@@ -374,11 +374,11 @@ void install_special_forms(Interpreter& in) {
       "progn", progn,
       doc("(progn body...)", "Evaluates each form in turn and gives the last value.", "(progn 1 2)\n;; => 2"));
   in.define_special_form(
-      "let", [](Interpreter& i, const Value& f, Span s, Env& e) { return let_form(i, f, s, e, false); },
+      "let", [](Interpreter& i, const Value& f, const Span& s, Env& e) { return let_form(i, f, s, e, false); },
       doc("(let ((name value) ...) body...)", "The body with the names bound, all at once.",
           "(let ((x 1) (y 2)) (+ x y))\n;; => 3"));
   in.define_special_form(
-      "let*", [](Interpreter& i, const Value& f, Span s, Env& e) { return let_form(i, f, s, e, true); },
+      "let*", [](Interpreter& i, const Value& f, const Span& s, Env& e) { return let_form(i, f, s, e, true); },
       doc("(let* ((name value) ...) body...)", "As `let`, but each value sees the names bound before it.",
           "(let* ((x 1) (y (+ x 1))) y)\n;; => 2"));
   in.define_special_form(
@@ -390,13 +390,13 @@ void install_special_forms(Interpreter& in) {
                              "(defvar hidden 128 \"width of the hidden layer\")\n;; => hidden"));
   in.define_special_form(
       "defun",
-      [](Interpreter& i, const Value& f, Span s, Env& e) { return defun_or_macro(i, f, s, e, Type::Function); },
+      [](Interpreter& i, const Value& f, const Span& s, Env& e) { return defun_or_macro(i, f, s, e, Type::Function); },
       doc("(defun name (params...) [\"doc\"] body...)",
           "Defines a function at the top level; a string first in a longer body documents it.",
           "(defun double (x) \"Twice x.\" (* 2 x))\n(double 4)\n;; => 8"));
   in.define_special_form(
       "defmacro",
-      [](Interpreter& i, const Value& f, Span s, Env& e) { return defun_or_macro(i, f, s, e, Type::Macro); },
+      [](Interpreter& i, const Value& f, const Span& s, Env& e) { return defun_or_macro(i, f, s, e, Type::Macro); },
       doc("(defmacro name (params...) [\"doc\"] body...)",
           "Defines a macro: a function from the unevaluated argument forms to the form evaluated "
           "instead.",
@@ -412,7 +412,7 @@ void install_special_forms(Interpreter& in) {
                              "Loads a module (\"sexpgpu/nn\", or a path relative to this file) and imports its names.",
                              "(require \"sexpgpu/ops\" :only (relu))\n(relu -1)\n;; => 0"));
   for (auto name : kReserved) {
-    in.define_special_form(name, [name](Interpreter&, const Value&, Span span, Env&) -> Value {
+    in.define_special_form(name, [name](Interpreter&, const Value&, const Span& span, Env&) -> Value {
       fail("E-EVAL-016", span, fmt::format("`{}` is reserved and not available in this version of SexpGPU", name),
            "models, parameters and runs come with their own parts of SexpGPU");
     });

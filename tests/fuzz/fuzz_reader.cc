@@ -10,9 +10,10 @@
 #include "lang/reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  sx::lang::SourceFile file("<fuzz>", std::string(reinterpret_cast<const char*>(data), size));
+  sx::lang::SourceRef file =
+      sx::lang::SourceFile::make("<fuzz>", std::string(reinterpret_cast<const char*>(data), size));
   try {
-    auto forms = sx::lang::read_forms(file);
+    auto forms = sx::lang::read_forms(*file);
     // Printing must not fail on anything the reader produced.
     for (const auto& form : forms) (void)sx::lang::print(form.value);
   } catch (const sx::lang::Error& e) {

@@ -79,6 +79,30 @@ TEST(Reader, SpansPointAtEachForm) {
   EXPECT_EQ(forms[1].value.as<Vector>()->span_of(1).location(), "t.sx:2:6");
 }
 
+// A source made with SourceFile::make (a REPL entry) lives as long as a span points into
+// it: a form kept from it, or an error about it, still shows where it came from.
+TEST(Reader, SpansKeepTheirSourceAlive) {
+  Value kept;
+  {
+    auto forms = read_forms(*SourceFile::make("<repl:1>", "(defun f (x)\n  (g x))"));
+    kept = forms[0].value;
+  }
+  Cons* last = as_cons(kept);
+  while (next(last)) last = next(last);
+  EXPECT_EQ(last->car_span.location(), "<repl:1>:2:3");
+  EXPECT_EQ(last->car_span.file->line_text(2), "  (g x))");
+
+  Diagnostic diagnostic;
+  try {
+    read_forms(*SourceFile::make("<repl:2>", "(f \"unterminated"));
+  } catch (const Error& e) {
+    diagnostic = e.diagnostic();
+  }
+  ASSERT_TRUE(diagnostic.span.known());
+  EXPECT_EQ(diagnostic.span.file->path(), "<repl:2>");
+  EXPECT_NE(render(diagnostic, false).find("(f \"unterminated"), std::string::npos);
+}
+
 TEST(Reader, ColumnsCountCodePoints) {
   SourceMap sources;
   auto forms = read("(\"é\" x)", sources);
