@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "device/cpu/cpu.h"
+#include "device/cuda/cuda.h"
 #include "device/interrupt.h"
 #include "device/reference/reference.h"
 #include "graph/memory.h"
@@ -20,9 +21,7 @@ namespace sx::device {
 std::unique_ptr<Device> make_device(std::string_view name, const DeviceOptions& options) {
   if (name == "reference") return std::make_unique<ReferenceDevice>();
   if (name == "cpu") return std::make_unique<CpuDevice>(options);
-  if (name == "cuda") {
-    throw DeviceError("the cuda device is not in this build: rebuild with the CUDA toolkit, or use --device cpu");
-  }
+  if (name == "cuda") return make_cuda_device();
   if (name == "metal") {
     throw DeviceError("the metal device is not in this build: it needs macOS with Metal; use --device cpu");
   }

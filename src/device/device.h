@@ -20,10 +20,16 @@
 namespace sx::device {
 
 // A device cannot be made, or a plan was given the wrong buffers. The
-// message is what the user should do.
+// message is what the user should do; the code is its diagnostic's
+// (device/codes.cc): E-DEVICE-001 unless the refusal has its own.
 class DeviceError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit DeviceError(const std::string& message, const char* code = "E-DEVICE-001")
+      : std::runtime_error(message), code_(code) {}
+  const char* code() const { return code_; }
+
+ private:
+  const char* code_;  // a literal: copying the error cannot throw
 };
 
 // The memory limit of a command given none (graph/memory.h): 3/4 of the
@@ -106,8 +112,8 @@ class Device {
 };
 
 // "reference" (built always), "cpu", "cuda", "metal". Throws DeviceError
-// saying how to get a device that is not in this build, and listing the
-// names for an unknown one.
+// saying how to get a device that is not in this build or cannot run on this
+// machine (cuda/cuda.h), and listing the names for an unknown one.
 std::unique_ptr<Device> make_device(std::string_view name, const DeviceOptions& options = {});
 
 // The devices this build can make.

@@ -41,7 +41,7 @@ std::map<std::string, graph::Tensor> initial_values(const ParameterTable& table,
       lang::fail("E-MEM-001", param.decl->span, fmt::format("initializing `{}`: {}", param.path, e.what()),
                  std::string(graph::kMemoryLimitHelp));
     } catch (const device::DeviceError& e) {
-      lang::fail("E-DEVICE-001", param.decl->span,
+      lang::fail(e.code(), param.decl->span,
                  fmt::format("the {} device could not initialize `{}`: {}", device.name(), param.path, e.what()));
     }
   }

@@ -362,7 +362,7 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
     try {
       results = program.run(store, fed);
     } catch (const device::DeviceError& e) {
-      lang::fail("E-DEVICE-001", {}, fmt::format("step {}: {}", s, e.what()));
+      lang::fail(e.code(), {}, fmt::format("step {}: {}", s, e.what()));
     }
     loss_value = device.download(results[0]).value(0);
     std::vector<std::pair<std::string, double>> logged{{"loss", loss_value}};

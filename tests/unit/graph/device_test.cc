@@ -22,11 +22,28 @@ TEST(Devices, ReferenceIsBuilt) {
 }
 
 TEST(Devices, DevicesNotBuiltAreRefusedWithTheFix) {
-  EXPECT_EQ(error_of("cuda"),
-            "the cuda device is not in this build: rebuild with the CUDA toolkit, or use --device cpu");
   EXPECT_EQ(error_of("metal"), "the metal device is not in this build: it needs macOS with Metal; use --device cpu");
   EXPECT_EQ(error_of("tpu"),
             "unknown device 'tpu': the devices are reference, cpu, cuda and metal (this build has: reference, cpu)");
+}
+
+// Built without the CUDA toolkit, cuda is refused with its own code; built with it, it is
+// made where a GPU answers, else refused with the runtime's reason (cuda_tests says more).
+TEST(Devices, CudaIsRefusedSayingWhetherTheBuildOrTheGpuLacksIt) {
+  try {
+    make_device("cuda");
+    EXPECT_TRUE(SEXPGPU_WITH_CUDA) << "made in a build without the CUDA toolkit";
+  } catch (const DeviceError& e) {
+    if (SEXPGPU_WITH_CUDA) {
+      EXPECT_STREQ(e.code(), "E-DEVICE-005");
+      EXPECT_TRUE(std::string_view(e.what()).starts_with("the cuda device cannot run here: ")) << e.what();
+    } else {
+      EXPECT_STREQ(e.code(), "E-DEVICE-004");
+      EXPECT_STREQ(e.what(),
+                   "the cuda device is not in this build: it was built without the CUDA toolkit; rebuild with one "
+                   "(docs/devices.md), or use --device cpu");
+    }
+  }
 }
 
 TEST(Devices, PlanChecksItsInputs) {
