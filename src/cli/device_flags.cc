@@ -73,7 +73,7 @@ std::unique_ptr<device::Device> DeviceFlags::make() const {
   try {
     return device::make_device(device, device::DeviceOptions{.cpu_cores = cores});
   } catch (const device::DeviceError& e) {
-    lang::fail("E-DEVICE-001", {}, e.what());
+    lang::fail(e.code(), {}, e.what());
   }
 }
 

@@ -16,8 +16,9 @@ struct DeviceFlags {
   std::string cpu_cores;                        // --cpu-cores as written; read by make()
   const CLI::Option* cpu_cores_flag = nullptr;  // whether --cpu-cores was given
   void add_to(CLI::App& command);
-  // The device the flags name; E-DEVICE-001 when SexpGPU cannot make it, E-DEVICE-003
-  // when --cpu-cores (or SEXPGPU_CPU_CORES) is not a positive whole number.
+  // The device the flags name; the device's refusal when it cannot be made (E-DEVICE-001,
+  // or for cuda E-DEVICE-005 without the toolkit and E-DEVICE-006 without a GPU),
+  // E-DEVICE-003 when --cpu-cores (or SEXPGPU_CPU_CORES) is not a positive whole number.
   std::unique_ptr<device::Device> make() const;
 };
 

@@ -7,14 +7,16 @@ namespace {
 
 constexpr graph::CodeInfo kCodes[] = {
     {"E-DEVICE-001", "device not available",
-     R"(The device named by `--device` or SEXPGPU_DEVICE cannot be made: `cuda` or `metal`,
-which the manual names but SexpGPU does not have, or a name that is not a device.
-SexpGPU never falls back to another device in silence.
+     R"(The device named by `--device` or SEXPGPU_DEVICE cannot be made: `metal`, which the
+manual names but SexpGPU does not have, or a name that is not a device; or it cannot
+run this graph: the cuda device, where a GPU answers, runs no graph yet. SexpGPU never
+falls back to another device in silence.
 
-    --device cuda        SexpGPU has no cuda device
+    --device metal       SexpGPU has no metal device
     --device gpu         not a device
 
-Use `cpu` (every core of the host) or `reference` (one thread, the plainest loops).)"},
+Use `cpu` (every core of the host) or `reference` (one thread, the plainest loops).
+`cuda` has codes of its own: E-DEVICE-005 and E-DEVICE-006.)"},
     {"E-DEVICE-002", "not enough memory (retired: now E-MEM-001)",
      R"(Retired. A graph whose buffers did not fit in the machine's memory was reported with
 this code; since the memory limit (`--max-memory`, SEXPGPU_MAX_MEMORY) every request
@@ -48,6 +50,27 @@ step and the batch's field the index came from; the checkpoints written before i
 whole. Check the data where it is made: a vocabulary that does not cover the tokens,
 or a label off by one. A served model answers such a call with status 1 (E-SERVE-008)
 and goes on.)"},
+    {"E-DEVICE-005", "the cuda device is not in this build",
+     R"(`--device cuda` (or SEXPGPU_DEVICE=cuda) names the cuda device, and this build has
+none: CMake found no CUDA toolkit of version 13.0 or newer when it configured it, or
+was told not to use one (-DSEXPGPU_CUDA=OFF).
+
+Rebuild with the toolkit: install it, or run `scripts/setup --cuda`, which puts NVIDIA's
+CUDA 13.0 toolkit into .venv, then `scripts/build` (docs/devices.md says how). Until
+then, use --device cpu.)"},
+    {"E-DEVICE-006", "no usable GPU",
+     R"(This build has the cuda device, but it cannot run here. The message gives the CUDA
+runtime's reason:
+
+    no GPU answered: CUDA driver version is insufficient for CUDA runtime version
+        the NVIDIA driver is missing (no libcuda.so.1), or older than CUDA 13.0 needs
+    no GPU answered: no CUDA-capable device is detected
+        the driver sees no GPU (or CUDA_VISIBLE_DEVICES hides them all)
+    GPU 0 (...) runs none of this build's kernels
+        the kernels are built for compute capability 8.x and 9.0 (A100, H100 and their
+        kin); other GPUs are not supported yet
+
+Install or update the driver (`nvidia-smi` should list the GPU), or use --device cpu.)"},
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "device/cpu/cpu.h"
+#include "device/cuda/cuda.h"
 #include "device/interrupt.h"
 #include "device/reference/reference.h"
 #include "graph/memory.h"
@@ -21,12 +22,13 @@ namespace sx::device {
 std::unique_ptr<Device> make_device(std::string_view name, const DeviceOptions& options) {
   if (name == "reference") return std::make_unique<ReferenceDevice>();
   if (name == "cpu") return std::make_unique<CpuDevice>(options);
-  // The manual names cuda and metal, devices SexpGPU does not have: they are refused by name.
-  if (name == "cuda" || name == "metal") {
-    throw DeviceError(fmt::format("SexpGPU has no {} device: tensors run on reference or cpu; use --device cpu", name));
+  if (name == "cuda") return make_cuda_device();
+  // The manual names metal, a device SexpGPU does not have: it is refused by name.
+  if (name == "metal") {
+    throw DeviceError("SexpGPU has no metal device: tensors run on reference, cpu or cuda; use --device cpu");
   }
   throw DeviceError(
-      fmt::format("unknown device '{}': the devices are reference and cpu", graph::shown_in_message(name)));
+      fmt::format("unknown device '{}': the devices are reference, cpu and cuda", graph::shown_in_message(name)));
 }
 
 std::vector<std::string> available_devices() { return {"reference", "cpu"}; }

@@ -20,10 +20,16 @@
 namespace sx::device {
 
 // A device cannot be made, or a plan was given the wrong buffers. The
-// message is what the user should do.
+// message is what the user should do; the code is its diagnostic's
+// (device/codes.cc): E-DEVICE-001 unless the refusal has its own.
 class DeviceError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit DeviceError(const std::string& message, const char* code = "E-DEVICE-001")
+      : std::runtime_error(message), code_(code) {}
+  const char* code() const { return code_; }
+
+ private:
+  const char* code_;  // a literal: copying the error cannot throw
 };
 
 // The memory limit of a command given none (graph/memory.h): 3/4 of the
@@ -107,8 +113,9 @@ class Device {
   virtual std::vector<std::string> fallback_primitives() const { return {}; }
 };
 
-// "reference" or "cpu". Throws DeviceError for "cuda" and "metal", which the
-// manual names and no build has yet, and for any other name, listing the devices.
+// "reference", "cpu" or "cuda". Throws DeviceError saying how to get a cuda device
+// where this build or machine cannot make one (cuda/cuda.h), for "metal", which the
+// manual names and SexpGPU does not have, and for any other name, listing the devices.
 std::unique_ptr<Device> make_device(std::string_view name, const DeviceOptions& options = {});
 
 // The devices this build can make.

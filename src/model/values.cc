@@ -43,7 +43,7 @@ std::map<std::string, graph::Tensor> initial_values(const ParameterTable& table,
                  fmt::format("initializing `{}`: {}", lang::shown_in_message(param.path), e.what()),
                  std::string(graph::kMemoryLimitHelp));
     } catch (const device::DeviceError& e) {
-      lang::fail("E-DEVICE-001", param.decl->span,
+      lang::fail(e.code(), param.decl->span,
                  fmt::format("the {} device could not initialize `{}`: {}", device.name(),
                              lang::shown_in_message(param.path), e.what()));
     } catch (const graph::IndexOutOfRange& e) {

@@ -50,9 +50,9 @@ lang::Value replace(const lang::Value& v, const std::map<graph::NodeId, lang::Va
 
 // Runs `body`, which compiles or runs a program of `subject` (what the user asked for),
 // a part of `tracer`'s trace, on `device`, with the device's refusals as diagnostics:
-// E-MEM-001 pointing at `form`, E-DEVICE-001 saying the device could not `verb` it,
-// E-DEVICE-004 for an index outside its axis, E-EVAL-020 for an interruption (the REPL's
-// Ctrl-C).
+// E-MEM-001 pointing at `form`, the refusal's code (E-DEVICE-001 unless it has its own)
+// saying the device could not `verb` it, E-DEVICE-004 for an index outside its axis,
+// E-EVAL-020 for an interruption (the REPL's Ctrl-C).
 void on_device(const lang::Tracer& tracer, device::Device& device, lang::Span form, std::string_view verb,
                std::string_view subject, const std::function<void()>& body) {
   try {
@@ -67,8 +67,7 @@ void on_device(const lang::Tracer& tracer, device::Device& device, lang::Span fo
         graph::out_of_memory_message(fmt::format("as the {} device tried to {} {}", device.name(), verb, subject)),
         std::string(graph::kOutOfMemoryHelp));
   } catch (const device::DeviceError& e) {
-    lang::fail("E-DEVICE-001", {},
-               fmt::format("the {} device could not {} {}: {}", device.name(), verb, subject, e.what()));
+    lang::fail(e.code(), {}, fmt::format("the {} device could not {} {}: {}", device.name(), verb, subject, e.what()));
   } catch (const device::Interrupted&) {
     lang::fail("E-EVAL-020", {}, fmt::format("interrupted while the {} device ran {}", device.name(), subject),
                "Ctrl-C stopped this input; the session goes on");

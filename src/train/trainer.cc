@@ -445,7 +445,7 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
     try {
       results = program.run(store, fed);
     } catch (const device::DeviceError& e) {
-      lang::fail("E-DEVICE-001", {}, fmt::format("step {}: {}", s, e.what()));
+      lang::fail(e.code(), {}, fmt::format("step {}: {}", s, e.what()));
     } catch (const graph::IndexOutOfRange& e) {
       fail_index_out_of_range(*session.interp().tracer(), e, fmt::format("step {}: ", s), kDataPrefix);
     }

@@ -21,6 +21,9 @@ Checked here:
     target_link_libraries;
   - graph includes no file or process headers (<fstream>, <filesystem>, <cstdio>, ...):
     it knows nothing of files;
+  - only src/device/cuda/ includes the CUDA toolkit's headers (<cuda_runtime_api.h>,
+    <cublas_v2.h>, <nvrtc.h>, ...): it alone is built with the toolkit, so a build
+    without one builds everything else;
   - docs/architecture.md's table of the rules says what RULES says, so that the page and
     this test cannot part.
 
@@ -71,6 +74,10 @@ REASONS = {
 # Headers graph may not include: it knows nothing of files or processes.
 GRAPH_FORBIDDEN_SYSTEM = {"fstream", "filesystem", "cstdio", "stdio.h", "unistd.h", "fcntl.h", "dirent.h"}
 
+# The CUDA toolkit's headers, and the one folder that may include them.
+CUDA_HEADER = re.compile(r"^(cuda|cublas|nvrtc|cufft|curand|cusparse|cusolver|nvJitLink)\w*\.h$|^cuda/")
+CUDA_FOLDER = "src/device/cuda/"
+
 # (file relative to the root, included part) -> why it is allowed. None today.
 EXCEPTIONS = {}
 
@@ -100,6 +107,9 @@ def check_includes(root):
                 if quote == "<":
                     if part == "graph" and name in GRAPH_FORBIDDEN_SYSTEM:
                         problems.append(f"{rel}:{number}: includes <{name}>: {REASONS['graph']}")
+                    if CUDA_HEADER.match(name) and not rel.startswith(CUDA_FOLDER):
+                        problems.append(f"{rel}:{number}: includes <{name}>: only {CUDA_FOLDER} includes the "
+                                        "CUDA toolkit's headers (a build without the toolkit builds the rest)")
                     continue
                 target = name.split("/")[0] if "/" in name else None
                 if target is None:
@@ -174,6 +184,8 @@ def self_test():
             "src/graph/files.cc": "#include <fstream>\n",
             "src/lang/runs.cc": '  #  include "runtime/program.h"\n',
             "src/device/cpu/deep.cc": '#include "lang/value.h"\n',
+            "src/device/cpu/gpu.cc": "#include <cuda_runtime_api.h>\n",
+            "src/device/cuda/fine.cu": '#include <cuda_runtime_api.h>\n#include "graph/graph.h"\n',
             "src/io/bare.cc": '#include "util.h"\n',
             "src/model/fine.cc": '#include "device/device.h"\n#include "runtime/program.h"\n',
             "src/runtime/CMakeLists.txt": "target_link_libraries(sexpgpu_runtime PUBLIC sexpgpu_graph\n"
@@ -190,6 +202,7 @@ def self_test():
             "src/graph/files.cc:1: includes <fstream>",
             'src/lang/runs.cc:1: includes "runtime/program.h"',
             'src/device/cpu/deep.cc:1: includes "lang/value.h"',
+            "src/device/cpu/gpu.cc:1: includes <cuda_runtime_api.h>",
             'src/io/bare.cc:1: includes "util.h"',
             "src/runtime/CMakeLists.txt:1: sexpgpu_runtime links sexpgpu_lang",
             "src/newpart/: a part",

@@ -219,6 +219,33 @@ def case_cpu_cores(tmp):
     print("ok: --cpu-cores and SEXPGPU_CPU_CORES")
 
 
+def case_cuda_device(tmp):
+    # `--device cuda` (and SEXPGPU_DEVICE=cuda) is refused saying which part is missing: the
+    # build's toolkit (E-DEVICE-005), or a GPU that answers (E-DEVICE-006, with the CUDA
+    # runtime's reason); where one answers, the device runs no graph yet (E-DEVICE-001).
+    # Never a value computed on another device. CMake says which build this is.
+    built = os.environ["SEXPGPU_E2E_CUDA_BUILT"] == "ON"
+    expr = "(+ (ones [2]) 1)"
+    for args, device in [(["eval", "--device", "cuda", expr], None), (["eval", expr], "cuda")]:
+        env = dict(os.environ, NO_COLOR="1")
+        env.pop("SEXPGPU_DEVICE", None)
+        if device:
+            env["SEXPGPU_DEVICE"] = device
+        proc = subprocess.run([SEXPGPU, *args], capture_output=True, timeout=60 * TIME_SCALE, env=env)
+        out, err = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
+        shown = f"eval {args[1:-1]} with SEXPGPU_DEVICE={device}"
+        expect(proc.returncode == 1 and out == "", f"{shown}: exit {proc.returncode}, expected 1 and no value", out,
+               err)
+        if not built:
+            expected = ["error[E-DEVICE-005]: the cuda device is not in this build: it was built without the CUDA "
+                        "toolkit"]
+        else:
+            expected = ["error[E-DEVICE-006]: the cuda device cannot run here: ",
+                        "error[E-DEVICE-001]: the cuda device could not run the value: "]
+        expect(any(err.startswith(start) for start in expected), f"{shown}: expected one of {expected}", out, err)
+        print(f"ok: {shown} -> {err.splitlines()[0][:100]}")
+
+
 def case_max_memory(tmp):
     # One syntax for --max-memory and SEXPGPU_MAX_MEMORY (8G, 512M, bytes), the flag first; a
     # bad value is a usage error naming where it came from; a modest limit leaves ordinary

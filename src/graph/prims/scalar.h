@@ -13,6 +13,12 @@
 // device's vector kernels compute the same bits on every processor. f64 keeps std::'s functions, and
 // pow keeps std::pow: a pow within 2 ulp needs log in more than f32 precision, which
 // lane_math does not have yet.
+//
+// The formulas a GPU computes to the same bits (IEEE arithmetic, correctly rounded
+// sqrt and division, integer and logic operations) are SX_HOST_DEVICE, for the cuda
+// device's kernels (device/cuda/element.h). The others are not: exp, log, tanh, erf,
+// logistic, sin and cos give lane_math's bits, and pow and f64's functions the C
+// library's, which the GPU's own functions do not.
 #pragma once
 
 #include <cmath>
@@ -20,6 +26,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "graph/host_device.h"
 #include "graph/prims/lane_math.h"
 
 namespace sx::graph::prims {
@@ -27,42 +34,42 @@ namespace sx::graph::prims {
 // Integer arithmetic wraps around (two's complement), as on every device;
 // floating-point arithmetic is the plain operator.
 template <class C>
-C wrap_add(C a, C b) {
+SX_HOST_DEVICE C wrap_add(C a, C b) {
   if constexpr (std::is_integral_v<C>) return C(uint64_t(a) + uint64_t(b));
   else return a + b;
 }
 template <class C>
-C wrap_sub(C a, C b) {
+SX_HOST_DEVICE C wrap_sub(C a, C b) {
   if constexpr (std::is_integral_v<C>) return C(uint64_t(a) - uint64_t(b));
   else return a - b;
 }
 template <class C>
-C wrap_mul(C a, C b) {
+SX_HOST_DEVICE C wrap_mul(C a, C b) {
   if constexpr (std::is_integral_v<C>) return C(uint64_t(a) * uint64_t(b));
   else return a * b;
 }
 
 template <class C>
-C negate(C v) {
+SX_HOST_DEVICE C negate(C v) {
   if constexpr (std::is_integral_v<C>) return wrap_sub(C(0), v);
   else return -v;
 }
 
 template <class C>
-C absolute(C v) {
+SX_HOST_DEVICE C absolute(C v) {
   if constexpr (std::is_floating_point_v<C>) return std::fabs(v);
   else if constexpr (std::is_unsigned_v<C>) return v;
   else return v < 0 ? negate(v) : v;
 }
 
 template <class C>
-C sign_of(C v) {
+SX_HOST_DEVICE C sign_of(C v) {
   if constexpr (std::is_unsigned_v<C>) return v > 0 ? C(1) : C(0);
   else return v > 0 ? C(1) : (v < 0 ? C(-1) : v);
 }
 
 template <class C>
-C divide(C a, C b) {
+SX_HOST_DEVICE C divide(C a, C b) {
   if constexpr (std::is_floating_point_v<C>) {
     return a / b;
   } else {
@@ -75,7 +82,7 @@ C divide(C a, C b) {
 }
 
 template <class C>
-C maximum(C a, C b) {
+SX_HOST_DEVICE C maximum(C a, C b) {
   if constexpr (std::is_floating_point_v<C>) {
     if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<C>::quiet_NaN();
   }
@@ -83,7 +90,7 @@ C maximum(C a, C b) {
 }
 
 template <class C>
-C minimum(C a, C b) {
+SX_HOST_DEVICE C minimum(C a, C b) {
   if constexpr (std::is_floating_point_v<C>) {
     if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<C>::quiet_NaN();
   }
@@ -93,7 +100,7 @@ C minimum(C a, C b) {
 // Every conversion but a float to an integer is C++'s (two's complement wrap between
 // integers).
 template <class To, class From>
-To convert(From v) {
+SX_HOST_DEVICE To convert(From v) {
   if constexpr (std::is_same_v<To, bool>) {
     return v != From(0);
   } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
@@ -113,19 +120,19 @@ namespace scalar {
 // Unary.
 struct Neg {
   template <class C>
-  auto operator()(C v) const {
+  SX_HOST_DEVICE auto operator()(C v) const {
     return negate(v);
   }
 };
 struct Abs {
   template <class C>
-  auto operator()(C v) const {
+  SX_HOST_DEVICE auto operator()(C v) const {
     return absolute(v);
   }
 };
 struct Sign {
   template <class C>
-  auto operator()(C v) const {
+  SX_HOST_DEVICE auto operator()(C v) const {
     return sign_of(v);
   }
 };
@@ -145,13 +152,13 @@ struct Log {
 };
 struct Sqrt {
   template <class C>
-  auto operator()(C v) const {
+  SX_HOST_DEVICE auto operator()(C v) const {
     return std::sqrt(v);
   }
 };
 struct Rsqrt {
   template <class C>
-  auto operator()(C v) const {
+  SX_HOST_DEVICE auto operator()(C v) const {
     return C(1) / std::sqrt(v);
   }
 };
@@ -192,7 +199,7 @@ struct Logistic {
 };
 struct LogicalNot {
   template <class C>
-  auto operator()(C v) const {
+  SX_HOST_DEVICE auto operator()(C v) const {
     return !v;
   }
 };
@@ -200,25 +207,25 @@ struct LogicalNot {
 // Binary arithmetic and logic: the result has the operands' dtype.
 struct Add {
   template <class C>
-  auto operator()(C a, C b) const {
+  SX_HOST_DEVICE auto operator()(C a, C b) const {
     return wrap_add(a, b);
   }
 };
 struct Sub {
   template <class C>
-  auto operator()(C a, C b) const {
+  SX_HOST_DEVICE auto operator()(C a, C b) const {
     return wrap_sub(a, b);
   }
 };
 struct Mul {
   template <class C>
-  auto operator()(C a, C b) const {
+  SX_HOST_DEVICE auto operator()(C a, C b) const {
     return wrap_mul(a, b);
   }
 };
 struct Div {
   template <class C>
-  auto operator()(C a, C b) const {
+  SX_HOST_DEVICE auto operator()(C a, C b) const {
     return divide(a, b);
   }
 };
@@ -230,25 +237,25 @@ struct Pow {
 };
 struct Max {
   template <class C>
-  auto operator()(C a, C b) const {
+  SX_HOST_DEVICE auto operator()(C a, C b) const {
     return maximum(a, b);
   }
 };
 struct Min {
   template <class C>
-  auto operator()(C a, C b) const {
+  SX_HOST_DEVICE auto operator()(C a, C b) const {
     return minimum(a, b);
   }
 };
 struct LogicalAnd {
   template <class C>
-  auto operator()(C a, C b) const {
+  SX_HOST_DEVICE auto operator()(C a, C b) const {
     return a && b;
   }
 };
 struct LogicalOr {
   template <class C>
-  auto operator()(C a, C b) const {
+  SX_HOST_DEVICE auto operator()(C a, C b) const {
     return a || b;
   }
 };
@@ -256,37 +263,37 @@ struct LogicalOr {
 // Comparisons: the result is bool.
 struct Eq {
   template <class C>
-  bool operator()(C a, C b) const {
+  SX_HOST_DEVICE bool operator()(C a, C b) const {
     return a == b;
   }
 };
 struct Ne {
   template <class C>
-  bool operator()(C a, C b) const {
+  SX_HOST_DEVICE bool operator()(C a, C b) const {
     return a != b;
   }
 };
 struct Lt {
   template <class C>
-  bool operator()(C a, C b) const {
+  SX_HOST_DEVICE bool operator()(C a, C b) const {
     return a < b;
   }
 };
 struct Le {
   template <class C>
-  bool operator()(C a, C b) const {
+  SX_HOST_DEVICE bool operator()(C a, C b) const {
     return a <= b;
   }
 };
 struct Gt {
   template <class C>
-  bool operator()(C a, C b) const {
+  SX_HOST_DEVICE bool operator()(C a, C b) const {
     return a > b;
   }
 };
 struct Ge {
   template <class C>
-  bool operator()(C a, C b) const {
+  SX_HOST_DEVICE bool operator()(C a, C b) const {
     return a >= b;
   }
 };

@@ -22,11 +22,30 @@ TEST(Devices, ReferenceIsBuilt) {
 }
 
 TEST(Devices, DevicesNotBuiltAreRefusedWithTheFix) {
-  EXPECT_EQ(error_of("cuda"), "SexpGPU has no cuda device: tensors run on reference or cpu; use --device cpu");
-  EXPECT_EQ(error_of("metal"), "SexpGPU has no metal device: tensors run on reference or cpu; use --device cpu");
-  EXPECT_EQ(error_of("tpu"), "unknown device 'tpu': the devices are reference and cpu");
-  EXPECT_EQ(error_of(std::string(100'000, 't')),
-            "unknown device '" + std::string(80, 't') + "... (100000 characters)': the devices are reference and cpu");
+  EXPECT_EQ(error_of("metal"), "SexpGPU has no metal device: tensors run on reference, cpu or cuda; use --device cpu");
+  EXPECT_EQ(error_of("tpu"), "unknown device 'tpu': the devices are reference, cpu and cuda");
+  EXPECT_EQ(
+      error_of(std::string(100'000, 't')),
+      "unknown device '" + std::string(80, 't') + "... (100000 characters)': the devices are reference, cpu and cuda");
+}
+
+// Built without the CUDA toolkit, cuda is refused with its own code; built with it, it is
+// made where a GPU answers, else refused with the runtime's reason (cuda_tests says more).
+TEST(Devices, CudaIsRefusedSayingWhetherTheBuildOrTheGpuLacksIt) {
+  try {
+    make_device("cuda");
+    EXPECT_TRUE(SEXPGPU_WITH_CUDA) << "made in a build without the CUDA toolkit";
+  } catch (const DeviceError& e) {
+    if (SEXPGPU_WITH_CUDA) {
+      EXPECT_STREQ(e.code(), "E-DEVICE-006");
+      EXPECT_TRUE(std::string_view(e.what()).starts_with("the cuda device cannot run here: ")) << e.what();
+    } else {
+      EXPECT_STREQ(e.code(), "E-DEVICE-005");
+      EXPECT_STREQ(e.what(),
+                   "the cuda device is not in this build: it was built without the CUDA toolkit; rebuild with one "
+                   "(docs/devices.md), or use --device cpu");
+    }
+  }
 }
 
 TEST(Devices, PlanChecksItsInputs) {

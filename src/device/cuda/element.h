@@ -1,0 +1,85 @@
+// One element of each elementwise primitive the cuda device's kernels compute: the
+// primitive's formula (graph/prims/scalar.h) in its dtype's compute type, stored as
+// the reference kernels store it (graph/prims/common.h). The kernels (elementwise.cu)
+// run these functions on the GPU; tests/unit/device/cuda runs them on the host against
+// the reference kernels, bit for bit, so that the arithmetic is tested where no GPU is.
+#pragma once
+
+#include <type_traits>
+
+#include "graph/host_device.h"
+#include "graph/primitive.h"
+#include "graph/prims/scalar.h"
+#include "graph/tensor.h"
+
+namespace sx::device::cuda {
+
+// x's formula F, computed in C and stored as S.
+template <class F, class S, class C>
+SX_HOST_DEVICE S unary_element(S x) {
+  return S(static_cast<C>(F{}(static_cast<C>(x))));
+}
+
+// The formula F of a and b, computed in C; stored as S, or as bool (Out) for a comparison.
+template <class F, class S, class C, class Out>
+SX_HOST_DEVICE Out binary_element(S a, S b) {
+  auto r = F{}(static_cast<C>(a), static_cast<C>(b));
+  if constexpr (std::is_same_v<Out, bool>) return static_cast<bool>(r);
+  else return Out(static_cast<C>(r));
+}
+
+// The shape of a primitive's element: one operand, two of one dtype, or two giving bool.
+struct Unary {};
+struct Binary {};
+struct Comparison {};
+
+// The dtypes a primitive takes (its shape rule's), by their compute type.
+struct NumericDTypes {
+  template <class C>
+  static constexpr bool takes = !std::is_same_v<C, bool>;
+};
+struct FloatDTypes {
+  template <class C>
+  static constexpr bool takes = std::is_floating_point_v<C>;
+};
+struct BoolDTypes {
+  template <class C>
+  static constexpr bool takes = std::is_same_v<C, bool>;
+};
+struct AllDTypes {
+  template <class C>
+  static constexpr bool takes = true;
+};
+
+// Calls fn(Formula{}, Shape{}, DTypes{}) for a primitive the kernels compute and returns
+// true; false for one they do not (its formula gives other bits on a GPU: see scalar.h).
+template <class Fn>
+bool visit_element(graph::PrimId prim, Fn&& fn) {
+  namespace scalar = graph::prims::scalar;
+  using graph::PrimId;
+  switch (prim) {
+    case PrimId::neg: fn(scalar::Neg{}, Unary{}, NumericDTypes{}); return true;
+    case PrimId::abs: fn(scalar::Abs{}, Unary{}, NumericDTypes{}); return true;
+    case PrimId::sign: fn(scalar::Sign{}, Unary{}, NumericDTypes{}); return true;
+    case PrimId::sqrt: fn(scalar::Sqrt{}, Unary{}, FloatDTypes{}); return true;
+    case PrimId::rsqrt: fn(scalar::Rsqrt{}, Unary{}, FloatDTypes{}); return true;
+    case PrimId::logical_not: fn(scalar::LogicalNot{}, Unary{}, BoolDTypes{}); return true;
+    case PrimId::add: fn(scalar::Add{}, Binary{}, NumericDTypes{}); return true;
+    case PrimId::sub: fn(scalar::Sub{}, Binary{}, NumericDTypes{}); return true;
+    case PrimId::mul: fn(scalar::Mul{}, Binary{}, NumericDTypes{}); return true;
+    case PrimId::div: fn(scalar::Div{}, Binary{}, NumericDTypes{}); return true;
+    case PrimId::max: fn(scalar::Max{}, Binary{}, NumericDTypes{}); return true;
+    case PrimId::min: fn(scalar::Min{}, Binary{}, NumericDTypes{}); return true;
+    case PrimId::logical_and: fn(scalar::LogicalAnd{}, Binary{}, BoolDTypes{}); return true;
+    case PrimId::logical_or: fn(scalar::LogicalOr{}, Binary{}, BoolDTypes{}); return true;
+    case PrimId::eq: fn(scalar::Eq{}, Comparison{}, AllDTypes{}); return true;
+    case PrimId::ne: fn(scalar::Ne{}, Comparison{}, AllDTypes{}); return true;
+    case PrimId::lt: fn(scalar::Lt{}, Comparison{}, AllDTypes{}); return true;
+    case PrimId::le: fn(scalar::Le{}, Comparison{}, AllDTypes{}); return true;
+    case PrimId::gt: fn(scalar::Gt{}, Comparison{}, AllDTypes{}); return true;
+    case PrimId::ge: fn(scalar::Ge{}, Comparison{}, AllDTypes{}); return true;
+    default: return false;
+  }
+}
+
+}  // namespace sx::device::cuda

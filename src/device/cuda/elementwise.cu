@@ -1,0 +1,81 @@
+// The cuda device's elementwise kernels: a grid-stride loop of element.h's functions,
+// one instance per primitive and dtype the table of element.h gives.
+#include "device/cuda/element.h"
+#include "device/cuda/elementwise.h"
+
+namespace sx::device::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMostBlocks = 65535;
+
+template <class F, class S, class C>
+__global__ void unary_kernel(const S* x, S* out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    out[i] = unary_element<F, S, C>(x[i]);
+  }
+}
+
+template <class F, class S, class C, class Out>
+__global__ void binary_kernel(const S* a, const S* b, Out* out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    out[i] = binary_element<F, S, C, Out>(a[i], b[i]);
+  }
+}
+
+unsigned blocks_for(int64_t n) {
+  int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > kMostBlocks ? kMostBlocks : blocks));
+}
+
+// Calls fn(Formula, Shape, S, C) (the last two as pointers, null) for a primitive and
+// dtype the kernels compute; false otherwise.
+template <class Fn>
+bool visit_kernel(graph::PrimId prim, graph::DType dtype, Fn&& fn) {
+  bool found = false;
+  visit_element(prim, [&](auto formula, auto shape, auto dtypes) {
+    using DTypes = decltype(dtypes);
+    graph::visit_dtype(dtype, [&](auto types) {
+      using S = typename decltype(types)::storage;
+      using C = typename decltype(types)::compute;
+      if constexpr (DTypes::template takes<C>) {
+        fn(formula, shape, static_cast<S*>(nullptr), static_cast<C*>(nullptr));
+        found = true;
+      }
+    });
+  });
+  return found;
+}
+
+}  // namespace
+
+bool has_elementwise_kernel(graph::PrimId prim, graph::DType dtype) {
+  return visit_kernel(prim, dtype, [](auto, auto, auto, auto) {});
+}
+
+cudaError_t launch_elementwise(graph::PrimId prim, graph::DType dtype, const void* a, const void* b, void* out,
+                               int64_t n) {
+  bool found = visit_kernel(prim, dtype, [&](auto formula, auto shape, auto* s, auto* c) {
+    using F = decltype(formula);
+    using S = std::remove_pointer_t<decltype(s)>;
+    using C = std::remove_pointer_t<decltype(c)>;
+    const S* x = static_cast<const S*>(a);
+    if constexpr (std::is_same_v<decltype(shape), Unary>) {
+      unary_kernel<F, S, C><<<blocks_for(n), kThreads>>>(x, static_cast<S*>(out), n);
+    } else if constexpr (std::is_same_v<decltype(shape), Binary>) {
+      binary_kernel<F, S, C, S><<<blocks_for(n), kThreads>>>(x, static_cast<const S*>(b), static_cast<S*>(out), n);
+    } else {
+      binary_kernel<F, S, C, bool>
+          <<<blocks_for(n), kThreads>>>(x, static_cast<const S*>(b), static_cast<bool*>(out), n);
+    }
+  });
+  if (!found) return cudaErrorNotSupported;
+  return cudaGetLastError();
+}
+
+cudaError_t check_kernels_load() {
+  cudaFuncAttributes attributes;
+  return cudaFuncGetAttributes(&attributes, unary_kernel<graph::prims::scalar::Neg, float, float>);
+}
+
+}  // namespace sx::device::cuda
