@@ -246,7 +246,13 @@ Value defparam(const std::shared_ptr<ModelState>& state, Interpreter& in, const 
   decl.shape = b.graph().node(root).shape;
   decl.dtype = b.graph().node(root).dtype;
   tracer->at(span);
-  decl.node = b.input(fmt::format("param#{}", state->next_param_input++), decl.shape, decl.dtype);
+  // param#N names a parameter until it has a path; naming the parameters renames those
+  // left without a root by their node (paths.cc), so a number may already be taken.
+  std::string input_name;
+  do {
+    input_name = fmt::format("param#{}", state->next_param_input++);
+  } while (b.graph().find_input(input_name));
+  decl.node = b.input(std::move(input_name), decl.shape, decl.dtype);
   state->param_names[decl.node] = decl.name;
 
   Value param = lang::make_tensor(tracer, decl.node);

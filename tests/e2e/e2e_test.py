@@ -423,6 +423,12 @@ def case_repl_models(tmp):
     shapes = [line for line in out.splitlines() if line.startswith("[")]
     expect(shapes == ["[1 3]", "[1 4]", "[5 4]"], f"unexpected shapes: {shapes}", out, err)
     expect(err.count("error[") == 1 and "error[E-PARAM-009]" in err, "expected one E-PARAM-009, for the let", out, err)
+    # Models made again and again: each new parameter's input takes a name that the
+    # renaming of the roots' parameters has not given an earlier one.
+    session = b'(require "sexpgpu/nn")\n(defvar x (ones [2 16]))\n' + b"(defvar m2 (linear 16 16))\n(sum (m2 x))\n" * 40
+    rc, out, err, _ = run(["repl"], stdin=session)
+    expect(rc == 0 and "error" not in err, f"sexpgpu repl, a model redefined 40 times: exit {rc}", out, err)
+    expect(sum(line.startswith("(tensor") for line in out.splitlines()) == 40, "expected 40 sums", out, err)
 
 
 class Terminal:
