@@ -213,14 +213,19 @@ TEST(Checkpoint, AnAbandonedWriterLeavesNothing) {
   EXPECT_EQ(steps_of(list_checkpoints(loc)), (std::vector<int64_t>{10, 40}));
 }
 
+// A process id no process can have: the kernel allocates ids below pid_max. (A child
+// waited for would do, but its id can be taken by another process at once.)
+long dead_process_id() {
+  long dead = 0;
+  std::ifstream("/proc/sys/kernel/pid_max") >> dead;
+  return dead;
+}
+
 TEST(Checkpoint, StaleTemporariesOfDeadProcessesAreRemoved) {
   TempDir dir;
   std::string loc = dir.file("run");
   fs::create_directories(loc);
-  // A process id no process can have: the kernel allocates ids below pid_max. (A child
-  // waited for would do, but its id can be taken by another process at once.)
-  long dead = 0;
-  std::ifstream("/proc/sys/kernel/pid_max") >> dead;
+  const long dead = dead_process_id();
   ASSERT_GT(dead, 0);
   std::string host = this_host();
   std::string dead_temp = fmt::format("{}/.step-00000020.tmp-{}-0-{}", loc, dead, host);
@@ -251,8 +256,7 @@ TEST(Checkpoint, StaleTemporaryFilesBesideTheCheckpointsAreRemoved) {
   TempDir dir;
   std::string loc = dir.file("run");
   fs::create_directories(loc);
-  long dead = 0;
-  std::ifstream("/proc/sys/kernel/pid_max") >> dead;
+  const long dead = dead_process_id();
   ASSERT_GT(dead, 0);
   std::string host = this_host();
   std::string curve = fmt::format("{}/.loss.svg.tmp-{}-3-{}", loc, dead, host);
