@@ -371,7 +371,9 @@ size_t GemmScratch::bytes() const {
   for (const GemmWorkspace& ws : slots) {
     floats += ws.a_pack.size() + ws.b_pack.size() + ws.tile.size() + ws.b_row.size() + ws.b_wide.size();
   }
-  return floats * sizeof(float) + product.size;
+  size_t amx = 0;
+  for (const GemmWorkspace& ws : slots) amx += ws.amx.bytes();
+  return floats * sizeof(float) + amx + product.size;
 }
 
 Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int threads, bool bf16, GemmScratch* scratch,
@@ -432,8 +434,12 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
   auto grow = [](std::vector<float>& buffer, int64_t floats) {
     if (buffer.size() < static_cast<size_t>(floats)) buffer.resize(static_cast<size_t>(floats));
   };
-  for (int part = 0; part < threads_ && !amx_; ++part) {  // amx_product sizes its own buffers
+  for (int part = 0; part < threads_; ++part) {
     Workspace& ws = slots[static_cast<size_t>(first_slot_ + part)];
+    if (amx_) {
+      ws.amx.reserve(k_, region_cols);  // all the columns: an epilogue may need whole rows
+      continue;
+    }
     grow(ws.a_pack, std::max<int64_t>(1, a_floats));
     grow(ws.b_pack, kc_ * std::min(resident_ ? nc_resident_ : nc_, region_cols));  // as run_region takes panels
     grow(ws.tile, mr * nr);
@@ -487,14 +493,22 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
   graph::Bf16* const rounded = finish.rounded;
   int64_t rows = region.row_end - region.row_begin;
   if (rows <= 0 || region.col_end <= region.col_begin) return;
-  // The paths that take the region whole round it after: a few rows, or amx's tiles.
+  // The paths that take the region whole round it after (a few rows), or as they finish each block (amx's tiles).
   bool whole_region = true;
   if (k_ == 0) {
     for (int64_t i = region.row_begin; i < region.row_end; ++i) {
       std::fill(c + i * ldc + region.col_begin, c + i * ldc + region.col_end, 0.0f);
     }
   } else if (amx_) {  // every row by the tiles, few or many: the tiles' sums are not the other kernels'
-    amx_product(a, b, k_, region.row_begin, rows, region.col_begin, region.col_end - region.col_begin, c, ldc, ws.amx);
+    // Each block is rounded and handed on as the tiles finish it, while it is in cache.
+    const auto finished = [&](int, int64_t row, int64_t rows, int64_t col, int64_t cols) {
+      if (rounded) round_block(c, ldc, rounded, row, rows, col, cols);
+      if (finish.done) block_done(finish, row, rows, col, cols);
+    };
+    const BlockDone blocks = blocks_to(finished, finish.done && finish.done->whole_rows);
+    amx_product(a, b, k_, region.row_begin, rows, region.col_begin, region.col_end - region.col_begin, c, ldc, ws.amx,
+                rounded || finish.done ? &blocks : nullptr, finish.part);
+    return;
   } else if (in_place(rows) && (bf16_ || b.cols == 1)) {
     in_place_region(region, a, b, c, ldc, ws);
   } else if (rows < mr) {

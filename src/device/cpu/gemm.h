@@ -114,14 +114,23 @@ bool host_runs_amx();
 struct AmxBuffers {
   static constexpr int64_t kBlockRows = 32, kBlockCols = 32;
   std::vector<uint16_t> a, b;
-  std::vector<float> block;  // sized on first use, as a and b are: most products never use them
+  std::vector<float> block;
+  // Sizes them for amx_product over `k` steps and `cols` columns (a Gemm that runs on
+  // AMX does it when it is made, so that its runs allocate nothing and the plan's
+  // scratch counts them).
+  void reserve(int64_t k, int64_t cols);
+  size_t bytes() const { return (a.size() + b.size()) * sizeof(uint16_t) + block.size() * sizeof(float); }
 };
 
+struct BlockDone;
+
 // C's rows [row, row + rows) and columns [col, col + cols) = A @ B over all K (k > 0),
-// bf16 A and B, by AMX tiles (gemm_amx.cc has their rule). Call only where
-// host_runs_amx().
+// bf16 A and B, by AMX tiles (gemm_amx.cc has their rule). With `done`, called as
+// done(part, ...) on each block of C as its sums are done, while it is in cache:
+// every block spans all `cols` where done->whole_rows. Call only where host_runs_amx().
 void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row, int64_t rows, int64_t col,
-                 int64_t cols, float* c, int64_t ldc, AmxBuffers& buffers);
+                 int64_t cols, float* c, int64_t ldc, AmxBuffers& buffers, const BlockDone* done = nullptr,
+                 int part = 0);
 
 // The packing buffers of one thread's part of a product.
 struct GemmWorkspace {

@@ -10,10 +10,12 @@
 // whatever rows or columns lie beside it, so a row alone, in any batch, on any
 // thread count, gives the same bits.
 //
-// Blocks: columns in panels of kPanel, K in blocks of kDepth steps (B packed
-// per block into tiles of pairs), rows 32 at a time (two tiles of A a chunk,
-// read in place where A's rows allow it, else packed), C in 2 x 2 tiles that
-// stay in tile registers over a block of K.
+// Blocks: columns in panels of B packed whole along K into tiles of pairs, as wide
+// as kPanelBytes allow (a multiple of 32 columns, at most kPanel), or all the columns
+// where a block done must span them; rows 32 at a time (two tiles of A a chunk, read
+// in place where A's rows allow it, else packed); C in 2 x 2 tiles that stay in tile
+// registers over all of K, so that each is stored once, and each 32 rows of a panel
+// are done (rounded, and handed to an epilogue) while they are in cache.
 // Compiled with AVX-512 (F, BW, VL) and AMX; called only where host_runs_amx().
 #include <immintrin.h>
 #include <sys/syscall.h>
@@ -28,10 +30,10 @@
 namespace sx::device::cpu {
 namespace {
 
-constexpr int64_t kTile = 16;    // rows of a tile, and f32 columns of C's and B's
-constexpr int64_t kChunk = 32;   // steps of K a tile instruction takes
-constexpr int64_t kDepth = 512;  // steps of K a packed block of B holds
-constexpr int64_t kPanel = 512;  // columns of C a packed block of B covers (512 KiB of B)
+constexpr int64_t kTile = 16;                 // rows of a tile, and f32 columns of C's and B's
+constexpr int64_t kChunk = 32;                // steps of K a tile instruction takes
+constexpr int64_t kPanel = 512;               // columns of C a packed panel of B covers at most
+constexpr int64_t kPanelBytes = 1024 * 1024;  // a panel of B, packed: half the L2 of the hosts with AMX
 constexpr int64_t kBlockRows = AmxBuffers::kBlockRows, kBlockCols = AmxBuffers::kBlockCols;
 
 // The palette-1 tile configuration: every tile used here is 16 rows of 64 bytes.
@@ -191,74 +193,84 @@ bool host_runs_amx() {
   return runs;
 }
 
+namespace {
+
+// Columns of a panel of B for a product over `k` steps: whole 2 x 2 blocks.
+int64_t panel_columns(int64_t k) {
+  const int64_t chunks = std::max<int64_t>(1, (k + kChunk - 1) / kChunk),
+                block_bytes = chunks * kChunk * kBlockCols * 2;
+  return std::clamp<int64_t>(kPanelBytes / block_bytes, 1, kPanel / kBlockCols) * kBlockCols;
+}
+
+}  // namespace
+
+void AmxBuffers::reserve(int64_t k, int64_t cols) {
+  const int64_t chunks = (k + kChunk - 1) / kChunk;
+  const int64_t widest = std::max(panel_columns(k), (cols + kBlockCols - 1) / kBlockCols * kBlockCols);
+  const auto grow = [](std::vector<uint16_t>& buffer, int64_t halves) {
+    if (buffer.size() < static_cast<size_t>(halves)) buffer.resize(static_cast<size_t>(halves));
+  };
+  grow(b, chunks * widest * kChunk);
+  grow(a, chunks * kBlockRows * kChunk);
+  block.resize(static_cast<size_t>(kBlockRows * kBlockCols));
+}
+
 void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row, int64_t rows, int64_t col,
-                 int64_t cols, float* c, int64_t ldc, AmxBuffers& buffers) {
+                 int64_t cols, float* c, int64_t ldc, AmxBuffers& buffers, const BlockDone* done, int part) {
   TilesConfigured configured;
-  const int64_t panel_tiles = kPanel / kTile, depth_chunks = kDepth / kChunk;
-  buffers.b.resize(static_cast<size_t>(depth_chunks * panel_tiles * kTile * kChunk));
-  buffers.a.resize(static_cast<size_t>(depth_chunks * kBlockRows * kChunk));
-  buffers.block.resize(static_cast<size_t>(kBlockRows * kBlockCols));
+  const bool whole_rows = done && done->whole_rows;
+  buffers.reserve(k, whole_rows ? cols : 0);
   float* block = buffers.block.data();
-  for (int64_t jc = col; jc < col + cols; jc += kPanel) {
-    const int64_t panel = std::min(kPanel, col + cols - jc);
+  const int64_t chunks = (k + kChunk - 1) / kChunk;
+  const int64_t width_most = whole_rows ? (cols + kBlockCols - 1) / kBlockCols * kBlockCols : panel_columns(k);
+  for (int64_t jc = col; jc < col + cols; jc += width_most) {
+    const int64_t panel = std::min(width_most, col + cols - jc);
     const int64_t tiles = (panel + kBlockCols - 1) / kBlockCols * 2;  // whole 2 x 2 blocks
-    for (int64_t pc = 0; pc < k; pc += kDepth) {
-      const int64_t depth = std::min(kDepth, k - pc), chunks = (depth + kChunk - 1) / kChunk;
-      pack_b(b, k, pc, depth, jc, panel, tiles, buffers.b.data());
-      for (int64_t ic = row; ic < row + rows; ic += kBlockRows) {
-        const int64_t height = std::min(kBlockRows, row + rows - ic);
-        // Whole chunks of 32 whole rows of a row-major A are read where they lie; the
-        // rest is packed.
-        const int64_t direct = a.cols == 1 && height == kBlockRows ? depth / kChunk : 0;
-        if (direct < chunks) pack_a(a, k, ic, height, pc + direct * kChunk, depth - direct * kChunk, buffers.a.data());
-        const uint16_t* a_rows = static_cast<const uint16_t*>(a.data) + ic * a.rows + pc;
-        const int64_t a_stride = a.rows * static_cast<int64_t>(sizeof(uint16_t));
-        for (int64_t t = 0; t < tiles; t += 2) {
-          const int64_t j = jc + t * kTile, width = std::min(kBlockCols, col + cols - j);
-          const bool whole = height == kBlockRows && width == kBlockCols;
-          // A block partly past C's edge goes through buffers.block.
-          float* target = whole ? c + ic * ldc + j : block;
-          const int64_t ld = whole ? ldc : kBlockCols, stride = ld * static_cast<int64_t>(sizeof(float));
-          if (!whole && pc > 0) {
-            for (int64_t i = 0; i < height; ++i) std::copy_n(c + (ic + i) * ldc + j, width, block + i * ld);
-          }
-          if (pc == 0) {
-            _tile_zero(0);
-            _tile_zero(1);
-            _tile_zero(2);
-            _tile_zero(3);
+    pack_b(b, k, 0, k, jc, panel, tiles, buffers.b.data());
+    for (int64_t ic = row; ic < row + rows; ic += kBlockRows) {
+      const int64_t height = std::min(kBlockRows, row + rows - ic);
+      // Whole chunks of 32 whole rows of a row-major A are read where they lie; the
+      // rest is packed.
+      const int64_t direct = a.cols == 1 && height == kBlockRows ? k / kChunk : 0;
+      if (direct < chunks) pack_a(a, k, ic, height, direct * kChunk, k - direct * kChunk, buffers.a.data());
+      const uint16_t* a_rows = static_cast<const uint16_t*>(a.data) + ic * a.rows;
+      const int64_t a_stride = a.rows * static_cast<int64_t>(sizeof(uint16_t));
+      for (int64_t t = 0; t < tiles; t += 2) {
+        const int64_t j = jc + t * kTile, width = std::min(kBlockCols, col + cols - j);
+        const bool whole = height == kBlockRows && width == kBlockCols;
+        // A block partly past C's edge goes through buffers.block.
+        float* target = whole ? c + ic * ldc + j : block;
+        const int64_t ld = whole ? ldc : kBlockCols, stride = ld * static_cast<int64_t>(sizeof(float));
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        for (int64_t q = 0; q < chunks; ++q) {
+          const uint16_t* b_chunk = buffers.b.data() + (q * tiles + t) * kTile * kChunk;
+          if (q < direct) {
+            _tile_loadd(4, a_rows + q * kChunk, a_stride);
+            _tile_loadd(5, a_rows + kTile * a.rows + q * kChunk, a_stride);
           } else {
-            _tile_loadd(0, target, stride);
-            _tile_loadd(1, target + kTile, stride);
-            _tile_loadd(2, target + kTile * ld, stride);
-            _tile_loadd(3, target + kTile * ld + kTile, stride);
+            const uint16_t* a_chunk = buffers.a.data() + (q - direct) * kBlockRows * kChunk;
+            _tile_loadd(4, a_chunk, 64);
+            _tile_loadd(5, a_chunk + kTile * kChunk, 64);
           }
-          for (int64_t q = 0; q < chunks; ++q) {
-            const uint16_t* b_chunk = buffers.b.data() + (q * tiles + t) * kTile * kChunk;
-            if (q < direct) {
-              _tile_loadd(4, a_rows + q * kChunk, a_stride);
-              _tile_loadd(5, a_rows + kTile * a.rows + q * kChunk, a_stride);
-            } else {
-              const uint16_t* a_chunk = buffers.a.data() + (q - direct) * kBlockRows * kChunk;
-              _tile_loadd(4, a_chunk, 64);
-              _tile_loadd(5, a_chunk + kTile * kChunk, 64);
-            }
-            _tile_loadd(6, b_chunk, 64);
-            _tile_loadd(7, b_chunk + kTile * kChunk, 64);
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_dpbf16ps(1, 4, 7);
-            _tile_dpbf16ps(2, 5, 6);
-            _tile_dpbf16ps(3, 5, 7);
-          }
-          _tile_stored(0, target, stride);
-          _tile_stored(1, target + kTile, stride);
-          _tile_stored(2, target + kTile * ld, stride);
-          _tile_stored(3, target + kTile * ld + kTile, stride);
-          if (!whole) {
-            for (int64_t i = 0; i < height; ++i) std::copy_n(block + i * ld, width, c + (ic + i) * ldc + j);
-          }
+          _tile_loadd(6, b_chunk, 64);
+          _tile_loadd(7, b_chunk + kTile * kChunk, 64);
+          _tile_dpbf16ps(0, 4, 6);
+          _tile_dpbf16ps(1, 4, 7);
+          _tile_dpbf16ps(2, 5, 6);
+          _tile_dpbf16ps(3, 5, 7);
+        }
+        _tile_stored(0, target, stride);
+        _tile_stored(1, target + kTile, stride);
+        _tile_stored(2, target + kTile * ld, stride);
+        _tile_stored(3, target + kTile * ld + kTile, stride);
+        if (!whole) {
+          for (int64_t i = 0; i < height; ++i) std::copy_n(block + i * ld, width, c + (ic + i) * ldc + j);
         }
       }
+      if (done) (*done)(part, ic, height, jc, panel);
     }
   }
 }

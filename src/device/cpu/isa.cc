@@ -41,7 +41,6 @@ Isa choose_isa(std::string_view requested) {
   if (requested.empty()) {
     const char* env = std::getenv("SEXPGPU_CPU_ISA");
     if (env == nullptr || *env == '\0') {
-      if (host.back() == Isa::amx) host.pop_back();  // other bf16 bits: only when named
       if (host.back() == Isa::avx512bf16 && !pair_products_outrun_fma()) return Isa::avx512;
       return host.back();
     }

@@ -3,7 +3,9 @@
 // DeviceOptions::cpu_isa) names, refused by name when the host lacks it.
 // Kernels of every instruction set give the same f32 bits (see gemm.h and
 // vector_math.h), so the choice changes speed, never results; bf16 products
-// too, except under amx, which is therefore never chosen unless named. scripts/test runs the
+// too, except under amx, whose tiles sum in their own order: where the host has
+// AMX it is the default, as `--precision bf16` is chosen for speed, and
+// avx512bf16 named gives the bits of every other host. scripts/test runs the
 // device tests that reach these kernels through this choice as a processor without AVX
 // would (processor_chosen_tests: Isa, a product on every instruction set,
 // VectorMath.* for exp, log, tanh, erf, logistic, sin and cos, and Random.* for the
@@ -30,7 +32,7 @@ std::string_view isa_name(Isa isa);
 std::vector<Isa> host_isas();
 
 // `requested` empty: SEXPGPU_CPU_ISA when set, else the widest the host
-// runs short of amx, but avx512 rather than avx512bf16 where VDPBF16PS multiplies bf16
+// runs (amx where it has AMX), but avx512 rather than avx512bf16 where VDPBF16PS multiplies bf16
 // more slowly than the f32 FMA (both give the same bits, so only speed
 // picks). Throws DeviceError for a name that is not an instruction set or one
 // this host cannot run.
