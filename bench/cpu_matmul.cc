@@ -184,22 +184,6 @@ std::optional<Product> parse_product(const std::string& text) {
   return p;
 }
 
-std::string cpu_line() {
-  FILE* f = fopen("/proc/cpuinfo", "r");
-  if (f == nullptr) return "?";
-  char buffer[4096];
-  std::string model;
-  while (fgets(buffer, sizeof buffer, f) != nullptr) {
-    if (std::strncmp(buffer, "model name", 10) == 0) {
-      model = std::string(buffer).substr(std::string(buffer).find(':') + 2);
-      model.pop_back();
-      break;
-    }
-  }
-  fclose(f);
-  return model;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -246,10 +230,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   double budget = quick ? 0.2 : 0.5;
-  std::string isas;
-  for (Isa available : sx::device::cpu::host_isas()) isas += fmt::format(" {}", sx::device::cpu::isa_name(available));
-  fmt::print("host: {} ({} cores; runs{}), kernels: {}\n", cpu_line(), sx::device::cpu::available_cores(), isas,
-             sx::device::cpu::isa_name(isa));
+  fmt::print("{}\n", sx::bench::host_line(isa));
   NumpyPeer numpy(SEXPGPU_BENCH_DIR "/numpy_peer.py");
   if (numpy.ok()) fmt::print("peer: numpy on {}\n", numpy.blas());
   else fmt::print("peer: none ({})\n", numpy.why_not());

@@ -8,6 +8,7 @@
 //
 //   build/bench/forward [--models tiny,small,large] [--passes forward,gradient]
 //                       [--threads 1,2] [--seconds S] [--precision f32,bf16] [--rounds N]
+//                       [--floors]
 //
 // The forward is the logits of a batch of byte ids; the gradient is that of the mean
 // cross-entropy of the next byte with respect to every parameter. Each is one program
@@ -24,8 +25,8 @@
 // With --precision bf16, every matrix product runs on bf16 operands, summed in f32 (the
 // policy of `defrun :precision :bf16`, graph::bf16_products), and PyTorch's runs under
 // torch.autocast("cpu", bfloat16), which does the same to its products. Our products run
-// on the device's kernels: SEXPGPU_CPU_ISA=amx puts them on AMX tiles, where the host has
-// them (docs/performance.md).
+// on the device's kernels: on AMX tiles where the host has them, unless SEXPGPU_CPU_ISA
+// names other kernels (docs/performance.md).
 //
 // Beside the times, the memory a run needs beyond the parameters and the batch: ours is
 // the compiled plan's arena (every activation, gradient and temporary of a run lives
@@ -38,7 +39,9 @@
 // device runs them; multiply_peak.h), measured in the same run, and that time over
 // PyTorch's. No run of the same products on this host, ours or anyone's on the same
 // instruction, gets a ratio below it: where it exceeds a goal, the goal needs another
-// host.
+// host. --floors prints only the floors, a line each ("floor gpt-small gradient f32 1
+// 115.00"), timing nothing: bench/train.py's floor column (a training step's products
+// are its gradient's). The first line is the host's cpuid model name and kernels.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/wait.h>
@@ -121,11 +124,38 @@ Traced trace(train::Session& session, const Model& model, bool gradient, bool bf
   return traced;
 }
 
+train::SessionOptions session_options(const Model& model) {
+  train::SessionOptions options;
+  options.interpreter.library_dirs = {SEXPGPU_LIB_DIR};
+  options.choices = model.choices;
+  return options;
+}
+
+// The GFLOP of a graph's matrix products.
+double product_gflop(const graph::Graph& graph) {
+  double flops = 0;
+  for (const graph::Node& node : graph.nodes) {
+    if (node.op() != graph::PrimId::matmul) continue;
+    flops += 2.0 * static_cast<double>(graph::numel(node.shape)) *
+             static_cast<double>(graph.node(node.inputs[0]).shape.back());
+  }
+  return flops / 1e9;
+}
+
+// The ms the products of a pass would take at the peak of the instruction that
+// multiplies them, on this host's default kernels; none for the scalar kernels.
+std::optional<double> floor_ms(double gflop, bool bf16, int threads) {
+  std::optional<double> peak =
+      bench::multiply_peak(device::cpu::choose_isa(""), bf16 ? graph::DType::bf16 : graph::DType::f32, threads, 0.5);
+  if (!peak) return std::nullopt;
+  return 1e3 * gflop / *peak;
+}
+
 // Our side: the program compiled once, its inputs on the device, timed in rounds.
 class Ours {
  public:
   Ours(const Model& model, bool gradient, bool bf16, int cores, const std::string& run_file)
-      : session_(options(model)), device_(device::make_device("cpu", {.cpu_cores = cores})) {
+      : session_(session_options(model)), device_(device::make_device("cpu", {.cpu_cores = cores})) {
     session_.load(run_file);
     Traced traced = trace(session_, model, gradient, bf16);
     store_ = std::make_unique<runtime::Store>(*device_);
@@ -157,15 +187,7 @@ class Ours {
   }
 
   // The GFLOP of a run's matrix products: two a multiply-add.
-  double product_gflop() const {
-    double flops = 0;
-    for (const graph::Node& node : program_->graph().nodes) {
-      if (node.op() != graph::PrimId::matmul) continue;
-      const graph::Shape& a = program_->graph().node(node.inputs[0]).shape;
-      flops += 2.0 * static_cast<double>(graph::numel(node.shape)) * static_cast<double>(a.back());
-    }
-    return flops / 1e9;
-  }
+  double product_gflop() const { return ::product_gflop(program_->graph()); }
 
   // What a run needs beyond the parameters and the batch.
   double memory_mib() const {
@@ -178,13 +200,6 @@ class Ours {
   }
 
  private:
-  static train::SessionOptions options(const Model& model) {
-    train::SessionOptions options;
-    options.interpreter.library_dirs = {SEXPGPU_LIB_DIR};
-    options.choices = model.choices;
-    return options;
-  }
-
   train::Session session_;
   std::unique_ptr<device::Device> device_;
   std::unique_ptr<runtime::Store> store_;
@@ -346,10 +361,6 @@ Row measure(const Model& model, bool gradient, bool bf16, int threads, double se
   for (const auto& peer : peers) {
     if (peer->setting().label() == most->first) peer_mib = peer->mib();
   }
-  std::optional<double> floor_ms;
-  if (std::optional<double> peak = bench::multiply_peak(device::cpu::choose_isa(""),
-                                                        bf16 ? graph::DType::bf16 : graph::DType::f32, threads, 0.5))
-    floor_ms = 1e3 * ours.product_gflop() / *peak;
   return {.ms = median(mine),
           .peer_ms = median(theirs),
           .ratio = median(ratios),
@@ -357,7 +368,7 @@ Row measure(const Model& model, bool gradient, bool bf16, int threads, double se
           .highest = *std::max_element(ratios.begin(), ratios.end()),
           .mib = ours.memory_mib(),
           .peer_mib = peer_mib,
-          .floor_ms = floor_ms,
+          .floor_ms = floor_ms(ours.product_gflop(), bf16, threads),
           .setting = most->first,
           .refusal = ""};
 }
@@ -374,6 +385,7 @@ std::string load_average() {
 int main(int argc, char** argv) {
   double seconds = 3.0;
   int rounds = 5;
+  bool floors_only = false;
   std::string models = "tiny,small,large", passes = "forward,gradient", threads_list = "1,2", precisions = "f32";
   // Whether `name` is in the comma-separated `list`.
   auto listed = [](const std::string& list, const std::string& name) {
@@ -392,10 +404,12 @@ int main(int argc, char** argv) {
       precisions = argv[++i];
     } else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
       rounds = std::max(1, std::stoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--floors") == 0) {
+      floors_only = true;
     } else {
       std::puts(
           "usage: forward [--models tiny,small,large] [--passes forward,gradient] [--threads 1,2] [--seconds S]\n"
-          "               [--precision f32,bf16] [--rounds N]");
+          "               [--precision f32,bf16] [--rounds N] [--floors]");
       return std::strcmp(argv[i], "--help") == 0 ? 0 : 2;
     }
   }
@@ -412,37 +426,53 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 1 << 16; ++i) out.put(static_cast<char>('a' + rng() % 26));
   }
   std::signal(SIGPIPE, SIG_IGN);  // a peer that dies is then a failed write, and a refusal
+  // Each case asked for, in the table's order: f(model, gradient, threads, bf16).
+  auto each_case = [&](const auto& f) {
+    for (const Model& model : kModels) {
+      if (!listed(models, model.name)) continue;
+      for (bool gradient : {false, true}) {
+        if (!listed(passes, gradient ? "gradient" : "forward")) continue;
+        for (int threads : {1, 2}) {
+          if (!listed(threads_list, std::to_string(threads))) continue;
+          for (bool bf16 : {false, true}) {
+            if (listed(precisions, bf16 ? "bf16" : "f32")) f(model, gradient, threads, bf16);
+          }
+        }
+      }
+    }
+  };
+  fmt::print("{}\n", bench::host_line(device::cpu::choose_isa("")));
+  if (floors_only) {  // the floors alone (bench/train.py's), a line each, nothing timed
+    each_case([&](const Model& model, bool gradient, int threads, bool bf16) {
+      train::Session session(session_options(model));
+      session.load(run_file);
+      std::optional<double> ms = floor_ms(product_gflop(trace(session, model, gradient, bf16).graph), bf16, threads);
+      fmt::print("floor gpt-{} {} {} {} {}\n", model.name, gradient ? "gradient" : "forward", bf16 ? "bf16" : "f32",
+                 threads, ms ? fmt::format("{:.2f}", *ms) : "-");
+    });
+    std::filesystem::remove_all(where);
+    return 0;
+  }
   fmt::print("load average before: {}\n", load_average());
   fmt::print(
       "| model | pass | precision | threads | SexpGPU ms | PyTorch ms | SexpGPU / PyTorch (range) | SexpGPU MiB "
       "| PyTorch MiB | memory ratio | floor ms (ratio) |\n"
       "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-  for (const Model& model : kModels) {
-    if (!listed(models, model.name)) continue;
-    for (bool gradient : {false, true}) {
-      if (!listed(passes, gradient ? "gradient" : "forward")) continue;
-      for (int threads : {1, 2}) {
-        if (!listed(threads_list, std::to_string(threads))) continue;
-        for (bool bf16 : {false, true}) {
-          if (!listed(precisions, bf16 ? "bf16" : "f32")) continue;
-          Row row = measure(model, gradient, bf16, threads, seconds, rounds, run_file, text);
-          const std::string pass = gradient ? "gradient" : "forward", precision = bf16 ? "bf16" : "f32";
-          if (!row.refusal.empty()) {
-            fmt::print("| gpt-{} | {} | {} | {} | - | {} | - | - | - | - | - |\n", model.name, pass, precision, threads,
-                       row.refusal);
-            continue;
-          }
-          fmt::print(
-              "| gpt-{} | {} | {} | {} | {:.2f} | {:.2f} ({}) | {:.2f} ({:.2f}-{:.2f}) | {:.1f} | {:.1f} | {} | {} |\n",
-              model.name, pass, precision, threads, row.ms, row.peer_ms, row.setting, row.ratio, row.lowest,
-              row.highest, row.mib, row.peer_mib,
-              row.peer_mib > 0 ? fmt::format("{:.2f}", row.mib / row.peer_mib) : "-",
-              row.floor_ms ? fmt::format("{:.1f} ({:.2f})", *row.floor_ms, *row.floor_ms / row.peer_ms) : "-");
-          std::fflush(stdout);
-        }
-      }
+  each_case([&](const Model& model, bool gradient, int threads, bool bf16) {
+    Row row = measure(model, gradient, bf16, threads, seconds, rounds, run_file, text);
+    const std::string pass = gradient ? "gradient" : "forward", precision = bf16 ? "bf16" : "f32";
+    if (!row.refusal.empty()) {
+      fmt::print("| gpt-{} | {} | {} | {} | - | {} | - | - | - | - | - |\n", model.name, pass, precision, threads,
+                 row.refusal);
+      return;
     }
-  }
+    fmt::print(
+        "| gpt-{} | {} | {} | {} | {:.2f} | {:.2f} ({}) | {:.2f} ({:.2f}-{:.2f}) | {:.1f} | {:.1f} | {} | {} |\n",
+        model.name, pass, precision, threads, row.ms, row.peer_ms, row.setting, row.ratio, row.lowest, row.highest,
+        row.mib, row.peer_mib, row.peer_mib > 0 ? fmt::format("{:.2f}", row.mib / row.peer_mib) : "-",
+        row.floor_ms ? fmt::format("{:.1f} ({:.2f})", *row.floor_ms, *row.floor_ms / row.peer_ms) : "-");
+    std::fflush(stdout);
+  });
   fmt::print("load average after: {}\n", load_average());
   std::filesystem::remove_all(where);
   return 0;

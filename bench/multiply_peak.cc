@@ -1,8 +1,11 @@
 #include "multiply_peak.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <fstream>
 #include <vector>
 
 #include "device/cpu/thread_pool.h"
@@ -37,6 +40,21 @@ std::optional<double> multiply_peak(Isa isa, graph::DType dtype, int threads, do
     best = std::max(best, flops * static_cast<double>(iterations) * threads / seconds_since(start) / 1e9);
   }
   return best;
+}
+
+std::string host_line(Isa kernels) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, model = "?";
+  while (std::getline(cpuinfo, line)) {
+    if (line.starts_with("model name") && line.find(':') != std::string::npos) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  std::string isas;
+  for (Isa available : device::cpu::host_isas()) isas += fmt::format(" {}", device::cpu::isa_name(available));
+  return fmt::format("host: {} ({} cores; runs{}), kernels: {}", model, device::cpu::available_cores(), isas,
+                     device::cpu::isa_name(kernels));
 }
 
 }  // namespace sx::bench

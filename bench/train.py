@@ -31,6 +31,12 @@ the median of each side's rounds, the median of the rounds' ratios, and the rang
 ratios, which says how steady the host was.
 
 The load average is printed before and after: a figure measured on a busy machine says so.
+The first line names the host (cpuid's model name, the instruction sets it runs, the
+kernels the cpu device takes), and a last column gives the floor: the time the step's
+matrix products alone would take at the peak of the instruction that multiplies them on
+this host, and that time over PyTorch's. build/bench/forward --floors gives both (a
+training step's products are its gradient's, which that program traces); where it is
+not built the column is "-".
 """
 import argparse
 import os
@@ -121,6 +127,25 @@ def torch_ms(model, text, seconds, blas_dir, threads_wanted):
     return best
 
 
+def floors(program, models, threads):
+    """The host's line and {(model, threads): floor ms} from bench/forward --floors beside
+    `program`, or (a note, {}) where it cannot run."""
+    forward = os.path.join(os.path.dirname(os.path.abspath(program)), "bench", "forward")
+    if not os.access(forward, os.X_OK):
+        return f"host: ? ({forward} is not built: no floors)", {}
+    done = subprocess.run([forward, "--floors", "--models", models, "--passes", "gradient", "--threads", threads,
+                           "--precision", "f32"], capture_output=True, text=True)
+    if done.returncode != 0:
+        return f"host: ? (bench/forward --floors failed: {done.stderr.strip()[-200:]})", {}
+    lines = done.stdout.splitlines()
+    found = {}
+    for line in lines[1:]:
+        _, model, _, _, count, ms = line.split()
+        if ms != "-":
+            found[(model, int(count))] = float(ms)
+    return lines[0], found
+
+
 def load():
     return " ".join(open("/proc/loadavg").read().split()[:3])
 
@@ -135,6 +160,8 @@ def main():
     ap.add_argument("--rounds", type=int, help="turns of SexpGPU then PyTorch (3; 1 with --quick)")
     args = ap.parse_args()
     rounds = max(1, args.rounds or (1 if args.quick else 3))
+    host, floor_of = floors(args.program, args.models, args.threads)
+    print(host, flush=True)
     print(f"load average before: {load()}  ({os.cpu_count()} cores)", flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-train-") as where:
@@ -156,13 +183,16 @@ def main():
                 ratio = (f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})" if ratios
                          else "-")
                 peer = f"{statistics.median(theirs):.1f}" if theirs else "-"
+                floor = floor_of.get((f"gpt-{model}", threads))
+                floor_column = "-" if floor is None else (
+                    f"{floor:.1f} ({floor / statistics.median(theirs):.2f})" if theirs else f"{floor:.1f}")
                 rows.append((f"gpt-{model}", str(threads), f"{statistics.median(mine):.1f}", f"{peer} ({setting})",
-                             ratio))
+                             ratio, floor_column))
                 print("  ".join(rows[-1]), flush=True)
     print(f"load average after: {load()}")
     print()
-    print("| model | threads | SexpGPU ms/step | PyTorch ms/step | SexpGPU / PyTorch (range) |")
-    print("| --- | --- | --- | --- | --- |")
+    print("| model | threads | SexpGPU ms/step | PyTorch ms/step | SexpGPU / PyTorch (range) | floor ms (ratio) |")
+    print("| --- | --- | --- | --- | --- | --- |")
     for row in rows:
         print("| " + " | ".join(row) + " |")
 
