@@ -501,9 +501,9 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
     }
   } else if (amx_) {  // every row by the tiles, few or many: the tiles' sums are not the other kernels'
     // Each block is rounded and handed on as the tiles finish it, while it is in cache.
-    const auto finished = [&](int, int64_t row, int64_t rows, int64_t col, int64_t cols) {
-      if (rounded) round_block(c, ldc, rounded, row, rows, col, cols);
-      if (finish.done) block_done(finish, row, rows, col, cols);
+    const auto finished = [&](int, int64_t row, int64_t height, int64_t col, int64_t span) {
+      if (rounded) round_block(c, ldc, rounded, row, height, col, span);
+      if (finish.done) block_done(finish, row, height, col, span);
     };
     const BlockDone blocks = blocks_to(finished, finish.done && finish.done->whole_rows);
     amx_product(a, b, k_, region.row_begin, rows, region.col_begin, region.col_end - region.col_begin, c, ldc, ws.amx,

@@ -3,35 +3,22 @@
 // term, then the even, each a fused multiply-add that reads subnormals as
 // zero and flushes subnormal results; gemm.h's bf16 rule is this instruction's).
 // Compiled with -mavx512f -mavx512bf16; called only after cpuid.
-// GCC 12's AVX-512 widenings start from a self-initialized register and warn
-// about it wherever they are inlined (GCC bug 105593, fixed in GCC 13).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-
 #include <algorithm>
 #include <chrono>
 
 #include "device/cpu/gemm_microkernel.h"
+#include "device/cpu/simd.h"
 
 namespace sx::device::cpu {
 namespace {
 
 // A "float" here is a word of two bf16 (low: step 2w, high: step 2w + 1).
-struct Avx512Pairs {
-  using reg = __m512;
-  static constexpr int width = 16;
-  static reg zero() { return _mm512_setzero_ps(); }
-  static reg load(const float* p) { return _mm512_loadu_ps(p); }
-  static void store(float* p, reg r) { _mm512_storeu_ps(p, r); }
-  static reg broadcast(float pair) { return _mm512_set1_ps(pair); }
-  static reg fma(reg a_pairs, reg b_pairs, reg c) {
+struct Avx512Pairs : simd::Avx512 {
+  static f fma(f a_pairs, f b_pairs, f c) {
     return _mm512_dpbf16_ps(c, reinterpret_cast<__m512bh>(a_pairs), reinterpret_cast<__m512bh>(b_pairs));
   }
   // Sixteen words: each half widened to 32 bits, the high one shifted up.
-  static reg words(const uint16_t* low, const uint16_t* high) {
+  static f words(const uint16_t* low, const uint16_t* high) {
     __m512i l = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(low)));
     __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(high)));
     return _mm512_castsi512_ps(_mm512_or_si512(l, _mm512_slli_epi32(h, 16)));

@@ -1,13 +1,13 @@
 // The register-blocked micro-kernel, written once over a vector type and
 // instantiated by gemm_scalar.cc, gemm_avx2.cc, gemm_avx512.cc and
-// gemm_avx512bf16.cc, each
-// compiled for its instruction set. V is a type local to that file, so every
-// instantiation has internal linkage and no copy built for a wider set can
-// be linked in place of a narrower one. Use nothing but V and plain loops
-// here: an inline library function would be shared between the files.
+// gemm_avx512bf16.cc, each compiled for its instruction set over its type of
+// simd.h, which every file has a copy of its own of: every instantiation has
+// internal linkage and no copy built for a wider set can be linked in place of a
+// narrower one. Use nothing but V and plain loops here: an inline library
+// function would be shared between the files.
 //
-// V provides: `reg`, `width` (floats per reg), zero(), load(p), store(p, r),
-// broadcast(x), fma(a, b, c) = a * b + c rounded once, widen(h) = `width` bf16
+// V (simd.h) provides: `f`, `width` (floats per f), zero(), load(p), store(p, r),
+// splat(x), fma(a, b, c) = a * b + c rounded once, widen(h) = `width` bf16
 // halves at h as f32, and
 // transpose_block(src, ld, rows, out, out_stride): the first `rows` (at most
 // width) rows of a width x width block at src (row stride ld), transposed, so
@@ -31,7 +31,7 @@ template <class V, int NV>
 struct PackedRows {
   const float* b;
   int64_t ldb;
-  void row(int64_t p, typename V::reg* bv) const {
+  void row(int64_t p, typename V::f* bv) const {
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) bv[v] = V::load(b + p * ldb + v * V::width);
   }
@@ -44,7 +44,7 @@ template <class V, int NV, class Source>
 struct PackingRows {
   Source source;
   float* packed;
-  void row(int64_t p, typename V::reg* bv) const {
+  void row(int64_t p, typename V::f* bv) const {
     source.ahead(p);
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) {
@@ -64,7 +64,7 @@ struct FloatRows {
     __builtin_prefetch(b + (p + kPackRowsAhead) * ldb);
     __builtin_prefetch(b + (p + kPackRowsAhead) * ldb + NV * V::width - 1);
   }
-  typename V::reg vector(int64_t p, int v) const { return V::load(b + p * ldb + v * V::width); }
+  typename V::f vector(int64_t p, int v) const { return V::load(b + p * ldb + v * V::width); }
 };
 
 // bf16 rows (row stride ldb, in halves) widened: step p is row p ^ 1, the bf16 order
@@ -75,7 +75,7 @@ struct WidenedRows {
   const uint16_t* b;
   int64_t ldb;
   void ahead(int64_t p) const { __builtin_prefetch(b + (p + kPackRowsAhead) * ldb); }
-  typename V::reg vector(int64_t p, int v) const { return V::widen(b + (p ^ 1) * ldb + v * V::width); }
+  typename V::f vector(int64_t p, int v) const { return V::widen(b + (p ^ 1) * ldb + v * V::width); }
 };
 
 // bf16 rows (row stride ldb, in halves) as words: step p's are rows 2p (low halves) and
@@ -89,7 +89,7 @@ struct PairRows {
     __builtin_prefetch(b + 2 * (p + kPackRowsAhead) * ldb);
     __builtin_prefetch(b + (2 * (p + kPackRowsAhead) + 1) * ldb);
   }
-  typename V::reg vector(int64_t p, int v) const {
+  typename V::f vector(int64_t p, int v) const {
     const uint16_t* low = b + 2 * p * ldb + v * V::width;
     return V::words(low, low + ldb);
   }
@@ -100,7 +100,7 @@ struct PairRows {
 // `rows` (above). Each element's sum runs over p in order, one fma a step.
 template <class V, int MR, int R, int NV, class Rows>
 void tile_steps(int64_t kc, const float* a, Rows rows, float* c, int64_t ldc, bool accumulate) {
-  typename V::reg acc[R][NV];
+  typename V::f acc[R][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
 #pragma GCC unroll 8
@@ -109,11 +109,11 @@ void tile_steps(int64_t kc, const float* a, Rows rows, float* c, int64_t ldc, bo
   // Four steps a pass: fewer loop instructions among the FMAs (3 to 7% here).
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
-    typename V::reg bv[NV];
+    typename V::f bv[NV];
     rows.row(p, bv);
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
-      typename V::reg ai = V::broadcast(a[p * MR + i]);
+      typename V::f ai = V::splat(a[p * MR + i]);
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(ai, bv[v], acc[i][v]);
     }
@@ -155,7 +155,7 @@ void pair_packing_tile(int64_t kc, const float* a, const uint16_t* b, int64_t ld
 // last n % width elements one at a time, with the same single rounding.
 template <class V>
 void axpy(int64_t n, float a, const float* b, float* c) {
-  typename V::reg av = V::broadcast(a);
+  typename V::f av = V::splat(a);
   int64_t j = 0;
   for (; j + 4 * V::width <= n; j += 4 * V::width) {
 #pragma GCC unroll 4

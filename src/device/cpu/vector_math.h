@@ -5,7 +5,7 @@
 // random_normal's f32 draw from its words (lane_math.h's normal), and the fused
 // programs that run in registers (fusion_chains.h, fusion_row_chains.h).
 // Each file that instantiates make_math_kernels (vector_math_avx2.cc, _avx512.cc)
-// is built for its instruction set with a vector type local to it.
+// is built for its instruction set, over its copy of that set's type in simd.h.
 #pragma once
 
 #include <algorithm>

@@ -4,8 +4,8 @@
 // polynomial by fma), so a scalar, an AVX2 and an AVX-512 instance give the same bits.
 // The reference kernels (graph/prims/scalar.h) use the scalar instance, ScalarLanes,
 // through exp_f32 and the others (lane_math.cc); the cpu device's vector kernels
-// (device/cpu/vector_math_*.cc) instantiate these templates over their own vector
-// types. Why our own: glibc's functions are scalar and change between glibc
+// (device/cpu/vector_math_*.cc) instantiate these templates over the vector types of
+// device/cpu/simd.h. Why our own: glibc's functions are scalar and change between glibc
 // versions; these are fixed, and vectorize.
 //
 // Error bounds over every f32 (tests/unit/graph/lane_math_test.cc measures them
