@@ -115,10 +115,10 @@ struct AmxBuffers {
   static constexpr int64_t kBlockRows = 32, kBlockCols = 32;
   std::vector<uint16_t> a, b;
   std::vector<float> block;
-  // Sizes them for amx_product over `k` steps and `cols` columns (a Gemm that runs on
-  // AMX does it when it is made, so that its runs allocate nothing and the plan's
-  // scratch counts them).
-  void reserve(int64_t k, int64_t cols);
+  // Sizes them for amx_product over `k` steps and `cols` columns, blocks done in whole
+  // rows or not (a Gemm that runs on AMX does it when it is made, for both, so that its
+  // runs allocate nothing and the plan's scratch counts them).
+  void reserve(int64_t k, int64_t cols, bool whole_rows);
   size_t bytes() const { return (a.size() + b.size()) * sizeof(uint16_t) + block.size() * sizeof(float); }
 };
 

@@ -169,6 +169,16 @@ void pack_a(const MatrixRef& a, int64_t k, int64_t row, int64_t rows, int64_t st
   }
 }
 
+// Columns of a panel of B for a product over `k` steps of `cols` columns: whole 2 x 2
+// blocks, as many as kPanelBytes hold (at most kPanel); or all the columns, where blocks
+// must be whole rows and B packed whole fits kPanelBytes.
+int64_t panel_columns(int64_t k, int64_t cols, bool whole_rows) {
+  const int64_t chunks = std::max<int64_t>(1, (k + kChunk - 1) / kChunk),
+                block_bytes = chunks * kChunk * kBlockCols * 2, blocks = (cols + kBlockCols - 1) / kBlockCols;
+  if (whole_rows && blocks * block_bytes <= kPanelBytes) return std::max<int64_t>(1, blocks) * kBlockCols;
+  return std::clamp<int64_t>(kPanelBytes / block_bytes, 1, kPanel / kBlockCols) * kBlockCols;
+}
+
 }  // namespace
 
 const KernelSet& amx_kernels() {
@@ -193,24 +203,12 @@ bool host_runs_amx() {
   return runs;
 }
 
-namespace {
-
-// Columns of a panel of B for a product over `k` steps: whole 2 x 2 blocks.
-int64_t panel_columns(int64_t k) {
-  const int64_t chunks = std::max<int64_t>(1, (k + kChunk - 1) / kChunk),
-                block_bytes = chunks * kChunk * kBlockCols * 2;
-  return std::clamp<int64_t>(kPanelBytes / block_bytes, 1, kPanel / kBlockCols) * kBlockCols;
-}
-
-}  // namespace
-
-void AmxBuffers::reserve(int64_t k, int64_t cols) {
+void AmxBuffers::reserve(int64_t k, int64_t cols, bool whole_rows) {
   const int64_t chunks = (k + kChunk - 1) / kChunk;
-  const int64_t widest = std::max(panel_columns(k), (cols + kBlockCols - 1) / kBlockCols * kBlockCols);
   const auto grow = [](std::vector<uint16_t>& buffer, int64_t halves) {
     if (buffer.size() < static_cast<size_t>(halves)) buffer.resize(static_cast<size_t>(halves));
   };
-  grow(b, chunks * widest * kChunk);
+  grow(b, chunks * panel_columns(k, cols, whole_rows) * kChunk);
   grow(a, chunks * kBlockRows * kChunk);
   block.resize(static_cast<size_t>(kBlockRows * kBlockCols));
 }
@@ -218,11 +216,15 @@ void AmxBuffers::reserve(int64_t k, int64_t cols) {
 void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row, int64_t rows, int64_t col,
                  int64_t cols, float* c, int64_t ldc, AmxBuffers& buffers, const BlockDone* done, int part) {
   TilesConfigured configured;
+  // Blocks done in whole rows come from one panel of all the columns where it fits;
+  // else from the panels as usual, each 32 rows done once the last panel has passed
+  // over them (C's rows were written a panel at a time, and wait in L2).
   const bool whole_rows = done && done->whole_rows;
-  buffers.reserve(k, whole_rows ? cols : 0);
+  const int64_t width_most = panel_columns(k, cols, whole_rows);
+  const bool rows_at_end = whole_rows && width_most < cols;
+  buffers.reserve(k, cols, whole_rows);
   float* block = buffers.block.data();
   const int64_t chunks = (k + kChunk - 1) / kChunk;
-  const int64_t width_most = whole_rows ? (cols + kBlockCols - 1) / kBlockCols * kBlockCols : panel_columns(k);
   for (int64_t jc = col; jc < col + cols; jc += width_most) {
     const int64_t panel = std::min(width_most, col + cols - jc);
     const int64_t tiles = (panel + kBlockCols - 1) / kBlockCols * 2;  // whole 2 x 2 blocks
@@ -270,8 +272,11 @@ void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row,
           for (int64_t i = 0; i < height; ++i) std::copy_n(block + i * ld, width, c + (ic + i) * ldc + j);
         }
       }
-      if (done) (*done)(part, ic, height, jc, panel);
+      if (done && !rows_at_end) (*done)(part, ic, height, jc, panel);
     }
+  }
+  for (int64_t ic = row; rows_at_end && ic < row + rows; ic += kBlockRows) {
+    (*done)(part, ic, std::min(kBlockRows, row + rows - ic), col, cols);
   }
 }
 

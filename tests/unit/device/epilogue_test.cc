@@ -33,6 +33,7 @@ const ProductCase kCases[] = {
     {"one resident block, K in two, columns in three", 1, 100, 260, 600, true},
     {"many blocks of rows, K in two", 3, 100, 260, 100, true},
     {"more columns than a panel", 1, 280, 8, 2100, true},
+    {"whole rows wider than a MiB panel of amx's", 1, 40, 1100, 520, true},
     {"a batch of products, the bias an eighth of a tile", 6, 50, 16, 64, false},
 };
 
