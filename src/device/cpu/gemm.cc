@@ -505,41 +505,52 @@ void Gemm::block_done(const Finish& finish, int64_t row, int64_t rows, int64_t c
   _mm_setcsr(flushed);
 }
 
+Gemm::RegionPath Gemm::path_of(int64_t rows, const MatrixRef& b) const {
+  if (k_ == 0) return RegionPath::empty_sum;
+  if (amx_) return RegionPath::amx_tiles;  // every row, few or many: the tiles' sums are not the other kernels'
+  if (in_place(rows) && (bf16_ || b.cols == 1)) return RegionPath::in_place;
+  if (rows < kernels_.mr) return RegionPath::streamed;
+  return RegionPath::packed;
+}
+
 void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, const Finish& finish,
                       Workspace& ws) {
+  const int64_t rows = region.row_end - region.row_begin, cols = region.col_end - region.col_begin;
+  if (rows <= 0 || cols <= 0) return;
+  switch (path_of(rows, b)) {
+    case RegionPath::empty_sum:
+      for (int64_t i = region.row_begin; i < region.row_end; ++i) {
+        std::fill(c + i * ldc + region.col_begin, c + i * ldc + region.col_end, 0.0f);
+      }
+      break;
+    case RegionPath::amx_tiles: return amx_region(region, a, b, c, ldc, finish, ws);
+    case RegionPath::in_place: in_place_region(region, a, b, c, ldc, ws); break;
+    case RegionPath::streamed: stream_region(region, a, b, c, ldc, ws); break;
+    case RegionPath::packed: return packed_region(region, a, b, c, ldc, finish, ws);
+  }
+  // The paths that take the region whole: rounded and handed on after.
+  if (finish.rounded) round_block(c, ldc, finish.rounded, region.row_begin, rows, region.col_begin, cols);
+  if (finish.done) block_done(finish, region.row_begin, rows, region.col_begin, cols);
+}
+
+void Gemm::amx_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, const Finish& finish,
+                      Workspace& ws) const {
+  // Each block is rounded and handed on as the tiles finish it, while it is in cache.
+  const auto finished = [&](int, int64_t row, int64_t height, int64_t col, int64_t span) {
+    if (finish.rounded) round_block(c, ldc, finish.rounded, row, height, col, span);
+    if (finish.done) block_done(finish, row, height, col, span);
+  };
+  const BlockDone blocks = blocks_to(finished, finish.done && finish.done->whole_rows);
+  amx_product(a, b, k_, region.row_begin, region.row_end - region.row_begin, region.col_begin,
+              region.col_end - region.col_begin, c, ldc, ws.amx, finish.rounded || finish.done ? &blocks : nullptr,
+              finish.part);
+}
+
+void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, const Finish& finish,
+                         Workspace& ws) {
   const int mr = kernels_.mr, nr = kernels_.nr, width = kernels_.width;
   graph::Bf16* const rounded = finish.rounded;
-  int64_t rows = region.row_end - region.row_begin;
-  if (rows <= 0 || region.col_end <= region.col_begin) return;
-  // The paths that take the region whole round it after (a few rows), or as they finish each block (amx's tiles).
-  bool whole_region = true;
-  if (k_ == 0) {
-    for (int64_t i = region.row_begin; i < region.row_end; ++i) {
-      std::fill(c + i * ldc + region.col_begin, c + i * ldc + region.col_end, 0.0f);
-    }
-  } else if (amx_) {  // every row by the tiles, few or many: the tiles' sums are not the other kernels'
-    // Each block is rounded and handed on as the tiles finish it, while it is in cache.
-    const auto finished = [&](int, int64_t row, int64_t height, int64_t col, int64_t span) {
-      if (rounded) round_block(c, ldc, rounded, row, height, col, span);
-      if (finish.done) block_done(finish, row, height, col, span);
-    };
-    const BlockDone blocks = blocks_to(finished, finish.done && finish.done->whole_rows);
-    amx_product(a, b, k_, region.row_begin, rows, region.col_begin, region.col_end - region.col_begin, c, ldc, ws.amx,
-                rounded || finish.done ? &blocks : nullptr, finish.part);
-    return;
-  } else if (in_place(rows) && (bf16_ || b.cols == 1)) {
-    in_place_region(region, a, b, c, ldc, ws);
-  } else if (rows < mr) {
-    stream_region(region, a, b, c, ldc, ws);
-  } else {
-    whole_region = false;
-  }
-  if (whole_region) {
-    if (rounded)
-      round_block(c, ldc, rounded, region.row_begin, rows, region.col_begin, region.col_end - region.col_begin);
-    if (finish.done) block_done(finish, region.row_begin, rows, region.col_begin, region.col_end - region.col_begin);
-    return;
-  }
+  const int64_t rows = region.row_end - region.row_begin;
   // Rows that fit one block of A are packed once, for every panel of B;
   // the panels are then small enough to stay in L2 while they are used.
   bool resident = resident_;

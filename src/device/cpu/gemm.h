@@ -214,8 +214,19 @@ class Gemm {
     int part;
     unsigned caller_csr;
   };
+  // The ways a region of C is computed: no steps of K (zeros), AMX's tiles, a few rows
+  // with B read where it lies (in place), fewer rows than a tile (streamed), or B and A
+  // packed for the micro-kernel's tiles.
+  enum class RegionPath { empty_sum, amx_tiles, in_place, streamed, packed };
+  RegionPath path_of(int64_t rows, const MatrixRef& b) const;
+  // A region by its path, then rounded and handed to finish.done.
   void run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, const Finish& finish,
                   Workspace& ws);
+  // The amx_tiles and packed paths, which round and hand on each block as they finish it.
+  void amx_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, const Finish& finish,
+                  Workspace& ws) const;
+  void packed_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, const Finish& finish,
+                     Workspace& ws);
   // Calls finish.done on a block, with the caller's MXCSR.
   void block_done(const Finish& finish, int64_t row, int64_t rows, int64_t col, int64_t cols) const;
   // C's rows [row, row + rows) and columns [col, col + cols) to `rounded`.
