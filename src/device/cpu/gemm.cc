@@ -535,15 +535,20 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
 
 void Gemm::amx_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, const Finish& finish,
                       Workspace& ws) const {
-  // Each block is rounded and handed on as the tiles finish it, while it is in cache.
-  const auto finished = [&](int, int64_t row, int64_t height, int64_t col, int64_t span) {
-    if (finish.rounded) round_block(c, ldc, finish.rounded, row, height, col, span);
+  // Each block is rounded and handed on as the tiles finish it, while it is in cache; a
+  // rounded product's f32 sums need not reach C at all.
+  const auto finished = [&](int64_t row, int64_t height, int64_t col, int64_t span, const float* values, int64_t ld) {
+    if (finish.rounded) narrow_bf16_rows_(values, ld, finish.rounded + row * ldc + col, ldc, height, span);
     if (finish.done) block_done(finish, row, height, col, span);
   };
-  const BlockDone blocks = blocks_to(finished, finish.done && finish.done->whole_rows);
+  const AmxFinished blocks{
+      .call = [](const void* callable, int64_t row, int64_t rows, int64_t col, int64_t cols, const float* values,
+                 int64_t ld) { (*static_cast<const decltype(finished)*>(callable))(row, rows, col, cols, values, ld); },
+      .callable = &finished,
+      .whole_rows = finish.done && finish.done->whole_rows,
+      .keeps_c = finish.rounded == nullptr};
   amx_product(a, b, k_, region.row_begin, region.row_end - region.row_begin, region.col_begin,
-              region.col_end - region.col_begin, c, ldc, ws.amx, finish.rounded || finish.done ? &blocks : nullptr,
-              finish.part);
+              region.col_end - region.col_begin, c, ldc, ws.amx, finish.rounded || finish.done ? &blocks : nullptr);
 }
 
 void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, const Finish& finish,

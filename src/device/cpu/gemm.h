@@ -114,23 +114,38 @@ bool host_runs_amx();
 struct AmxBuffers {
   static constexpr int64_t kBlockRows = 32, kBlockCols = 32;
   std::vector<uint16_t> a, b;
-  std::vector<float> block;
+  std::vector<float> sums;   // 32 rows of a panel's sums, where they need not go to C
+  std::vector<float> block;  // a block of 32 x 32 partly past C's edge
   // Sizes them for amx_product over `k` steps and `cols` columns, blocks done in whole
   // rows or not (a Gemm that runs on AMX does it when it is made, for both, so that its
   // runs allocate nothing and the plan's scratch counts them).
   void reserve(int64_t k, int64_t cols, bool whole_rows);
-  size_t bytes() const { return (a.size() + b.size()) * sizeof(uint16_t) + block.size() * sizeof(float); }
+  size_t bytes() const {
+    return (a.size() + b.size()) * sizeof(uint16_t) + (sums.size() + block.size()) * sizeof(float);
+  }
 };
 
-struct BlockDone;
+// What amx_product calls on each block of C as its sums are done, while it is in cache:
+// call(row, rows, col, cols, values, ld), the block's sums at values (row r at
+// values + r * ld). Unless keeps_c, the sums may be handed on without being written to
+// C. A reference to a callable, as BlockDone is.
+struct AmxFinished {
+  void (*call)(const void* callable, int64_t row, int64_t rows, int64_t col, int64_t cols, const float* values,
+               int64_t ld) = nullptr;
+  const void* callable = nullptr;
+  bool whole_rows = false;  // every block spans all the columns asked for
+  bool keeps_c = true;
+
+  void operator()(int64_t row, int64_t rows, int64_t col, int64_t cols, const float* values, int64_t ld) const {
+    call(callable, row, rows, col, cols, values, ld);
+  }
+};
 
 // C's rows [row, row + rows) and columns [col, col + cols) = A @ B over all K (k > 0),
-// bf16 A and B, by AMX tiles (gemm_amx.cc has their rule). With `done`, called as
-// done(part, ...) on each block of C as its sums are done, while it is in cache:
-// every block spans all `cols` where done->whole_rows. Call only where host_runs_amx().
+// bf16 A and B, by AMX tiles (gemm_amx.cc has their rule), each block handed to
+// `finished` where given. Call only where host_runs_amx().
 void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row, int64_t rows, int64_t col,
-                 int64_t cols, float* c, int64_t ldc, AmxBuffers& buffers, const BlockDone* done = nullptr,
-                 int part = 0);
+                 int64_t cols, float* c, int64_t ldc, AmxBuffers& buffers, const AmxFinished* finished = nullptr);
 
 // The packing buffers of one thread's part of a product.
 struct GemmWorkspace {

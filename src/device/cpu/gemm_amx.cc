@@ -208,26 +208,34 @@ void AmxBuffers::reserve(int64_t k, int64_t cols, bool whole_rows) {
   const auto grow = [](std::vector<uint16_t>& buffer, int64_t halves) {
     if (buffer.size() < static_cast<size_t>(halves)) buffer.resize(static_cast<size_t>(halves));
   };
-  grow(b, chunks * panel_columns(k, cols, whole_rows) * kChunk);
+  const int64_t panel = panel_columns(k, cols, whole_rows);
+  grow(b, chunks * panel * kChunk);
   grow(a, chunks * kBlockRows * kChunk);
+  if (sums.size() < static_cast<size_t>(kBlockRows * panel)) sums.resize(static_cast<size_t>(kBlockRows * panel));
   block.resize(static_cast<size_t>(kBlockRows * kBlockCols));
 }
 
 void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row, int64_t rows, int64_t col,
-                 int64_t cols, float* c, int64_t ldc, AmxBuffers& buffers, const BlockDone* done, int part) {
+                 int64_t cols, float* c, int64_t ldc, AmxBuffers& buffers, const AmxFinished* finished) {
   TilesConfigured configured;
-  // Blocks done in whole rows come from one panel of all the columns where it fits;
-  // else from the panels as usual, each 32 rows done once the last panel has passed
+  // Blocks finished in whole rows come from one panel of all the columns where it fits;
+  // else from the panels as usual, each 32 rows finished once the last panel has passed
   // over them (C's rows were written a panel at a time, and wait in L2).
-  const bool whole_rows = done && done->whole_rows;
+  const bool whole_rows = finished && finished->whole_rows;
   const int64_t width_most = panel_columns(k, cols, whole_rows);
   const bool rows_at_end = whole_rows && width_most < cols;
+  // Sums that only the call reads (a bf16 product's, which it rounds) stay in a block
+  // of 32 rows of a panel, never written to C: C's f32 sums would otherwise go to
+  // memory and back for nothing (4 of gpt-large's 9 ms for a 3072 x 128 x 768 weight
+  // gradient).
+  const bool in_sums = finished && !finished->keeps_c && !rows_at_end;
   buffers.reserve(k, cols, whole_rows);
   float* block = buffers.block.data();
   const int64_t chunks = (k + kChunk - 1) / kChunk;
   for (int64_t jc = col; jc < col + cols; jc += width_most) {
     const int64_t panel = std::min(width_most, col + cols - jc);
     const int64_t tiles = (panel + kBlockCols - 1) / kBlockCols * 2;  // whole 2 x 2 blocks
+    const int64_t sums_ld = tiles * kTile;
     pack_b(b, k, 0, k, jc, panel, tiles, buffers.b.data());
     for (int64_t ic = row; ic < row + rows; ic += kBlockRows) {
       const int64_t height = std::min(kBlockRows, row + rows - ic);
@@ -240,9 +248,10 @@ void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row,
       for (int64_t t = 0; t < tiles; t += 2) {
         const int64_t j = jc + t * kTile, width = std::min(kBlockCols, col + cols - j);
         const bool whole = height == kBlockRows && width == kBlockCols;
-        // A block partly past C's edge goes through buffers.block.
-        float* target = whole ? c + ic * ldc + j : block;
-        const int64_t ld = whole ? ldc : kBlockCols, stride = ld * static_cast<int64_t>(sizeof(float));
+        // To the sums' block, or to C: a block partly past C's edge through buffers.block.
+        float* target = in_sums ? buffers.sums.data() + t * kTile : whole ? c + ic * ldc + j : block;
+        const int64_t ld = in_sums ? sums_ld : whole ? ldc : kBlockCols;
+        const int64_t stride = ld * static_cast<int64_t>(sizeof(float));
         _tile_zero(0);
         _tile_zero(1);
         _tile_zero(2);
@@ -268,15 +277,16 @@ void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row,
         _tile_stored(1, target + kTile, stride);
         _tile_stored(2, target + kTile * ld, stride);
         _tile_stored(3, target + kTile * ld + kTile, stride);
-        if (!whole) {
+        if (!in_sums && !whole) {
           for (int64_t i = 0; i < height; ++i) std::copy_n(block + i * ld, width, c + (ic + i) * ldc + j);
         }
       }
-      if (done && !rows_at_end) (*done)(part, ic, height, jc, panel);
+      if (in_sums) (*finished)(ic, height, jc, panel, buffers.sums.data(), sums_ld);
+      else if (finished && !rows_at_end) (*finished)(ic, height, jc, panel, c + ic * ldc + jc, ldc);
     }
   }
   for (int64_t ic = row; rows_at_end && ic < row + rows; ic += kBlockRows) {
-    (*done)(part, ic, std::min(kBlockRows, row + rows - ic), col, cols);
+    (*finished)(ic, std::min(kBlockRows, row + rows - ic), col, cols, c + ic * ldc + col, ldc);
   }
 }
 
