@@ -12,8 +12,8 @@
 #include "io/identity.h"
 #include "lang/reader.h"
 #include "lang/tracer.h"
+#include "report/moved_lines.h"
 #include "train/model_alone.h"
-#include "train/moved_lines.h"
 #include "train/run_record.h"
 #include "train/session.h"
 #include "train/step.h"
@@ -31,7 +31,8 @@ void print_source_changes(const RunRecord& record, const std::string& file, cons
   if (name != recorded.path)
     std::printf("  %s: the checkpoint's run compiled %s\n", name.c_str(), recorded.path.c_str());
   if (io::sha256_hex({reinterpret_cast<const uint8_t*>(text.data()), text.size()}) == recorded.sha256) return;
-  for (const std::string& line : describe_moved_lines(name, recorded.text, text)) std::printf("%s\n", line.c_str());
+  for (const std::string& line : report::describe_moved_lines(name, recorded.text, text))
+    std::printf("%s\n", line.c_str());
 }
 
 ModelAlone trace_exported_model(Session& session) {

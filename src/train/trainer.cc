@@ -22,8 +22,8 @@
 #include "model/load.h"
 #include "model/model.h"
 #include "model/values.h"
+#include "report/loss_curve.h"
 #include "train/eval_pass.h"
-#include "train/loss_curve.h"
 #include "train/metrics_log.h"
 #include "train/model_alone.h"
 #include "train/prefetcher.h"
@@ -233,11 +233,11 @@ std::string format_seconds(double s) {
 std::string draw_loss_curve(const std::string& side, const std::string& location, const std::string& slug) {
   const std::string curve = side + "/loss.svg";
   try {
-    std::vector<CurveSeries> series = read_metrics(side + "/metrics.jsonl");
-    std::erase_if(series, [](const CurveSeries& c) { return c.name != "loss" && !c.name.ends_with("/loss"); });
-    CurveOptions options;
+    std::vector<report::CurveSeries> series = read_metrics(side + "/metrics.jsonl");
+    std::erase_if(series, [](const report::CurveSeries& c) { return c.name != "loss" && !c.name.ends_with("/loss"); });
+    report::CurveOptions options;
     options.title = slug + ": loss";
-    write_loss_curve(curve, series, options);
+    io::write_file_atomically(curve, report::loss_curve_svg(series, options));
     io::publish_side_file(location, "loss.svg");
   } catch (const io::CheckpointError& e) {
     lang::fail(e.code(), {}, e.what());
