@@ -11,6 +11,7 @@
 #include "lang/printer.h"
 #include "lang/tracer.h"
 #include "model/model.h"
+#include "train/codes.h"
 #include "train/run_record.h"
 #include "train/session.h"
 #include "train/step.h"
@@ -31,7 +32,7 @@ Value make_pass(Args& a) {
     return it == keys.end() ? std::nullopt : std::optional<size_t>(it->second);
   };
   if (!at("name") || !at("data")) {
-    lang::fail("E-RUN-001", a.call, "`pass` needs `:name` and `:data`",
+    lang::fail(kRunSettingInvalid, a.call, "`pass` needs `:name` and `:data`",
                "e.g. (pass :name \"val\" :data (jsonl \"val.jsonl\" :fields [:x :y]) :every 100)");
   }
   spec->name = a.string(*at("name"));
@@ -40,7 +41,7 @@ Value make_pass(Args& a) {
   auto count = [&](std::string_view key, int64_t least, int64_t& out) {
     if (auto i = at(key)) {
       out = a.integer(*i);
-      if (out < least) lang::fail("E-RUN-001", a.span(*i), fmt::format("`:{}` must be {} or more", key, least));
+      if (out < least) lang::fail(kRunSettingInvalid, a.span(*i), fmt::format("`:{}` must be {} or more", key, least));
     }
   };
   count("every", 0, spec->every);
@@ -49,7 +50,7 @@ Value make_pass(Args& a) {
     std::vector<Value> items = lang::list_items(a.list(*i));
     for (size_t k = 0; k < items.size(); k += 2) {
       if (!items[k].is(lang::Type::Keyword) || k + 1 >= items.size() || !items[k + 1].is(lang::Type::Function)) {
-        lang::fail("E-RUN-001", a.span(*i), "`:metrics` is a plist of names and functions",
+        lang::fail(kRunSettingInvalid, a.span(*i), "`:metrics` is a plist of names and functions",
                    "e.g. :metrics (list :accuracy accuracy), with (defun accuracy (prediction prepared) ...)");
       }
       spec->metrics.emplace_back(items[k].as<lang::Symbol>()->name, items[k + 1]);
@@ -112,7 +113,7 @@ EvalPass::EvalPass(Session& session, const EvalPassSpec& spec, int64_t batch, de
     const auto* t = lang::as_tensor(v);
     if (!t || !t->info().shape.empty() || !graph::is_float(t->info().dtype)) {
       lang::fail(
-          "E-RUN-007", spec.span,
+          kNotAScalar, spec.span,
           fmt::format("the pass `{}`: `{}` must give a floating-point scalar, not {}",
                       lang::shown_in_message(spec.name), lang::shown_in_message(name), lang::printed_in_message(v)));
     }
@@ -127,7 +128,7 @@ EvalPass::EvalPass(Session& session, const EvalPassSpec& spec, int64_t batch, de
     if (input.name.starts_with(prefix())) inputs.push_back({runtime::Role::data, input.name});
     else if (session.params().find(input.name)) inputs.push_back({runtime::Role::parameter, input.name});
     else {
-      lang::fail("E-RUN-007", spec.span,
+      lang::fail(kNotAScalar, spec.span,
                  fmt::format("the pass `{}` reads `{}`, which is neither data nor a parameter (random numbers in an "
                              "evaluation are not supported)",
                              lang::shown_in_message(spec.name), lang::shown_in_message(input.name)));
@@ -172,7 +173,7 @@ void evaluate_checkpoint(const EvaluateOptions& options, lang::InterpreterOption
   refuse_other_parameters(record, session, options.file, "evaluate");
   std::vector<const EvalPassSpec*> passes = eval_passes(session.settings());
   if (passes.empty()) {
-    lang::fail("E-RUN-009", session.settings().span, "`defrun` has no `:eval` passes to run",
+    lang::fail(kRunSettingMissing, session.settings().span, "`defrun` has no `:eval` passes to run",
                "add :eval (list (pass :name \"val\" :data LOADER))");
   }
   const io::Checkpoint& checkpoint = record.checkpoint;
@@ -185,7 +186,8 @@ void evaluate_checkpoint(const EvaluateOptions& options, lang::InterpreterOption
     store.put(path, std::move(value));
   int64_t batch = 0;
   if (const Value* b = session.settings().find("batch"); b && b->is(lang::Type::Int)) batch = b->as_int();
-  if (batch < 1) lang::fail("E-RUN-009", session.settings().span, "`defrun` has no `:batch`, which a pass needs");
+  if (batch < 1)
+    lang::fail(kRunSettingMissing, session.settings().span, "`defrun` has no `:batch`, which a pass needs");
   std::printf("%s, %s\n", checkpoint.written.c_str(), averages ? "the :ema averages" : "the trained parameters");
   for (const EvalPassSpec* spec : passes) {
     EvalPass pass(session, *spec, batch, device);

@@ -13,6 +13,7 @@
 #include "lang/reader.h"
 #include "lang/tracer.h"
 #include "report/moved_lines.h"
+#include "train/codes.h"
 #include "train/model_alone.h"
 #include "train/run_record.h"
 #include "train/session.h"
@@ -39,14 +40,14 @@ ModelAlone trace_exported_model(Session& session) {
   const lang::Value* data = session.settings().find("data");
   const LoaderSpec* spec = data ? as_loader_spec(*data) : nullptr;
   if (!spec) {
-    lang::fail("E-RUN-009", session.settings().span,
+    lang::fail(kRunSettingMissing, session.settings().span,
                "`defrun` has no `:data` loader, whose fields make the model's inputs");
   }
   std::shared_ptr<const Loader> loader = open_loader(*spec);
   try {
     return trace_model_alone(session, *loader);
   } catch (lang::Error& e) {
-    if (e.diagnostic().code == "E-INFER-001") {
+    if (e.diagnostic().code == kModelNotAlone) {
       e.diagnostic().helps = {"an exported model runs alone: make its prediction tensors, in lists and plists"};
     }
     throw;

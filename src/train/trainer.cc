@@ -23,6 +23,7 @@
 #include "model/model.h"
 #include "model/values.h"
 #include "report/loss_curve.h"
+#include "train/codes.h"
 #include "train/eval_pass.h"
 #include "train/metrics_log.h"
 #include "train/model_alone.h"
@@ -40,11 +41,11 @@ int64_t integer_setting(const RunSettings& run, std::string_view key, std::optio
   const lang::Value* v = run.find(key);
   if (v && v->is(lang::Type::Int) && v->as_int() > 0) return v->as_int();
   if (v) {
-    lang::fail("E-RUN-009", run.span,
+    lang::fail(kRunSettingMissing, run.span,
                fmt::format("`:{}` must be a whole number above 0, not {}", key, lang::printed_in_message(*v)));
   }
   if (fallback) return *fallback;
-  lang::fail("E-RUN-009", run.span, fmt::format("`defrun` has no `:{}`, which a run needs", key),
+  lang::fail(kRunSettingMissing, run.span, fmt::format("`defrun` has no `:{}`, which a run needs", key),
              "see docs/training.md for the settings of a run");
 }
 
@@ -107,7 +108,7 @@ json experiment_json(Session& session, const TrainOptions& options, const std::s
 // parameters differ in what is trained.
 void check_resumable(Session& session, const json& saved, const std::string& slug, const std::string& where) {
   if (saved.value("slug", "") != slug) {
-    lang::fail("E-CKPT-005", {},
+    lang::fail(io::kCheckpointOfAnotherRun, {},
                fmt::format("{} holds checkpoints of `{}`, not of `{}`", lang::shown_in_message(where),
                            lang::shown_in_message(saved.value("slug", "?")), lang::shown_in_message(slug)),
                "give another --checkpoint-dir, or --fresh to start in a location of its own");
@@ -118,7 +119,7 @@ void check_resumable(Session& session, const json& saved, const std::string& slu
   for (const auto& p : session.params().params) {
     auto it = trainable.find(p.path);
     if (it != trainable.end() && it->second != p.decl->trainable) {
-      lang::fail("E-CKPT-006", {},
+      lang::fail(io::kCheckpointMismatch, {},
                  fmt::format("`{}` is {} in this file but {} in the checkpoint in {}", lang::shown_in_message(p.path),
                              p.decl->trainable ? "trainable" : "frozen", it->second ? "trainable" : "frozen",
                              lang::shown_in_message(where)),
@@ -166,7 +167,7 @@ void restore(runtime::Store& store, const io::CheckpointReader& checkpoint, std:
     const std::string wanted = fmt::format("{} {}", io::safetensors_dtype_name(stored), graph::shape_str(held.shape()));
     const io::TensorInfo* info = file->find(t.name);
     if (!info) {
-      lang::fail("E-CKPT-006", {},
+      lang::fail(io::kCheckpointMismatch, {},
                  fmt::format("{} holds no `{}` ({}), which the run needs to resume", shown_file,
                              lang::shown_in_message(t.name), wanted),
                  kResumeHelp);
@@ -174,7 +175,7 @@ void restore(runtime::Store& store, const io::CheckpointReader& checkpoint, std:
     const std::string found = fmt::format("{} {}", info->dtype, graph::shape_str(info->shape));
     if (found != wanted) {
       lang::fail(
-          "E-CKPT-006", {},
+          io::kCheckpointMismatch, {},
           fmt::format("`{}` in {} is {}, the run's is {}", lang::shown_in_message(t.name), shown_file, found, wanted),
           kResumeHelp);
     }
@@ -191,7 +192,7 @@ std::map<std::string, double> restore_counters(const io::CheckpointReader& check
       lang::shown_in_message(checkpoint.checkpoint().named_as_written(checkpoint.path("state.json")));
   const int64_t step = checkpoint.checkpoint().step;
   if (!state.contains("step") || !state["step"].is_number_integer() || state["step"].get<int64_t>() != step) {
-    lang::fail("E-CKPT-006", {},
+    lang::fail(io::kCheckpointMismatch, {},
                fmt::format("{}: its `step` is {}, not the checkpoint's {}", path,
                            state.contains("step") ? state["step"].dump() : "missing", step),
                kResumeHelp);
@@ -200,7 +201,8 @@ std::map<std::string, double> restore_counters(const io::CheckpointReader& check
   std::map<std::string, double> out;
   for (const std::string& name : names) {
     if (!counters.is_object() || !counters.contains(name) || !counters[name].is_number()) {
-      lang::fail("E-CKPT-006", {}, fmt::format("{}: holds no number for the counter `{}`", path, name), kResumeHelp);
+      lang::fail(io::kCheckpointMismatch, {}, fmt::format("{}: holds no number for the counter `{}`", path, name),
+                 kResumeHelp);
     }
     out[name] = counters[name].get<double>();
   }
@@ -279,7 +281,7 @@ RunShape read_run_shape(const RunSettings& run, std::optional<int64_t> steps) {
   const lang::Value* data = run.find("data");
   const LoaderSpec* spec = data ? as_loader_spec(*data) : nullptr;
   if (!spec) {
-    lang::fail("E-RUN-009", run.span, "`defrun` has no `:data` loader, which a run needs",
+    lang::fail(kRunSettingMissing, run.span, "`defrun` has no `:data` loader, which a run needs",
                "add one, e.g. :data (text-windows \"input.txt\" :window 64)");
   }
   RunShape shape;
@@ -298,7 +300,7 @@ std::optional<ModelAlone> model_alone_or_note(Session& session, const Loader& lo
   try {
     return trace_model_alone(session, loader);
   } catch (const lang::Error& e) {
-    if (e.diagnostic().code != "E-INFER-001") throw;
+    if (e.diagnostic().code != kModelNotAlone) throw;
     std::fflush(stdout);
     std::fputs("note: the checkpoints will hold no model, so they run only from the file:\n", stderr);
     std::fputs(lang::render(e.diagnostic(), lang::stderr_wants_color()).c_str(), stderr);
@@ -369,7 +371,7 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
       if (!tables.ema.empty()) restore(store, *resumed, "ema.safetensors", tables.ema);
       counters = restore_counters(*resumed, step.counters);
     } catch (const io::LoadError& e) {
-      lang::fail("E-CKPT-006", {}, resumed->checkpoint().named_as_written(e.what()), kResumeHelp);
+      lang::fail(io::kCheckpointMismatch, {}, resumed->checkpoint().named_as_written(e.what()), kResumeHelp);
     } catch (const io::CheckpointError& e) {
       lang::fail(e.code(), {}, resumed->checkpoint().named_as_written(e.what()), kResumeHelp);
     }
@@ -459,11 +461,11 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
     }
     for (const auto& guard : step.guards) {
       if (device.download(results[r++]).value(0) == 0) {
-        lang::fail("E-RUN-008", guard.span, fmt::format("step {}: guard: {}", s, lang::shown_in_message(guard.name)));
+        lang::fail(kRunStopped, guard.span, fmt::format("step {}: guard: {}", s, lang::shown_in_message(guard.name)));
       }
     }
     if (!std::isfinite(loss_value)) {
-      lang::fail("E-RUN-008", {}, fmt::format("the loss is {} at step {}", loss_value, s),
+      lang::fail(kRunStopped, {}, fmt::format("the loss is {} at step {}", loss_value, s),
                  "lower the learning rate, clip the gradients (:grad-clip), or guard the loss");
     }
     // Logged, like checkpoints, by the steps done: the first step's loss is step 1's.
