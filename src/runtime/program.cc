@@ -16,6 +16,8 @@ std::string_view role_name(Role role) {
     case Role::step: return "step";
     case Role::value: return "value";
     case Role::metric: return "metric";
+    case Role::counter: return "counter";
+    case Role::guard: return "guard";
   }
   return "?";
 }
@@ -23,6 +25,10 @@ std::string_view role_name(Role role) {
 namespace {
 
 bool stored(Role role) { return role == Role::parameter || role == Role::optimizer_state; }
+
+bool returned(Role role) {
+  return role == Role::value || role == Role::metric || role == Role::counter || role == Role::guard;
+}
 
 }  // namespace
 
@@ -59,17 +65,17 @@ Program::Program(device::Device& device, graph::Graph graph, std::vector<Binding
   }
   for (size_t i = 0; i < inputs_.size(); ++i) {
     Role role = inputs_[i].role;
-    if (role == Role::value || role == Role::metric) {
+    if (returned(role)) {
       throw ProgramError(fmt::format("input `{}` cannot have the role {}", graph_.inputs[i].name, role_name(role)));
     }
     if (!stored(role)) fed_.push_back(i);
   }
   for (size_t i = 0; i < outputs_.size(); ++i) {
     Role role = outputs_[i].role;
-    if (role != Role::value && role != Role::metric && !stored(role)) {
+    if (!returned(role) && !stored(role)) {
       throw ProgramError(fmt::format("output `{}` cannot have the role {}", graph_.outputs[i].name, role_name(role)));
     }
-    if (!stored(role)) returned_.push_back(i);
+    if (returned(role)) returned_.push_back(i);
   }
   Compiled compiled = compile(device_, graph_);
   graph_ = std::move(compiled.graph);

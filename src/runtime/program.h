@@ -31,8 +31,10 @@ enum class Role {
   data,             // input: fed by the caller at each run (a batch)
   random_key,       // input: fed by the caller (the key of a random stream)
   step,             // input: fed by the caller (the steps done so far)
-  value,            // output: a result the caller reads (a prediction, a loss)
-  metric,           // output: a logged value
+  value,            // output: a result the caller reads (a prediction)
+  metric,           // output: a logged value (a loss, a learning rate)
+  counter,          // output: a scalar the caller adds to a total it keeps (tokens seen)
+  guard,            // output: a bool scalar; false stops the caller
 };
 
 std::string_view role_name(Role role);
@@ -82,14 +84,14 @@ class Program {
   device::PlanMemory memory() const { return plan_->memory(); }
 
   // The inputs the caller feeds (data, random keys, step), in graph order,
-  // and the outputs a run returns (values and metrics), in graph order.
+  // and the outputs a run returns (values, metrics, counters, guards), in graph order.
   const std::vector<size_t>& fed_inputs() const { return fed_; }
   const std::vector<size_t>& returned_outputs() const { return returned_; }
 
   // Runs once. Parameter and state inputs are read from `store`, the others
   // from `fed` (one buffer each, in the order of fed_inputs()); parameter and
   // state outputs are written over the store's buffers of their paths. The
-  // values and metrics are returned in the program's own buffers, in the
+  // other outputs are returned in the program's own buffers, in the
   // order of returned_outputs(), valid until the next run. On cpu, after the
   // first run this allocates nothing.
   std::span<const device::Buffer> run(Store& store, std::span<const device::Buffer* const> fed);

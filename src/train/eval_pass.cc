@@ -140,21 +140,15 @@ EvalPass::EvalPass(Session& session, const EvalPassSpec& spec, int64_t batch, de
   } catch (const graph::IndexOutOfRange& e) {
     fail_index_out_of_range(*tracer_, e, fmt::format("the pass `{}`: ", spec.name));
   }
+  feed_ = std::make_unique<StepFeed>(device, *program_, session.seed(), prefix());
 }
 
 std::vector<std::pair<std::string, double>> EvalPass::run(runtime::Store& store, uint64_t seed) {
   std::vector<double> sums(names_.size(), 0.0);
   for (int64_t b = 0; b < spec_.batches; ++b) {
-    Batch batch = loader_->batch(seed, b, batch_);
-    std::vector<device::Buffer> fed_buffers;
-    for (size_t i : program_->fed_inputs()) {
-      fed_buffers.push_back(device_.upload(*batch.find(program_->inputs()[i].name.substr(prefix().size()))));
-    }
-    std::vector<const device::Buffer*> fed;
-    for (const auto& buffer : fed_buffers) fed.push_back(&buffer);
     std::span<const device::Buffer> results;
     try {
-      results = program_->run(store, fed);
+      results = program_->run(store, feed_->fill(loader_->batch(seed, b, batch_), b));
     } catch (const graph::IndexOutOfRange& e) {
       fail_index_out_of_range(*tracer_, e, fmt::format("the pass `{}`, batch {}: ", spec_.name, b), prefix());
     }

@@ -124,24 +124,38 @@ StepGraph trace_step(Session& session, const Loader& loader, const StepSettings&
     step.state.push_back(state.tensor);
   }
   outputs.push_back(loss->node);
-  step.outputs.push_back({runtime::Role::value, "loss"});
-  auto metric = [&](const std::string& name, graph::NodeId node) {
+  step.outputs.push_back({runtime::Role::metric, "loss"});
+  auto logged = [&](runtime::Role role, const std::string& name, graph::NodeId node) {
     outputs.push_back(b.cast(node, graph::DType::f32));
-    step.outputs.push_back({runtime::Role::metric, name});
-    step.metrics.push_back(name);
+    step.outputs.push_back({role, name});
   };
-  metric("lr", update.lr);
-  if (update.grad_norm) metric("grad-norm", *update.grad_norm);
-  for (const auto& m : record.metrics) metric(m.name, m.node);
+  logged(runtime::Role::metric, "lr", update.lr);
+  if (update.grad_norm) logged(runtime::Role::metric, "grad-norm", *update.grad_norm);
+  // The log's line names the step, and the values every step logs, itself.
+  auto refuse_taken = [&](const StepRecord::Named& named) {
+    if (named.name == "step" || named.name == "loss" || named.name == "lr" ||
+        (named.name == "grad-norm" && update.grad_norm)) {
+      lang::fail(kNotAScalar, named.span, fmt::format("every step logs `:{}` itself", named.name),
+                 "give the metric a name of its own");
+    }
+  };
+  for (const auto& m : record.metrics) {
+    refuse_taken(m);
+    logged(runtime::Role::metric, m.name, m.node);
+  }
   for (const auto& c : record.counters) {
-    outputs.push_back(b.cast(c.node, graph::DType::f32));
-    step.outputs.push_back({runtime::Role::metric, c.name});
+    refuse_taken(c);
+    logged(runtime::Role::counter, c.name, c.node);
     step.counters.push_back(c.name);
   }
   for (const auto& g : record.guards) {
+    // Named apart from the metrics (whose names are keywords, without spaces), and from
+    // each other: two guards may give one message.
+    std::string name = "guard: " + g.name;
+    for (int n = 2; step.guards.contains(name); ++n) name = fmt::format("guard: {} ({})", g.name, n);
     outputs.push_back(g.node);
-    step.outputs.push_back({runtime::Role::value, g.name});
-    step.guards.push_back(g);
+    step.outputs.push_back({runtime::Role::guard, name});
+    step.guards.emplace(name, g);
   }
 
   step.graph = graph::extract(trace, outputs);

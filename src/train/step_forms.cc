@@ -36,14 +36,18 @@ Value logged(Args& a, const std::shared_ptr<StepRecord>& record, bool counter) {
   const lang::Symbol* name = a.keyword(0);
   graph::NodeId node = scalar_node(a, 1);
   if (record->recording) {
-    auto& list = counter ? record->counters : record->metrics;
-    for (const auto& named : list) {
-      if (named.name == name->name) {
-        lang::fail(kNotAScalar, a.span(0), fmt::format("the step logs `:{}` twice", lang::shown_in_message(name->name)),
-                   "give each metric its own name");
+    // Metrics and counters share the log's line (trace_step refuses the names of the
+    // values every step logs itself).
+    for (const auto* list : {&record->metrics, &record->counters}) {
+      for (const auto& named : *list) {
+        if (named.name == name->name) {
+          lang::fail(kNotAScalar, a.span(0),
+                     fmt::format("the step logs `:{}` twice", lang::shown_in_message(name->name)),
+                     "give each metric its own name");
+        }
       }
     }
-    list.push_back({name->name, node, a.call});
+    (counter ? record->counters : record->metrics).push_back({name->name, node, a.call});
   }
   return a[1];
 }

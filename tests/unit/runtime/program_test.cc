@@ -115,6 +115,8 @@ TEST(Program, RefusesRolesAndInputsThatDoNotFit) {
   auto bad_in = inputs;
   bad_in[2].role = Role::metric;
   EXPECT_EQ(error_of([&] { Program(*device, step.graph, bad_in, outputs); }), "input `x` cannot have the role metric");
+  bad_in[2].role = Role::guard;
+  EXPECT_EQ(error_of([&] { Program(*device, step.graph, bad_in, outputs); }), "input `x` cannot have the role guard");
   auto bad_out = outputs;
   bad_out[2].role = Role::data;
   EXPECT_EQ(error_of([&] { Program(*device, step.graph, inputs, bad_out); }),
