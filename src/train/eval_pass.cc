@@ -91,11 +91,7 @@ std::vector<const EvalPassSpec*> eval_passes(const RunSettings& run) {
 }
 
 EvalPass::EvalPass(Session& session, const EvalPassSpec& spec, int64_t batch, device::Device& device)
-    : spec_(spec),
-      loader_(open_loader(*as_loader_spec(spec.data))),
-      batch_(batch),
-      device_(device),
-      tracer_(session.interp().tracer()) {
+    : spec_(spec), loader_(open_loader(*as_loader_spec(spec.data))), batch_(batch), tracer_(session.interp().tracer()) {
   const auto& tracer = session.interp().tracer();
   lang::Value model = required_definition(session, "model", "the model a pass evaluates");
   lang::Value loss_fn = required_definition(session, "loss", "(defun loss (prediction prepared) ...), a scalar");
@@ -146,13 +142,15 @@ EvalPass::EvalPass(Session& session, const EvalPassSpec& spec, int64_t batch, de
 std::vector<std::pair<std::string, double>> EvalPass::run(runtime::Store& store, uint64_t seed) {
   std::vector<double> sums(names_.size(), 0.0);
   for (int64_t b = 0; b < spec_.batches; ++b) {
-    std::span<const device::Buffer> results;
+    const Batch batch = loader_->batch(seed, b, batch_);
+    std::span<const double> numbers;  // the loss and each metric, in the order of names_
     try {
-      results = program_->run(store, feed_->fill(loader_->batch(seed, b, batch_), b));
+      program_->run(store, feed_->fill(batch, b));
+      numbers = program_->read_numbers();
     } catch (const graph::IndexOutOfRange& e) {
       fail_index_out_of_range(*tracer_, e, fmt::format("the pass `{}`, batch {}: ", spec_.name, b), prefix());
     }
-    for (size_t k = 0; k < names_.size(); ++k) sums[k] += device_.download(results[k]).value(0);
+    for (size_t k = 0; k < names_.size(); ++k) sums[k] += numbers[k];
   }
   std::vector<std::pair<std::string, double>> out;
   for (size_t k = 0; k < names_.size(); ++k) out.emplace_back(names_[k], sums[k] / static_cast<double>(spec_.batches));

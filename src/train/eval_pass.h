@@ -69,7 +69,6 @@ class EvalPass {
   const EvalPassSpec& spec_;
   std::shared_ptr<const Loader> loader_;
   int64_t batch_;
-  device::Device& device_;
   std::shared_ptr<const lang::Tracer> tracer_;  // the trace the program came from, for its errors
   std::vector<std::string> names_;
   std::unique_ptr<runtime::Program> program_;

@@ -31,8 +31,9 @@ struct StepResults {
 // (a metric, a counter, or a guard, which failed when its value is 0).
 StepResults decode_step_results(std::span<const runtime::Binding> bindings, std::span<const double> values);
 
-// Runs the step after `steps_done` steps on the `fed` inputs and decodes what it returns.
-// A device's refusal, or an index outside its axis, is the diagnostic of step `steps_done`.
+// Runs the step after `steps_done` steps on the `fed` inputs and decodes the numbers it
+// returns, read in one copy from the device. A device's refusal, or an index outside its
+// axis, is the diagnostic of step `steps_done`.
 StepResults run_step(Session& session, runtime::Program& program, runtime::Store& store,
                      std::span<const device::Buffer* const> fed, int64_t steps_done);
 
