@@ -114,7 +114,7 @@ namespace {
 // E-MEM-001 without a span: the request, or the allocation, was not a form's.
 int report_memory(std::string message, std::string_view help) {
   lang::Diagnostic d;
-  d.code = "E-MEM-001";
+  d.code = graph::kOverMemoryLimit;
   d.message = std::move(message);
   d.helps.emplace_back(help);
   return report(lang::Error(std::move(d)));

@@ -10,4 +10,8 @@ namespace sx::device {
 // E-DEVICE (devices).
 std::span<const graph::CodeInfo> codes();
 
+// A gather or scatter's index outside its axis (graph::IndexOutOfRange, raised by whoever
+// runs the plan; codes.cc holds the text).
+inline constexpr const char* kIndexOutsideAxis = "E-DEVICE-004";
+
 }  // namespace sx::device

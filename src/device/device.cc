@@ -126,11 +126,57 @@ graph::Tensor& host_tensor(Buffer& buffer) {
   return const_cast<graph::Tensor&>(host_tensor(static_cast<const Buffer&>(buffer)));
 }
 
-Buffer Device::allocate(const graph::ValueType& type) { return host_buffer(graph::Tensor(type.dtype, type.shape)); }
+bool Device::supports(graph::PrimId) const { return true; }
 
-Buffer Device::upload(graph::Tensor value) { return host_buffer(std::move(value)); }
+std::vector<std::string> Device::fallback_primitives() const {
+  std::vector<std::string> names;
+  for (const graph::Primitive* p : graph::all_primitives()) {
+    if (!supports(p->id)) names.emplace_back(p->name);
+  }
+  return names;
+}
 
-graph::Tensor Device::download(const Buffer& buffer) { return host_tensor(buffer); }
+Buffer Device::upload(graph::Tensor value) {
+  Buffer buffer = allocate({value.shape(), value.dtype()});
+  upload_into(buffer, value.bytes()).wait();
+  return buffer;
+}
+
+graph::Tensor Device::download(const Buffer& buffer) {
+  graph::Tensor value(buffer.dtype(), buffer.shape());
+  download_into(buffer, value.bytes()).wait();
+  return value;
+}
+
+namespace {
+
+// Throws DeviceError unless `bytes` bytes fit `buffer`.
+void check_copy(const Buffer& buffer, size_t bytes, std::string_view copy) {
+  if (bytes != buffer.byte_size()) {
+    throw DeviceError(fmt::format("{}: {} bytes for a buffer of {}{}, which holds {}", copy, bytes,
+                                  graph::dtype_name(buffer.dtype()), graph::shape_str(buffer.shape()),
+                                  buffer.byte_size()));
+  }
+}
+
+}  // namespace
+
+Buffer HostDevice::allocate(const graph::ValueType& type) { return host_buffer(graph::Tensor(type.dtype, type.shape)); }
+
+Event HostDevice::upload_into(Buffer& buffer, std::span<const uint8_t> bytes) {
+  check_copy(buffer, bytes.size(), "upload");
+  std::copy(bytes.begin(), bytes.end(), host_tensor(buffer).bytes().begin());
+  return {};
+}
+
+Event HostDevice::download_into(const Buffer& buffer, std::span<uint8_t> bytes) {
+  check_copy(buffer, bytes.size(), "download");
+  std::span<const uint8_t> held = host_tensor(buffer).bytes();
+  std::copy(held.begin(), held.end(), bytes.begin());
+  return {};
+}
+
+Buffer HostDevice::upload(graph::Tensor value) { return host_buffer(std::move(value)); }
 
 Plan::Plan(Device& device, const graph::Graph& graph) : device_(device) {
   for (const graph::NamedNode& out : graph.outputs) {

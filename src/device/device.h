@@ -1,9 +1,13 @@
-// The device interface: a device owns buffers (allocate, upload,
-// download) and compiles a graph into a plan; a plan runs on the device's
-// buffers and writes the device's buffers. Every device takes the same
-// graph; `reference` is the specification the others are tested against.
-// Devices are chosen by name with make_device; one not in this build is
-// refused by name, never replaced by another in silence.
+// The device interface, for devices that own their memory and run on a stream of their
+// own (a GPU), as XLA's PJRT and ggml's backends are: a device owns buffers, copies host
+// bytes into and out of them, and compiles a graph into a plan; a plan runs on the
+// device's buffers and writes the device's buffers. Copies and runs are put on the
+// device's stream in the order they are given and return at once: a copy with an event
+// to wait on, a run with nothing (a later copy out, or synchronize, waits for it). A host
+// device (cpu, reference) does each before it returns. Every device takes the same graph;
+// `reference` is the specification the others are tested against. Devices are chosen by
+// name with make_device; one not in this build is refused by name, never replaced by
+// another in silence.
 #pragma once
 
 #include <memory>
@@ -60,6 +64,30 @@ struct PlanMemory {
   size_t scratch_bytes = 0;
 };
 
+// Work given to a device that may not be done yet (a copy). A host device's are done
+// when it returns them.
+class Event {
+ public:
+  // What a device keeps behind an event it has not finished.
+  class Pending {
+   public:
+    virtual ~Pending() = default;
+    virtual bool done() const = 0;
+    virtual void wait() = 0;
+  };
+
+  Event() = default;  // done
+  explicit Event(std::shared_ptr<Pending> pending) : pending_(std::move(pending)) {}
+  bool done() const { return !pending_ || pending_->done(); }
+  // Returns once the work is done.
+  void wait() const {
+    if (pending_) pending_->wait();
+  }
+
+ private:
+  std::shared_ptr<Pending> pending_;
+};
+
 class Device;
 
 class Plan {
@@ -68,14 +96,16 @@ class Plan {
   virtual ~Plan() = default;
   virtual PlanMemory memory() const { return {}; }
 
-  // Runs the graph on `inputs` (one buffer of this device per graph input, in
-  // the order of graph.inputs, each of that input's shape and dtype) and
-  // writes `outputs` (one per graph output, likewise); else DeviceError
-  // naming the first that does not fit. An output may be one of the inputs
-  // (donation: a parameter updated in place): every input is read before any
-  // output is written. On cpu, after the first run this allocates nothing. An index
-  // outside its axis stops the run (graph::IndexOutOfRange, located at its node of the
-  // graph the plan runs); an output written over an input may then be half written.
+  // Puts a run of the graph on the device's stream: it reads `inputs` (one buffer of
+  // this device per graph input, in the order of graph.inputs, each of that input's
+  // shape and dtype) and writes `outputs` (one per graph output, likewise); else
+  // DeviceError naming the first that does not fit. An output may be one of the inputs
+  // (donation: a parameter updated in place): every input is read before any output is
+  // written. The buffers must live until the run is done: a later copy out of the device
+  // waits for it, as synchronize does. A host device runs it before returning; on cpu,
+  // after the first run this allocates nothing. An index outside its axis stops the run
+  // (graph::IndexOutOfRange, located at its node of the graph the plan runs); an output
+  // written over an input may then be half written.
   virtual void run(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs) = 0;
   // The same into new buffers of this device.
   std::vector<Buffer> run(std::span<const Buffer* const> inputs);
@@ -100,17 +130,42 @@ class Device {
   // Verifies the graph and prepares it to run. The plan refers to the device,
   // which must outlive it.
   virtual std::unique_ptr<Plan> compile(const graph::Graph& graph) = 0;
+  // Whether the device runs `primitive` by a kernel of its own. A plan runs one it does
+  // not by the primitive's reference kernel; fallback_primitives names them.
+  virtual bool supports(graph::PrimId primitive) const;
+  // The primitives the device does not support, by name: a fallback is named, never
+  // silent.
+  std::vector<std::string> fallback_primitives() const;
 
-  // A buffer of this device for a value of `type`; its contents are unset.
-  virtual Buffer allocate(const graph::ValueType& type);
-  // The value on this device (a host device takes the tensor's bytes as they
-  // are, without copying them).
+  // A buffer of this device for a value of `type`; its contents are unset. Buffers are
+  // the device's: the host reaches their values only by the copies below.
+  virtual Buffer allocate(const graph::ValueType& type) = 0;
+  // Puts on the stream a copy of `bytes`, a value of the buffer's type as graph::Tensor
+  // lays it out, into `buffer`; the bytes must stay as they are until the event is done.
+  // DeviceError when their count is not the buffer's byte_size().
+  virtual Event upload_into(Buffer& buffer, std::span<const uint8_t> bytes) = 0;
+  // Puts on the stream a copy of the buffer's value, as the work before it leaves it,
+  // into `bytes` (byte_size() of them), which hold it once the event is done.
+  virtual Event download_into(const Buffer& buffer, std::span<uint8_t> bytes) = 0;
+  // Returns once all the work given to the device is done.
+  virtual void synchronize() = 0;
+
+  // A new buffer holding `value`, once it is copied in (a host device takes the
+  // tensor's bytes as they are, without copying them).
   virtual Buffer upload(graph::Tensor value);
-  // The buffer's value on the host.
-  virtual graph::Tensor download(const Buffer& buffer);
-  // The primitives this device runs by their reference kernels, by name; the
-  // others it runs by its own. A fallback is named here, never silent.
-  virtual std::vector<std::string> fallback_primitives() const { return {}; }
+  // The buffer's value on the host, once the work before it is done.
+  graph::Tensor download(const Buffer& buffer);
+};
+
+// A device whose buffers are host memory (a graph::Tensor each, buffer.h): its copies
+// are done when they return.
+class HostDevice : public Device {
+ public:
+  Buffer allocate(const graph::ValueType& type) override;
+  Event upload_into(Buffer& buffer, std::span<const uint8_t> bytes) override;
+  Event download_into(const Buffer& buffer, std::span<uint8_t> bytes) override;
+  void synchronize() override {}
+  Buffer upload(graph::Tensor value) override;
 };
 
 // "reference", "cpu" or "cuda". Throws DeviceError saying how to get a cuda device

@@ -21,6 +21,10 @@ class MemoryLimitError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The code of a request over the limit, and of memory the machine refused (codes.cc holds
+// its text).
+inline constexpr const char* kOverMemoryLimit = "E-MEM-001";
+
 // What every E-MEM-001 diagnostic suggests.
 inline constexpr std::string_view kMemoryLimitHelp =
     "ask for less, or raise the limit with --max-memory SIZE or SEXPGPU_MAX_MEMORY (docs/limits.md)";

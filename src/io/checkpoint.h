@@ -37,14 +37,15 @@
 
 namespace sx::io {
 
-inline constexpr const char* kCheckpointUnwritable = "E-CKPT-001";  // creating, writing, flushing, renaming
-inline constexpr const char* kCheckpointUnreadable = "E-CKPT-002";  // a location that cannot be listed
-inline constexpr const char* kNoCheckpoint = "E-CKPT-003";          // no complete checkpoint at LOC
-inline constexpr const char* kCheckpointLocation = "E-CKPT-004";    // a scheme that is not a location
-inline constexpr const char* kCheckpointMismatch = "E-CKPT-006";    // does not fit the run file, or malformed
-inline constexpr const char* kCheckpointIncomplete = "E-CKPT-007";  // storage: files not as the marker says
-inline constexpr const char* kCheckpointDamaged = "E-CKPT-008";     // a file not as written: checksum, size, gone
-inline constexpr const char* kCheckpointUnchecked = "W-CKPT-001";   // a checkpoint that records no checksums
+inline constexpr const char* kCheckpointUnwritable = "E-CKPT-001";    // creating, writing, flushing, renaming
+inline constexpr const char* kCheckpointUnreadable = "E-CKPT-002";    // a location that cannot be listed
+inline constexpr const char* kNoCheckpoint = "E-CKPT-003";            // no complete checkpoint at LOC
+inline constexpr const char* kCheckpointLocation = "E-CKPT-004";      // a scheme that is not a location
+inline constexpr const char* kCheckpointOfAnotherRun = "E-CKPT-005";  // a location holding another file's run
+inline constexpr const char* kCheckpointMismatch = "E-CKPT-006";      // does not fit the run file, or malformed
+inline constexpr const char* kCheckpointIncomplete = "E-CKPT-007";    // storage: files not as the marker says
+inline constexpr const char* kCheckpointDamaged = "E-CKPT-008";       // a file not as written: checksum, size, gone
+inline constexpr const char* kCheckpointUnchecked = "W-CKPT-001";     // a checkpoint that records no checksums
 
 class CheckpointError : public std::runtime_error {
  public:

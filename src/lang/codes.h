@@ -11,4 +11,9 @@ namespace sx::lang {
 // refuses).
 std::span<const graph::CodeInfo> codes();
 
+// The codes other parts raise too, by what they mean (codes.cc holds their texts).
+inline constexpr const char* kKeywordWithoutValue = "E-EVAL-007";  // `:key` last, with no value
+inline constexpr const char* kMalformedForm = "E-EVAL-011";        // a special form not in its shape
+inline constexpr const char* kInterrupted = "E-EVAL-020";          // Ctrl-C stopped the evaluation
+
 }  // namespace sx::lang

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 
+#include "lang/codes.h"
 #include "lang/printer.h"
 #include "lang/tracer.h"
 
@@ -162,7 +163,7 @@ Value doc_form(Interpreter& in, const Value& form, Span span, Env& env) {
   std::string what = as_symbol(form.as<Cons>()->car) ? as_symbol(form.as<Cons>()->car)->name : "doc";
   if (args.empty()) return Value(new Documentation(general_help(in)));
   if (args.size() > 1) {
-    fail("E-EVAL-011", span, fmt::format("malformed `{}`", what),
+    fail(kMalformedForm, span, fmt::format("malformed `{}`", what),
          fmt::format("write it as ({} NAME): (doc map), or ({}) for an overview", what, what));
   }
   auto [arg, arg_span] = args[0];

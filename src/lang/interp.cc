@@ -8,6 +8,7 @@
 #include <new>
 
 #include "graph/memory.h"
+#include "lang/codes.h"
 #include "lang/printer.h"
 #include "lang/tracer.h"
 
@@ -227,7 +228,7 @@ void Interpreter::warn(Diagnostic diagnostic) {
 
 void Interpreter::charge(uint64_t n, const Span& span) {
   if (interrupt_ && interrupt_->load(std::memory_order_relaxed)) {
-    fail("E-EVAL-020", span, "interrupted", "Ctrl-C stopped this input; the session goes on");
+    fail(kInterrupted, span, "interrupted", "Ctrl-C stopped this input; the session goes on");
   }
   steps_ += n;
   if (options_.max_steps && steps_ > options_.max_steps) {
@@ -272,9 +273,9 @@ Value Interpreter::eval(const Value& form, const Span& span, Env& env) {
       try {
         return eval_call(form, span, env);
       } catch (const graph::MemoryLimitError& e) {
-        fail("E-MEM-001", span, e.what(), std::string(graph::kMemoryLimitHelp));
+        fail(graph::kOverMemoryLimit, span, e.what(), std::string(graph::kMemoryLimitHelp));
       } catch (const std::bad_alloc&) {
-        fail("E-MEM-001", span, graph::out_of_memory_message("evaluating this form"),
+        fail(graph::kOverMemoryLimit, span, graph::out_of_memory_message("evaluating this form"),
              std::string(graph::kOutOfMemoryHelp));
       }
     case Type::Vector: {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "lang/codes.h"
 #include "lang/interp.h"
 #include "lang/printer.h"
 
@@ -157,7 +158,7 @@ ArgumentMatch match_arguments(const LambdaList& params, std::string_view functio
            fmt::format("`{}` takes {}", shown_function(), known_keys()));
     }
     if (i + 1 >= n) {
-      fail("E-EVAL-007", span_of(i), fmt::format("keyword `:{}` has no value", shown_in_message(keyword->name)),
+      fail(kKeywordWithoutValue, span_of(i), fmt::format("keyword `:{}` has no value", shown_in_message(keyword->name)),
            fmt::format("write `:{} value`", shown_in_message(keyword->name)));
     }
     if (known && !match.keywords.emplace(keyword->name, i + 1).second) {

@@ -2,6 +2,7 @@
 // E-EVAL-011 with the form it expected.
 #include <fmt/format.h>
 
+#include "lang/codes.h"
 #include "lang/interp.h"
 #include "lang/printer.h"
 #include "lang/tracer.h"
@@ -22,7 +23,7 @@ std::vector<Part> parts_of(const Value& form, const Span& span) {
 }
 
 [[noreturn]] void malformed(const Span& span, std::string_view name, std::string_view expected) {
-  fail("E-EVAL-011", span, fmt::format("malformed `{}`", name), fmt::format("write it as {}", expected));
+  fail(kMalformedForm, span, fmt::format("malformed `{}`", name), fmt::format("write it as {}", expected));
 }
 
 void expect_count(const std::vector<Part>& p, const Span& span, size_t min, size_t max, std::string_view expected) {
@@ -136,7 +137,7 @@ Value let_form(Interpreter& in, const Value& form, const Span& span, Env& env, b
     } else {
       auto pair = parts_of(binding.value, binding.span);
       if (!binding.value.is(Type::Cons) || pair.size() > 2) {
-        fail("E-EVAL-011", binding.span,
+        fail(kMalformedForm, binding.span,
              fmt::format("malformed `{}`: a binding is `name` or `(name value)`, not `{}`", name,
                          printed_in_message(binding.value)),
              fmt::format("write it as {}", expected));
@@ -145,7 +146,8 @@ Value let_form(Interpreter& in, const Value& form, const Span& span, Env& env, b
       if (pair.size() == 2) value = in.eval(pair[1].value, pair[1].span, sequential ? *frame : env);
     }
     if (!sequential && frame->lookup_local(target)) {
-      fail("E-EVAL-011", binding.span, fmt::format("`{}` is bound twice in this `let`", shown_in_message(target->name)),
+      fail(kMalformedForm, binding.span,
+           fmt::format("`{}` is bound twice in this `let`", shown_in_message(target->name)),
            "use `let*` to bind a name again from its earlier value");
     }
     if (in.on_let_binding) in.on_let_binding(target, value);
@@ -238,7 +240,7 @@ Value quasiquote(Interpreter& in, const Value& form, const Span& span, Env& env)
 }
 
 Value unquote_outside(Interpreter&, const Value& form, const Span& span, Env&) {
-  fail("E-EVAL-011", span,
+  fail(kMalformedForm, span,
        fmt::format("`{}` outside a quasiquote", form.as<Cons>()->car.as<Symbol>()->name == "unquote" ? "," : ",@"),
        "`,` and `,@` only mean something inside a backquoted template");
 }

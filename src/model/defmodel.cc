@@ -11,6 +11,7 @@
 #include "io/location.h"
 #include "io/safetensors.h"
 #include "lang/builtins/builtins.h"
+#include "lang/codes.h"
 #include "lang/printer.h"
 #include "lang/tracer.h"
 #include "model/model.h"
@@ -85,7 +86,7 @@ Value construct(const std::shared_ptr<ModelState>& state, const Value& body, con
 Value defmodel(const std::shared_ptr<ModelState>& state, Interpreter& in, const Value& form, Span span, Env& env) {
   auto p = parts_of(form, span);
   if (p.size() < 3 || !p[1].value.is(Type::Symbol)) {
-    fail("E-EVAL-011", span, "malformed `defmodel`", "write it as (defmodel name (params...) body...)");
+    fail(lang::kMalformedForm, span, "malformed `defmodel`", "write it as (defmodel name (params...) body...)");
   }
   std::string name = p[1].value.as<lang::Symbol>()->name;
   // The body is an ordinary function of the constructor's parameters.
@@ -166,7 +167,8 @@ graph::Graph closed_initializer(const std::shared_ptr<ModelState>& state, lang::
 Value defparam(const std::shared_ptr<ModelState>& state, Interpreter& in, const Value& form, Span span, Env& env) {
   auto p = parts_of(form, span);
   if (p.size() < 3 || !p[1].value.is(Type::Symbol)) {
-    fail("E-EVAL-011", span, "malformed `defparam`", "write it as (defparam name initializer :keyword value ...)");
+    fail(lang::kMalformedForm, span, "malformed `defparam`",
+         "write it as (defparam name initializer :keyword value ...)");
   }
   if (state->constructing.empty()) {
     fail("E-PARAM-002", span, "`defparam` outside a model",
@@ -265,7 +267,7 @@ Value defparam(const std::shared_ptr<ModelState>& state, Interpreter& in, const 
 // (named "segment" value): the segment of a model's or parameter's path.
 Value named(const std::shared_ptr<ModelState>& state, Interpreter& in, const Value& form, Span span, Env& env) {
   auto p = parts_of(form, span);
-  if (p.size() != 3) fail("E-EVAL-011", span, "malformed `named`", "write it as (named \"segment\" value)");
+  if (p.size() != 3) fail(lang::kMalformedForm, span, "malformed `named`", "write it as (named \"segment\" value)");
   Value segment = in.eval(p[1].value, p[1].span, env);
   if (!segment.is(Type::String) || lang::string_of(segment).empty() ||
       lang::string_of(segment).find('.') != std::string::npos) {

@@ -9,6 +9,7 @@
 
 #include "lang/printer.h"
 #include "lang/tracer.h"
+#include "model/codes.h"
 
 namespace sx::model {
 
@@ -212,7 +213,7 @@ void check_unrooted_reads(lang::Interpreter& interp, const ModelState& state, co
       for (const auto& decl : model->params) {
         if (decl.node != trace_node) continue;
         lang::Diagnostic d;
-        d.code = "E-PARAM-009";
+        d.code = kParameterWithoutRoot;
         d.span = interp.tracer()->span_of(graph.node(*reader).origin);
         d.message = fmt::format("this reads `{}` of a `{}` model that has no root", lang::shown_in_message(decl.name),
                                 lang::shown_in_message(model->constructor));

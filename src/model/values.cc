@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "device/codes.h"
 #include "graph/index_error.h"
 #include "graph/memory.h"
 #include "graph/passes.h"
@@ -39,7 +40,7 @@ std::map<std::string, graph::Tensor> initial_values(const ParameterTable& table,
       }
       values[param.path] = std::move(value);
     } catch (const graph::MemoryLimitError& e) {
-      lang::fail("E-MEM-001", param.decl->span,
+      lang::fail(graph::kOverMemoryLimit, param.decl->span,
                  fmt::format("initializing `{}`: {}", lang::shown_in_message(param.path), e.what()),
                  std::string(graph::kMemoryLimitHelp));
     } catch (const device::DeviceError& e) {
@@ -47,7 +48,7 @@ std::map<std::string, graph::Tensor> initial_values(const ParameterTable& table,
                  fmt::format("the {} device could not initialize `{}`: {}", device.name(),
                              lang::shown_in_message(param.path), e.what()));
     } catch (const graph::IndexOutOfRange& e) {
-      lang::fail("E-DEVICE-004", param.decl->span,
+      lang::fail(device::kIndexOutsideAxis, param.decl->span,
                  fmt::format("initializing `{}`: {}", lang::shown_in_message(param.path), e.what()));
     }
   }

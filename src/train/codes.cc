@@ -51,7 +51,8 @@ holding `:inputs`, what the model is applied to: one tensor, or a list of them.
      R"(The loss must be a floating-point scalar tensor: its gradient is what trains the
 model. A tensor of another shape is reduced first (`(mean x)`), an integer tensor cast
 (`(cast x :f32)`). `(metric :name x)` and `(counter :name n)` log scalars too, each
-under a name of its own.)"},
+under a name of its own: not one another metric or counter has, and not `:step`, `:loss`,
+`:lr` or (with `:grad-clip`) `:grad-norm`, which every step logs itself.)"},
     {"E-RUN-008", "a run stopped: a non-finite loss, or a guard that failed",
      R"(A run stops at the first step whose loss is NaN or infinite, and where a
 `(guard condition "message")` of the model or loss finds its condition false; the error

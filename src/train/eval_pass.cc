@@ -11,6 +11,7 @@
 #include "lang/printer.h"
 #include "lang/tracer.h"
 #include "model/model.h"
+#include "train/codes.h"
 #include "train/run_record.h"
 #include "train/session.h"
 #include "train/step.h"
@@ -31,7 +32,7 @@ Value make_pass(Args& a) {
     return it == keys.end() ? std::nullopt : std::optional<size_t>(it->second);
   };
   if (!at("name") || !at("data")) {
-    lang::fail("E-RUN-001", a.call, "`pass` needs `:name` and `:data`",
+    lang::fail(kRunSettingInvalid, a.call, "`pass` needs `:name` and `:data`",
                "e.g. (pass :name \"val\" :data (jsonl \"val.jsonl\" :fields [:x :y]) :every 100)");
   }
   spec->name = a.string(*at("name"));
@@ -40,7 +41,7 @@ Value make_pass(Args& a) {
   auto count = [&](std::string_view key, int64_t least, int64_t& out) {
     if (auto i = at(key)) {
       out = a.integer(*i);
-      if (out < least) lang::fail("E-RUN-001", a.span(*i), fmt::format("`:{}` must be {} or more", key, least));
+      if (out < least) lang::fail(kRunSettingInvalid, a.span(*i), fmt::format("`:{}` must be {} or more", key, least));
     }
   };
   count("every", 0, spec->every);
@@ -49,7 +50,7 @@ Value make_pass(Args& a) {
     std::vector<Value> items = lang::list_items(a.list(*i));
     for (size_t k = 0; k < items.size(); k += 2) {
       if (!items[k].is(lang::Type::Keyword) || k + 1 >= items.size() || !items[k + 1].is(lang::Type::Function)) {
-        lang::fail("E-RUN-001", a.span(*i), "`:metrics` is a plist of names and functions",
+        lang::fail(kRunSettingInvalid, a.span(*i), "`:metrics` is a plist of names and functions",
                    "e.g. :metrics (list :accuracy accuracy), with (defun accuracy (prediction prepared) ...)");
       }
       spec->metrics.emplace_back(items[k].as<lang::Symbol>()->name, items[k + 1]);
@@ -90,11 +91,7 @@ std::vector<const EvalPassSpec*> eval_passes(const RunSettings& run) {
 }
 
 EvalPass::EvalPass(Session& session, const EvalPassSpec& spec, int64_t batch, device::Device& device)
-    : spec_(spec),
-      loader_(open_loader(*as_loader_spec(spec.data))),
-      batch_(batch),
-      device_(device),
-      tracer_(session.interp().tracer()) {
+    : spec_(spec), loader_(open_loader(*as_loader_spec(spec.data))), batch_(batch), tracer_(session.interp().tracer()) {
   const auto& tracer = session.interp().tracer();
   lang::Value model = required_definition(session, "model", "the model a pass evaluates");
   lang::Value loss_fn = required_definition(session, "loss", "(defun loss (prediction prepared) ...), a scalar");
@@ -112,7 +109,7 @@ EvalPass::EvalPass(Session& session, const EvalPassSpec& spec, int64_t batch, de
     const auto* t = lang::as_tensor(v);
     if (!t || !t->info().shape.empty() || !graph::is_float(t->info().dtype)) {
       lang::fail(
-          "E-RUN-007", spec.span,
+          kNotAScalar, spec.span,
           fmt::format("the pass `{}`: `{}` must give a floating-point scalar, not {}",
                       lang::shown_in_message(spec.name), lang::shown_in_message(name), lang::printed_in_message(v)));
     }
@@ -127,7 +124,7 @@ EvalPass::EvalPass(Session& session, const EvalPassSpec& spec, int64_t batch, de
     if (input.name.starts_with(prefix())) inputs.push_back({runtime::Role::data, input.name});
     else if (session.params().find(input.name)) inputs.push_back({runtime::Role::parameter, input.name});
     else {
-      lang::fail("E-RUN-007", spec.span,
+      lang::fail(kNotAScalar, spec.span,
                  fmt::format("the pass `{}` reads `{}`, which is neither data nor a parameter (random numbers in an "
                              "evaluation are not supported)",
                              lang::shown_in_message(spec.name), lang::shown_in_message(input.name)));
@@ -139,25 +136,21 @@ EvalPass::EvalPass(Session& session, const EvalPassSpec& spec, int64_t batch, de
   } catch (const graph::IndexOutOfRange& e) {
     fail_index_out_of_range(*tracer_, e, fmt::format("the pass `{}`: ", spec.name));
   }
+  feed_ = std::make_unique<StepFeed>(device, *program_, session.seed(), prefix());
 }
 
 std::vector<std::pair<std::string, double>> EvalPass::run(runtime::Store& store, uint64_t seed) {
   std::vector<double> sums(names_.size(), 0.0);
   for (int64_t b = 0; b < spec_.batches; ++b) {
-    Batch batch = loader_->batch(seed, b, batch_);
-    std::vector<device::Buffer> fed_buffers;
-    for (size_t i : program_->fed_inputs()) {
-      fed_buffers.push_back(device_.upload(*batch.find(program_->inputs()[i].name.substr(prefix().size()))));
-    }
-    std::vector<const device::Buffer*> fed;
-    for (const auto& buffer : fed_buffers) fed.push_back(&buffer);
-    std::span<const device::Buffer> results;
+    const Batch batch = loader_->batch(seed, b, batch_);
+    std::span<const double> numbers;  // the loss and each metric, in the order of names_
     try {
-      results = program_->run(store, fed);
+      program_->run(store, feed_->fill(batch, b));
+      numbers = program_->read_numbers();
     } catch (const graph::IndexOutOfRange& e) {
       fail_index_out_of_range(*tracer_, e, fmt::format("the pass `{}`, batch {}: ", spec_.name, b), prefix());
     }
-    for (size_t k = 0; k < names_.size(); ++k) sums[k] += device_.download(results[k]).value(0);
+    for (size_t k = 0; k < names_.size(); ++k) sums[k] += numbers[k];
   }
   std::vector<std::pair<std::string, double>> out;
   for (size_t k = 0; k < names_.size(); ++k) out.emplace_back(names_[k], sums[k] / static_cast<double>(spec_.batches));
@@ -172,7 +165,7 @@ void evaluate_checkpoint(const EvaluateOptions& options, lang::InterpreterOption
   refuse_other_parameters(record, session, options.file, "evaluate");
   std::vector<const EvalPassSpec*> passes = eval_passes(session.settings());
   if (passes.empty()) {
-    lang::fail("E-RUN-009", session.settings().span, "`defrun` has no `:eval` passes to run",
+    lang::fail(kRunSettingMissing, session.settings().span, "`defrun` has no `:eval` passes to run",
                "add :eval (list (pass :name \"val\" :data LOADER))");
   }
   const io::Checkpoint& checkpoint = record.checkpoint;
@@ -185,7 +178,8 @@ void evaluate_checkpoint(const EvaluateOptions& options, lang::InterpreterOption
     store.put(path, std::move(value));
   int64_t batch = 0;
   if (const Value* b = session.settings().find("batch"); b && b->is(lang::Type::Int)) batch = b->as_int();
-  if (batch < 1) lang::fail("E-RUN-009", session.settings().span, "`defrun` has no `:batch`, which a pass needs");
+  if (batch < 1)
+    lang::fail(kRunSettingMissing, session.settings().span, "`defrun` has no `:batch`, which a pass needs");
   std::printf("%s, %s\n", checkpoint.written.c_str(), averages ? "the :ema averages" : "the trained parameters");
   for (const EvalPassSpec* spec : passes) {
     EvalPass pass(session, *spec, batch, device);

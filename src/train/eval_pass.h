@@ -15,6 +15,7 @@
 #include "runtime/program.h"
 #include "train/loaders.h"
 #include "train/session.h"
+#include "train/step_feed.h"
 
 namespace sx::train {
 
@@ -68,10 +69,10 @@ class EvalPass {
   const EvalPassSpec& spec_;
   std::shared_ptr<const Loader> loader_;
   int64_t batch_;
-  device::Device& device_;
   std::shared_ptr<const lang::Tracer> tracer_;  // the trace the program came from, for its errors
   std::vector<std::string> names_;
   std::unique_ptr<runtime::Program> program_;
+  std::unique_ptr<StepFeed> feed_;  // its data inputs, a batch at a time
 };
 
 }  // namespace sx::train

@@ -12,8 +12,9 @@
 #include "io/identity.h"
 #include "lang/reader.h"
 #include "lang/tracer.h"
+#include "report/moved_lines.h"
+#include "train/codes.h"
 #include "train/model_alone.h"
-#include "train/moved_lines.h"
 #include "train/run_record.h"
 #include "train/session.h"
 #include "train/step.h"
@@ -31,21 +32,22 @@ void print_source_changes(const RunRecord& record, const std::string& file, cons
   if (name != recorded.path)
     std::printf("  %s: the checkpoint's run compiled %s\n", name.c_str(), recorded.path.c_str());
   if (io::sha256_hex({reinterpret_cast<const uint8_t*>(text.data()), text.size()}) == recorded.sha256) return;
-  for (const std::string& line : describe_moved_lines(name, recorded.text, text)) std::printf("%s\n", line.c_str());
+  for (const std::string& line : report::describe_moved_lines(name, recorded.text, text))
+    std::printf("%s\n", line.c_str());
 }
 
 ModelAlone trace_exported_model(Session& session) {
   const lang::Value* data = session.settings().find("data");
   const LoaderSpec* spec = data ? as_loader_spec(*data) : nullptr;
   if (!spec) {
-    lang::fail("E-RUN-009", session.settings().span,
+    lang::fail(kRunSettingMissing, session.settings().span,
                "`defrun` has no `:data` loader, whose fields make the model's inputs");
   }
   std::shared_ptr<const Loader> loader = open_loader(*spec);
   try {
     return trace_model_alone(session, *loader);
   } catch (lang::Error& e) {
-    if (e.diagnostic().code == "E-INFER-001") {
+    if (e.diagnostic().code == kModelNotAlone) {
       e.diagnostic().helps = {"an exported model runs alone: make its prediction tensors, in lists and plists"};
     }
     throw;

@@ -3,8 +3,10 @@
 
 #include <fmt/format.h>
 
+#include "lang/codes.h"
 #include "lang/printer.h"
 #include "lang/reader.h"
+#include "train/codes.h"
 
 namespace sx::train {
 namespace {
@@ -20,7 +22,7 @@ Value knob_value(lang::Interpreter& in, const std::string& name, const std::stri
   const auto& file = in.sources().add(fmt::format("--knob {}", name), text);
   auto forms = lang::read_forms(file);
   if (forms.size() != 1) {
-    lang::fail("E-RUN-003", {},
+    lang::fail(kUnknownKnob, {},
                fmt::format("--knob {}={} is not one value", lang::shown_in_message(name), lang::shown_in_message(text)),
                "write one number, string, keyword or vector, e.g. --knob lr=3e-4");
   }
@@ -31,7 +33,7 @@ Value defvariant(KnobState& state, lang::Interpreter& in, const Value& form, Spa
   const Cons* head = form.as<Cons>();
   const Cons* name_cell = lang::next(head);
   if (!name_cell || !name_cell->car.is(lang::Type::Symbol)) {
-    lang::fail("E-EVAL-011", span, "malformed `defvariant`", "write it as (defvariant name :knob value ...)");
+    lang::fail(lang::kMalformedForm, span, "malformed `defvariant`", "write it as (defvariant name :knob value ...)");
   }
   std::string name = name_cell->car.as<lang::Symbol>()->name;
   if (state.variants.count(name)) return Value();  // evaluated ahead of the file by collect_variants
@@ -39,7 +41,7 @@ Value defvariant(KnobState& state, lang::Interpreter& in, const Value& form, Spa
   for (const Cons* c = lang::next(name_cell); c; c = lang::next(c)) {
     const Cons* value = lang::next(c);
     if (!c->car.is(lang::Type::Keyword) || !value) {
-      lang::fail("E-EVAL-011", span_of(c, span), "malformed `defvariant`",
+      lang::fail(lang::kMalformedForm, span_of(c, span), "malformed `defvariant`",
                  "write it as (defvariant name :knob value ...)");
     }
     values[c->car.as<lang::Symbol>()->name] = in.eval(value->car, span_of(value, span), env);
@@ -55,7 +57,8 @@ Value defknob(KnobState& state, lang::Interpreter& in, const Value& form, Span s
   const Cons* doc_cell = default_cell ? lang::next(default_cell) : nullptr;
   if (!default_cell || !name_cell->car.is(lang::Type::Symbol) || (doc_cell && !doc_cell->car.is(lang::Type::String)) ||
       (doc_cell && lang::next(doc_cell))) {
-    lang::fail("E-EVAL-011", span, "malformed `defknob`", "write it as (defknob name default \"what it sets\")");
+    lang::fail(lang::kMalformedForm, span, "malformed `defknob`",
+               "write it as (defknob name default \"what it sets\")");
   }
   const auto* symbol = name_cell->car.as<lang::Symbol>();
   Knob knob{symbol->name, in.eval(default_cell->car, span_of(default_cell, span), env),
@@ -113,7 +116,7 @@ void collect_variants(lang::Interpreter& interp, KnobState& state, const std::st
     std::string names;
     for (const auto& [name, values] : state.variants)
       names += (names.empty() ? "" : ", ") + lang::shown_in_message(name);
-    lang::fail("E-RUN-004", {},
+    lang::fail(kUnknownVariant, {},
                fmt::format("{} has no variant `{}`", lang::shown_in_message(file),
                            lang::shown_in_message(state.choices.variant)),
                names.empty() ? "the file defines no variants" : "its variants are: " + names);
@@ -128,7 +131,7 @@ void check_choices_used(const KnobState& state) {
       std::string names;
       for (const auto& knob : state.knobs) names += (names.empty() ? "" : ", ") + lang::shown_in_message(knob.name);
       const std::string shown = lang::shown_in_message(name);
-      lang::fail("E-RUN-003", {}, fmt::format("--knob {}: the file defines no knob `{}`", shown, shown),
+      lang::fail(kUnknownKnob, {}, fmt::format("--knob {}: the file defines no knob `{}`", shown, shown),
                  names.empty() ? "the file defines no knobs" : "its knobs are: " + names);
     }
   }
@@ -140,12 +143,12 @@ void check_no_choices(const KnobState& state) {
       "repl FILE.sx)";
   if (!state.choices.knobs.empty()) {
     const std::string name = lang::shown_in_message(state.choices.knobs.begin()->first);
-    lang::fail("E-RUN-003", {}, fmt::format("--knob {}: no file is evaluated, so there is no knob `{}`", name, name),
+    lang::fail(kUnknownKnob, {}, fmt::format("--knob {}: no file is evaluated, so there is no knob `{}`", name, name),
                kHelp);
   }
   if (!state.choices.variant.empty()) {
     const std::string name = lang::shown_in_message(state.choices.variant);
-    lang::fail("E-RUN-004", {},
+    lang::fail(kUnknownVariant, {},
                fmt::format("--variant {}: no file is evaluated, so there is no variant `{}`", name, name), kHelp);
   }
 }

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "io/checkpoint.h"
+#include "lang/diagnostic.h"
 
 namespace sx::train {
 namespace {
@@ -109,8 +110,8 @@ void MetricsLog::append(int64_t step, const std::vector<std::pair<std::string, d
   }
 }
 
-std::vector<CurveSeries> read_metrics(const std::string& path) {
-  std::vector<CurveSeries> series;
+std::vector<report::CurveSeries> read_metrics(const std::string& path) {
+  std::vector<report::CurveSeries> series;
   auto text = read_file(path);
   if (!text) return series;
   std::map<std::string, size_t> index;
@@ -127,7 +128,7 @@ std::vector<CurveSeries> read_metrics(const std::string& path) {
       else if (it->is_null()) value = std::nan("");
       else continue;
       auto [at, added] = index.emplace(it.key(), series.size());
-      if (added) series.push_back(CurveSeries{it.key(), {}});
+      if (added) series.push_back(report::CurveSeries{it.key(), {}});
       series[at->second].points.emplace_back(*step, value);
     }
   }

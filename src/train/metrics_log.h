@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "train/loss_curve.h"
+#include "report/loss_curve.h"
 
 namespace sx::train {
 
@@ -43,6 +43,6 @@ std::string metrics_line(int64_t step, const std::vector<std::pair<std::string, 
 // values become NaN (a break in the curve); lines that are not an object with an integer
 // "step" are skipped. A missing file holds none; io::CheckpointError (E-CKPT-002) when it
 // cannot be read.
-std::vector<CurveSeries> read_metrics(const std::string& path);
+std::vector<report::CurveSeries> read_metrics(const std::string& path);
 
 }  // namespace sx::train

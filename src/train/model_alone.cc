@@ -8,6 +8,7 @@
 #include "lang/builtins/builtins.h"
 #include "lang/printer.h"
 #include "lang/tracer.h"
+#include "train/codes.h"
 #include "train/step.h"
 
 namespace sx::train {
@@ -40,7 +41,7 @@ void output_paths(const lang::Value& v, const std::string& path,
     }
     return;
   }
-  lang::fail("E-INFER-001", {},
+  lang::fail(kModelNotAlone, {},
              fmt::format("a model run alone returns tensors, in lists and plists; `{}` is {}",
                          lang::shown_in_message(path), lang::type_label(v)),
              "the checkpoints will hold no model, so they run only from the file");
@@ -58,7 +59,7 @@ ModelAlone trace_model_alone(Session& session, const Loader& loader) {
   lang::Value record = traced_batch(session, loader, 1, "record.");
   lang::Value prepared = prepare ? call(session, *prepare, {record}) : record;
   const lang::Value* given = plist_find(prepared, "inputs");
-  if (!given) lang::fail("E-RUN-006", {}, "the prepared plist gives no `:inputs`");
+  if (!given) lang::fail(kFieldMissing, {}, "the prepared plist gives no `:inputs`");
   // The model's inputs are fresh inputs of the types prepare made: what prepare computes
   // is not part of the model.
   ModelAlone alone;
@@ -89,7 +90,7 @@ ModelAlone trace_model_alone(Session& session, const Loader& loader) {
   for (auto& input : g.inputs) {
     if (input.name.starts_with(kInputPrefix)) input.name = input.name.substr(kInputPrefix.size());
     else if (!session.params().find(input.name)) {
-      lang::fail("E-INFER-001", {},
+      lang::fail(kModelNotAlone, {},
                  fmt::format("a model run alone reads only its inputs and parameters; it reads `{}`",
                              lang::shown_in_message(input.name)),
                  "random numbers (dropout, say) belong to the training step, not the model");

@@ -11,6 +11,7 @@
 
 #include "lang/printer.h"
 #include "model/select.h"
+#include "train/codes.h"
 
 namespace sx::train {
 namespace {
@@ -51,7 +52,7 @@ GroupAssignment assign_groups(const model::ParameterTable& table, const Optimize
     const GroupSpec* group = as_group(optimizer.groups[i]);
     lang::Diagnostic d;
     d.severity = lang::Severity::Warning;
-    d.code = "W-RUN-001";
+    d.code = kGroupWithoutParameters;
     d.span = group->span;
     d.message = fmt::format("no trainable parameter joins this group: {} matches none that an earlier group left",
                             lang::printed_in_message(group->selector));
@@ -89,7 +90,7 @@ NodeId schedule_factor(Builder& b, const ScheduleSpec* schedule, double optimize
   NodeId after = f64(b, 1.0);
   if (schedule && schedule->kind != ScheduleSpec::Kind::Constant) {
     if (total_steps < 1) {
-      lang::fail("E-RUN-011", schedule->span,
+      lang::fail(kScheduleOption, schedule->span,
                  fmt::format("{} needs the run's total steps, and the run has none", schedule->print()),
                  "give defrun :steps N (or sexpgpu run --steps N)");
     }

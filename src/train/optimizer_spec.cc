@@ -9,6 +9,7 @@
 #include "lang/builtins/builtins.h"
 #include "lang/printer.h"
 #include "model/select.h"
+#include "train/codes.h"
 
 namespace sx::train {
 namespace {
@@ -37,9 +38,6 @@ double number_option(Args& a, const std::map<std::string, size_t>& kw, const std
 bool non_negative(double x) { return x >= 0; }
 bool unit_interval(double x) { return x >= 0 && x < 1; }
 
-constexpr const char* kOptimizerCode = "E-RUN-010";
-constexpr const char* kScheduleCode = "E-RUN-011";
-
 // :groups, a list or vector of (group ...) values.
 std::vector<Value> groups_option(Args& a, const std::map<std::string, size_t>& kw) {
   auto it = kw.find("groups");
@@ -50,13 +48,13 @@ std::vector<Value> groups_option(Args& a, const std::map<std::string, size_t>& k
   else if (v.is_list()) items = lang::list_items(v);
   else {
     lang::fail(
-        kOptimizerCode, a.span(it->second),
+        kOptimizerOption, a.span(it->second),
         fmt::format("`{}`: `:groups` is a list of (group ...), not `{}`", a.function, lang::printed_in_message(v)),
         "write :groups (list (group (select :tag :no-decay) :weight-decay 0.0) ...)");
   }
   for (const auto& item : items) {
     if (!as_group(item)) {
-      lang::fail(kOptimizerCode, a.span(it->second),
+      lang::fail(kOptimizerOption, a.span(it->second),
                  fmt::format("`{}`: each of `:groups` is a (group ...), not {} `{}`", a.function,
                              lang::type_label(item), lang::printed_in_message(item)),
                  "write :groups (list (group (select :tag :no-decay) :weight-decay 0.0) ...)");
@@ -66,7 +64,7 @@ std::vector<Value> groups_option(Args& a, const std::map<std::string, size_t>& k
 }
 
 void lr_and_groups(Args& a, const std::map<std::string, size_t>& kw, OptimizerSpec& spec) {
-  spec.lr = number_option(a, kw, "lr", spec.lr, non_negative, "a non-negative number", kOptimizerCode);
+  spec.lr = number_option(a, kw, "lr", spec.lr, non_negative, "a non-negative number", kOptimizerOption);
   spec.groups = groups_option(a, kw);
   spec.span = a.call;
 }
@@ -78,9 +76,10 @@ Value sgd(Args& a) {
   spec->kind = OptimizerSpec::Kind::Sgd;
   spec->weight_decay = 0.0;
   lr_and_groups(a, kw, *spec);
-  spec->momentum = number_option(a, kw, "momentum", 0.0, unit_interval, "a number in [0, 1)", kOptimizerCode,
+  spec->momentum = number_option(a, kw, "momentum", 0.0, unit_interval, "a number in [0, 1)", kOptimizerOption,
                                  "0 is plain SGD; 0.9 is usual");
-  spec->weight_decay = number_option(a, kw, "weight-decay", 0.0, non_negative, "a non-negative number", kOptimizerCode);
+  spec->weight_decay =
+      number_option(a, kw, "weight-decay", 0.0, non_negative, "a non-negative number", kOptimizerOption);
   return held;
 }
 
@@ -99,23 +98,23 @@ Value adamw(Args& a) {
     for (const auto& b : items) ok = ok && b.is_number() && unit_interval(b.as_double());
     if (!ok) {
       lang::fail(
-          kOptimizerCode, a.span(it->second),
+          kOptimizerOption, a.span(it->second),
           fmt::format("`adamw`: `:betas` is a vector of two numbers in [0, 1), not `{}`", lang::printed_in_message(v)),
           "write :betas [0.9 0.999]");
     }
     spec->beta1 = items[0].as_double();
     spec->beta2 = items[1].as_double();
   }
-  spec->eps = number_option(a, kw, "eps", spec->eps, non_negative, "a non-negative number", kOptimizerCode,
+  spec->eps = number_option(a, kw, "eps", spec->eps, non_negative, "a non-negative number", kOptimizerOption,
                             "it keeps the update finite where the gradient's second moment is 0; 1e-8 is usual");
   spec->weight_decay =
-      number_option(a, kw, "weight-decay", spec->weight_decay, non_negative, "a non-negative number", kOptimizerCode);
+      number_option(a, kw, "weight-decay", spec->weight_decay, non_negative, "a non-negative number", kOptimizerOption);
   return held;
 }
 
 Value group(Args& a) {
   if (!model::as_selector(a[0])) {
-    lang::fail(kOptimizerCode, a.span(0),
+    lang::fail(kOptimizerOption, a.span(0),
                fmt::format("`group` takes a selector first, not {} `{}`", lang::type_label(a[0]),
                            lang::printed_in_message(a[0])),
                "write (group (select :tag :no-decay) :weight-decay 0.0)");
@@ -126,11 +125,11 @@ Value group(Args& a) {
   spec->selector = a[0];
   spec->span = a.call;
   if (kw.count("lr")) {
-    spec->lr = number_option(a, kw, "lr", 0.0, non_negative, "a non-negative number", kOptimizerCode);
+    spec->lr = number_option(a, kw, "lr", 0.0, non_negative, "a non-negative number", kOptimizerOption);
   }
   if (kw.count("weight-decay")) {
     spec->weight_decay =
-        number_option(a, kw, "weight-decay", 0.0, non_negative, "a non-negative number", kOptimizerCode);
+        number_option(a, kw, "weight-decay", 0.0, non_negative, "a non-negative number", kOptimizerOption);
   }
   return held;
 }
@@ -144,7 +143,7 @@ Value schedule(Args& a, ScheduleSpec::Kind kind, const char* end_key) {
   if (auto it = kw.find("warmup"); it != kw.end()) {
     const Value& v = a[it->second];
     if (!v.is(lang::Type::Int) || v.as_int() < 0) {
-      lang::fail(kScheduleCode, a.span(it->second),
+      lang::fail(kScheduleOption, a.span(it->second),
                  fmt::format("`{}`: `:warmup` is a number of steps, a non-negative integer, not `{}`", a.function,
                              lang::printed_in_message(v)),
                  "count it in steps: 5% of a 2000-step run is :warmup 100");
@@ -152,7 +151,7 @@ Value schedule(Args& a, ScheduleSpec::Kind kind, const char* end_key) {
     spec->warmup = v.as_int();
   }
   if (end_key) {
-    spec->end_lr = number_option(a, kw, end_key, 0.0, non_negative, "a non-negative number", kScheduleCode,
+    spec->end_lr = number_option(a, kw, end_key, 0.0, non_negative, "a non-negative number", kScheduleOption,
                                  "it is a learning rate, as the optimizer's :lr");
   }
   return held;

@@ -8,11 +8,13 @@
 #include <set>
 
 #include "graph/shape.h"
+#include "io/checkpoint.h"
 #include "io/load_record.h"
 #include "io/safetensors.h"
 #include "lang/diagnostic.h"
 #include "model/load.h"
 #include "model/model.h"
+#include "train/codes.h"
 #include "train/session.h"
 
 namespace sx::train {
@@ -61,7 +63,7 @@ RunRecord read_run_record(const std::string& location) {
                    : "");
   }
   auto refuse = [&](const std::string& why) -> void {
-    lang::fail("E-CKPT-006", {},
+    lang::fail(io::kCheckpointMismatch, {},
                fmt::format("{}/experiment.json: {}", lang::shown_in_message(record.checkpoint.written), why),
                "a checkpoint holds the experiment.json its run wrote; export a checkpoint `sexpgpu run` wrote");
   };
@@ -122,7 +124,7 @@ void load_as_recorded(Session& session, const RunRecord& record, const std::stri
     session.load(file);
   } catch (lang::Error& e) {
     auto& d = e.diagnostic();
-    if (d.code == "E-RUN-003" || d.code == "E-RUN-004") {
+    if (d.code == kUnknownKnob || d.code == kUnknownVariant) {
       d.notes.push_back(fmt::format("{} compiles the file under the variant and knobs {}/experiment.json records",
                                     command, lang::shown_in_message(record.checkpoint.written)));
     }
@@ -135,7 +137,7 @@ void refuse_other_parameters(const RunRecord& record, const Session& session, co
   std::vector<std::string> differences = parameter_differences(record, session.params());
   if (differences.empty()) return;
   lang::Diagnostic d;
-  d.code = "E-CKPT-006";
+  d.code = io::kCheckpointMismatch;
   d.message = fmt::format("the parameters of {} are not those of the checkpoint {}: {}", lang::shown_in_message(file),
                           lang::shown_in_message(record.checkpoint.written), differences.front());
   for (size_t i = 1; i < differences.size() && i < kDifferencesShown; ++i) d.notes.push_back(differences[i]);
@@ -177,12 +179,12 @@ std::vector<std::pair<std::string, graph::Tensor>> read_checkpoint_values(const 
         const io::TensorInfo* info = file.find(path);
         const std::string shown_file = lang::shown_in_message(checkpoint.named_as_written(file.path()));
         if (!info) {
-          lang::fail("E-CKPT-006", w.param->decl->span,
+          lang::fail(io::kCheckpointMismatch, w.param->decl->span,
                      fmt::format("{} holds no `{}`", shown_file, lang::shown_in_message(path)));
         }
         const std::string found = fmt::format("{} {}", info->dtype, graph::shape_str(info->shape));
         if (found != declared) {
-          lang::fail("E-CKPT-006", w.param->decl->span,
+          lang::fail(io::kCheckpointMismatch, w.param->decl->span,
                      fmt::format("`{}` in {} is {}, the file's is {}", lang::shown_in_message(path), shown_file, found,
                                  declared));
         }
@@ -194,7 +196,7 @@ std::vector<std::pair<std::string, graph::Tensor>> read_checkpoint_values(const 
       values.emplace_back(path, io::read_tensor(averaged ? *ema : *params, *info, w.dtype));
     }
   } catch (const io::LoadError& e) {
-    lang::fail("E-CKPT-006", {}, checkpoint.named_as_written(e.what()));
+    lang::fail(io::kCheckpointMismatch, {}, checkpoint.named_as_written(e.what()));
   } catch (const io::CheckpointError& e) {
     lang::fail(e.code(), {}, checkpoint.named_as_written(e.what()));
   }

@@ -9,7 +9,9 @@
 #include <cmath>
 
 #include "graph/passes.h"
+#include "lang/codes.h"
 #include "lang/printer.h"
+#include "train/codes.h"
 #include "train/eval_pass.h"
 #include "train/loaders.h"
 
@@ -43,8 +45,8 @@ std::string known_keys() {
 void check_training_setting(const std::string& key, const lang::Value& value, lang::Span span) {
   if (value.is_nil()) return;
   auto refuse = [&](std::string_view what, std::string help) {
-    lang::fail("E-RUN-001", span, fmt::format("`:{}` is {}, not `{}`", key, what, lang::printed_in_message(value)),
-               std::move(help));
+    lang::fail(kRunSettingInvalid, span,
+               fmt::format("`:{}` is {}, not `{}`", key, what, lang::printed_in_message(value)), std::move(help));
   };
   if (key == "optimizer" && !as_optimizer(value)) {
     refuse("an optimizer", "write (adamw :lr 3e-4) or (sgd :lr 0.1 :momentum 0.9)");
@@ -126,7 +128,7 @@ std::shared_ptr<RunSettings> install_defrun(lang::Interpreter& interp) {
       [settings](lang::Interpreter& in, const lang::Value& form, lang::Span span, lang::Env& env) -> lang::Value {
         if (settings->defined) {
           lang::Diagnostic d;
-          d.code = "E-RUN-002";
+          d.code = kSecondDefrun;
           d.span = span;
           d.message = "a second `defrun`";
           d.notes.push_back("the first is at " + settings->span.location());
@@ -137,22 +139,24 @@ std::shared_ptr<RunSettings> install_defrun(lang::Interpreter& interp) {
         for (lang::Cons* c = lang::next(form.as<lang::Cons>()); c; c = lang::next(c)) {
           lang::Span key_span = c->car_span.known() ? c->car_span : span;
           if (!c->car.is(lang::Type::Keyword)) {
-            lang::fail("E-RUN-001", key_span,
+            lang::fail(kRunSettingInvalid, key_span,
                        fmt::format("`defrun` takes keyword settings, not `{}`", lang::printed_in_message(c->car)),
                        "the keys are " + known_keys());
           }
           std::string key = c->car.as<lang::Symbol>()->name;
           if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
-            lang::fail("E-RUN-001", key_span, fmt::format("`defrun` has no setting `:{}`", lang::shown_in_message(key)),
+            lang::fail(kRunSettingInvalid, key_span,
+                       fmt::format("`defrun` has no setting `:{}`", lang::shown_in_message(key)),
                        "the keys are " + known_keys());
           }
           lang::Cons* value_cell = lang::next(c);
           if (!value_cell)
-            lang::fail("E-EVAL-007", key_span, fmt::format("keyword `:{}` has no value", lang::shown_in_message(key)));
+            lang::fail(lang::kKeywordWithoutValue, key_span,
+                       fmt::format("keyword `:{}` has no value", lang::shown_in_message(key)));
           lang::Span value_span = value_cell->car_span.known() ? value_cell->car_span : span;
           lang::Value value = in.eval(value_cell->car, value_span, env);
           if (key == "seed" && !(value.is(lang::Type::Int) && value.as_int() >= 0)) {
-            lang::fail("E-RUN-001", value_span,
+            lang::fail(kRunSettingInvalid, value_span,
                        fmt::format("`:seed` is a non-negative integer, not `{}`", lang::printed_in_message(value)));
           }
           check_training_setting(key, value, value_span);

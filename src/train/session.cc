@@ -6,12 +6,15 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "device/codes.h"
 #include "device/interrupt.h"
 #include "graph/memory.h"
 #include "graph/passes.h"
 #include "io/checkpoint.h"
 #include "io/checkpoint_files.h"
+#include "lang/codes.h"
 #include "lang/tracer.h"
+#include "model/codes.h"
 #include "model/load.h"
 #include "model/values.h"
 #include "runtime/compile.h"
@@ -60,16 +63,16 @@ void on_device(const lang::Tracer& tracer, device::Device& device, lang::Span fo
   } catch (const graph::IndexOutOfRange& e) {
     fail_index_out_of_range(tracer, e, "", {}, form);
   } catch (const graph::MemoryLimitError& e) {
-    lang::fail("E-MEM-001", form, e.what(), std::string(graph::kMemoryLimitHelp));
+    lang::fail(graph::kOverMemoryLimit, form, e.what(), std::string(graph::kMemoryLimitHelp));
   } catch (const std::bad_alloc&) {
     lang::fail(
-        "E-MEM-001", form,
+        graph::kOverMemoryLimit, form,
         graph::out_of_memory_message(fmt::format("as the {} device tried to {} {}", device.name(), verb, subject)),
         std::string(graph::kOutOfMemoryHelp));
   } catch (const device::DeviceError& e) {
     lang::fail(e.code(), {}, fmt::format("the {} device could not {} {}: {}", device.name(), verb, subject, e.what()));
   } catch (const device::Interrupted&) {
-    lang::fail("E-EVAL-020", {}, fmt::format("interrupted while the {} device ran {}", device.name(), subject),
+    lang::fail(lang::kInterrupted, {}, fmt::format("interrupted while the {} device ran {}", device.name(), subject),
                "Ctrl-C stopped this input; the session goes on");
   }
 }
@@ -87,7 +90,7 @@ void fail_index_out_of_range(const lang::Tracer& tracer, const graph::IndexOutOf
         error.message(fmt::format("the batch's `{}` (row {})", input->substr(data_prefix.size()), at.front()), at);
   }
   lang::Span at_form = tracer.span_of(error.origin());
-  lang::fail("E-DEVICE-004", at_form.known() ? at_form : otherwise, fmt::format("{}{}", context, message),
+  lang::fail(device::kIndexOutsideAxis, at_form.known() ? at_form : otherwise, fmt::format("{}{}", context, message),
              "no index is clamped or wrapped: check the data where it is made");
 }
 
@@ -135,7 +138,7 @@ void Session::use_checkpoint(const std::string& location) {
   } catch (const io::CheckpointError& e) {
     lang::fail(e.code(), {}, checkpoint_read_.named_as_written(e.what()));
   } catch (const io::LoadError& e) {
-    lang::fail("E-CKPT-006", {}, checkpoint_read_.named_as_written(e.what()));
+    lang::fail(io::kCheckpointMismatch, {}, checkpoint_read_.named_as_written(e.what()));
   }
   model::check_recorded_files(checkpoint_loads_, checkpoint_read_.written);
 }
@@ -171,7 +174,7 @@ std::vector<runtime::Binding> Session::bind_inputs(const graph::Graph& program) 
     } else {
       const graph::Node& node = program.node(input.node);
       lang::fail(
-          "E-PARAM-009", {},
+          model::kParameterWithoutRoot, {},
           fmt::format("a value reads the parameter input `{}` ({}{}), which has no root or no value",
                       lang::shown_in_message(input.name), graph::dtype_name(node.dtype), graph::shape_str(node.shape)),
           "bind the model with `defvar` at the top level, or build it inside the `defmodel` that uses it");
@@ -204,7 +207,7 @@ void Session::initialize(const graph::Graph& program, const std::map<std::string
         } else if (checkpoint_table_.count(param.path)) {
           // A parameter of the checkpoint's run, which its weights must hold; one defined
           // since (in the REPL) starts from its initializer.
-          lang::fail("E-CKPT-006", param.decl->span,
+          lang::fail(io::kCheckpointMismatch, param.decl->span,
                      fmt::format("{} holds no `{}`, a parameter its run trained",
                                  lang::shown_in_message(checkpoint_read_.named_as_written(checkpoint_->path())),
                                  lang::shown_in_message(param.path)),
@@ -217,10 +220,10 @@ void Session::initialize(const graph::Graph& program, const std::map<std::string
       try {
         value = io::read_tensor(*checkpoint_, *info, node.dtype);
       } catch (const io::LoadError& e) {
-        lang::fail("E-CKPT-006", param.decl->span, checkpoint_read_.named_as_written(e.what()));
+        lang::fail(io::kCheckpointMismatch, param.decl->span, checkpoint_read_.named_as_written(e.what()));
       }
       if (value.shape() != node.shape) {
-        lang::fail("E-CKPT-006", param.decl->span,
+        lang::fail(io::kCheckpointMismatch, param.decl->span,
                    fmt::format("`{}` is {} in {}, {} here", lang::shown_in_message(param.path),
                                graph::shape_str(value.shape()),
                                lang::shown_in_message(checkpoint_read_.named_as_written(checkpoint_->path())),

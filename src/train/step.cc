@@ -8,7 +8,9 @@
 #include "graph/passes.h"
 #include "lang/printer.h"
 #include "lang/tracer.h"
+#include "model/codes.h"
 #include "model/values.h"
+#include "train/codes.h"
 
 namespace sx::train {
 
@@ -19,7 +21,7 @@ lang::Value call(Session& session, const lang::Value& f, std::vector<lang::Value
 
 lang::Value required_definition(Session& session, std::string_view name, std::string_view what) {
   if (lang::Value* v = session.top().lookup(lang::intern(name))) return *v;
-  lang::fail("E-RUN-005", {}, fmt::format("the run file defines no `{}`: {}", name, what),
+  lang::fail(kRunDefinitionMissing, {}, fmt::format("the run file defines no `{}`: {}", name, what),
              "see docs/training.md for what a run file defines");
 }
 
@@ -40,7 +42,7 @@ lang::Value apply_model(Session& session, const lang::Value& model, const lang::
                         std::string_view prepared_by) {
   const lang::Value* inputs = plist_find(prepared, "inputs");
   if (!inputs) {
-    lang::fail("E-RUN-006", {},
+    lang::fail(kFieldMissing, {},
                fmt::format("{} gives no `:inputs`: {}",
                            prepared_by.empty() ? "the batch (there is no `prepare`)" : prepared_by,
                            lang::printed_in_message(prepared)),
@@ -59,7 +61,7 @@ StepGraph trace_step(Session& session, const Loader& loader, const StepSettings&
   const RunSettings& run = session.settings();
   const OptimizerSpec* optimizer = run.optimizer();
   if (!optimizer) {
-    lang::fail("E-RUN-009", run.span, "`defrun` has no `:optimizer`, which a run needs",
+    lang::fail(kRunSettingMissing, run.span, "`defrun` has no `:optimizer`, which a run needs",
                "add one, e.g. :optimizer (adamw :lr 3e-4)");
   }
   lang::Value model = required_definition(session, "model", "the model the run trains");
@@ -79,7 +81,7 @@ StepGraph trace_step(Session& session, const Loader& loader, const StepSettings&
   if (!loss || !loss->info().shape.empty() || !graph::is_float(loss->info().dtype)) {
     // A tensor is shown where it was made, so the form to reduce is underlined.
     lang::Span made = loss ? tracer->span_of(tracer->graph().node(loss->node).origin) : lang::Span{};
-    lang::fail("E-RUN-007", made,
+    lang::fail(kNotAScalar, made,
                fmt::format("`loss` must give a floating-point scalar tensor, not {}",
                            loss ? fmt::format("{}{}", graph::dtype_name(loss->info().dtype),
                                               graph::shape_str(loss->info().shape))
@@ -99,7 +101,7 @@ StepGraph trace_step(Session& session, const Loader& loader, const StepSettings&
   try {
     grads = graph::gradients(b, loss->node, values);
   } catch (const graph::GraphError& e) {
-    lang::fail("E-RUN-007", {}, fmt::format("the loss cannot be differentiated: {}", e.what()));
+    lang::fail(kNotAScalar, {}, fmt::format("the loss cannot be differentiated: {}", e.what()));
   }
   std::vector<ParamNodes> param_nodes;
   for (size_t i = 0; i < values.size(); ++i) param_nodes.push_back({values[i], grads[i]});
@@ -122,24 +124,38 @@ StepGraph trace_step(Session& session, const Loader& loader, const StepSettings&
     step.state.push_back(state.tensor);
   }
   outputs.push_back(loss->node);
-  step.outputs.push_back({runtime::Role::value, "loss"});
-  auto metric = [&](const std::string& name, graph::NodeId node) {
+  step.outputs.push_back({runtime::Role::metric, "loss"});
+  auto logged = [&](runtime::Role role, const std::string& name, graph::NodeId node) {
     outputs.push_back(b.cast(node, graph::DType::f32));
-    step.outputs.push_back({runtime::Role::metric, name});
-    step.metrics.push_back(name);
+    step.outputs.push_back({role, name});
   };
-  metric("lr", update.lr);
-  if (update.grad_norm) metric("grad-norm", *update.grad_norm);
-  for (const auto& m : record.metrics) metric(m.name, m.node);
+  logged(runtime::Role::metric, "lr", update.lr);
+  if (update.grad_norm) logged(runtime::Role::metric, "grad-norm", *update.grad_norm);
+  // The log's line names the step, and the values every step logs, itself.
+  auto refuse_taken = [&](const StepRecord::Named& named) {
+    if (named.name == "step" || named.name == "loss" || named.name == "lr" ||
+        (named.name == "grad-norm" && update.grad_norm)) {
+      lang::fail(kNotAScalar, named.span, fmt::format("every step logs `:{}` itself", named.name),
+                 "give the metric a name of its own");
+    }
+  };
+  for (const auto& m : record.metrics) {
+    refuse_taken(m);
+    logged(runtime::Role::metric, m.name, m.node);
+  }
   for (const auto& c : record.counters) {
-    outputs.push_back(b.cast(c.node, graph::DType::f32));
-    step.outputs.push_back({runtime::Role::metric, c.name});
+    refuse_taken(c);
+    logged(runtime::Role::counter, c.name, c.node);
     step.counters.push_back(c.name);
   }
   for (const auto& g : record.guards) {
+    // Named apart from the metrics (whose names are keywords, without spaces), and from
+    // each other: two guards may give one message.
+    std::string name = "guard: " + g.name;
+    for (int n = 2; step.guards.contains(name); ++n) name = fmt::format("guard: {} ({})", g.name, n);
     outputs.push_back(g.node);
-    step.outputs.push_back({runtime::Role::value, g.name});
-    step.guards.push_back(g);
+    step.outputs.push_back({runtime::Role::guard, name});
+    step.guards.emplace(name, g);
   }
 
   step.graph = graph::extract(trace, outputs);
@@ -153,7 +169,8 @@ StepGraph trace_step(Session& session, const Loader& loader, const StepSettings&
     else if (std::any_of(step.state.begin(), step.state.end(), [&](const StateTensor& s) { return s.name == name; }))
       step.inputs.push_back({runtime::Role::optimizer_state, name});
     else {
-      lang::fail("E-PARAM-009", {}, fmt::format("the step reads the parameter input `{}`, which has no root", name),
+      lang::fail(model::kParameterWithoutRoot, {},
+                 fmt::format("the step reads the parameter input `{}`, which has no root", name),
                  "bind the model with `defvar` at the top level, or build it inside the `defmodel` that uses it");
     }
   }

@@ -6,6 +6,7 @@
 // over it; the host feeds the batch and the step and reads the loss and metrics.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,12 +23,12 @@ struct StepGraph {
   std::vector<runtime::Binding> inputs;   // one per graph input
   std::vector<runtime::Binding> outputs;  // one per graph output
   std::vector<StateTensor> state;         // what the store must hold besides parameters
-  // The returned outputs, in the order Program::run returns them: the loss first, then
-  // each metric and counter (names as logged: "lr", "grad-norm", a metric's name, a
-  // counter's name), then one bool per guard.
-  std::vector<std::string> metrics;
-  std::vector<std::string> counters;
-  std::vector<StepRecord::Named> guards;
+  // The returned outputs are named by their bindings: the metrics by the names they are
+  // logged under ("loss" first, then "lr", "grad-norm", each `metric`'s name), each
+  // counter by its name, each guard "guard: " and its message (numbered where two guards
+  // give one).
+  std::vector<std::string> counters;                // the counters' names
+  std::map<std::string, StepRecord::Named> guards;  // by binding name
 };
 
 struct StepSettings {

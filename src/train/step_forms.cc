@@ -6,6 +6,7 @@
 #include "lang/builtins/builtins.h"
 #include "lang/printer.h"
 #include "lang/tracer.h"
+#include "train/codes.h"
 
 namespace sx::train {
 namespace {
@@ -19,7 +20,7 @@ graph::NodeId scalar_node(Args& a, size_t i) {
   if (const auto* t = lang::as_tensor(a[i])) {
     if (!t->info().shape.empty()) {
       lang::fail(
-          "E-RUN-007", a.span(i),
+          kNotAScalar, a.span(i),
           fmt::format("`{}` takes a scalar, not a tensor of shape {}", a.function, graph::shape_str(t->info().shape)),
           "reduce it first, e.g. with (mean x)");
     }
@@ -35,14 +36,18 @@ Value logged(Args& a, const std::shared_ptr<StepRecord>& record, bool counter) {
   const lang::Symbol* name = a.keyword(0);
   graph::NodeId node = scalar_node(a, 1);
   if (record->recording) {
-    auto& list = counter ? record->counters : record->metrics;
-    for (const auto& named : list) {
-      if (named.name == name->name) {
-        lang::fail("E-RUN-007", a.span(0), fmt::format("the step logs `:{}` twice", lang::shown_in_message(name->name)),
-                   "give each metric its own name");
+    // Metrics and counters share the log's line (trace_step refuses the names of the
+    // values every step logs itself).
+    for (const auto* list : {&record->metrics, &record->counters}) {
+      for (const auto& named : *list) {
+        if (named.name == name->name) {
+          lang::fail(kNotAScalar, a.span(0),
+                     fmt::format("the step logs `:{}` twice", lang::shown_in_message(name->name)),
+                     "give each metric its own name");
+        }
       }
     }
-    list.push_back({name->name, node, a.call});
+    (counter ? record->counters : record->metrics).push_back({name->name, node, a.call});
   }
   return a[1];
 }
@@ -57,7 +62,7 @@ Value guard(Args& a, const std::shared_ptr<StepRecord>& record) {
     return Value();
   }
   if (!a[0].is(lang::Type::Bool)) a.type_error(0, "a bool scalar tensor (a comparison) or a boolean");
-  if (!a[0].as_bool()) lang::fail("E-RUN-008", a.call, fmt::format("guard: {}", lang::shown_in_message(message)));
+  if (!a[0].as_bool()) lang::fail(kRunStopped, a.call, fmt::format("guard: {}", lang::shown_in_message(message)));
   return Value();
 }
 
@@ -70,7 +75,7 @@ Value field(Args& a) {
     for (size_t i = 0; i + 1 < items.size(); i += 2)
       fields += (fields.empty() ? "" : " ") + lang::printed_in_message(items[i]);
   }
-  lang::fail("E-RUN-006", a.span(1), fmt::format("the batch has no field `:{}`", lang::shown_in_message(name->name)),
+  lang::fail(kFieldMissing, a.span(1), fmt::format("the batch has no field `:{}`", lang::shown_in_message(name->name)),
              fields.empty() ? "a batch is a plist of the loader's fields" : "its fields are " + fields);
 }
 

@@ -10,8 +10,9 @@ only those parts' libraries:
     runtime   graph, device (no Lisp)
     io        graph
     lang      graph (it builds graphs, never runs them)
+    report    nothing: the loss-curve picture and the moved lines, text in, text out
     model     lang, graph, io, device, runtime
-    train     lang, graph, io, device, runtime, model
+    train     lang, graph, io, device, runtime, model, report
     serve     graph, device, runtime, io (no Lisp)
     cli       every part
 
@@ -52,10 +53,11 @@ RULES = {
     "runtime": {"graph", "device"},
     "io": {"graph"},
     "lang": {"graph"},
+    "report": set(),
     "model": {"lang", "graph", "io", "device", "runtime"},
-    "train": {"lang", "graph", "io", "device", "runtime", "model"},
+    "train": {"lang", "graph", "io", "device", "runtime", "model", "report"},
     "serve": {"graph", "device", "runtime", "io"},
-    "cli": {"lang", "graph", "io", "device", "runtime", "model", "train", "serve"},
+    "cli": {"lang", "graph", "io", "device", "runtime", "model", "train", "serve", "report"},
 }
 
 # Why each part is where it is: shown with a violation.
@@ -65,8 +67,9 @@ REASONS = {
     "runtime": "the runtime sits on graph and device and knows no Lisp",
     "io": "io reads and writes tensors (graph) and knows no Lisp and no device",
     "lang": "lang builds graphs through the graph's builders; it never runs them",
+    "report": "report turns text and numbers into text; the caller reads and writes the files",
     "model": "model sits on lang, graph, io, device and runtime",
-    "train": "train sits on lang, graph, io, device, runtime and model",
+    "train": "train sits on lang, graph, io, device, runtime, model and report",
     "serve": "serve runs model.json through the runtime; it needs no Lisp",
     "cli": "cli may use every part",
 }
@@ -187,6 +190,7 @@ def self_test():
             "src/device/cpu/gpu.cc": "#include <cuda_runtime_api.h>\n",
             "src/device/cuda/fine.cu": '#include <cuda_runtime_api.h>\n#include "graph/graph.h"\n',
             "src/io/bare.cc": '#include "util.h"\n',
+            "src/report/writes.cc": '#include "io/checkpoint.h"\n',
             "src/model/fine.cc": '#include "device/device.h"\n#include "runtime/program.h"\n',
             "src/runtime/CMakeLists.txt": "target_link_libraries(sexpgpu_runtime PUBLIC sexpgpu_graph\n"
                                           "  sexpgpu_lang fmt::fmt)\n",
@@ -204,6 +208,7 @@ def self_test():
             'src/device/cpu/deep.cc:1: includes "lang/value.h"',
             "src/device/cpu/gpu.cc:1: includes <cuda_runtime_api.h>",
             'src/io/bare.cc:1: includes "util.h"',
+            'src/report/writes.cc:1: includes "io/checkpoint.h"',
             "src/runtime/CMakeLists.txt:1: sexpgpu_runtime links sexpgpu_lang",
             "src/newpart/: a part",
         ]

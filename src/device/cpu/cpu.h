@@ -20,12 +20,13 @@
 
 namespace sx::device {
 
-class CpuDevice : public Device {
+class CpuDevice : public HostDevice {
  public:
   explicit CpuDevice(const DeviceOptions& options);
   std::string name() const override { return "cpu"; }
   std::unique_ptr<Plan> compile(const graph::Graph& graph) override;
-  std::vector<std::string> fallback_primitives() const override;
+  // The primitives with a row in the step table (cpu/kernels.h).
+  bool supports(graph::PrimId primitive) const override;
   int cores() const { return cores_; }
   cpu::Isa isa() const { return isa_; }
 

@@ -570,14 +570,7 @@ std::unique_ptr<Plan> CpuDevice::compile(const graph::Graph& graph) {
   return std::make_unique<CpuPlan>(*this, graph::merge_batch_sums(graph));
 }
 
-std::vector<std::string> CpuDevice::fallback_primitives() const {
-  // The primitives without a row in the step table: today none.
-  std::vector<std::string> names;
-  for (const graph::Primitive* p : graph::all_primitives()) {
-    if (cpu::step_table()[p->id].run == Run::reference) names.emplace_back(p->name);
-  }
-  return names;
-}
+bool CpuDevice::supports(graph::PrimId primitive) const { return cpu::step_table()[primitive].run != Run::reference; }
 
 namespace cpu {
 

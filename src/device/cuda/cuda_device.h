@@ -1,6 +1,7 @@
 // The cuda device: the first GPU the CUDA runtime finds. It is made only where that GPU
 // answers and runs this build's kernels; it runs no graph yet (its kernels so far are
-// elementwise.cu's, which no plan calls), so compile refuses, saying so.
+// elementwise.cu's, which no plan calls), so compile refuses, saying so, and its buffers
+// are host memory until then.
 #pragma once
 
 #include <memory>
@@ -10,7 +11,7 @@
 
 namespace sx::device {
 
-class CudaDevice : public Device {
+class CudaDevice : public HostDevice {
  public:
   // Throws DeviceError E-DEVICE-006 with gpu_unusable_reason() when it is not empty.
   CudaDevice();

@@ -7,7 +7,7 @@
 
 namespace sx::device {
 
-class ReferenceDevice : public Device {
+class ReferenceDevice : public HostDevice {
  public:
   std::string name() const override { return "reference"; }
   std::unique_ptr<Plan> compile(const graph::Graph& graph) override;

@@ -1,6 +1,6 @@
 // Programs: roles checked when made, parameters and optimizer state read from
 // the store and written back over it, the same results as the graph run by
-// hand, and no allocation after the first run.
+// hand, the numbers read together, and no allocation after the first run.
 #include "runtime/program.h"
 
 #include <gtest/gtest.h>
@@ -79,18 +79,60 @@ TEST(Program, UpdatesTheStoreInPlaceAsTheGraphRunByHandWould) {
   }
 }
 
+// The numbers a program returns (metrics, counters, guards) come back in one vector, in
+// the order of the outputs, each exactly its value; the values stay in buffers.
+TEST(Program, ReturnsItsNumbersTogetherEachExactly) {
+  graph::Graph g;
+  graph::Builder b(g);
+  NodeId x = b.input("x", {2, 3}, DType::f32);
+  NodeId total = b.sum(x, {0, 1});
+  b.output("y", b.mul(x, x));
+  b.output("total", total);
+  b.output("rows", b.constant(Tensor::scalar(DType::i32, 2)));
+  b.output("positive", b.gt(total, b.constant(Tensor::scalar(DType::f32, 0))));
+  b.output("third", b.div(total, b.constant(Tensor::scalar(DType::f32, 3))));
+  std::vector<Binding> outputs{{Role::value, "y"},
+                               {Role::metric, "total"},
+                               {Role::counter, "rows"},
+                               {Role::guard, "positive"},
+                               {Role::metric, "third"}};
+  Tensor fed_x = filled({2, 3}, -0.3);
+  for (const char* name : {"cpu", "reference"}) {
+    auto device = device::make_device(name);
+    Store store(*device);
+    Program program(*device, g, {{Role::data, "x"}}, outputs);
+    EXPECT_EQ(program.returned_outputs(), std::vector<size_t>{0});
+    EXPECT_EQ(program.number_outputs(), (std::vector<size_t>{1, 2, 3, 4}));
+    EXPECT_EQ(program.graph().outputs.size(), 2u);
+    device::Buffer x_buffer = device->upload(fed_x);
+    std::vector<const device::Buffer*> fed{&x_buffer};
+    auto values = program.run(store, fed);
+    std::vector<double> numbers(program.read_numbers().begin(), program.read_numbers().end());
+    std::vector<Tensor> want = device->compile(g)->run_host(std::vector<Tensor>{fed_x});
+    ASSERT_EQ(values.size(), 1u);
+    EXPECT_EQ(device->download(values[0]), want[0]) << name;
+    EXPECT_EQ(numbers, (std::vector<double>{want[1].value(0), 2, 1, want[4].value(0)})) << name;
+  }
+}
+
 TEST(Program, ACpuRunAllocatesNothingAfterTheFirst) {
   Step step;
   auto device = device::make_device("cpu");
   Store store(*device);
   store.put("w", filled({4, 3}, -1));
   store.put("v", Tensor(DType::f32, {4, 3}));
-  Program program(*device, step.graph, step.inputs(), step.outputs());
+  std::vector<Binding> outputs = step.outputs();
+  outputs[2].role = Role::metric;  // the loss, read as a number
+  Program program(*device, step.graph, step.inputs(), outputs);
   device::Buffer x = device->upload(filled({2, 4}, 0.5)), lr = device->upload(Tensor::scalar(DType::f32, 0.01));
   std::vector<const device::Buffer*> fed{&x, &lr};
   program.run(store, fed);
+  program.read_numbers();
   int64_t before = testing::allocations();
-  for (int i = 0; i < 20; ++i) program.run(store, fed);
+  for (int i = 0; i < 20; ++i) {
+    program.run(store, fed);
+    program.read_numbers();
+  }
   EXPECT_EQ(testing::allocations() - before, 0);
 }
 
@@ -115,10 +157,16 @@ TEST(Program, RefusesRolesAndInputsThatDoNotFit) {
   auto bad_in = inputs;
   bad_in[2].role = Role::metric;
   EXPECT_EQ(error_of([&] { Program(*device, step.graph, bad_in, outputs); }), "input `x` cannot have the role metric");
+  bad_in[2].role = Role::guard;
+  EXPECT_EQ(error_of([&] { Program(*device, step.graph, bad_in, outputs); }), "input `x` cannot have the role guard");
   auto bad_out = outputs;
   bad_out[2].role = Role::data;
   EXPECT_EQ(error_of([&] { Program(*device, step.graph, inputs, bad_out); }),
             "output `loss` cannot have the role data");
+  bad_out = outputs;
+  bad_out[1].role = Role::metric;
+  EXPECT_EQ(error_of([&] { Program(*device, step.graph, inputs, bad_out); }),
+            "output `v`, a metric, must be a scalar, not f32[4, 3]");
 
   Program program(*device, step.graph, inputs, outputs);
   Store store(*device);

@@ -10,6 +10,7 @@
 #include <set>
 #include <span>
 
+#include "forwarding_device.h"
 #include "serve/errors.h"
 #include "serve/fixture.h"
 
@@ -121,16 +122,12 @@ TEST_P(ServeBatching, AnIdOutsideTheVocabularyIsTheErrorOfItsCallAloneInABatch) 
 }
 
 // A device whose runs fail, as one out of memory does.
-class FailingDevice : public device::Device {
+class FailingDevice : public sx::testing::ForwardingDevice {
  public:
-  explicit FailingDevice(device::Device& inner) : inner_(inner) {}
-  std::string name() const override { return inner_.name(); }
+  using ForwardingDevice::ForwardingDevice;
   std::unique_ptr<device::Plan> compile(const graph::Graph& graph) override {
     return std::make_unique<FailingPlan>(*this, graph);
   }
-  device::Buffer allocate(const graph::ValueType& type) override { return inner_.allocate(type); }
-  device::Buffer upload(graph::Tensor value) override { return inner_.upload(std::move(value)); }
-  graph::Tensor download(const device::Buffer& buffer) override { return inner_.download(buffer); }
 
  private:
   class FailingPlan : public device::Plan {
@@ -141,30 +138,23 @@ class FailingDevice : public device::Device {
       throw device::DeviceError("no memory left");
     }
   };
-  device::Device& inner_;
 };
 
 // A device that counts the programs compiled on it and keeps the data a run uploads.
-class RecordingDevice : public device::Device {
+class RecordingDevice : public sx::testing::ForwardingDevice {
  public:
-  explicit RecordingDevice(device::Device& inner) : inner_(inner) {}
-  std::string name() const override { return inner_.name(); }
+  using ForwardingDevice::ForwardingDevice;
   std::unique_ptr<device::Plan> compile(const graph::Graph& graph) override {
     ++compiled;
     return inner_.compile(graph);
   }
-  device::Buffer allocate(const graph::ValueType& type) override { return inner_.allocate(type); }
   device::Buffer upload(graph::Tensor value) override {
     uploaded.push_back(value);
     return inner_.upload(std::move(value));
   }
-  graph::Tensor download(const device::Buffer& buffer) override { return inner_.download(buffer); }
 
   int compiled = 0;
   std::vector<graph::Tensor> uploaded;
-
- private:
-  device::Device& inner_;
 };
 
 // Programs for 1, 2, 4, 8 and 12 calls are compiled for --batch 12, not twelve: a batch

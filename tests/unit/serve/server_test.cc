@@ -17,6 +17,7 @@
 #include <set>
 #include <thread>
 
+#include "forwarding_device.h"
 #include "serve/errors.h"
 #include "serve/fixture.h"
 
@@ -55,16 +56,12 @@ std::string at_call(uint32_t seed, int32_t place) {
 
 // A device that holds every run until the test lets it go, so that calls are known to
 // arrive while it is busy.
-class GatedDevice : public device::Device {
+class GatedDevice : public sx::testing::ForwardingDevice {
  public:
-  explicit GatedDevice(device::Device& inner) : inner_(inner) {}
-  std::string name() const override { return inner_.name(); }
+  using ForwardingDevice::ForwardingDevice;
   std::unique_ptr<device::Plan> compile(const graph::Graph& graph) override {
     return std::make_unique<GatedPlan>(*this, graph, inner_.compile(graph));
   }
-  device::Buffer allocate(const graph::ValueType& type) override { return inner_.allocate(type); }
-  device::Buffer upload(graph::Tensor value) override { return inner_.upload(std::move(value)); }
-  graph::Tensor download(const device::Buffer& buffer) override { return inner_.download(buffer); }
 
   void wait_until_busy() {
     std::unique_lock lock(mutex_);
@@ -97,7 +94,6 @@ class GatedDevice : public device::Device {
     std::unique_ptr<device::Plan> inner_;
   };
 
-  device::Device& inner_;
   std::mutex mutex_;
   std::condition_variable changed_;
   int runs_ = 0;

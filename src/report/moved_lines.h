@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace sx::train {
+namespace sx::report {
 
 // Lines before_first..before_first+count-1 of the old text (1-based) are
 // after_first..after_first+count-1 of the new one.
@@ -44,4 +44,4 @@ std::optional<std::vector<MovedLines>> moved_lines(std::string_view before, std:
 std::vector<std::string> describe_moved_lines(const std::string& name, const std::optional<std::string>& before,
                                               std::string_view after, size_t most = 12);
 
-}  // namespace sx::train
+}  // namespace sx::report

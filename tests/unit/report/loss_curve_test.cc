@@ -1,6 +1,6 @@
 // The loss-curve SVG: a whole picture for ordinary curves, one point, non-finite values,
 // ranges huge and tiny, many points; every coordinate drawn inside the canvas.
-#include "train/loss_curve.h"
+#include "report/loss_curve.h"
 
 #include <gtest/gtest.h>
 
@@ -11,10 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "io/checkpoint.h"
-#include "io/test_util.h"
-
-namespace sx::train {
+namespace sx::report {
 namespace {
 
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
@@ -136,18 +133,5 @@ TEST(LossCurve, TextIsEscaped) {
   EXPECT_NE(svg.find(">x &amp; y?</text>"), std::string::npos);
 }
 
-TEST(LossCurve, IsWrittenAtomicallyOrRefusedWithACode) {
-  io::testing::TempDir dir;
-  write_loss_curve(dir.file("loss.svg"), {{"loss", {{0, 1}, {1, 0.5}}}});
-  EXPECT_TRUE(io::testing::read_file(dir.file("loss.svg")).starts_with("<svg"));
-  try {
-    write_loss_curve(dir.file("missing/loss.svg"), {});
-    FAIL() << "no error";
-  } catch (const io::CheckpointError& e) {
-    EXPECT_EQ(e.code(), "E-CKPT-001");
-    EXPECT_NE(std::string(e.what()).find("missing/loss.svg"), std::string::npos) << e.what();
-  }
-}
-
 }  // namespace
-}  // namespace sx::train
+}  // namespace sx::report

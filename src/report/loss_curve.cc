@@ -1,5 +1,5 @@
 // Drawing the loss curve (see loss_curve.h): ranges, ticks, and the SVG text.
-#include "train/loss_curve.h"
+#include "report/loss_curve.h"
 
 #include <fmt/format.h>
 
@@ -7,9 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "io/checkpoint.h"
-
-namespace sx::train {
+namespace sx::report {
 namespace {
 
 // The canvas and the plot's box within it.
@@ -253,8 +251,4 @@ std::string loss_curve_svg(const std::vector<CurveSeries>& series, const CurveOp
   return svg;
 }
 
-void write_loss_curve(const std::string& path, const std::vector<CurveSeries>& series, const CurveOptions& options) {
-  io::write_file_atomically(path, loss_curve_svg(series, options));
-}
-
-}  // namespace sx::train
+}  // namespace sx::report

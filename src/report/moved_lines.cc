@@ -1,12 +1,12 @@
 // Moved lines: Myers' shortest edit script over lines, then the common lines grouped into
 // blocks of one shift.
-#include "train/moved_lines.h"
+#include "report/moved_lines.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-namespace sx::train {
+namespace sx::report {
 namespace {
 
 // The lines of a text, without their newlines; a last newline ends the last line.
@@ -123,4 +123,4 @@ std::vector<std::string> describe_moved_lines(const std::string& name, const std
   return out;
 }
 
-}  // namespace sx::train
+}  // namespace sx::report

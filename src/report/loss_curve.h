@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace sx::train {
+namespace sx::report {
 
 struct CurveSeries {
   std::string name;                                // the legend's label: "loss", "val.loss"
@@ -29,9 +29,4 @@ struct CurveOptions {
 // The picture as SVG text.
 std::string loss_curve_svg(const std::vector<CurveSeries>& series, const CurveOptions& options = {});
 
-// Writes it to `path` under a temporary name, renamed when complete; io::CheckpointError
-// (E-CKPT-001) naming the path when it cannot be written.
-void write_loss_curve(const std::string& path, const std::vector<CurveSeries>& series,
-                      const CurveOptions& options = {});
-
-}  // namespace sx::train
+}  // namespace sx::report
