@@ -567,14 +567,18 @@ CpuDevice::CpuDevice(const DeviceOptions& options) : cores_(options.cpu_cores), 
 
 std::unique_ptr<Plan> CpuDevice::compile(const graph::Graph& graph) {
   graph::verify(graph);
-  return std::make_unique<CpuPlan>(*this, graph::merge_batch_sums(graph));
+  // No composite has a kernel here yet: each runs as its decomposition. The compile path
+  // (runtime/compile.h) has expanded them before optimizing; a graph given here directly
+  // has them expanded now.
+  return std::make_unique<CpuPlan>(*this, graph::merge_batch_sums(graph::expand_composites(graph)));
 }
 
 std::vector<std::string> CpuDevice::fallback_primitives() const {
-  // The primitives without a row in the step table: today none.
+  // The primitives without a row in the step table but the composites, which run as their
+  // decompositions: today none.
   std::vector<std::string> names;
   for (const graph::Primitive* p : graph::all_primitives()) {
-    if (cpu::step_table()[p->id].run == Run::reference) names.emplace_back(p->name);
+    if (!p->composite() && cpu::step_table()[p->id].run == Run::reference) names.emplace_back(p->name);
   }
   return names;
 }
