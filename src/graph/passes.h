@@ -62,15 +62,14 @@ Graph select_outputs(const Graph& graph, std::span<const std::string> names);
 // axis does (graph/index_error.h), but one sunk past a broadcast of the axis reads none.
 //
 // The composites are expanded first (expand_composites): the gather sinks through their
-// decompositions. The gather is sunk toward the inputs through every node that computes each place
-// of the axis from that place of its inputs alone (each primitive's sinking rule, see
-// primitive.h), following the axis through transposes and reshapes that keep it: so
-// a final projection, and everything after it, runs for one row, not the window. It
-// stays after a node that mixes the places (a reduction over the axis, a reshape
-// that merges it); a node that is needed whole anyway is computed once, whole, and
-// gathered. The outputs are the same bits as a gather at the end, on every device
-// whose kernels' order of summation does not depend on the other rows (reference,
-// cpu).
+// decompositions. The gather is sunk toward the inputs through every node that computes
+// each place of the axis from that place of its inputs alone (each primitive's sinking
+// rule, see primitive.h), following the axis through transposes and reshapes that keep
+// it: so a final projection, and everything after it, runs for one row, not the window.
+// It stays after a node that mixes the places (a reduction over the axis, a reshape that
+// merges it); a node that is needed whole anyway is computed once, whole, and gathered.
+// The outputs are the same bits as a gather at the end, on every device whose kernels'
+// order of summation does not depend on the other rows (reference, cpu).
 Graph take_at(const Graph& graph);
 
 // A weight's gradient over a batch, sum over axis 0 of matmul(transpose(x), dy) with
