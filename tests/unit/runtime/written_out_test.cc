@@ -7,6 +7,7 @@
 // its expansion is the update the cpu device's AdamW program in registers was written
 // for shows in the profile, one such program per parameter.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -51,7 +52,7 @@ constexpr const char* kClassifier = R"(
 
 // A folder holding `run.sx` and the data the runs read.
 fs::path run_folder(const std::string& name, const std::string& run) {
-  const fs::path dir = fs::temp_directory_path() / ("sexpgpu-written-out-" + name);
+  const fs::path dir = fs::temp_directory_path() / ("sexpgpu-written-out-" + name + "-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::ofstream(dir / "run.sx") << run;
   std::ofstream text(dir / "text.txt");
@@ -119,8 +120,11 @@ struct Traced {
 };
 
 Traced traced_both_ways(const std::string& name, const std::string& run) {
-  const fs::path file = run_folder(name, run) / "run.sx";
-  return {step_graph(file, {SEXPGPU_LIB_DIR}), step_graph(file, {SEXPGPU_WRITTEN_OUT_DIR, SEXPGPU_LIB_DIR})};
+  const fs::path folder = run_folder(name, run);
+  Traced t{step_graph(folder / "run.sx", {SEXPGPU_LIB_DIR}),
+           step_graph(folder / "run.sx", {SEXPGPU_WRITTEN_OUT_DIR, SEXPGPU_LIB_DIR})};
+  fs::remove_all(folder);
+  return t;
 }
 
 void expect_one_program(const graph::Graph& with_composites, const graph::Graph& written_out) {
