@@ -15,6 +15,7 @@
 #include "device/interrupt.h"
 #include "device/reference/reference.h"
 #include "graph/memory.h"
+#include "graph/primitive.h"
 #include "graph/shown.h"
 
 namespace sx::device {
@@ -126,12 +127,12 @@ graph::Tensor& host_tensor(Buffer& buffer) {
   return const_cast<graph::Tensor&>(host_tensor(static_cast<const Buffer&>(buffer)));
 }
 
-bool Device::supports(graph::PrimId) const { return true; }
+bool Device::supports(graph::PrimId primitive) const { return !graph::primitive(primitive).composite(); }
 
 std::vector<std::string> Device::fallback_primitives() const {
   std::vector<std::string> names;
   for (const graph::Primitive* p : graph::all_primitives()) {
-    if (!supports(p->id)) names.emplace_back(p->name);
+    if (!p->composite() && !supports(p->id)) names.emplace_back(p->name);
   }
   return names;
 }

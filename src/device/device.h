@@ -130,11 +130,13 @@ class Device {
   // Verifies the graph and prepares it to run. The plan refers to the device,
   // which must outlive it.
   virtual std::unique_ptr<Plan> compile(const graph::Graph& graph) = 0;
-  // Whether the device runs `primitive` by a kernel of its own. A plan runs one it does
-  // not by the primitive's reference kernel; fallback_primitives names them.
+  // Whether the device runs `primitive` by a kernel of its own (by default every
+  // primitive but the composites). A plan runs a primitive it does not by its reference
+  // kernel; a composite it does not is expanded into its decomposition before the
+  // device sees it (runtime::compile, which lists them). Either way the fallback is
+  // named, never silent.
   virtual bool supports(graph::PrimId primitive) const;
-  // The primitives the device does not support, by name: a fallback is named, never
-  // silent.
+  // The primitives but the composites that the device does not support, by name.
   std::vector<std::string> fallback_primitives() const;
 
   // A buffer of this device for a value of `type`; its contents are unset. Buffers are

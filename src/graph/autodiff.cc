@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 
+#include "graph/composite.h"
 #include "graph/errors.h"
 
 namespace sx::graph {
@@ -82,64 +84,122 @@ std::optional<NodeId> summed(Builder& b, const std::vector<NodeId>& contribution
   return sum;
 }
 
+// The reverse walk over a graph that grows as it goes: each node's cotangent is the sum
+// of its users' contributions, taken when the walk back reaches it (all its users come
+// after it), and its rule adds its inputs' contributions.
+class Backward {
+ public:
+  Backward(Builder& b, std::span<const NodeId> wrt) : b_(b), is_wrt_(b.graph().nodes.size(), false) {
+    for (NodeId w : wrt) {
+      b.node(w);
+      is_wrt_[w] = true;
+    }
+    grow();
+  }
+
+  void contribute(NodeId to, NodeId contribution) { contributions_[to].push_back(contribution); }
+  std::optional<NodeId> cotangent(NodeId id) const { return id < cotangent_.size() ? cotangent_[id] : std::nullopt; }
+
+  // Gives each node of [first, last] that is on a path from some wrt node to `last` its
+  // cotangent, walking back from `last`, whose contributions are in place. Contributions to
+  // nodes below `first` are kept where `relevant_below` says the node needs them.
+  void walk(NodeId first, NodeId last, const std::function<bool(NodeId)>& relevant_below) {
+    const Graph& graph = b_.graph();
+    std::vector<bool> reaches(last - first + 1, false);
+    reaches[last - first] = true;
+    for (NodeId id = last + 1; id-- > first;) {
+      if (!reaches[id - first]) continue;
+      for (NodeId in : graph.nodes[id].inputs) {
+        if (in >= first) reaches[in - first] = true;
+      }
+    }
+    const std::function<bool(NodeId)> relevant = [&](NodeId id) {
+      return id >= first ? from_wrt_[id] && reaches[id - first] : relevant_below(id);
+    };
+    for (NodeId id = last + 1; id-- > first;) {
+      if (!relevant(id)) continue;
+      cotangent_[id] = summed(b_, contributions_[id]);
+      if (!cotangent_[id]) continue;
+      Node node = graph.nodes[id];  // a copy: the rule appends to graph.nodes
+      if (node.prim->grad_by_decomposition) {
+        through_decomposition(node, *cotangent_[id], relevant);
+        continue;
+      }
+      if (!node.prim->differentiable()) continue;
+      std::vector<std::optional<NodeId>> grads = node.prim->grad(b_, node, id, *cotangent_[id]);
+      if (grads.size() != node.inputs.size()) {
+        throw GraphError(fmt::format("grad: the rule of {} gave {} cotangents for {} inputs", describe_node(graph, id),
+                                     grads.size(), node.inputs.size()));
+      }
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        NodeId in = node.inputs[i];
+        if (!grads[i] || !relevant(in)) continue;
+        const Node& input = graph.nodes[in];
+        if (b_.shape(*grads[i]) != input.shape || b_.dtype(*grads[i]) != input.dtype) {
+          throw GraphError(fmt::format("grad: the rule of {} gave a {}{} cotangent for its input {}",
+                                       describe_node(graph, id), dtype_name(b_.dtype(*grads[i])),
+                                       shape_str(b_.shape(*grads[i])), describe_node(graph, in)));
+        }
+        contributions_[in].push_back(*grads[i]);
+      }
+    }
+  }
+
+ private:
+  // A composite's gradient is its decomposition's: the decomposition is built again here
+  // and walked back from its value, so that each of its nodes adds its contributions to
+  // the composite's inputs one by one, in the order (and so with the sums' bits) they
+  // would have had had the graph held the decomposition. The copy's forward nodes are
+  // the expanded composite's, which the optimizer's CSE keeps once.
+  void through_decomposition(const Node& node, NodeId cotangent, const std::function<bool(NodeId)>& relevant) {
+    const auto first = static_cast<NodeId>(b_.graph().nodes.size());
+    std::vector<NodeId> values = decompose(b_, *node.prim, node.inputs, node.attrs);
+    if (values.size() != 1) {
+      throw GraphError(
+          fmt::format("grad: {} gives {} values; only one is differentiated", node.op_name(), values.size()));
+    }
+    grow();
+    if (values[0] < first) {
+      if (relevant(values[0])) contributions_[values[0]].push_back(cotangent);
+      return;
+    }
+    contributions_[values[0]].push_back(cotangent);
+    walk(first, values[0], relevant);
+  }
+
+  // Sizes the tables to the graph, each new node depending on a wrt node where an input does.
+  void grow() {
+    const Graph& graph = b_.graph();
+    for (auto id = static_cast<NodeId>(from_wrt_.size()); id < graph.nodes.size(); ++id) {
+      bool depends = id < is_wrt_.size() && is_wrt_[id];
+      for (NodeId in : graph.nodes[id].inputs) depends = depends || from_wrt_[in];
+      from_wrt_.push_back(depends);
+    }
+    contributions_.resize(graph.nodes.size());
+    cotangent_.resize(graph.nodes.size());
+  }
+
+  Builder& b_;
+  std::vector<bool> is_wrt_, from_wrt_;
+  std::vector<std::vector<NodeId>> contributions_;
+  std::vector<std::optional<NodeId>> cotangent_;
+};
+
 }  // namespace
 
 std::vector<NodeId> gradients(Builder& b, NodeId loss, std::span<const NodeId> wrt) {
-  const Graph& graph = b.graph();
   const Node& loss_node = b.node(loss);
   if (!loss_node.shape.empty() || !is_float(loss_node.dtype)) {
     throw GraphError(fmt::format("grad: the loss must be a floating-point scalar, got {}{}",
                                  dtype_name(loss_node.dtype), shape_str(loss_node.shape)));
   }
-  size_t count = loss + 1;
-  // Nodes on a path from some wrt node to the loss: only they need cotangents.
-  std::vector<bool> from_wrt(count, false), to_loss(count, false);
-  for (NodeId w : wrt) {
-    b.node(w);
-    if (w < count) from_wrt[w] = true;
-  }
-  for (NodeId id = 0; id < count; ++id) {
-    for (NodeId in : graph.nodes[id].inputs) from_wrt[id] = from_wrt[id] || from_wrt[in];
-  }
-  to_loss[loss] = true;
-  for (NodeId id = loss + 1; id-- > 0;) {
-    if (!to_loss[id]) continue;
-    for (NodeId in : graph.nodes[id].inputs) to_loss[in] = true;
-  }
-  auto relevant = [&](NodeId id) { return from_wrt[id] && to_loss[id]; };
-
-  // Each node's contributions are summed when every user has given its own: when the
-  // walk back reaches the node (all its users come after it).
-  std::vector<std::vector<NodeId>> contributions(count);
-  contributions[loss].push_back(b.scalar(1.0, loss_node.dtype));
-  std::vector<std::optional<NodeId>> cotangent(count);
-  for (NodeId id = loss + 1; id-- > 0;) {
-    if (!relevant(id)) continue;
-    cotangent[id] = summed(b, contributions[id]);
-    if (!cotangent[id]) continue;
-    Node node = graph.nodes[id];  // a copy: the rule appends to graph.nodes
-    if (!node.prim->differentiable()) continue;
-    std::vector<std::optional<NodeId>> grads = node.prim->grad(b, node, id, *cotangent[id]);
-    if (grads.size() != node.inputs.size()) {
-      throw GraphError(fmt::format("grad: the rule of {} gave {} cotangents for {} inputs", describe_node(graph, id),
-                                   grads.size(), node.inputs.size()));
-    }
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      NodeId in = node.inputs[i];
-      if (!grads[i] || !relevant(in)) continue;
-      const Node& input = graph.nodes[in];
-      if (b.shape(*grads[i]) != input.shape || b.dtype(*grads[i]) != input.dtype) {
-        throw GraphError(fmt::format("grad: the rule of {} gave a {}{} cotangent for its input {}",
-                                     describe_node(graph, id), dtype_name(b.dtype(*grads[i])),
-                                     shape_str(b.shape(*grads[i])), describe_node(graph, in)));
-      }
-      contributions[in].push_back(*grads[i]);
-    }
-  }
+  Backward backward(b, wrt);
+  backward.contribute(loss, b.scalar(1.0, loss_node.dtype));
+  backward.walk(0, loss, [](NodeId) { return false; });
   std::vector<NodeId> out;
   for (NodeId w : wrt) {
-    if (w < count && cotangent[w]) out.push_back(*cotangent[w]);
-    else out.push_back(b.zeros(b.shape(w), b.dtype(w)));
+    std::optional<NodeId> cotangent = w <= loss ? backward.cotangent(w) : std::nullopt;
+    out.push_back(cotangent ? *cotangent : b.zeros(b.shape(w), b.dtype(w)));
   }
   return out;
 }

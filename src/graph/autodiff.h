@@ -1,7 +1,9 @@
 // Reverse-mode automatic differentiation as a graph-to-graph transformation:
 // each primitive's gradient rule is applied from the loss back to the
 // inputs, cotangents of a node used several times are summed, and a
-// broadcast's rule sums its cotangent back to the unbroadcast shape.
+// broadcast's rule sums its cotangent back to the unbroadcast shape. A composite
+// (graph/composite.h) is differentiated through its decomposition, built again after the
+// node, so the gradient's nodes are those of the graph with the composite expanded.
 #pragma once
 
 #include <span>

@@ -1,6 +1,7 @@
 // The operation count of a graph (see cost.h).
 #include "graph/cost.h"
 
+#include "graph/composite.h"
 #include "graph/primitive.h"
 
 namespace sx::graph {
@@ -62,6 +63,20 @@ int64_t node_flops(const Graph& graph, const Node& node) {
     case PrimId::matmul: {
       int64_t k = graph.node(node.inputs[0]).shape.back();
       return 2 * numel(node.shape) * k;
+    }
+    case PrimId::softmax:
+    case PrimId::log_softmax:
+    case PrimId::layer_norm:
+    case PrimId::rms_norm:
+    case PrimId::gelu:
+    case PrimId::cross_entropy:
+    case PrimId::attention:
+    case PrimId::adamw:
+    case PrimId::sgd:
+    case PrimId::part: {
+      std::vector<ValueType> args;
+      for (NodeId in : node.inputs) args.push_back({graph.node(in).shape, graph.node(in).dtype});
+      return flops(decomposition(*node.prim, args, node.attrs));
     }
   }
   return 0;

@@ -17,6 +17,7 @@ namespace sx::graph {
 //   random                       one per element drawn
 //   inputs, constants and data   none: reshape, transpose, broadcast, slice, concat, pad,
 //     movement                   gather, iota, one_hot move or make values, not compute them
+//   composites                   their decompositions' (graph/composite.h)
 int64_t flops(const Graph& graph);
 
 }  // namespace sx::graph

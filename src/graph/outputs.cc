@@ -87,7 +87,10 @@ GatherPlan plan_gathers(const Graph& graph) {
 
 }  // namespace
 
-Graph take_at(const Graph& graph) {
+Graph take_at(const Graph& given) {
+  // The gather sinks through the nodes of a composite's decomposition, which have sinking
+  // rules, where the composite has none.
+  const Graph graph = expand_composites(given);
   if (graph.outputs.empty()) throw GraphError("at: the model has no outputs");
   if (graph.find_input("at")) throw GraphError("at: the model already has an input named `at`");
   const Node& first = graph.node(graph.outputs.front().node);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/primitive.h"
 
 namespace sx::graph {
 
@@ -60,15 +61,15 @@ Graph select_outputs(const Graph& graph, std::span<const std::string> names);
 // the run (serve does): where a gather reads it, it stops the run as any index outside its
 // axis does (graph/index_error.h), but one sunk past a broadcast of the axis reads none.
 //
-// The gather is sunk toward the inputs through every node that computes each place
-// of the axis from that place of its inputs alone (each primitive's sinking rule, see
-// primitive.h), following the axis through transposes and reshapes that keep it: so
-// a final projection, and everything after it, runs for one row, not the window. It
-// stays after a node that mixes the places (a reduction over the axis, a reshape
-// that merges it); a node that is needed whole anyway is computed once, whole, and
-// gathered. The outputs are the same bits as a gather at the end, on every device
-// whose kernels' order of summation does not depend on the other rows (reference,
-// cpu).
+// The composites are expanded first (expand_composites): the gather sinks through their
+// decompositions. The gather is sunk toward the inputs through every node that computes
+// each place of the axis from that place of its inputs alone (each primitive's sinking
+// rule, see primitive.h), following the axis through transposes and reshapes that keep
+// it: so a final projection, and everything after it, runs for one row, not the window.
+// It stays after a node that mixes the places (a reduction over the axis, a reshape that
+// merges it); a node that is needed whole anyway is computed once, whole, and gathered.
+// The outputs are the same bits as a gather at the end, on every device whose kernels'
+// order of summation does not depend on the other rows (reference, cpu).
 Graph take_at(const Graph& graph);
 
 // A weight's gradient over a batch, sum over axis 0 of matmul(transpose(x), dy) with
@@ -86,7 +87,8 @@ Graph merge_batch_sums(const Graph& graph);
 // operands rounded to bf16 (8 significant bits), their products exact in f32 and
 // summed in f32, the sum rounded once to bf16; cast back, it carries bf16's precision
 // (a relative error within 2^-8 of the f32 sum of the rounded operands). A weight's
-// gradient over a batch is one product first (merge_batch_sums). A graph without such
+// gradient over a batch is one product first (merge_batch_sums), and a composite that
+// computes products (attention) is expanded (expand_composites). A graph without such
 // a product is returned as it is. A product that reads one of the inputs
 // named in `kept_f32` (a parameter declared `:numerics :high`), directly or through a
 // broadcast, reshape or transpose of it, stays f32: that input is never cast down.
@@ -99,6 +101,13 @@ Graph bf16_products(const Graph& graph, std::span<const std::string> kept_f32 = 
 // In place, because the graph is a session's trace whose node ids its parameters hold.
 // Returns the inputs retyped; the graph is verified after.
 std::vector<NodeId> keep_inputs_in_bf16(Graph& graph, std::span<const NodeId> candidates);
+
+// Each composite node (graph/composite.h) whose primitive `runs` refuses (every one without
+// `runs`) replaced by its decomposition where it is, nested composites too, the nodes
+// carrying its origin; a `part` of one of several values becomes that value itself. The
+// graph computes the same bits on a device's kernels either way: what a device does not
+// run itself, it runs this way (runtime/compile.h).
+Graph expand_composites(const Graph& graph, const std::function<bool(PrimId)>& runs = {});
 
 // The batching transformation: a graph in which each input named in
 // `batched_inputs` has a new leading axis of size `batch_size`, computing

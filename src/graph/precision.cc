@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "graph/builder.h"
+#include "graph/composite.h"
 #include "graph/passes.h"
 #include "graph/primitive.h"
 #include "graph/rewrite.h"
@@ -66,10 +67,35 @@ bool reads_kept(const Graph& graph, NodeId x, const std::unordered_set<NodeId>& 
   }
 }
 
+// Whether node `id` (a composite) computes a matrix product in its decomposition, or in
+// a composite of its decomposition.
+bool holds_product(const Graph& graph, NodeId id) {
+  const Node& node = graph.node(id);
+  std::vector<ValueType> args;
+  for (NodeId in : node.inputs) args.push_back({graph.node(in).shape, graph.node(in).dtype});
+  const Graph parts = decomposition(*node.prim, args, node.attrs);
+  for (NodeId part = 0; part < parts.nodes.size(); ++part) {
+    const Node& p = parts.nodes[part];
+    if (p.op() == PrimId::matmul || (p.prim->composite() && holds_product(parts, part))) return true;
+  }
+  return false;
+}
+
+// `given` with each composite that computes a product (attention) expanded, so that the
+// policy sees its products.
+Graph products_in_sight(const Graph& given) {
+  std::vector<bool> expand(kPrimitiveCount, false);
+  for (NodeId id = 0; id < given.nodes.size(); ++id) {
+    const Node& node = given.nodes[id];
+    if (node.prim->composite() && !expand[index_of(node.op())]) expand[index_of(node.op())] = holds_product(given, id);
+  }
+  return expand_composites(given, [&](PrimId op) { return !expand[index_of(op)]; });
+}
+
 }  // namespace
 
 Graph bf16_products(const Graph& given, std::span<const std::string> kept_f32) {
-  const Graph graph = merge_batch_sums(given);
+  const Graph graph = merge_batch_sums(products_in_sight(given));
   std::unordered_set<NodeId> kept;
   for (const std::string& name : kept_f32) {
     if (auto node = graph.find_input(name)) kept.insert(*node);

@@ -19,6 +19,11 @@
 //           of one of its axes or whole; null, or nullopt for an axis, = the
 //           node mixes that axis's places, so a gather of it stays after it.
 //   kernel  the reference kernel: plain loops in the node's dtype.
+//
+// A composite (softmax, layer_norm, attention, adamw, ...) adds its decomposition: the
+// nodes of other primitives that compute it. That is its reference kernel, its shape
+// rule and, where it says so, its gradient; a device that does not run the composite
+// itself runs its decomposition (graph/composite.h).
 #pragma once
 
 #include <cstddef>
@@ -99,10 +104,25 @@ enum class PrimId : uint8_t {
   random_normal,
   random_uniform,
   random_bernoulli,
+  // composite
+  softmax,
+  log_softmax,
+  layer_norm,
+  rms_norm,
+  gelu,
+  cross_entropy,
+  attention,
+  adamw,
+  sgd,
+  part,
 };
 
 // How many primitives there are: the size of a table indexed by id.
-inline constexpr size_t kPrimitiveCount = static_cast<size_t>(PrimId::random_bernoulli) + 1;
+inline constexpr size_t kPrimitiveCount = static_cast<size_t>(PrimId::part) + 1;
+
+// What a primitive is, for code that treats several alike. Only composites are told apart
+// so far: a composite's row has a decomposition, every other primitive's a kernel of its own.
+enum class PrimKind : uint8_t { basic, composite };
 
 // A primitive's place in a table indexed by id.
 constexpr size_t index_of(PrimId id) { return static_cast<size_t>(id); }
@@ -119,6 +139,10 @@ using GradFn = std::vector<std::optional<NodeId>> (*)(Builder& b, const Node& no
 using BatchFn = NodeId (*)(Builder& b, const Node& node, std::span<const NodeId> args, std::span<const bool> batched,
                            int64_t batch_size);
 using KernelFn = Tensor (*)(const Node& node, std::span<const Tensor* const> args);
+// A composite's values from its canonical arguments, built with other ops: one value, or
+// several of one shape and dtype (an optimizer's new parameter and moments), which the
+// node holds stacked on a new leading axis and `part` takes apart.
+using DecomposeFn = std::vector<NodeId> (*)(Builder& b, std::span<const NodeId> args, const Attrs& attrs);
 
 // What a sinking rule gives for a node taken at one place of `axis` (that
 // axis kept with length 1): for each input, the axis it is taken at, at the
@@ -134,14 +158,20 @@ struct Primitive {
   PrimId id = PrimId::input;
   std::string_view name;
   int arity = 0;  // -1: any number of inputs, at least one
+  PrimKind kind = PrimKind::basic;
   InferFn infer = nullptr;
   BuildFn build = nullptr;
   GradFn grad = nullptr;
   BatchFn batch = nullptr;
   SinkFn sink = nullptr;
   KernelFn kernel = nullptr;
+  DecomposeFn decompose = nullptr;  // a composite's, and only a composite's
+  // A composite whose gradient is its decomposition's (autodiff differentiates the
+  // decomposition where the node is); its `grad` stays null.
+  bool grad_by_decomposition = false;
 
-  bool differentiable() const { return grad != nullptr; }
+  bool differentiable() const { return grad != nullptr || grad_by_decomposition; }
+  bool composite() const { return kind == PrimKind::composite; }
 };
 
 const Primitive& primitive(PrimId id);

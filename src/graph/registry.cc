@@ -16,14 +16,19 @@ struct Registry {
   std::unordered_map<std::string_view, const Primitive*> by_name;
 
   Registry() : all(kPrimitiveCount, nullptr) {
-    for (auto family : {prims::source_primitives(), prims::unary_primitives(), prims::binary_primitives(),
-                        prims::reduce_primitives(), prims::shape_primitives(), prims::index_primitives(),
-                        prims::matmul_primitives(), prims::random_primitives()}) {
+    for (auto family :
+         {prims::source_primitives(), prims::unary_primitives(), prims::binary_primitives(), prims::reduce_primitives(),
+          prims::shape_primitives(), prims::index_primitives(), prims::matmul_primitives(), prims::random_primitives(),
+          prims::composite_primitives(), prims::update_primitives()}) {
       for (const Primitive& p : family) {
         size_t at = index_of(p.id);
         if (at >= kPrimitiveCount || all[at]) {
           throw GraphError(fmt::format("the primitive '{}' has the id {}, which {}", p.name, at,
                                        at >= kPrimitiveCount ? "is out of range" : "another row has"));
+        }
+        if (p.composite() != (p.decompose != nullptr) || (p.grad_by_decomposition && !p.decompose)) {
+          throw GraphError(
+              fmt::format("the primitive '{}' is a composite exactly when it has a decomposition", p.name));
         }
         all[at] = &p;
         if (!by_name.emplace(p.name, &p).second) {

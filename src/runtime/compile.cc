@@ -1,4 +1,4 @@
-// The compile path: verify, optimize, compile.
+// The compile path: verify, expand, optimize, compile.
 #include "runtime/compile.h"
 
 #include "graph/passes.h"
@@ -8,12 +8,23 @@ namespace sx::runtime {
 
 Compiled compile(device::Device& device, const graph::Graph& graph) {
   graph::verify(graph);
+  // Before the optimizer: a decomposition's nodes are folded and shared as the library's
+  // own nodes would be, and the nodes a composite's gradient built again are the ones
+  // its expansion builds, which CSE keeps once.
+  std::vector<bool> present(graph::kPrimitiveCount, false);
+  for (const graph::Node& node : graph.nodes) present[graph::index_of(node.op())] = true;
+  auto runs = [&device](graph::PrimId id) { return device.supports(id); };
+  std::vector<graph::PrimId> decomposed;
+  for (const graph::Primitive* p : graph::all_primitives()) {
+    if (p->composite() && present[graph::index_of(p->id)] && !runs(p->id)) decomposed.push_back(p->id);
+  }
+  const graph::Graph expanded = graph::expand_composites(graph, runs);
   // Constants are folded by the device's own kernels, so a folded node has the bits it
   // would have had in the program: cpu sums a matmul in another order than reference.
   auto on_device = [&device](const graph::Graph& constants) { return device.compile(constants)->run_host({}); };
-  graph::Graph optimized = graph::optimize(graph, on_device);
+  graph::Graph optimized = graph::optimize(expanded, on_device);
   std::unique_ptr<device::Plan> plan = device.compile(optimized);
-  return {std::move(optimized), std::move(plan)};
+  return {std::move(optimized), std::move(plan), std::move(decomposed)};
 }
 
 }  // namespace sx::runtime

@@ -23,6 +23,9 @@ using graph::NodeId;
 NodeId f32(Builder& b, double value) { return b.scalar(value, DType::f32); }
 NodeId f64(Builder& b, double value) { return b.scalar(value, DType::f64); }
 
+// Value `index` of a composite of several values (an update's new parameter or state).
+NodeId part(Builder& b, NodeId update, int64_t index) { return b.op("part", {update}, {{"index", index}}); }
+
 // The f64 scalar rounded to f32, where it meets f32 tensors (as torch rounds a Python float).
 NodeId to_f32(Builder& b, NodeId scalar) { return b.cast(scalar, DType::f32); }
 
@@ -206,42 +209,33 @@ UpdateGraph build_update(Builder& b, const GroupAssignment& groups, std::span<co
     NodeId p = b.cast(params[i].value, DType::f32);
     NodeId g = grads[i];
     const GroupScalars& k = scalars_of(entry);
+    const int64_t decays = entry.weight_decay != 0;
     NodeId updated;
+    // One composite node per parameter (graph/prims/update.cc, which writes out what each
+    // computes, in the order of the fused program on the cpu device that runs it,
+    // device/cpu/fusion_chains.h), its new state taken from it by `part`.
     if (opt.kind == OptimizerSpec::Kind::AdamW) {
       size_t m_index = state_input(tensors[next_state]);
       size_t v_index = state_input(tensors[next_state]);
-      NodeId m0 = out.state[m_index].input, v0 = out.state[v_index].input;
-      // param.mul_(1 - lr * weight_decay), a no-op without weight decay
-      if (entry.weight_decay != 0) p = b.mul(p, k.decay);
-      // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1). Each operand in a statement of
-      // its own: C++ leaves the order of a call's arguments open, and the order the nodes
-      // are made in is the order of the update's fused program on the cpu device, which
-      // runs in registers when it is the order device/cpu/fusion_chains.h holds.
-      NodeId m_kept = b.mul(m0, beta1);
-      NodeId m_new = b.mul(rest1, g);
-      NodeId m = b.add(m_kept, m_new);
-      // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-      NodeId v_kept = b.mul(v0, beta2);
-      NodeId v_new = b.mul(b.mul(rest2, g), g);
-      NodeId v = b.add(v_kept, v_new);
-      // denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-      NodeId denom = b.add(b.div(b.sqrt(v), bias2_sqrt), eps);
-      // param.addcdiv_(exp_avg, denom, value=-step_size), step_size = lr / bias_correction1
-      updated = b.add(p, b.div(b.mul(k.neg_step, m), denom));
-      out.state[m_index].updated = m;
-      out.state[v_index].updated = v;
+      std::vector<NodeId> operands{
+          p,   g,         out.state[m_index].input, out.state[v_index].input, beta1, rest1, beta2, rest2, bias2_sqrt,
+          eps, k.neg_step};
+      if (decays) operands.push_back(k.decay);
+      NodeId update = b.op("adamw", operands, {{"weight_decay", decays}});
+      updated = part(b, update, 0);
+      out.state[m_index].updated = part(b, update, 1);
+      out.state[v_index].updated = part(b, update, 2);
     } else {
-      // d_p = d_p.add(param, alpha=weight_decay)
-      if (entry.weight_decay != 0) g = b.add(g, b.mul(k.weight_decay, p));
+      std::vector<NodeId> operands{p, g, k.neg_step};
+      if (decays) operands.push_back(k.weight_decay);
+      std::optional<size_t> index;
       if (has_momentum(opt)) {
-        size_t index = state_input(tensors[next_state]);
-        // buf = clone(d_p) at the first step, else buf.mul_(momentum).add_(d_p)
-        NodeId buf = b.where(first, g, b.add(b.mul(out.state[index].input, momentum), g));
-        out.state[index].updated = buf;
-        g = buf;
+        index = state_input(tensors[next_state]);
+        operands.insert(operands.end(), {out.state[*index].input, momentum, first});
       }
-      // param.add_(d_p, alpha=-lr)
-      updated = b.add(p, b.mul(k.neg_step, g));
+      NodeId update = b.op("sgd", operands, {{"weight_decay", decays}, {"momentum", int64_t{index.has_value()}}});
+      updated = index ? part(b, update, 0) : update;
+      if (index) out.state[*index].updated = part(b, update, 1);
     }
     out.new_params.push_back(b.cast(updated, dtype));
   }

@@ -104,11 +104,13 @@ struct UpdateGraph {
   std::vector<State> state;  // as state_tensors gives them
 };
 
-// Appends the update to `b`'s graph. `params` is one entry per groups.params, in its
-// order. Creates the state inputs (named as StateTensor::name) and, unless `step` is
-// given, the i64 scalar input `step`. Throws lang::Error E-RUN-011 at the schedule when
-// it needs the run's total steps and settings.total_steps < 1; std::invalid_argument
-// when `params` does not fit `groups`.
+// Appends the update to `b`'s graph: each parameter's is one `adamw` or `sgd` composite
+// (graph/prims/update.cc), its new value and state taken from it by `part`, after the
+// step's scalars and clipping. `params` is one entry per groups.params, in its order.
+// Creates the state inputs (named as StateTensor::name) and, unless `step` is given, the
+// i64 scalar input `step`. Throws lang::Error E-RUN-011 at the schedule when it needs the
+// run's total steps and settings.total_steps < 1; std::invalid_argument when `params`
+// does not fit `groups`.
 UpdateGraph build_update(graph::Builder& b, const GroupAssignment& groups, std::span<const ParamNodes> params,
                          const UpdateSettings& settings, std::optional<graph::NodeId> step = std::nullopt);
 

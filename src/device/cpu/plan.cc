@@ -567,10 +567,15 @@ CpuDevice::CpuDevice(const DeviceOptions& options) : cores_(options.cpu_cores), 
 
 std::unique_ptr<Plan> CpuDevice::compile(const graph::Graph& graph) {
   graph::verify(graph);
-  return std::make_unique<CpuPlan>(*this, graph::merge_batch_sums(graph));
+  // No composite has a kernel here yet: each runs as its decomposition. The compile path
+  // (runtime/compile.h) has expanded them before optimizing; a graph given here directly
+  // has them expanded now.
+  return std::make_unique<CpuPlan>(*this, graph::merge_batch_sums(graph::expand_composites(graph)));
 }
 
-bool CpuDevice::supports(graph::PrimId primitive) const { return cpu::step_table()[primitive].run != Run::reference; }
+bool CpuDevice::supports(graph::PrimId primitive) const {
+  return !graph::primitive(primitive).composite() && cpu::step_table()[primitive].run != Run::reference;
+}
 
 namespace cpu {
 

@@ -48,12 +48,13 @@ inline std::vector<Value> materialized_args(Args& a, size_t first) {
 // E-EVAL-009: an integer operation `op` whose exact result leaves 64 bits (numbers.cc).
 [[noreturn]] void integer_overflow(const Args& a, std::string_view op);
 
-void install_number_builtins(Interpreter& interp);  // numbers.cc: arithmetic, comparison, rounding
-void install_math_builtins(Interpreter& interp);    // math.cc: elementwise math, numbers and tensors alike
-void install_list_builtins(Interpreter& interp);    // lists.cc: lists, vectors, plists, higher-order
-void install_string_builtins(Interpreter& interp);  // strings.cc: str, format, symbols, keywords
-void install_misc_builtins(Interpreter& interp);    // misc.cc: equal, type predicates, print, error
-void install_tensor_builtins(Interpreter& interp);  // tensors.cc: tensor constructors and operations
-void install_grad_builtins(Interpreter& interp);    // grad.cc: grad, value-and-grad
+void install_number_builtins(Interpreter& interp);     // numbers.cc: arithmetic, comparison, rounding
+void install_math_builtins(Interpreter& interp);       // math.cc: elementwise math, numbers and tensors alike
+void install_list_builtins(Interpreter& interp);       // lists.cc: lists, vectors, plists, higher-order
+void install_string_builtins(Interpreter& interp);     // strings.cc: str, format, symbols, keywords
+void install_misc_builtins(Interpreter& interp);       // misc.cc: equal, type predicates, print, error
+void install_tensor_builtins(Interpreter& interp);     // tensors.cc: tensor constructors and operations
+void install_composite_builtins(Interpreter& interp);  // composites.cc: %softmax ... %attention
+void install_grad_builtins(Interpreter& interp);       // grad.cc: grad, value-and-grad
 
 }  // namespace sx::lang

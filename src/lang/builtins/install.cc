@@ -10,6 +10,7 @@ void install_builtins(Interpreter& interp) {
   install_string_builtins(interp);
   install_misc_builtins(interp);
   install_tensor_builtins(interp);
+  install_composite_builtins(interp);
   install_grad_builtins(interp);
 }
 

@@ -85,6 +85,21 @@ graph::DType dtype_arg(Args& a, size_t i) {
   a.type_error(i, "a dtype (:f32 :bf16 :f64 :i32 :i64 :bool :u8 :u16)");
 }
 
+void check_known_indices(Args& a, size_t at, graph::NodeId indices, int64_t depth) {
+  const graph::Node& node = a.interp.tracer()->graph().node(indices);
+  if (!node.value) return;
+  const graph::Tensor& known = *node.value;
+  for (int64_t i = 0; i < known.numel(); ++i) {
+    double index = known.value(i);
+    if (index < 0 || index >= static_cast<double>(depth)) {
+      fail(
+          "E-EVAL-015", a.span(at),
+          fmt::format("index {} (element {} of the indices) is outside the depth {}", element_text(known, i), i, depth),
+          fmt::format("an index is a class from 0 to {}", depth - 1));
+    }
+  }
+}
+
 namespace {
 
 // A graph error begins with the op that refused it (`add: cannot broadcast ...`), which

@@ -31,6 +31,11 @@ int64_t one_axis(Args& a, std::map<std::string, size_t>& kw, int64_t fallback);
 // A dtype keyword: :f32 :bf16 :f64 :i32 :i64 :bool :u8 :u16.
 graph::DType dtype_arg(Args& a, size_t i);
 
+// Refuses (E-EVAL-015) an index of `indices`, argument `at`, outside 0 to depth-1 when its
+// elements are known (a constant tensor), here where the call is; a computed one is
+// checked when it runs (a checked one_hot, E-DEVICE-004).
+void check_known_indices(Args& a, size_t at, graph::NodeId indices, int64_t depth);
+
 // Emits what `build` builds, at the call's span; graph errors become E-SHAPE-001, named
 // by the builtin called (`+`), not the graph op that refused (`add`).
 Value trace(Args& a, const std::function<graph::NodeId(graph::Builder&)>& build);

@@ -243,23 +243,6 @@ Value scatter_add(Args& a) {
   return trace(a, [&](Builder& b) { return b.scatter_add(x, indices, updates, axis); });
 }
 
-// Refuses an index of `indices` outside 0 to depth-1 when its elements are known (a
-// constant tensor), here where the call is; a computed one is checked when it runs.
-void check_known_indices(Args& a, NodeId indices, int64_t depth) {
-  const graph::Node& node = a.interp.tracer()->graph().node(indices);
-  if (!node.value) return;
-  const graph::Tensor& known = *node.value;
-  for (int64_t i = 0; i < known.numel(); ++i) {
-    double index = known.value(i);
-    if (index < 0 || index >= static_cast<double>(depth)) {
-      fail(
-          "E-EVAL-015", a.span(0),
-          fmt::format("index {} (element {} of the indices) is outside the depth {}", element_text(known, i), i, depth),
-          fmt::format("an index is a class from 0 to {}", depth - 1));
-    }
-  }
-}
-
 // (one-hot indices depth :dtype d :checked true): an index outside the depth gives a row
 // of zeros, or with :checked is an error: here when the indices are known, else when the
 // graph runs (E-DEVICE-004).
@@ -269,7 +252,7 @@ Value one_hot(Args& a) {
   int64_t depth = a.integer(1);
   DType dtype = dtype_or(a, kw, DType::f32);
   const bool checked = kw.count("checked") && a[kw["checked"]].truthy();
-  if (checked) check_known_indices(a, indices, depth);
+  if (checked) check_known_indices(a, 0, indices, depth);
   return trace(a, [&](Builder& b) { return b.one_hot(indices, depth, dtype, checked); });
 }
 

@@ -322,6 +322,133 @@ const std::map<std::string, std::function<void()>>& kernel_cases() {
          EXPECT_EQ(t.dtype(), boolean);
          EXPECT_NEAR(mean, 0.25, 0.03);
        }},
+      // The composites: their decompositions, run by the reference kernels.
+      {"softmax",
+       [] {
+         Tensor x = tensor(f64, {2, 2}, {0, std::log(3.0), 1, 1});
+         expect_tensor(eval([&](Builder& b) { return b.op("softmax", {b.constant(x)}); }), f64, {2, 2},
+                       {0.25, 0.75, 0.5, 0.5});
+         expect_tensor(eval([&](Builder& b) {
+                         return b.op("softmax", {b.constant(x)}, {{"axes", std::vector<int64_t>{0}}});
+                       }),
+                       f64, {2, 2},
+                       {1 / (1 + std::exp(1.0)), 3 / (3 + std::exp(1.0)), std::exp(1.0) / (1 + std::exp(1.0)),
+                        std::exp(1.0) / (3 + std::exp(1.0))});
+       }},
+      {"log_softmax",
+       [] {
+         Tensor x = tensor(f64, {2}, {0, std::log(3.0)});
+         expect_tensor(eval([&](Builder& b) { return b.op("log_softmax", {b.constant(x)}); }), f64, {2},
+                       {std::log(0.25), std::log(0.75)});
+       }},
+      {"layer_norm",
+       [] {
+         Tensor x = tensor(f64, {1, 3}, {1, 2, 3}), w = tensor(f64, {3}, {2, 2, 2}), bias = tensor(f64, {3}, {1, 1, 1});
+         const double r = std::sqrt(1.5);  // (x - 2) / sqrt(2/3)
+         expect_tensor(
+             eval([&](Builder& b) {
+               return b.op("layer_norm", {b.constant(x)}, {{"eps", 0.0}, {"weight", int64_t{0}}, {"bias", int64_t{0}}});
+             }),
+             f64, {1, 3}, {-r, 0, r});
+         expect_tensor(eval([&](Builder& b) {
+                         return b.op("layer_norm", {b.constant(x), b.constant(w), b.constant(bias)},
+                                     {{"eps", 0.0}, {"weight", int64_t{1}}, {"bias", int64_t{1}}});
+                       }),
+                       f64, {1, 3}, {1 - 2 * r, 1, 1 + 2 * r});
+       }},
+      {"rms_norm",
+       [] {
+         Tensor x = tensor(f64, {2}, {3, 4}), w = tensor(f64, {2}, {1, 2});
+         const double rms = std::sqrt(12.5);
+         expect_tensor(
+             eval([&](Builder& b) {
+               return b.op("rms_norm", {b.constant(x), b.constant(w)}, {{"eps", 0.0}, {"weight", int64_t{1}}});
+             }),
+             f64, {2}, {3 / rms, 8 / rms});
+       }},
+      {"gelu",
+       [] {
+         Tensor x = tensor(f64, {2}, {0, 1});
+         expect_tensor(eval([&](Builder& b) {
+                         return b.op("gelu", {b.constant(x)}, {{"form", std::string("erf")}});
+                       }),
+                       f64, {2}, {0, 0.8413447460685429});
+         expect_tensor(eval([&](Builder& b) {
+                         return b.op("gelu", {b.constant(x)}, {{"form", std::string("tanh")}});
+                       }),
+                       f64, {2}, {0, 0.5 * (1 + std::tanh(0.7978845608028654 * 1.044715))});
+       }},
+      {"cross_entropy",
+       [] {
+         Tensor logits = tensor(f64, {2, 2}, {0, std::log(3.0), 0, 0}), targets = tensor(i32, {2}, {1, 0});
+         expect_tensor(eval([&](Builder& b) {
+                         return b.op("cross_entropy", {b.constant(logits), b.constant(targets)});
+                       }),
+                       f64, {}, {-(std::log(0.75) + std::log(0.5)) / 2});
+         Tensor outside = tensor(i32, {2}, {1, 2});
+         EXPECT_THROW(eval([&](Builder& b) {
+                        return b.op("cross_entropy", {b.constant(logits), b.constant(outside)});
+                      }),
+                      IndexOutOfRange);
+       }},
+      {"attention",
+       [] {
+         // Equal scores: each query averages the values it may see.
+         Tensor q = tensor(f64, {2, 1}, {1, 1}), v = tensor(f64, {2, 1}, {1, 3});
+         Tensor first_only = tensor(boolean, {2, 2}, {1, 0, 1, 0});
+         auto attend = [&](std::vector<Tensor> extra, int64_t causal) {
+           return eval([&](Builder& b) {
+             std::vector<NodeId> in{b.constant(q), b.constant(q), b.constant(v)};
+             for (const Tensor& t : extra) in.push_back(b.constant(t));
+             return b.op("attention", in, {{"causal", causal}});
+           });
+         };
+         expect_tensor(attend({}, 0), f64, {2, 1}, {2, 2});
+         expect_tensor(attend({}, 1), f64, {2, 1}, {1, 2});
+         expect_tensor(attend({first_only}, 0), f64, {2, 1}, {1, 1});
+       }},
+      {"adamw",
+       [] {
+         // The first step from zero moments with lr 0.1: m = 0.1 g, v = 0.001 g^2, and the
+         // step is lr * m_hat / (sqrt(v_hat) + eps), m_hat = g, v_hat = g^2.
+         auto s = [](double value) { return tensor(f32, {}, {value}); };
+         Tensor one = tensor(f32, {1}, {1}), zero = tensor(f32, {1}, {0});
+         std::vector<Tensor> operands{
+             one,     one,    zero, zero, s(0.9), s(0.1), s(0.999), s(0.001), s(std::sqrt(0.001)),
+             s(1e-8), s(-1.0)};  // -lr / (1 - beta1)
+         expect_tensor(eval([&](Builder& b) {
+                         std::vector<NodeId> in;
+                         for (const Tensor& t : operands) in.push_back(b.constant(t));
+                         return b.op("adamw", in, {{"weight_decay", int64_t{0}}});
+                       }),
+                       f32, {3, 1}, {0.9, 0.1, 0.001}, 1e-6);
+       }},
+      {"sgd",
+       [] {
+         auto s = [](double value) { return tensor(f32, {}, {value}); };
+         Tensor p = tensor(f32, {1}, {1}), g = tensor(f32, {1}, {2}), buffer = tensor(f32, {1}, {3});
+         expect_tensor(eval([&](Builder& b) {
+                         return b.op("sgd", {b.constant(p), b.constant(g), b.constant(s(-0.5))},
+                                     {{"weight_decay", int64_t{0}}, {"momentum", int64_t{0}}});
+                       }),
+                       f32, {1}, {0});
+         // buffer 0.9 * 3 + (2 + 0.5 * 1) = 5.2, then p - 0.5 * 5.2
+         expect_tensor(eval([&](Builder& b) {
+                         return b.op("sgd",
+                                     {b.constant(p), b.constant(g), b.constant(s(-0.5)), b.constant(s(0.5)),
+                                      b.constant(buffer), b.constant(s(0.9)), b.constant(tensor(boolean, {}, {0}))},
+                                     {{"weight_decay", int64_t{1}}, {"momentum", int64_t{1}}});
+                       }),
+                       f32, {2, 1}, {-1.6, 5.2}, 1e-6);
+       }},
+      {"part",
+       [] {
+         Tensor x = tensor(i32, {2, 2}, {1, 2, 3, 4});
+         expect_tensor(eval([&](Builder& b) {
+                         return b.op("part", {b.constant(x)}, {{"index", int64_t{1}}});
+                       }),
+                       i32, {2}, {3, 4});
+       }},
   };
   return cases;
 }

@@ -19,12 +19,15 @@
 #include "graph/passes.h"
 #include "lang/tracer.h"
 #include "model/values.h"
+#include "occurrences.h"
 #include "runtime/program.h"
 #include "train/session.h"
 #include "train/step.h"
 
 namespace sx::runtime {
 namespace {
+
+using sx::testing::occurrences;
 
 namespace cpu = device::cpu;
 
@@ -84,30 +87,24 @@ Ran run_on(cpu::Isa isa, const std::string& model, const graph::Shape& shape, bo
   return ran;
 }
 
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 constexpr const char* kMlp = "(mlp 64 256 :out 64)";
 
 TEST(Chains, TheLibrarysGeluAndItsGradientRunInRegistersWithTheInterpretersBits) {
   for (bool bf16 : {false, true}) {
     SCOPED_TRACE(bf16 ? "bf16 products" : "f32");
     const Ran interpreted = run_on(cpu::Isa::scalar, kMlp, {32, 64}, bf16);
-    EXPECT_EQ(count(interpreted.profile, " in registers"), 0u) << interpreted.profile;
+    EXPECT_EQ(occurrences(interpreted.profile, " in registers"), 0u) << interpreted.profile;
     for (cpu::Isa isa : cpu::host_isas()) {
       if (isa == cpu::Isa::scalar || isa == cpu::Isa::amx) continue;  // amx: other bf16 products
       SCOPED_TRACE(cpu::isa_name(isa));
       const Ran chained = run_on(isa, kMlp, {32, 64}, bf16);
       // The forward's gelu and the gradient's.
-      EXPECT_EQ(
-          count(chained.profile, "tanh add mul mul) ending in mul of f32[32, 256] and f32[32, 256] in registers") +
-              count(chained.profile, "tanh add mul mul cast) ending in cast of f32[32, 256] in registers"),
-          1u)
+      EXPECT_EQ(occurrences(chained.profile,
+                            "tanh add mul mul) ending in mul of f32[32, 256] and f32[32, 256] in registers") +
+                    occurrences(chained.profile, "tanh add mul mul cast) ending in cast of f32[32, 256] in registers"),
+                1u)
           << chained.profile;
-      EXPECT_EQ(count(chained.profile, " in registers"), 2u) << chained.profile;
+      EXPECT_EQ(occurrences(chained.profile, " in registers"), 2u) << chained.profile;
       ASSERT_EQ(chained.outputs.size(), interpreted.outputs.size());
       for (size_t k = 0; k < chained.outputs.size(); ++k)
         EXPECT_TRUE(chained.outputs[k] == interpreted.outputs[k]) << "output " << k;
@@ -127,7 +124,7 @@ TEST(Chains, TheLibrarysSoftmaxLayerNormAndTheirGradientsRunInRegistersWithTheIn
       SCOPED_TRACE(block + (bf16 ? " with bf16 products" : ""));
       const graph::Shape shape{2, 32, dim};
       const Ran interpreted = run_on(cpu::Isa::scalar, block, shape, bf16);
-      EXPECT_EQ(count(interpreted.profile, " in registers"), 0u) << interpreted.profile;
+      EXPECT_EQ(occurrences(interpreted.profile, " in registers"), 0u) << interpreted.profile;
       const std::string rows = "f32[2, 32, " + std::to_string(dim) + "]", weights = "f32[2, 2, 32, 32]";
       const std::vector<std::string> programs =
           bf16
@@ -150,13 +147,14 @@ TEST(Chains, TheLibrarysSoftmaxLayerNormAndTheirGradientsRunInRegistersWithTheIn
         SCOPED_TRACE(cpu::isa_name(isa));
         const Ran chained = run_on(isa, block, shape, bf16);
         for (const std::string& program : programs)
-          EXPECT_EQ(count(chained.profile, program), 1u) << program << "\n" << chained.profile;
+          EXPECT_EQ(occurrences(chained.profile, program), 1u) << program << "\n" << chained.profile;
         // The layer-norm's gradient with the product of the gradient and the weight (after
         // the bf16 product's widening), which its sums and later members read.
-        EXPECT_EQ(count(chained.profile, std::string("(sub ") + (bf16 ? "cast " : "") + "mul mul mul sum mul div mul " +
+        EXPECT_EQ(
+            occurrences(chained.profile, std::string("(sub ") + (bf16 ? "cast " : "") + "mul mul mul sum mul div mul " +
                                              mean + " mul add add neg sum " + mean + " add add) ending in add of " +
                                              rows + " and " + rows + " in registers"),
-                  1u)
+            1u)
             << chained.profile;
         ASSERT_EQ(chained.outputs.size(), interpreted.outputs.size());
         for (size_t k = 0; k < chained.outputs.size(); ++k)

@@ -9,6 +9,7 @@
 #include "device/reference/reference.h"
 #include "graph/builder.h"
 #include "graph/errors.h"
+#include "graph/passes.h"
 #include "runtime/program.h"
 
 namespace sx::runtime {
@@ -88,6 +89,29 @@ TEST(Compile, AProgramRunsTheOptimizedGraphWithTheSameBitsOnEachDevice) {
     EXPECT_EQ(device->download(results[0]), as_given[0]) << name;
     EXPECT_EQ(device->download(results[1]), as_given[1]) << name;
   }
+}
+
+// No device runs a composite itself yet: each device runs the decomposition, which the
+// compiled graph holds in its place, and says so.
+TEST(Compile, ACompositeRunsAsItsDecompositionNamedAsAFallback) {
+  graph::Graph g;
+  graph::Builder b(g);
+  NodeId x = b.input("x", {4, 8}, DType::f32);
+  NodeId p = b.op("softmax", {x});
+  b.output("y", b.op("gelu", {b.op("softmax", {p})}, {{"form", std::string("erf")}}));
+  for (const char* name : {"reference", "cpu"}) {
+    auto device = device::make_device(name);
+    Compiled compiled = compile(*device, g);
+    EXPECT_EQ(compiled.decomposed, (std::vector<graph::PrimId>{graph::PrimId::softmax, graph::PrimId::gelu})) << name;
+    EXPECT_EQ(count_op(compiled.graph, "softmax") + count_op(compiled.graph, "gelu"), 0u) << name;
+    EXPECT_EQ(count_op(compiled.graph, "erf"), 1u) << name;
+    Tensor values = uneven({4, 8}, 5);
+    EXPECT_EQ(compiled.plan->run_host(std::vector<Tensor>{values})[0],
+              device->compile(graph::expand_composites(g))->run_host(std::vector<Tensor>{values})[0])
+        << name;
+  }
+  graph::Graph plain = graph_with_work_to_remove();
+  EXPECT_TRUE(compile(*device::make_device("cpu"), plain).decomposed.empty());
 }
 
 TEST(Compile, VerifiesTheGraphAsGivenBeforeOptimizingIt) {

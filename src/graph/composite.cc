@@ -1,0 +1,146 @@
+// Running composites by their decompositions (composite.h) and expand_composites (passes.h).
+#include "graph/composite.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "graph/errors.h"
+#include "graph/index_error.h"
+#include "graph/passes.h"
+#include "graph/rewrite.h"
+#include "graph/verify.h"
+
+namespace sx::graph {
+
+std::vector<NodeId> decompose(Builder& b, const Primitive& prim, std::span<const NodeId> args, const Attrs& attrs) {
+  if (!prim.decompose) throw GraphError(fmt::format("{}: is not a composite", prim.name));
+  std::vector<NodeId> values = prim.decompose(b, args, attrs);
+  if (values.empty()) throw GraphError(fmt::format("{}: its decomposition gives no value", prim.name));
+  return values;
+}
+
+NodeId stacked(Builder& b, std::span<const NodeId> values) {
+  if (values.size() == 1) return values[0];
+  std::vector<NodeId> rows;
+  for (NodeId v : values) {
+    Shape shape = b.shape(v);
+    shape.insert(shape.begin(), 1);
+    rows.push_back(b.reshape(v, shape));
+  }
+  return b.concat(rows, 0);
+}
+
+Graph decomposition(const Primitive& prim, std::span<const ValueType> args, const Attrs& attrs) {
+  Graph graph;
+  Builder b(graph);
+  std::vector<NodeId> inputs;
+  for (size_t i = 0; i < args.size(); ++i) inputs.push_back(b.input(std::to_string(i), args[i].shape, args[i].dtype));
+  std::vector<NodeId> values = decompose(b, prim, inputs, attrs);
+  b.output("0", stacked(b, values));
+  return graph;
+}
+
+ValueType infer_by_decomposition(const Primitive& prim, std::span<const ValueType> args, const Attrs& attrs) {
+  Graph graph = decomposition(prim, args, attrs);
+  const Node& value = graph.node(graph.outputs[0].node);
+  return {value.shape, value.dtype};
+}
+
+Tensor run_decomposition(const Node& node, std::span<const Tensor* const> args) {
+  std::vector<ValueType> types;
+  for (const Tensor* t : args) types.push_back({t->shape(), t->dtype()});
+  const Graph graph = decomposition(*node.prim, types, node.attrs);
+  std::vector<const Tensor*> values(graph.nodes.size(), nullptr);
+  std::vector<std::optional<Tensor>> computed(graph.nodes.size());
+  for (size_t i = 0; i < args.size(); ++i) values[graph.inputs[i].node] = args[i];
+  for (NodeId id = 0; id < graph.nodes.size(); ++id) {
+    const Node& n = graph.nodes[id];
+    if (n.op() == PrimId::input) continue;
+    std::vector<const Tensor*> in;
+    for (NodeId i : n.inputs) in.push_back(values[i]);
+    try {
+      computed[id] = n.prim->kernel(n, in);
+    } catch (IndexOutOfRange& e) {
+      // Unlocated, the error's position is flat: the indices are the composite's operand
+      // when they are one of the decomposition's inputs.
+      const int64_t flat = e.position().at(0);
+      e.locate(graph, id);
+      if (!e.input()) throw;
+      throw IndexOutOfRange(std::stoul(*e.input()), flat, e.value(), e.length());
+    }
+    values[id] = &*computed[id];
+  }
+  return *values[graph.outputs[0].node];
+}
+
+namespace {
+
+// One pass: every composite `runs` refuses replaced by its decomposition (which may hold
+// composites again).
+Graph expand_once(const Graph& graph, const std::function<bool(PrimId)>& runs) {
+  // Whether something other than a `part` reads a node: then a composite of several
+  // values is stacked as its node is, else each part is the value it names.
+  std::vector<bool> read_whole(graph.nodes.size(), false);
+  for (const Node& node : graph.nodes) {
+    if (node.op() == PrimId::part) continue;
+    for (NodeId in : node.inputs) read_whole[in] = true;
+  }
+  for (const NamedNode& o : graph.outputs) read_whole[o.node] = true;
+
+  Rewrite r(graph);
+  Builder b(r.out);
+  std::unordered_map<NodeId, std::vector<NodeId>> values_of;  // expanded composites of several values
+  for (NodeId id = 0; id < graph.nodes.size(); ++id) {
+    const Node& node = graph.nodes[id];
+    if (!node.prim->composite() || (runs && runs(node.op()))) {
+      r.map[id] = r.copy(node);
+      continue;
+    }
+    if (node.op() == PrimId::part) {
+      if (auto it = values_of.find(node.inputs[0]); it != values_of.end()) {
+        r.map[id] = it->second.at(static_cast<size_t>(node.attrs.get_int("index")));
+        continue;
+      }
+    }
+    std::vector<NodeId> args;
+    for (NodeId in : node.inputs) args.push_back(r.map[in]);
+    b.set_origin(node.origin);
+    std::vector<NodeId> values = decompose(b, *node.prim, args, node.attrs);
+    if (values.size() > 1) values_of.emplace(id, values);
+    if (values.size() > 1 && !read_whole[id]) {
+      r.map[id] = values[0];  // read by its parts alone, which take the values themselves
+      continue;
+    }
+    NodeId value = stacked(b, values);
+    const Node& made = r.out.nodes[value];
+    if (made.shape != node.shape || made.dtype != node.dtype) {
+      throw GraphError(fmt::format("expand_composites: the decomposition of {} gives {}{}", describe_node(graph, id),
+                                   dtype_name(made.dtype), shape_str(made.shape)));
+    }
+    r.map[id] = value;
+  }
+  r.copy_names(graph);
+  verify(r.out);
+  return std::move(r.out);
+}
+
+bool expands_any(const Graph& graph, const std::function<bool(PrimId)>& runs) {
+  for (const Node& node : graph.nodes) {
+    if (node.prim->composite() && !(runs && runs(node.op()))) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Graph expand_composites(const Graph& graph, const std::function<bool(PrimId)>& runs) {
+  if (!expands_any(graph, runs)) return graph;
+  Graph out = expand_once(graph, runs);
+  while (expands_any(out, runs)) out = expand_once(out, runs);
+  return out;
+}
+
+}  // namespace sx::graph
