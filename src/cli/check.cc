@@ -1,7 +1,8 @@
 // `sexpgpu check FILE.sx`: read and evaluate a file, compile the tensors its top level
 // defines and its run's step, passes and model for the device, run nothing, report every
-// problem. With --graph, print the
-// graph that compile made of them, so the passes are seen from the command line.
+// problem. With --graph, print the run's training step after the passes, each composite
+// one node (a file without a run: the graph that compile made of its tensors), so the
+// passes are seen from the command line.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -52,7 +53,8 @@ void add_check_command(CLI::App& app, std::function<int()>& action) {
   auto print_graph = std::make_shared<bool>(false);
   command->add_option("file", *file, "The run file")->required();
   command->add_flag("--graph", *print_graph,
-                    "Print the optimized graph of the tensors the file defines, as text, instead of `FILE: ok`");
+                    "Print, as text, instead of `FILE: ok`: the training step after the passes, each composite one "
+                    "node, for a file whose defrun has :data; else the optimized graph of the tensors it defines");
   flags->add_to(*command);
   device->add_to(*command);
   command->callback([&action, file, flags, device, print_graph] {
@@ -64,9 +66,9 @@ void add_check_command(CLI::App& app, std::function<int()>& action) {
           std::unique_ptr<device::Device> on = device->make();
           session.load(*file);
           graph::Graph compiled = compiled_graph(session, *on);
-          train::compile_run(session, *on);
+          std::optional<graph::Graph> step = train::compile_run(session, *on);
           if (*print_graph) {
-            std::fputs(graph::graph_to_text(compiled).c_str(), stdout);
+            std::fputs(graph::graph_to_text(step ? *step : compiled).c_str(), stdout);
           } else {
             std::printf("%s: ok\n", file->c_str());
           }

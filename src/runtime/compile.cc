@@ -6,6 +6,21 @@
 
 namespace sx::runtime {
 
+namespace {
+
+// Constants are folded by the device's own kernels, so a folded node has the bits it
+// would have had in the program: cpu sums a matmul in another order than reference.
+graph::EvaluateConstants on(device::Device& device) {
+  return [&device](const graph::Graph& constants) { return device.compile(constants)->run_host({}); };
+}
+
+}  // namespace
+
+graph::Graph optimized_with_composites(device::Device& device, const graph::Graph& graph) {
+  graph::verify(graph);
+  return graph::optimize(graph, on(device));
+}
+
 Compiled compile(device::Device& device, const graph::Graph& graph) {
   graph::verify(graph);
   // Before the optimizer: a decomposition's nodes are folded and shared as the library's
@@ -19,10 +34,7 @@ Compiled compile(device::Device& device, const graph::Graph& graph) {
     if (p->composite() && present[graph::index_of(p->id)] && !runs(p->id)) decomposed.push_back(p->id);
   }
   const graph::Graph expanded = graph::expand_composites(graph, runs);
-  // Constants are folded by the device's own kernels, so a folded node has the bits it
-  // would have had in the program: cpu sums a matmul in another order than reference.
-  auto on_device = [&device](const graph::Graph& constants) { return device.compile(constants)->run_host({}); };
-  graph::Graph optimized = graph::optimize(expanded, on_device);
+  graph::Graph optimized = graph::optimize(expanded, on(device));
   std::unique_ptr<device::Plan> plan = device.compile(optimized);
   return {std::move(optimized), std::move(plan), std::move(decomposed)};
 }

@@ -23,6 +23,12 @@ struct Compiled {
   std::vector<graph::PrimId> decomposed;
 };
 
+// The graph after the passes with each composite kept as one node (a softmax one
+// `softmax`, an optimizer's update one `adamw` per parameter): what the program computes,
+// at the level the library wrote it, before compile expands what the device lacks.
+// `check --graph` prints it for a run's step.
+graph::Graph optimized_with_composites(device::Device& device, const graph::Graph& graph);
+
 // graph::VerifyError for a graph that is not well formed; the device's errors
 // (device::DeviceError, graph::MemoryLimitError) for one it cannot compile. The device
 // must outlive the plan.

@@ -12,6 +12,7 @@
 #include "lang/printer.h"
 #include "lang/tracer.h"
 #include "report/loss_curve.h"
+#include "runtime/compile.h"
 #include "train/codes.h"
 #include "train/eval_pass.h"
 #include "train/metrics_log.h"
@@ -172,14 +173,16 @@ std::string run_slug(const TrainOptions& options) {
   return options.variant.empty() ? stem : stem + "-" + options.variant;
 }
 
-void compile_run(Session& session, device::Device& device) {
+std::optional<graph::Graph> compile_run(Session& session, device::Device& device) {
   const RunSettings& run = session.settings();
-  if (!run.find("data")) return;
+  if (!run.find("data")) return std::nullopt;
   RunShape shape = read_run_shape(run, std::nullopt);
   StepGraph step = trace_step(session, *shape.loader, {.batch = shape.batch, .total_steps = shape.total});
-  session.compile(session.under_precision(step.graph), device);
+  const graph::Graph under_precision = session.under_precision(step.graph);
+  session.compile(under_precision, device);
   for (const EvalPassSpec* pass : eval_passes(run)) EvalPass(session, *pass, shape.batch, device);
   model_alone_or_note(session, *shape.loader);
+  return runtime::optimized_with_composites(device, under_precision);
 }
 
 std::string train(Session& session, device::Device& device, const TrainOptions& options) {

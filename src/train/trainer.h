@@ -10,6 +10,7 @@
 #include <string>
 
 #include "device/device.h"
+#include "graph/graph.h"
 #include "train/session.h"
 
 namespace sx::train {
@@ -28,8 +29,10 @@ std::string run_slug(const TrainOptions& options);
 
 // What `check` does with a run: when the loaded session's `defrun` has `:data`, opens its
 // loader and compiles its training step, its :eval passes and its model alone for
-// `device`, as `train` would, and runs nothing. Diagnosed errors are lang::Error.
-void compile_run(Session& session, device::Device& device);
+// `device`, as `train` would, runs nothing, and returns the step's graph after the
+// passes with its composites kept (runtime::optimized_with_composites); else nothing.
+// Diagnosed errors are lang::Error.
+std::optional<graph::Graph> compile_run(Session& session, device::Device& device);
 
 // Trains the loaded session's run on `device`. Diagnosed errors are lang::Error (E-RUN,
 // E-CKPT, E-LOAD). Returns the location the checkpoints are in.
