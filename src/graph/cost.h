@@ -8,16 +8,15 @@
 
 namespace sx::graph {
 
-// The arithmetic of the nodes the outputs need, in operations:
-//   matmul                       2 * m * n * k per batch entry (a multiply and an add)
-//   elementwise (unary, binary,  one per element written
-//     where, cast)
-//   reductions                   one per element read
-//   scatter_add                  one per update added
-//   random                       one per element drawn
-//   inputs, constants and data   none: reshape, transpose, broadcast, slice, concat, pad,
-//     movement                   gather, iota, one_hot move or make values, not compute them
-//   composites                   their decompositions' (graph/composite.h)
+// The arithmetic of the nodes the outputs need, in operations, by each primitive's kind
+// (graph/primitive.h):
+//   product       2 * m * n * k per batch entry (a multiply and an add)
+//   elementwise   one per element written
+//   reduction     one per element read (a scatter_add's: one per update added)
+//   random        one per element drawn
+//   source and    none: inputs, constants, iota, and reshape, transpose, broadcast,
+//     movement    slice, concat, pad, gather, one_hot move or make values, not compute them
+//   composite     their decompositions' (graph/composite.h)
 int64_t flops(const Graph& graph);
 
 }  // namespace sx::graph

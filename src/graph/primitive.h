@@ -120,9 +120,21 @@ enum class PrimId : uint8_t {
 // How many primitives there are: the size of a table indexed by id.
 inline constexpr size_t kPrimitiveCount = static_cast<size_t>(PrimId::part) + 1;
 
-// What a primitive is, for code that treats several alike. Only composites are told apart
-// so far: a composite's row has a decomposition, every other primitive's a kernel of its own.
-enum class PrimKind : uint8_t { basic, composite };
+// What a primitive is, for code that treats several alike (what it costs, how a device
+// fuses it), written once in its row:
+//   source       makes values from nothing it reads (input, constant, iota)
+//   elementwise  one value per element of its result, from the same place of its operands
+//   movement     moves or selects values without computing them (views, gather, one_hot)
+//   reduction    combines the elements of an input along axes (sum, argmax, scatter_add)
+//   product      matmul
+//   random       draws its values from a key
+//   composite    defined by a decomposition into the others (softmax, adamw, ...)
+enum class PrimKind : uint8_t { source, elementwise, movement, reduction, product, random, composite };
+
+// The work of one element of an elementwise primitive, for a device's choice of threads
+// and of what to recompute: a handful of instructions (cheap), or a function of many
+// (costly: exp, tanh, sqrt, pow, ...).
+enum class ElementCost : uint8_t { cheap, costly };
 
 // A primitive's place in a table indexed by id.
 constexpr size_t index_of(PrimId id) { return static_cast<size_t>(id); }
@@ -158,7 +170,8 @@ struct Primitive {
   PrimId id = PrimId::input;
   std::string_view name;
   int arity = 0;  // -1: any number of inputs, at least one
-  PrimKind kind = PrimKind::basic;
+  PrimKind kind = PrimKind::elementwise;
+  ElementCost cost = ElementCost::cheap;  // an elementwise primitive's
   InferFn infer = nullptr;
   BuildFn build = nullptr;
   GradFn grad = nullptr;

@@ -209,24 +209,28 @@ Step math(DType dtype, int64_t n, int threads, const MathKernels* kernels, MathF
 // The dtype of the node's first operand: what its elements are computed in.
 DType operand_dtype(const StepContext& c, const graph::Node& node) { return c.graph.node(node.inputs[0]).dtype; }
 
-// The step of a primitive whose formula is F, on elements costing `Cost`.
-template <class F, int64_t Cost>
+// Threads for the node's elements, at the work its row's cost gives each.
+int elementwise_threads(const StepContext& c, const graph::Node& node) {
+  return threads_for(graph::numel(node.shape) * element_work(node.prim->cost), c.cores);
+}
+
+// The step of a primitive whose formula is F.
+template <class F>
 Step unary_step(const StepContext& c, const graph::Node& node) {
-  int64_t n = graph::numel(node.shape);
-  return unary(operand_dtype(c, node), n, threads_for(n * Cost, c.cores), F{});
+  return unary(operand_dtype(c, node), graph::numel(node.shape), elementwise_threads(c, node), F{});
 }
 
 template <class F, MathFn Fn>
 Step math_step(const StepContext& c, const graph::Node& node) {
-  int64_t n = graph::numel(node.shape);
-  return math<F>(operand_dtype(c, node), n, threads_for(n * kCostly, c.cores), math_kernels_for(c.kernels.isa), Fn);
+  return math<F>(operand_dtype(c, node), graph::numel(node.shape), elementwise_threads(c, node),
+                 math_kernels_for(c.kernels.isa), Fn);
 }
 
 // `Bool` as binary()'s. Reads absorbed broadcasts through a walk, else contiguously.
-template <bool Bool, class F, int64_t Cost>
+template <bool Bool, class F>
 Step binary_step(const StepContext& c, const graph::Node& node) {
   int64_t n = graph::numel(node.shape);
-  int threads = threads_for(n * Cost, c.cores);
+  int threads = elementwise_threads(c, node);
   if (c.absorbed) return binary_walked<Bool>(operand_dtype(c, node), operand_walk(c, node), n, threads, F{});
   return binary<Bool>(operand_dtype(c, node), n, threads, F{});
 }
@@ -246,36 +250,36 @@ const MathKernels* math_kernels_for(Isa isa) {
 
 void add_elementwise_steps(StepTable& table) {
   // Unary.
-  table.set(PrimId::neg, unary_step<scalar::Neg, kCheap>);
-  table.set(PrimId::abs, unary_step<scalar::Abs, kCheap>);
-  table.set(PrimId::sign, unary_step<scalar::Sign, kCheap>);
-  table.set(PrimId::logical_not, unary_step<scalar::LogicalNot, kCheap>);
+  table.set(PrimId::neg, unary_step<scalar::Neg>);
+  table.set(PrimId::abs, unary_step<scalar::Abs>);
+  table.set(PrimId::sign, unary_step<scalar::Sign>);
+  table.set(PrimId::logical_not, unary_step<scalar::LogicalNot>);
   table.set(PrimId::exp, math_step<scalar::Exp, MathFn::exp>);
   table.set(PrimId::log, math_step<scalar::Log, MathFn::log>);
-  table.set(PrimId::sqrt, unary_step<scalar::Sqrt, kCostly>);
-  table.set(PrimId::rsqrt, unary_step<scalar::Rsqrt, kCostly>);
+  table.set(PrimId::sqrt, unary_step<scalar::Sqrt>);
+  table.set(PrimId::rsqrt, unary_step<scalar::Rsqrt>);
   table.set(PrimId::sin, math_step<scalar::Sin, MathFn::sin>);
   table.set(PrimId::cos, math_step<scalar::Cos, MathFn::cos>);
   table.set(PrimId::tanh, math_step<scalar::Tanh, MathFn::tanh>);
   table.set(PrimId::erf, math_step<scalar::Erf, MathFn::erf>);
   table.set(PrimId::logistic, math_step<scalar::Logistic, MathFn::logistic>);
   // Binary arithmetic and logic.
-  table.set(PrimId::add, binary_step<false, scalar::Add, kCheap>, absorbs_any_broadcast);
-  table.set(PrimId::sub, binary_step<false, scalar::Sub, kCheap>, absorbs_any_broadcast);
-  table.set(PrimId::mul, binary_step<false, scalar::Mul, kCheap>, absorbs_any_broadcast);
-  table.set(PrimId::div, binary_step<false, scalar::Div, kCheap>, absorbs_any_broadcast);
-  table.set(PrimId::pow, binary_step<false, scalar::Pow, kCostly>, absorbs_any_broadcast);
-  table.set(PrimId::max, binary_step<false, scalar::Max, kCheap>, absorbs_any_broadcast);
-  table.set(PrimId::min, binary_step<false, scalar::Min, kCheap>, absorbs_any_broadcast);
-  table.set(PrimId::logical_and, binary_step<false, scalar::LogicalAnd, kCheap>, absorbs_any_broadcast);
-  table.set(PrimId::logical_or, binary_step<false, scalar::LogicalOr, kCheap>, absorbs_any_broadcast);
+  table.set(PrimId::add, binary_step<false, scalar::Add>, absorbs_any_broadcast);
+  table.set(PrimId::sub, binary_step<false, scalar::Sub>, absorbs_any_broadcast);
+  table.set(PrimId::mul, binary_step<false, scalar::Mul>, absorbs_any_broadcast);
+  table.set(PrimId::div, binary_step<false, scalar::Div>, absorbs_any_broadcast);
+  table.set(PrimId::pow, binary_step<false, scalar::Pow>, absorbs_any_broadcast);
+  table.set(PrimId::max, binary_step<false, scalar::Max>, absorbs_any_broadcast);
+  table.set(PrimId::min, binary_step<false, scalar::Min>, absorbs_any_broadcast);
+  table.set(PrimId::logical_and, binary_step<false, scalar::LogicalAnd>, absorbs_any_broadcast);
+  table.set(PrimId::logical_or, binary_step<false, scalar::LogicalOr>, absorbs_any_broadcast);
   // Comparisons.
-  table.set(PrimId::eq, binary_step<true, scalar::Eq, kCheap>, absorbs_any_broadcast);
-  table.set(PrimId::ne, binary_step<true, scalar::Ne, kCheap>, absorbs_any_broadcast);
-  table.set(PrimId::lt, binary_step<true, scalar::Lt, kCheap>, absorbs_any_broadcast);
-  table.set(PrimId::le, binary_step<true, scalar::Le, kCheap>, absorbs_any_broadcast);
-  table.set(PrimId::gt, binary_step<true, scalar::Gt, kCheap>, absorbs_any_broadcast);
-  table.set(PrimId::ge, binary_step<true, scalar::Ge, kCheap>, absorbs_any_broadcast);
+  table.set(PrimId::eq, binary_step<true, scalar::Eq>, absorbs_any_broadcast);
+  table.set(PrimId::ne, binary_step<true, scalar::Ne>, absorbs_any_broadcast);
+  table.set(PrimId::lt, binary_step<true, scalar::Lt>, absorbs_any_broadcast);
+  table.set(PrimId::le, binary_step<true, scalar::Le>, absorbs_any_broadcast);
+  table.set(PrimId::gt, binary_step<true, scalar::Gt>, absorbs_any_broadcast);
+  table.set(PrimId::ge, binary_step<true, scalar::Ge>, absorbs_any_broadcast);
   // where selects bytes; cast converts as graph::prims::convert does.
   table.set(PrimId::where, where, absorbs_any_broadcast);
   table.set(PrimId::cast, [](const StepContext& c, const graph::Node& node) {

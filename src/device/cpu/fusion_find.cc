@@ -16,44 +16,31 @@ namespace {
 
 bool float_like(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16; }
 
-}  // namespace
-
-std::optional<int64_t> member_cost(const graph::Graph& graph, const Node& node) {
-  if (node.inputs.empty() || !tile_kernels_for(Isa::scalar).by_primitive[graph::index_of(node.op())]) {
-    return std::nullopt;
-  }
-  const DType operand = graph.node(node.inputs[0]).dtype;
+// Whether the tiles, which hold floats, compute the node: a comparison of floats (its
+// bool result a float 0 or 1), where picking floats by a bool, a cast of floats or of a
+// bool to floats, and any other of floats to floats.
+bool in_tiles(const Node& node, DType operand) {
   switch (node.op()) {
     case PrimId::eq:
     case PrimId::ne:
     case PrimId::lt:
     case PrimId::le:
     case PrimId::gt:
-    case PrimId::ge:
-      if (node.dtype == DType::boolean && float_like(operand)) return kCheap;
-      return std::nullopt;
-    case PrimId::where:
-      if (operand == DType::boolean && float_like(node.dtype)) return kCheap;
-      return std::nullopt;
-    case PrimId::cast:  // a bool, held as 0 or 1, converts as it is
-      if (float_like(node.dtype) && (float_like(operand) || operand == DType::boolean)) return kCheap;
-      return std::nullopt;
-    case PrimId::sqrt:
-    case PrimId::rsqrt:
-    case PrimId::pow:
-    case PrimId::exp:
-    case PrimId::log:
-    case PrimId::sin:
-    case PrimId::cos:
-    case PrimId::tanh:
-    case PrimId::erf:
-    case PrimId::logistic:
-      if (float_like(node.dtype) && float_like(operand)) return kCostly;
-      return std::nullopt;
-    default:
-      if (float_like(node.dtype) && float_like(operand)) return kCheap;
-      return std::nullopt;
+    case PrimId::ge: return node.dtype == DType::boolean && float_like(operand);
+    case PrimId::where: return operand == DType::boolean && float_like(node.dtype);
+    case PrimId::cast: return float_like(node.dtype) && (float_like(operand) || operand == DType::boolean);
+    default: return float_like(node.dtype) && float_like(operand);
   }
+}
+
+}  // namespace
+
+std::optional<int64_t> member_cost(const graph::Graph& graph, const Node& node) {
+  if (node.inputs.empty() || !tile_kernels_for(Isa::scalar).by_primitive[graph::index_of(node.op())]) {
+    return std::nullopt;
+  }
+  if (!in_tiles(node, graph.node(node.inputs[0]).dtype)) return std::nullopt;
+  return element_work(node.prim->cost);
 }
 
 std::optional<ReduceKind> row_reduction(const graph::Graph& graph, const Node& node) {

@@ -53,9 +53,13 @@ struct SharedScratch {
 // the pool's workers and waiting for them costs a few microseconds.
 inline constexpr int64_t kGrain = 1 << 15;
 
-// Work per element of an elementwise operation, in units of an add: transcendental
-// functions cost more, so they go parallel at smaller sizes.
+// Work per element of an elementwise operation, in units of an add, by the cost its
+// primitive's row gives: transcendental functions cost more, so they go parallel at
+// smaller sizes.
 inline constexpr int64_t kCheap = 1, kCostly = 16;
+constexpr int64_t element_work(graph::ElementCost cost) {
+  return cost == graph::ElementCost::costly ? kCostly : kCheap;
+}
 
 // Threads for `work` element operations, at most `cores`.
 inline int threads_for(int64_t work, int cores) {

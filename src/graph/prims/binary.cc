@@ -122,6 +122,7 @@ const Primitive kBinary[] = {
     {.id = PrimId::pow,
      .name = "pow",
      .arity = 2,
+     .cost = ElementCost::costly,
      .infer =
          [](Types args, const Attrs&) {
            require_same_types("pow", args);

@@ -161,6 +161,7 @@ const Primitive kIndex[] = {
     {.id = PrimId::gather,
      .name = "gather",
      .arity = 2,
+     .kind = PrimKind::movement,
      .infer = infer_gather,
      .build = build_with_axis,
      .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
@@ -174,6 +175,7 @@ const Primitive kIndex[] = {
     {.id = PrimId::scatter_add,
      .name = "scatter_add",
      .arity = 3,
+     .kind = PrimKind::reduction,
      .infer = infer_scatter_add,
      .build = build_with_axis,
      .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
@@ -184,6 +186,7 @@ const Primitive kIndex[] = {
     {.id = PrimId::iota,
      .name = "iota",
      .arity = 0,
+     .kind = PrimKind::source,
      .infer =
          [](Types, const Attrs& attrs) {
            const Shape& shape = attrs.get_ints("shape");
@@ -204,6 +207,7 @@ const Primitive kIndex[] = {
     {.id = PrimId::one_hot,
      .name = "one_hot",
      .arity = 1,
+     .kind = PrimKind::movement,
      .infer =
          [](Types args, const Attrs& attrs) {
            if (!is_index_dtype(args[0].dtype)) {

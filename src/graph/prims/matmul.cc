@@ -113,6 +113,7 @@ const Primitive kMatmul[] = {
     {.id = PrimId::matmul,
      .name = "matmul",
      .arity = 2,
+     .kind = PrimKind::product,
      .infer = infer_matmul,
      .build = build_matmul,
      .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {

@@ -297,6 +297,7 @@ const Primitive kShape[] = {
     {.id = PrimId::reshape,
      .name = "reshape",
      .arity = 1,
+     .kind = PrimKind::movement,
      .infer = infer_reshape,
      .build = build_reshape,
      .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
@@ -309,6 +310,7 @@ const Primitive kShape[] = {
     {.id = PrimId::transpose,
      .name = "transpose",
      .arity = 1,
+     .kind = PrimKind::movement,
      .infer = infer_transpose,
      .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
        return {b.transpose(ct, inverse_permutation(n.attrs.get_ints("perm")))};
@@ -329,6 +331,7 @@ const Primitive kShape[] = {
     {.id = PrimId::broadcast,
      .name = "broadcast",
      .arity = 1,
+     .kind = PrimKind::movement,
      .infer =
          [](Types args, const Attrs& attrs) {
            const Shape& to = attrs.get_ints("shape");
@@ -362,6 +365,7 @@ const Primitive kShape[] = {
     {.id = PrimId::slice,
      .name = "slice",
      .arity = 1,
+     .kind = PrimKind::movement,
      .infer = infer_slice,
      .build = build_slice,
      .grad = [](Builder& b, const Node& n, NodeId, NodeId ct) -> Grads {
@@ -397,6 +401,7 @@ const Primitive kShape[] = {
     {.id = PrimId::concat,
      .name = "concat",
      .arity = -1,
+     .kind = PrimKind::movement,
      .infer = infer_concat,
      .build =
          [](Builder& b, const Primitive& prim, std::span<const NodeId> args, const Attrs& attrs) {
@@ -428,6 +433,7 @@ const Primitive kShape[] = {
     {.id = PrimId::pad,
      .name = "pad",
      .arity = 1,
+     .kind = PrimKind::movement,
      .infer = infer_pad,
      .build =
          [](Builder& b, const Primitive& prim, std::span<const NodeId> args, const Attrs& attrs) {

@@ -14,10 +14,15 @@ const Primitive kSource[] = {
     {.id = PrimId::input,
      .name = "input",
      .arity = 0,
+     .kind = PrimKind::source,
      .kernel = [](const Node&, Args) -> Tensor {
        throw GraphError("input: has no kernel; the executor binds its value");
      }},
-    {.id = PrimId::constant, .name = "constant", .arity = 0, .kernel = [](const Node& n, Args) { return *n.value; }},
+    {.id = PrimId::constant,
+     .name = "constant",
+     .arity = 0,
+     .kind = PrimKind::source,
+     .kernel = [](const Node& n, Args) { return *n.value; }},
 };
 
 }  // namespace

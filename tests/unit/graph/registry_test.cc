@@ -34,5 +34,27 @@ TEST(Registry, ANodeKnowsItsPrimitivesIdAndName) {
   EXPECT_EQ(g.node(y).op_name(), "add");
 }
 
+// Each row says what kind of primitive it is, and the kinds agree with the rest of the
+// row: a composite and only a composite has a decomposition, the inputs-free rows are
+// sources, and only elementwise rows are costly per element.
+TEST(Registry, EachRowCarriesItsKindAndCost) {
+  for (const Primitive* p : all_primitives()) {
+    SCOPED_TRACE(std::string(p->name));
+    EXPECT_EQ(p->composite(), p->decompose != nullptr);
+    EXPECT_EQ(p->kind == PrimKind::source, p->arity == 0 || p->id == PrimId::iota);
+    if (p->kind != PrimKind::elementwise) EXPECT_EQ(p->cost, ElementCost::cheap);
+  }
+  EXPECT_EQ(primitive(PrimId::matmul).kind, PrimKind::product);
+  EXPECT_EQ(primitive(PrimId::scatter_add).kind, PrimKind::reduction);
+  EXPECT_EQ(primitive(PrimId::gather).kind, PrimKind::movement);
+  EXPECT_EQ(primitive(PrimId::random_normal).kind, PrimKind::random);
+  for (PrimId costly : {PrimId::exp, PrimId::log, PrimId::sqrt, PrimId::rsqrt, PrimId::sin, PrimId::cos, PrimId::tanh,
+                        PrimId::erf, PrimId::logistic, PrimId::pow}) {
+    EXPECT_EQ(primitive(costly).kind, PrimKind::elementwise) << primitive(costly).name;
+    EXPECT_EQ(primitive(costly).cost, ElementCost::costly) << primitive(costly).name;
+  }
+  EXPECT_EQ(primitive(PrimId::add).cost, ElementCost::cheap);
+}
+
 }  // namespace
 }  // namespace sx::graph
