@@ -2,7 +2,8 @@
 """End-to-end tests of libsexpgpu (docs/library.md): the library and the program installed
 by `cmake --install` into a prefix of their own, a C program built against that prefix
 with nothing but pkg-config, and its bits against those `sexpgpu serve` answers on its
-socket for the same inputs.
+socket for the same inputs; the Python client's Model over the build's library, against
+its Client over serve's socket.
 
 Each case is one CTest test, e2e.library_<case>: `library_test.py SEXPGPU CASE`. The build
 tree is SEXPGPU's folder; $SEXPGPU_CMAKE is the cmake that configured it.
@@ -136,6 +137,89 @@ def case_install(tmp):
     with open(outputs, "rb") as f:
         expect(f.read() == served(prefix, exported, serve_test.ids(5), tmp), "the example: other bits than serve's")
     print("ok: the example's Makefile, and its bits")
+
+
+def case_python_model(tmp):
+    """clients/python's Model over the build's libsexpgpu ($SEXPGPU_LIBRARY): the inputs and
+    outputs, the bits and the error words of a Client of `sexpgpu serve` with the same flags;
+    eight threads on one Model; a missing location and a closed model are ModelErrors with
+    their codes."""
+    try:
+        import numpy as np
+    except ImportError:
+        raise Skip("numpy is not installed; the client needs it")
+    library = os.path.join(os.path.dirname(e2e_test.SEXPGPU), "src", "library", "libsexpgpu.so")
+    os.environ["SEXPGPU_LIBRARY"] = library
+    sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
+    import sexpgpu_client as sx
+    import threading
+
+    location = serve_test.trained(tmp)
+    sock = os.path.join(tmp, "s.sock")
+    server = serve_test.Server(location, sock, "--at", "--batch", "4")
+    try:
+        with sx.Client(sock, timeout=60 * e2e_test.TIME_SCALE) as client, sx.Model(location, at=True,
+                                                                                  batch=4) as model:
+            expect(model.inputs == client.inputs and model.outputs == client.outputs,
+                   f"{model.inputs} {model.outputs} against {client.inputs} {client.outputs}")
+            windows = [np.array([[(seed * 31 + k * 7) % 256 for k in range(8)]], np.int32) for seed in range(8)]
+            expected = [client.call(w, np.array([k % 8], np.int32))["output"] for k, w in enumerate(windows)]
+            for k, w in enumerate(windows):
+                got = model.call(inputs=w, at=np.array([k % 8], np.int32))["output"]
+                expect(got.dtype == np.float32 and got.tobytes() == expected[k].tobytes(), f"call {k}: other bits")
+            wrong = []
+
+            def calls(k):
+                for i in range(20):
+                    got = model.call(windows[k], np.array([k % 8], np.int32))["output"]
+                    if got.tobytes() != expected[k].tobytes():
+                        wrong.append(k)
+
+            threads = [threading.Thread(target=calls, args=(k,)) for k in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            expect(not wrong, f"threads got other bits: {wrong}")
+            expect(sx.greedy(model, [5, 8]) == sx.greedy(client, [5, 8]), "greedy: other tokens")
+            try:
+                client.call(windows[0], np.array([9], np.int32))
+                raise Failure("serve answered an `at` off the window")
+            except sx.ServeError as e:
+                served_words = e.message
+            try:
+                model.call(windows[0], np.array([9], np.int32))
+                raise Failure("the library answered an `at` off the window")
+            except sx.ModelError as e:
+                expect(e.code == "E-SERVE-008" and e.message == served_words, f"{e.message} / {served_words}")
+            try:
+                model.call(windows[0][:, :4], np.array([1], np.int32))
+                raise Failure("a window of 4 was taken")
+            except ValueError:
+                pass
+        for missing, code in ((os.path.join(tmp, "nowhere"), "E-CKPT-003"),):
+            try:
+                sx.Model(missing)
+                raise Failure(f"{missing} opened")
+            except sx.ModelError as e:
+                expect(e.code == code, f"{missing}: {e.message}")
+        closed = sx.Model(location)
+        closed.close()
+        try:
+            closed.call(windows[0])
+            raise Failure("a closed model answered")
+        except sx.ModelError as e:
+            expect(e.code == "E-API-001", f"closed: {e.message}")
+    finally:
+        server.stop()
+    # A library that is not there: an OSError naming where it was looked for.
+    probe = subprocess.run([sys.executable, "-c", "import sexpgpu_client as sx; sx.load_library()"],
+                           env=dict(os.environ, SEXPGPU_LIBRARY=os.path.join(tmp, "none.so"),
+                                    PYTHONPATH=os.path.join(ROOT, "clients", "python")),
+                           capture_output=True, text=True)
+    expect(probe.returncode != 0 and "SEXPGPU_LIBRARY=" in probe.stderr, "a missing library", probe.stdout,
+           probe.stderr)
+    print("ok: the Python Model gives serve's bits and words")
 
 
 if __name__ == "__main__":
