@@ -153,6 +153,17 @@ sexpgpu_error* info_of(const char* function, const sexpgpu_model* model, int ind
   });
 }
 
+// How many inputs (or outputs) the model has; -1 when it is not open.
+int count_of(const sexpgpu_model* model, bool inputs) noexcept {
+  try {
+    std::shared_ptr<OpenModel> open = registry().find(model);
+    if (open) return static_cast<int>(inputs ? open->inputs.size() : open->outputs.size());
+  } catch (...) {
+    // The registry's lock failed: the model cannot be read, as if closed.
+  }
+  return -1;
+}
+
 // E-API-002 unless `count` buffers of the sizes `specs` take, each with its data.
 template <class Buffer>
 sexpgpu_error* check_buffers(const std::vector<serve::TensorSpec>& specs, const Buffer* buffers, size_t count,
@@ -222,23 +233,9 @@ sexpgpu_error* sexpgpu_open(const char* location, const sexpgpu_options* options
   });
 }
 
-int sexpgpu_input_count(const sexpgpu_model* model) {
-  std::shared_ptr<OpenModel> open;
-  try {
-    open = registry().find(model);
-  } catch (...) {
-  }
-  return open ? static_cast<int>(open->inputs.size()) : -1;
-}
+int sexpgpu_input_count(const sexpgpu_model* model) { return count_of(model, true); }
 
-int sexpgpu_output_count(const sexpgpu_model* model) {
-  std::shared_ptr<OpenModel> open;
-  try {
-    open = registry().find(model);
-  } catch (...) {
-  }
-  return open ? static_cast<int>(open->outputs.size()) : -1;
-}
+int sexpgpu_output_count(const sexpgpu_model* model) { return count_of(model, false); }
 
 sexpgpu_error* sexpgpu_input_info(const sexpgpu_model* model, int index, sexpgpu_tensor_info* info) {
   return info_of("sexpgpu_input_info", model, index, info, true);
