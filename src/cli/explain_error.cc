@@ -12,6 +12,7 @@
 #include "graph/codes.h"
 #include "io/codes.h"
 #include "lang/codes.h"
+#include "library/codes.h"
 #include "model/codes.h"
 #include "serve/codes.h"
 #include "train/codes.h"
@@ -22,8 +23,8 @@ namespace {
 // Every part's codes, by code.
 std::vector<graph::CodeInfo> every_code() {
   std::vector<graph::CodeInfo> all;
-  for (auto part :
-       {lang::codes(), graph::codes(), model::codes(), io::codes(), device::codes(), train::codes(), serve::codes()}) {
+  for (auto part : {lang::codes(), graph::codes(), model::codes(), io::codes(), device::codes(), train::codes(),
+                    serve::codes(), library::codes()}) {
     all.insert(all.end(), part.begin(), part.end());
   }
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.code < b.code; });

@@ -1,6 +1,8 @@
 // `sexpgpu serve OPERAND --socket PATH [flags]`: a checkpoint's model behind a Unix socket
-// (docs/serving.md). The work is serve's (src/serve); this file parses the flags, prints
-// the banner and the stop line, and turns signals into a stop.
+// (docs/serving.md). The model is opened by the library (src/library), as a program
+// embedding libsexpgpu opens it, and served by serve's socket server (src/serve); this
+// file parses the flags, prints the banner and the stop line, and turns signals into a
+// stop.
 #include <fmt/format.h>
 #include <pthread.h>
 
@@ -13,9 +15,8 @@
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
 #include "lang/diagnostic.h"
-#include "serve/batcher.h"
+#include "library/model.h"
 #include "serve/errors.h"
-#include "serve/model.h"
 #include "serve/server.h"
 #include "serve/socket.h"
 
@@ -68,17 +69,17 @@ int serve_until_stopped(const ServeFlags& flags, const sigset_t& stop_signals) {
     d.message = source.files->unchecked_message();
     std::fputs(lang::render(d, lang::stderr_wants_color()).c_str(), stderr);
   }
-  serve::ServedModel model = serve::open_model(source, flags.options);
-  std::unique_ptr<device::Device> device = flags.device.make();
-  serve::Batcher batcher(*device, model, flags.batch);
-  model.weights.clear();  // on the device now
+  // The library's model, as a program embedding it opens it: the socket adds the frames.
+  auto make_device = [&] { return flags.device.make(); };
+  library::Model model(std::move(source), {.shape = flags.options, .batch = flags.batch, .make_device = make_device});
+  serve::Batcher& batcher = model.batcher();
   auto socket = std::make_unique<serve::ListeningSocket>(flags.socket);
-  serve::Server server(batcher, serve::handshake_json(model.about), model.at_limit, std::move(socket),
+  serve::Server server(batcher, serve::handshake_json(model.about()), model.at_limit(), std::move(socket),
                        serve::client_limit());
 
-  std::printf("serving %s on %s, up to %d a call\n", source.shown.c_str(), flags.socket.c_str(), flags.batch);
-  print_specs("inputs", model.about.inputs);
-  print_specs("outputs", model.about.outputs);
+  std::printf("serving %s on %s, up to %d a call\n", model.source().shown.c_str(), flags.socket.c_str(), flags.batch);
+  print_specs("inputs", model.about().inputs);
+  print_specs("outputs", model.about().outputs);
   std::fflush(stdout);
 
   // The signals are blocked in every thread (see add_serve_command); this one waits for them.

@@ -14,6 +14,7 @@ only those parts' libraries:
     model     lang, graph, io, device, runtime
     train     lang, graph, io, device, runtime, model, report
     serve     graph, device, runtime, io (no Lisp)
+    library   serve, graph, device, runtime, io (no Lisp: libsexpgpu holds none)
     cli       every part
 
 Checked here:
@@ -57,7 +58,8 @@ RULES = {
     "model": {"lang", "graph", "io", "device", "runtime"},
     "train": {"lang", "graph", "io", "device", "runtime", "model", "report"},
     "serve": {"graph", "device", "runtime", "io"},
-    "cli": {"lang", "graph", "io", "device", "runtime", "model", "train", "serve", "report"},
+    "library": {"serve", "graph", "device", "runtime", "io"},
+    "cli": {"lang", "graph", "io", "device", "runtime", "model", "train", "serve", "library", "report"},
 }
 
 # Why each part is where it is: shown with a violation.
@@ -71,6 +73,7 @@ REASONS = {
     "model": "model sits on lang, graph, io, device and runtime",
     "train": "train sits on lang, graph, io, device, runtime, model and report",
     "serve": "serve runs model.json through the runtime; it needs no Lisp",
+    "library": "libsexpgpu runs a model as serve does, in the caller's process; it holds no Lisp",
     "cli": "cli may use every part",
 }
 

@@ -103,6 +103,78 @@ def _spec(entry, side):
     return TensorSpec(name, tuple(shape), dtype)
 
 
+# --- Encoding and decoding (the Client's and the library's Model's) ----------------------
+
+
+def encode_inputs(inputs, args, kwargs):
+    """The bytes of each input of one record, in the order of `inputs` (TensorSpecs): `args`
+    positional in that order, `kwargs` by name. Wrong ones raise TypeError or ValueError."""
+    given = _arrange(inputs, args, kwargs)
+    return [_encode(spec, value) for spec, value in zip(inputs, given)]
+
+
+def _arrange(inputs, args, kwargs):
+    if len(args) > len(inputs):
+        raise TypeError(f"the model takes {len(inputs)} inputs ({', '.join(i.name for i in inputs)}); "
+                        f"{len(args)} were given")
+    names = [i.name for i in inputs]
+    given = list(args) + [None] * (len(names) - len(args))
+    for name, value in kwargs.items():
+        if name not in names:
+            raise TypeError(f"the model has no input `{name}`; its inputs are {', '.join(names)}")
+        k = names.index(name)
+        if k < len(args):
+            raise TypeError(f"the input `{name}` is given twice, by position and by name")
+        given[k] = value
+    missing = [name for name, value in zip(names, given) if value is None]
+    if missing:
+        raise TypeError(f"the call lacks the input{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+    return given
+
+
+def _encode(spec, value):
+    want = spec.numpy_dtype
+    if isinstance(value, (np.ndarray, np.generic)):
+        array = np.asarray(value)
+        if array.dtype != want:
+            raise TypeError(f"the input `{spec.name}` is {spec.dtype}, which takes a {want} array, "
+                            f"not {array.dtype}")
+    else:
+        loose = np.asarray(value)
+        kind = _KIND[spec.dtype]
+        fits = loose.dtype.kind == kind or (kind == "f" and loose.dtype.kind in "iu") or \
+            (kind == "i" and loose.dtype.kind == "u")
+        if not fits or loose.dtype == object:
+            raise TypeError(f"the input `{spec.name}` is {spec.dtype}; {type(value).__name__} of {loose.dtype} "
+                            f"does not convert to it")
+        array = loose.astype(want)
+        if kind == "i" and not np.array_equal(array, loose):
+            raise TypeError(f"the input `{spec.name}` is {spec.dtype}; a value given is out of its range")
+    if array.shape != spec.shape:
+        raise ValueError(f"the input `{spec.name}` has the shape [{', '.join(map(str, spec.shape))}], "
+                         f"not [{', '.join(map(str, array.shape))}]")
+    if spec.dtype == "bf16":
+        return bf16_bits(array).tobytes()
+    return np.ascontiguousarray(array, dtype=_WIRE[spec.dtype]).tobytes()
+
+
+def decode_outputs(outputs, buffer, at):
+    """The outputs (TensorSpecs) by name, as numpy arrays, from their bytes in order in
+    `buffer` from offset `at`."""
+    out = {}
+    for spec in outputs:
+        wire = np.frombuffer(buffer, dtype=_WIRE[spec.dtype], count=spec.nbytes // _WIRE[spec.dtype].itemsize,
+                             offset=at).reshape(spec.shape)
+        at += spec.nbytes
+        if spec.dtype == "bf16":
+            out[spec.name] = from_bf16_bits(wire)
+        elif spec.dtype == "bool":
+            out[spec.name] = wire != 0
+        else:
+            out[spec.name] = wire.astype(spec.numpy_dtype, copy=False)
+    return out
+
+
 class Client:
     """A connection to a model that `sexpgpu serve --socket PATH` serves.
 
@@ -151,8 +223,7 @@ class Client:
         the client's timeout, TimeoutError. After the last two the client is closed, since the
         connection may be in the middle of a frame.
         """
-        given = self._arrange(args, kwargs)
-        payload = b"".join(self._encode(spec, value) for spec, value in zip(self.inputs, given))
+        payload = b"".join(encode_inputs(self.inputs, args, kwargs))
         with self._lock:
             if self._sock is None:
                 raise ProtocolError("the client is closed")
@@ -173,68 +244,7 @@ class Client:
             self.close()
             raise ProtocolError(f"the answer has status {status} and {length} bytes; expected status 0 or 1, "
                                 f"and {self._answer_bytes} bytes with the outputs")
-        return self._decode(reply)
-
-    # --- Encoding and decoding ------------------------------------------------------------
-
-    def _arrange(self, args, kwargs):
-        if len(args) > len(self.inputs):
-            raise TypeError(f"the model takes {len(self.inputs)} inputs ({', '.join(i.name for i in self.inputs)}); "
-                            f"{len(args)} were given")
-        names = [i.name for i in self.inputs]
-        given = list(args) + [None] * (len(names) - len(args))
-        for name, value in kwargs.items():
-            if name not in names:
-                raise TypeError(f"the model has no input `{name}`; its inputs are {', '.join(names)}")
-            k = names.index(name)
-            if k < len(args):
-                raise TypeError(f"the input `{name}` is given twice, by position and by name")
-            given[k] = value
-        missing = [name for name, value in zip(names, given) if value is None]
-        if missing:
-            raise TypeError(f"the call lacks the input{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
-        return given
-
-    @staticmethod
-    def _encode(spec, value):
-        want = spec.numpy_dtype
-        if isinstance(value, (np.ndarray, np.generic)):
-            array = np.asarray(value)
-            if array.dtype != want:
-                raise TypeError(f"the input `{spec.name}` is {spec.dtype}, which takes a {want} array, "
-                                f"not {array.dtype}")
-        else:
-            loose = np.asarray(value)
-            kind = _KIND[spec.dtype]
-            fits = loose.dtype.kind == kind or (kind == "f" and loose.dtype.kind in "iu") or \
-                (kind == "i" and loose.dtype.kind == "u")
-            if not fits or loose.dtype == object:
-                raise TypeError(f"the input `{spec.name}` is {spec.dtype}; {type(value).__name__} of {loose.dtype} "
-                                f"does not convert to it")
-            array = loose.astype(want)
-            if kind == "i" and not np.array_equal(array, loose):
-                raise TypeError(f"the input `{spec.name}` is {spec.dtype}; a value given is out of its range")
-        if array.shape != spec.shape:
-            raise ValueError(f"the input `{spec.name}` has the shape [{', '.join(map(str, spec.shape))}], "
-                             f"not [{', '.join(map(str, array.shape))}]")
-        if spec.dtype == "bf16":
-            return bf16_bits(array).tobytes()
-        return np.ascontiguousarray(array, dtype=_WIRE[spec.dtype]).tobytes()
-
-    def _decode(self, reply):
-        out = {}
-        at = 1
-        for spec in self.outputs:
-            wire = np.frombuffer(reply, dtype=_WIRE[spec.dtype], count=spec.nbytes // _WIRE[spec.dtype].itemsize,
-                                 offset=at).reshape(spec.shape)
-            at += spec.nbytes
-            if spec.dtype == "bf16":
-                out[spec.name] = from_bf16_bits(wire)
-            elif spec.dtype == "bool":
-                out[spec.name] = wire != 0
-            else:
-                out[spec.name] = wire.astype(spec.numpy_dtype, copy=False)
-        return out
+        return decode_outputs(self.outputs, reply, 1)
 
     # --- Frames ----------------------------------------------------------------------------
 
