@@ -12,8 +12,8 @@
 namespace sx::bundle {
 
 struct BundleOptions {
-  std::string file;     // the run file
-  std::string out;      // the folder, or with `archive` the archive, to write
+  std::string file;      // the run file
+  std::string out;       // the folder, or with `archive` the archive, to write
   bool archive = false;  // one .tar (.tar.zst where zstd is at hand) instead of a folder
 };
 

@@ -131,9 +131,10 @@ void check_files(const std::string& folder, const Manifest& manifest) {
     std::string what = now.size != file.size
                            ? fmt::format("it is {} bytes, and bundle.json says {}", now.size, file.size)
                            : fmt::format("its sha256 is {}, and bundle.json says {}", now.sha256, file.sha256);
-    fail_bundle(io::kFileChanged,
-                fmt::format("{}: the file changed since the bundle was written: {}", lang::shown_in_message(path), what),
-                "a bundle runs as it was written: write it again with `sexpgpu bundle` after an edit");
+    fail_bundle(
+        io::kFileChanged,
+        fmt::format("{}: the file changed since the bundle was written: {}", lang::shown_in_message(path), what),
+        "a bundle runs as it was written: write it again with `sexpgpu bundle` after an edit");
   }
 }
 

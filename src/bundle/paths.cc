@@ -39,7 +39,8 @@ class Scanner {
     if (head && (*head == "let" || *head == "let*")) return scan_let(list);
     if (head && *head == "defparam") scan_defparam(list);
     else if (head && *head == "with-loaded") scan_with_loaded(list, span);
-    else if (head && std::find(kLoaders.begin(), kLoaders.end(), *head) != kLoaders.end()) scan_loader(list, *head, span);
+    else if (head && std::find(kLoaders.begin(), kLoaders.end(), *head) != kLoaders.end())
+      scan_loader(list, *head, span);
     for (const Cons* c = list; c; c = lang::next(c)) scan(c->car, c->car_span);
   }
 

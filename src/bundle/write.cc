@@ -126,7 +126,8 @@ std::vector<fs::path> local_sources(const std::string& run_file, train::Session&
   std::vector<fs::path> sources = {absolute_of(run_file)};
   for (const std::string& module : session.interp().module_files()) {
     fs::path path = absolute_of(module);
-    bool library = std::any_of(libraries.begin(), libraries.end(), [&](const fs::path& l) { return lies_under(path, l); });
+    bool library =
+        std::any_of(libraries.begin(), libraries.end(), [&](const fs::path& l) { return lies_under(path, l); });
     if (!library && path != sources.front()) sources.push_back(path);
   }
   return sources;
@@ -168,8 +169,8 @@ Written write_bundle(const BundleOptions& options, train::Session& session,
     for (const PathSite& site : path_sites(file, session.interp().options().reader_limits)) {
       if (!site.literal) {
         warn(warning(kComputedPath, site,
-                     fmt::format("the path `{}` reads is computed: it is left as written, and read where it points "
-                                 "when the bundle runs",
+                     fmt::format("the path of `{}` is computed, so the bundle copies nothing for it: it is left as "
+                                 "written, and read where it points when the bundle runs",
                                  site.form),
                      "write the path as a string in the form to have the bundle copy its file"));
         continue;
@@ -178,15 +179,15 @@ Written write_bundle(const BundleOptions& options, train::Session& session,
       if (!local) continue;
       std::error_code ec;
       if (!fs::is_regular_file(*local, ec)) {
-        warn(warning(kPathNamesNoFile, site,
-                     fmt::format("`{}` names no file: the path is left as written",
-                                 lang::shown_in_message(*site.literal)),
-                     "where the bundle runs, the file must be where the path points"));
+        warn(warning(
+            kPathNamesNoFile, site,
+            fmt::format("`{}` names no file: the path is left as written", lang::shown_in_message(*site.literal)),
+            "where the bundle runs, the file must be where the path points"));
         continue;
       }
       std::string stored = data.add(*local);
-      edits.push_back({site.span.offset, site.span.length,
-                       string_literal(relative_path(stored, relative.parent_path()))});
+      edits.push_back(
+          {site.span.offset, site.span.length, string_literal(relative_path(stored, relative.parent_path()))});
     }
     rewritten.emplace_back(relative, apply_edits(file.text(), std::move(edits)));
   }

@@ -1,12 +1,13 @@
 // `sexpgpu bundle FILE.sx -o DIR [--archive]`: the experiment as a folder (or archive)
 // that runs anywhere; `sexpgpu new BUNDLE DIR`: a new experiment started from one; and
 // the bundle given where a command takes a run file (bundle/bundle.h).
+#include "bundle/bundle.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
 
-#include "bundle/bundle.h"
 #include "cli/common.h"
 #include "train/export.h"
 
@@ -40,7 +41,8 @@ void add_bundle_command(CLI::App& app, std::function<int()>& action) {
   auto options = std::make_shared<bundle::BundleOptions>();
   auto flags = std::make_shared<EvalFlags>();
   command->add_option("file", options->file, "The run file")->required();
-  command->add_option("-o", options->out, "The bundle's folder (the archive's name with --archive); never one that exists")
+  command
+      ->add_option("-o", options->out, "The bundle's folder (the archive's name with --archive); never one that exists")
       ->required();
   command->add_flag("--archive", options->archive,
                     "Write one .tar.zst (.tar where zstd is not at hand) instead of a folder");
@@ -55,8 +57,11 @@ void add_bundle_command(CLI::App& app, std::function<int()>& action) {
           bool color = lang::stderr_wants_color();
           auto warn = [color](const lang::Diagnostic& d) { std::fputs(lang::render(d, color).c_str(), stderr); };
           bundle::Written written = bundle::write_bundle(*options, session, warn);
-          std::printf("bundle: wrote %s: %zu sources, %zu data files, %s\n", written.path.c_str(), written.sources,
-                      written.data, train::format_size(written.bytes).c_str());
+          auto count = [](size_t n, std::string_view what) {
+            return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s");
+          };
+          fmt::print("bundle: wrote {}: {}, {}, {}\n", written.path, count(written.sources, "source"),
+                     count(written.data, "data file"), train::format_size(written.bytes));
           return kExitOk;
         } catch (const lang::Error& e) {
           return report(e);
