@@ -145,6 +145,8 @@ def case_round_trip(tmp):
     expect(out.startswith("export: "), "export takes a bundle", out, err)
     out, err = ok(["eval", "--file", bundle, '(teacher-name "teacher.a")'])
     expect(out == '"w.a"\n', "eval --file takes a bundle", out, err)
+    rc, out, err, _ = run(["repl", bundle], stdin=b'(teacher-name "teacher.b")\n')
+    expect(rc == 0 and '"w.b"' in out, "repl takes a bundle", out, err)
 
     # A new experiment: sources copied to edit, the weights pointed at, not copied.
     exp2 = os.path.join(tmp, "exp2")
