@@ -97,6 +97,7 @@ void write_archive(const std::string& folder, const std::string& out) {
     if (archive_write_header(writer.get(), entry.get()) != ARCHIVE_OK) fail_writing(error_of(writer.get()));
     if (is_folder) continue;
     std::ifstream in(path, std::ios::binary);
+    if (!in.is_open()) fail_writing(fmt::format("{}: cannot be read", path.string()));
     while (in) {
       in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
       if (in.gcount() > 0 && archive_write_data(writer.get(), buffer.data(), static_cast<size_t>(in.gcount())) < 0) {

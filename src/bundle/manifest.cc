@@ -97,8 +97,9 @@ Manifest read_manifest(const std::string& folder) {
         !entry["size"].is_number_unsigned() || !entry.contains("sha256") || !entry["sha256"].is_string()) {
       bad(fmt::format("the entry `{}` is not a file's path, size and sha256", lang::shown_in_message(entry.dump())));
     }
-    BundleFile file{entry["path"].get<std::string>(), entry.value("kind", "") == "source",
-                    entry["size"].get<uint64_t>(), entry["sha256"].get<std::string>()};
+    bool source = entry.contains("kind") && entry["kind"].is_string() && entry["kind"] == "source";
+    BundleFile file{entry["path"].get<std::string>(), source, entry["size"].get<uint64_t>(),
+                    entry["sha256"].get<std::string>()};
     if (!stays_inside(file.path)) {
       bad(fmt::format("the file `{}` leads outside the bundle", lang::shown_in_message(file.path)));
     }

@@ -222,6 +222,10 @@ def case_refusals(tmp):
     expect_error(["run", broken], "E-BUNDLE-001", mentions=("bundle.json",))
     write(broken, "bundle.json", text.replace(b'"run.sx"', b'"../run.sx"', 1))
     expect_error(["check", broken], "E-BUNDLE-001", mentions=("outside",))
+    listed = json.loads(text)
+    listed["files"][0]["kind"], listed["files"][1]["size"] = 7, -1
+    write(broken, "bundle.json", json.dumps(listed).encode())
+    expect_error(["check", broken], "E-BUNDLE-001", mentions=("size and sha256",))
     write(broken, "bundle.json", text)
     jsonl = [f["path"] for f in manifest(broken)["files"] if f["path"].endswith("train.jsonl")][0]
     os.remove(os.path.join(broken, jsonl))
