@@ -42,9 +42,14 @@ std::string relative_path(const fs::path& target, const fs::path& from) {
   return target.lexically_normal().lexically_relative(from.lexically_normal()).generic_string();
 }
 
+std::string without_trailing_slash(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
 fs::path absolute_of(const fs::path& path) {
   std::error_code ec;
-  fs::path absolute = fs::absolute(path, ec).lexically_normal();
+  fs::path absolute = fs::absolute(without_trailing_slash(path.string()), ec).lexically_normal();
   fs::path out = fs::weakly_canonical(absolute, ec);
   return ec ? absolute : out;
 }
@@ -63,7 +68,7 @@ void refuse_existing(const std::string& path, std::string_view what) {
 }
 
 ScratchFolder::ScratchFolder(const fs::path& beside)
-    : path_(fmt::format("{}.tmp-{}", fs::absolute(beside).lexically_normal().string(), getpid())) {
+    : path_(fmt::format("{}.tmp-{}", absolute_of(beside).string(), getpid())) {
   std::error_code ec;
   fs::remove_all(path_, ec);
   fs::create_directories(path_, ec);

@@ -14,6 +14,8 @@ void write_file(const std::filesystem::path& path, const std::string& text);
 // `target` relative to the folder `from`, both relative to one root or both absolute:
 // "data/x" from "", "../data/x" from "exp".
 std::string relative_path(const std::filesystem::path& target, const std::filesystem::path& from);
+// `path` without the slashes that end it ("b/" is "b"), as a folder to write is named.
+std::string without_trailing_slash(std::string path);
 // The absolute path of `path` with its links resolved; `path` itself need not exist.
 std::filesystem::path absolute_of(const std::filesystem::path& path);
 // Whether `path` lies under `folder` (or is it), both absolute and normal.

@@ -137,7 +137,7 @@ std::vector<fs::path> local_sources(const std::string& run_file, train::Session&
 
 Written write_bundle(const BundleOptions& options, train::Session& session,
                      const std::function<void(const lang::Diagnostic&)>& warn) {
-  std::string target = options.out;
+  std::string target = without_trailing_slash(options.out);
   if (options.archive && !is_archive_name(target)) target += archive_extension();
   refuse_existing(target, "`bundle`");
   session.load(options.file);

@@ -214,6 +214,10 @@ def case_refusals(tmp):
     out, err = ok(["eval", "--file", bundle, "--knob", "lr=0.25", "lr"])
     expect(out == "0.25\n", "a --knob given wins over the bundle's", out, err)
     expect_error(["bundle", run_file, "-o", bundle], "E-BUNDLE-003", mentions=(bundle,))
+    # Folders named with a trailing slash are the folders themselves.
+    ok(["bundle", run_file, "-o", os.path.join(tmp, "slash") + "/"])
+    ok(["new", os.path.join(tmp, "slash") + "/", os.path.join(tmp, "slash-exp") + "/"])
+    expect(os.path.isfile(os.path.join(tmp, "slash-exp", "run.sx")), "new DIR/ writes DIR")
     broken = os.path.join(tmp, "broken")
     shutil.copytree(bundle, broken)
     with open(os.path.join(broken, "bundle.json"), "rb") as f:
