@@ -83,8 +83,10 @@ class DataStore {
     }
   }
 
+  // A copy a bundle already named (an experiment `new` started, bundled again) keeps its name.
   static std::string stored_name(const std::string& sha, const std::string& name) {
-    return fmt::format("{}/{}-{}", kDataFolder, sha.substr(0, 16), name);
+    std::string prefix = sha.substr(0, 16) + "-";
+    return fmt::format("{}/{}{}", kDataFolder, name.starts_with(prefix) ? "" : prefix, name);
   }
 
   fs::path folder_;

@@ -164,6 +164,10 @@ def case_round_trip(tmp):
             shared = os.path.join(bundle, "data", os.path.basename(entry["file"]))
             expect(os.path.samefile(entry["file"], shared), f"the new run reads the bundle's {shared}")
     expect_error(["new", bundle, exp2], "E-BUNDLE-003", mentions=(exp2,))
+    # Bundled again, it holds the same data files under the same names.
+    ok(["bundle", os.path.join(exp2, "run.sx"), "-o", os.path.join(tmp, "again")])
+    again = sorted(f["path"] for f in manifest(os.path.join(tmp, "again"))["files"] if f["kind"] == "data")
+    expect(again == data, f"the bundle of a new experiment names its data as the first did: {again}")
 
     # A changed file of the bundle is refused, naming it, by every command that takes it.
     shard = os.path.join(bundle, [p for p in data if SHARDS[1] in p][0])
