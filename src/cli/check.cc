@@ -60,6 +60,7 @@ void add_check_command(CLI::App& app, std::function<int()>& action) {
   command->callback([&action, file, flags, device, print_graph] {
     action = [file, flags, device, print_graph] {
       return run_on_large_stack([&] {
+        if (!resolve_run_file(*file, *flags)) return kExitDiagnosed;
         // Outlives the try: a diagnostic's spans point into the interpreter's sources.
         train::Session session(session_options(*flags));
         try {

@@ -66,5 +66,14 @@ void add_explain_error_command(CLI::App& app, std::function<int()>& action);
 void add_explain_command(CLI::App& app, std::function<int()>& action);
 void add_doc_command(CLI::App& app, std::function<int()>& action);
 void add_serve_command(CLI::App& app, std::function<int()>& action);
+void add_bundle_command(CLI::App& app, std::function<int()>& action);
+void add_new_command(CLI::App& app, std::function<int()>& action);
+
+// The run file FILE names (bundle.cc): FILE itself, or a bundle's (a folder holding
+// bundle.json, or its archive), checked first; the bundle's variant and knobs become
+// defaults of `flags` (those given win) and its folder one `require` may read.
+std::string run_file_of(const std::string& file, EvalFlags& flags);
+// `file` replaced by run_file_of's answer; false once its error is reported.
+bool resolve_run_file(std::string& file, EvalFlags& flags);
 
 }  // namespace sx::cli

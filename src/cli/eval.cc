@@ -25,6 +25,7 @@ void add_eval_command(CLI::App& app, std::function<int()>& action) {
     action = [file, expression, flags, device, full] {
       return run_on_large_stack([&] {
         if (*full) lang::set_tensor_print_limit(0);
+        if (!file->empty() && !resolve_run_file(*file, *flags)) return kExitDiagnosed;
         // Outlives the try: a diagnostic's spans point into the interpreter's sources.
         train::Session session(session_options(*flags));
         try {

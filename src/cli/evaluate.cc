@@ -22,6 +22,7 @@ void add_evaluate_command(CLI::App& app, std::function<int()>& action) {
   command->callback([&action, options, flags, device] {
     action = [options, flags, device] {
       return run_on_large_stack([&] {
+        if (!resolve_run_file(options->file, *flags)) return kExitDiagnosed;
         // Outlives the try: a diagnostic's spans point into the session's sources.
         std::optional<train::Session> session;
         try {

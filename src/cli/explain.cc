@@ -95,6 +95,7 @@ void add_explain_command(CLI::App& app, std::function<int()>& action) {
   command->callback([&action, file, flags, json, selector] {
     action = [file, flags, json, selector] {
       return run_on_large_stack([&] {
+        if (!resolve_run_file(*file, *flags)) return kExitDiagnosed;
         train::Session session(session_options(*flags));
         try {
           session.load(*file);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "bundle/codes.h"
 #include "cli/common.h"
 #include "device/codes.h"
 #include "graph/codes.h"
@@ -24,7 +25,7 @@ namespace {
 std::vector<graph::CodeInfo> every_code() {
   std::vector<graph::CodeInfo> all;
   for (auto part : {lang::codes(), graph::codes(), model::codes(), io::codes(), device::codes(), train::codes(),
-                    serve::codes(), library::codes()}) {
+                    serve::codes(), library::codes(), bundle::codes()}) {
     all.insert(all.end(), part.begin(), part.end());
   }
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.code < b.code; });

@@ -18,10 +18,12 @@ void add_export_command(CLI::App& app, std::function<int()>& action) {
   command->callback([&action, options] {
     action = [options] {
       return run_on_large_stack([&] {
+        EvalFlags flags;
+        if (!resolve_run_file(options->file, flags)) return kExitDiagnosed;
         // Outlives the try: a diagnostic's spans point into the session's sources.
         std::optional<train::Session> session;
         try {
-          train::export_model(*options, session_options(EvalFlags{}).interpreter, session);
+          train::export_model(*options, session_options(flags).interpreter, session);
           return kExitOk;
         } catch (const lang::Error& e) {
           return report(e);

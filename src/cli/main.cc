@@ -43,6 +43,8 @@ int main(int argc, char** argv) {
   add_explain_command(app, action);
   add_explain_error_command(app, action);
   add_doc_command(app, action);
+  add_bundle_command(app, action);
+  add_new_command(app, action);
   // The first word that is not a top-level flag names the subcommand. CLI11 would answer an
   // unknown one followed by --help with the top-level help and exit 0; it is a usage error.
   const CLI::App& commands = app;

@@ -270,6 +270,7 @@ void add_repl_command(CLI::App& app, std::function<int()>& action) {
     action = [file, flags, device, full] {
       return run_on_large_stack([&] {
         if (*full) lang::set_tensor_print_limit(0);
+        if (!file->empty() && !resolve_run_file(*file, *flags)) return kExitDiagnosed;
         return repl(*file, *flags, *device);
       });
     };

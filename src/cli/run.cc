@@ -26,6 +26,7 @@ void add_run_command(CLI::App& app, std::function<int()>& action) {
   command->callback([&action, options, steps, steps_flag, flags, device] {
     action = [options, steps, steps_flag, flags, device] {
       return run_on_large_stack([&] {
+        if (!resolve_run_file(options->file, *flags)) return kExitDiagnosed;
         train::Session session(session_options(*flags));
         try {
           std::unique_ptr<device::Device> on = device->make();
