@@ -1,0 +1,165 @@
+// Files a model builder reads besides weights: `read-json` (a config.json, an index),
+// `tensor-names` (what a safetensors file or index holds), `data-path` (a path as the file
+// it is written in reads it) and `coded-error`, so that a builder written in Lisp, such as
+// sexpgpu/hf, reads any location `:load` reads and stops with its own codes.
+#include <fmt/format.h>
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "io/json_checked.h"
+#include "io/location.h"
+#include "io/s3.h"
+#include "io/safetensors.h"
+#include "io/tensor_source.h"
+#include "io/util.h"
+#include "lang/builtins/builtins.h"
+#include "lang/printer.h"
+#include "model/model.h"
+
+namespace sx::model {
+namespace {
+
+using lang::Args;
+using lang::Value;
+
+constexpr const char* kBadJson = "E-JSON-001";
+constexpr const char* kJsonTooLarge = "E-JSON-002";
+constexpr size_t kMaxJsonBytes = 64ull << 20;
+constexpr size_t kMaxJsonDepth = 64;
+
+// The text at a location of any kind, at most kMaxJsonBytes.
+std::string read_location_text(const std::string& location) {
+  const io::ResolvedLocation resolved = io::resolve_location(location);
+  if (!resolved.is_s3()) return io::read_small_file(resolved.path, kMaxJsonBytes, kJsonTooLarge);
+  io::S3Client client(io::S3Config::from_environment());
+  io::ObjectInfo info = client.head(resolved.bucket, resolved.key);
+  if (info.size > kMaxJsonBytes) {
+    throw io::LoadError(kJsonTooLarge,
+                        fmt::format("{}: {} bytes, more than the limit of {}", location, info.size, kMaxJsonBytes));
+  }
+  return client.get(resolved.bucket, resolved.key);
+}
+
+bool location_exists(const std::string& location) {
+  const io::ResolvedLocation resolved = io::resolve_location(location);
+  if (resolved.is_s3())
+    return io::S3Client(io::S3Config::from_environment()).head_if_exists(resolved.bucket, resolved.key).has_value();
+  struct stat st {};
+  return ::stat(resolved.path.c_str(), &st) == 0;
+}
+
+// JSON as Lisp: an object a plist keyed by keywords, an array a vector, null nil.
+Value lisp_of(const nlohmann::json& json) {
+  switch (json.type()) {
+    case nlohmann::json::value_t::object: {
+      std::vector<Value> items;
+      for (const auto& [key, value] : json.items()) {
+        items.push_back(lang::make_keyword(key));
+        items.push_back(lisp_of(value));
+      }
+      return lang::list(std::move(items));
+    }
+    case nlohmann::json::value_t::array: {
+      std::vector<Value> items;
+      for (const auto& value : json) items.push_back(lisp_of(value));
+      return lang::make_vector(std::move(items));
+    }
+    case nlohmann::json::value_t::string: return lang::make_string(json.get<std::string>());
+    case nlohmann::json::value_t::boolean: return Value::boolean(json.get<bool>());
+    case nlohmann::json::value_t::number_integer: return Value::integer(json.get<int64_t>());
+    case nlohmann::json::value_t::number_unsigned: {
+      uint64_t n = json.get<uint64_t>();
+      return n > static_cast<uint64_t>(INT64_MAX) ? Value::number(static_cast<double>(n))
+                                                  : Value::integer(static_cast<int64_t>(n));
+    }
+    case nlohmann::json::value_t::number_float: return Value::number(json.get<double>());
+    default: return Value();
+  }
+}
+
+// (read-json path &key missing)
+Value read_json(Args& a) {
+  const std::string location = resolve_data_path(a.string(0), a.span(0));
+  std::string text;
+  try {
+    if (auto missing = a.keywords().find("missing"); missing != a.keywords().end() && !location_exists(location))
+      return a[missing->second];
+    text = read_location_text(location);
+  } catch (const io::LoadError& e) {
+    lang::fail(e.code(), a.span(0), e.what(),
+               a.string(0).starts_with("/") ? "" : "a relative path is relative to the file that calls read-json");
+  }
+  try {
+    return lisp_of(io::parse_json_checked(text, location, kBadJson, kMaxJsonDepth).value);
+  } catch (const io::LoadError& e) {
+    lang::fail(e.code(), a.span(0), e.what());
+  }
+}
+
+// (tensor-names file): the names a safetensors file or an .index.json holds, sorted.
+Value tensor_names(Args& a) {
+  const std::string location = resolve_data_path(a.string(0), a.span(0));
+  std::vector<Value> names;
+  try {
+    for (const std::string& name : io::TensorSource::open(location)->tensor_names())
+      names.push_back(lang::make_string(name));
+  } catch (const io::LoadError& e) {
+    lang::fail(e.code(), a.span(0), e.what());
+  }
+  return lang::make_vector(std::move(names));
+}
+
+// (data-path path): the path resolved against the folder of the file it is written in, and
+// absolute, so that a file elsewhere that is handed it reads the same file.
+Value data_path(Args& a) {
+  std::string path = resolve_data_path(a.string(0), a.span(0));
+  if (io::scheme_of(path).empty() && !path.starts_with("/"))
+    path = std::filesystem::absolute(path).lexically_normal().string();
+  if (path.size() > 1 && path.ends_with("/")) path.pop_back();
+  return lang::make_string(path);
+}
+
+// (coded-error code message &rest values)
+Value coded_error(Args& a) {
+  static const std::regex kCode("[EW]-[A-Z]+-[0-9]{3}");
+  const std::string& code = a.string(0);
+  if (!std::regex_match(code, kCode)) {
+    lang::fail("E-EVAL-004", a.span(0),
+               fmt::format("`coded-error` takes a code such as \"E-HF-001\", not `{}`", lang::shown_in_message(code)));
+  }
+  std::string message = lang::shown_in_message(a.string(1));
+  for (size_t i = 2; i < a.size(); ++i) message += " " + lang::printed_in_message(a[i]);
+  lang::fail(code, a.call, message);
+}
+
+}  // namespace
+
+void install_json_files(lang::Interpreter& interp) {
+  lang::install_rows(
+      interp, "Files",
+      {
+          {"read-json", read_json, "(path &key missing)",
+           "A JSON file at any location :load reads, as Lisp: objects as plists keyed by keywords, arrays as vectors, "
+           "null as nil; `missing` instead of E-LOAD-002 when given and the file does not exist.",
+           "(getf (read-json \"model/config.json\" :missing (list :hidden_size 384)) :hidden_size)\n;; => 384"},
+          {"tensor-names", tensor_names, "(file)",
+           "The tensor names a safetensors file or a sharded checkpoint's .index.json holds, sorted, as a vector.",
+           "(save-tensors \"w.safetensors\" (list :w (ones [2]) :b (zeros [3])))\n(tensor-names \"w.safetensors\")\n"
+           ";; => [\"b\" \"w\"]"},
+          {"data-path", data_path, "(path)",
+           "The path as a :load written here reads it, made absolute: a relative one is resolved against this file's folder.",
+           "(data-path \"/w/model.safetensors\")\n;; => \"/w/model.safetensors\""},
+      });
+  lang::install_rows(interp, "Values: equality, types, printing, errors",
+                     {
+                         {"coded-error", coded_error, "(code message &rest values)",
+                          "Stops with the diagnostic `code` (E-AREA-NNN): the message, then the values as `print` "
+                          "shows them; for library code whose errors have their own codes.",
+                          "(coded-error \"E-HF-001\" \"no builder for model_type\" \"t5\")\n;; error[E-HF-001]"},
+                     });
+}
+
+}  // namespace sx::model
