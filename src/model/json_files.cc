@@ -4,17 +4,13 @@
 // sexpgpu/hf, reads any location `:load` reads and stops with its own codes.
 #include <fmt/format.h>
 
-#include <sys/stat.h>
-
 #include <filesystem>
 #include <regex>
 
 #include "io/json_checked.h"
 #include "io/location.h"
-#include "io/s3.h"
 #include "io/safetensors.h"
 #include "io/tensor_source.h"
-#include "io/util.h"
 #include "lang/builtins/builtins.h"
 #include "lang/printer.h"
 #include "model/model.h"
@@ -29,27 +25,6 @@ constexpr const char* kBadJson = "E-JSON-001";
 constexpr const char* kJsonTooLarge = "E-JSON-002";
 constexpr size_t kMaxJsonBytes = 64ull << 20;
 constexpr size_t kMaxJsonDepth = 64;
-
-// The text at a location of any kind, at most kMaxJsonBytes.
-std::string read_location_text(const std::string& location) {
-  const io::ResolvedLocation resolved = io::resolve_location(location);
-  if (!resolved.is_s3()) return io::read_small_file(resolved.path, kMaxJsonBytes, kJsonTooLarge);
-  io::S3Client client(io::S3Config::from_environment());
-  io::ObjectInfo info = client.head(resolved.bucket, resolved.key);
-  if (info.size > kMaxJsonBytes) {
-    throw io::LoadError(kJsonTooLarge,
-                        fmt::format("{}: {} bytes, more than the limit of {}", location, info.size, kMaxJsonBytes));
-  }
-  return client.get(resolved.bucket, resolved.key);
-}
-
-bool location_exists(const std::string& location) {
-  const io::ResolvedLocation resolved = io::resolve_location(location);
-  if (resolved.is_s3())
-    return io::S3Client(io::S3Config::from_environment()).head_if_exists(resolved.bucket, resolved.key).has_value();
-  struct stat st {};
-  return ::stat(resolved.path.c_str(), &st) == 0;
-}
 
 // JSON as Lisp: an object a plist keyed by keywords, an array a vector, null nil.
 Value lisp_of(const nlohmann::json& json) {
@@ -85,9 +60,10 @@ Value read_json(Args& a) {
   const std::string location = resolve_data_path(a.string(0), a.span(0));
   std::string text;
   try {
-    if (auto missing = a.keywords().find("missing"); missing != a.keywords().end() && !location_exists(location))
+    if (auto missing = a.keywords().find("missing");
+        missing != a.keywords().end() && !io::location_exists(io::resolve_location(location)))
       return a[missing->second];
-    text = read_location_text(location);
+    text = io::read_small_location(io::resolve_location(location), kMaxJsonBytes, kJsonTooLarge);
   } catch (const io::LoadError& e) {
     lang::fail(e.code(), a.span(0), e.what(),
                a.string(0).starts_with("/") ? "" : "a relative path is relative to the file that calls read-json");
@@ -150,7 +126,8 @@ void install_json_files(lang::Interpreter& interp) {
            "(save-tensors \"w.safetensors\" (list :w (ones [2]) :b (zeros [3])))\n(tensor-names \"w.safetensors\")\n"
            ";; => [\"b\" \"w\"]"},
           {"data-path", data_path, "(path)",
-           "The path as a :load written here reads it, made absolute: a relative one is resolved against this file's folder.",
+           "The path as a :load written here reads it, made absolute: a relative one is resolved against this file's "
+           "folder.",
            "(data-path \"/w/model.safetensors\")\n;; => \"/w/model.safetensors\""},
       });
   lang::install_rows(interp, "Values: equality, types, printing, errors",

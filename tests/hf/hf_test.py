@@ -242,6 +242,7 @@ def group_families(program, tmp):
 # --- export ---------------------------------------------------------------------------------
 
 FINE_TUNE = """(require "sexpgpu/hf")
+(require "sexpgpu/ops" :only (cross-entropy))
 (defvar model (hf-model "gpt2" :trainable true))
 (defun prepare (batch)
   (let ((ids (field batch :ids)))
