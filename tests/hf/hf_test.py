@@ -123,9 +123,10 @@ def llama_config(**extra):
     return LlamaConfig(**options)
 
 
-def save_with_config(model, folder, config_update=None, drop=()):
-    """save_pretrained, then config.json changed as a later transformers writes it."""
-    model.save_pretrained(folder, safe_serialization=True)
+def save_with_config(model, folder, config_update=None, drop=(), shard=None):
+    """save_pretrained (in shards of at most `shard` when given), then config.json changed
+    as a later transformers writes it."""
+    model.save_pretrained(folder, safe_serialization=True, **({"max_shard_size": shard} if shard else {}))
     if config_update or drop:
         path = os.path.join(folder, "config.json")
         with open(path) as f:
@@ -148,9 +149,9 @@ def family_cases():
     def ids(batch, seq, vocab):
         return rng.integers(0, vocab, size=(batch, seq)).astype(np.int32)
 
-    def causal(model, folder, seq=10, vocab=96, config_update=None, drop=()):
+    def causal(model, folder, seq=10, vocab=96, config_update=None, drop=(), shard=None):
         model.eval()
-        save_with_config(model, folder, config_update, drop)
+        save_with_config(model, folder, config_update, drop, shard)
         x = ids(2, seq, vocab)
         with torch.no_grad():
             logits = model(torch.tensor(x, dtype=torch.long)).logits.numpy()
@@ -175,10 +176,10 @@ def family_cases():
         config = tf.GPT2Config(vocab_size=96, n_positions=32, n_embd=32, n_layer=2, n_head=4, initializer_range=0.2)
         return causal(tf.GPT2LMHeadModel(config), folder)
 
-    def llama(extra, seq=10):
+    def llama(extra, seq=10, shard=None):
         def build(folder):
             torch.manual_seed(3)
-            return causal(tf.LlamaForCausalLM(llama_config(**extra)), folder, seq=seq)
+            return causal(tf.LlamaForCausalLM(llama_config(**extra)), folder, seq=seq, shard=shard)
         return build
 
     def llama3(folder):
@@ -219,7 +220,7 @@ def family_cases():
     return [
         ("bert", bert),
         ("gpt2", gpt2),
-        ("llama", llama({})),
+        ("llama", llama({}, shard="40KB")),
         ("llama-tied", llama({"tie_word_embeddings": True})),
         ("llama-linear", llama({"rope_scaling": {"type": "linear", "factor": 2.0}})),
         ("llama-dynamic", llama({"rope_scaling": {"type": "dynamic", "factor": 2.0}, "max_position_embeddings": 8},
@@ -237,6 +238,19 @@ def group_families(program, tmp):
         call, inputs, expected = build(folder)
         for device in ["cpu", "reference"]:
             compare(name, evaluate(program, folder, call, device, inputs), expected, device)
+    if not os.path.exists(os.path.join(tmp, "llama", "model.safetensors.index.json")):
+        raise Failure("the llama case is not sharded: its index is not what loaded")
+    # A window narrower than the sequence is refused when the model is called.
+    config_path = os.path.join(tmp, "mistral", "config.json")
+    with open(config_path) as f:
+        config = json.load(f)
+    config["sliding_window"] = 4
+    with open(config_path, "w") as f:
+        json.dump(config, f)
+    done = sexpgpu(program, ["eval", "-f", "run.sx", "(model (tensor [[1 2 3 4 5 6]]))"],
+                   os.path.join(tmp, "mistral"), expect_ok=False)
+    if done.returncode == 0 or "error[E-HF-001]" not in done.stderr or "sliding_window" not in done.stderr:
+        raise Failure("a sliding window narrower than the sequence was not refused:\n" + done.stdout + done.stderr)
 
 
 # --- export ---------------------------------------------------------------------------------
@@ -250,6 +264,20 @@ FINE_TUNE = """(require "sexpgpu/hf")
 (defun loss (logits prepared) (cross-entropy logits (getf prepared :targets)))
 (defrun :seed 3 :data (text-windows "text.txt" :window 8) :batch 4 :steps 4
         :optimizer (adamw :lr 1e-2) :checkpoint-every 4)
+"""
+
+
+HEAD_ON_FROZEN = """(require "sexpgpu/hf")
+(require "sexpgpu/nn" :only (linear))
+(require "sexpgpu/ops" :only (cross-entropy))
+(defvar lm (hf-model "gpt2"))
+(defmodel with-head () (let ((head (linear 256 256))) (lambda (ids) (head (lm ids)))))
+(defvar model (with-head))
+(defun prepare (batch)
+  (let ((ids (field batch :ids)))
+    (list :inputs (slice ids [0 0] [4 8]) :targets (slice ids [0 1] [4 9]))))
+(defun loss (logits prepared) (cross-entropy logits (getf prepared :targets)))
+(defrun :seed 3 :data (text-windows "text.txt" :window 8) :batch 4 :steps 1 :optimizer (adamw :lr 1e-2))
 """
 
 
@@ -284,6 +312,19 @@ def group_export(program, tmp):
     if abs(untuned - theirs).max() < 1e-3:
         raise Failure("the exported model's logits are the untuned model's: the fine-tuning did not reach the export")
     compare("gpt2-export", ours, theirs, "cpu")
+    # A head of its own has no Hugging Face name: refused, by name.
+    run_file = os.path.join(tmp, "head.sx")
+    with open(run_file, "w") as f:
+        f.write(HEAD_ON_FROZEN)
+    location = os.path.join(tmp, "runs", "head")
+    sexpgpu(program, ["run", run_file, "--checkpoint-dir", location], tmp)
+    done = sexpgpu(program, ["export", run_file, "--checkpoint", location, "-o", os.path.join(tmp, "head-hf"),
+                             "--format", "hf"], tmp, expect_ok=False)
+    if done.returncode == 0 or "error[E-HF-003]" not in done.stderr or "model.head.weight" not in done.stderr:
+        raise Failure("a head not loaded from a file was exported as a Hugging Face model:\n" + done.stdout +
+                      done.stderr)
+    if os.path.exists(os.path.join(tmp, "head-hf")):
+        raise Failure("a refused export left its folder behind")
 
 
 # --- MiniLM ---------------------------------------------------------------------------------
