@@ -9,7 +9,6 @@ namespace sx::model {
 void install_model_forms(lang::Interpreter& interp, const std::shared_ptr<ModelState>& state);
 void install_initializers(lang::Interpreter& interp, const std::shared_ptr<ModelState>& state);
 void install_tensor_files(lang::Interpreter& interp);
-void install_json_files(lang::Interpreter& interp);
 void install_parameters(lang::Interpreter& interp);
 
 std::shared_ptr<ModelState> install_models(lang::Interpreter& interp) {
@@ -30,7 +29,6 @@ std::shared_ptr<ModelState> install_models(lang::Interpreter& interp) {
   install_initializers(interp, state);
   install_select(interp);
   install_tensor_files(interp);
-  install_json_files(interp);
   install_parameters(interp);
   return state;
 }

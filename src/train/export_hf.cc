@@ -28,8 +28,8 @@ std::vector<std::pair<std::string, std::string>> side_files(const std::string& f
   std::vector<std::pair<std::string, std::string>> files;
   try {
     const io::ResolvedLocation place = io::resolve_location(folder);
-    files.emplace_back("config.json", io::read_small_location(place.child("config.json"), kMaxSideFileBytes,
-                                                              io::kExportUnwritable));
+    files.emplace_back("config.json",
+                       io::read_small_location(place.child("config.json"), kMaxSideFileBytes, io::kExportUnwritable));
     // The tokenizer the model came with. A run that reads text through its own tokenizer
     // (the :tokenize loader option) is to hand that tokenizer.json in here instead.
     if (io::location_exists(place.child("tokenizer.json"))) {
@@ -54,8 +54,7 @@ std::string export_hf_folder(const std::string& out, const std::vector<std::pair
   for (const auto& [path, weight] : weights) {
     auto it = recorded.find(path);
     if (it == recorded.end() || it->second->load_tensor.empty()) {
-      lang::fail(kNoHfName, {},
-                 fmt::format("`{}` was not loaded from a file, so it has no Hugging Face name", path),
+      lang::fail(kNoHfName, {}, fmt::format("`{}` was not loaded from a file, so it has no Hugging Face name", path),
                  "--format hf writes a model loaded with hf-model (or with-loaded); export this one without it");
     }
     const std::string here = folder_of(it->second->load_file);

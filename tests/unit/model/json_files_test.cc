@@ -78,13 +78,22 @@ TEST(CodedError, StopsWithTheCodeGiven) {
 std::string tiny_gpt2(const Folder& folder) {
   folder.write("config.json",
                R"({"model_type": "gpt2", "vocab_size": 8, "n_positions": 4, "n_embd": 4, "n_layer": 1, "n_head": 2})");
-  const std::vector<std::pair<std::string, graph::Shape>> shapes = {
-      {"wte.weight", {8, 4}},          {"wpe.weight", {4, 4}},           {"ln_f.weight", {4}},
-      {"ln_f.bias", {4}},              {"h.0.ln_1.weight", {4}},         {"h.0.ln_1.bias", {4}},
-      {"h.0.ln_2.weight", {4}},        {"h.0.ln_2.bias", {4}},           {"h.0.attn.c_attn.weight", {4, 12}},
-      {"h.0.attn.c_attn.bias", {12}},  {"h.0.attn.c_proj.weight", {4, 4}}, {"h.0.attn.c_proj.bias", {4}},
-      {"h.0.mlp.c_fc.weight", {4, 16}}, {"h.0.mlp.c_fc.bias", {16}},    {"h.0.mlp.c_proj.weight", {16, 4}},
-      {"h.0.mlp.c_proj.bias", {4}}};
+  const std::vector<std::pair<std::string, graph::Shape>> shapes = {{"wte.weight", {8, 4}},
+                                                                    {"wpe.weight", {4, 4}},
+                                                                    {"ln_f.weight", {4}},
+                                                                    {"ln_f.bias", {4}},
+                                                                    {"h.0.ln_1.weight", {4}},
+                                                                    {"h.0.ln_1.bias", {4}},
+                                                                    {"h.0.ln_2.weight", {4}},
+                                                                    {"h.0.ln_2.bias", {4}},
+                                                                    {"h.0.attn.c_attn.weight", {4, 12}},
+                                                                    {"h.0.attn.c_attn.bias", {12}},
+                                                                    {"h.0.attn.c_proj.weight", {4, 4}},
+                                                                    {"h.0.attn.c_proj.bias", {4}},
+                                                                    {"h.0.mlp.c_fc.weight", {4, 16}},
+                                                                    {"h.0.mlp.c_fc.bias", {16}},
+                                                                    {"h.0.mlp.c_proj.weight", {16, 4}},
+                                                                    {"h.0.mlp.c_proj.bias", {4}}};
   std::vector<std::pair<std::string, graph::Tensor>> tensors;
   for (size_t i = 0; i < shapes.size(); ++i) {
     std::vector<double> values(static_cast<size_t>(graph::numel(shapes[i].second)), static_cast<double>(i));
@@ -114,11 +123,12 @@ TEST(HfModel, NestedInAModelAndTrainable) {
   Folder folder;
   std::string dir = tiny_gpt2(folder);
   RunFile f;
-  f.load("(require \"sexpgpu/hf\") (require \"sexpgpu/nn\" :only (linear))"
-         "(defmodel classifier (dir) (let ((encoder (hf-model dir :trainable true)) (head (linear 8 2)))"
-         "  (lambda (ids) (head (encoder ids)))))"
-         "(defvar model (classifier \"" +
-         dir + "\"))");
+  f.load(
+      "(require \"sexpgpu/hf\") (require \"sexpgpu/nn\" :only (linear))"
+      "(defmodel classifier (dir) (let ((encoder (hf-model dir :trainable true)) (head (linear 8 2)))"
+      "  (lambda (ids) (head (encoder ids)))))"
+      "(defvar model (classifier \"" +
+      dir + "\"))");
   const Parameter& ln = f.param("model.encoder.h.0.ln-1.bias");
   EXPECT_EQ(ln.decl->load->second, "transformer.h.0.ln_1.bias");
   EXPECT_TRUE(ln.decl->trainable);
