@@ -52,9 +52,11 @@ def import_transformers(group):
         os.environ["SEXPGPU_HF_REEXEC"] = "1"
         os.execv(str(TORCH_VENV_PYTHON), [str(TORCH_VENV_PYTHON)] + sys.argv)
     installs = ".venv-torch" in (ROOT / "scripts" / "setup").read_text()
-    print("hf %s: SKIPPED: transformers is not installed for %s nor in %s (scripts/setup makes it)%s" % (
-        group, sys.executable, TORCH_VENV_PYTHON, "; under CI this is a failure" if installs else ""))
-    sys.exit(1 if os.environ.get("CI") == "true" and installs else 77)
+    fails = os.environ.get("CI") == "true" and installs
+    print("hf %s: %s: transformers is not installed for %s nor in %s (scripts/setup makes it)%s" % (
+        group, "FAILED" if fails else "SKIPPED", sys.executable, TORCH_VENV_PYTHON,
+        "; under CI that is a failure" if fails else ""))
+    sys.exit(1 if fails else 77)
 
 
 class Failure(Exception):
