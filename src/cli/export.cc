@@ -1,4 +1,4 @@
-// `sexpgpu export FILE.sx --checkpoint LOC -o DIR [--trained]`: a checkpoint's model and
+// `sexpgpu export FILE.sx --checkpoint LOC -o DIR [--trained] [--format hf]`: a checkpoint's model and
 // weights as a folder of their own (train/export.h).
 #include "train/export.h"
 
@@ -14,6 +14,10 @@ void add_export_command(CLI::App& app, std::function<int()>& action) {
       ->required();
   command->add_option("-o", options->out, "The folder to write; one that exists is refused")->required();
   command->add_flag("--trained", options->trained, "The trained weights, not the :ema averages");
+  command
+      ->add_option("--format", options->format,
+                   "sexpgpu (model.json and params.safetensors) or hf (a Hugging Face folder)")
+      ->check(CLI::IsMember({"sexpgpu", "hf"}));
   add_max_memory(*command);
   command->callback([&action, options] {
     action = [options] {

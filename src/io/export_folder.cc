@@ -151,10 +151,11 @@ void ExportFolderWriter::write_bytes(std::string_view name, std::string_view byt
 }
 
 void ExportFolderWriter::write_tensors(std::string_view name,
-                                       const std::vector<std::pair<std::string, graph::Tensor>>& tensors) {
+                                       const std::vector<std::pair<std::string, graph::Tensor>>& tensors,
+                                       const std::map<std::string, std::string>& metadata) {
   std::string file = file_path(name);
   try {
-    write_safetensors(file, tensors);
+    write_safetensors(file, tensors, metadata);
   } catch (const LoadError& e) {
     std::string message = e.what();
     if (size_t at = message.find(file); at != std::string::npos) {

@@ -49,7 +49,8 @@ class ExportFolderWriter {
   // Each writes the file `name` (a plain file name) into the folder; kExportUnwritable
   // naming the file under the folder's own path when it cannot.
   void write_bytes(std::string_view name, std::string_view bytes);
-  void write_tensors(std::string_view name, const std::vector<std::pair<std::string, graph::Tensor>>& tensors);
+  void write_tensors(std::string_view name, const std::vector<std::pair<std::string, graph::Tensor>>& tensors,
+                     const std::map<std::string, std::string>& metadata = {});
 
   // Flushes the folder and renames it into place; kExportExists when `path` exists by now.
   void commit();

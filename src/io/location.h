@@ -16,6 +16,7 @@
 // SEXPGPU_O41_ROOT names, itself a local path or an s3:// URL.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -61,5 +62,12 @@ struct ResolvedLocation {
 // s3:// URL without a bucket or an o41:// one without a team and a run, E-LOC-002 when
 // SEXPGPU_O41_ROOT is unset or is neither a local path nor an s3:// URL.
 ResolvedLocation resolve_location(std::string_view location);
+
+// The whole of a small file at a resolved location, local or on S3. Throws LoadError:
+// E-LOAD-002 when a local one cannot be read, the S3 client's (E-LOC-...), and
+// `too_big_code` when it is longer than `limit` bytes.
+std::string read_small_location(const ResolvedLocation& location, size_t limit, const char* too_big_code);
+// Whether something exists at the location (a HEAD on S3). Throws the S3 client's errors.
+bool location_exists(const ResolvedLocation& location);
 
 }  // namespace sx::io

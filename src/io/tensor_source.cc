@@ -62,14 +62,7 @@ std::shared_ptr<const SafetensorsFile> open_file(const ResolvedLocation& locatio
 
 // An index's text, at most kMaxHeaderBytes; E-LOAD-009 when longer.
 std::string read_index(const ResolvedLocation& location) {
-  if (!location.is_s3()) return read_small_file(location.path, kMaxHeaderBytes, kBadIndex);
-  S3Client client(S3Config::from_environment());
-  ObjectInfo info = client.head(location.bucket, location.key);
-  if (info.size > kMaxHeaderBytes) {
-    throw LoadError(kBadIndex, fmt::format("{}: the index is {} bytes, more than the limit of {}", location.url(),
-                                           info.size, kMaxHeaderBytes));
-  }
-  return client.get(location.bucket, location.key);
+  return read_small_location(location, kMaxHeaderBytes, kBadIndex);
 }
 
 // Why the shard at `location` cannot be opened ("cannot be found", "is not a file"), or "".

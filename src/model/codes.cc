@@ -57,6 +57,36 @@ uses it (a `let` there names it).)"},
      R"(Two parameters of one root would have the same path, usually two sub-models bound
 to the same `let` name in nested scopes, or a `named` segment used twice. Bind them to
 different names, or give one another segment with `named`.)"},
+    {"E-JSON-001", "a JSON file that is not JSON",
+     R"(`read-json` read a file that is not JSON, has a key twice in one object, or nests
+objects and arrays more than 64 deep. The message names the file and where the text
+stops being JSON. Check that the file is whole (not a git-lfs pointer or an HTML error
+page saved under its name).)"},
+    {"E-JSON-002", "a JSON file too large to read",
+     R"(`read-json` reads files of up to 64 MiB: configurations, indexes and tokenizers.
+A larger file is refused before it is read.)"},
+    {"E-HF-001", "a Hugging Face model or option that hf-model does not build",
+     R"(`hf-model` (sexpgpu/hf) builds the model a config.json describes only when it builds
+exactly that model: the families bert, gpt2, llama, mistral and qwen2, and within them
+the options docs/pretrained.md lists. Anything else, such as another `model_type`, a
+`rope_scaling` type it does not know, an activation other than the family's, or a
+sliding window narrower than the sequence, is refused by name rather than approximated.
+
+    (hf-model "t5-small")
+    ; error[E-HF-001]: hf-model has no builder for model_type "t5"
+
+Use a supported model, or write the model with sexpgpu/nn and `with-loaded`.)"},
+    {"E-HF-002", "a config.json without a field hf-model needs",
+     R"(The config.json lacks a field the family's builder reads (such as `hidden_size` or
+`num_attention_heads`), or gives it a value of the wrong kind. The message names the
+field. A config.json saved by `transformers` (`save_pretrained`) has every field.)"},
+    {"E-HF-003", "a Hugging Face export of a model that has no Hugging Face names",
+     R"(`sexpgpu export --format hf` writes each parameter under the tensor name it was
+loaded from, and the config.json beside the file it was loaded from. A parameter the
+graph reads that was not loaded from a file (a head added for fine-tuning, say), or
+parameters loaded from two different folders, leave no Hugging Face model to write.
+
+Export such a model with the default format, or load every parameter with `hf-model`.)"},
     {"W-PARAM-001", "a model never bound to a name",
      R"(A sub-model was created inside a constructor without a `let` binding or `named`,
 so its parameters get the segment `anon.N`. Paths are what selectors match and what

@@ -14,6 +14,7 @@
 #include "lang/tracer.h"
 #include "report/moved_lines.h"
 #include "train/codes.h"
+#include "train/export_hf.h"
 #include "train/model_alone.h"
 #include "train/run_record.h"
 #include "train/session.h"
@@ -111,6 +112,12 @@ void export_model(const ExportOptions& options, lang::InterpreterOptions interpr
   uint64_t bytes = 0;
   for (const auto& [path, weight] : weights) bytes += weight.bytes().size();
   std::string path;
+  if (options.format == "hf") {
+    path = export_hf_folder(options.out, weights, record);
+    std::printf("wrote %s: %zu weights, %s, as a Hugging Face model\n", path.c_str(), weights.size(),
+                format_size(bytes).c_str());
+    return;
+  }
   try {
     io::ExportFolderWriter folder(options.out);
     folder.write_bytes("model.json", described.dump() + "\n");

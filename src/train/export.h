@@ -13,6 +13,7 @@
 //                        `trained` (a parameter without an average, a frozen one, is the
 //                        trained value), each stored as f32, a bf16 one too
 //
+// (with --format hf, the Hugging Face folder export_hf.h describes instead), all
 // written under a temporary name and renamed when whole (io/export_folder.h); a folder
 // that exists is refused (E-SERVE-020), one that cannot be written is E-SERVE-021.
 #pragma once
@@ -29,10 +30,11 @@
 namespace sx::train {
 
 struct ExportOptions {
-  std::string file;        // the run file
-  std::string checkpoint;  // LOC/step-N, or LOC for its newest
-  std::string out;         // the folder to write
-  bool trained = false;    // the trained weights, not the :ema averages
+  std::string file;                // the run file
+  std::string checkpoint;          // LOC/step-N, or LOC for its newest
+  std::string out;                 // the folder to write
+  bool trained = false;            // the trained weights, not the :ema averages
+  std::string format = "sexpgpu";  // or "hf": the Hugging Face folder (export_hf.h)
 };
 
 // Exports, printing what the page shows: `export: CHECKPOINT`, the moved lines, `wrote

@@ -108,10 +108,11 @@ json CheckpointPolicy::experiment_json(int64_t step) const {
   json parameters = json::array();
   for (const auto& p : session_.params().params) {
     const graph::Node& node = session_.interp().tracer()->graph().node(p.decl->node);
-    parameters.push_back({{"path", p.path},
-                          {"shape", node.shape},
-                          {"dtype", graph::dtype_name(node.dtype)},
-                          {"trainable", p.decl->trainable}});
+    json& entry = parameters.emplace_back(json{{"path", p.path},
+                                               {"shape", node.shape},
+                                               {"dtype", graph::dtype_name(node.dtype)},
+                                               {"trainable", p.decl->trainable}});
+    if (p.decl->load) entry["loaded_from"] = {{"file", p.decl->load->first}, {"tensor", p.decl->load->second}};
   }
   return {{"slug", slug_},
           {"file", std::filesystem::path(options_.file).filename().string()},

@@ -30,6 +30,9 @@ struct RunRecord {
     std::string path;
     std::vector<int64_t> shape;
     std::string dtype;  // "f32", "bf16", ...
+    // The file and tensor a :load or with-loaded started it from (trainable or frozen), by
+    // which `export --format hf` names it; empty when its initializer made it.
+    std::string load_file, load_tensor;
   };
 
   io::Checkpoint checkpoint;

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <regex>
 
 #include "lang/builtins/builtins.h"
 #include "lang/printer.h"
@@ -9,12 +10,27 @@
 namespace sx::lang {
 namespace {
 
-// (error "message" values...): the message, then each value as `print` shows it, each
+// The message argument `at`, then each value after it as `print` shows it, each
 // shortened as a diagnostic shows the user's text.
-Value raise_error(Args& a) {
-  std::string message = shown_in_message(a.string(0));
-  for (size_t i = 1; i < a.size(); ++i) message += " " + printed_in_message(a[i]);
-  fail("E-EVAL-010", a.call, message);
+std::string error_message(Args& a, size_t at) {
+  std::string message = shown_in_message(a.string(at));
+  for (size_t i = at + 1; i < a.size(); ++i) message += " " + printed_in_message(a[i]);
+  return message;
+}
+
+// (error "message" values...)
+Value raise_error(Args& a) { fail("E-EVAL-010", a.call, error_message(a, 0)); }
+
+// (coded-error code message &rest values): as `error`, with a code of the caller's, for
+// library code (sexpgpu/hf) whose errors have codes and explain rows of their own.
+Value raise_coded_error(Args& a) {
+  static const std::regex kCode("[EW]-[A-Z]+-[0-9]{3}");
+  const std::string& code = a.string(0);
+  if (!std::regex_match(code, kCode)) {
+    fail("E-EVAL-004", a.span(0),
+         "`coded-error` takes a code such as \"E-HF-001\", not `" + shown_in_message(code) + "`");
+  }
+  fail(code, a.call, error_message(a, 1));
 }
 
 // (print x...): the values' `display` forms on one line; tensors show their elements.
@@ -93,6 +109,10 @@ void install_misc_builtins(Interpreter& in) {
           {"error", raise_error, "(message &rest values)",
            "Stops with error E-EVAL-010: the message, then the values as `print` shows them.",
            "(error \"the learning rate must be positive, got\" -0.1)\n;; error[E-EVAL-010]"},
+          {"coded-error", raise_coded_error, "(code message &rest values)",
+           "Stops with the diagnostic `code` (E-AREA-NNN): the message, then the values as `print` shows them; for "
+           "library code whose errors have their own codes.",
+           "(coded-error \"E-HF-001\" \"no builder for model_type\" \"t5\")\n;; error[E-HF-001]"},
           {"print", print_values, "(&rest values)",
            "Prints the values on one line, strings without quotes and tensors with their elements; returns the last.",
            "(print \"loss\" 0.25)\n;; => 0.25"},

@@ -1,0 +1,28 @@
+// `sexpgpu export --format hf`: a checkpoint's weights as the Hugging Face folder they were
+// loaded from (sexpgpu/hf's hf-model, or any :load / with-loaded of one folder's file):
+//
+//   model.safetensors   each weight under the tensor name it was loaded from (the
+//                       checkpoint's experiment.json records it), as f32, with the
+//                       {"format": "pt"} metadata transformers asks for
+//   config.json         the config.json beside the file they were loaded from, as it is
+//   tokenizer.json      the tokenizer.json beside it, when there is one
+//
+// so that transformers' from_pretrained loads the fine-tuned model. A weight that was not
+// loaded from a file, or weights loaded from two folders, are E-HF-003.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graph/tensor.h"
+#include "train/run_record.h"
+
+namespace sx::train {
+
+// Writes the folder `out` (io/export_folder.h: new, whole or not at all) and returns its
+// path. Diagnosed errors are lang::Error.
+std::string export_hf_folder(const std::string& out, const std::vector<std::pair<std::string, graph::Tensor>>& weights,
+                             const RunRecord& record);
+
+}  // namespace sx::train
