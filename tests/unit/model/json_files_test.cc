@@ -54,6 +54,10 @@ TEST(ReadJson, RefusesWhatItCannotRead) {
   std::string deep(100, '[');
   EXPECT_TRUE(code_of(f, "(read-json \"" + folder.write("deep.json", deep) + "\")").starts_with("E-JSON-001"));
   EXPECT_TRUE(code_of(f, "(read-json \"ftp://host/c.json\")").starts_with("E-LOAD-013"));
+  // Sparse: its size is past the limit without its bytes on the disk.
+  std::string huge = folder.write("huge.json", "{}");
+  std::filesystem::resize_file(huge, (64 << 20) + 1);
+  EXPECT_TRUE(code_of(f, "(read-json \"" + huge + "\")").starts_with("E-JSON-002"));
 }
 
 TEST(ReadJson, RelativePathsAreTheCallingFilesAndDataPathIsAbsolute) {
