@@ -11,8 +11,9 @@ only those parts' libraries:
     io        graph
     lang      graph (it builds graphs, never runs them)
     report    nothing: the loss-curve picture and the moved lines, text in, text out
-    model     lang, graph, io, device, runtime
-    train     lang, graph, io, device, runtime, model, report
+    text      graph (its codes' rows): tokenizers, text in, ids out
+    model     lang, graph, io, device, runtime, text
+    train     lang, graph, io, device, runtime, model, report, text
     serve     graph, device, runtime, io (no Lisp)
     library   serve, graph, device, runtime, io (no Lisp: libsexpgpu holds none)
     cli       every part
@@ -55,11 +56,12 @@ RULES = {
     "io": {"graph"},
     "lang": {"graph"},
     "report": set(),
-    "model": {"lang", "graph", "io", "device", "runtime"},
-    "train": {"lang", "graph", "io", "device", "runtime", "model", "report"},
+    "text": {"graph"},
+    "model": {"lang", "graph", "io", "device", "runtime", "text"},
+    "train": {"lang", "graph", "io", "device", "runtime", "model", "report", "text"},
     "serve": {"graph", "device", "runtime", "io"},
     "library": {"serve", "graph", "device", "runtime", "io"},
-    "cli": {"lang", "graph", "io", "device", "runtime", "model", "train", "serve", "library", "report"},
+    "cli": {"lang", "graph", "io", "device", "runtime", "model", "train", "serve", "library", "report", "text"},
 }
 
 # Why each part is where it is: shown with a violation.
@@ -70,8 +72,9 @@ REASONS = {
     "io": "io reads and writes tensors (graph) and knows no Lisp and no device",
     "lang": "lang builds graphs through the graph's builders; it never runs them",
     "report": "report turns text and numbers into text; the caller reads and writes the files",
-    "model": "model sits on lang, graph, io, device and runtime",
-    "train": "train sits on lang, graph, io, device, runtime, model and report",
+    "text": "text runs tokenizers on text it is given (graph only for its codes' rows); no file, no Lisp",
+    "model": "model sits on lang, graph, io, device, runtime and text",
+    "train": "train sits on lang, graph, io, device, runtime, model, report and text",
     "serve": "serve runs model.json through the runtime; it needs no Lisp",
     "library": "libsexpgpu runs a model as serve does, in the caller's process; it holds no Lisp",
     "cli": "cli may use every part",
