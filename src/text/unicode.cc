@@ -164,8 +164,7 @@ bool is_other(char32_t c) {
     case U_CONTROL_CHAR:
     case U_FORMAT_CHAR:
     case U_SURROGATE:
-    case U_PRIVATE_USE_CHAR:
-    case U_UNASSIGNED: return true;
+    case U_PRIVATE_USE_CHAR: return true;
     default: return false;
   }
 }

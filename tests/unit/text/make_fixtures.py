@@ -208,7 +208,7 @@ def strings():
         "東京は日本", "北京是中国的首都", "한국어 텍스트", "日本語とEnglishの混在", "😀", "😀😀😀", "👍🏽", "🇫🇷🇩🇪",
         "👨‍👩‍👧‍👦 family", "e\u0301\u0302\u0303", "\u0301starts with a mark", "مرحبا بالعالم", "שלום עולם",
         "RTL\u200fmark\u200eLTR", "zero\u200bwidth", "soft\u00adhyphen", "nbsp\u00a0here", "ideographic\u3000space",
-        "control\u0007bell", "null\u0000byte", "replacement\ufffdchar", "private\ue000use", "ΣΊΣΥΦΟΣ σίσυφος",
+        "control\u0007bell", "null\u0000byte", "replacement\ufffdchar", "private\ue000use", "unassigned\u0378here", "new emoji \U0001fae8", "ΣΊΣΥΦΟΣ σίσυφος",
         "İstanbul", "straße", "ǅungla", "12345678901234567890", "3.14159", "1,000,000", "$100.00", "100%",
         "a" * 30, "b" * 300, "supercalifragilisticexpialidocious", "x" + "é" * 40, "😀" * 20,
         "[CLS] inside [SEP] text", "[MASK]", "x[MASK]y", "<|endoftext|>", "a<|endoftext|>b", "<|begin_of_text|>hi",
@@ -229,7 +229,22 @@ def strings():
         n = rng.randint(1, 6)
         seps = [" ", "", "  ", "\t", "\n", " "]
         mixed.append("".join(rng.choice(pieces) + rng.choice(seps) for _ in range(n)))
-    return fixed + CORPUS + mixed
+    # Random characters from the blocks tokenizers treat apart: spaces and controls, Latin
+    # with accents, combining marks, Greek, Cyrillic, Hebrew, Arabic, Devanagari, Thai,
+    # Hangul, CJK, full-width forms, emoji with joiners and variation selectors.
+    blocks = [(0x09, 0x0D), (0x20, 0x7E), (0x80, 0xFF), (0x300, 0x36F), (0x370, 0x3FF), (0x400, 0x4FF),
+              (0x590, 0x5FF), (0x600, 0x6FF), (0x900, 0x97F), (0xE00, 0xE7F), (0x1100, 0x11FF), (0x2000, 0x206F),
+              (0x3000, 0x303F), (0x4E00, 0x4E80), (0xAC00, 0xAC80), (0xFE00, 0xFE0F), (0xFF00, 0xFFEF),
+              (0x1F300, 0x1F64F), (0x1F900, 0x1F9FF)]
+    scrambled = []
+    for _ in range(100):
+        chars = []
+        for _ in range(rng.randint(1, 12)):
+            lo, hi = rng.choice(blocks)
+            c = chr(rng.randint(lo, hi))
+            chars.append(c if not 0xD800 <= ord(c) <= 0xDFFF else "x")
+        scrambled.append("".join(chars))
+    return fixed + CORPUS + mixed + scrambled
 
 
 def main():
