@@ -178,28 +178,9 @@ class StripDecoder final : public Decoder {
 
 class ReplaceDecoder final : public Decoder {
  public:
-  ReplaceDecoder(const Json& o, const Where& w) : content_(string_at(o, "content", w)) {
-    const Json& pattern = object_at(o, "pattern", w);
-    if (pattern.contains("String")) {
-      regex_ = std::make_unique<Regex>(Regex::escaped(string_at(pattern, "String", w.at("pattern"))), w.shown());
-    } else if (pattern.contains("Regex")) {
-      regex_ = std::make_unique<Regex>(string_at(pattern, "Regex", w.at("pattern")), w.shown());
-    } else {
-      malformed(w.at("pattern"), "holds neither `String` nor `Regex`");
-    }
-  }
+  ReplaceDecoder(const Json& o, const Where& w) : regex_(pattern_of(o, w)), content_(string_at(o, "content", w)) {}
   std::vector<std::string> decode_chain(std::vector<std::string> tokens) const override {
-    for (std::string& t : tokens) {
-      std::string out;
-      size_t at = 0;
-      for (auto [begin, end] : regex_->find_all(t)) {
-        out.append(t, at, begin - at);
-        out += content_;
-        at = end;
-      }
-      out.append(t, at);
-      t = std::move(out);
-    }
+    for (std::string& t : tokens) t = regex_->replace_all(t, content_);
     return tokens;
   }
 
@@ -221,22 +202,12 @@ class BpeDecoder final : public Decoder {
   std::string suffix_;
 };
 
-class SequenceDecoder final : public Decoder {
+class SequenceDecoder final : public SequenceOf<Decoder, std::vector<std::string>, &Decoder::decode_chain> {
  public:
-  SequenceDecoder(const Json& o, const Where& w) {
-    const Json& items = array_at(o, "decoders", w);
-    for (size_t i = 0; i < items.size(); ++i) {
-      auto d = make_decoder(items[i], w.at("decoders").at(i));
-      if (d) stages_.push_back(std::move(d));
-    }
-  }
+  SequenceDecoder(const Json& o, const Where& w) : SequenceOf(o, "decoders", w, make_decoder) {}
   std::vector<std::string> decode_chain(std::vector<std::string> tokens) const override {
-    for (const auto& stage : stages_) tokens = stage->decode_chain(std::move(tokens));
-    return tokens;
+    return run(std::move(tokens));
   }
-
- private:
-  std::vector<std::unique_ptr<Decoder>> stages_;
 };
 
 }  // namespace

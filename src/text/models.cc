@@ -18,9 +18,8 @@ std::optional<int32_t> Model::id_of(std::string_view token) const {
 }
 
 const std::string* Model::token_of(int32_t id) const {
-  if (id < 0 || static_cast<size_t>(id) >= tokens_.size() || !ids_.contains(tokens_[id])) return nullptr;
-  const std::string& token = tokens_[id];
-  return ids_.at(token) == id ? &token : nullptr;
+  auto it = tokens_.find(id);
+  return it == tokens_.end() ? nullptr : &it->second;
 }
 
 void Model::read_vocab(const Json& vocab, const Where& where) {
@@ -31,8 +30,8 @@ void Model::read_vocab(const Json& vocab, const Where& where) {
     }
     auto id = static_cast<int32_t>(it->get<int64_t>());
     ids_[it.key()] = id;
-    if (static_cast<size_t>(id) >= tokens_.size()) tokens_.resize(static_cast<size_t>(id) + 1);
     tokens_[id] = it.key();
+    size_ = std::max<int64_t>(size_, int64_t{id} + 1);
   }
 }
 

@@ -110,49 +110,18 @@ class Prepend final : public Normalizer {
 
 class Replace final : public Normalizer {
  public:
-  Replace(const Json& o, const Where& w) : content_(string_at(o, "content", w)) {
-    const Json& pattern = object_at(o, "pattern", w);
-    if (pattern.contains("String")) {
-      regex_ = std::make_unique<Regex>(Regex::escaped(string_at(pattern, "String", w.at("pattern"))), w.shown());
-    } else if (pattern.contains("Regex")) {
-      regex_ = std::make_unique<Regex>(string_at(pattern, "Regex", w.at("pattern")), w.shown());
-    } else {
-      malformed(w.at("pattern"), "holds neither `String` nor `Regex`");
-    }
-  }
-  std::string normalize(std::string text) const override {
-    std::string out;
-    size_t at = 0;
-    for (auto [begin, end] : regex_->find_all(text)) {
-      out.append(text, at, begin - at);
-      out += content_;
-      at = end;
-    }
-    out.append(text, at);
-    return out;
-  }
+  Replace(const Json& o, const Where& w) : regex_(pattern_of(o, w)), content_(string_at(o, "content", w)) {}
+  std::string normalize(std::string text) const override { return regex_->replace_all(text, content_); }
 
  private:
   std::unique_ptr<Regex> regex_;
   std::string content_;
 };
 
-class NormalizerSequence final : public Normalizer {
+class NormalizerSequence final : public SequenceOf<Normalizer, std::string, &Normalizer::normalize> {
  public:
-  NormalizerSequence(const Json& o, const Where& w) {
-    const Json& items = array_at(o, "normalizers", w);
-    for (size_t i = 0; i < items.size(); ++i) {
-      auto n = make_normalizer(items[i], w.at("normalizers").at(i));
-      if (n) stages_.push_back(std::move(n));
-    }
-  }
-  std::string normalize(std::string text) const override {
-    for (const auto& stage : stages_) text = stage->normalize(std::move(text));
-    return text;
-  }
-
- private:
-  std::vector<std::unique_ptr<Normalizer>> stages_;
+  NormalizerSequence(const Json& o, const Where& w) : SequenceOf(o, "normalizers", w, make_normalizer) {}
+  std::string normalize(std::string text) const override { return run(std::move(text)); }
 };
 
 }  // namespace

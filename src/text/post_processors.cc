@@ -60,27 +60,15 @@ std::unique_ptr<PostProcessor> template_of(const Json& o, const Where& w) {
   return std::make_unique<Surround>(std::move(before), std::move(after));
 }
 
-class Chain final : public PostProcessor {
+class Chain final : public SequenceOf<PostProcessor, std::vector<int32_t>, &PostProcessor::process> {
  public:
-  Chain(const Json& o, const Where& w) {
-    const Json& items = array_at(o, "processors", w);
-    for (size_t i = 0; i < items.size(); ++i) {
-      auto p = make_post_processor(items[i], w.at("processors").at(i));
-      if (p) stages_.push_back(std::move(p));
-    }
-  }
+  Chain(const Json& o, const Where& w) : SequenceOf(o, "processors", w, make_post_processor) {}
   size_t added_count() const override {
     size_t n = 0;
     for (const auto& s : stages_) n += s->added_count();
     return n;
   }
-  std::vector<int32_t> process(std::vector<int32_t> ids) const override {
-    for (const auto& s : stages_) ids = s->process(std::move(ids));
-    return ids;
-  }
-
- private:
-  std::vector<std::unique_ptr<PostProcessor>> stages_;
+  std::vector<int32_t> process(std::vector<int32_t> ids) const override { return run(std::move(ids)); }
 };
 
 }  // namespace

@@ -123,27 +123,15 @@ class CharSplit final : public PatternSplit {
 
 class RegexSplit final : public PatternSplit {
  public:
+  RegexSplit(std::unique_ptr<Regex> regex, Behavior behavior, bool invert)
+      : PatternSplit(behavior, invert), regex_(std::move(regex)) {}
   RegexSplit(std::string_view pattern, const Where& w, Behavior behavior, bool invert)
-      : PatternSplit(behavior, invert), regex_(pattern, w.shown()) {}
+      : RegexSplit(std::make_unique<Regex>(pattern, w.shown()), behavior, invert) {}
 
  private:
-  Ranges matches_in(std::string_view text) const override { return regex_.find_all(text); }
-  Regex regex_;
+  Ranges matches_in(std::string_view text) const override { return regex_->find_all(text); }
+  std::unique_ptr<Regex> regex_;
 };
-
-std::unique_ptr<PreTokenizer> split_of(const Json& o, const Where& w) {
-  const Json& pattern = object_at(o, "pattern", w);
-  Behavior behavior = behavior_of(o, w);
-  bool invert = bool_at(o, "invert", w, false);
-  if (pattern.contains("String")) {
-    return std::make_unique<RegexSplit>(Regex::escaped(string_at(pattern, "String", w.at("pattern"))), w, behavior,
-                                        invert);
-  }
-  if (pattern.contains("Regex")) {
-    return std::make_unique<RegexSplit>(string_at(pattern, "Regex", w.at("pattern")), w, behavior, invert);
-  }
-  malformed(w.at("pattern"), "holds neither `String` nor `Regex`");
-}
 
 // GPT-2's split: contractions, letters, numbers, other symbols, each with one space
 // before it, and runs of spaces.
@@ -215,22 +203,10 @@ class Metaspace final : public PreTokenizer {
   std::unique_ptr<RegexSplit> splitter_;
 };
 
-class PreTokenizerSequence final : public PreTokenizer {
+class PreTokenizerSequence final : public SequenceOf<PreTokenizer, std::vector<Piece>, &PreTokenizer::split> {
  public:
-  PreTokenizerSequence(const Json& o, const Where& w) {
-    const Json& items = array_at(o, "pretokenizers", w);
-    for (size_t i = 0; i < items.size(); ++i) {
-      auto p = make_pre_tokenizer(items[i], w.at("pretokenizers").at(i));
-      if (p) stages_.push_back(std::move(p));
-    }
-  }
-  std::vector<Piece> split(std::vector<Piece> pieces) const override {
-    for (const auto& stage : stages_) pieces = stage->split(std::move(pieces));
-    return pieces;
-  }
-
- private:
-  std::vector<std::unique_ptr<PreTokenizer>> stages_;
+  PreTokenizerSequence(const Json& o, const Where& w) : SequenceOf(o, "pretokenizers", w, make_pre_tokenizer) {}
+  std::vector<Piece> split(std::vector<Piece> pieces) const override { return run(std::move(pieces)); }
 };
 
 // BERT's: whitespace removed, then each punctuation character alone.
@@ -253,7 +229,9 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Json& o, const Where& w) 
   if (type == "BertPreTokenizer") return std::make_unique<BertPreTokenizer>();
   if (type == "ByteLevel") return std::make_unique<ByteLevel>(o, w);
   if (type == "Metaspace") return std::make_unique<Metaspace>(o, w);
-  if (type == "Split") return split_of(o, w);
+  if (type == "Split") {
+    return std::make_unique<RegexSplit>(pattern_of(o, w), behavior_of(o, w), bool_at(o, "invert", w, false));
+  }
   if (type == "Sequence") return std::make_unique<PreTokenizerSequence>(o, w);
   if (type == "Whitespace") return std::make_unique<RegexSplit>(R"(\w+|[^\w\s]+)", w, Behavior::Removed, true);
   if (type == "WhitespaceSplit") return std::make_unique<CharSplit>(is_white_space, Behavior::Removed);
@@ -271,6 +249,15 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Json& o, const Where& w) 
                                         "BertPreTokenizer, ByteLevel, Metaspace, Split, Sequence, Whitespace, "
                                         "WhitespaceSplit, Punctuation, Digits and CharDelimiterSplit)",
                                         type));
+}
+
+std::unique_ptr<Regex> pattern_of(const Json& o, const Where& w) {
+  const Json& pattern = object_at(o, "pattern", w);
+  Where pw = w.at("pattern");
+  if (pattern.contains("String"))
+    return std::make_unique<Regex>(Regex::escaped(string_at(pattern, "String", pw)), pw.shown());
+  if (pattern.contains("Regex")) return std::make_unique<Regex>(string_at(pattern, "Regex", pw), pw.shown());
+  malformed(pw, "holds neither `String` nor `Regex`");
 }
 
 const std::u32string& byte_level_chars() {

@@ -74,6 +74,18 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view utf8) co
   return found;
 }
 
+std::string Regex::replace_all(std::string_view utf8, std::string_view content) const {
+  std::string out;
+  size_t at = 0;
+  for (auto [begin, end] : find_all(utf8)) {
+    out.append(utf8.substr(at, begin - at));
+    out += content;
+    at = end;
+  }
+  out.append(utf8.substr(at));
+  return out;
+}
+
 std::string Regex::escaped(std::string_view literal) {
   std::string out;
   for (char c : literal) {

@@ -23,6 +23,9 @@ class Regex {
   // The non-empty matches, left to right, as UTF-8 byte ranges [begin, end).
   std::vector<std::pair<size_t, size_t>> find_all(std::string_view utf8) const;
 
+  // `utf8` with each match replaced by `content`.
+  std::string replace_all(std::string_view utf8, std::string_view content) const;
+
   // A regex that matches `literal` as it is.
   static std::string escaped(std::string_view literal);
 

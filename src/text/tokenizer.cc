@@ -100,6 +100,26 @@ std::vector<Segment> split_added(const std::string& text, bool at_start, const A
   return out;
 }
 
+// Deeper than any tokenizer.json nests (Sequences are read recursively): refused.
+constexpr size_t kMaxDepth = 64;
+
+size_t depth_of(const Json& root) {
+  size_t deepest = 0;
+  std::vector<std::pair<const Json*, size_t>> pending{{&root, 1}};
+  while (!pending.empty()) {
+    auto [value, depth] = pending.back();
+    pending.pop_back();
+    deepest = std::max(deepest, depth);
+    if (depth > kMaxDepth) break;
+    if (value->is_structured()) {
+      for (const Json& item : *value) {
+        if (item.is_structured()) pending.emplace_back(&item, depth + 1);
+      }
+    }
+  }
+  return deepest;
+}
+
 }  // namespace
 
 struct Tokenizer::Pipeline {
@@ -141,6 +161,8 @@ std::shared_ptr<const Tokenizer> Tokenizer::parse(std::string_view json_text, st
     throw TokenizerError(kTokenizerFile, fmt::format("{}: not JSON: {}", name, reason));
   }
   if (!root.is_object()) malformed(w, "is not a tokenizer.json: its top level is not a JSON object");
+  if (depth_of(root) > kMaxDepth)
+    malformed(w, fmt::format("nests more than {} levels deep: not a tokenizer.json", kMaxDepth));
   auto p = std::make_unique<Pipeline>();
   p->name = std::string(name);
   try {

@@ -213,18 +213,25 @@ Value jsonl(Args& a) {
       lang::fail(kLoaderArguments, a.span(it->second), "`:fields` names one key or more");
     }
   }
-  std::vector<std::string> names;
-  for (const TokenizedField& t : spec.tokenize) names.insert(names.end(), {t.field, t.field + "-mask"});
-  for (const Value& item : items) names.push_back(field_name(a, it->second, item, ":fields"));
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), names[i]) !=
-        names.begin() + static_cast<std::ptrdiff_t>(i)) {
-      lang::fail(kLoaderArguments, a.call,
-                 fmt::format("the loader names the field `{}` twice", lang::shown_in_message(names[i])),
-                 "a field read through a tokenizer gives the fields NAME and NAME-mask; :fields lists the others");
+  for (const Value& item : items) {
+    std::string name = field_name(a, it->second, item, ":fields");
+    if (std::find(spec.fields.begin(), spec.fields.end(), name) != spec.fields.end()) {
+      lang::fail(kLoaderArguments, a.span(it->second),
+                 fmt::format("`:fields` names `{}` twice", lang::shown_in_message(name)));
+    }
+    spec.fields.push_back(std::move(name));
+  }
+  std::vector<std::string> names = spec.fields;
+  for (const TokenizedField& t : spec.tokenize) {
+    for (const std::string& name : {t.field, t.field + "-mask"}) {
+      if (std::find(names.begin(), names.end(), name) != names.end()) {
+        lang::fail(kLoaderArguments, a.call,
+                   fmt::format("the loader names the field `{}` twice", lang::shown_in_message(name)),
+                   "a field read through a tokenizer gives the fields NAME and NAME-mask; :fields lists the others");
+      }
+      names.push_back(name);
     }
   }
-  for (const Value& item : items) spec.fields.push_back(field_name(a, it->second, item, ":fields"));
   return loader_value(a, std::move(spec));
 }
 

@@ -42,6 +42,11 @@ def corpus():
     return CORPUS * 20
 
 
+def byte_level_trainer(vocab_size, special_tokens):
+    return trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False, special_tokens=special_tokens,
+                               initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+
+
 def bert():
     tk = Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=24))
     tk.normalizer = normalizers.BertNormalizer(lowercase=True)
@@ -60,13 +65,7 @@ def gpt2():
     tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tk.decoder = decoders.ByteLevel()
     tk.post_processor = processors.ByteLevel(trim_offsets=False)
-    tk.train_from_iterator(
-        corpus(),
-        trainers.BpeTrainer(
-            vocab_size=500,
-            show_progress=False, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-        ),
-    )
+    tk.train_from_iterator(corpus(), byte_level_trainer(500, ["<|endoftext|>"]))
     return tk
 
 
@@ -79,15 +78,7 @@ def llama3():
         ]
     )
     tk.decoder = decoders.ByteLevel()
-    tk.train_from_iterator(
-        corpus(),
-        trainers.BpeTrainer(
-            vocab_size=500,
-            show_progress=False,
-            special_tokens=["<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"],
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        ),
-    )
+    tk.train_from_iterator(corpus(), byte_level_trainer(500, ["<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"]))
     bos = tk.token_to_id("<|begin_of_text|>")
     tk.post_processor = processors.TemplateProcessing(
         single="<|begin_of_text|> $A", pair="<|begin_of_text|> $A <|begin_of_text|> $B:1",
@@ -147,15 +138,7 @@ def roberta():
     tk = Tokenizer(models.BPE())
     tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
     tk.decoder = decoders.ByteLevel()
-    tk.train_from_iterator(
-        corpus(),
-        trainers.BpeTrainer(
-            vocab_size=450,
-            show_progress=False,
-            special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        ),
-    )
+    tk.train_from_iterator(corpus(), byte_level_trainer(450, ["<s>", "<pad>", "</s>", "<unk>"]))
     tk.add_special_tokens([AddedToken("<mask>", lstrip=True, rstrip=False)])
     tk.add_tokens([AddedToken("dog's", single_word=True), AddedToken("QUICK", normalized=True)])
     tk.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
