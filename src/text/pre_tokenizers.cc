@@ -33,7 +33,7 @@ Ranges char_matches(std::string_view text, const std::function<bool(char32_t)>& 
   Ranges out;
   size_t at = 0;
   for (char32_t c : code_points(text)) {
-    size_t n = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+    size_t n = utf8_length(c);
     if (is_match(c)) out.emplace_back(at, at + n);
     at += n;
   }

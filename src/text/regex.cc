@@ -59,7 +59,7 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view utf8) co
     byte_at.push_back(offset);
     if (c >= 0x10000) byte_at.push_back(offset);
     text.append(static_cast<UChar32>(c));
-    offset += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+    offset += utf8_length(c);
   }
   byte_at.push_back(offset);
   std::vector<std::pair<size_t, size_t>> found;

@@ -49,7 +49,7 @@ size_t white_space_run_start(std::string_view s) {
   std::u32string cps = code_points(s);
   size_t at = s.size();
   for (auto it = cps.rbegin(); it != cps.rend() && is_white_space(*it); ++it) {
-    at -= *it < 0x80 ? 1 : *it < 0x800 ? 2 : *it < 0x10000 ? 3 : 4;
+    at -= utf8_length(*it);
   }
   return at;
 }
@@ -59,7 +59,7 @@ size_t white_space_run_length(std::string_view s) {
   size_t at = 0;
   for (char32_t c : code_points(s)) {
     if (!is_white_space(c)) break;
-    at += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+    at += utf8_length(c);
   }
   return at;
 }
@@ -355,8 +355,5 @@ int64_t Tokenizer::vocab_size() const {
   for (const auto& t : pipeline_->added) n = std::max<int64_t>(n, int64_t{t.id} + 1);
   return n;
 }
-
-int32_t Tokenizer::pad_id() const { return pipeline_->pad_id; }
-const std::string& Tokenizer::name() const { return pipeline_->name; }
 
 }  // namespace sx::text

@@ -77,12 +77,9 @@ class Tokenizer {
   // TokenizerError E-TOKEN-005 for an id that is no token.
   std::string decode(std::span<const int32_t> ids, bool skip_special = true) const;
 
-  // The model's kind ("WordPiece", "BPE"), its number of ids (added tokens included),
-  // the id padding uses (the file's padding's, else 0), and where it was read from.
+  // The model's kind ("WordPiece", "BPE") and its number of ids (added tokens included).
   std::string model_kind() const;
   int64_t vocab_size() const;
-  int32_t pad_id() const;
-  const std::string& name() const;
 
   struct Pipeline;  // the stages, defined in tokenizer.cc
 

@@ -63,13 +63,16 @@ void append_utf8(std::string& out, char32_t c) {
 std::u32string code_points(std::string_view utf8) {
   std::u32string out;
   out.reserve(utf8.size());
-  for (size_t i = 0; i < utf8.size();) {
+  const size_t length = utf8.size();
+  for (size_t i = 0; i < length;) {
     UChar32 c = 0;
-    U8_NEXT_UNSAFE(utf8.data(), i, c);
-    out += static_cast<char32_t>(c);
+    U8_NEXT(utf8.data(), i, length, c);
+    out += static_cast<char32_t>(c < 0 ? 0xFFFD : c);
   }
   return out;
 }
+
+size_t utf8_length(char32_t c) { return U8_LENGTH(static_cast<UChar32>(c)); }
 
 std::string utf8_of(std::u32string_view code_points) {
   std::string out;

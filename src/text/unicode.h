@@ -8,8 +8,10 @@
 
 namespace sx::text {
 
-// The code points of valid UTF-8 (check it with first_invalid_utf8 first).
+// The code points of UTF-8 (U+FFFD for each part that is not: check it with
+// first_invalid_utf8 first), and a code point's length in UTF-8.
 std::u32string code_points(std::string_view utf8);
+size_t utf8_length(char32_t c);
 std::string utf8_of(std::u32string_view code_points);
 void append_utf8(std::string& out, char32_t c);
 
