@@ -16,6 +16,7 @@
 #include "library/codes.h"
 #include "model/codes.h"
 #include "serve/codes.h"
+#include "text/tokenizer.h"
 #include "train/codes.h"
 
 namespace sx::cli {
@@ -25,7 +26,7 @@ namespace {
 std::vector<graph::CodeInfo> every_code() {
   std::vector<graph::CodeInfo> all;
   for (auto part : {lang::codes(), graph::codes(), model::codes(), io::codes(), device::codes(), train::codes(),
-                    serve::codes(), library::codes(), bundle::codes()}) {
+                    serve::codes(), library::codes(), bundle::codes(), text::codes()}) {
     all.insert(all.end(), part.begin(), part.end());
   }
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.code < b.code; });

@@ -3,6 +3,7 @@
 
 #include "lang/tracer.h"
 #include "model/select.h"
+#include "model/tokenizer_value.h"
 
 namespace sx::model {
 
@@ -30,6 +31,7 @@ std::shared_ptr<ModelState> install_models(lang::Interpreter& interp) {
   install_select(interp);
   install_tensor_files(interp);
   install_parameters(interp);
+  install_tokenizers(interp);
   return state;
 }
 

@@ -1,5 +1,6 @@
 // The loaders' constructors in the language: (text-windows PATH :window N),
-// (token-windows PATH :window N :dtype :u16), (records PATH), (jsonl PATH :fields [:x :y]).
+// (token-windows PATH :window N :dtype :u16), (records PATH), (jsonl PATH :fields [:x :y]
+// :tokenize (:field :text :with TK :length N)).
 // Each checks its arguments and that its file exists, and returns a LoaderSpec value;
 // the run opens it (open_loader) when it starts.
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include "lang/builtins/builtins.h"
 #include "lang/printer.h"
 #include "lang/tracer.h"
+#include "model/tokenizer_value.h"
 #include "train/loaders.h"
 
 namespace sx::train {
@@ -119,34 +121,116 @@ Value token_windows(Args& a) {
 
 Value records(Args& a) { return loader_value(a, spec_for(a, LoaderKind::Records)); }
 
+// A field's name: a keyword or a string.
+std::string field_name(Args& a, size_t at, const Value& item, std::string_view option) {
+  if (item.is(Type::Keyword)) return item.as<lang::Symbol>()->name;
+  if (item.is(Type::String)) return lang::string_of(item);
+  lang::fail(kLoaderArguments, a.span(at),
+             fmt::format("`{}` holds keywords (or strings), not {} `{}`", option, lang::type_label(item),
+                         lang::printed_in_message(item)));
+}
+
+// One `:tokenize` plist: [:field :text :with TK :length N :special true].
+TokenizedField tokenized_field(Args& a, size_t at, const std::vector<Value>& items) {
+  const char* form = "write :tokenize [:field :text :with tk :length 128], tk a (tokenizer \"tokenizer.json\")";
+  if (items.empty() || items.size() % 2 != 0) {
+    lang::fail(
+        kLoaderArguments, a.span(at),
+        fmt::format("`:tokenize` is a plist of :field, :with and :length, not `{}`", lang::printed_in_message(a[at])),
+        form);
+  }
+  TokenizedField field;
+  bool has_with = false;
+  for (size_t i = 0; i < items.size(); i += 2) {
+    std::string key = items[i].is(Type::Keyword) ? items[i].as<lang::Symbol>()->name : "";
+    const Value& value = items[i + 1];
+    if (key == "field") {
+      field.field = field_name(a, at, value, ":tokenize :field");
+    } else if (key == "with") {
+      const model::TokenizerValue* tk = model::as_tokenizer(value);
+      if (!tk) {
+        lang::fail(kLoaderArguments, a.span(at),
+                   fmt::format("`:tokenize :with` is a tokenizer, not {} `{}`", lang::type_label(value),
+                               lang::printed_in_message(value)),
+                   form);
+      }
+      field.tokenizer = tk->tokenizer;
+      field.tokenizer_written = tk->written;
+      field.tokenizer_location = tk->location;
+      has_with = true;
+    } else if (key == "length") {
+      field.length = value.is(Type::Int) ? value.as_int() : 0;
+      if (field.length < 1 || field.length > kMaxWindow) {
+        lang::fail(kLoaderArguments, a.span(at),
+                   fmt::format("`:tokenize :length` is a whole number from 1 to {}, not `{}`", kMaxWindow,
+                               lang::printed_in_message(value)));
+      }
+    } else if (key == "special") {
+      field.special = !(value.is(Type::Nil) || (value.is(Type::Bool) && !value.as_bool()));
+    } else {
+      lang::fail(kLoaderArguments, a.span(at),
+                 fmt::format("`:tokenize` takes :field, :with, :length and :special, not `{}`",
+                             lang::printed_in_message(items[i])),
+                 form);
+    }
+  }
+  if (field.field.empty() || !has_with || field.length == 0) {
+    lang::fail(kLoaderArguments, a.span(at), "`:tokenize` needs :field, :with and :length", form);
+  }
+  return field;
+}
+
 Value jsonl(Args& a) {
   auto keys = a.keywords();
   LoaderSpec spec = spec_for(a, LoaderKind::Jsonl);
+  if (auto it = keys.find("tokenize"); it != keys.end()) {
+    // One plist (a vector or a list whose first item is a keyword), or a vector or list of them.
+    auto items_of = [](const Value& v) {
+      return v.is(Type::Vector) ? v.as<lang::Vector>()->items
+             : v.is_list()      ? lang::list_items(v)
+                                : std::vector<Value>{};
+    };
+    std::vector<Value> given = items_of(a[it->second]);
+    std::vector<std::vector<Value>> plists;
+    if (!given.empty() && given[0].is(Type::Keyword)) plists.push_back(given);
+    else
+      for (const Value& v : given) plists.push_back(items_of(v));
+    if (plists.empty()) plists.emplace_back();
+    for (const auto& plist : plists) spec.tokenize.push_back(tokenized_field(a, it->second, plist));
+  }
   auto it = keys.find("fields");
-  if (it == keys.end()) {
+  if (it == keys.end() && spec.tokenize.empty()) {
     lang::fail(kLoaderArguments, a.call, "`jsonl` needs `:fields [:key ...]`, the keys each line gives",
                "write (jsonl \"data.jsonl\" :fields [:x :y])");
   }
-  const Value& given = a[it->second];
   std::vector<Value> items;
-  if (given.is(Type::Vector)) items = given.as<lang::Vector>()->items;
-  else if (given.is_list()) items = lang::list_items(given);
-  else a.type_error(it->second, "a vector of keywords");
-  if (items.empty()) lang::fail(kLoaderArguments, a.span(it->second), "`:fields` names one key or more");
-  for (const Value& item : items) {
-    std::string name;
-    if (item.is(Type::Keyword)) name = item.as<lang::Symbol>()->name;
-    else if (item.is(Type::String)) name = lang::string_of(item);
-    else {
-      lang::fail(kLoaderArguments, a.span(it->second),
-                 fmt::format("`:fields` holds keywords (or strings), not {} `{}`", lang::type_label(item),
-                             lang::printed_in_message(item)));
+  if (it != keys.end()) {
+    const Value& given = a[it->second];
+    if (given.is(Type::Vector)) items = given.as<lang::Vector>()->items;
+    else if (given.is_list()) items = lang::list_items(given);
+    else a.type_error(it->second, "a vector of keywords");
+    if (items.empty() && spec.tokenize.empty()) {
+      lang::fail(kLoaderArguments, a.span(it->second), "`:fields` names one key or more");
     }
+  }
+  for (const Value& item : items) {
+    std::string name = field_name(a, it->second, item, ":fields");
     if (std::find(spec.fields.begin(), spec.fields.end(), name) != spec.fields.end()) {
       lang::fail(kLoaderArguments, a.span(it->second),
                  fmt::format("`:fields` names `{}` twice", lang::shown_in_message(name)));
     }
     spec.fields.push_back(std::move(name));
+  }
+  std::vector<std::string> names = spec.fields;
+  for (const TokenizedField& t : spec.tokenize) {
+    for (const std::string& name : {t.field, t.field + "-mask"}) {
+      if (std::find(names.begin(), names.end(), name) != names.end()) {
+        lang::fail(kLoaderArguments, a.call,
+                   fmt::format("the loader names the field `{}` twice", lang::shown_in_message(name)),
+                   "a field read through a tokenizer gives the fields NAME and NAME-mask; :fields lists the others");
+      }
+      names.push_back(name);
+    }
   }
   return loader_value(a, std::move(spec));
 }
@@ -197,7 +281,15 @@ std::string LoaderSpec::print() const {
     case LoaderKind::Jsonl: {
       std::string names;
       for (const auto& f : fields) names += (names.empty() ? "" : " ") + shown_field(f);
-      out += " :fields [" + names + "]";
+      if (!fields.empty()) out += " :fields [" + names + "]";
+      std::string plists;
+      for (const auto& t : tokenize) {
+        plists += fmt::format("{}[:field {} :with (tokenizer {}) :length {}{}]", plists.empty() ? "" : " ",
+                              shown_field(t.field), lang::print(lang::make_string(t.tokenizer_written)), t.length,
+                              t.special ? "" : " :special false");
+      }
+      if (tokenize.size() == 1) out += " :tokenize " + plists;
+      if (tokenize.size() > 1) out += " :tokenize [" + plists + "]";
       break;
     }
   }
@@ -222,9 +314,9 @@ void install_loaders(lang::Interpreter& interp) {
            "each epoch.",
            "(save-tensors \"rows.safetensors\" (list :x (ones [4 2]) :y (iota 4)))\n(records \"rows.safetensors\")\n"
            ";; => (records \"rows.safetensors\")"},
-          {"jsonl", jsonl, "(path &key fields)",
-           "The lines of a JSON-lines file: a field per key, each a number or fixed-shape array (i32 if all "
-           "integers, else f32).",
+          {"jsonl", jsonl, "(path &key fields tokenize)",
+           "The lines of a JSON-lines file: a field per key, a number or fixed-shape array (i32 if all integers, "
+           "else f32); :tokenize reads text.",
            "(jsonl \"train.jsonl\" :fields [:x :y])  ; here train.jsonl does not exist\n;; error[E-RUN-021]"},
           {"take-batch", take_batch, "(loader &key (step 0) (batch 1) (seed 0))",
            "The batch a run with that seed reads at that step: a plist of the loader's fields, each with a leading "

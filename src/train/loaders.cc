@@ -271,6 +271,7 @@ class JsonlLoader final : public Loader {
   JsonlLoader(const LoaderSpec& spec, const std::string& file) : Loader(spec) {
     std::string text = read_whole(spec, file);
     std::vector<Collected> collected(spec.fields.size());
+    std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> tokenized(spec.tokenize.size());
     int64_t line = 0;
     size_t begin = 0;
     while (begin < text.size()) {
@@ -295,6 +296,7 @@ class JsonlLoader final : public Loader {
              "each line of a jsonl file is one JSON object, such as {\"x\": [1, 2], \"y\": 0}");
       }
       ++size_;
+      for (size_t t = 0; t < spec.tokenize.size(); ++t) take_tokens(object, line, spec.tokenize[t], tokenized[t]);
       for (size_t f = 0; f < spec.fields.size(); ++f) {
         const std::string& name = spec.fields[f];
         auto it = object.find(name);
@@ -322,7 +324,7 @@ class JsonlLoader final : public Loader {
     if (size_ == 0) {
       fail(spec, kJsonlData, fmt::format("{}: the file holds no lines, so no records", shown_path(spec)));
     }
-    data_.reserve(spec.fields.size());
+    data_.reserve(spec.fields.size() + 2 * spec.tokenize.size());
     for (size_t f = 0; f < spec.fields.size(); ++f) {
       Collected& c = collected[f];
       if (c.integers && c.out_of_i32_line) {
@@ -339,6 +341,17 @@ class JsonlLoader final : public Loader {
       rows_of_.push_back(
           RowField{data_.back().data(), static_cast<size_t>(graph::numel(c.shape)) * graph::dtype_size(dtype)});
     }
+    // Each tokenized field's ids, then its mask.
+    for (size_t t = 0; t < spec.tokenize.size(); ++t) {
+      const TokenizedField& field = spec.tokenize[t];
+      for (auto* values : {&tokenized[t].first, &tokenized[t].second}) {
+        fields_.push_back(
+            FieldInfo{values == &tokenized[t].first ? field.field : field.field + "-mask", DType::i32, {field.length}});
+        data_.emplace_back(reinterpret_cast<const uint8_t*>(values->data()),
+                           reinterpret_cast<const uint8_t*>(values->data() + values->size()));
+        rows_of_.push_back(RowField{data_.back().data(), static_cast<size_t>(field.length) * sizeof(int32_t)});
+      }
+    }
   }
 
   Batch batch(uint64_t seed, int64_t step, int64_t batch_size) const override {
@@ -348,6 +361,32 @@ class JsonlLoader final : public Loader {
  private:
   // Deeper arrays than this are refused (and never recursed into).
   static constexpr size_t kMaxDepth = 32;
+
+  // The ids and mask of a line's string field, appended to `out`.
+  void take_tokens(const nlohmann::json& object, int64_t line, const TokenizedField& field,
+                   std::pair<std::vector<int32_t>, std::vector<int32_t>>& out) const {
+    auto it = object.find(field.field);
+    if (it == object.end()) {
+      fail(spec_, kJsonlData,
+           fmt::format("{}:{}: the object has no field `{}`{}", shown_path(spec_), line,
+                       lang::shown_in_message(field.field), keys_note(object)));
+    }
+    if (!it->is_string()) {
+      fail(spec_, kJsonlData,
+           fmt::format("{}:{}: field `{}` holds {}; a field read through a tokenizer is a string", shown_path(spec_),
+                       line, lang::shown_in_message(field.field), kind_of(*it)));
+    }
+    text::Encoding encoding;
+    try {
+      encoding = field.tokenizer->encode(it->get_ref<const std::string&>(), {field.special, field.length});
+    } catch (const text::TokenizerError& e) {
+      fail(
+          spec_, e.code(),
+          fmt::format("{}:{}: field `{}`: {}", shown_path(spec_), line, lang::shown_in_message(field.field), e.what()));
+    }
+    out.first.insert(out.first.end(), encoding.ids.begin(), encoding.ids.end());
+    out.second.insert(out.second.end(), encoding.mask.begin(), encoding.mask.end());
+  }
 
   // A field's values over the lines read so far.
   struct Collected {
@@ -487,7 +526,12 @@ std::string_view token_format_name(TokenFormat format) {
 
 bool LoaderSpec::same(const LoaderSpec& other) const {
   return kind == other.kind && path == other.path && window == other.window && format == other.format &&
-         fields == other.fields;
+         fields == other.fields && tokenize == other.tokenize;
+}
+
+bool TokenizedField::operator==(const TokenizedField& other) const {
+  return field == other.field && tokenizer_location == other.tokenizer_location && length == other.length &&
+         special == other.special;
 }
 
 bool LoaderValue::equal(const lang::Opaque& other) const {

@@ -12,6 +12,11 @@
 //                                                 number or a fixed-shape array of them:
 //                                                 i32 when all its values are integers,
 //                                                 else f32
+//     :tokenize (:field :text :with TK :length N) and a string field read through a
+//                                                 tokenizer (docs/tokenizers.md): field
+//                                                 `text`, i32 [N], the ids cut or padded,
+//                                                 and `text-mask`, i32 [N], 1 on tokens
+//                                                 and 0 on padding
 //
 // A window is N+1 tokens so that a language model reads N inputs and N targets shifted by
 // one from one record: inputs (slice ids 0 N), targets (slice ids 1 N+1). Window starts are
@@ -48,6 +53,7 @@
 #include "graph/tensor.h"
 #include "lang/interp.h"
 #include "lang/value.h"
+#include "text/tokenizer.h"
 
 namespace sx::train {
 
@@ -65,6 +71,18 @@ std::string_view loader_kind_name(LoaderKind kind);
 enum class TokenFormat { u16, u32, i32 };
 std::string_view token_format_name(TokenFormat format);  // "u16", ...
 
+// A jsonl string field read through a tokenizer: fields NAME (the ids) and NAME-mask.
+struct TokenizedField {
+  std::string field;
+  std::shared_ptr<const text::Tokenizer> tokenizer;
+  std::string tokenizer_written;   // the tokenizer's path as its call wrote it, for printing
+  std::string tokenizer_location;  // and resolved (what `export` copies)
+  int64_t length = 0;
+  bool special = true;  // with the special tokens the post-processor adds
+
+  bool operator==(const TokenizedField& other) const;
+};
+
 // What a loader's constructor was called with: the value `:data` holds.
 struct LoaderSpec {
   LoaderKind kind = LoaderKind::TextWindows;
@@ -74,6 +92,7 @@ struct LoaderSpec {
   int64_t window = 0;                     // text-windows, token-windows: a record is window+1 tokens
   TokenFormat format = TokenFormat::u16;  // token-windows
   std::vector<std::string> fields;        // jsonl: the keys, in the order written
+  std::vector<TokenizedField> tokenize;   // jsonl: string fields read through a tokenizer
   lang::Span span;                        // the constructor's call, for errors
 
   // The call that makes this spec again: (text-windows "data.txt" :window 64).

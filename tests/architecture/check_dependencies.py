@@ -11,11 +11,12 @@ only those parts' libraries:
     io        graph
     lang      graph (it builds graphs, never runs them)
     report    nothing: the loss-curve picture and the moved lines, text in, text out
-    model     lang, graph, io, device, runtime
-    train     lang, graph, io, device, runtime, model, report
+    text      graph (its codes' rows): tokenizers, text in, ids out
+    model     lang, graph, io, device, runtime, text
+    train     lang, graph, io, device, runtime, model, report, text
     serve     graph, device, runtime, io (no Lisp)
     library   serve, graph, device, runtime, io (no Lisp: libsexpgpu holds none)
-    bundle    train, model, lang, graph, io, device, runtime, report
+    bundle    train, model, lang, graph, io, device, runtime, report, text
     cli       every part
 
 Checked here:
@@ -56,12 +57,13 @@ RULES = {
     "io": {"graph"},
     "lang": {"graph"},
     "report": set(),
-    "model": {"lang", "graph", "io", "device", "runtime"},
-    "train": {"lang", "graph", "io", "device", "runtime", "model", "report"},
+    "text": {"graph"},
+    "model": {"lang", "graph", "io", "device", "runtime", "text"},
+    "train": {"lang", "graph", "io", "device", "runtime", "model", "report", "text"},
     "serve": {"graph", "device", "runtime", "io"},
     "library": {"serve", "graph", "device", "runtime", "io"},
-    "bundle": {"lang", "graph", "io", "device", "runtime", "model", "train", "report"},
-    "cli": {"lang", "graph", "io", "device", "runtime", "model", "train", "serve", "library", "report", "bundle"},
+    "bundle": {"lang", "graph", "io", "device", "runtime", "model", "train", "report", "text"},
+    "cli": {"lang", "graph", "io", "device", "runtime", "model", "train", "serve", "library", "report", "bundle", "text"},
 }
 
 # Why each part is where it is: shown with a violation.
@@ -72,8 +74,9 @@ REASONS = {
     "io": "io reads and writes tensors (graph) and knows no Lisp and no device",
     "lang": "lang builds graphs through the graph's builders; it never runs them",
     "report": "report turns text and numbers into text; the caller reads and writes the files",
-    "model": "model sits on lang, graph, io, device and runtime",
-    "train": "train sits on lang, graph, io, device, runtime, model and report",
+    "text": "text runs tokenizers on text it is given (graph only for its codes' rows); no file, no Lisp",
+    "model": "model sits on lang, graph, io, device, runtime and text",
+    "train": "train sits on lang, graph, io, device, runtime, model, report and text",
     "serve": "serve runs model.json through the runtime; it needs no Lisp",
     "library": "libsexpgpu runs a model as serve does, in the caller's process; it holds no Lisp",
     "bundle": "bundle sits on train and what train reaches: it evaluates a run file to copy what it reads",
