@@ -48,4 +48,9 @@ void ProgressLog::print(int64_t done, double loss, const std::string& evaluated)
   std::fflush(stdout);
 }
 
+double ProgressLog::tokens_per_second(int64_t done) const {
+  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count();
+  return static_cast<double>((done - start_) * tokens_per_step_) / elapsed;
+}
+
 }  // namespace sx::train

@@ -22,6 +22,9 @@ class ProgressLog {
   // Prints the line of `done` steps, with what the :eval passes found at it (`evaluated`,
   // empty when none ran); kept when a pass ran.
   void print(int64_t done, double loss, const std::string& evaluated);
+  // Tokens a second since the log began, once `done` steps are done (0 where records are
+  // no tokens).
+  double tokens_per_second(int64_t done) const;
 
  private:
   int64_t start_, total_, tokens_per_step_, log_every_;
