@@ -11,8 +11,9 @@ only those parts' libraries:
     io        graph
     lang      graph (it builds graphs, never runs them)
     report    nothing: the loss-curve picture and the moved lines, text in, text out
+    distributed  nothing: the workers of a data-parallel run and their collectives
     model     lang, graph, io, device, runtime
-    train     lang, graph, io, device, runtime, model, report
+    train     lang, graph, io, device, runtime, model, report, distributed
     serve     graph, device, runtime, io (no Lisp)
     library   serve, graph, device, runtime, io (no Lisp: libsexpgpu holds none)
     cli       every part
@@ -55,11 +56,12 @@ RULES = {
     "io": {"graph"},
     "lang": {"graph"},
     "report": set(),
+    "distributed": set(),
     "model": {"lang", "graph", "io", "device", "runtime"},
-    "train": {"lang", "graph", "io", "device", "runtime", "model", "report"},
+    "train": {"lang", "graph", "io", "device", "runtime", "model", "report", "distributed"},
     "serve": {"graph", "device", "runtime", "io"},
     "library": {"serve", "graph", "device", "runtime", "io"},
-    "cli": {"lang", "graph", "io", "device", "runtime", "model", "train", "serve", "library", "report"},
+    "cli": {"lang", "graph", "io", "device", "runtime", "model", "train", "serve", "library", "report", "distributed"},
 }
 
 # Why each part is where it is: shown with a violation.
@@ -70,8 +72,9 @@ REASONS = {
     "io": "io reads and writes tensors (graph) and knows no Lisp and no device",
     "lang": "lang builds graphs through the graph's builders; it never runs them",
     "report": "report turns text and numbers into text; the caller reads and writes the files",
+    "distributed": "distributed moves bytes between workers; it knows no tensor, graph or Lisp",
     "model": "model sits on lang, graph, io, device and runtime",
-    "train": "train sits on lang, graph, io, device, runtime, model and report",
+    "train": "train sits on lang, graph, io, device, runtime, model, report and distributed",
     "serve": "serve runs model.json through the runtime; it needs no Lisp",
     "library": "libsexpgpu runs a model as serve does, in the caller's process; it holds no Lisp",
     "cli": "cli may use every part",

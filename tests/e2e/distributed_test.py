@@ -19,31 +19,29 @@ import sys
 import time
 
 import e2e_test
-from e2e_test import checkpoint_bytes, expect, run, train, training_dir
+from e2e_test import TRAIN_FILE, checkpoint_bytes, expect, run, train, training_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# A tiny language model whose global batch of 8 rows is 4 micro-batches of 2, with a
-# metric, a counter and an :eval pass.
-RUN_FILE = b"""
-(require "sexpgpu/nn")
-(defmodel tiny (vocab dim)
-  (defparam positions (normal [8 dim] :std 0.02))
-  (let ((embed (embedding vocab dim)) (block (transformer-block dim 2)) (head (linear dim vocab)))
-    (lambda (ids) (head (block (+ (embed ids) positions))))))
-(defvar model (tiny 256 16))
-(defun prepare (batch)
-  (let* ((ids (field batch :ids)) (rows (first (shape ids))))
-    (list :inputs (slice ids [0 0] [rows 8]) :targets (slice ids [0 1] [rows 9]))))
-(defun loss (logits prepared)
-  (metric :top (mean (cast (= (argmax logits :axes [-1]) (cast (getf prepared :targets) :i64)) :f32)))
-  (counter :rows (first (shape logits)))
-  (cross-entropy logits (getf prepared :targets)))
-(defrun :seed 3 :data (text-windows "text.txt" :window 8) :batch 8 :micro-batch 2 :steps 6
-        :optimizer (adamw :lr 1e-2) :schedule (warmup-cosine :warmup 2 :min-lr 1e-3)
-        :grad-clip 1.0 :ema 0.9 :checkpoint-every 3 :keep 10 :log-every 3
-        :eval (pass :name "val" :data (text-windows "text.txt" :window 8) :every 3 :batches 1))
-"""
+
+def replaced(text, *pairs):
+    for old, new in pairs:
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
+# e2e_test's tiny language model, its prepare taking the rows it is given (a
+# micro-batch's), a counter, and a global batch of 8 rows in 4 micro-batches of 2.
+RUN_FILE = replaced(
+    TRAIN_FILE,
+    (b"(let ((ids (field batch :ids)))\n    (list :inputs (slice ids [0 0] [4 8]) :targets (slice ids [0 1] [4 9]))))",
+     b"(let* ((ids (field batch :ids)) (rows (first (shape ids))))\n"
+     b"    (list :inputs (slice ids [0 0] [rows 8]) :targets (slice ids [0 1] [rows 9]))))"),
+    (b"  (cross-entropy logits", b"  (counter :rows (first (shape logits)))\n  (cross-entropy logits"),
+    (b":batch 4 :steps 12", b":batch 8 :micro-batch 2 :steps 6"),
+    (b":checkpoint-every 3 :keep 10 :log-every 4", b":checkpoint-every 3 :keep 10 :log-every 3"),
+    (b":every 6 :batches 2", b":every 3 :batches 1"))
 
 
 def mpi_env():
@@ -140,8 +138,15 @@ def case_resume(tmp):
 
 
 def case_refused(tmp):
-    """3 workers cannot share 4 micro-batches: refused before the first step, reported once."""
+    """3 workers cannot share 4 micro-batches: refused before the first step, reported once;
+    a sexpgpu without its MPI library refused under mpirun; MPI linked by that library alone."""
     require_mpi()
+    build = os.path.dirname(e2e_test.SEXPGPU)
+    for binary in [e2e_test.SEXPGPU, os.path.join(build, "src", "library", "libsexpgpu.so"),
+                   os.path.join(build, "libsexpgpu-mpi.so")]:
+        if os.path.exists(binary):
+            linked = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
+            expect(("libmpi" in linked) == binary.endswith("-mpi.so"), f"{binary}: what it links", linked)
     run_file = training_dir(tmp, text=RUN_FILE)
     location = os.path.join(tmp, "three")
     rc, out, err = run_workers(3, [run_file, "--checkpoint-dir", location])
