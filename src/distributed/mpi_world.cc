@@ -18,8 +18,8 @@ class MpiWorld final : public World {
   int size() const override { return size_; }
 
   void all_gather(std::span<const std::byte> mine, std::span<std::byte> all) override {
-    check(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(),
-                        static_cast<int>(mine.size()), MPI_BYTE, MPI_COMM_WORLD),
+    check(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(), static_cast<int>(mine.size()),
+                        MPI_BYTE, MPI_COMM_WORLD),
           "all-gather");
   }
   void all_to_all(std::span<const std::byte> send, std::span<std::byte> received) override {

@@ -32,8 +32,8 @@ std::filesystem::path mpi_library_path() {
   std::error_code error;
   std::filesystem::path program = std::filesystem::read_symlink("/proc/self/exe", error);
   if (error) return kMpiLibraryName;
-  for (const auto& candidate : {program.parent_path() / kMpiLibraryName,
-                                program.parent_path().parent_path() / "lib" / kMpiLibraryName}) {
+  for (const auto& candidate :
+       {program.parent_path() / kMpiLibraryName, program.parent_path().parent_path() / "lib" / kMpiLibraryName}) {
     if (std::filesystem::exists(candidate, error)) return candidate;
   }
   return kMpiLibraryName;  // the loader's own search

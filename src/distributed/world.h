@@ -55,7 +55,7 @@ std::unique_ptr<World> world_from_environment();
 
 // The symbol libsexpgpu-mpi.so exports: a new World on MPI_COMM_WORLD, MPI started, or
 // nullptr with `error` (of `error_size` bytes) saying why.
-extern "C" using OpenMpiWorld = World* (*)(char* error, size_t error_size);
+extern "C" using OpenMpiWorld = World * (*)(char* error, size_t error_size);
 inline constexpr const char* kOpenMpiWorldSymbol = "sexpgpu_open_mpi_world";
 inline constexpr const char* kMpiLibraryName = "libsexpgpu-mpi.so";
 

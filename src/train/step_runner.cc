@@ -228,7 +228,7 @@ class MicroBatchedSteps final : public StepRunner {
   std::vector<device::Buffer> update_fed_;
   std::vector<const device::Buffer*> update_pointers_;
   int64_t step_scalar_ = 0;
-  std::vector<Partial> spare_;            // sums done with, reused
+  std::vector<Partial> spare_;          // sums done with, reused
   std::vector<float> send_, received_;  // the collectives' buffers
 };
 
@@ -260,7 +260,8 @@ MicroBatches micro_batches(const RunSettings& run, int64_t batch, int workers) {
 int64_t collective_bytes_per_step(int64_t gradient_floats, int64_t numbers, int workers) {
   if (workers <= 1) return 0;
   const int64_t slice = (gradient_floats + workers - 1) / workers;
-  return (workers - 1) * (2 * slice * static_cast<int64_t>(sizeof(float)) + numbers * static_cast<int64_t>(sizeof(double)));
+  return (workers - 1) *
+         (2 * slice * static_cast<int64_t>(sizeof(float)) + numbers * static_cast<int64_t>(sizeof(double)));
 }
 
 runtime::Program compile_step(Session& session, device::Device& device, graph::Graph graph,

@@ -39,7 +39,9 @@ float tree_sum_by_workers(const std::vector<float>& leaves, int workers) {
   for (int r = 0; r < workers; ++r) {
     distributed::OrderedSum<float> mine(add);
     for (int j = 0; j < per_worker; ++j) mine.push(leaves[static_cast<size_t>(r * per_worker + j)]);
-    if (workers > 1) EXPECT_EQ(mine.pending(), 1u) << "worker " << r << " of " << workers;
+    if (workers > 1) {
+      EXPECT_EQ(mine.pending(), 1u) << "worker " << r << " of " << workers;
+    }
     const int level = mine.top_level();
     across.push(mine.finish(), level);
   }
