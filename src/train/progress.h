@@ -14,8 +14,9 @@ class ProgressLog {
  public:
   // For a run from step `start` to `total`, of `tokens_per_step` tokens a step (0: its
   // records are no tokens), keeping a line every `log_every` steps. The rates count from
-  // now.
-  ProgressLog(int64_t start, int64_t total, int64_t tokens_per_step, int64_t log_every);
+  // now. `redraw` false prints only the kept lines even on a terminal (mpirun gives its
+  // workers one, whatever its own output is).
+  ProgressLog(int64_t start, int64_t total, int64_t tokens_per_step, int64_t log_every, bool redraw = true);
 
   // Adds the time a step waited for its batch.
   void waited(double seconds) { data_seconds_ += seconds; }

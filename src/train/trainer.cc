@@ -234,7 +234,8 @@ std::string train(Session& session, device::Device& device, const TrainOptions& 
     side = side_folder(place.location, false);
     metrics.emplace(side + "/metrics.jsonl", start.step);
   }
-  ProgressLog progress(start.step, shape.total, shape.tokens_per_step, shape.log_every);
+  ProgressLog progress(start.step, shape.total, shape.tokens_per_step, shape.log_every,
+                       !distributed::launched_by_mpi());
   std::map<std::string, double> counters = start.counters;
   double loss = 0;
   for (int64_t s = start.step; s < shape.total; ++s) {
