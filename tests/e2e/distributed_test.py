@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """End-to-end tests of data-parallel runs (docs/distributed.md): `mpirun -np N sexpgpu run`
 over loopback gives the bits of one worker, run after run; a run resumes with another
-number of workers; a batch the workers cannot split is refused; a worker killed stops
-the run within 10 s, and its last checkpoint resumes.
+number of workers; a batch the workers cannot split is refused; a guard failing on one
+worker stops them all; a worker killed stops the run within 10 s, and its last
+checkpoint resumes.
 
 Each case is one CTest test, e2e.distributed_<case>: `distributed_test.py SEXPGPU CASE`.
 Without mpirun, or a sexpgpu built without libsexpgpu-mpi.so, a case exits 77 (a skip),
@@ -164,6 +165,20 @@ def case_refused(tmp):
     expect(proc.returncode != 0 and "error[E-RUN-014]" in err and "libsexpgpu-mpi.so" in err,
            "E-RUN-014 without the MPI library", proc.stdout.decode(), err)
     print("ok: 3 workers refused; no MPI library refused")
+
+
+def case_guard(tmp):
+    """A guard that fails on worker 1's micro-batches alone (at step 0 they start with a
+    space; worker 0's do not) stops both workers with its message, reported once."""
+    require_mpi()
+    guarded = replaced(RUN_FILE, (b"  (cross-entropy logits",
+                                  b'  (guard (> (sum (slice (getf prepared :inputs) [0 0] [1 1])) 32) "no leading space")\n'
+                                  b"  (cross-entropy logits"))
+    run_file = training_dir(tmp, text=guarded)
+    rc, out, err = run_workers(2, [run_file, "--checkpoint-dir", os.path.join(tmp, "guarded")], timeout=60)
+    expect(rc != 0 and err.count("error[E-RUN-008]") == 1 and "step 0: guard: no leading space" in err,
+           "the guard stops both workers", out, err)
+    print("ok: a guard failing on one worker stops both")
 
 
 def case_killed_worker(tmp):
