@@ -33,7 +33,7 @@ StepResults decode_step_results(std::span<const runtime::Binding> bindings, std:
 }
 
 ProgramRun run_checked(Session& session, runtime::Program& program, runtime::Store& store,
-                       std::span<const device::Buffer* const> fed, int64_t steps_done) {
+                       std::span<const device::Buffer* const> fed, int64_t steps_done, std::string_view part) {
   // A device that runs the step later than it is given reports its errors when the
   // numbers are read.
   try {
@@ -42,9 +42,9 @@ ProgramRun run_checked(Session& session, runtime::Program& program, runtime::Sto
     ran.numbers = program.read_numbers();
     return ran;
   } catch (const device::DeviceError& e) {
-    lang::fail(e.code(), {}, fmt::format("step {}: {}", steps_done, e.what()));
+    lang::fail(e.code(), {}, fmt::format("step {}{}: {}", steps_done, part, e.what()));
   } catch (const graph::IndexOutOfRange& e) {
-    fail_index_out_of_range(*session.interp().tracer(), e, fmt::format("step {}: ", steps_done), kDataPrefix);
+    fail_index_out_of_range(*session.interp().tracer(), e, fmt::format("step {}{}: ", steps_done, part), kDataPrefix);
   }
 }
 

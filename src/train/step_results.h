@@ -38,9 +38,10 @@ struct ProgramRun {
 };
 
 // Runs `program` for the step after `steps_done` steps on the `fed` inputs. A device's
-// refusal, or an index outside its axis, is the diagnostic of step `steps_done`.
+// refusal, or an index outside its axis, is the diagnostic of step `steps_done`, and of
+// the part of it `part` names (", micro-batch 3 (rows 6 to 7)"), when given.
 ProgramRun run_checked(Session& session, runtime::Program& program, runtime::Store& store,
-                       std::span<const device::Buffer* const> fed, int64_t steps_done);
+                       std::span<const device::Buffer* const> fed, int64_t steps_done, std::string_view part = {});
 
 // Runs the step as run_checked does and decodes the numbers it returns.
 StepResults run_step(Session& session, runtime::Program& program, runtime::Store& store,

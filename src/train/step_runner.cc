@@ -100,6 +100,12 @@ class MicroBatchedSteps final : public StepRunner {
       update_fed_.push_back(device.allocate({input.shape, input.dtype}));
     }
     for (const device::Buffer& buffer : update_fed_) update_pointers_.push_back(&buffer);
+    // A diagnostic of a micro-batch names its rows of the global batch (an index out of
+    // range names the row of the micro-batch).
+    for (int64_t j = 0; j < micro.per_worker; ++j) {
+      const int64_t m = world.rank() * micro.per_worker + j;
+      parts_.push_back(fmt::format(", micro-batch {} (rows {} to {})", m, m * micro.rows, (m + 1) * micro.rows - 1));
+    }
   }
 
   StepResults run(runtime::Store& store, int64_t steps_done, double& waited) override {
@@ -108,7 +114,7 @@ class MicroBatchedSteps final : public StepRunner {
     const int64_t first_micro = world_.rank() * micro_.per_worker;
     for (int64_t j = 0; j < micro_.per_worker; ++j) {
       auto fed = feed_.fill_micro(next.batch, j * micro_.rows, steps_done, first_micro + j, micro_.count);
-      ProgramRun ran = run_checked(session_, gradient_, store, fed, steps_done);
+      ProgramRun ran = run_checked(session_, gradient_, store, fed, steps_done, parts_[static_cast<size_t>(j)]);
       Partial leaf = spare();
       std::vector<device::Event> copies;
       size_t at = 0;
@@ -228,6 +234,7 @@ class MicroBatchedSteps final : public StepRunner {
   std::vector<device::Buffer> update_fed_;
   std::vector<const device::Buffer*> update_pointers_;
   int64_t step_scalar_ = 0;
+  std::vector<std::string> parts_;      // what a diagnostic calls each of this worker's micro-batches
   std::vector<Partial> spare_;          // sums done with, reused
   std::vector<float> send_, received_;  // the collectives' buffers
 };
