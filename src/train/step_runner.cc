@@ -17,16 +17,6 @@
 namespace sx::train {
 namespace {
 
-int64_t setting_or(const RunSettings& run, std::string_view key, int64_t fallback) {
-  const lang::Value* v = run.find(key);
-  if (!v || v->is_nil()) return fallback;
-  if (!v->is(lang::Type::Int) || v->as_int() < 1) {
-    lang::fail(kRunSettingMissing, run.span,
-               fmt::format("`:{}` must be a whole number above 0, not {}", key, lang::printed_in_message(*v)));
-  }
-  return v->as_int();
-}
-
 class FusedSteps final : public StepRunner {
  public:
   FusedSteps(Session& session, device::Device& device, const StepGraph& step, const StepData& data, int64_t batch)
@@ -241,11 +231,11 @@ class MicroBatchedSteps final : public StepRunner {
 
 }  // namespace
 
-MicroBatches micro_batches(const RunSettings& run, int64_t batch, int workers) {
+MicroBatches micro_batches(const RunSettings& run, std::optional<int64_t> rows, int64_t batch, int workers) {
   MicroBatches micro;
   int64_t parts = 1;
   while (parts * 2 <= kDerivedMicroBatches && batch % (parts * 2) == 0) parts *= 2;
-  micro.rows = setting_or(run, "micro-batch", batch / parts);
+  micro.rows = rows.value_or(batch / parts);
   if (batch % micro.rows != 0) {
     lang::fail(kBatchNotSplit, run.span,
                fmt::format("`:micro-batch` {} does not divide `:batch` {}", micro.rows, batch),

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "distributed/world.h"
 #include "runtime/program.h"
@@ -23,13 +24,13 @@ struct MicroBatches {
   int64_t rows = 0, count = 1, per_worker = 1;
 };
 
-// The micro-batches of a global batch of `batch` rows for `workers` workers: of
-// `:micro-batch` rows when defrun sets it, else the batch cut into the most parts, a power
-// of two up to kDerivedMicroBatches, that divide it. E-RUN-012 when `:micro-batch` does not
-// divide the batch, or the workers cannot each own a power of two of neighbouring
+// The micro-batches of a global batch of `batch` rows for `workers` workers: of `rows`
+// rows (defrun's `:micro-batch`) when given, else the batch cut into the most parts, a
+// power of two up to kDerivedMicroBatches, that divide it. E-RUN-012 at defrun when `rows`
+// does not divide the batch, or the workers cannot each own a power of two of neighbouring
 // micro-batches (so that their partial sums are subtrees of the one tree).
 inline constexpr int64_t kDerivedMicroBatches = 8;
-MicroBatches micro_batches(const RunSettings& run, int64_t batch, int workers);
+MicroBatches micro_batches(const RunSettings& run, std::optional<int64_t> rows, int64_t batch, int workers);
 
 class StepRunner {
  public:

@@ -187,8 +187,10 @@ std::optional<graph::Graph> compile_run(Session& session, device::Device& device
 // mpirun (even alone, so that its bits are those of any number of workers).
 std::optional<MicroBatches> micro_batches_of(const RunSettings& run, int64_t batch, const distributed::World& world) {
   const lang::Value* set = run.find("micro-batch");
-  if ((!set || set->is_nil()) && world.size() == 1 && !distributed::launched_by_mpi()) return std::nullopt;
-  return micro_batches(run, batch, world.size());
+  std::optional<int64_t> rows;
+  if (set && !set->is_nil()) rows = integer_setting(run, "micro-batch", std::nullopt);
+  else if (world.size() == 1 && !distributed::launched_by_mpi()) return std::nullopt;
+  return micro_batches(run, rows, batch, world.size());
 }
 
 std::string train(Session& session, device::Device& device, const TrainOptions& options) {

@@ -125,19 +125,18 @@ std::string code_of(const std::function<void()>& f) {
 TEST(MicroBatches, AreSharedByWorkersThatEachOwnAPowerOfTwo) {
   MicroRun set(":micro-batch 2");
   const RunSettings& run = set.session->settings();
-  MicroBatches one = micro_batches(run, 8, 1);
+  MicroBatches one = micro_batches(run, 2, 8, 1);
   EXPECT_EQ(one.rows, 2);
   EXPECT_EQ(one.count, 4);
   EXPECT_EQ(one.per_worker, 4);
-  EXPECT_EQ(micro_batches(run, 8, 4).per_worker, 1);
-  EXPECT_EQ(code_of([&] { micro_batches(run, 8, 3); }), kBatchNotSplit);
-  EXPECT_EQ(code_of([&] { micro_batches(run, 6, 1); }), "none");  // 3 micro-batches, one worker
-  EXPECT_EQ(code_of([&] { micro_batches(run, 7, 1); }), kBatchNotSplit);
+  EXPECT_EQ(micro_batches(run, 2, 8, 4).per_worker, 1);
+  EXPECT_EQ(code_of([&] { micro_batches(run, 2, 8, 3); }), kBatchNotSplit);
+  EXPECT_EQ(code_of([&] { micro_batches(run, 2, 6, 1); }), "none");  // 3 micro-batches, one worker
+  EXPECT_EQ(code_of([&] { micro_batches(run, 2, 7, 1); }), kBatchNotSplit);
   // Without :micro-batch, the most parts up to 8, a power of two, that divide the batch.
-  MicroRun derived("");
-  EXPECT_EQ(micro_batches(derived.session->settings(), 8, 2).rows, 1);
-  EXPECT_EQ(micro_batches(derived.session->settings(), 12, 1).count, 4);
-  EXPECT_EQ(micro_batches(derived.session->settings(), 7, 1).count, 1);
+  EXPECT_EQ(micro_batches(run, std::nullopt, 8, 2).rows, 1);
+  EXPECT_EQ(micro_batches(run, std::nullopt, 12, 1).count, 4);
+  EXPECT_EQ(micro_batches(run, std::nullopt, 7, 1).count, 1);
 }
 
 TEST(MicroBatchedStep, ReportsTheGlobalBatchAsTheFusedStepDoes) {
@@ -145,7 +144,7 @@ TEST(MicroBatchedStep, ReportsTheGlobalBatchAsTheFusedStepDoes) {
   MicroRun fused_run(":micro-batch 2"), set(":micro-batch 2");
   StepResults fused = fused_run.first_step(std::nullopt, nullptr);
   std::unique_ptr<distributed::World> alone = distributed::world_alone();
-  StepResults micro = set.first_step(micro_batches(set.session->settings(), 8, 1), alone.get());
+  StepResults micro = set.first_step(micro_batches(set.session->settings(), 2, 8, 1), alone.get());
   ASSERT_EQ(micro.metrics.size(), fused.metrics.size());
   for (size_t k = 0; k < fused.metrics.size(); ++k) {
     EXPECT_EQ(micro.metrics[k].first, fused.metrics[k].first);
@@ -177,7 +176,7 @@ TEST(MicroBatchedStep, StopsWithACodeWhenAnExchangeFails) {
   MicroRun set(":micro-batch 2");
   LostWorld lost;
   try {
-    set.first_step(micro_batches(set.session->settings(), 8, 2), &lost);
+    set.first_step(micro_batches(set.session->settings(), 2, 8, 2), &lost);
     FAIL() << "the step ran without the other worker";
   } catch (const lang::Error& e) {
     EXPECT_EQ(e.diagnostic().code, std::string("E-RUN-013"));
