@@ -168,39 +168,36 @@ StepGraph trace_step(Session& session, const Loader& loader, const StepSettings&
   };
   std::vector<ParamNodes> param_nodes;
   for (size_t i = 0; i < values.size(); ++i) param_nodes.push_back({values[i], grads[i]});
-  std::optional<UpdateGraph> update;
   if (settings.split) {
-    // The update reads the summed gradients as inputs; this graph returns a micro-batch's.
+    // This graph returns a micro-batch's gradients; the update reads the summed ones.
     for (size_t i = 0; i < values.size(); ++i) {
       const std::string name = std::string(kGradPrefix) + groups.params[i].param->path;
       logged(runtime::Role::value, name, grads[i]);
-      const graph::Node& value = trace.node(values[i]);
-      param_nodes[i].grad = b.input(name, value.shape, graph::DType::f32);
+      param_nodes[i].grad = b.input(name, trace.node(values[i]).shape, graph::DType::f32);
     }
-    update = build_update(b, groups, param_nodes, update_settings);
-    for (const auto& state : update->state) step.state.push_back(state.tensor);
-  } else {
-    update = build_update(b, groups, param_nodes, update_settings);
+  }
+  const UpdateGraph update = build_update(b, groups, param_nodes, update_settings);
+  for (const auto& state : update.state) step.state.push_back(state.tensor);
+  if (!settings.split) {
     for (size_t i = 0; i < groups.params.size(); ++i) {
-      outputs.push_back(update->new_params[i]);
+      outputs.push_back(update.new_params[i]);
       step.outputs.push_back({runtime::Role::parameter, groups.params[i].param->path});
     }
-    for (const auto& state : update->state) {
+    for (const auto& state : update.state) {
       outputs.push_back(state.updated);
       step.outputs.push_back({runtime::Role::optimizer_state, state.tensor.name});
-      step.state.push_back(state.tensor);
     }
   }
   outputs.push_back(loss->node);
   step.outputs.push_back({runtime::Role::metric, "loss"});
   if (!settings.split) {
-    logged(runtime::Role::metric, "lr", update->lr);
-    if (update->grad_norm) logged(runtime::Role::metric, "grad-norm", *update->grad_norm);
+    logged(runtime::Role::metric, "lr", update.lr);
+    if (update.grad_norm) logged(runtime::Role::metric, "grad-norm", *update.grad_norm);
   }
   // The log's line names the step, and the values every step logs, itself.
   auto refuse_taken = [&](const StepRecord::Named& named) {
     if (named.name == "step" || named.name == "loss" || named.name == "lr" ||
-        (named.name == "grad-norm" && update->grad_norm)) {
+        (named.name == "grad-norm" && update.grad_norm)) {
       lang::fail(kNotAScalar, named.span, fmt::format("every step logs `:{}` itself", named.name),
                  "give the metric a name of its own");
     }
@@ -223,7 +220,7 @@ StepGraph trace_step(Session& session, const Loader& loader, const StepSettings&
     step.outputs.push_back({runtime::Role::guard, name});
     step.guards.emplace(name, g);
   }
-  if (settings.split) step.update = split_update(b, groups, *update, params, step.state);
+  if (settings.split) step.update = split_update(b, groups, update, params, step.state);
 
   step.graph = graph::extract(trace, outputs);
   for (size_t i = 0; i < step.outputs.size(); ++i) step.graph.outputs[i].name = step.outputs[i].name;
