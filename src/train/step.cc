@@ -78,20 +78,26 @@ std::vector<runtime::Binding> input_bindings(const graph::Graph& graph, const mo
   return inputs;
 }
 
+// Appends the update's new parameters and state to a step's outputs and their bindings.
+void append_updated(const GroupAssignment& groups, const UpdateGraph& update, std::vector<graph::NodeId>& outputs,
+                    std::vector<runtime::Binding>& bindings) {
+  for (size_t i = 0; i < groups.params.size(); ++i) {
+    outputs.push_back(update.new_params[i]);
+    bindings.push_back({runtime::Role::parameter, groups.params[i].param->path});
+  }
+  for (const auto& s : update.state) {
+    outputs.push_back(s.updated);
+    bindings.push_back({runtime::Role::optimizer_state, s.tensor.name});
+  }
+}
+
 // The update of a split step: (parameters, state, summed gradients, step) -> (new
 // parameters, new state, lr, grad-norm).
 StepGraph::Update split_update(graph::Builder& b, const GroupAssignment& groups, const UpdateGraph& update,
                                const model::ParameterTable& params, const std::vector<StateTensor>& state) {
   StepGraph::Update out;
   std::vector<graph::NodeId> outputs;
-  for (size_t i = 0; i < groups.params.size(); ++i) {
-    outputs.push_back(update.new_params[i]);
-    out.outputs.push_back({runtime::Role::parameter, groups.params[i].param->path});
-  }
-  for (const auto& s : update.state) {
-    outputs.push_back(s.updated);
-    out.outputs.push_back({runtime::Role::optimizer_state, s.tensor.name});
-  }
+  append_updated(groups, update, outputs, out.outputs);
   outputs.push_back(b.cast(update.lr, graph::DType::f32));
   out.outputs.push_back({runtime::Role::metric, "lr"});
   if (update.grad_norm) {
@@ -178,16 +184,7 @@ StepGraph trace_step(Session& session, const Loader& loader, const StepSettings&
   }
   const UpdateGraph update = build_update(b, groups, param_nodes, update_settings);
   for (const auto& state : update.state) step.state.push_back(state.tensor);
-  if (!settings.split) {
-    for (size_t i = 0; i < groups.params.size(); ++i) {
-      outputs.push_back(update.new_params[i]);
-      step.outputs.push_back({runtime::Role::parameter, groups.params[i].param->path});
-    }
-    for (const auto& state : update.state) {
-      outputs.push_back(state.updated);
-      step.outputs.push_back({runtime::Role::optimizer_state, state.tensor.name});
-    }
-  }
+  if (!settings.split) append_updated(groups, update, outputs, step.outputs);
   outputs.push_back(loss->node);
   step.outputs.push_back({runtime::Role::metric, "loss"});
   if (!settings.split) {
