@@ -76,14 +76,15 @@ def write_text(path, size=1 << 18):
 WARMUP = 2  # steps of a run left out of its mean
 
 
-def sexpgpu_ms(program, run_file, choices, steps, cores, where):
+def sexpgpu_ms(program, run_file, choices, steps, cores, where, launcher=(), env=None):
     """The mean ms of a steady-state step: WARMUP + steps steps, logged at each, and the
-    loop's time at the last step less its time at the warmup's last, over steps."""
+    loop's time at the last step less its time at the warmup's last, over steps. The
+    program runs under `launcher` (mpirun and its options, say), when given."""
     location = tempfile.mkdtemp(dir=where, prefix="loc-")
     total = WARMUP + steps
-    command = [program, "run", run_file, "--steps", str(total), "--checkpoint-dir", location,
+    command = [*launcher, program, "run", run_file, "--steps", str(total), "--checkpoint-dir", location,
                "--cpu-cores", str(cores), "--knob", "log-every=1"] + choices
-    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout
     shutil.rmtree(location)
     # The loop's seconds at each logged step: its steps over the line's steps/s.
     seconds = {int(done): int(done) / float(rate)

@@ -7,7 +7,7 @@ namespace {
 
 constexpr graph::CodeInfo kCodes[] = {
     {"E-RUN-001", "a defrun setting that is unknown or of the wrong kind",
-     R"(`defrun` takes keyword settings: :data :eval :batch :steps :seed :optimizer
+     R"(`defrun` takes keyword settings: :data :eval :batch :micro-batch :steps :seed :optimizer
 :schedule :ema :precision :grad-clip :checkpoint-every :keep :log-every. The
 message names the key it did not know, or the value it could not take: `:seed` is a
 non-negative integer, `:optimizer` an `(adamw ...)` or `(sgd ...)`, `:schedule` a
@@ -65,7 +65,7 @@ newest. A loss that diverges usually asks for a lower learning rate, a warmup, o
     (defrun :data (text-windows "input.txt" :window 64) :batch 8 :steps 1000
             :optimizer (adamw :lr 3e-4))
 
-Counts (`:batch`, `:steps`, `:checkpoint-every`, `:keep`, `:log-every`) are whole
+Counts (`:batch`, `:micro-batch`, `:steps`, `:checkpoint-every`, `:keep`, `:log-every`) are whole
 numbers above 0.)"},
     {"E-RUN-010", "an optimizer or group option out of range",
      R"(`sgd`, `adamw` and `group` check their options when they are called, as PyTorch's
@@ -95,6 +95,32 @@ non-negative integer), and `warmup-cosine` `:min-lr`, `warmup-linear` `:end-lr`,
 `warmup-cosine` and `warmup-linear` end at the run's last step, so the run needs its total
 steps: a run without `:steps` (or `--steps`) is refused with this code. See
 docs/optimizers.md.)"},
+    {"E-RUN-012", "a batch the workers cannot split",
+     R"(A data-parallel run (docs/distributed.md) cuts each global batch (`:batch` rows) into
+micro-batches of `:micro-batch` rows (without it, into the most parts, a power of two up to
+8, that divide the batch), and gives each worker the same number of neighbouring
+micro-batches, a power of two, so that the gradients add up in one tree whatever the
+number of workers. The run is refused before its first step when `:micro-batch` does not
+divide `:batch`, or the workers cannot share the micro-batches so:
+
+    ; :batch 8, 8 micro-batches of 1 row
+    mpirun -np 3 sexpgpu run run.sx     ; 8 micro-batches do not split among 3 workers
+    mpirun -np 2 sexpgpu run run.sx     ; 4 each: runs
+
+Run on a number of workers that leaves each 1, 2, 4, ... micro-batches, or set
+`:micro-batch` (and `:batch`) so that it does.)"},
+    {"E-RUN-013", "a worker of a data-parallel run is gone",
+     R"(The workers of a data-parallel run exchange their gradients at every step. When one
+stops (killed, out of memory, its machine gone) the others' exchange fails and they stop
+with this code, naming the exchange; mpirun names the worker that stopped first. The
+newest complete checkpoint is unharmed: run the same command again to resume from it,
+with as many workers as before or another number that splits the batch.)"},
+    {"E-RUN-014", "launched by mpirun, but MPI cannot start",
+     R"(`sexpgpu run` finds itself launched by mpirun (or srun) from the environment
+(OMPI_COMM_WORLD_SIZE, PMIX_RANK or PMI_RANK) and loads libsexpgpu-mpi.so, from beside the
+program or from ../lib, which calls MPI. A sexpgpu built where MPI was not installed has no
+such library; install Open MPI (scripts/setup does) and build again. The message names the
+library and what the system's loader or MPI_Init said.)"},
     {"W-RUN-001", "an optimizer group no parameter joins",
      R"(A `(group SELECTOR ...)` of the optimizer matched no trainable parameter that an
 earlier group had not taken, so its options apply to nothing. Usually a tag or path

@@ -23,6 +23,9 @@ inline constexpr const char* kRunStopped = "E-RUN-008";              // a non-fi
 inline constexpr const char* kRunSettingMissing = "E-RUN-009";       // a defrun without what a run needs
 inline constexpr const char* kOptimizerOption = "E-RUN-010";         // an optimizer or group option
 inline constexpr const char* kScheduleOption = "E-RUN-011";          // a learning-rate schedule option
+inline constexpr const char* kBatchNotSplit = "E-RUN-012";           // micro-batches the workers cannot share
+inline constexpr const char* kWorkerLost = "E-RUN-013";              // a collective of a data-parallel run failed
+inline constexpr const char* kNoMpi = "E-RUN-014";                   // launched by mpirun, MPI cannot start
 inline constexpr const char* kGroupWithoutParameters = "W-RUN-001";  // an optimizer group no parameter joins
 inline constexpr const char* kModelNotAlone = "E-INFER-001";         // a model that cannot run without the file
 

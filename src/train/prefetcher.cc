@@ -13,7 +13,7 @@ Prefetcher::Prefetcher(std::shared_ptr<const Loader> loader, uint64_t seed, int6
     : loader_(std::move(loader)),
       seed_(seed),
       batch_size_(batch_size),
-      options_{options.depth < 1 ? 1 : options.depth, options.end_step},
+      options_{options.depth < 1 ? 1 : options.depth, options.end_step, options.stride, options.offset},
       next_to_make_(first_step),
       next_to_give_(first_step),
       thread_([this] { produce(); }) {}
@@ -38,7 +38,7 @@ void Prefetcher::produce() {
     }
     Slot slot{step, {}, nullptr};
     try {
-      slot.batch = loader_->batch(seed_, step, batch_size_);
+      slot.batch = loader_->batch(seed_, step * options_.stride + options_.offset, batch_size_);
     } catch (...) {
       slot.error = std::current_exception();
     }

@@ -21,6 +21,9 @@ class Prefetcher {
   struct Options {
     size_t depth = 2;       // batches made ahead of the caller, at most (at least 1)
     int64_t end_step = -1;  // the step after the last one made; -1 for no end
+    // Step s's batch is the loader's batch stride*s + offset: a worker of a data-parallel
+    // run reads its share of each global batch so (docs/distributed.md).
+    int64_t stride = 1, offset = 0;
   };
   struct Next {
     int64_t step = 0;

@@ -24,12 +24,12 @@ std::string format_seconds(double s) {
 
 }  // namespace
 
-ProgressLog::ProgressLog(int64_t start, int64_t total, int64_t tokens_per_step, int64_t log_every)
+ProgressLog::ProgressLog(int64_t start, int64_t total, int64_t tokens_per_step, int64_t log_every, bool redraw)
     : start_(start),
       total_(total),
       tokens_per_step_(tokens_per_step),
       log_every_(log_every),
-      terminal_(isatty(STDOUT_FILENO)),
+      terminal_(redraw && isatty(STDOUT_FILENO)),
       began_(std::chrono::steady_clock::now()) {}
 
 void ProgressLog::print(int64_t done, double loss, const std::string& evaluated) {
@@ -46,6 +46,11 @@ void ProgressLog::print(int64_t done, double loss, const std::string& evaluated)
     else std::printf("%s%s\n", line.c_str(), evaluated.c_str());
   }
   std::fflush(stdout);
+}
+
+double ProgressLog::tokens_per_second(int64_t done) const {
+  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count();
+  return static_cast<double>((done - start_) * tokens_per_step_) / elapsed;
 }
 
 }  // namespace sx::train

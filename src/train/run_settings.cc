@@ -18,20 +18,9 @@
 namespace sx::train {
 namespace {
 
-constexpr std::array<std::string_view, 14> kKeys = {"data",
-                                                    "eval",
-                                                    "batch",
-                                                    "steps",
-                                                    "seed",
-                                                    "optimizer",
-                                                    "schedule",
-                                                    "ema",
-                                                    "precision",
-                                                    "grad-clip",
-                                                    "checkpoint-every",
-                                                    "keep",
-                                                    "log-every",
-                                                    "after"};
+constexpr std::array<std::string_view, 15> kKeys = {
+    "data", "eval",      "batch",     "micro-batch",      "steps", "seed",      "optimizer", "schedule",
+    "ema",  "precision", "grad-clip", "checkpoint-every", "keep",  "log-every", "after"};
 
 std::string known_keys() {
   std::string out;
@@ -168,10 +157,11 @@ std::shared_ptr<RunSettings> install_defrun(lang::Interpreter& interp) {
         settings->entries = std::move(entries);
         return lang::Value();
       },
-      lang::BuiltinDoc{"(defrun :key value ...)",
-                       "The run's settings: :data :eval :batch :steps :seed :optimizer :schedule :ema :precision "
-                       ":grad-clip :checkpoint-every :keep :log-every :after.",
-                       "(defrun :steps 100 :seed 7)", "Special forms"});
+      lang::BuiltinDoc{
+          "(defrun :key value ...)",
+          "The run's settings: :data :eval :batch :micro-batch :steps :seed :optimizer :schedule :ema :precision "
+          ":grad-clip :checkpoint-every :keep :log-every :after.",
+          "(defrun :steps 100 :seed 7)", "Special forms"});
   // The loaders `:data` and `:eval` name come with defrun, so every command that evaluates
   // a run file has them.
   install_loaders(interp);

@@ -54,6 +54,64 @@ lang::Value apply_model(Session& session, const lang::Value& model, const lang::
   return call(session, model, args);
 }
 
+namespace {
+
+// The role of each input of a step's graph, by its name.
+std::vector<runtime::Binding> input_bindings(const graph::Graph& graph, const model::ParameterTable& params,
+                                             const std::vector<StateTensor>& state) {
+  std::vector<runtime::Binding> inputs;
+  for (const graph::NamedNode& input : graph.inputs) {
+    const std::string& name = input.name;
+    if (params.find(name)) inputs.push_back({runtime::Role::parameter, name});
+    else if (name == "step") inputs.push_back({runtime::Role::step, name});
+    else if (name.starts_with(kDataPrefix) || name.starts_with(kGradPrefix))
+      inputs.push_back({runtime::Role::data, name});
+    else if (name.starts_with("rng.")) inputs.push_back({runtime::Role::random_key, name});
+    else if (std::any_of(state.begin(), state.end(), [&](const StateTensor& s) { return s.name == name; }))
+      inputs.push_back({runtime::Role::optimizer_state, name});
+    else {
+      lang::fail(model::kParameterWithoutRoot, {},
+                 fmt::format("the step reads the parameter input `{}`, which has no root", name),
+                 "bind the model with `defvar` at the top level, or build it inside the `defmodel` that uses it");
+    }
+  }
+  return inputs;
+}
+
+// Appends the update's new parameters and state to a step's outputs and their bindings.
+void append_updated(const GroupAssignment& groups, const UpdateGraph& update, std::vector<graph::NodeId>& outputs,
+                    std::vector<runtime::Binding>& bindings) {
+  for (size_t i = 0; i < groups.params.size(); ++i) {
+    outputs.push_back(update.new_params[i]);
+    bindings.push_back({runtime::Role::parameter, groups.params[i].param->path});
+  }
+  for (const auto& s : update.state) {
+    outputs.push_back(s.updated);
+    bindings.push_back({runtime::Role::optimizer_state, s.tensor.name});
+  }
+}
+
+// The update of a split step: (parameters, state, summed gradients, step) -> (new
+// parameters, new state, lr, grad-norm).
+StepGraph::Update split_update(graph::Builder& b, const GroupAssignment& groups, const UpdateGraph& update,
+                               const model::ParameterTable& params, const std::vector<StateTensor>& state) {
+  StepGraph::Update out;
+  std::vector<graph::NodeId> outputs;
+  append_updated(groups, update, outputs, out.outputs);
+  outputs.push_back(b.cast(update.lr, graph::DType::f32));
+  out.outputs.push_back({runtime::Role::metric, "lr"});
+  if (update.grad_norm) {
+    outputs.push_back(b.cast(*update.grad_norm, graph::DType::f32));
+    out.outputs.push_back({runtime::Role::metric, "grad-norm"});
+  }
+  out.graph = graph::extract(b.graph(), outputs);
+  for (size_t i = 0; i < out.outputs.size(); ++i) out.graph.outputs[i].name = out.outputs[i].name;
+  out.inputs = input_bindings(out.graph, params, state);
+  return out;
+}
+
+}  // namespace
+
 StepGraph trace_step(Session& session, const Loader& loader, const StepSettings& settings) {
   auto& interp = session.interp();
   const auto& tracer = interp.tracer();
@@ -103,34 +161,36 @@ StepGraph trace_step(Session& session, const Loader& loader, const StepSettings&
   } catch (const graph::GraphError& e) {
     lang::fail(kNotAScalar, {}, fmt::format("the loss cannot be differentiated: {}", e.what()));
   }
-  std::vector<ParamNodes> param_nodes;
-  for (size_t i = 0; i < values.size(); ++i) param_nodes.push_back({values[i], grads[i]});
   UpdateSettings update_settings{.optimizer = optimizer,
                                  .schedule = run.schedule(),
                                  .total_steps = settings.total_steps,
                                  .grad_clip = run.number("grad-clip"),
                                  .ema = run.number("ema")};
-  UpdateGraph update = build_update(b, groups, param_nodes, update_settings);
-
   StepGraph step;
   std::vector<graph::NodeId> outputs;
-  for (size_t i = 0; i < groups.params.size(); ++i) {
-    outputs.push_back(update.new_params[i]);
-    step.outputs.push_back({runtime::Role::parameter, groups.params[i].param->path});
-  }
-  for (const auto& state : update.state) {
-    outputs.push_back(state.updated);
-    step.outputs.push_back({runtime::Role::optimizer_state, state.tensor.name});
-    step.state.push_back(state.tensor);
-  }
-  outputs.push_back(loss->node);
-  step.outputs.push_back({runtime::Role::metric, "loss"});
   auto logged = [&](runtime::Role role, const std::string& name, graph::NodeId node) {
     outputs.push_back(b.cast(node, graph::DType::f32));
     step.outputs.push_back({role, name});
   };
-  logged(runtime::Role::metric, "lr", update.lr);
-  if (update.grad_norm) logged(runtime::Role::metric, "grad-norm", *update.grad_norm);
+  std::vector<ParamNodes> param_nodes;
+  for (size_t i = 0; i < values.size(); ++i) param_nodes.push_back({values[i], grads[i]});
+  if (settings.split) {
+    // This graph returns a micro-batch's gradients; the update reads the summed ones.
+    for (size_t i = 0; i < values.size(); ++i) {
+      const std::string name = std::string(kGradPrefix) + groups.params[i].param->path;
+      logged(runtime::Role::value, name, grads[i]);
+      param_nodes[i].grad = b.input(name, trace.node(values[i]).shape, graph::DType::f32);
+    }
+  }
+  const UpdateGraph update = build_update(b, groups, param_nodes, update_settings);
+  for (const auto& state : update.state) step.state.push_back(state.tensor);
+  if (!settings.split) append_updated(groups, update, outputs, step.outputs);
+  outputs.push_back(loss->node);
+  step.outputs.push_back({runtime::Role::metric, "loss"});
+  if (!settings.split) {
+    logged(runtime::Role::metric, "lr", update.lr);
+    if (update.grad_norm) logged(runtime::Role::metric, "grad-norm", *update.grad_norm);
+  }
   // The log's line names the step, and the values every step logs, itself.
   auto refuse_taken = [&](const StepRecord::Named& named) {
     if (named.name == "step" || named.name == "loss" || named.name == "lr" ||
@@ -157,23 +217,11 @@ StepGraph trace_step(Session& session, const Loader& loader, const StepSettings&
     step.outputs.push_back({runtime::Role::guard, name});
     step.guards.emplace(name, g);
   }
+  if (settings.split) step.update = split_update(b, groups, update, params, step.state);
 
   step.graph = graph::extract(trace, outputs);
   for (size_t i = 0; i < step.outputs.size(); ++i) step.graph.outputs[i].name = step.outputs[i].name;
-  for (const graph::NamedNode& input : step.graph.inputs) {
-    const std::string& name = input.name;
-    if (params.find(name)) step.inputs.push_back({runtime::Role::parameter, name});
-    else if (name == "step") step.inputs.push_back({runtime::Role::step, name});
-    else if (name.starts_with("data.")) step.inputs.push_back({runtime::Role::data, name});
-    else if (name.starts_with("rng.")) step.inputs.push_back({runtime::Role::random_key, name});
-    else if (std::any_of(step.state.begin(), step.state.end(), [&](const StateTensor& s) { return s.name == name; }))
-      step.inputs.push_back({runtime::Role::optimizer_state, name});
-    else {
-      lang::fail(model::kParameterWithoutRoot, {},
-                 fmt::format("the step reads the parameter input `{}`, which has no root", name),
-                 "bind the model with `defvar` at the top level, or build it inside the `defmodel` that uses it");
-    }
-  }
+  step.inputs = input_bindings(step.graph, params, step.state);
   return step;
 }
 

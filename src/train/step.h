@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,12 +30,27 @@ struct StepGraph {
   // give one).
   std::vector<std::string> counters;                // the counters' names
   std::map<std::string, StepRecord::Named> guards;  // by binding name
+
+  // With StepSettings::split, the step is two programs (docs/distributed.md): `graph`
+  // computes a micro-batch's loss, metrics, counters, guards and, as value outputs named
+  // kGradPrefix and the parameter's path, its f32 gradients; `update` takes the summed
+  // gradients (data inputs of those names) and the step to the new parameters and state,
+  // "lr" and "grad-norm".
+  struct Update {
+    graph::Graph graph;
+    std::vector<runtime::Binding> inputs, outputs;
+  };
+  std::optional<Update> update;
 };
 
 struct StepSettings {
-  int64_t batch = 0;
+  int64_t batch = 0;  // the rows the step's graph reads: a micro-batch's when split
   int64_t total_steps = 0;
+  bool split = false;
 };
+
+// The gradient outputs and inputs of a split step are named this and the parameter's path.
+inline constexpr std::string_view kGradPrefix = "grad.";
 
 // Traces the step in the session's interpreter (after Session::load). E-RUN-005 for a
 // file without `model` or `loss`, E-RUN-006 for a prepare without :inputs, E-RUN-007 for a

@@ -28,6 +28,11 @@ class StepFeed {
   // program's fed_inputs(), for the program's run. The batch must stay as it is until
   // the run is done (until its numbers are read, say). Allocates no buffer.
   std::span<const device::Buffer* const> fill(const Batch& batch, int64_t steps_done);
+  // The same for micro-batch `micro` of `micro_batches` a step: the program's rows of
+  // `batch` from `first_row`, and the random keys of index steps_done * micro_batches +
+  // micro + 1 (with one micro-batch a step, fill's keys).
+  std::span<const device::Buffer* const> fill_micro(const Batch& batch, int64_t first_row, int64_t steps_done,
+                                                    int64_t micro, int64_t micro_batches);
 
  private:
   device::Device& device_;

@@ -32,19 +32,25 @@ StepResults decode_step_results(std::span<const runtime::Binding> bindings, std:
   return results;
 }
 
-StepResults run_step(Session& session, runtime::Program& program, runtime::Store& store,
-                     std::span<const device::Buffer* const> fed, int64_t steps_done) {
+ProgramRun run_checked(Session& session, runtime::Program& program, runtime::Store& store,
+                       std::span<const device::Buffer* const> fed, int64_t steps_done, std::string_view part) {
   // A device that runs the step later than it is given reports its errors when the
   // numbers are read.
-  std::span<const double> numbers;
   try {
-    program.run(store, fed);
-    numbers = program.read_numbers();
+    ProgramRun ran;
+    ran.values = program.run(store, fed);
+    ran.numbers = program.read_numbers();
+    return ran;
   } catch (const device::DeviceError& e) {
-    lang::fail(e.code(), {}, fmt::format("step {}: {}", steps_done, e.what()));
+    lang::fail(e.code(), {}, fmt::format("step {}{}: {}", steps_done, part, e.what()));
   } catch (const graph::IndexOutOfRange& e) {
-    fail_index_out_of_range(*session.interp().tracer(), e, fmt::format("step {}: ", steps_done), kDataPrefix);
+    fail_index_out_of_range(*session.interp().tracer(), e, fmt::format("step {}{}: ", steps_done, part), kDataPrefix);
   }
+}
+
+StepResults run_step(Session& session, runtime::Program& program, runtime::Store& store,
+                     std::span<const device::Buffer* const> fed, int64_t steps_done) {
+  const std::span<const double> numbers = run_checked(session, program, store, fed, steps_done).numbers;
   std::vector<runtime::Binding> bindings;
   for (size_t i : program.number_outputs()) bindings.push_back(program.outputs()[i]);
   return decode_step_results(bindings, numbers);

@@ -31,9 +31,19 @@ struct StepResults {
 // (a metric, a counter, or a guard, which failed when its value is 0).
 StepResults decode_step_results(std::span<const runtime::Binding> bindings, std::span<const double> values);
 
-// Runs the step after `steps_done` steps on the `fed` inputs and decodes the numbers it
-// returns, read in one copy from the device. A device's refusal, or an index outside its
-// axis, is the diagnostic of step `steps_done`.
+// What a program's run returns: its value buffers, and its numbers, read in one copy.
+struct ProgramRun {
+  std::span<const device::Buffer> values;
+  std::span<const double> numbers;
+};
+
+// Runs `program` for the step after `steps_done` steps on the `fed` inputs. A device's
+// refusal, or an index outside its axis, is the diagnostic of step `steps_done`, and of
+// the part of it `part` names (", micro-batch 3 (rows 6 to 7)"), when given.
+ProgramRun run_checked(Session& session, runtime::Program& program, runtime::Store& store,
+                       std::span<const device::Buffer* const> fed, int64_t steps_done, std::string_view part = {});
+
+// Runs the step as run_checked does and decodes the numbers it returns.
 StepResults run_step(Session& session, runtime::Program& program, runtime::Store& store,
                      std::span<const device::Buffer* const> fed, int64_t steps_done);
 

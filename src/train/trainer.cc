@@ -17,13 +17,12 @@
 #include "train/eval_pass.h"
 #include "train/metrics_log.h"
 #include "train/model_alone.h"
-#include "train/prefetcher.h"
 #include "train/progress.h"
 #include "train/run_checkpoints.h"
 #include "train/run_start.h"
 #include "train/step.h"
-#include "train/step_feed.h"
 #include "train/step_results.h"
+#include "train/step_runner.h"
 
 namespace sx::train {
 namespace {
@@ -83,14 +82,22 @@ std::optional<ModelAlone> model_alone_or_note(Session& session, const Loader& lo
   }
 }
 
-void announce(const RunStart& start, const RunPlace& place, const RunShape& shape, const device::Device& device) {
+// The workers and micro-batches of a micro-batched run, for the first line it prints.
+std::string parallel_note(const std::optional<MicroBatches>& micro, int workers) {
+  if (!micro) return "";
+  return fmt::format(" ({} worker{}, {} micro-batch{} of {})", workers, workers == 1 ? "" : "s", micro->count,
+                     micro->count == 1 ? "" : "es", micro->rows);
+}
+
+void announce(const RunStart& start, const RunPlace& place, const RunShape& shape, const device::Device& device,
+              const std::string& parallel) {
   if (start.resumed_from) {
-    std::printf("resuming %s from %s (step %lld of %lld)\n", place.slug.c_str(), start.resumed_from->c_str(),
-                static_cast<long long>(start.step), static_cast<long long>(shape.total));
+    std::printf("resuming %s from %s (step %lld of %lld)%s\n", place.slug.c_str(), start.resumed_from->c_str(),
+                static_cast<long long>(start.step), static_cast<long long>(shape.total), parallel.c_str());
   } else {
-    std::printf("training %s: %lld steps of batch %lld on %s, checkpoints in %s\n", place.slug.c_str(),
-                static_cast<long long>(shape.total), static_cast<long long>(shape.batch), device.name().c_str(),
-                place.location.c_str());
+    std::printf("training %s: %lld steps of batch %lld%s on %s, checkpoints in %s\n", place.slug.c_str(),
+                static_cast<long long>(shape.total), static_cast<long long>(shape.batch), parallel.c_str(),
+                device.name().c_str(), place.location.c_str());
   }
   std::fflush(stdout);
 }
@@ -136,15 +143,6 @@ void run_after(Session& session, device::Device& device, const std::string& loca
   std::fflush(stdout);
 }
 
-// Compiling folds the step's constants, which may read an index outside its axis.
-runtime::Program compile_step(Session& session, device::Device& device, const StepGraph& step) {
-  try {
-    return runtime::Program(device, session.under_precision(step.graph), step.inputs, step.outputs);
-  } catch (const graph::IndexOutOfRange& e) {
-    fail_index_out_of_range(*session.interp().tracer(), e, "the step: ");
-  }
-}
-
 // The :eval passes due once `done` of `total` steps are done (each every its `:every`
 // steps, and all after the last): their results join `logged`, by the pass's name and
 // the metric's; returns what the progress line shows of them.
@@ -185,51 +183,84 @@ std::optional<graph::Graph> compile_run(Session& session, device::Device& device
   return runtime::optimized_with_composites(device, under_precision);
 }
 
+// The micro-batches of a run that has them: one that sets `:micro-batch`, or runs under
+// mpirun (even alone, so that its bits are those of any number of workers).
+std::optional<MicroBatches> micro_batches_of(const RunSettings& run, int64_t batch, const distributed::World& world) {
+  const lang::Value* set = run.find("micro-batch");
+  std::optional<int64_t> rows;
+  if (set && !set->is_nil()) rows = integer_setting(run, "micro-batch", std::nullopt);
+  else if (world.size() == 1 && !distributed::launched_by_mpi()) return std::nullopt;
+  return micro_batches(run, rows, batch, world.size());
+}
+
 std::string train(Session& session, device::Device& device, const TrainOptions& options) {
+  std::unique_ptr<distributed::World> alone = options.world ? nullptr : distributed::world_alone();
+  distributed::World& world = options.world ? *options.world : *alone;
+  // The first worker alone writes the checkpoints, the logs and the curve, and runs the
+  // :eval passes (the parameters are the same bits on every worker).
+  const bool lead = world.rank() == 0;
   const RunShape shape = read_run_shape(session.settings(), options.steps);
+  const std::optional<MicroBatches> micro = micro_batches_of(session.settings(), shape.batch, world);
   const uint64_t seed = session.seed();
   const RunPlace place = place_run(options);
-  const StepGraph step = trace_step(session, *shape.loader, {.batch = shape.batch, .total_steps = shape.total});
-  const std::optional<ModelAlone> alone = model_alone_or_note(session, *shape.loader);
+  const StepGraph step =
+      trace_step(session, *shape.loader,
+                 {.batch = micro ? micro->rows : shape.batch, .total_steps = shape.total, .split = micro.has_value()});
+  const std::optional<ModelAlone> alone_model = model_alone_or_note(session, *shape.loader);
   const CheckpointTables tables = checkpoint_tables(session, step);
   runtime::Store store(device);
   RunStart start = resume_or_start(session, store, step, tables, place);
-  announce(start, place, shape, device);
-  const std::string side = side_folder(place.location, start.step >= shape.total);
+  if (lead) announce(start, place, shape, device, parallel_note(micro, world.size()));
   if (start.step >= shape.total) {
-    if (!std::filesystem::exists(side + "/loss.svg")) draw_loss_curve(side, place.location, place.slug);
-    run_after(session, device, place.location);
+    if (lead) {
+      const std::string side = side_folder(place.location, true);
+      if (!std::filesystem::exists(side + "/loss.svg")) draw_loss_curve(side, place.location, place.slug);
+      run_after(session, device, place.location);
+    }
     return place.location;
   }
 
-  CheckpointPolicy checkpoints(session, options, place, start.loads, tables, alone, shape.checkpoint_every, shape.keep,
-                               shape.total);
-  runtime::Program program = compile_step(session, device, step);
+  CheckpointPolicy checkpoints(session, options, place, start.loads, tables, alone_model, shape.checkpoint_every,
+                               shape.keep, shape.total);
+  const StepData data{.loader = shape.loader, .seed = seed, .first = start.step, .end = shape.total};
+  std::unique_ptr<StepRunner> steps = micro ? micro_batched_steps(session, device, step, data, *micro, world)
+                                            : fused_steps(session, device, step, data, shape.batch);
   std::vector<std::unique_ptr<EvalPass>> passes;
-  for (const EvalPassSpec* pass : eval_passes(session.settings()))
-    passes.push_back(std::make_unique<EvalPass>(session, *pass, shape.batch, device));
-  // Lines after the step the run starts from are a killed run's, dropped: a run killed
-  // before its first checkpoint starts again from step 0, and logs steps 1... once.
-  MetricsLog metrics(side + "/metrics.jsonl", start.step);
-  Prefetcher prefetcher(shape.loader, seed, start.step, shape.batch, {.depth = 2, .end_step = shape.total});
-  StepFeed feed(device, program, seed, kDataPrefix);
-  ProgressLog progress(start.step, shape.total, shape.tokens_per_step, shape.log_every);
+  std::optional<MetricsLog> metrics;
+  std::string side;
+  if (lead) {
+    for (const EvalPassSpec* pass : eval_passes(session.settings()))
+      passes.push_back(std::make_unique<EvalPass>(session, *pass, shape.batch, device));
+    // Lines after the step the run starts from are a killed run's, dropped: a run killed
+    // before its first checkpoint starts again from step 0, and logs steps 1... once.
+    side = side_folder(place.location, false);
+    metrics.emplace(side + "/metrics.jsonl", start.step);
+  }
+  ProgressLog progress(start.step, shape.total, shape.tokens_per_step, shape.log_every,
+                       !distributed::launched_by_mpi());
   std::map<std::string, double> counters = start.counters;
   double loss = 0;
   for (int64_t s = start.step; s < shape.total; ++s) {
-    Prefetcher::Next next = prefetcher.next();
-    progress.waited(next.waited_seconds);
-    StepResults results = run_step(session, program, store, feed.fill(next.batch, s), s);
+    double waited = 0;
+    StepResults results = steps->run(store, s, waited);
+    progress.waited(waited);
     std::vector<std::pair<std::string, double>> logged = results.logged(counters);
     check_step(results, step, s);
     loss = results.loss;
     // Logged, like checkpoints, by the steps done: the first step's loss is step 1's.
     const int64_t done = s + 1;
+    if (!lead) continue;
+    if (micro) {
+      logged.emplace_back("batch", static_cast<double>(shape.batch));
+      logged.emplace_back("workers", static_cast<double>(world.size()));
+      if (shape.tokens_per_step) logged.emplace_back("tokens/s", progress.tokens_per_second(done));
+    }
     const std::string evaluated = run_due_passes(passes, store, seed, done, shape.total, logged);
-    metrics.append(done, logged);
+    metrics->append(done, logged);
     progress.print(done, loss, evaluated);
     if (checkpoints.due(done)) checkpoints.write(store, done, loss, counters);
   }
+  if (!lead) return place.location;
   const std::string curve = draw_loss_curve(side, place.location, place.slug);
   std::printf("trained %s: loss %.4f after %lld steps; checkpoints in %s, loss curve %s\n", place.slug.c_str(), loss,
               static_cast<long long>(shape.total), place.location.c_str(), curve.c_str());

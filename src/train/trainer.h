@@ -10,6 +10,7 @@
 #include <string>
 
 #include "device/device.h"
+#include "distributed/world.h"
 #include "graph/graph.h"
 #include "train/session.h"
 
@@ -21,6 +22,8 @@ struct TrainOptions {
   std::optional<int64_t> steps;
   bool fresh = false;  // never resume: start in a location of its own
   std::string variant;
+  // The workers of a data-parallel run (docs/distributed.md); null for a process alone.
+  distributed::World* world = nullptr;
 };
 
 // The run's slug: the file's stem (its folder's name for a file named run.sx), and the

@@ -12,11 +12,12 @@ only those parts' libraries:
     lang      graph (it builds graphs, never runs them)
     report    nothing: the loss-curve picture and the moved lines, text in, text out
     text      graph (its codes' rows): tokenizers, text in, ids out
+    distributed  nothing: the workers of a data-parallel run and their collectives
     model     lang, graph, io, device, runtime, text
-    train     lang, graph, io, device, runtime, model, report, text
+    train     lang, graph, io, device, runtime, model, report, text, distributed
     serve     graph, device, runtime, io (no Lisp)
     library   serve, graph, device, runtime, io (no Lisp: libsexpgpu holds none)
-    bundle    train, model, lang, graph, io, device, runtime, report, text
+    bundle    train, model, lang, graph, io, device, runtime, report, text, distributed
     cli       every part
 
 Checked here:
@@ -58,12 +59,14 @@ RULES = {
     "lang": {"graph"},
     "report": set(),
     "text": {"graph"},
+    "distributed": set(),
     "model": {"lang", "graph", "io", "device", "runtime", "text"},
-    "train": {"lang", "graph", "io", "device", "runtime", "model", "report", "text"},
+    "train": {"lang", "graph", "io", "device", "runtime", "model", "report", "text", "distributed"},
     "serve": {"graph", "device", "runtime", "io"},
     "library": {"serve", "graph", "device", "runtime", "io"},
-    "bundle": {"lang", "graph", "io", "device", "runtime", "model", "train", "report", "text"},
-    "cli": {"lang", "graph", "io", "device", "runtime", "model", "train", "serve", "library", "report", "bundle", "text"},
+    "bundle": {"lang", "graph", "io", "device", "runtime", "model", "train", "report", "text", "distributed"},
+    "cli": {"lang", "graph", "io", "device", "runtime", "model", "train", "serve", "library", "report", "bundle", "text",
+            "distributed"},
 }
 
 # Why each part is where it is: shown with a violation.
@@ -75,8 +78,9 @@ REASONS = {
     "lang": "lang builds graphs through the graph's builders; it never runs them",
     "report": "report turns text and numbers into text; the caller reads and writes the files",
     "text": "text runs tokenizers on text it is given (graph only for its codes' rows); no file, no Lisp",
+    "distributed": "distributed moves bytes between workers; it knows no tensor, graph or Lisp",
     "model": "model sits on lang, graph, io, device, runtime and text",
-    "train": "train sits on lang, graph, io, device, runtime, model, report and text",
+    "train": "train sits on lang, graph, io, device, runtime, model, report, text and distributed",
     "serve": "serve runs model.json through the runtime; it needs no Lisp",
     "library": "libsexpgpu runs a model as serve does, in the caller's process; it holds no Lisp",
     "bundle": "bundle sits on train and what train reaches: it evaluates a run file to copy what it reads",
