@@ -41,17 +41,4 @@ std::string cached_object(const ResolvedLocation& location) {
   return path;
 }
 
-std::string read_location_file(std::string_view location, size_t limit, const char* too_big_code) {
-  ResolvedLocation resolved = resolve_location(location);
-  std::string path = resolved.is_s3() ? cached_object(resolved) : resolved.path;
-  try {
-    return read_small_file(path, limit, too_big_code);
-  } catch (const LoadError& e) {
-    // A downloaded copy's faults are the object's: named by its URL, not the cache's path.
-    std::string message = e.what();
-    if (path != location && message.starts_with(path)) message = std::string(location) + message.substr(path.size());
-    throw LoadError(e.code(), message);
-  }
-}
-
 }  // namespace sx::io

@@ -25,10 +25,4 @@ std::string cache_key(std::string_view text);
 // (E-LOC-..., naming the s3:// URL), E-LOAD-002 when the cache cannot be written.
 std::string cached_object(const ResolvedLocation& location);
 
-// The whole of a small file at any location (location.h): a local one read as it is, an
-// object on S3 through its copy in the cache. Throws LoadError: resolve_location's and
-// cached_object's, E-LOAD-002 when it cannot be read, `too_big_code` when it is longer
-// than `limit`; each message names the location as written.
-std::string read_location_file(std::string_view location, size_t limit, const char* too_big_code);
-
 }  // namespace sx::io

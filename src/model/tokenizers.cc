@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 
 #include "io/safetensors.h"
-#include "io/storage_cache.h"
+#include "io/location.h"
 #include "lang/builtins/builtins.h"
 #include "lang/printer.h"
 #include "lang/tracer.h"
@@ -24,7 +24,7 @@ Value tokenizer(Args& a) {
   std::string location = resolve_data_path(written, a.span(0));
   std::string json;
   try {
-    json = io::read_location_file(location, kMaxTokenizerBytes, text::kTokenizerFile);
+    json = io::read_small_location(io::resolve_location(location), kMaxTokenizerBytes, text::kTokenizerFile);
   } catch (const io::LoadError& e) {
     lang::fail(e.code(), a.span(0), e.what());
   }
