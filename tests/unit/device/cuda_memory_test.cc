@@ -1,0 +1,242 @@
+// The cuda device's memory and programs. Without a GPU: the caching allocator over a fake
+// raw memory, and the program a graph compiles to (its steps, its arena, its refusal of a
+// primitive without a kernel). With one: buffers copied in and out through events, plans
+// that give the reference's bits run after run, captured as a CUDA graph from the second
+// run with the same buffers, allocating nothing after the first. A test that needs a GPU
+// skips, saying why.
+#include <algorithm>
+
+#include "device/cuda/caching_allocator.h"
+#include "device/cuda/cuda_device.h"
+#include "device/cuda/cuda_plan.h"
+#include "device/cuda/program.h"
+#include "formula_cases.h"
+#include "util.h"
+
+namespace sx::device::testing {
+namespace {
+
+using cuda::CachingAllocator;
+using cuda::Place;
+
+// Host memory standing for the GPU's, with a limit on what it gives.
+class FakeRaw : public cuda::RawMemory {
+ public:
+  explicit FakeRaw(size_t limit) : limit_(limit) {}
+  void* allocate(size_t bytes) override {
+    if (held + bytes > limit_) return nullptr;
+    held += bytes;
+    ++calls;
+    void* block = ::operator new(bytes);
+    sizes_[block] = bytes;
+    return block;
+  }
+  void release(void* block) override {
+    held -= sizes_.at(block);
+    sizes_.erase(block);
+    ::operator delete(block);
+  }
+  size_t held = 0;
+  int calls = 0;
+
+ private:
+  size_t limit_;
+  std::map<void*, size_t> sizes_;
+};
+
+struct Allocator {
+  explicit Allocator(size_t limit = size_t{1} << 30) : raw(new FakeRaw(limit)), cache(std::unique_ptr<FakeRaw>(raw)) {}
+  FakeRaw* raw;
+  CachingAllocator cache;
+};
+
+TEST(CudaCachingAllocator, ServesARepeatedRequestFromItsCache) {
+  Allocator a;
+  void* first = a.cache.allocate(1000);
+  EXPECT_EQ(a.raw->held, 1024u);  // rounded up to granules
+  a.cache.free(first);
+  EXPECT_EQ(a.cache.bytes_cached(), 1024u);
+  EXPECT_EQ(a.cache.allocate(1000), first);
+  void* second = a.cache.allocate(2000);  // the cache is empty again
+  EXPECT_NE(second, first);
+  a.cache.free(second);
+  a.cache.free(first);
+  EXPECT_EQ(a.cache.allocate(900), first);  // the best fit of the two
+  EXPECT_EQ(a.raw->calls, 2);
+  EXPECT_EQ(a.cache.raw_allocations(), 2u);
+}
+
+TEST(CudaCachingAllocator, ReusesABlockOnlyForRequestsOfAtLeastHalfItsSize) {
+  Allocator a;
+  void* big = a.cache.allocate(8192);
+  a.cache.free(big);
+  void* small = a.cache.allocate(512);
+  EXPECT_NE(small, big);
+  EXPECT_EQ(a.cache.allocate(4096), big);
+  EXPECT_EQ(a.cache.bytes_in_use(), 8192u + 512u);
+  EXPECT_EQ(a.cache.raw_allocations(), 2u);
+}
+
+TEST(CudaCachingAllocator, GivesItsCacheBackWhenTheRawMemoryRunsOut) {
+  Allocator a(4096);
+  a.cache.free(a.cache.allocate(3072));
+  void* block = a.cache.allocate(4096);  // too big for the cached 3072, too big beside it
+  ASSERT_NE(block, nullptr);
+  EXPECT_EQ(a.cache.bytes_cached(), 0u);
+  EXPECT_EQ(a.cache.allocate(512), nullptr);
+  a.cache.free(block);
+  a.cache.release_cached();
+  EXPECT_EQ(a.raw->held, 0u);
+}
+
+Graph chain_graph() {
+  Graph g;
+  graph::Builder b(g);
+  graph::NodeId x = b.input("x", {1000}, DType::f32);
+  graph::NodeId y = b.input("y", {1000}, DType::f32);
+  graph::NodeId t = x;
+  for (int i = 0; i < 4; ++i) t = b.neg(b.add(t, y));
+  b.output("z", b.lt(t, x));
+  b.output("y_again", y);
+  return g;
+}
+
+TEST(CudaProgram, PlacesAChainInAnArenaThatReusesItsBytes) {
+  Graph g = chain_graph();
+  cuda::Program program = cuda::plan_program(g);
+  ASSERT_EQ(program.steps.size(), 9u);
+  EXPECT_EQ(program.steps[0].a, (Place{Place::Kind::input, 0}));
+  EXPECT_EQ(program.steps[0].b, (Place{Place::Kind::input, 1}));
+  EXPECT_EQ(program.steps[1].a, (Place{Place::Kind::arena, program.steps[0].out}));
+  EXPECT_FALSE(program.steps[1].binary);
+  EXPECT_EQ(program.steps.back().prim, graph::PrimId::lt);
+  EXPECT_EQ(program.steps.back().dtype, DType::f32);
+  // Nine f32 values of 4000 bytes, at most two alive at once, and the staged y.
+  EXPECT_LE(program.arena.size, 3u * 4096u);
+  EXPECT_GE(program.arena.size, program.arena.live_peak);
+  for (size_t i = 1; i < program.steps.size(); ++i) {
+    const cuda::Step& step = program.steps[i];
+    EXPECT_NE(step.out, step.a.index) << "step " << i << " writes over its operand";
+  }
+  ASSERT_EQ(program.stages.size(), 1u);
+  EXPECT_EQ(program.stages[0].from, (Place{Place::Kind::input, 1}));
+  EXPECT_EQ(program.stages[0].bytes, 4000u);
+  ASSERT_EQ(program.outputs.size(), 2u);
+  EXPECT_EQ(program.outputs[0], program.steps.back().out);
+  EXPECT_EQ(program.outputs[1], program.stages[0].to);
+  EXPECT_NE(program.outputs[0], program.outputs[1]);
+}
+
+TEST(CudaProgram, UploadsConstantsOnce) {
+  Graph g;
+  graph::Builder b(g);
+  std::mt19937 rng(1);
+  graph::NodeId w = b.constant(random_tensor(DType::f32, {8}, rng));
+  b.output("y", b.mul(b.input("x", {8}, DType::f32), w));
+  cuda::Program program = cuda::plan_program(g);
+  ASSERT_EQ(program.constants, std::vector<graph::NodeId>{w});
+  EXPECT_EQ(program.steps[0].b, (Place{Place::Kind::constant, 0}));
+}
+
+TEST(CudaProgram, RefusesAGraphNamingEveryPrimitiveWithoutAKernel) {
+  Graph g;
+  graph::Builder b(g);
+  graph::NodeId x = b.input("x", {4, 4}, DType::f32);
+  b.output("y", b.sum(b.matmul(b.exp(x), x), {1}));
+  EXPECT_EQ(cuda::missing_kernels(g), (std::vector<std::string>{"exp (f32)", "matmul (f32)", "sum (f32)"}));
+  try {
+    cuda::plan_program(g);
+    FAIL() << "planned";
+  } catch (const DeviceError& e) {
+    EXPECT_STREQ(e.code(), "E-DEVICE-007");
+    EXPECT_EQ(std::string(e.what()),
+              "the cuda device has no kernel for exp (f32), matmul (f32), sum (f32): the graph runs on cpu "
+              "and reference; use --device cpu");
+  }
+  EXPECT_TRUE(cuda::has_kernel(graph::PrimId::add));
+  EXPECT_FALSE(cuda::has_kernel(graph::PrimId::matmul));
+}
+
+// The cuda device, or a skip saying why there is none.
+#define MAKE_CUDA_DEVICE(device)                                                    \
+  if (std::string reason = gpu_unusable_reason(); !reason.empty()) GTEST_SKIP() << reason; \
+  std::unique_ptr<Device> device = make_device("cuda")
+
+TEST(CudaDeviceMemory, CopiesInAndOutThroughEvents) {
+  MAKE_CUDA_DEVICE(device);
+  std::mt19937 rng(2);
+  Tensor value = random_tensor(DType::bf16, {3, 1000}, rng);
+  Buffer buffer = device->allocate({value.shape(), value.dtype()});
+  Event in = device->upload_into(buffer, value.bytes());
+  Tensor back(value.dtype(), value.shape());
+  Event out = device->download_into(buffer, back.bytes());
+  out.wait();
+  EXPECT_TRUE(in.done());
+  EXPECT_TRUE(same_bits(back, value));
+  EXPECT_THROW(device->upload_into(buffer, std::span<const uint8_t>(value.bytes().data(), 3)), DeviceError);
+  Buffer host = make_device("cpu")->upload(value);
+  EXPECT_THROW(device->download(host), DeviceError);
+}
+
+TEST(CudaPlanRuns, GiveTheReferenceBitsAndReplayACapturedGraph) {
+  MAKE_CUDA_DEVICE(device);
+  auto& cuda_device = static_cast<CudaDevice&>(*device);
+  Graph g = chain_graph();
+  std::mt19937 rng(3);
+  std::vector<Tensor> inputs = {random_tensor(DType::f32, {1000}, rng), random_tensor(DType::f32, {1000}, rng)};
+  std::vector<Tensor> expected = run_on("reference", g, inputs);
+  std::unique_ptr<Plan> plan = device->compile(g);
+  std::vector<Buffer> in;
+  for (const Tensor& t : inputs) in.push_back(device->upload(t));
+  std::vector<Buffer> out;
+  for (const graph::ValueType& type : plan->output_types()) out.push_back(device->allocate(type));
+  std::vector<const Buffer*> in_ptrs = {&in[0], &in[1]};
+  std::vector<Buffer*> out_ptrs = {&out[0], &out[1]};
+  size_t allocations = 0;
+  for (int run = 0; run < 4; ++run) {
+    plan->run(in_ptrs, out_ptrs);
+    for (size_t k = 0; k < out.size(); ++k) EXPECT_EQ(compare_bits(device->download(out[k]), expected[k]), "") << run;
+    if (run == 0) allocations = cuda_device.device_memory().raw_allocations();
+  }
+  EXPECT_EQ(cuda_device.device_memory().raw_allocations(), allocations) << "a run after the first allocated";
+  EXPECT_EQ(static_cast<cuda::CudaPlan&>(*plan).replays(), 3);
+}
+
+TEST(CudaPlanRuns, WriteAnOutputOverAnInput) {
+  MAKE_CUDA_DEVICE(device);
+  Graph g;
+  graph::Builder b(g);
+  graph::NodeId p = b.input("p", {64}, DType::f32);
+  graph::NodeId q = b.input("q", {64}, DType::f32);
+  b.output("p", b.sub(p, q));
+  b.output("q", p);
+  std::mt19937 rng(4);
+  std::vector<Tensor> inputs = {random_tensor(DType::f32, {64}, rng), random_tensor(DType::f32, {64}, rng)};
+  std::vector<Tensor> expected = run_on("reference", g, inputs);
+  std::unique_ptr<Plan> plan = device->compile(g);
+  std::vector<Buffer> state;
+  for (const Tensor& t : inputs) state.push_back(device->upload(t));
+  std::vector<const Buffer*> in = {&state[0], &state[1]};
+  std::vector<Buffer*> out = {&state[0], &state[1]};
+  plan->run(in, out);
+  EXPECT_EQ(compare_bits(device->download(state[0]), expected[0]), "");
+  EXPECT_EQ(compare_bits(device->download(state[1]), expected[1]), "");
+}
+
+TEST(CudaPlanRuns, RefuseAGraphWithAPrimitiveWithoutAKernel) {
+  MAKE_CUDA_DEVICE(device);
+  Graph g;
+  graph::Builder b(g);
+  b.output("y", b.exp(b.input("x", {2}, DType::f32)));
+  try {
+    device->compile(g);
+    FAIL() << "compiled";
+  } catch (const DeviceError& e) {
+    EXPECT_STREQ(e.code(), "E-DEVICE-007");
+  }
+  std::vector<std::string> fallbacks = device->fallback_primitives();
+  EXPECT_NE(std::ranges::find(fallbacks, "exp"), fallbacks.end());
+}
+
+}  // namespace
+}  // namespace sx::device::testing
