@@ -16,7 +16,7 @@ falls back to another device in silence.
     --device gpu         not a device
 
 Use `cpu` (every core of the host) or `reference` (one thread, the plainest loops).
-`cuda` has codes of its own: E-DEVICE-005 to E-DEVICE-008.)"},
+`cuda` has codes of its own: E-DEVICE-005 to E-DEVICE-009.)"},
     {"E-DEVICE-002", "not enough memory (retired: now E-MEM-001)",
      R"(Retired. A graph whose buffers did not fit in the machine's memory was reported with
 this code; since the memory limit (`--max-memory`, SEXPGPU_MAX_MEMORY) every request
@@ -86,6 +86,12 @@ asked for and how many the device's buffers hold: use a smaller batch or model, 
 the GPU of other programs (`nvidia-smi` lists them). Other reasons are the driver's: a
 GPU that fell off the bus or a kernel that faulted leaves the process unable to use the
 GPU again; run the program again, and report it if it repeats.)"},
+    {"E-DEVICE-009", "a generated kernel did not compile",
+     R"(The cuda device writes CUDA C for the graph's fused elementwise chains and compiles
+it with NVRTC, the CUDA toolkit's run-time compiler. The message gives NVRTC's log. A
+generated kernel that does not compile is a defect of SexpGPU: report it with the log.
+An NVRTC that fails to start (its library missing or of another CUDA release than the
+build's) gives its own reason: reinstall the toolkit the program was built with.)"},
 };
 
 }  // namespace

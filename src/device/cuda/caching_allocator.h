@@ -48,8 +48,8 @@ class CachingAllocator {
 
  private:
   std::unique_ptr<RawMemory> raw_;
-  std::multimap<size_t, void*> cached_;          // free blocks by size
-  std::unordered_map<void*, size_t> in_use_;     // blocks given out, with their size
+  std::multimap<size_t, void*> cached_;       // free blocks by size
+  std::unordered_map<void*, size_t> in_use_;  // blocks given out, with their size
   size_t in_use_bytes_ = 0, cached_bytes_ = 0, raw_allocations_ = 0;
 };
 

@@ -51,9 +51,9 @@ Program plan_program(const graph::Graph& graph) {
   if (std::vector<std::string> missing = missing_kernels(graph); !missing.empty()) {
     std::string names = missing[0];
     for (size_t i = 1; i < missing.size(); ++i) names += ", " + missing[i];
-    throw DeviceError("the cuda device has no kernel for " + names +
-                          ": the graph runs on cpu and reference; use --device cpu",
-                      "E-DEVICE-007");
+    throw DeviceError(
+        "the cuda device has no kernel for " + names + ": the graph runs on cpu and reference; use --device cpu",
+        "E-DEVICE-007");
   }
   Program program;
   // Each node's place before its buffer's offset is known: arena places hold the index

@@ -158,7 +158,7 @@ TEST(CudaProgram, RefusesAGraphNamingEveryPrimitiveWithoutAKernel) {
 }
 
 // The cuda device, or a skip saying why there is none.
-#define MAKE_CUDA_DEVICE(device)                                                    \
+#define MAKE_CUDA_DEVICE(device)                                                           \
   if (std::string reason = gpu_unusable_reason(); !reason.empty()) GTEST_SKIP() << reason; \
   std::unique_ptr<Device> device = make_device("cuda")
 
