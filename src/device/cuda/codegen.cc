@@ -67,6 +67,17 @@ std::string element_line(const graph::Graph& graph, graph::NodeId id) {
   return fmt::format("    const {} v{} = sx::device::cuda::{};\n", c_type(node.dtype), id, call);
 }
 
+// A kernel's source from its parameters and body, named by their hash: "sx_fused_...".
+GeneratedKernel named_kernel(std::string_view kind, const std::string& signature_and_body) {
+  GeneratedKernel kernel;
+  kernel.name = fmt::format("sx_{}_{:016x}", kind, text_hash(signature_and_body));
+  kernel.source = fmt::format(
+      "#include \"device/cuda/element_math.h\"\n\n"
+      "extern \"C\" __global__ void {}{}",
+      kernel.name, signature_and_body);
+  return kernel;
+}
+
 }  // namespace
 
 bool fusible(const graph::Graph& graph, graph::NodeId id) {
@@ -74,6 +85,29 @@ bool fusible(const graph::Graph& graph, graph::NodeId id) {
   if (node.prim->kind != graph::PrimKind::elementwise || node.inputs.empty()) return false;
   graph::DType dtype = operand_dtype(graph, id);
   return dtype != graph::DType::bf16 && has_elementwise_kernel(node.op(), dtype);
+}
+
+bool row_reducible(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  if (node.op() != graph::PrimId::sum && node.op() != graph::PrimId::reduce_max) return false;
+  const graph::Node& x = graph.node(node.inputs[0]);
+  auto last = static_cast<int64_t>(x.shape.size()) - 1;
+  return x.dtype != graph::DType::bf16 && x.dtype != graph::DType::boolean &&
+         node.attrs.get_ints("axes") == std::vector<int64_t>{last};
+}
+
+GeneratedKernel generate_row_reduction(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  const char* s = c_type(graph.node(node.inputs[0]).dtype);
+  std::string signature_and_body = fmt::format(
+      "(const {0}* __restrict__ x, {0}* __restrict__ out, int64_t rows, int64_t length) {{\n"
+      "  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < rows; r += int64_t(gridDim.x) * "
+      "blockDim.x) {{\n"
+      "    out[r] = sx::device::cuda::{1}<{0}, {0}>(x + r * length, length);\n"
+      "  }}\n"
+      "}}\n",
+      s, node.op() == graph::PrimId::sum ? "row_sum" : "row_max");
+  return named_kernel("row", signature_and_body);
 }
 
 std::vector<Fusion> find_fusions(const graph::Graph& graph) {
@@ -138,14 +172,7 @@ GeneratedKernel generate_kernel(const graph::Graph& graph, const Fusion& fusion)
       "  }}\n"
       "}}\n",
       parameters, body);
-  GeneratedKernel kernel;
-  kernel.name = fmt::format("sx_fused_{:016x}", text_hash(signature_and_body));
-  kernel.source = fmt::format(
-      "#include \"device/cuda/element_math.h\"\n"
-      "#include \"graph/prims/scalar.h\"\n\n"
-      "extern \"C\" __global__ void {}{}",
-      kernel.name, signature_and_body);
-  return kernel;
+  return named_kernel("fused", signature_and_body);
 }
 
 }  // namespace sx::device::cuda

@@ -33,6 +33,14 @@ struct GeneratedKernel {
   std::string source;  // CUDA C for NVRTC
 };
 
+// Whether a generated kernel computes `node`: sum or reduce_max over the last axis
+// alone, of a numeric dtype other than bf16.
+bool row_reducible(const graph::Graph& graph, graph::NodeId node);
+
+// The kernel of a row reduction: void NAME(const S* x, S* out, int64_t rows, int64_t
+// length), one thread per row (element_math.h's row_sum or row_max).
+GeneratedKernel generate_row_reduction(const graph::Graph& graph, graph::NodeId node);
+
 // The kernel of `fusion`: void NAME(const S0* operand0, ..., R* out, int64_t n), out[i]
 // the root's value at element i, for i < n.
 GeneratedKernel generate_kernel(const graph::Graph& graph, const Fusion& fusion);

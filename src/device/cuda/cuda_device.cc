@@ -9,6 +9,7 @@
 #include "device/cuda/cuda.h"
 #include "device/cuda/cuda_plan.h"
 #include "device/cuda/elementwise.h"
+#include "device/cuda/nvrtc.h"
 #include "device/cuda/program.h"
 
 namespace sx::device {
@@ -130,6 +131,9 @@ CudaDevice::CudaDevice() {
     throw DeviceError(fmt::format("the cuda device cannot run here: {}; use --device cpu", reason), "E-DEVICE-006");
   }
   gpu_ = cuda::describe_gpu(0);
+  cudaDeviceProp properties;
+  cuda::check(cudaGetDeviceProperties(&properties, 0), "to describe itself");
+  architecture_ = cuda::gpu_architecture(properties.major, properties.minor);
   cuda::check(cudaSetDevice(0), "to be chosen");
   cuda::check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "to make a stream");
   device_memory_ = std::make_shared<cuda::CachingAllocator>(std::make_unique<cuda::DeviceRaw>());

@@ -68,6 +68,8 @@ class CudaDevice : public Device {
   std::unique_ptr<cuda::DeviceBytes> device_bytes(size_t bytes);
   const cuda::CachingAllocator& device_memory() const { return *device_memory_; }
   const std::string& gpu() const { return gpu_; }
+  // NVRTC's name of the GPU's architecture: "sm_90a" (nvrtc.h).
+  const std::string& architecture() const { return architecture_; }
 
  private:
   // Pinned host memory given to a copy, kept until the copy's event is done.
@@ -79,6 +81,7 @@ class CudaDevice : public Device {
   std::shared_ptr<cuda::CudaEvent> record();
 
   std::string gpu_;  // "GPU 0 (NVIDIA H100 80GB HBM3, compute capability 9.0)"
+  std::string architecture_;
   cudaStream_t stream_ = nullptr;
   std::shared_ptr<cuda::CachingAllocator> device_memory_;
   std::unique_ptr<cuda::CachingAllocator> pinned_memory_;

@@ -1,7 +1,10 @@
 // The cuda device's plan: its steps launched on the stream, then captured and replayed.
 #include "device/cuda/cuda_plan.h"
 
+#include <algorithm>
+
 #include "device/cuda/elementwise.h"
+#include "device/cuda/nvrtc.h"
 
 namespace sx::device::cuda {
 namespace {
@@ -11,16 +14,30 @@ namespace {
 constexpr size_t kMostCaptures = 8;
 constexpr size_t kMostCounted = 64;
 
+// The generated kernels' launch shape: a grid-stride loop over n elements (or rows).
+constexpr unsigned kThreads = 256;
+unsigned grid_for(int64_t n) {
+  return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 65535));
+}
+
 }  // namespace
 
 CudaPlan::CudaPlan(CudaDevice& device, const graph::Graph& graph)
     : Plan(device, graph), cuda_(device), graph_(graph), program_(plan_program(graph)) {
   for (graph::NodeId id : program_.constants) constants_.push_back(device.upload(*graph.node(id).value));
   arena_ = device.device_bytes(program_.arena.size);
+  if (program_.kernel_names.empty()) return;
+  std::vector<uint8_t> cubin = cached_cubin(program_.source, device.architecture());
+  check(cudaLibraryLoadData(&library_, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+        "to load the generated kernels");
+  for (const std::string& name : program_.kernel_names) {
+    check(cudaLibraryGetKernel(&kernels_.emplace_back(), library_, name.c_str()), "to find a generated kernel");
+  }
 }
 
 CudaPlan::~CudaPlan() {
   for (auto& [addresses, exec] : captured_) cudaGraphExecDestroy(exec);
+  if (library_) cudaLibraryUnload(library_);
 }
 
 void CudaPlan::enqueue(const Addresses& addresses) {
@@ -35,9 +52,25 @@ void CudaPlan::enqueue(const Addresses& addresses) {
   cudaStream_t stream = cuda_.stream();
   for (const Step& step : program_.steps) {
     if (step.n == 0) continue;
-    check(launch_elementwise(step.prim, step.dtype, at(step.a), step.binary ? at(step.b) : nullptr,
-                             arena_->data() + step.out, step.n, stream),
-          "to launch a kernel");
+    void* out = arena_->data() + step.out;
+    if (step.kind == Step::Kind::elementwise) {
+      check(launch_elementwise(step.prim, step.dtype, at(step.operands[0]),
+                               step.operands.size() > 1 ? at(step.operands[1]) : nullptr, out, step.n, stream),
+            "to launch a kernel");
+      continue;
+    }
+    // The generated kernels' parameters: the operands, out, then n (and a row's length).
+    std::vector<const void*> pointers;
+    for (const Place& operand : step.operands) pointers.push_back(at(operand));
+    std::vector<void*> arguments;
+    for (const void*& pointer : pointers) arguments.push_back(&pointer);
+    arguments.push_back(&out);
+    int64_t n = step.n, length = step.length;
+    arguments.push_back(&n);
+    if (step.kind == Step::Kind::row) arguments.push_back(&length);
+    check(cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[step.kernel]), grid_for(step.n), kThreads,
+                           arguments.data(), 0, stream),
+          "to launch a generated kernel");
   }
   for (const Stage& stage : program_.stages) {
     check(cudaMemcpyAsync(arena_->data() + stage.to, at(stage.from), stage.bytes, cudaMemcpyDeviceToDevice, stream),

@@ -1,4 +1,5 @@
-// A plan of the cuda device: its program's steps (program.h) on the device's stream. The
+// A plan of the cuda device: its program's steps (program.h) on the device's stream. Its
+// generated kernels are compiled (or found in the kernel cache, nvrtc.h) and loaded, the
 // arena is allocated and the constants uploaded when the plan is made, so weights given as
 // constants stay on the GPU between runs, as parameters given as buffers do. A run's
 // first time with a set of buffers launches its kernels one by one; a later run with the
@@ -44,6 +45,8 @@ class CudaPlan : public Plan {
   Program program_;
   std::vector<Buffer> constants_;
   std::unique_ptr<DeviceBytes> arena_;
+  cudaLibrary_t library_ = nullptr;    // the program's generated kernels
+  std::vector<cudaKernel_t> kernels_;  // by Program::kernel_names
   std::map<Addresses, cudaGraphExec_t> captured_;
   std::map<Addresses, int> runs_;  // runs so far with each set of buffers not yet captured
   int replays_ = 0;

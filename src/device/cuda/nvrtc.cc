@@ -72,12 +72,11 @@ std::vector<uint8_t> compile_cubin(std::string_view source, std::string_view arc
   }
   std::string text(source);
   nvrtcProgram program = nullptr;
-  check_nvrtc(nvrtcCreateProgram(&program, text.c_str(), "generated.cu", static_cast<int>(names.size()),
-                                 texts.data(), names.data()),
+  check_nvrtc(nvrtcCreateProgram(&program, text.c_str(), "generated.cu", static_cast<int>(names.size()), texts.data(),
+                                 names.data()),
               "to take a kernel's source");
-  std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> owned(&program, [](nvrtcProgram* p) {
-    nvrtcDestroyProgram(p);
-  });
+  std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> owned(&program,
+                                                               [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
   std::string arch_option = fmt::format("--gpu-architecture={}", architecture);
   // -default-device: scalar.h's host-only functions, which the kernels never call, parse.
   const char* options[] = {arch_option.c_str(), "-std=c++20", "-fmad=false", "-default-device"};
@@ -100,7 +99,8 @@ std::vector<uint8_t> compile_cubin(std::string_view source, std::string_view arc
 
 std::string kernel_cache_dir() {
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return (fs::path(xdg) / "sexpgpu/kernels").string();
-  if (const char* home = std::getenv("HOME"); home && *home) return (fs::path(home) / ".cache/sexpgpu/kernels").string();
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return (fs::path(home) / ".cache/sexpgpu/kernels").string();
   return "";
 }
 

@@ -77,8 +77,8 @@ struct numeric_limits<double> {
   static constexpr double quiet_NaN() { return __builtin_bit_cast(double, 0x7ff8000000000000ull); }
 };
 
-#define SX_NVRTC_MATH(name, f32, f64)                            \
-  __device__ inline float name(float x) { return ::f32(x); }    \
+#define SX_NVRTC_MATH(name, f32, f64)                        \
+  __device__ inline float name(float x) { return ::f32(x); } \
   __device__ inline double name(double x) { return ::f64(x); }
 SX_NVRTC_MATH(fabs, fabsf, fabs)
 SX_NVRTC_MATH(sqrt, sqrtf, sqrt)

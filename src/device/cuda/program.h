@@ -1,6 +1,8 @@
 // What the cuda device makes of a graph when it compiles it, before any GPU is touched:
-// its kernels' steps in the graph's order, and every value they compute placed in one
-// arena by liveness (device/arena.h, as the cpu device places its own). A graph with a
+// its kernels' steps in the graph's order (generated kernels, codegen.h, for the fused
+// elementwise chains and the row reductions; nvcc's elementwise.cu for bf16), their
+// source as one program for NVRTC, and every value they write placed in one arena by
+// liveness (device/arena.h, as the cpu device places its own). A graph with a
 // primitive the device has no kernel for is refused here, naming every such primitive:
 // the cuda device never runs a step on the host in silence. Host code only, so that
 // tests run it without a GPU.
@@ -24,15 +26,20 @@ struct Place {
   bool operator==(const Place&) const = default;
 };
 
-// One elementwise kernel: out = prim(a) or prim(a, b), over n elements of dtype
-// (the operands'; a comparison writes bool).
+// One kernel's launch, writing `out` in the arena:
+// - fused: the generated kernel `kernel` of a fusion, reading `operands`, n elements;
+// - row: the generated row reduction `kernel` of operands[0], n rows of `length`;
+// - elementwise: nvcc's kernel of `prim` on operands of `dtype` (elementwise.h), n elements.
 struct Step {
-  graph::PrimId prim;
-  graph::DType dtype;
-  Place a, b;  // b only for a binary primitive
-  bool binary = false;
-  size_t out = 0;  // in the arena
+  enum class Kind : uint8_t { fused, row, elementwise };
+  Kind kind = Kind::fused;
+  size_t kernel = 0;  // in Program::kernel_names
+  graph::PrimId prim{};
+  graph::DType dtype = graph::DType::f32;
+  std::vector<Place> operands;
+  size_t out = 0;
   int64_t n = 0;
+  int64_t length = 0;
 };
 
 // A copy of bytes into the arena: an output that is an input or a constant is staged
@@ -45,9 +52,11 @@ struct Stage {
 
 struct Program {
   std::vector<Step> steps;
-  std::vector<graph::NodeId> constants;  // the graph's constant nodes, uploaded at compile
-  std::vector<Stage> stages;             // after the steps
-  std::vector<size_t> outputs;           // each graph output's place in the arena, copied out last
+  std::string source;                     // every generated kernel, for one NVRTC compile
+  std::vector<std::string> kernel_names;  // their entry points
+  std::vector<graph::NodeId> constants;   // the graph's constant nodes, uploaded at compile
+  std::vector<Stage> stages;              // after the steps
+  std::vector<size_t> outputs;            // each graph output's place in the arena, copied out last
   ArenaPlan arena;
 };
 
@@ -59,7 +68,8 @@ Program plan_program(const graph::Graph& graph);
 // cuda device has no kernel for, each once, in the graph's order.
 std::vector<std::string> missing_kernels(const graph::Graph& graph);
 
-// Whether the device runs `prim` by a kernel of its own, for some dtype.
+// Whether the device runs `prim` by a kernel of its own, for some dtype (and, for a
+// reduction, some axes).
 bool has_kernel(graph::PrimId prim);
 
 }  // namespace sx::device::cuda

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "device/cuda/codegen.h"
+#include "device/cuda/element_math.h"
 #include "device/cuda/nvrtc.h"
 #include "formula_cases.h"
 #include "util.h"
@@ -35,12 +36,52 @@ TEST(CudaCodegen, FusesAChainIntoOneKernel) {
   cuda::GeneratedKernel kernel = cuda::generate_kernel(g, fusions[1]);
   EXPECT_EQ(kernel.name.rfind("sx_fused_", 0), 0u);
   EXPECT_NE(kernel.source.find("sx::graph::prims::scalar::Sqrt"), std::string::npos) << kernel.source;
-  EXPECT_NE(kernel.source.find("binary_element<sx::graph::prims::scalar::Lt, float, float, bool>"),
-            std::string::npos)
+  EXPECT_NE(kernel.source.find("binary_element<sx::graph::prims::scalar::Lt, float, float, bool>"), std::string::npos)
       << kernel.source;
   EXPECT_NE(kernel.source.find("bool* __restrict__ out"), std::string::npos) << kernel.source;
   EXPECT_EQ(cuda::generate_kernel(g, fusions[1]).name, kernel.name);
   EXPECT_NE(cuda::generate_kernel(g, fusions[0]).name, kernel.name);
+}
+
+// A row reduction's host result, one row at a time as each GPU thread computes it.
+Tensor host_rows(graph::PrimId prim, const Tensor& x) {
+  int64_t length = x.shape().back();
+  Tensor out(x.dtype(), {x.shape()[0]});
+  graph::visit_dtype(x.dtype(), [&](auto types) {
+    using S = typename decltype(types)::storage;
+    using C = typename decltype(types)::compute;
+    if constexpr (!std::is_same_v<C, bool>) {
+      for (int64_t r = 0; r < out.numel(); ++r) {
+        const S* row = x.data<S>() + r * length;
+        out.data<S>()[r] =
+            prim == graph::PrimId::sum ? cuda::row_sum<S, C>(row, length) : cuda::row_max<S, C>(row, length);
+      }
+    }
+  });
+  return out;
+}
+
+TEST(CudaCodegen, RowReductionsGiveTheReferenceBitsOnTheHost) {
+  std::mt19937 rng(5);
+  for (DType dtype : graph::kAllDTypes) {
+    if (dtype == DType::boolean) continue;
+    for (int64_t length : {0, 1, 37, 1000}) {
+      Tensor x = random_tensor(dtype, {6, length}, rng);
+      if (dtype == DType::f32 && length > 2) {
+        x.data<float>()[length + 2] = std::numeric_limits<float>::quiet_NaN();  // row 1
+        x.data<float>()[2 * length] = -std::numeric_limits<float>::infinity();  // row 2's first
+      }
+      for (graph::PrimId prim : {graph::PrimId::sum, graph::PrimId::reduce_max}) {
+        Graph g;
+        graph::Builder b(g);
+        graph::NodeId in = b.input("x", {6, length}, dtype);
+        b.output("y", b.op(graph::primitive(prim).name, {in}, {{"axes", std::vector<int64_t>{1}}}));
+        SCOPED_TRACE(fmt::format("{} of {} rows of {}", graph::primitive(prim).name, graph::dtype_name(dtype), length));
+        EXPECT_EQ(cuda::row_reducible(g, g.outputs[0].node), dtype != DType::bf16);
+        EXPECT_EQ(compare_bits(host_rows(prim, x), run_on("reference", g, {x})[0]), "");
+      }
+    }
+  }
 }
 
 // Every primitive and dtype of the generated kernels, each as a kernel of its own,

@@ -9,6 +9,7 @@
 #include "device/cuda/caching_allocator.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_plan.h"
+#include "device/cuda/nvrtc.h"
 #include "device/cuda/program.h"
 #include "formula_cases.h"
 #include "util.h"
@@ -89,42 +90,57 @@ TEST(CudaCachingAllocator, GivesItsCacheBackWhenTheRawMemoryRunsOut) {
   EXPECT_EQ(a.raw->held, 0u);
 }
 
-Graph chain_graph() {
+// Every kind of step: fused chains, row reductions, a bf16 kernel of nvcc's, and an
+// output that is an input.
+Graph steps_graph() {
   Graph g;
   graph::Builder b(g);
-  graph::NodeId x = b.input("x", {1000}, DType::f32);
-  graph::NodeId y = b.input("y", {1000}, DType::f32);
-  graph::NodeId t = x;
-  for (int i = 0; i < 4; ++i) t = b.neg(b.add(t, y));
-  b.output("z", b.lt(t, x));
-  b.output("y_again", y);
+  graph::NodeId x = b.input("x", {4, 250}, DType::f32);
+  graph::NodeId y = b.input("y", {4, 250}, DType::f32);
+  graph::NodeId xb = b.input("xb", {4, 250}, DType::bf16);
+  graph::NodeId a = b.neg(b.add(x, y));
+  graph::NodeId total = b.sum(a, {1});
+  graph::NodeId top = b.op("reduce_max", {b.mul(a, a)}, {{"axes", std::vector<int64_t>{1}}});
+  b.output("c", b.lt(total, top));
+  b.output("b", b.neg(xb));
+  b.output("y", y);
   return g;
 }
 
-TEST(CudaProgram, PlacesAChainInAnArenaThatReusesItsBytes) {
-  Graph g = chain_graph();
+TEST(CudaProgram, PlansFusedChainsRowReductionsAndAnArena) {
+  Graph g = steps_graph();
   cuda::Program program = cuda::plan_program(g);
-  ASSERT_EQ(program.steps.size(), 9u);
-  EXPECT_EQ(program.steps[0].a, (Place{Place::Kind::input, 0}));
-  EXPECT_EQ(program.steps[0].b, (Place{Place::Kind::input, 1}));
-  EXPECT_EQ(program.steps[1].a, (Place{Place::Kind::arena, program.steps[0].out}));
-  EXPECT_FALSE(program.steps[1].binary);
-  EXPECT_EQ(program.steps.back().prim, graph::PrimId::lt);
-  EXPECT_EQ(program.steps.back().dtype, DType::f32);
-  // Nine f32 values of 4000 bytes, at most two alive at once, and the staged y.
-  EXPECT_LE(program.arena.size, 3u * 4096u);
+  using Kind = cuda::Step::Kind;
+  ASSERT_EQ(program.steps.size(), 6u);
+  std::vector<Kind> kinds;
+  for (const cuda::Step& step : program.steps) kinds.push_back(step.kind);
+  EXPECT_EQ(kinds, (std::vector<Kind>{Kind::fused, Kind::row, Kind::fused, Kind::row, Kind::fused, Kind::elementwise}));
+  const std::vector<cuda::Step>& steps = program.steps;
+  EXPECT_EQ(steps[0].operands, (std::vector<Place>{{Place::Kind::input, 0}, {Place::Kind::input, 1}}));
+  EXPECT_EQ(steps[0].n, 1000);
+  EXPECT_EQ(steps[1].operands, (std::vector<Place>{{Place::Kind::arena, steps[0].out}}));
+  EXPECT_EQ(steps[1].n, 4);
+  EXPECT_EQ(steps[1].length, 250);
+  EXPECT_EQ(steps[4].operands,
+            (std::vector<Place>{{Place::Kind::arena, steps[1].out}, {Place::Kind::arena, steps[3].out}}));
+  EXPECT_EQ(steps[5].prim, graph::PrimId::neg);
+  EXPECT_EQ(steps[5].dtype, DType::bf16);
+  EXPECT_EQ(steps[5].operands, (std::vector<Place>{{Place::Kind::input, 2}}));
+  EXPECT_EQ(program.kernel_names.size(), 5u);
+  // a (4000 bytes) is alive while mul(a, a) is written beside it; the row sums of 16
+  // bytes fit in 256-byte places.
+  EXPECT_NE(steps[2].out, steps[0].out);
   EXPECT_GE(program.arena.size, program.arena.live_peak);
-  for (size_t i = 1; i < program.steps.size(); ++i) {
-    const cuda::Step& step = program.steps[i];
-    EXPECT_NE(step.out, step.a.index) << "step " << i << " writes over its operand";
-  }
+  EXPECT_LE(program.arena.size, 4096u * 3 + 256u * 3);
   ASSERT_EQ(program.stages.size(), 1u);
   EXPECT_EQ(program.stages[0].from, (Place{Place::Kind::input, 1}));
   EXPECT_EQ(program.stages[0].bytes, 4000u);
-  ASSERT_EQ(program.outputs.size(), 2u);
-  EXPECT_EQ(program.outputs[0], program.steps.back().out);
-  EXPECT_EQ(program.outputs[1], program.stages[0].to);
-  EXPECT_NE(program.outputs[0], program.outputs[1]);
+  ASSERT_EQ(program.outputs.size(), 3u);
+  EXPECT_EQ(program.outputs[0], steps[4].out);
+  EXPECT_EQ(program.outputs[1], steps[5].out);
+  EXPECT_EQ(program.outputs[2], program.stages[0].to);
+  // Its generated kernels are one program for NVRTC.
+  EXPECT_GT(cuda::compile_cubin(program.source, "sm_90a").size(), 1000u);
 }
 
 TEST(CudaProgram, UploadsConstantsOnce) {
@@ -135,14 +151,14 @@ TEST(CudaProgram, UploadsConstantsOnce) {
   b.output("y", b.mul(b.input("x", {8}, DType::f32), w));
   cuda::Program program = cuda::plan_program(g);
   ASSERT_EQ(program.constants, std::vector<graph::NodeId>{w});
-  EXPECT_EQ(program.steps[0].b, (Place{Place::Kind::constant, 0}));
+  EXPECT_EQ(program.steps[0].operands[1], (Place{Place::Kind::constant, 0}));
 }
 
 TEST(CudaProgram, RefusesAGraphNamingEveryPrimitiveWithoutAKernel) {
   Graph g;
   graph::Builder b(g);
   graph::NodeId x = b.input("x", {4, 4}, DType::f32);
-  b.output("y", b.sum(b.matmul(b.exp(x), x), {1}));
+  b.output("y", b.sum(b.matmul(b.exp(x), x), {0}));
   EXPECT_EQ(cuda::missing_kernels(g), (std::vector<std::string>{"exp (f32)", "matmul (f32)", "sum (f32)"}));
   try {
     cuda::plan_program(g);
@@ -181,17 +197,18 @@ TEST(CudaDeviceMemory, CopiesInAndOutThroughEvents) {
 TEST(CudaPlanRuns, GiveTheReferenceBitsAndReplayACapturedGraph) {
   MAKE_CUDA_DEVICE(device);
   auto& cuda_device = static_cast<CudaDevice&>(*device);
-  Graph g = chain_graph();
+  Graph g = steps_graph();
   std::mt19937 rng(3);
-  std::vector<Tensor> inputs = {random_tensor(DType::f32, {1000}, rng), random_tensor(DType::f32, {1000}, rng)};
+  std::vector<Tensor> inputs = {random_tensor(DType::f32, {4, 250}, rng), random_tensor(DType::f32, {4, 250}, rng),
+                                random_tensor(DType::bf16, {4, 250}, rng)};
   std::vector<Tensor> expected = run_on("reference", g, inputs);
   std::unique_ptr<Plan> plan = device->compile(g);
   std::vector<Buffer> in;
   for (const Tensor& t : inputs) in.push_back(device->upload(t));
   std::vector<Buffer> out;
   for (const graph::ValueType& type : plan->output_types()) out.push_back(device->allocate(type));
-  std::vector<const Buffer*> in_ptrs = {&in[0], &in[1]};
-  std::vector<Buffer*> out_ptrs = {&out[0], &out[1]};
+  std::vector<const Buffer*> in_ptrs = {&in[0], &in[1], &in[2]};
+  std::vector<Buffer*> out_ptrs = {&out[0], &out[1], &out[2]};
   size_t allocations = 0;
   for (int run = 0; run < 4; ++run) {
     plan->run(in_ptrs, out_ptrs);
