@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "device/cuda/element.h"
 #include "device/cuda/elementwise.h"
@@ -49,8 +50,10 @@ graph::DType operand_dtype(const graph::Graph& graph, graph::NodeId id) {
   return graph.node(graph.node(id).inputs[0]).dtype;
 }
 
-// One node's line: `const T v7 = unary_element<...>(v3);`.
-std::string element_line(const graph::Graph& graph, graph::NodeId id) {
+// One node's line: `const T v2 = unary_element<...>(v0);`, each value named by its place
+// in the kernel (`local`), not by its node, so that the same chain anywhere in a graph
+// gives the same source, one kernel and one cache entry.
+std::string element_line(const graph::Graph& graph, graph::NodeId id, const std::map<graph::NodeId, size_t>& local) {
   const graph::Node& node = graph.node(id);
   const char* s = c_type(operand_dtype(graph, id));
   std::string formula = "sx::graph::prims::scalar::" + formula_name(node.op_name());
@@ -58,13 +61,14 @@ std::string element_line(const graph::Graph& graph, graph::NodeId id) {
   visit_element(node.op(), [&](auto, auto shape, auto) {
     using Shape = decltype(shape);
     if constexpr (std::is_same_v<Shape, Unary>) {
-      call = fmt::format("unary_element<{}, {}, {}>(v{})", formula, s, s, node.inputs[0]);
+      call = fmt::format("unary_element<{}, {}, {}>(v{})", formula, s, s, local.at(node.inputs[0]));
     } else {
       call = fmt::format("binary_element<{}, {}, {}, {}>(v{}, v{})", formula, s, s,
-                         std::is_same_v<Shape, Comparison> ? "bool" : s, node.inputs[0], node.inputs[1]);
+                         std::is_same_v<Shape, Comparison> ? "bool" : s, local.at(node.inputs[0]),
+                         local.at(node.inputs[1]));
     }
   });
-  return fmt::format("    const {} v{} = sx::device::cuda::{};\n", c_type(node.dtype), id, call);
+  return fmt::format("    const {} v{} = sx::device::cuda::{};\n", c_type(node.dtype), local.at(id), call);
 }
 
 // A kernel's source from its parameters and body, named by their hash: "sx_fused_...".
@@ -154,16 +158,21 @@ std::vector<Fusion> find_fusions(const graph::Graph& graph) {
 
 GeneratedKernel generate_kernel(const graph::Graph& graph, const Fusion& fusion) {
   std::string parameters, body;
+  std::map<graph::NodeId, size_t> local;
   for (size_t k = 0; k < fusion.operands.size(); ++k) {
     graph::NodeId operand = fusion.operands[k];
     const char* type = c_type(graph.node(operand).dtype);
     parameters += fmt::format("const {}* __restrict__ operand{}, ", type, k);
-    body += fmt::format("    const {} v{} = operand{}[i];\n", type, operand, k);
+    body += fmt::format("    const {} v{} = operand{}[i];\n", type, k, k);
+    local.emplace(operand, k);
   }
-  for (graph::NodeId id : fusion.nodes) body += element_line(graph, id);
+  for (graph::NodeId id : fusion.nodes) {
+    local.emplace(id, local.size());
+    body += element_line(graph, id, local);
+  }
   graph::NodeId root = fusion.nodes.back();
   parameters += fmt::format("{}* __restrict__ out, int64_t n", c_type(graph.node(root).dtype));
-  body += fmt::format("    out[i] = v{};\n", root);
+  body += fmt::format("    out[i] = v{};\n", local.at(root));
   std::string signature_and_body = fmt::format(
       "({}) {{\n"
       "  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * "

@@ -91,6 +91,12 @@ bool has_kernel(graph::PrimId prim) {
          prim == graph::PrimId::reduce_max || visit_element(prim, [](auto, auto, auto) {});
 }
 
+Program generated_kernels(const graph::Graph& graph) {
+  Program program;
+  launches(graph, program);
+  return program;
+}
+
 std::vector<std::string> missing_kernels(const graph::Graph& graph) {
   std::vector<std::string> missing;
   for (graph::NodeId id = 0; id < graph.nodes.size(); ++id) {

@@ -64,6 +64,10 @@ struct Program {
 // that has no kernel.
 Program plan_program(const graph::Graph& graph);
 
+// The source and kernel names of plan_program's, alone (the other fields empty), also for
+// a graph with primitives without a kernel: every kernel generated for the graph, once.
+Program generated_kernels(const graph::Graph& graph);
+
 // "neg (f32)", "sum (f32)": each primitive of the graph, with its operands' dtype, that the
 // cuda device has no kernel for, each once, in the graph's order.
 std::vector<std::string> missing_kernels(const graph::Graph& graph);
