@@ -143,6 +143,7 @@ CudaDevice::CudaDevice() {
 CudaDevice::~CudaDevice() {
   cudaStreamSynchronize(stream_);
   reclaim_staging(true);
+  products_.reset();
   pinned_memory_.reset();
   cudaStreamDestroy(stream_);
   // Buffers may outlive the device: the allocator lives on with the last of them.
@@ -154,6 +155,11 @@ std::unique_ptr<Plan> CudaDevice::compile(const graph::Graph& graph) {
 }
 
 bool CudaDevice::supports(graph::PrimId primitive) const { return cuda::has_kernel(primitive); }
+
+cuda::PinnedProducts& CudaDevice::products() {
+  if (!products_) products_ = std::make_unique<cuda::PinnedProducts>();
+  return *products_;
+}
 
 std::unique_ptr<cuda::DeviceBytes> CudaDevice::device_bytes(size_t bytes) {
   return std::make_unique<cuda::DeviceBytes>(device_memory_, bytes);

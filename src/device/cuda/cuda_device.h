@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "device/cuda/caching_allocator.h"
+#include "device/cuda/products.h"
 #include "device/device.h"
 
 namespace sx::device {
@@ -68,6 +69,9 @@ class CudaDevice : public Device {
   std::unique_ptr<cuda::DeviceBytes> device_bytes(size_t bytes);
   const cuda::CachingAllocator& device_memory() const { return *device_memory_; }
   const std::string& gpu() const { return gpu_; }
+  // The matrix products, with their pinned algorithms: made on first use, and shared by
+  // the device's plans, so that a (N, K, dtype) gets one algorithm for the process.
+  cuda::PinnedProducts& products();
   // NVRTC's name of the GPU's architecture: "sm_90a" (nvrtc.h).
   const std::string& architecture() const { return architecture_; }
 
@@ -85,6 +89,7 @@ class CudaDevice : public Device {
   cudaStream_t stream_ = nullptr;
   std::shared_ptr<cuda::CachingAllocator> device_memory_;
   std::unique_ptr<cuda::CachingAllocator> pinned_memory_;
+  std::unique_ptr<cuda::PinnedProducts> products_;
   std::vector<InFlight> in_flight_;
 };
 

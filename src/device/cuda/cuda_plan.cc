@@ -53,6 +53,11 @@ void CudaPlan::enqueue(const Addresses& addresses) {
   for (const Step& step : program_.steps) {
     if (step.n == 0) continue;
     void* out = arena_->data() + step.out;
+    if (step.kind == Step::Kind::product) {
+      cuda_.products().run({.n = step.columns, .k = step.length, .dtype = step.dtype}, step.batch, step.n,
+                           at(step.operands[0]), at(step.operands[1]), out, stream);
+      continue;
+    }
     if (step.kind == Step::Kind::elementwise) {
       check(launch_elementwise(step.prim, step.dtype, at(step.operands[0]),
                                step.operands.size() > 1 ? at(step.operands[1]) : nullptr, out, step.n, stream),

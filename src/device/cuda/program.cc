@@ -9,6 +9,7 @@
 #include "device/cuda/codegen.h"
 #include "device/cuda/element.h"
 #include "device/cuda/elementwise.h"
+#include "device/cuda/products.h"
 #include "device/device.h"
 #include "graph/primitive.h"
 
@@ -26,7 +27,8 @@ graph::DType operand_dtype(const graph::Graph& graph, const graph::Node& node) {
 
 bool runs(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
-  return is_source(node) || has_elementwise_kernel(node.op(), operand_dtype(graph, node)) || row_reducible(graph, id);
+  return is_source(node) || has_elementwise_kernel(node.op(), operand_dtype(graph, node)) || row_reducible(graph, id) ||
+         (node.op() == graph::PrimId::matmul && has_product(node.dtype));
 }
 
 size_t bytes_of(const graph::Node& node) {
@@ -62,7 +64,17 @@ std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
   for (graph::NodeId id = 0; id < graph.nodes.size(); ++id) {
     const graph::Node& node = graph.nodes[id];
     if (is_source(node) || by_node.contains(id) || fusible(graph, id)) continue;
-    if (row_reducible(graph, id)) {
+    if (node.op() == graph::PrimId::matmul) {
+      const graph::Shape& a = graph.node(node.inputs[0]).shape;
+      Step step;
+      step.kind = Step::Kind::product;
+      step.dtype = node.dtype;
+      step.n = a[a.size() - 2];
+      step.length = a.back();
+      step.columns = node.shape.back();
+      step.batch = graph::numel(node.shape) / std::max<int64_t>(1, step.n * step.columns);
+      by_node.emplace(id, Launch{step, id, node.inputs});
+    } else if (row_reducible(graph, id)) {
       const graph::Shape& x = graph.node(node.inputs[0]).shape;
       Step step;
       step.kind = Step::Kind::row;
@@ -88,7 +100,8 @@ std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
 
 bool has_kernel(graph::PrimId prim) {
   return prim == graph::PrimId::input || prim == graph::PrimId::constant || prim == graph::PrimId::sum ||
-         prim == graph::PrimId::reduce_max || visit_element(prim, [](auto, auto, auto) {});
+         prim == graph::PrimId::reduce_max || prim == graph::PrimId::matmul ||
+         visit_element(prim, [](auto, auto, auto) {});
 }
 
 Program generated_kernels(const graph::Graph& graph) {

@@ -29,9 +29,11 @@ struct Place {
 // One kernel's launch, writing `out` in the arena:
 // - fused: the generated kernel `kernel` of a fusion, reading `operands`, n elements;
 // - row: the generated row reduction `kernel` of operands[0], n rows of `length`;
-// - elementwise: nvcc's kernel of `prim` on operands of `dtype` (elementwise.h), n elements.
+// - elementwise: nvcc's kernel of `prim` on operands of `dtype` (elementwise.h), n elements;
+// - product: `batch` matrix products of operands [n, length] by [length, columns] in
+//   `dtype`, through cuBLASLt (products.h).
 struct Step {
-  enum class Kind : uint8_t { fused, row, elementwise };
+  enum class Kind : uint8_t { fused, row, elementwise, product };
   Kind kind = Kind::fused;
   size_t kernel = 0;  // in Program::kernel_names
   graph::PrimId prim{};
@@ -40,6 +42,7 @@ struct Step {
   size_t out = 0;
   int64_t n = 0;
   int64_t length = 0;
+  int64_t columns = 0, batch = 1;
 };
 
 // A copy of bytes into the arena: an output that is an input or a constant is staged
