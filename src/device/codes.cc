@@ -8,8 +8,7 @@ namespace {
 constexpr graph::CodeInfo kCodes[] = {
     {"E-DEVICE-001", "device not available",
      R"(The device named by `--device` or SEXPGPU_DEVICE cannot be made: `metal`, which the
-manual names but SexpGPU does not have, or a name that is not a device; or it cannot
-run this graph: the cuda device, where a GPU answers, runs no graph yet. SexpGPU never
+manual names but SexpGPU does not have, or a name that is not a device. SexpGPU never
 falls back to another device in silence.
 
     --device metal       SexpGPU has no metal device

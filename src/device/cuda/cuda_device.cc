@@ -185,24 +185,40 @@ void CudaDevice::reclaim_staging(bool all) {
   in_flight_.erase(std::remove_if(in_flight_.begin(), in_flight_.end(), done), in_flight_.end());
 }
 
+Event CudaDevice::staged_copy(size_t bytes, const std::function<void(void*, size_t, size_t)>& copy_piece) {
+  reclaim_staging(false);
+  std::vector<void*> pieces;
+  // The pieces are kept until the work put on the stream so far is done, even when a
+  // piece fails: a copy before it may still read its staging.
+  auto keep_pieces = [&] {
+    std::shared_ptr<cuda::CudaEvent> done = record();
+    for (void* staging : pieces) in_flight_.push_back({done, staging});
+    return done;
+  };
+  try {
+    for (size_t at = 0; at < bytes; at += cuda::kStagingPiece) {
+      size_t size = std::min(cuda::kStagingPiece, bytes - at);
+      void* staging = pinned_memory_->allocate(size);
+      if (!staging) throw DeviceError("no pinned host memory is left to stage a copy", "E-DEVICE-008");
+      pieces.push_back(staging);
+      copy_piece(staging, at, size);
+    }
+  } catch (...) {
+    keep_pieces();
+    throw;
+  }
+  return Event(std::make_shared<cuda::PendingCopy>(keep_pieces()));
+}
+
 Event CudaDevice::upload_into(Buffer& buffer, std::span<const uint8_t> bytes) {
   if (bytes.size() != buffer.byte_size()) {
     throw DeviceError(fmt::format("{} bytes given to a buffer of {}", bytes.size(), buffer.byte_size()));
   }
   uint8_t* to = cuda::device_data(buffer);
-  reclaim_staging(false);
-  std::vector<void*> pieces;
-  for (size_t at = 0; at < bytes.size(); at += cuda::kStagingPiece) {
-    size_t size = std::min(cuda::kStagingPiece, bytes.size() - at);
-    void* staging = pinned_memory_->allocate(size);
-    if (!staging) throw DeviceError("no pinned host memory is left to stage a copy to the GPU", "E-DEVICE-008");
-    pieces.push_back(staging);
+  return staged_copy(bytes.size(), [&](void* staging, size_t at, size_t size) {
     std::memcpy(staging, bytes.data() + at, size);
     cuda::check(cudaMemcpyAsync(to + at, staging, size, cudaMemcpyHostToDevice, stream_), "to copy to the GPU");
-  }
-  std::shared_ptr<cuda::CudaEvent> done = record();
-  for (void* staging : pieces) in_flight_.push_back({done, staging});
-  return Event(std::make_shared<cuda::PendingCopy>(done));
+  });
 }
 
 Event CudaDevice::download_into(const Buffer& buffer, std::span<uint8_t> bytes) {
@@ -210,23 +226,14 @@ Event CudaDevice::download_into(const Buffer& buffer, std::span<uint8_t> bytes) 
     throw DeviceError(fmt::format("{} bytes given for a buffer of {}", bytes.size(), buffer.byte_size()));
   }
   const uint8_t* from = cuda::device_data(buffer);
-  reclaim_staging(false);
-  std::vector<void*> pieces;
-  for (size_t at = 0; at < bytes.size(); at += cuda::kStagingPiece) {
-    size_t size = std::min(cuda::kStagingPiece, bytes.size() - at);
-    void* staging = pinned_memory_->allocate(size);
-    if (!staging) throw DeviceError("no pinned host memory is left to stage a copy from the GPU", "E-DEVICE-008");
-    pieces.push_back(staging);
+  return staged_copy(bytes.size(), [&](void* staging, size_t at, size_t size) {
     cuda::check(cudaMemcpyAsync(staging, from + at, size, cudaMemcpyDeviceToHost, stream_), "to copy from the GPU");
     auto* piece = new cuda::StagedPiece{staging, bytes.data() + at, size};
     if (cudaError_t status = cudaLaunchHostFunc(stream_, cuda::copy_out_of_staging, piece); status != cudaSuccess) {
       delete piece;
       cuda::check(status, "to copy from the GPU");
     }
-  }
-  std::shared_ptr<cuda::CudaEvent> done = record();
-  for (void* staging : pieces) in_flight_.push_back({done, staging});
-  return Event(std::make_shared<cuda::PendingCopy>(done));
+  });
 }
 
 void CudaDevice::synchronize() {

@@ -6,6 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -82,6 +83,9 @@ class CudaDevice : public Device {
     void* staging;
   };
   void reclaim_staging(bool all);
+  // A copy of `bytes` through pinned staging, in pieces: copy_piece(staging, offset, size)
+  // puts one on the stream. The event is the last piece's.
+  Event staged_copy(size_t bytes, const std::function<void(void*, size_t, size_t)>& copy_piece);
   std::shared_ptr<cuda::CudaEvent> record();
 
   std::string gpu_;  // "GPU 0 (NVIDIA H100 80GB HBM3, compute capability 9.0)"

@@ -38,9 +38,9 @@ class Descriptors {
       int64_t stride = rows * cols;
       check_lt(cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
                "to describe a batch");
-      check_lt(cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                                sizeof(stride)),
-               "to describe a batch");
+      check_lt(
+          cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
+          "to describe a batch");
     };
     layout(&b_layout, key.n, key.k);
     layout(&a_layout, key.k, m);
@@ -121,9 +121,9 @@ void PinnedProducts::run(const ProductKey& key, int64_t batch, int64_t m, const 
   Descriptors d(key, batch, m);
   cudaDataType_t type = data_type(key.dtype);
   cublasLtMatmulAlgo_t algo{};
-  check_lt(cublasLtMatmulAlgoInit(handle_, CUBLAS_COMPUTE_32F, CUDA_R_32F, type, type, type, type, config.algo_id,
-                                  &algo),
-           "to rebuild a pinned algorithm");
+  check_lt(
+      cublasLtMatmulAlgoInit(handle_, CUBLAS_COMPUTE_32F, CUDA_R_32F, type, type, type, type, config.algo_id, &algo),
+      "to rebuild a pinned algorithm");
   set_config(algo, CUBLASLT_ALGO_CONFIG_TILE_ID, static_cast<uint32_t>(config.tile));
   set_config(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, static_cast<uint32_t>(config.stages));
   set_config(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, static_cast<uint32_t>(config.swizzle));
@@ -133,8 +133,7 @@ void PinnedProducts::run(const ProductKey& key, int64_t batch, int64_t m, const 
   set_config(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, int32_t{1});
   set_config(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_NONE));
   cublasLtMatmulHeuristicResult_t check{};
-  check_lt(cublasLtMatmulAlgoCheck(handle_, d.operation, d.b_layout, d.a_layout, d.c_layout, d.c_layout, &algo,
-                                   &check),
+  check_lt(cublasLtMatmulAlgoCheck(handle_, d.operation, d.b_layout, d.a_layout, d.c_layout, d.c_layout, &algo, &check),
            "to run a pinned algorithm for this many rows");
   if (check.workspaceSize != 0) {
     throw DeviceError(fmt::format("the pinned cuBLASLt algorithm for K {} by N {} asks for {} bytes of workspace",
@@ -142,8 +141,8 @@ void PinnedProducts::run(const ProductKey& key, int64_t batch, int64_t m, const 
                       "E-DEVICE-008");
   }
   float one = 1.0f, zero = 0.0f;
-  check_lt(cublasLtMatmul(handle_, d.operation, &one, b, d.b_layout, a, d.a_layout, &zero, c, d.c_layout, c,
-                          d.c_layout, &algo, nullptr, 0, stream),
+  check_lt(cublasLtMatmul(handle_, d.operation, &one, b, d.b_layout, a, d.a_layout, &zero, c, d.c_layout, c, d.c_layout,
+                          &algo, nullptr, 0, stream),
            "a matrix product");
 }
 

@@ -47,8 +47,7 @@ class PinnedProducts {
   // Puts c = a · b on `stream`: `batch` products of [m, k] by [k, n], each matrix after
   // the last. DeviceError E-DEVICE-008 when cuBLASLt has no algorithm without workspace
   // for the key, or the pinned one does not run for this m.
-  void run(const ProductKey& key, int64_t batch, int64_t m, const void* a, const void* b, void* c,
-           cudaStream_t stream);
+  void run(const ProductKey& key, int64_t batch, int64_t m, const void* a, const void* b, void* c, cudaStream_t stream);
   // The configuration pinned for `key`, choosing it when none is.
   const ProductConfig& pinned(const ProductKey& key);
 
