@@ -8,15 +8,14 @@ namespace {
 constexpr graph::CodeInfo kCodes[] = {
     {"E-DEVICE-001", "device not available",
      R"(The device named by `--device` or SEXPGPU_DEVICE cannot be made: `metal`, which the
-manual names but SexpGPU does not have, or a name that is not a device; or it cannot
-run this graph: the cuda device, where a GPU answers, runs no graph yet. SexpGPU never
+manual names but SexpGPU does not have, or a name that is not a device. SexpGPU never
 falls back to another device in silence.
 
     --device metal       SexpGPU has no metal device
     --device gpu         not a device
 
 Use `cpu` (every core of the host) or `reference` (one thread, the plainest loops).
-`cuda` has codes of its own: E-DEVICE-005 and E-DEVICE-006.)"},
+`cuda` has codes of its own: E-DEVICE-005 to E-DEVICE-009.)"},
     {"E-DEVICE-002", "not enough memory (retired: now E-MEM-001)",
      R"(Retired. A graph whose buffers did not fit in the machine's memory was reported with
 this code; since the memory limit (`--max-memory`, SEXPGPU_MAX_MEMORY) every request
@@ -71,6 +70,27 @@ runtime's reason:
         kin); other GPUs are not supported yet
 
 Install or update the driver (`nvidia-smi` should list the GPU), or use --device cpu.)"},
+    {"E-DEVICE-007", "a primitive the cuda device has no kernel for",
+     R"(The cuda device runs a graph only where it has a kernel for every primitive in it,
+in the dtype the graph gives it; it never runs a step on the host in silence. The
+message names each primitive it lacks, with its dtype:
+
+    the cuda device has no kernel for sum (f32), matmul (f32)
+
+docs/devices.md lists the primitives it runs. Use --device cpu for this program.)"},
+    {"E-DEVICE-008", "the GPU failed",
+     R"(A call to the CUDA runtime failed while the cuda device worked: the message gives
+the call and the runtime's reason. "the GPU is out of memory" says how many bytes were
+asked for and how many the device's buffers hold: use a smaller batch or model, or free
+the GPU of other programs (`nvidia-smi` lists them). Other reasons are the driver's: a
+GPU that fell off the bus or a kernel that faulted leaves the process unable to use the
+GPU again; run the program again, and report it if it repeats.)"},
+    {"E-DEVICE-009", "a generated kernel did not compile",
+     R"(The cuda device writes CUDA C for the graph's fused elementwise chains and compiles
+it with NVRTC, the CUDA toolkit's run-time compiler. The message gives NVRTC's log. A
+generated kernel that does not compile is a defect of SexpGPU: report it with the log.
+An NVRTC that fails to start (its library missing or of another CUDA release than the
+build's) gives its own reason: reinstall the toolkit the program was built with.)"},
 };
 
 }  // namespace

@@ -1,26 +1,100 @@
-// The cuda device: the first GPU the CUDA runtime finds. It is made only where that GPU
-// answers and runs this build's kernels; it runs no graph yet (its kernels so far are
-// elementwise.cu's, which no plan calls), so compile refuses, saying so, and its buffers
-// are host memory until then.
+// The cuda device: the first GPU the CUDA runtime finds, made only where that GPU answers
+// and runs this build's kernels. Its buffers are device memory from a caching allocator
+// (caching_allocator.h); its copies go through pinned host staging on its one stream,
+// each returning an Event; a plan (cuda_plan.h) runs on that stream too.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "device/cuda/caching_allocator.h"
+#include "device/cuda/products.h"
 #include "device/device.h"
 
 namespace sx::device {
 
-class CudaDevice : public HostDevice {
+namespace cuda {
+
+// Device memory behind a buffer or an arena, given back to its allocator's cache when
+// dropped; the allocator lives as long as any of its memory.
+class DeviceBytes : public Buffer::Memory {
+ public:
+  DeviceBytes(std::shared_ptr<CachingAllocator> allocator, size_t bytes);
+  ~DeviceBytes() override { allocator_->free(data_); }
+  DeviceBytes(const DeviceBytes&) = delete;
+  DeviceBytes& operator=(const DeviceBytes&) = delete;
+  uint8_t* data() const { return data_; }
+
+ private:
+  std::shared_ptr<CachingAllocator> allocator_;
+  uint8_t* data_;
+};
+
+// A recorded point of the stream (cuda_device.cc).
+struct CudaEvent;
+
+// The device memory of a buffer of the cuda device; DeviceError when it is not one.
+uint8_t* device_data(const Buffer& buffer);
+
+// Throws DeviceError E-DEVICE-008 with the runtime's reason unless `status` is success.
+void check(cudaError_t status, const char* what);
+
+}  // namespace cuda
+
+class CudaDevice : public Device {
  public:
   // Throws DeviceError E-DEVICE-006 with gpu_unusable_reason() when it is not empty.
   CudaDevice();
+  ~CudaDevice() override;
+  CudaDevice(const CudaDevice&) = delete;
+  CudaDevice& operator=(const CudaDevice&) = delete;
+
   std::string name() const override { return "cuda"; }
-  // Throws DeviceError (E-DEVICE-001): the cuda device runs no graph yet.
+  // A plan of the graph's kernels; DeviceError E-DEVICE-007 naming each primitive without
+  // one (cuda/program.h).
   std::unique_ptr<Plan> compile(const graph::Graph& graph) override;
+  bool supports(graph::PrimId primitive) const override;
+
+  Buffer allocate(const graph::ValueType& type) override;
+  Event upload_into(Buffer& buffer, std::span<const uint8_t> bytes) override;
+  Event download_into(const Buffer& buffer, std::span<uint8_t> bytes) override;
+  void synchronize() override;
+
+  cudaStream_t stream() const { return stream_; }
+  // Device memory of `bytes` from the caching allocator; DeviceError E-DEVICE-008 when the
+  // GPU has none left.
+  std::unique_ptr<cuda::DeviceBytes> device_bytes(size_t bytes);
+  const cuda::CachingAllocator& device_memory() const { return *device_memory_; }
+  const std::string& gpu() const { return gpu_; }
+  // The matrix products, with their pinned algorithms: made on first use, and shared by
+  // the device's plans, so that a (N, K, dtype) gets one algorithm for the process.
+  cuda::PinnedProducts& products();
+  // NVRTC's name of the GPU's architecture: "sm_90a" (nvrtc.h).
+  const std::string& architecture() const { return architecture_; }
 
  private:
+  // Pinned host memory given to a copy, kept until the copy's event is done.
+  struct InFlight {
+    std::shared_ptr<cuda::CudaEvent> done;
+    void* staging;
+  };
+  void reclaim_staging(bool all);
+  // A copy of `bytes` through pinned staging, in pieces: copy_piece(staging, offset, size)
+  // puts one on the stream. The event is the last piece's.
+  Event staged_copy(size_t bytes, const std::function<void(void*, size_t, size_t)>& copy_piece);
+  std::shared_ptr<cuda::CudaEvent> record();
+
   std::string gpu_;  // "GPU 0 (NVIDIA H100 80GB HBM3, compute capability 9.0)"
+  std::string architecture_;
+  cudaStream_t stream_ = nullptr;
+  std::shared_ptr<cuda::CachingAllocator> device_memory_;
+  std::unique_ptr<cuda::CachingAllocator> pinned_memory_;
+  std::unique_ptr<cuda::PinnedProducts> products_;
+  std::vector<InFlight> in_flight_;
 };
 
 // Empty when the CUDA runtime finds a GPU that runs this build's kernels; else why not,

@@ -1,32 +1,18 @@
-// One element of each elementwise primitive the cuda device's kernels compute: the
-// primitive's formula (graph/prims/scalar.h) in its dtype's compute type, stored as
-// the reference kernels store it (graph/prims/common.h). The kernels (elementwise.cu)
-// run these functions on the GPU; tests/unit/device/cuda runs them on the host against
-// the reference kernels, bit for bit, so that the arithmetic is tested where no GPU is.
+// The elementwise primitives the cuda device's kernels compute, each with its formula
+// (graph/prims/scalar.h) and the dtypes it takes. The kernels, nvcc's (elementwise.cu)
+// and NVRTC's (codegen.h), run element_math.h's functions of these formulas on the GPU;
+// tests/unit/device/cuda runs them on the host against the reference kernels, bit for
+// bit, so that the arithmetic is tested where no GPU is.
 #pragma once
 
 #include <type_traits>
 
-#include "graph/host_device.h"
+#include "device/cuda/element_math.h"
 #include "graph/primitive.h"
 #include "graph/prims/scalar.h"
 #include "graph/tensor.h"
 
 namespace sx::device::cuda {
-
-// x's formula F, computed in C and stored as S.
-template <class F, class S, class C>
-SX_HOST_DEVICE S unary_element(S x) {
-  return S(static_cast<C>(F{}(static_cast<C>(x))));
-}
-
-// The formula F of a and b, computed in C; stored as S, or as bool (Out) for a comparison.
-template <class F, class S, class C, class Out>
-SX_HOST_DEVICE Out binary_element(S a, S b) {
-  auto r = F{}(static_cast<C>(a), static_cast<C>(b));
-  if constexpr (std::is_same_v<Out, bool>) return static_cast<bool>(r);
-  else return Out(static_cast<C>(r));
-}
 
 // The shape of a primitive's element: one operand, two of one dtype, or two giving bool.
 struct Unary {};

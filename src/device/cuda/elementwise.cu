@@ -54,19 +54,20 @@ bool has_elementwise_kernel(graph::PrimId prim, graph::DType dtype) {
 }
 
 cudaError_t launch_elementwise(graph::PrimId prim, graph::DType dtype, const void* a, const void* b, void* out,
-                               int64_t n) {
+                               int64_t n, cudaStream_t stream) {
   bool found = visit_kernel(prim, dtype, [&](auto formula, auto shape, auto* s, auto* c) {
     using F = decltype(formula);
     using S = std::remove_pointer_t<decltype(s)>;
     using C = std::remove_pointer_t<decltype(c)>;
     const S* x = static_cast<const S*>(a);
     if constexpr (std::is_same_v<decltype(shape), Unary>) {
-      unary_kernel<F, S, C><<<blocks_for(n), kThreads>>>(x, static_cast<S*>(out), n);
+      unary_kernel<F, S, C><<<blocks_for(n), kThreads, 0, stream>>>(x, static_cast<S*>(out), n);
     } else if constexpr (std::is_same_v<decltype(shape), Binary>) {
-      binary_kernel<F, S, C, S><<<blocks_for(n), kThreads>>>(x, static_cast<const S*>(b), static_cast<S*>(out), n);
+      binary_kernel<F, S, C, S>
+          <<<blocks_for(n), kThreads, 0, stream>>>(x, static_cast<const S*>(b), static_cast<S*>(out), n);
     } else {
       binary_kernel<F, S, C, bool>
-          <<<blocks_for(n), kThreads>>>(x, static_cast<const S*>(b), static_cast<bool*>(out), n);
+          <<<blocks_for(n), kThreads, 0, stream>>>(x, static_cast<const S*>(b), static_cast<bool*>(out), n);
     }
   });
   if (!found) return cudaErrorNotSupported;

@@ -14,12 +14,12 @@ namespace sx::device::cuda {
 // Whether the kernels compute `prim` on operands of `dtype` (element.h's table).
 bool has_elementwise_kernel(graph::PrimId prim, graph::DType dtype);
 
-// Starts out[i] = prim(a[i]) (or prim(a[i], b[i])) for i < n on the current GPU, in the
-// default stream; a, b and out are device memory of dtype (out: bool for a
+// Starts out[i] = prim(a[i]) (or prim(a[i], b[i])) for i < n on the current GPU, in
+// `stream`; a, b and out are device memory of dtype (out: bool for a
 // comparison). Returns the runtime's status of the launch; cudaErrorNotSupported for a
 // primitive and dtype the kernels lack.
 cudaError_t launch_elementwise(graph::PrimId prim, graph::DType dtype, const void* a, const void* b, void* out,
-                               int64_t n);
+                               int64_t n, cudaStream_t stream);
 
 // cudaSuccess when the current GPU can run this build's kernels (they are built for
 // sm_80 and sm_90a, without PTX); else the runtime's reason.

@@ -1,8 +1,8 @@
 // The cuda device, with a GPU and without one. Without: its element functions
 // (device/cuda/element.h) give the reference kernels' bits on the host, for every
 // primitive and dtype its kernels take, and the device is refused with the runtime's
-// reason. With one: its kernels give the same bits on the GPU, and compiling a graph is
-// refused (its kernels run no graph yet). A test for the other case skips, saying why.
+// reason. With one: its kernels give the same bits on the GPU (cuda_memory_test.cc runs
+// them in plans). A test for the other case skips, saying why.
 #include <cuda_runtime_api.h>
 
 #include "device/cuda/cuda_device.h"
@@ -116,7 +116,7 @@ TEST(CudaKernels, GiveTheReferenceBitsOnTheGpu) {
     if (inputs.size() > 1) b.emplace(inputs[1]);
     GpuBytes out(expected.bytes().size());
     ASSERT_EQ(cuda::launch_elementwise(k.prim, inputs[0].dtype(), a.data(), b ? b->data() : nullptr, out.data(),
-                                       expected.numel()),
+                                       expected.numel(), cudaStream_t{}),
               cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     Tensor actual(expected.dtype(), expected.shape());
@@ -134,23 +134,6 @@ TEST(CudaDevice, IsRefusedWithTheRuntimesReasonWhereNoGpuAnswers) {
   } catch (const DeviceError& e) {
     EXPECT_STREQ(e.code(), "E-DEVICE-006");
     EXPECT_EQ(e.what(), "the cuda device cannot run here: " + reason + "; use --device cpu");
-  }
-}
-
-TEST(CudaDevice, RefusesToCompileUntilItsKernelsRunGraphs) {
-  if (std::string reason = gpu_unusable_reason(); !reason.empty()) GTEST_SKIP() << reason;
-  std::unique_ptr<Device> device = make_device("cuda");
-  EXPECT_EQ(device->name(), "cuda");
-  Graph g;
-  Builder b(g);
-  b.output("y", b.neg(b.input("x", {2}, DType::f32)));
-  try {
-    device->compile(g);
-    FAIL() << "compiled";
-  } catch (const DeviceError& e) {
-    EXPECT_STREQ(e.code(), "E-DEVICE-001");
-    EXPECT_NE(std::string(e.what()).find("the cuda device's kernels are not in this build yet"), std::string::npos)
-        << e.what();
   }
 }
 

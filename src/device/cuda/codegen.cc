@@ -1,0 +1,187 @@
+// The generated kernels: finding the elementwise chains, and writing their source.
+#include "device/cuda/codegen.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "device/cuda/element.h"
+#include "device/cuda/elementwise.h"
+#include "device/cuda/nvrtc.h"
+#include "graph/primitive.h"
+
+namespace sx::device::cuda {
+namespace {
+
+// The C type of a dtype's storage, which is its compute type too but for bf16 (which
+// the generated kernels do not take).
+const char* c_type(graph::DType dtype) {
+  switch (dtype) {
+    case graph::DType::f32: return "float";
+    case graph::DType::f64: return "double";
+    case graph::DType::i32: return "int32_t";
+    case graph::DType::i64: return "int64_t";
+    case graph::DType::boolean: return "bool";
+    case graph::DType::u8: return "uint8_t";
+    case graph::DType::u16: return "uint16_t";
+    case graph::DType::bf16: break;
+  }
+  return "";
+}
+
+// scalar.h's name of a primitive's formula: the primitive's, in camel case
+// ("logical_not": LogicalNot).
+std::string formula_name(std::string_view primitive) {
+  std::string name;
+  bool upper = true;
+  for (char c : primitive) {
+    if (c == '_') {
+      upper = true;
+      continue;
+    }
+    name += upper ? static_cast<char>(c - 'a' + 'A') : c;
+    upper = false;
+  }
+  return name;
+}
+
+graph::DType operand_dtype(const graph::Graph& graph, graph::NodeId id) {
+  return graph.node(graph.node(id).inputs[0]).dtype;
+}
+
+// One node's line: `const T v2 = unary_element<...>(v0);`, each value named by its place
+// in the kernel (`local`), not by its node, so that the same chain anywhere in a graph
+// gives the same source, one kernel and one cache entry.
+std::string element_line(const graph::Graph& graph, graph::NodeId id, const std::map<graph::NodeId, size_t>& local) {
+  const graph::Node& node = graph.node(id);
+  const char* s = c_type(operand_dtype(graph, id));
+  std::string formula = "sx::graph::prims::scalar::" + formula_name(node.op_name());
+  std::string call;
+  visit_element(node.op(), [&](auto, auto shape, auto) {
+    using Shape = decltype(shape);
+    if constexpr (std::is_same_v<Shape, Unary>) {
+      call = fmt::format("unary_element<{}, {}, {}>(v{})", formula, s, s, local.at(node.inputs[0]));
+    } else {
+      call = fmt::format("binary_element<{}, {}, {}, {}>(v{}, v{})", formula, s, s,
+                         std::is_same_v<Shape, Comparison> ? "bool" : s, local.at(node.inputs[0]),
+                         local.at(node.inputs[1]));
+    }
+  });
+  return fmt::format("    const {} v{} = sx::device::cuda::{};\n", c_type(node.dtype), local.at(id), call);
+}
+
+// A kernel's source from its parameters and body, named by their hash: "sx_fused_...".
+GeneratedKernel named_kernel(std::string_view kind, const std::string& signature_and_body) {
+  GeneratedKernel kernel;
+  kernel.name = fmt::format("sx_{}_{:016x}", kind, text_hash(signature_and_body));
+  kernel.source = fmt::format(
+      "#include \"device/cuda/element_math.h\"\n\n"
+      "extern \"C\" __global__ void {}{}",
+      kernel.name, signature_and_body);
+  return kernel;
+}
+
+}  // namespace
+
+bool fusible(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  if (node.prim->kind != graph::PrimKind::elementwise || node.inputs.empty()) return false;
+  graph::DType dtype = operand_dtype(graph, id);
+  return dtype != graph::DType::bf16 && has_elementwise_kernel(node.op(), dtype);
+}
+
+bool row_reducible(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  if (node.op() != graph::PrimId::sum && node.op() != graph::PrimId::reduce_max) return false;
+  const graph::Node& x = graph.node(node.inputs[0]);
+  auto last = static_cast<int64_t>(x.shape.size()) - 1;
+  return x.dtype != graph::DType::bf16 && x.dtype != graph::DType::boolean &&
+         node.attrs.get_ints("axes") == std::vector<int64_t>{last};
+}
+
+GeneratedKernel generate_row_reduction(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  const char* s = c_type(graph.node(node.inputs[0]).dtype);
+  std::string signature_and_body = fmt::format(
+      "(const {0}* __restrict__ x, {0}* __restrict__ out, int64_t rows, int64_t length) {{\n"
+      "  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < rows; r += int64_t(gridDim.x) * "
+      "blockDim.x) {{\n"
+      "    out[r] = sx::device::cuda::{1}<{0}, {0}>(x + r * length, length);\n"
+      "  }}\n"
+      "}}\n",
+      s, node.op() == graph::PrimId::sum ? "row_sum" : "row_max");
+  return named_kernel("row", signature_and_body);
+}
+
+std::vector<Fusion> find_fusions(const graph::Graph& graph) {
+  size_t count = graph.nodes.size();
+  std::vector<std::vector<graph::NodeId>> readers(count);
+  for (graph::NodeId id = 0; id < count; ++id) {
+    for (graph::NodeId in : graph.nodes[id].inputs) {
+      if (std::find(readers[in].begin(), readers[in].end(), id) == readers[in].end()) readers[in].push_back(id);
+    }
+  }
+  std::vector<bool> joins(count, false);  // computed in its only reader's kernel
+  std::vector<bool> is_output(count, false);
+  for (const graph::NamedNode& output : graph.outputs) is_output[output.node] = true;
+  for (graph::NodeId id = 0; id < count; ++id) {
+    joins[id] = fusible(graph, id) && !is_output[id] && readers[id].size() == 1 && fusible(graph, readers[id][0]);
+  }
+  std::vector<Fusion> fusions;
+  for (graph::NodeId root = 0; root < count; ++root) {
+    if (!fusible(graph, root) || joins[root]) continue;
+    Fusion fusion;
+    std::vector<graph::NodeId> pending = {root};
+    while (!pending.empty()) {
+      graph::NodeId id = pending.back();
+      pending.pop_back();
+      fusion.nodes.push_back(id);
+      for (graph::NodeId in : graph.node(id).inputs) {
+        if (joins[in]) pending.push_back(in);
+      }
+    }
+    std::sort(fusion.nodes.begin(), fusion.nodes.end());
+    fusion.nodes.erase(std::unique(fusion.nodes.begin(), fusion.nodes.end()), fusion.nodes.end());
+    for (graph::NodeId id : fusion.nodes) {
+      for (graph::NodeId in : graph.node(id).inputs) {
+        bool inside = std::binary_search(fusion.nodes.begin(), fusion.nodes.end(), in);
+        if (!inside && std::find(fusion.operands.begin(), fusion.operands.end(), in) == fusion.operands.end()) {
+          fusion.operands.push_back(in);
+        }
+      }
+    }
+    fusions.push_back(std::move(fusion));
+  }
+  return fusions;
+}
+
+GeneratedKernel generate_kernel(const graph::Graph& graph, const Fusion& fusion) {
+  std::string parameters, body;
+  std::map<graph::NodeId, size_t> local;
+  for (size_t k = 0; k < fusion.operands.size(); ++k) {
+    graph::NodeId operand = fusion.operands[k];
+    const char* type = c_type(graph.node(operand).dtype);
+    parameters += fmt::format("const {}* __restrict__ operand{}, ", type, k);
+    body += fmt::format("    const {} v{} = operand{}[i];\n", type, k, k);
+    local.emplace(operand, k);
+  }
+  for (graph::NodeId id : fusion.nodes) {
+    local.emplace(id, local.size());
+    body += element_line(graph, id, local);
+  }
+  graph::NodeId root = fusion.nodes.back();
+  parameters += fmt::format("{}* __restrict__ out, int64_t n", c_type(graph.node(root).dtype));
+  body += fmt::format("    out[i] = v{};\n", local.at(root));
+  std::string signature_and_body = fmt::format(
+      "({}) {{\n"
+      "  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * "
+      "blockDim.x) {{\n"
+      "{}"
+      "  }}\n"
+      "}}\n",
+      parameters, body);
+  return named_kernel("fused", signature_and_body);
+}
+
+}  // namespace sx::device::cuda

@@ -1,0 +1,48 @@
+// The cuda device's generated kernels: the graph's elementwise chains, each fused into
+// one kernel of CUDA C source that NVRTC compiles (nvrtc.h). A node joins the kernel of
+// the node that reads it when it is that node's only reader and not a graph output, so
+// a chain's values in between stay in registers, as the cpu device's fused loops keep
+// them in its tiles. Each element is computed by element_math.h's functions, which the
+// host tests check against the reference's bits.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace sx::device::cuda {
+
+// Elementwise nodes computed by one kernel, which writes only the last one's value.
+struct Fusion {
+  std::vector<graph::NodeId> nodes;     // in the graph's order; the last is the root
+  std::vector<graph::NodeId> operands;  // the values it reads from memory, in the kernel's parameter order
+};
+
+// The fusions of every node that a generated kernel computes (fusible), in the graph's
+// order of their roots.
+std::vector<Fusion> find_fusions(const graph::Graph& graph);
+
+// Whether a generated kernel computes `node`: an elementwise primitive of element.h's
+// table, on operands of a dtype other than bf16.
+bool fusible(const graph::Graph& graph, graph::NodeId node);
+
+struct GeneratedKernel {
+  std::string name;    // its entry point: "sx_fused_" and a hash of its body
+  std::string source;  // CUDA C for NVRTC
+};
+
+// Whether a generated kernel computes `node`: sum or reduce_max over the last axis
+// alone, of a numeric dtype other than bf16.
+bool row_reducible(const graph::Graph& graph, graph::NodeId node);
+
+// The kernel of a row reduction: void NAME(const S* x, S* out, int64_t rows, int64_t
+// length), one thread per row (element_math.h's row_sum or row_max).
+GeneratedKernel generate_row_reduction(const graph::Graph& graph, graph::NodeId node);
+
+// The kernel of `fusion`: void NAME(const S0* operand0, ..., R* out, int64_t n), out[i]
+// the root's value at element i, for i < n.
+GeneratedKernel generate_kernel(const graph::Graph& graph, const Fusion& fusion);
+
+}  // namespace sx::device::cuda

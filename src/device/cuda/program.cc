@@ -1,0 +1,186 @@
+// The cuda device's program of a graph: steps, kernels, constants and the arena's layout.
+#include "device/cuda/program.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "device/cuda/codegen.h"
+#include "device/cuda/element.h"
+#include "device/cuda/elementwise.h"
+#include "device/cuda/products.h"
+#include "device/device.h"
+#include "graph/primitive.h"
+
+namespace sx::device::cuda {
+namespace {
+
+bool is_source(const graph::Node& node) {
+  return node.op() == graph::PrimId::input || node.op() == graph::PrimId::constant;
+}
+
+// The dtype a node's kernel takes: its first operand's (a comparison gives bool).
+graph::DType operand_dtype(const graph::Graph& graph, const graph::Node& node) {
+  return node.inputs.empty() ? node.dtype : graph.node(node.inputs[0]).dtype;
+}
+
+bool runs(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  return is_source(node) || has_elementwise_kernel(node.op(), operand_dtype(graph, node)) || row_reducible(graph, id) ||
+         (node.op() == graph::PrimId::matmul && has_product(node.dtype));
+}
+
+size_t bytes_of(const graph::Node& node) {
+  return static_cast<size_t>(graph::numel(node.shape)) * graph::dtype_size(node.dtype);
+}
+
+// The steps in the graph's order of the nodes they write, with the node each writes and
+// the nodes each reads; operand places are filled in later.
+struct Launch {
+  Step step;
+  graph::NodeId writes;
+  std::vector<graph::NodeId> reads;
+};
+
+std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
+  std::map<std::string, size_t> kernel_index;
+  auto add_kernel = [&](const GeneratedKernel& kernel) {
+    auto [at, added] = kernel_index.emplace(kernel.name, program.kernel_names.size());
+    if (added) {
+      program.kernel_names.push_back(kernel.name);
+      program.source += kernel.source;
+    }
+    return at->second;
+  };
+  std::map<graph::NodeId, Launch> by_node;
+  for (const Fusion& fusion : find_fusions(graph)) {
+    graph::NodeId root = fusion.nodes.back();
+    Step step;
+    step.kernel = add_kernel(generate_kernel(graph, fusion));
+    step.n = graph::numel(graph.node(root).shape);
+    by_node.emplace(root, Launch{step, root, fusion.operands});
+  }
+  for (graph::NodeId id = 0; id < graph.nodes.size(); ++id) {
+    const graph::Node& node = graph.nodes[id];
+    if (is_source(node) || by_node.contains(id) || fusible(graph, id)) continue;
+    if (node.op() == graph::PrimId::matmul) {
+      const graph::Shape& a = graph.node(node.inputs[0]).shape;
+      Step step;
+      step.kind = Step::Kind::product;
+      step.dtype = node.dtype;
+      step.n = a[a.size() - 2];
+      step.length = a.back();
+      step.columns = node.shape.back();
+      step.batch = graph::numel(node.shape) / std::max<int64_t>(1, step.n * step.columns);
+      by_node.emplace(id, Launch{step, id, node.inputs});
+    } else if (row_reducible(graph, id)) {
+      const graph::Shape& x = graph.node(node.inputs[0]).shape;
+      Step step;
+      step.kind = Step::Kind::row;
+      step.kernel = add_kernel(generate_row_reduction(graph, id));
+      step.length = x.empty() ? 1 : x.back();
+      step.n = graph::numel(node.shape);
+      by_node.emplace(id, Launch{step, id, node.inputs});
+    } else {
+      Step step;
+      step.kind = Step::Kind::elementwise;
+      step.prim = node.op();
+      step.dtype = operand_dtype(graph, node);
+      step.n = graph::numel(node.shape);
+      by_node.emplace(id, Launch{step, id, node.inputs});
+    }
+  }
+  std::vector<Launch> ordered;
+  for (auto& [id, launch] : by_node) ordered.push_back(std::move(launch));
+  return ordered;
+}
+
+}  // namespace
+
+bool has_kernel(graph::PrimId prim) {
+  return prim == graph::PrimId::input || prim == graph::PrimId::constant || prim == graph::PrimId::sum ||
+         prim == graph::PrimId::reduce_max || prim == graph::PrimId::matmul ||
+         visit_element(prim, [](auto, auto, auto) {});
+}
+
+Program generated_kernels(const graph::Graph& graph) {
+  Program program;
+  launches(graph, program);
+  return program;
+}
+
+std::vector<std::string> missing_kernels(const graph::Graph& graph) {
+  std::vector<std::string> missing;
+  for (graph::NodeId id = 0; id < graph.nodes.size(); ++id) {
+    if (runs(graph, id)) continue;
+    const graph::Node& node = graph.node(id);
+    std::string name = fmt::format("{} ({})", node.op_name(), graph::dtype_name(operand_dtype(graph, node)));
+    if (std::find(missing.begin(), missing.end(), name) == missing.end()) missing.push_back(std::move(name));
+  }
+  return missing;
+}
+
+Program plan_program(const graph::Graph& graph) {
+  if (std::vector<std::string> missing = missing_kernels(graph); !missing.empty()) {
+    std::string names = missing[0];
+    for (size_t i = 1; i < missing.size(); ++i) names += ", " + missing[i];
+    throw DeviceError(
+        "the cuda device has no kernel for " + names + ": the graph runs on cpu and reference; use --device cpu",
+        "E-DEVICE-007");
+  }
+  Program program;
+  // Each value's place; an arena place holds the index of its BufferLife until the
+  // arena is planned.
+  std::vector<Place> place(graph.nodes.size());
+  for (size_t i = 0; i < graph.inputs.size(); ++i) place[graph.inputs[i].node] = {Place::Kind::input, i};
+  for (graph::NodeId id = 0; id < graph.nodes.size(); ++id) {
+    if (graph.nodes[id].op() != graph::PrimId::constant) continue;
+    place[id] = {Place::Kind::constant, program.constants.size()};
+    program.constants.push_back(id);
+  }
+  std::vector<BufferLife> lives;
+  auto read_at = [&](graph::NodeId id, int64_t step) {
+    if (place[id].kind == Place::Kind::arena) lives[place[id].index].last = std::max(lives[place[id].index].last, step);
+  };
+  std::vector<Launch> ordered = launches(graph, program);
+  for (size_t i = 0; i < ordered.size(); ++i) {
+    Launch& launch = ordered[i];
+    auto step = static_cast<int64_t>(i);
+    for (graph::NodeId in : launch.reads) {
+      read_at(in, step);
+      launch.step.operands.push_back(place[in]);
+    }
+    place[launch.writes] = {Place::Kind::arena, lives.size()};
+    launch.step.out = lives.size();
+    lives.push_back({.bytes = bytes_of(graph.node(launch.writes)), .first = step, .last = step});
+  }
+  auto end = static_cast<int64_t>(ordered.size());
+  std::vector<size_t> output_life;
+  for (const graph::NamedNode& output : graph.outputs) {
+    read_at(output.node, end + 1);
+    if (place[output.node].kind == Place::Kind::arena) {
+      output_life.push_back(place[output.node].index);
+      continue;
+    }
+    output_life.push_back(lives.size());
+    size_t bytes = bytes_of(graph.node(output.node));
+    program.stages.push_back({.from = place[output.node], .to = lives.size(), .bytes = bytes});
+    lives.push_back({.bytes = bytes, .first = end, .last = end + 1});
+  }
+  program.arena = plan_arena(lives, 256);
+  auto offset = [&](size_t life) { return program.arena.offsets[life]; };
+  for (Launch& launch : ordered) {
+    Step& step = launch.step;
+    step.out = offset(step.out);
+    for (Place& operand : step.operands) {
+      if (operand.kind == Place::Kind::arena) operand.index = offset(operand.index);
+    }
+    program.steps.push_back(std::move(step));
+  }
+  for (Stage& stage : program.stages) stage.to = offset(stage.to);
+  for (size_t life : output_life) program.outputs.push_back(offset(life));
+  return program;
+}
+
+}  // namespace sx::device::cuda

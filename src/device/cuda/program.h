@@ -1,0 +1,82 @@
+// What the cuda device makes of a graph when it compiles it, before any GPU is touched:
+// its kernels' steps in the graph's order (generated kernels, codegen.h, for the fused
+// elementwise chains and the row reductions; nvcc's elementwise.cu for bf16), their
+// source as one program for NVRTC, and every value they write placed in one arena by
+// liveness (device/arena.h, as the cpu device places its own). A graph with a
+// primitive the device has no kernel for is refused here, naming every such primitive:
+// the cuda device never runs a step on the host in silence. Host code only, so that
+// tests run it without a GPU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "device/arena.h"
+#include "graph/graph.h"
+
+namespace sx::device::cuda {
+
+// Where a step finds a value: the run's input `index`, the program's constant `index`
+// (Program::constants), or the arena at byte `index`.
+struct Place {
+  enum class Kind : uint8_t { input, constant, arena };
+  Kind kind = Kind::arena;
+  size_t index = 0;
+  bool operator==(const Place&) const = default;
+};
+
+// One kernel's launch, writing `out` in the arena:
+// - fused: the generated kernel `kernel` of a fusion, reading `operands`, n elements;
+// - row: the generated row reduction `kernel` of operands[0], n rows of `length`;
+// - elementwise: nvcc's kernel of `prim` on operands of `dtype` (elementwise.h), n elements;
+// - product: `batch` matrix products of operands [n, length] by [length, columns] in
+//   `dtype`, through cuBLASLt (products.h).
+struct Step {
+  enum class Kind : uint8_t { fused, row, elementwise, product };
+  Kind kind = Kind::fused;
+  size_t kernel = 0;  // in Program::kernel_names
+  graph::PrimId prim{};
+  graph::DType dtype = graph::DType::f32;
+  std::vector<Place> operands;
+  size_t out = 0;
+  int64_t n = 0;
+  int64_t length = 0;
+  int64_t columns = 0, batch = 1;
+};
+
+// A copy of bytes into the arena: an output that is an input or a constant is staged
+// there before the outputs are written, since an output may be written over an input.
+struct Stage {
+  Place from;
+  size_t to = 0;
+  size_t bytes = 0;
+};
+
+struct Program {
+  std::vector<Step> steps;
+  std::string source;                     // every generated kernel, for one NVRTC compile
+  std::vector<std::string> kernel_names;  // their entry points
+  std::vector<graph::NodeId> constants;   // the graph's constant nodes, uploaded at compile
+  std::vector<Stage> stages;              // after the steps
+  std::vector<size_t> outputs;            // each graph output's place in the arena, copied out last
+  ArenaPlan arena;
+};
+
+// The program of `graph`; DeviceError E-DEVICE-007 naming each primitive (with its dtype)
+// that has no kernel.
+Program plan_program(const graph::Graph& graph);
+
+// The source and kernel names of plan_program's, alone (the other fields empty), also for
+// a graph with primitives without a kernel: every kernel generated for the graph, once.
+Program generated_kernels(const graph::Graph& graph);
+
+// "neg (f32)", "sum (f32)": each primitive of the graph, with its operands' dtype, that the
+// cuda device has no kernel for, each once, in the graph's order.
+std::vector<std::string> missing_kernels(const graph::Graph& graph);
+
+// Whether the device runs `prim` by a kernel of its own, for some dtype (and, for a
+// reduction, some axes).
+bool has_kernel(graph::PrimId prim);
+
+}  // namespace sx::device::cuda

@@ -1,0 +1,79 @@
+// The generated kernels of the example models' training steps, without a GPU: each step
+// traced as `sexpgpu run` traces it, compiled for the cuda device by the runtime (its
+// composites expanded where the device lacks them), and every kernel the cuda device
+// generates for it compiled by NVRTC for sm_80 and sm_90a.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "device/cuda/nvrtc.h"
+#include "device/cuda/program.h"
+#include "forwarding_device.h"
+#include "io/test_util.h"
+#include "runtime/compile.h"
+#include "train/loaders.h"
+#include "train/session.h"
+#include "train/step.h"
+
+namespace sx::device::testing {
+namespace {
+
+// A device that supports what the cuda device supports and keeps the graph it is given
+// to compile (running it on the reference device, which needs no GPU).
+class GraphKeeper : public sx::testing::ForwardingDevice {
+ public:
+  using ForwardingDevice::ForwardingDevice;
+  bool supports(graph::PrimId primitive) const override { return cuda::has_kernel(primitive); }
+  std::unique_ptr<Plan> compile(const graph::Graph& graph) override {
+    kept = graph;
+    return inner_.compile(graph);
+  }
+  graph::Graph kept;
+};
+
+// The step graph of the example's run file, as the cuda device is given it.
+graph::Graph example_step(const std::filesystem::path& run_file) {
+  train::SessionOptions options;
+  options.interpreter.library_dirs = {SEXPGPU_LIB_DIR};
+  train::Session session(options);
+  session.load(run_file.string());
+  auto loader = train::open_loader(*train::as_loader_spec(*session.settings().find("data")));
+  train::StepGraph step = train::trace_step(session, *loader, {.batch = 2, .total_steps = 2});
+  auto reference = make_device("reference");
+  GraphKeeper keeper(*reference);
+  runtime::compile(keeper, session.under_precision(step.graph));
+  return keeper.kept;
+}
+
+// Every kernel the cuda device generates for `graph`, compiled for both architectures.
+void compile_generated_kernels(const graph::Graph& graph) {
+  cuda::Program generated = cuda::generated_kernels(graph);
+  const std::string& source = generated.source;
+  size_t kernels = generated.kernel_names.size();
+  EXPECT_GT(kernels, 10u);
+  for (const char* architecture : {"sm_80", "sm_90a"}) {
+    EXPECT_GT(cuda::compile_cubin(source, architecture).size(), 1000u) << architecture;
+  }
+  // What the device still lacks for the step: matrix products, gathers, the
+  // transcendental functions (exp, log, tanh: lane_math's bits) and the rest.
+  EXPECT_FALSE(cuda::missing_kernels(graph).empty());
+}
+
+TEST(CudaExampleKernels, TinyLm) {
+  compile_generated_kernels(example_step(std::filesystem::path(SEXPGPU_EXAMPLES_DIR) / "tiny-lm/run.sx"));
+}
+
+TEST(CudaExampleKernels, Addition) {
+  io::testing::TempDir dir;
+  std::filesystem::copy_file(std::filesystem::path(SEXPGPU_EXAMPLES_DIR) / "addition/run.sx", dir.file("run.sx"));
+  // A few sums as make_data.py writes them: a, '+', b, '=' and the sum's digits reversed.
+  for (const char* name : {"train.jsonl", "test.jsonl"}) {
+    std::ofstream(dir.file(name)) << "{\"ids\": [1, 2, 3, 10, 4, 5, 6, 11, 9, 7, 5, 0]}\n"
+                                     "{\"ids\": [0, 0, 7, 10, 0, 0, 5, 11, 2, 1, 0, 0]}\n";
+  }
+  compile_generated_kernels(example_step(dir.file("run.sx")));
+}
+
+}  // namespace
+}  // namespace sx::device::testing
