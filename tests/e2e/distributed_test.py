@@ -188,11 +188,20 @@ def case_killed_worker(tmp):
     require_mpi()
     run_file = training_dir(tmp, text=RUN_FILE.replace(b":checkpoint-every 3", b":checkpoint-every 2"))
     location = os.path.join(tmp, "killed")
+    # Its messages go to a file, not a pipe no one reads while it runs: a full pipe would
+    # stop the workers.
+    err_file = open(os.path.join(tmp, "killed.stderr"), "w+b")
     proc = subprocess.Popen(mpirun_args(2, [run_file, "--checkpoint-dir", location, "--steps", "100000"]),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=mpi_env())
+                            stdout=subprocess.DEVNULL, stderr=err_file, env=mpi_env())
     deadline = time.monotonic() + 60 * e2e_test.TIME_SCALE
     while not os.path.isdir(os.path.join(location, "step-00000004")):
-        expect(proc.poll() is None and time.monotonic() < deadline, "the run writes its second checkpoint")
+        if proc.poll() is not None or time.monotonic() >= deadline:
+            proc.kill()
+            proc.wait()
+            err_file.seek(0)
+            expect(False, f"the run writes its second checkpoint (exit {proc.returncode}; written: "
+                   f"{sorted(os.listdir(location)) if os.path.isdir(location) else 'nothing'})", "",
+                   err_file.read().decode(errors="replace"))
         time.sleep(0.1)
     workers = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
     expect(len(workers) == 2, f"mpirun's workers: {workers}")
@@ -204,7 +213,8 @@ def case_killed_worker(tmp):
         proc.kill()
         raise e2e_test.Failure("the run still runs 10 s after a worker was killed")
     seconds = time.monotonic() - killed_at
-    err = proc.stderr.read().decode(errors="replace")
+    err_file.seek(0)
+    err = err_file.read().decode(errors="replace")
     expect(proc.returncode != 0 and ("rank" in err or "E-RUN-013" in err), "a nonzero exit naming the worker", "", err)
     for pid in workers:
         expect(not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z",

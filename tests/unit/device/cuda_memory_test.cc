@@ -90,6 +90,20 @@ TEST(CudaCachingAllocator, GivesItsCacheBackWhenTheRawMemoryRunsOut) {
   EXPECT_EQ(a.raw->held, 0u);
 }
 
+// A failed runtime call is E-DEVICE-008 with the runtime's name and words for the status
+// (which the runtime gives without a GPU).
+TEST(CudaErrors, AFailedCallIsTheGpuFailingWithTheRuntimesReason) {
+  EXPECT_NO_THROW(cuda::check(cudaSuccess, "copying"));
+  try {
+    cuda::check(cudaErrorIllegalAddress, "running step 3");
+    FAIL() << "no error";
+  } catch (const DeviceError& e) {
+    EXPECT_STREQ(e.code(), "E-DEVICE-008");
+    EXPECT_NE(std::string(e.what()).find("the GPU failed running step 3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cudaErrorIllegalAddress"), std::string::npos) << e.what();
+  }
+}
+
 // Every kind of step: fused chains, row reductions, a bf16 kernel of nvcc's, and an
 // output that is an input.
 Graph steps_graph() {
