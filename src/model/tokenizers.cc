@@ -1,8 +1,8 @@
 // `tokenizer`, `encode` and `decode` (see tokenizer_value.h).
 #include <fmt/format.h>
 
-#include "io/safetensors.h"
 #include "io/location.h"
+#include "io/safetensors.h"
 #include "lang/builtins/builtins.h"
 #include "lang/printer.h"
 #include "lang/tracer.h"

@@ -80,9 +80,12 @@ RunRecord read_run_record(const std::string& location) {
       record.sources.push_back(std::move(s));
     }
     for (const auto& p : saved.at("parameters")) {
-      RunRecord::Parameter& param = record.parameters.emplace_back(
-          RunRecord::Parameter{p.at("path").get<std::string>(), p.at("shape").get<std::vector<int64_t>>(),
-                               p.at("dtype").get<std::string>(), {}, {}});
+      RunRecord::Parameter& param =
+          record.parameters.emplace_back(RunRecord::Parameter{p.at("path").get<std::string>(),
+                                                              p.at("shape").get<std::vector<int64_t>>(),
+                                                              p.at("dtype").get<std::string>(),
+                                                              {},
+                                                              {}});
       if (p.contains("loaded_from")) {
         param.load_file = p.at("loaded_from").at("file").get<std::string>();
         param.load_tensor = p.at("loaded_from").at("tensor").get<std::string>();
