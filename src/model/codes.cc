@@ -82,11 +82,14 @@ Use a supported model, or write the model with sexpgpu/nn and `with-loaded`.)"},
 field. A config.json saved by `transformers` (`save_pretrained`) has every field.)"},
     {"E-HF-003", "a Hugging Face export of a model that has no Hugging Face names",
      R"(`sexpgpu export --format hf` writes each parameter under the tensor name it was
-loaded from, and the config.json beside the file it was loaded from. A parameter the
-graph reads that was not loaded from a file (a head added for fine-tuning, say), or
-parameters loaded from two different folders, leave no Hugging Face model to write.
+loaded from, the config.json beside the file it was loaded from, and the tokenizer.json
+the run read its text through. A parameter the graph reads that was not loaded from a
+file (a head added for fine-tuning, say), parameters loaded from two different folders,
+or a run whose `:tokenize` fields read text through two different tokenizers, leave no
+Hugging Face model to write.
 
-Export such a model with the default format, or load every parameter with `hf-model`.)"},
+Export such a model with the default format, load every parameter with `hf-model`, or
+tokenize every field with one tokenizer.)"},
     {"W-PARAM-001", "a model never bound to a name",
      R"(A sub-model was created inside a constructor without a `let` binding or `named`,
 so its parameters get the segment `anon.N`. Paths are what selectors match and what

@@ -37,14 +37,19 @@ void print_source_changes(const RunRecord& record, const std::string& file, cons
     std::printf("%s\n", line.c_str());
 }
 
-ModelAlone trace_exported_model(Session& session) {
+// The run's `:data` loader, whose fields make the model's inputs.
+const LoaderSpec& data_spec(Session& session) {
   const lang::Value* data = session.settings().find("data");
   const LoaderSpec* spec = data ? as_loader_spec(*data) : nullptr;
   if (!spec) {
     lang::fail(kRunSettingMissing, session.settings().span,
                "`defrun` has no `:data` loader, whose fields make the model's inputs");
   }
-  std::shared_ptr<const Loader> loader = open_loader(*spec);
+  return *spec;
+}
+
+ModelAlone trace_exported_model(Session& session) {
+  std::shared_ptr<const Loader> loader = open_loader(data_spec(session));
   try {
     return trace_model_alone(session, *loader);
   } catch (lang::Error& e) {
@@ -113,7 +118,9 @@ void export_model(const ExportOptions& options, lang::InterpreterOptions interpr
   for (const auto& [path, weight] : weights) bytes += weight.bytes().size();
   std::string path;
   if (options.format == "hf") {
-    path = export_hf_folder(options.out, weights, record);
+    std::vector<std::string> tokenizers;
+    for (const TokenizedField& field : data_spec(session).tokenize) tokenizers.push_back(field.tokenizer_location);
+    path = export_hf_folder(options.out, weights, record, tokenizers);
     std::printf("wrote %s: %zu weights, %s, as a Hugging Face model\n", path.c_str(), weights.size(),
                 format_size(bytes).c_str());
     return;

@@ -22,22 +22,39 @@ std::string folder_of(const std::string& location) {
   return slash == std::string::npos ? "." : location.substr(0, slash);
 }
 
-// The Hugging Face files beside the weights that the folder gets as they are: config.json
-// always, tokenizer.json when the model's folder has one.
-std::vector<std::pair<std::string, std::string>> side_files(const std::string& folder) {
+// The tokenizer.json to write: the one the run read its text through, when it read text.
+// Two different ones leave no tokenizer of the model.
+std::string run_tokenizer(const std::vector<std::string>& locations) {
+  for (const std::string& location : locations) {
+    if (location != locations.front()) {
+      lang::fail(kNoHfName, {},
+                 fmt::format("the run read its text through {} and {}: not one tokenizer of a Hugging Face model",
+                             locations.front(), location),
+                 "read every :tokenize field with one tokenizer, or export without --format hf");
+    }
+  }
+  return locations.empty() ? "" : locations.front();
+}
+
+// The Hugging Face files beside the weights: config.json, as it is beside them, and
+// tokenizer.json, the run's (`tokenizer`, a location) or else the one beside them, if any.
+std::vector<std::pair<std::string, std::string>> side_files(const std::string& folder, const std::string& tokenizer) {
   std::vector<std::pair<std::string, std::string>> files;
   try {
     const io::ResolvedLocation place = io::resolve_location(folder);
     files.emplace_back("config.json",
                        io::read_small_location(place.child("config.json"), kMaxSideFileBytes, io::kExportUnwritable));
-    // The tokenizer the model came with. A run that reads text through its own tokenizer
-    // (the :tokenize loader option) is to hand that tokenizer.json in here instead.
-    if (io::location_exists(place.child("tokenizer.json"))) {
+    if (!tokenizer.empty()) {
+      files.emplace_back("tokenizer.json", io::read_small_location(io::resolve_location(tokenizer), kMaxSideFileBytes,
+                                                                   io::kExportUnwritable));
+    } else if (io::location_exists(place.child("tokenizer.json"))) {
       files.emplace_back("tokenizer.json", io::read_small_location(place.child("tokenizer.json"), kMaxSideFileBytes,
                                                                    io::kExportUnwritable));
     }
   } catch (const io::LoadError& e) {
-    lang::fail(e.code(), {}, e.what(), "--format hf copies the config.json beside the file the weights came from");
+    lang::fail(
+        e.code(), {}, e.what(),
+        "--format hf copies the config.json beside the file the weights came from, and the run's tokenizer.json");
   }
   return files;
 }
@@ -45,7 +62,7 @@ std::vector<std::pair<std::string, std::string>> side_files(const std::string& f
 }  // namespace
 
 std::string export_hf_folder(const std::string& out, const std::vector<std::pair<std::string, graph::Tensor>>& weights,
-                             const RunRecord& record) {
+                             const RunRecord& record, const std::vector<std::string>& run_tokenizers) {
   std::map<std::string, const RunRecord::Parameter*> recorded;
   for (const auto& p : record.parameters) recorded[p.path] = &p;
   std::vector<std::pair<std::string, graph::Tensor>> named;
@@ -67,7 +84,7 @@ std::string export_hf_folder(const std::string& out, const std::vector<std::pair
     }
     named.emplace_back(it->second->load_tensor, weight);
   }
-  std::vector<std::pair<std::string, std::string>> files = side_files(folder);
+  std::vector<std::pair<std::string, std::string>> files = side_files(folder, run_tokenizer(run_tokenizers));
   try {
     io::ExportFolderWriter writer(out);
     writer.write_tensors("model.safetensors", named, {{"format", "pt"}});

