@@ -116,8 +116,8 @@ class DataStore {
       std::set<std::string> shards;
       try {
         io::TensorSource::open(index.string());  // refuses a faulty index before it is copied
-        for (const auto& [tensor, shard] : nlohmann::json::parse(read_file(index))["weight_map"].items())
-          shards.insert(shard.get<std::string>());
+        nlohmann::json parsed = nlohmann::json::parse(read_file(index));
+        for (const auto& [tensor, shard] : parsed["weight_map"].items()) shards.insert(shard.get<std::string>());
       } catch (const io::LoadError& e) {
         fail_bundle(e.code().c_str(), e.what());
       }

@@ -111,9 +111,10 @@ HF_RUN = b"""(require "sexpgpu/nn")
 TOKENIZE_DATA = os.path.join(os.environ.get("SEXPGPU_SOURCE_DIR", ""), "tests", "ui", "tokenize", "data")
 
 
-def tiny_gpt2(folder):
+def tiny_gpt2(folder, sharded=False):
     """A random GPT-2 of one layer over the tokenizer's 400 ids, as Hugging Face writes it:
-    config.json, model.safetensors, and the tokenizer.json it reads text through."""
+    config.json, model.safetensors (sharded: the same tensors in two SHARDS and their
+    index), and the tokenizer.json it reads text through."""
     os.makedirs(folder)
     config = {"model_type": "gpt2", "vocab_size": 400, "n_positions": 12, "n_embd": 4, "n_layer": 1, "n_head": 2}
     write(folder, "config.json", json.dumps(config).encode())
@@ -128,7 +129,14 @@ def tiny_gpt2(folder):
     for name, shape in shapes.items():
         count = shape[0] * (shape[1] if len(shape) > 1 else 1)
         tensors[name] = (shape, [draw.gauss(1.0 if name.endswith("ln_1.weight") else 0.0, 0.2) for _ in range(count)])
-    write_safetensors(os.path.join(folder, "model.safetensors"), tensors)
+    if sharded:
+        names = sorted(tensors)
+        weight_map = {name: SHARDS[i * 2 // len(names)] for i, name in enumerate(names)}
+        for shard in SHARDS:
+            write_safetensors(os.path.join(folder, shard), {n: tensors[n] for n in names if weight_map[n] == shard})
+        write(folder, "model.safetensors.index.json", json.dumps({"metadata": {}, "weight_map": weight_map}).encode())
+    else:
+        write_safetensors(os.path.join(folder, "model.safetensors"), tensors)
     shutil.copy(os.path.join(TOKENIZE_DATA, "tokenizer.json"), folder)
 
 
@@ -267,7 +275,22 @@ def case_hf_model(tmp):
     location = os.path.join(tmp, "runs", "new")
     train([os.path.join(exp2, "run.sx"), "--checkpoint-dir", location])
     expect(results(location) == expected, "the new experiment's run reaches the same bits")
-    print("ok: an hf-model folder bundled, run to the same bits, shared by new")
+
+    # The same tensors sharded: the index and each shard it names, in the model's folder.
+    exp3 = os.path.join(tmp, "exp3")
+    tiny_gpt2(os.path.join(exp3, "models", "tiny"), sharded=True)
+    shutil.copy(os.path.join(TOKENIZE_DATA, "reviews.jsonl"), exp3)
+    run_file = write(exp3, "run.sx", HF_RUN)
+    ok(["bundle", run_file, "-o", os.path.join(tmp, "b3")])
+    model = sorted(f["path"] for f in manifest(os.path.join(tmp, "b3"))["files"] if f["path"].count("/") == 2)
+    names = [os.path.basename(p) for p in model]
+    expect(names == ["config.json", *SHARDS, "model.safetensors.index.json", "tokenizer.json"],
+           f"the sharded model's files in its folder: {model}")
+    shutil.rmtree(exp3)
+    location = os.path.join(tmp, "runs", "sharded")
+    train([os.path.join(tmp, "b3"), "--checkpoint-dir", location])
+    expect(results(location) == expected, "the sharded model's bundle reaches the same bits")
+    print("ok: an hf-model folder, whole or sharded, bundled, run to the same bits, shared by new")
 
 
 def case_archive(tmp):
