@@ -31,13 +31,12 @@ A source that would land where the bundle keeps its own files (`bundle.json`, th
      R"(Writing a bundle, an archive or a new experiment failed in the file system (no
 space, no permission), or an archive given to `run` or `new` is not a bundle's: not a
 .tar or .tar.zst, damaged, or holding an entry that is not a plain file or folder or
-whose name leads outside the archive; or the index of a model folder `hf-model` reads
-names a shard outside that folder, where the bundle cannot keep it beside the index.
-The message names the file and the reason. A half-written bundle is removed.)"},
+whose name leads outside the archive. The message names the file and the reason. A
+half-written bundle is removed.)"},
     {"W-BUNDLE-001", "a path the bundle cannot rewrite, because it is computed",
      R"(`sexpgpu bundle` copies the files that `:load`, `with-loaded`, the loaders and
-`tokenizer` read, and the model folder of `hf-model`, and rewrites each path to its copy where the source writes the path as a string
-literal in the form itself:
+`tokenizer` read, and the model folder of `hf-model`, and rewrites each path to its
+copy where the source writes the path as a string literal in the form itself:
 
     (defparam w (zeros [4 4]) :load ["weights.safetensors" "w"])   ; rewritten
     (with-loaded ("model.safetensors.index.json" hf-name) ...)     ; rewritten
@@ -50,9 +49,9 @@ reads it where the path points when it runs. Write the path as a string in the f
 to have it bundled.)"},
     {"W-BUNDLE-002", "a string path that names no file",
      R"(A path written as a string where `:load`, `with-loaded`, a loader or `tokenizer`
-reads it names no file, or where `hf-model` reads it names no folder, so there is nothing to copy: the path is left as written. It is usually a
-branch the bundled variant does not take; where the bundle runs, the file must be
-where the path points.)"},
+reads it names no file, or where `hf-model` reads it names no folder, so there is
+nothing to copy: the path is left as written. It is usually a branch the bundled
+variant does not take; where the bundle runs, the file must be where the path points.)"},
 };
 
 }  // namespace
