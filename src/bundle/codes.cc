@@ -34,23 +34,24 @@ space, no permission), or an archive given to `run` or `new` is not a bundle's: 
 whose name leads outside the archive. The message names the file and the reason. A
 half-written bundle is removed.)"},
     {"W-BUNDLE-001", "a path the bundle cannot rewrite, because it is computed",
-     R"(`sexpgpu bundle` copies the files that `:load`, `with-loaded` and the loaders read,
-and rewrites each path to its copy where the source writes the path as a string
-literal in the form itself:
+     R"(`sexpgpu bundle` copies the files that `:load`, `with-loaded`, the loaders and
+`tokenizer` read, and the model folder of `hf-model`, and rewrites each path to its
+copy where the source writes the path as a string literal in the form itself:
 
     (defparam w (zeros [4 4]) :load ["weights.safetensors" "w"])   ; rewritten
     (with-loaded ("model.safetensors.index.json" hf-name) ...)     ; rewritten
     (jsonl "train.jsonl" :fields [:x :y])                           ; rewritten
+    (hf-model "models/minilm")                                      ; rewritten
 
 Any other path is computed: a name bound elsewhere, a call such as `(str dir
 "/w.safetensors")`, a function's argument. It is left as written, so the bundle
 reads it where the path points when it runs. Write the path as a string in the form
 to have it bundled.)"},
     {"W-BUNDLE-002", "a string path that names no file",
-     R"(A path written as a string where `:load`, `with-loaded` or a loader reads it names
-no file, so there is nothing to copy: the path is left as written. It is usually a
-branch the bundled variant does not take; where the bundle runs, the file must be
-where the path points.)"},
+     R"(A path written as a string where `:load`, `with-loaded`, a loader or `tokenizer`
+reads it names no file, or where `hf-model` reads it names no folder, so there is
+nothing to copy: the path is left as written. It is usually a branch the bundled
+variant does not take; where the bundle runs, the file must be where the path points.)"},
 };
 
 }  // namespace

@@ -87,7 +87,7 @@ std::string new_experiment(const std::string& bundle, const std::string& dir) {
     for (const PathSite& site : path_sites(*source)) {
       if (!site.literal || fs::path(*site.literal).is_absolute()) continue;
       fs::path copy = (folder / relative.parent_path() / *site.literal).lexically_normal();
-      if (copy.parent_path() != data) continue;
+      if (!lies_under(copy, data)) continue;
       fs::path pointed = final_folder / copy.lexically_relative(folder);
       edits.push_back({site.span.offset, site.span.length,
                        string_literal(relative_path(pointed, (target / relative).parent_path()))});

@@ -14,7 +14,12 @@ using lang::Span;
 using lang::Type;
 using lang::Value;
 
-constexpr std::array<std::string_view, 4> kLoaders = {"text-windows", "token-windows", "records", "jsonl"};
+// The forms whose first argument is the path they read.
+constexpr std::array<std::string_view, 6> kPathFirst = {"text-windows", "token-windows", "records",
+                                                        "jsonl",        "tokenizer",     "hf-model"};
+// The forms whose parameter list follows their name, and lambda's, which follows it at once:
+// a parameter named as a form (`(defun encode (tokenizer text) ...)`) is not a call.
+constexpr std::array<std::string_view, 3> kNamedWithParameters = {"defun", "defmacro", "defmodel"};
 
 const std::string* head_name(const Cons* list) {
   const lang::Symbol* head = lang::as_symbol(list->car);
@@ -37,18 +42,28 @@ class Scanner {
     const std::string* head = head_name(list);
     if (head && *head == "quote") return;  // data, not a call
     if (head && (*head == "let" || *head == "let*")) return scan_let(list);
+    const Cons* parameters = nullptr;
+    if (head && *head == "lambda") parameters = lang::next(list);
+    else if (head && contains(kNamedWithParameters, *head) && lang::next(list))
+      parameters = lang::next(lang::next(list));
     if (head && *head == "defparam") scan_defparam(list);
     else if (head && *head == "with-loaded") scan_with_loaded(list, span);
-    else if (head && std::find(kLoaders.begin(), kLoaders.end(), *head) != kLoaders.end())
-      scan_loader(list, *head, span);
-    for (const Cons* c = list; c; c = lang::next(c)) scan(c->car, c->car_span);
+    else if (head && contains(kPathFirst, *head)) scan_path_first(list, *head, span);
+    for (const Cons* c = list; c; c = lang::next(c)) {
+      if (c != parameters) scan(c->car, c->car_span);
+    }
   }
 
  private:
-  void site(std::string form, const Value& value, Span span) {
+  template <size_t N>
+  static bool contains(const std::array<std::string_view, N>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  }
+
+  void site(std::string form, const Value& value, Span span, PathKind kind) {
     std::optional<std::string> literal;
     if (value.is(Type::String)) literal = lang::string_of(value);
-    sites.push_back({std::move(form), span, std::move(literal)});
+    sites.push_back({std::move(form), span, std::move(literal), kind});
   }
 
   // A binding list's entries are not calls: `(let ((records (f))) ...)` names a variable.
@@ -70,9 +85,9 @@ class Scanner {
       if (!key || key->name != "load" || !value) continue;
       if (value->car.is(Type::Vector) && !value->car.as<lang::Vector>()->items.empty()) {
         const auto& vector = *value->car.as<lang::Vector>();
-        site("defparam :load", vector.items[0], vector.span_of(0));
+        site("defparam :load", vector.items[0], vector.span_of(0), PathKind::Tensors);
       } else {
-        site("defparam :load", value->car, value->car_span);
+        site("defparam :load", value->car, value->car_span, PathKind::Tensors);
       }
     }
   }
@@ -81,14 +96,15 @@ class Scanner {
     const Cons* header = lang::next(list);
     if (!header) return;
     const Cons* items = lang::as_cons(header->car);
-    if (items) site("with-loaded", items->car, items->car_span);
-    else site("with-loaded", header->car, header->car_span.known() ? header->car_span : span);
+    if (items) site("with-loaded", items->car, items->car_span, PathKind::Tensors);
+    else site("with-loaded", header->car, header->car_span.known() ? header->car_span : span, PathKind::Tensors);
   }
 
-  void scan_loader(const Cons* list, const std::string& name, Span span) {
+  void scan_path_first(const Cons* list, const std::string& name, Span span) {
+    PathKind kind = name == "hf-model" ? PathKind::ModelFolder : PathKind::File;
     const Cons* path = lang::next(list);
-    if (path) site(name, path->car, path->car_span);
-    else site(name, Value(), span);
+    if (path) site(name, path->car, path->car_span, kind);
+    else site(name, Value(), span, kind);
   }
 };
 

@@ -1,6 +1,7 @@
 // Where a source names the files a bundle copies: the file of a `:load` vector, of a
-// `with-loaded` header, and the path argument of a loader (text-windows, token-windows,
-// records, jsonl), found in the forms the reader gives with their spans. A path written
+// `with-loaded` header, the path argument of a loader (text-windows, token-windows,
+// records, jsonl) and of `tokenizer`, and the model folder of `hf-model`, found in the
+// forms the reader gives with their spans. A path written
 // there as a string literal is rewritten in place (the literal's span of the text, so the
 // rest of the source keeps its bytes); any other is computed, and left as it is.
 #pragma once
@@ -14,10 +15,15 @@
 
 namespace sx::bundle {
 
+// What a site's path names: a file read as it is, a tensor file (a `.json` one an index
+// of shards), or a folder of Hugging Face files that hf-model reads by their names.
+enum class PathKind { File, Tensors, ModelFolder };
+
 struct PathSite {
   std::string form;                    // "defparam :load", "with-loaded", "jsonl", ...
   lang::Span span;                     // the literal's token (quotes included), or the expression
   std::optional<std::string> literal;  // the path, when written as a string
+  PathKind kind = PathKind::File;
 };
 
 // Every site of `file`, in the order of the text. Throws lang::Error (E-READ) when the

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "bundle/archive.h"
 #include "bundle/bundle.h"
@@ -29,11 +30,13 @@ class DataStore {
  public:
   DataStore(fs::path folder, Manifest& manifest) : folder_(std::move(folder)), manifest_(manifest) {}
 
-  // The copy of the local file `path`, relative to the bundle's folder.
-  std::string add(const fs::path& path) {
+  // The copy of what the local `path` names, relative to the bundle's folder.
+  std::string add(const fs::path& path, PathKind kind) {
     auto done = by_file_.find(path);
     if (done != by_file_.end()) return done->second;
-    std::string stored = path.extension() == ".json" ? add_index(path) : add_bytes(path);
+    std::string stored = kind == PathKind::ModelFolder                              ? add_model(path)
+                         : kind == PathKind::Tensors && path.extension() == ".json" ? add_index(path)
+                                                                                    : add_bytes(path);
     by_file_[path] = stored;
     return stored;
   }
@@ -63,7 +66,7 @@ class DataStore {
       fail_bundle(e.code().c_str(), e.what());
     }
     for (auto& [tensor, shard] : index["weight_map"].items()) {
-      shard = fs::path(add(path.parent_path() / shard.get<std::string>())).filename().string();
+      shard = fs::path(add(path.parent_path() / shard.get<std::string>(), PathKind::Tensors)).filename().string();
     }
     std::string text = index.dump(2) + "\n";
     std::string sha = io::sha256_hex(text);
@@ -73,6 +76,58 @@ class DataStore {
     write_file(folder_ / it->second, text);
     manifest_.files.push_back({it->second, false, text.size(), sha});
     return it->second;
+  }
+
+  // A Hugging Face model folder (hf-model's) is stored as data/HASH-NAME/ holding
+  // config.json, the weights and tokenizer.json when there is one under their own names,
+  // as hf-model finds them; HASH is of those names and their bytes, so a folder named
+  // twice, or two folders of the same files, are stored once.
+  std::string add_model(const fs::path& path) {
+    std::vector<std::pair<std::string, io::FileIdentity>> files;
+    for (const std::string& name : model_files(path)) files.emplace_back(name, identify(path / name));
+    std::string listing;
+    for (const auto& [name, identity] : files) listing += fmt::format("{} {}\n", name, identity.sha256);
+    auto [it, fresh] = by_hash_.emplace(io::sha256_hex(listing), "");
+    if (fresh) it->second = stored_name(it->first, path.filename().string());
+    // A file of the folder named by itself, `(tokenizer "DIR/tokenizer.json")`, is its copy there.
+    for (const auto& [name, identity] : files) by_file_.emplace(absolute_of(path / name), it->second + "/" + name);
+    if (!fresh) return it->second;
+    for (const auto& [name, identity] : files) {
+      std::string stored = fmt::format("{}/{}", it->second, name);
+      std::error_code ec;
+      fs::create_directories((folder_ / stored).parent_path(), ec);
+      fs::copy_file(path / name, folder_ / stored, ec);
+      if (ec)
+        fail_bundle(kCannotWrite, fmt::format("{}: {}", lang::shown_in_message((path / name).string()), ec.message()));
+      manifest_.files.push_back({stored, false, identity.size, identity.sha256});
+    }
+    return it->second;
+  }
+
+  // The files of a model folder hf-model reads, by their names in it: config.json, the
+  // sharded index and each shard it names once, else model.safetensors, and tokenizer.json
+  // when there is one (export --format hf takes it).
+  static std::vector<std::string> model_files(const fs::path& path) {
+    std::vector<std::string> names = {"config.json"};
+    fs::path index = path / "model.safetensors.index.json";
+    std::error_code ec;
+    if (fs::is_regular_file(index, ec)) {
+      names.push_back(index.filename().string());
+      std::set<std::string> shards;
+      try {
+        // Refuses a faulty index, and one whose shard is not in its folder, before it is copied.
+        io::TensorSource::open(index.string());
+        nlohmann::json parsed = nlohmann::json::parse(read_file(index));
+        for (const auto& [tensor, shard] : parsed["weight_map"].items()) shards.insert(shard.get<std::string>());
+      } catch (const io::LoadError& e) {
+        fail_bundle(e.code().c_str(), e.what());
+      }
+      names.insert(names.end(), shards.begin(), shards.end());
+    } else {
+      names.push_back("model.safetensors");
+    }
+    if (fs::is_regular_file(path / "tokenizer.json", ec)) names.push_back("tokenizer.json");
+    return names;
   }
 
   static io::FileIdentity identify(const fs::path& path) {
@@ -168,7 +223,11 @@ Written write_bundle(const BundleOptions& options, train::Session& session,
     const lang::SourceFile& file = lang::load_source_file(
         texts, source == sources.front() ? options.file : source.string(), session.interp().options().reader_limits);
     std::vector<Edit> edits;
-    for (const PathSite& site : path_sites(file, session.interp().options().reader_limits)) {
+    std::vector<PathSite> sites = path_sites(file, session.interp().options().reader_limits);
+    // Model folders first, so that a file of one named by itself is read from the folder's copy.
+    std::stable_partition(sites.begin(), sites.end(),
+                          [](const PathSite& site) { return site.kind == PathKind::ModelFolder; });
+    for (const PathSite& site : sites) {
       if (!site.literal) {
         warn(warning(kComputedPath, site,
                      fmt::format("the path of `{}` is computed, so the bundle copies nothing for it: it is left as "
@@ -180,14 +239,16 @@ Written write_bundle(const BundleOptions& options, train::Session& session,
       std::optional<fs::path> local = local_file(*site.literal, source.parent_path());
       if (!local) continue;
       std::error_code ec;
-      if (!fs::is_regular_file(*local, ec)) {
+      bool folder = site.kind == PathKind::ModelFolder;
+      if (folder ? !fs::is_directory(*local, ec) : !fs::is_regular_file(*local, ec)) {
         warn(warning(
             kPathNamesNoFile, site,
-            fmt::format("`{}` names no file: the path is left as written", lang::shown_in_message(*site.literal)),
-            "where the bundle runs, the file must be where the path points"));
+            fmt::format("`{}` names no {}: the path is left as written", lang::shown_in_message(*site.literal),
+                        folder ? "folder" : "file"),
+            fmt::format("where the bundle runs, the {} must be where the path points", folder ? "folder" : "file")));
         continue;
       }
-      std::string stored = data.add(*local);
+      std::string stored = data.add(*local, site.kind);
       edits.push_back(
           {site.span.offset, site.span.length, string_literal(relative_path(stored, relative.parent_path()))});
     }

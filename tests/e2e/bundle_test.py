@@ -8,6 +8,7 @@ helpers (running the program, safetensors files) are e2e_test.py's.
 
 import json
 import os
+import random
 import shutil
 import sys
 
@@ -90,6 +91,53 @@ def original_run(tmp):
     location = os.path.join(tmp, "runs", "original")
     train([run_file, "--checkpoint-dir", location])
     return run_file, results(location)
+
+
+# A frozen tiny GPT-2 read by hf-model from its folder, with the folder's own tokenizer,
+# under a trainable head.
+HF_RUN = b"""(require "sexpgpu/nn")
+(require "sexpgpu/hf")
+(defvar body (hf-model "models/tiny"))
+(defvar tk (tokenizer "models/tiny/tokenizer.json"))
+(defmodel classifier (vocab classes)
+  (let ((head (linear vocab classes)))
+    (lambda (ids) (head (sum (body ids) :axis 1)))))
+(defvar model (classifier 400 2))
+(defun prepare (batch) (list :inputs (field batch :text) :targets (field batch :y)))
+(defun loss (logits prepared) (cross-entropy logits (getf prepared :targets)))
+(defrun :seed 3 :data (jsonl "reviews.jsonl" :fields [:y] :tokenize [:field :text :with tk :length 12])
+  :batch 8 :steps 6 :optimizer (adamw :lr 0.05) :ema 0.9 :checkpoint-every 6)
+"""
+TOKENIZE_DATA = os.path.join(os.environ.get("SEXPGPU_SOURCE_DIR", ""), "tests", "ui", "tokenize", "data")
+
+
+def tiny_gpt2(folder, sharded=False):
+    """A random GPT-2 of one layer over the tokenizer's 400 ids, as Hugging Face writes it:
+    config.json, model.safetensors (sharded: the same tensors in two SHARDS and their
+    index), and the tokenizer.json it reads text through."""
+    os.makedirs(folder)
+    config = {"model_type": "gpt2", "vocab_size": 400, "n_positions": 12, "n_embd": 4, "n_layer": 1, "n_head": 2}
+    write(folder, "config.json", json.dumps(config).encode())
+    shapes = {"wte.weight": [400, 4], "wpe.weight": [12, 4], "ln_f.weight": [4], "ln_f.bias": [4]}
+    for part in ("ln_1", "ln_2"):
+        shapes[f"h.0.{part}.weight"], shapes[f"h.0.{part}.bias"] = [4], [4]
+    for layer, shape in [("attn.c_attn", [4, 12]), ("attn.c_proj", [4, 4]), ("mlp.c_fc", [4, 16]),
+                         ("mlp.c_proj", [16, 4])]:
+        shapes[f"h.0.{layer}.weight"], shapes[f"h.0.{layer}.bias"] = shape, shape[1:]
+    draw = random.Random(7)
+    tensors = {}
+    for name, shape in shapes.items():
+        count = shape[0] * (shape[1] if len(shape) > 1 else 1)
+        tensors[name] = (shape, [draw.gauss(1.0 if name.endswith("ln_1.weight") else 0.0, 0.2) for _ in range(count)])
+    if sharded:
+        names = sorted(tensors)
+        weight_map = {name: SHARDS[i * 2 // len(names)] for i, name in enumerate(names)}
+        for shard in SHARDS:
+            write_safetensors(os.path.join(folder, shard), {n: tensors[n] for n in names if weight_map[n] == shard})
+        write(folder, "model.safetensors.index.json", json.dumps({"metadata": {}, "weight_map": weight_map}).encode())
+    else:
+        write_safetensors(os.path.join(folder, "model.safetensors"), tensors)
+    shutil.copy(os.path.join(TOKENIZE_DATA, "tokenizer.json"), folder)
 
 
 # --- Cases --------------------------------------------------------------------------------
@@ -179,6 +227,70 @@ def case_round_trip(tmp):
         expect_error(args, "E-LOAD-001", mentions=(shard,))
     expect(not os.path.exists(os.path.join(tmp, "exp3")), "a refused new leaves nothing")
     print("ok: bundled, moved, run to the same bits; new shares the weights; a changed file refused")
+
+
+def case_hf_model(tmp):
+    """hf-model's folder is copied whole as data/HASH-tiny/ (config.json, the weights,
+    tokenizer.json) and its literal rewritten; the tokenizer named inside it is that copy.
+    Moved with the originals deleted, the bundle runs to the original run's bits, and
+    `new` points into the bundle's folder."""
+    exp = os.path.join(tmp, "exp")
+    tiny_gpt2(os.path.join(exp, "models", "tiny"))
+    shutil.copy(os.path.join(TOKENIZE_DATA, "reviews.jsonl"), exp)
+    run_file = write(exp, "run.sx", HF_RUN)
+    location = os.path.join(tmp, "runs", "original")
+    train([run_file, "--checkpoint-dir", location])
+    expected = results(location)
+    out, err = ok(["bundle", run_file, "-o", os.path.join(tmp, "b1")])
+    expect(err == "", "no warning: the model's folder and the tokenizer are strings", out, err)
+    data = sorted(f["path"] for f in manifest(os.path.join(tmp, "b1"))["files"] if f["kind"] == "data")
+    model = [p for p in data if p.count("/") == 2]
+    reviews = [p for p in data if p not in model]
+    folder = os.path.dirname(model[0])
+    expect(folder.startswith("data/") and folder.endswith("-tiny") and len(reviews) == 1 and
+           [os.path.relpath(p, folder) for p in model] == ["config.json", "model.safetensors", "tokenizer.json"],
+           f"the model's files, each once, in one folder under their own names: {data}")
+    with open(os.path.join(tmp, "b1", "run.sx"), "rb") as f:
+        bundled = f.read()
+    restored = bundled.replace(f'"{folder}/tokenizer.json"'.encode(), b'"models/tiny/tokenizer.json"')
+    restored = restored.replace(f'"{folder}"'.encode(), b'"models/tiny"').replace(reviews[0].encode(), b"reviews.jsonl")
+    expect(restored == HF_RUN, "the bundled run file is the original with its paths rewritten", bundled.decode())
+
+    os.makedirs(os.path.join(tmp, "far"))
+    bundle = os.path.join(tmp, "far", "b")
+    shutil.move(os.path.join(tmp, "b1"), bundle)
+    shutil.rmtree(exp)
+    location = os.path.join(tmp, "runs", "bundled")
+    train([bundle, "--checkpoint-dir", location])
+    expect(results(location) == expected, "the bundle's run reaches the original run's bits")
+
+    exp2 = os.path.join(tmp, "exp2")
+    ok(["new", bundle, exp2])
+    with open(os.path.join(exp2, "run.sx"), "rb") as f:
+        text = f.read()
+    expect(f'(hf-model "../far/b/{folder}")'.encode() in text and
+           f'(tokenizer "../far/b/{folder}/tokenizer.json")'.encode() in text,
+           "new points hf-model and the tokenizer at the bundle's model folder", text.decode())
+    expect(sorted(os.listdir(exp2)) == ["run.sx"], "new copies no model file")
+    location = os.path.join(tmp, "runs", "new")
+    train([os.path.join(exp2, "run.sx"), "--checkpoint-dir", location])
+    expect(results(location) == expected, "the new experiment's run reaches the same bits")
+
+    # The same tensors sharded: the index and each shard it names, in the model's folder.
+    exp3 = os.path.join(tmp, "exp3")
+    tiny_gpt2(os.path.join(exp3, "models", "tiny"), sharded=True)
+    shutil.copy(os.path.join(TOKENIZE_DATA, "reviews.jsonl"), exp3)
+    run_file = write(exp3, "run.sx", HF_RUN)
+    ok(["bundle", run_file, "-o", os.path.join(tmp, "b3")])
+    model = sorted(f["path"] for f in manifest(os.path.join(tmp, "b3"))["files"] if f["path"].count("/") == 2)
+    names = [os.path.basename(p) for p in model]
+    expect(names == ["config.json", *SHARDS, "model.safetensors.index.json", "tokenizer.json"],
+           f"the sharded model's files in its folder: {model}")
+    shutil.rmtree(exp3)
+    location = os.path.join(tmp, "runs", "sharded")
+    train([os.path.join(tmp, "b3"), "--checkpoint-dir", location])
+    expect(results(location) == expected, "the sharded model's bundle reaches the same bits")
+    print("ok: an hf-model folder, whole or sharded, bundled, run to the same bits, shared by new")
 
 
 def case_archive(tmp):

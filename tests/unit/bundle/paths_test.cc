@@ -45,6 +45,33 @@ TEST(PathSites, SkipsQuotedDataAndLetBindingNames) {
   EXPECT_EQ(sites[0].literal, "a.jsonl");
 }
 
+TEST(PathSites, ModelFolderTokenizerFileAndTensorFiles) {
+  lang::SourceRef file = lang::SourceFile::make("run.sx", R"((defvar body (hf-model "models/tiny" :trainable false))
+(defvar tk (tokenizer "models/tiny/tokenizer.json"))
+(defvar w (with-loaded ("w.safetensors" name) (m)))
+)");
+  std::vector<PathSite> sites = sites_of(file);
+  ASSERT_EQ(sites.size(), 3u);
+  EXPECT_EQ(sites[0].form, "hf-model");
+  EXPECT_EQ(sites[0].literal, "models/tiny");
+  EXPECT_EQ(sites[0].kind, PathKind::ModelFolder);
+  EXPECT_EQ(sites[1].form, "tokenizer");
+  EXPECT_EQ(sites[1].literal, "models/tiny/tokenizer.json");
+  EXPECT_EQ(sites[1].kind, PathKind::File);
+  EXPECT_EQ(sites[2].kind, PathKind::Tensors);
+}
+
+TEST(PathSites, SkipsParameterListsNamedAsForms) {
+  lang::SourceRef file = lang::SourceFile::make("run.sx", R"((defun encode (tokenizer text) (tokenizer text))
+(defmodel m (records) (lambda (jsonl) jsonl))
+(defmacro wrap (hf-model) hf-model)
+)");
+  std::vector<PathSite> sites = sites_of(file);
+  ASSERT_EQ(sites.size(), 1u);
+  EXPECT_EQ(sites[0].form, "tokenizer");
+  EXPECT_EQ(text_at(file, sites[0]), "text");
+}
+
 TEST(PathSites, ComputedHeaderAndMissingPath) {
   lang::SourceRef file = lang::SourceFile::make("run.sx", "(with-loaded header (m))\n(jsonl)\n");
   std::vector<PathSite> sites = sites_of(file);
