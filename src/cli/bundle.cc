@@ -18,9 +18,10 @@ std::string run_file_of(const std::string& file, EvalFlags& flags) {
   bundle::OpenBundle opened = bundle::open_bundle(file);
   if (flags.variant.empty()) flags.variant = opened.variant;
   for (const auto& [name, value] : opened.knobs) {
+    const std::string prefix = name + "=";  // clang 14 lambdas cannot capture a structured binding
     bool given = std::any_of(flags.knobs.begin(), flags.knobs.end(),
-                             [&](const std::string& knob) { return knob.starts_with(name + "="); });
-    if (!given) flags.knobs.push_back(name + "=" + value);
+                             [&](const std::string& knob) { return knob.starts_with(prefix); });
+    if (!given) flags.knobs.push_back(prefix + value);
   }
   flags.allow_require.push_back(opened.folder);
   return opened.run_file;

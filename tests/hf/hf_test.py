@@ -49,8 +49,9 @@ def import_transformers(group):
         return
     except ImportError:
         pass
+    # Which venv runs is its prefix: both venvs' python3 may link to the same interpreter.
     if (TORCH_VENV_PYTHON.exists() and not os.environ.get("SEXPGPU_HF_REEXEC")
-            and os.path.realpath(sys.executable) != os.path.realpath(TORCH_VENV_PYTHON)):
+            and Path(sys.prefix).resolve() != TORCH_VENV_PYTHON.parent.parent.resolve()):
         os.environ["SEXPGPU_HF_REEXEC"] = "1"
         os.execv(str(TORCH_VENV_PYTHON), [str(TORCH_VENV_PYTHON)] + sys.argv)
     installs = ".venv-torch" in (ROOT / "scripts" / "setup").read_text()
