@@ -60,7 +60,9 @@ TEST(Schedule, ProductRunsItsChainAsEpilogue) {
   ASSERT_EQ(schedule.steps.size(), 1u) << cpu::print_schedule(schedule);
   EXPECT_EQ(schedule.steps[0].kind, cpu::StepKind::product);
   const std::string text = cpu::print_schedule(schedule);
-  EXPECT_NE(text.find("product   matmul of f32[4, 8] and f32[8, 3] with fused 3 nodes (mul neg exp)"), std::string::npos) << text;
+  EXPECT_NE(text.find("product   matmul of f32[4, 8] and f32[8, 3] with fused 3 nodes (mul neg exp)"),
+            std::string::npos)
+      << text;
 }
 
 TEST(Schedule, PlanReportsTheScheduledArena) {
