@@ -65,7 +65,6 @@ struct FusedFacts {
   // tile and never after.
   std::vector<std::vector<bool>> may_overwrite;
   bool in_registers = false;  // its program is a chain of fusion_chains.h
-  bool operator==(const FusedFacts& other) const = default;
 };
 FusedFacts fused_facts(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
                        const KernelSet& kernels);
