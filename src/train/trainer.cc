@@ -171,16 +171,17 @@ std::string run_slug(const TrainOptions& options) {
   return options.variant.empty() ? stem : stem + "-" + options.variant;
 }
 
-std::optional<graph::Graph> compile_run(Session& session, device::Device& device) {
+std::optional<CheckedStep> compile_run(Session& session, device::Device& device) {
   const RunSettings& run = session.settings();
   if (!run.find("data")) return std::nullopt;
   RunShape shape = read_run_shape(run, std::nullopt);
   StepGraph step = trace_step(session, *shape.loader, {.batch = shape.batch, .total_steps = shape.total});
   const graph::Graph under_precision = session.under_precision(step.graph);
-  session.compile(under_precision, device);
+  graph::Graph compiled = session.compile(under_precision, device);
   for (const EvalPassSpec* pass : eval_passes(run)) EvalPass(session, *pass, shape.batch, device);
   model_alone_or_note(session, *shape.loader);
-  return runtime::optimized_with_composites(device, under_precision);
+  return CheckedStep{.with_composites = runtime::optimized_with_composites(device, under_precision),
+                     .compiled = std::move(compiled)};
 }
 
 // The micro-batches of a run that has them: one that sets `:micro-batch`, or runs under

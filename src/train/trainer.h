@@ -30,12 +30,17 @@ struct TrainOptions {
 // variant after a dash when there is one.
 std::string run_slug(const TrainOptions& options);
 
+// A run's training step as `check` shows it.
+struct CheckedStep {
+  graph::Graph with_composites;  // after the passes, each composite one node (runtime::optimized_with_composites)
+  graph::Graph compiled;         // what the device's plan runs (runtime::Compiled::graph)
+};
+
 // What `check` does with a run: when the loaded session's `defrun` has `:data`, opens its
 // loader and compiles its training step, its :eval passes and its model alone for
-// `device`, as `train` would, runs nothing, and returns the step's graph after the
-// passes with its composites kept (runtime::optimized_with_composites); else nothing.
+// `device`, as `train` would, runs nothing, and returns the step's graphs; else nothing.
 // Diagnosed errors are lang::Error.
-std::optional<graph::Graph> compile_run(Session& session, device::Device& device);
+std::optional<CheckedStep> compile_run(Session& session, device::Device& device);
 
 // Trains the loaded session's run on `device`. Diagnosed errors are lang::Error (E-RUN,
 // E-CKPT, E-LOAD). Returns the location the checkpoints are in.

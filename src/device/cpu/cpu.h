@@ -20,11 +20,18 @@
 
 namespace sx::device {
 
+namespace cpu {
+struct Schedule;
+}  // namespace cpu
+
 class CpuDevice : public HostDevice {
  public:
   explicit CpuDevice(const DeviceOptions& options);
   std::string name() const override { return "cpu"; }
   std::unique_ptr<Plan> compile(const graph::Graph& graph) override;
+  // What compile makes a plan of: the graph verified, its composites expanded and
+  // lowered for this device's instruction set and cores (cpu/schedule.h).
+  cpu::Schedule schedule(const graph::Graph& graph) const;
   // The primitives with a row in the step table (cpu/kernels.h).
   bool supports(graph::PrimId primitive) const override;
   int cores() const { return cores_; }

@@ -7,26 +7,18 @@
 
 namespace sx::device::cpu {
 
-EpilogueStep make_epilogue_step(const StepContext& context, const FusedGroup& group,
-                                const std::vector<uint32_t>& absorbed, SharedScratch* scratch) {
-  const graph::Graph& graph = context.graph;
+EpilogueLayout lay_out_epilogue(const graph::Graph& graph, const FusedGroup& group, uint32_t absorbed,
+                                uint32_t absorbed_deep, const FusedFacts& facts) {
   const graph::NodeId product = *group.product;
-  std::optional<ProductStep> made = make_product_step(context, graph.node(product));
-  assert(made);  // find_fusion attaches f32 and bf16 products with a result only
-  FusedStep fused = make_fused_step(graph, group, absorbed, context.kernels, context.cores, scratch, made->parts);
-  EpilogueStep step;
-  for (size_t k = 0; k < 2; ++k)
-    step.inputs.push_back(read_source(graph, product, k, context.absorbed, context.absorbed_deep));
-  // Per operand of the group: its index in the inputs, or kResult for the product's result.
-  constexpr size_t kResult = SIZE_MAX;
-  std::vector<size_t> operand_at;
+  EpilogueLayout layout;
+  for (size_t k = 0; k < 2; ++k) layout.inputs.push_back(read_source(graph, product, k, absorbed, absorbed_deep));
   for (graph::NodeId operand : group.operands) {
     if (operand == product) {
-      operand_at.push_back(kResult);
+      layout.operand_at.push_back(kProductResult);
       continue;
     }
-    operand_at.push_back(step.inputs.size());
-    step.inputs.push_back(operand);
+    layout.operand_at.push_back(layout.inputs.size());
+    layout.inputs.push_back(operand);
   }
   // An f32 result that only the group reads goes where a written f32 member of its size
   // lies, when the program may write that member over it (each element read before it
@@ -39,29 +31,37 @@ EpilogueStep make_epilogue_step(const StepContext& context, const FusedGroup& gr
   for (size_t w = 0; w < group.written.size() && !shared && may_share; ++w) {
     const graph::Node& member = graph.node(group.written[w]);
     if (member.dtype == graph::DType::f32 && member.shape == graph.node(product).shape &&
-        fused.may_overwrite[w][product_operand])
+        facts.may_overwrite[w][product_operand])
       shared = w;
   }
-  step.outputs = group.written;
-  if (!shared) step.outputs.push_back(product);
+  layout.outputs = group.written;
+  if (!shared) layout.outputs.push_back(product);
   // The product's operands are read while every output is written: none may lie over them.
   // Nor may the member the product lies in: the product writes it before the program
   // reads the others.
   for (size_t w = 0; w < group.written.size(); ++w) {
-    std::vector<bool>& row = step.may_overwrite.emplace_back(step.inputs.size(), false);
+    std::vector<bool>& row = layout.may_overwrite.emplace_back(layout.inputs.size(), false);
     for (size_t k = 0; k < group.operands.size() && shared != w; ++k) {
-      if (operand_at[k] != kResult) row[operand_at[k]] = fused.may_overwrite[w][k];
+      if (layout.operand_at[k] != kProductResult) row[layout.operand_at[k]] = facts.may_overwrite[w][k];
     }
   }
-  if (!shared) step.may_overwrite.emplace_back(step.inputs.size(), false);
-  step.in_registers = fused.in_registers;
+  if (!shared) layout.may_overwrite.emplace_back(layout.inputs.size(), false);
+  layout.result = shared ? *shared : group.written.size();
+  return layout;
+}
+
+MultiStep make_epilogue_step(const StepContext& context, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
+                             std::vector<size_t> operand_at, size_t result, SharedScratch* scratch) {
+  const graph::Graph& graph = context.graph;
+  std::optional<ProductStep> made = make_product_step(context, graph.node(*group.product));
+  assert(made);  // find_fusion attaches f32 and bf16 products with a result only
+  FusedStep fused = make_fused_step(graph, group, absorbed, context.kernels, context.cores, scratch, made->parts);
   const bool by_blocks = fused.run_block && !(fused.blocks_need_whole_rows && made->splits_columns);
-  const size_t result = shared ? *shared : group.written.size();
-  step.run = [product = std::move(made->run), fused = std::move(fused), operand_at, by_blocks, result,
-              operands = std::vector<const uint8_t*>(group.operands.size())](const uint8_t* const* in,
-                                                                             uint8_t* const* out) mutable {
+  return [product = std::move(made->run), fused = std::move(fused), operand_at = std::move(operand_at), by_blocks,
+          result, operands = std::vector<const uint8_t*>(group.operands.size())](const uint8_t* const* in,
+                                                                                 uint8_t* const* out) mutable {
     for (size_t k = 0; k < operands.size(); ++k)
-      operands[k] = operand_at[k] == kResult ? out[result] : in[operand_at[k]];
+      operands[k] = operand_at[k] == kProductResult ? out[result] : in[operand_at[k]];
     if (!by_blocks) {
       product(in[0], in[1], out[result], nullptr);
       fused.run(operands.data(), out);
@@ -74,7 +74,6 @@ EpilogueStep make_epilogue_step(const StepContext& context, const FusedGroup& gr
     const BlockDone done = blocks_to(epilogue, fused.blocks_need_whole_rows);
     product(in[0], in[1], out[result], &done);
   };
-  return step;
 }
 
 }  // namespace sx::device::cpu

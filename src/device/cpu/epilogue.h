@@ -8,6 +8,7 @@
 // blocks' (gemm.h), the program's its tiles' (fusion.h), so no bit changes.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -32,20 +33,28 @@ struct ProductStep {
 // The step of an f32 or bf16 matmul node with a result (matmul.cc); nothing for the rest.
 std::optional<ProductStep> make_product_step(const StepContext& context, const graph::Node& node);
 
-struct EpilogueStep {
+// Where lowering (schedule.h) puts the bytes of a group's step with its product.
+struct EpilogueLayout {
   std::vector<graph::NodeId> inputs;  // the product's operands as it reads them, then the group's others
   // The group's written members, then the product, unless the product lies where one of
   // them does (an f32 member the program writes over it).
   std::vector<graph::NodeId> outputs;
-  MultiStep run;
-  std::vector<std::vector<bool>> may_overwrite;  // per output, per input: as FusedStep's
-  bool in_registers = false;                     // as FusedStep's
+  std::vector<std::vector<bool>> may_overwrite;  // per output, per input: as FusedFacts'
+  std::vector<size_t> operand_at;                // per operand of the group: its input, or kProductResult
+  size_t result = 0;                             // the output the product writes
 };
+inline constexpr size_t kProductResult = SIZE_MAX;
 
-// The step of `group` with its product; `context`: the product node's. A group that
-// cannot take the product's blocks (it reduces whole rows and the product's threads
-// split the columns) runs after the product, as one step still.
-EpilogueStep make_epilogue_step(const StepContext& context, const FusedGroup& group,
-                                const std::vector<uint32_t>& absorbed, SharedScratch* scratch);
+// The layout of `group`'s step with its product; `absorbed` and `absorbed_deep`: the
+// product node's bits (StepContext's), `facts`: the group's.
+EpilogueLayout lay_out_epilogue(const graph::Graph& graph, const FusedGroup& group, uint32_t absorbed,
+                                uint32_t absorbed_deep, const FusedFacts& facts);
+
+// The step of `group` with its product, laid out as lay_out_epilogue's `operand_at` and
+// `result` say; `context`: the product node's. A group that cannot take the product's
+// blocks (it reduces whole rows and the product's threads split the columns) runs after
+// the product, as one step still.
+MultiStep make_epilogue_step(const StepContext& context, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
+                             std::vector<size_t> operand_at, size_t result, SharedScratch* scratch);
 
 }  // namespace sx::device::cpu

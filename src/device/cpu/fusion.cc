@@ -60,7 +60,7 @@ constexpr int64_t kPrefetchWork = 3;  // members a stream, at least
 class FusedProgram {
  public:
   FusedProgram(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
-               const KernelSet& kernels, int cores, SharedScratch* scratch, int block_parts)
+               const KernelSet& kernels, int cores)
       : n_(graph::numel(graph.node(tiled_root(graph, group)).shape)),
         kernels_(math_kernels_for(kernels.isa)),
         loops_(tile_kernels_for(kernels.isa)) {
@@ -201,8 +201,13 @@ class FusedProgram {
     threads_ = threads_for(n_ * cost, cores);
     tiles_ = (n_ + tile_ - 1) / tile_;
     columns_ = shape.empty() ? 1 : shape.back();
-    const int parts = std::max(threads_, block_parts);
     part_floats_ = buffers_ * tile_ + (row_chain_ != nullptr ? kRowChainBuffers * row_ + narrowed_ * tile_ : 0);
+  }
+
+  // Its tiles of scratch in `scratch` (null: its own), for its threads and `block_parts`
+  // parts of a product's epilogue: before it runs, not for fused_facts.
+  void prepare(SharedScratch* scratch, int block_parts) {
+    const int parts = std::max(threads_, block_parts);
     scratch_ = scratch ? scratch : &own_scratch_;
     scratch_->reserve(static_cast<size_t>(parts) * static_cast<size_t>(part_floats_) * sizeof(float));
     tables_.resize(static_cast<size_t>(parts) * slots_);
@@ -659,19 +664,25 @@ class FusedProgram {
 
 }  // namespace
 
+FusedFacts fused_facts(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
+                       const KernelSet& kernels) {
+  const FusedProgram program(graph, group, absorbed, kernels, 1);
+  FusedFacts facts{.may_overwrite = {}, .in_registers = program.in_registers()};
+  for (size_t w = 0; w < group.written.size(); ++w) {
+    std::vector<bool>& row = facts.may_overwrite.emplace_back(group.operands.size());
+    for (size_t k = 0; k < group.operands.size(); ++k) row[k] = program.may_overwrite(k, static_cast<int>(w));
+  }
+  return facts;
+}
+
 FusedStep make_fused_step(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
                           const KernelSet& kernels, int cores, SharedScratch* scratch, int block_parts) {
-  auto program = std::make_shared<FusedProgram>(graph, group, absorbed, kernels, cores, scratch, block_parts);
+  auto program = std::make_shared<FusedProgram>(graph, group, absorbed, kernels, cores);
+  program->prepare(scratch, block_parts);
   FusedStep step{.run = [program](const uint8_t* const* in, uint8_t* const* out) { (*program)(in, out); },
-                 .may_overwrite = {},
                  .run_block = {},
                  .start_blocks = {},
-                 .blocks_need_whole_rows = program->blocks_need_whole_rows(),
-                 .in_registers = program->in_registers()};
-  for (size_t w = 0; w < group.written.size(); ++w) {
-    std::vector<bool>& row = step.may_overwrite.emplace_back(group.operands.size());
-    for (size_t k = 0; k < group.operands.size(); ++k) row[k] = program->may_overwrite(k, static_cast<int>(w));
-  }
+                 .blocks_need_whole_rows = program->blocks_need_whole_rows()};
   if (block_parts > 0 && program->runs_by_blocks()) {
     step.run_block = [program](const uint8_t* const* in, uint8_t* const* out, int part, int64_t row, int64_t rows,
                                int64_t col, int64_t cols) { program->run_block(in, out, part, row, rows, col, cols); };

@@ -38,12 +38,14 @@ struct FusedGroup {
   // Another group reads the product too (a later chain recomputes a member from it):
   // its result must outlive the step.
   bool product_read_outside = false;
+  bool operator==(const FusedGroup& other) const = default;
 };
 
 struct Fusion {
   std::vector<FusedGroup> groups;     // each of two members or more
   std::vector<int> group_of;          // per node: its group's index, -1 for none
   std::vector<int> group_of_product;  // per node: the group whose `product` it is, -1 for none
+  bool operator==(const Fusion& other) const = default;
 };
 
 // The groups of the needed nodes, `absorbed` and `absorbed_deep` as the plan decided
@@ -55,14 +57,21 @@ struct Fusion {
 Fusion find_fusion(const graph::Graph& graph, const std::vector<bool>& needed, const std::vector<uint32_t>& absorbed,
                    const std::vector<uint32_t>& absorbed_deep);
 
-// The step of a group, and which of its operands' bytes it may write its outputs over.
-struct FusedStep {
-  MultiStep run;  // the threads take whole tiles of the output
+// What lowering (schedule.h) knows of a group's program without making its step.
+struct FusedFacts {
   // Per written member, per operand: whether the member may be written over the
   // operand's bytes (a parameter updated in place): the operand is read element for
   // element in the output's order, every tile of it before the member writes that
   // tile and never after.
   std::vector<std::vector<bool>> may_overwrite;
+  bool in_registers = false;  // its program is a chain of fusion_chains.h
+};
+FusedFacts fused_facts(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
+                       const KernelSet& kernels);
+
+// The step of a group.
+struct FusedStep {
+  MultiStep run;  // the threads take whole tiles of the output
   // Made with block_parts: the group on rows [row, row + rows) and columns
   // [col, col + cols) of its elements seen as rows of its last axis, by part `part`
   // (below block_parts) while other parts run others: a product's epilogue. Each run
@@ -73,7 +82,6 @@ struct FusedStep {
       run_block;
   std::function<void()> start_blocks;
   bool blocks_need_whole_rows = false;  // it reduces rows: each block spans all columns
-  bool in_registers = false;            // its program is a chain of fusion_chains.h
 };
 // Its tiles of scratch in `scratch`, which the plan's fused steps share (they run one at
 // a time); null: its own.

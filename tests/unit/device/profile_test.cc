@@ -8,19 +8,6 @@
 namespace sx::device::testing {
 namespace {
 
-using graph::Builder;
-using graph::NodeId;
-
-Graph product_then_chain() {
-  Graph graph;
-  Builder b(graph);
-  NodeId x = b.input("x", {4, 8}, DType::f32);
-  NodeId w = b.input("w", {8, 3}, DType::f32);
-  NodeId y = b.matmul(x, w);
-  b.output("z", b.exp(b.neg(b.mul(y, y))));
-  return graph;
-}
-
 std::string stderr_of_two_runs(const char* setting) {
   if (setting != nullptr) setenv("SEXPGPU_CPU_PROFILE", setting, 1);
   else unsetenv("SEXPGPU_CPU_PROFILE");

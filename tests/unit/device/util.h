@@ -98,4 +98,15 @@ inline std::string compare(const Tensor& actual, const Tensor& expected, bool ex
   return "";
 }
 
+// exp(-(y * y)) of the product y = x @ w, which nothing else reads: the product's epilogue.
+inline Graph product_then_chain() {
+  Graph graph;
+  graph::Builder b(graph);
+  graph::NodeId x = b.input("x", {4, 8}, DType::f32);
+  graph::NodeId w = b.input("w", {8, 3}, DType::f32);
+  graph::NodeId y = b.matmul(x, w);
+  b.output("z", b.exp(b.neg(b.mul(y, y))));
+  return graph;
+}
+
 }  // namespace sx::device::testing
