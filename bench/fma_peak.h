@@ -1,7 +1,7 @@
 // The FMA peak loop of bench/cpu_matmul, written once over a vector type and
 // instantiated in fma_peak_avx2.cc, fma_peak_avx512.cc and fma_peak_avx512bf16.cc,
 // each built for its
-// instruction set (as src/device/cpu/gemm_microkernel.h is, for the same
+// instruction set (as src/device/cpu/products/gemm_microkernel.h is, for the same
 // reason: V is local to each file).
 #pragma once
 

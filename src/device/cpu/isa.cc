@@ -6,7 +6,7 @@
 
 #include <cstdlib>
 
-#include "device/cpu/gemm.h"
+#include "device/cpu/products/gemm.h"
 #include "device/device.h"
 #include "graph/shown.h"
 

@@ -4,9 +4,9 @@
 #include <optional>
 
 #include "device/arena.h"
-#include "device/cpu/epilogue.h"
-#include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
+#include "device/cpu/products/epilogue.h"
+#include "device/cpu/products/gemm.h"
 #include "device/cpu/schedule.h"
 
 namespace sx::device::cpu {

@@ -19,10 +19,10 @@
 #include <map>
 
 #include "device/cpu/cpu.h"
-#include "device/cpu/epilogue.h"
-#include "device/cpu/fusion.h"
-#include "device/cpu/gemm.h"
+#include "device/cpu/fusion/fusion.h"
 #include "device/cpu/kernels.h"
+#include "device/cpu/products/epilogue.h"
+#include "device/cpu/products/gemm.h"
 #include "device/cpu/profile.h"
 #include "device/cpu/schedule.h"
 #include "device/interrupt.h"

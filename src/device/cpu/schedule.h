@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "device/cpu/fusion.h"
+#include "device/cpu/fusion/fusion.h"
 #include "device/cpu/isa.h"
 #include "device/device.h"
 #include "graph/graph.h"

@@ -11,7 +11,7 @@
 // Error bounds over every f32 (tests/unit/graph/lane_math_test.cc measures them
 // against double-precision std:: results): see docs/tensors.md.
 //
-// The rule that keeps the instances apart (as in device/cpu/gemm_microkernel.h):
+// The rule that keeps the instances apart (as in device/cpu/products/gemm_microkernel.h):
 // everything here but ScalarLanes is a template over V, and a file built for a wider
 // instruction set instantiates it only with a vector type local to that file, never
 // with ScalarLanes.

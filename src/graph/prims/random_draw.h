@@ -1,6 +1,6 @@
 // What each random primitive draws for element i from its Philox block: the one
 // definition the reference kernels (prims/random.cc) and the cpu device's kernels
-// (device/cpu/random.cc) both call, so the devices agree bit for bit. A value is
+// (device/cpu/kernels/random.cc) both call, so the devices agree bit for bit. A value is
 // computed in double, then stored as Tensor::set_value stores it (prims::convert to
 // the dtype's compute type, then its storage type).
 #pragma once

@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "device/cpu/fusion_tiles.h"
+#include "device/cpu/fusion/fusion_tiles.h"
 #include "device/cpu/isa.h"
 #include "graph/tensor.h"
 

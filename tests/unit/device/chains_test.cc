@@ -1,4 +1,4 @@
-// The fused programs that run in registers (device/cpu/fusion_chains.h) give, member
+// The fused programs that run in registers (device/cpu/fusion/fusion_chains.h) give, member
 // for member, the bits of their members computed one at a time by the scalar formulas
 // (the interpreter's and the reference's), on every instruction set this processor
 // runs, over values that include NaNs, infinities, zeros, subnormals and values whose
@@ -12,9 +12,9 @@
 #include <random>
 #include <vector>
 
-#include "device/cpu/fusion_chains.h"
+#include "device/cpu/fusion/fusion_chains.h"
 #include "device/cpu/isa.h"
-#include "device/cpu/vector_math.h"
+#include "device/cpu/kernels/vector_math.h"
 #include "graph/tensor.h"
 
 namespace sx::device::testing {

@@ -1,4 +1,4 @@
-// A product's epilogue on the cpu device (device/cpu/epilogue.h): a fused group that
+// A product's epilogue on the cpu device (device/cpu/products/epilogue.h): a fused group that
 // alone reads a product's result runs on its blocks as the product finishes them, and
 // every output has the bits it has when the two run apart (the same graph with the
 // product an output too, which keeps it out of the group), on every instruction set

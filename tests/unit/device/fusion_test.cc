@@ -1,4 +1,4 @@
-// Elementwise fusion on the cpu device (device/cpu/fusion.h): chains of elementwise
+// Elementwise fusion on the cpu device (device/cpu/fusion/fusion.h): chains of elementwise
 // nodes give the reference device's bits on every instruction set the host runs, on
 // 1 and 2 threads, with tiles cut short and operands read through broadcasts; the
 // members read outside a chain are written, the others are not (the arena holds no

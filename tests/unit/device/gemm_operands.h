@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "device/cpu/gemm.h"
+#include "device/cpu/products/gemm.h"
 #include "graph/tensor.h"
 
 namespace sx::device::testing {

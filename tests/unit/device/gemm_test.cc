@@ -9,7 +9,7 @@
 // Then the same through the cpu device (batched, broadcast, transposed
 // operands, bf16) against the reference device within a stated bound, and
 // the instruction set's choice by name.
-#include "device/cpu/gemm.h"
+#include "device/cpu/products/gemm.h"
 
 #include <pmmintrin.h>
 

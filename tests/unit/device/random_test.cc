@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "device/cpu/isa.h"
-#include "device/cpu/vector_math.h"
+#include "device/cpu/kernels/vector_math.h"
 #include "graph/prims/random_draw.h"
 #include "util.h"
 

@@ -1,4 +1,4 @@
-// The fused row programs that run in registers (device/cpu/fusion_row_chains.h) give,
+// The fused row programs that run in registers (device/cpu/fusion/fusion_row_chains.h) give,
 // member for member, the bits of their members computed one at a time, each row's sums
 // and maxima by row_reduce.h (the interpreter's and the reduce step's), on every
 // instruction set this processor runs: over rows of activations' sizes and rows with
@@ -14,10 +14,10 @@
 #include <random>
 #include <vector>
 
-#include "device/cpu/fusion_row_chains.h"
+#include "device/cpu/fusion/fusion_row_chains.h"
 #include "device/cpu/isa.h"
-#include "device/cpu/row_reduce.h"
-#include "device/cpu/vector_math.h"
+#include "device/cpu/kernels/row_reduce.h"
+#include "device/cpu/kernels/vector_math.h"
 #include "graph/tensor.h"
 
 namespace sx::device::testing {

@@ -3,7 +3,7 @@
 // 1), then the last n % 16 elements in order; rows under 32 elements in order. Written
 // out here one add at a time, and compared bit for bit with row_sum and with every
 // instruction set's tile kernel, which takes two rows at a time.
-#include "device/cpu/row_reduce.h"
+#include "device/cpu/kernels/row_reduce.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "device/cpu/fusion_tiles.h"
+#include "device/cpu/fusion/fusion_tiles.h"
 #include "device/cpu/isa.h"
 
 namespace sx::device {

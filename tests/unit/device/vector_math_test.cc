@@ -4,7 +4,7 @@
 // under each instruction set, in f32 and bf16, over whole vectors and tails. An
 // instruction set the processor lacks is skipped, and the test says so; scripts/test
 // runs these again as other processors (processor_chosen_tests).
-#include "device/cpu/vector_math.h"
+#include "device/cpu/kernels/vector_math.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,8 +1,8 @@
 // The library's GELU (sexpgpu/ops) and its gradient, as a model's step traces them, run
-// on the cpu device as the fused programs in registers of device/cpu/fusion_chains.h,
+// on the cpu device as the fused programs in registers of device/cpu/fusion/fusion_chains.h,
 // in f32 and with bf16 products; a transformer block's attention weights (a softmax),
 // its layer-norm after the attention and their gradients as the row programs of
-// device/cpu/fusion_row_chains.h: each with the bits of the interpreter (the scalar
+// device/cpu/fusion/fusion_row_chains.h: each with the bits of the interpreter (the scalar
 // instruction set, which has no such programs) on every instruction set this processor
 // runs. A change to the library or to autodiff that leaves the programs behind fails
 // here rather than only slowing the models down.

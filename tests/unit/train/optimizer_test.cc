@@ -324,7 +324,7 @@ TEST(Update, TheCpuDeviceAgreesWithTheReference) {
   }
 }
 
-// The update of a parameter runs in registers on the cpu device (device/cpu/fusion_chains.h)
+// The update of a parameter runs in registers on the cpu device (device/cpu/fusion/fusion_chains.h)
 // where a vector instruction set runs, with the bits of the interpreter (the scalar set).
 TEST(Update, AdamWRunsInRegistersWithTheInterpretersBits) {
   RunFile f;

@@ -1,7 +1,7 @@
 // The portable micro-kernel: one float a register, fmaf for the fused
 // multiply-add (exact in any build, in hardware or not). The fallback on
 // processors without AVX2 and the check of the vector kernels' bits.
-#include "device/cpu/gemm_microkernel.h"
+#include "device/cpu/products/gemm_microkernel.h"
 #include "device/cpu/simd.h"
 
 namespace sx::device::cpu {

@@ -2,9 +2,9 @@
 // This file is built for the baseline processor with floating-point contraction off
 // (src/device/CMakeLists.txt); the pragmas raise the target of the loops alone, so
 // no function that other files share is compiled for a wider set than the baseline.
-#include "device/cpu/fusion_tiles.h"
+#include "device/cpu/fusion/fusion_tiles.h"
 
-#include "device/cpu/row_reduce.h"
+#include "device/cpu/kernels/row_reduce.h"
 #include "graph/prims/scalar.h"
 
 namespace sx::device::cpu {
@@ -13,20 +13,20 @@ namespace {
 namespace scalar = graph::prims::scalar;
 
 namespace baseline {
-#include "device/cpu/fusion_loops.inc"
+#include "device/cpu/fusion/fusion_loops.inc"
 }  // namespace baseline
 
 namespace avx2 {
 #pragma GCC push_options
 #pragma GCC target("avx2")
-#include "device/cpu/fusion_loops.inc"
+#include "device/cpu/fusion/fusion_loops.inc"
 #pragma GCC pop_options
 }  // namespace avx2
 
 namespace avx512 {
 #pragma GCC push_options
 #pragma GCC target("avx512f")
-#include "device/cpu/fusion_loops.inc"
+#include "device/cpu/fusion/fusion_loops.inc"
 #pragma GCC pop_options
 }  // namespace avx512
 

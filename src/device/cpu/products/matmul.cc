@@ -15,10 +15,10 @@
 #include <memory>
 #include <optional>
 
-#include "device/cpu/epilogue.h"
-#include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
-#include "device/cpu/view.h"
+#include "device/cpu/kernels/view.h"
+#include "device/cpu/products/epilogue.h"
+#include "device/cpu/products/gemm.h"
 #include "graph/prims/common.h"
 
 namespace sx::device::cpu {

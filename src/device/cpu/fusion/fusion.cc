@@ -4,7 +4,7 @@
 // kernels), so a program of k members costs k short loops per tile and no reads or
 // writes of memory between them. A program that is one of fusion_chains.h's runs its
 // tiles in registers instead.
-#include "device/cpu/fusion.h"
+#include "device/cpu/fusion/fusion.h"
 
 #include <algorithm>
 #include <memory>
@@ -12,14 +12,14 @@
 #include <span>
 #include <type_traits>
 
-#include "device/cpu/fusion_chains.h"
-#include "device/cpu/fusion_row_chains.h"
-#include "device/cpu/fusion_rules.h"
-#include "device/cpu/fusion_tiles.h"
-#include "device/cpu/gemm.h"
-#include "device/cpu/operand_walk.h"
-#include "device/cpu/row_reduce.h"
-#include "device/cpu/vector_math.h"
+#include "device/cpu/fusion/fusion_chains.h"
+#include "device/cpu/fusion/fusion_row_chains.h"
+#include "device/cpu/fusion/fusion_rules.h"
+#include "device/cpu/fusion/fusion_tiles.h"
+#include "device/cpu/kernels/operand_walk.h"
+#include "device/cpu/kernels/row_reduce.h"
+#include "device/cpu/kernels/vector_math.h"
+#include "device/cpu/products/gemm.h"
 
 namespace sx::device::cpu {
 namespace {

@@ -1,5 +1,5 @@
 // A product with its epilogue (epilogue.h).
-#include "device/cpu/epilogue.h"
+#include "device/cpu/products/epilogue.h"
 
 #include <algorithm>
 #include <cassert>

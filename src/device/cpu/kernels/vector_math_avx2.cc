@@ -1,7 +1,7 @@
 // graph/prims/lane_math.h over AVX2 + FMA: 8 floats a register. Compiled with
 // -mavx2 -mfma; called only after cpuid.
+#include "device/cpu/kernels/vector_math.h"
 #include "device/cpu/simd.h"
-#include "device/cpu/vector_math.h"
 
 namespace sx::device::cpu {
 

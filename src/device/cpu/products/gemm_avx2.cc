@@ -1,7 +1,7 @@
 // The AVX2 + FMA micro-kernel: 6 rows by 16 columns, 12 accumulators of 8
 // floats (Haswell to Zen: two FMA ports of 4 cycles' latency need 8 or more
 // independent sums). Compiled with -mavx2 -mfma; called only after cpuid.
-#include "device/cpu/gemm_microkernel.h"
+#include "device/cpu/products/gemm_microkernel.h"
 #include "device/cpu/simd.h"
 
 namespace sx::device::cpu {

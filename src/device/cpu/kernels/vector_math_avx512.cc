@@ -1,7 +1,7 @@
 // graph/prims/lane_math.h over AVX-512F: 16 floats a register, masks in k
 // registers (simd.h's Avx512). Compiled with -mavx512f; called only after cpuid.
+#include "device/cpu/kernels/vector_math.h"
 #include "device/cpu/simd.h"
-#include "device/cpu/vector_math.h"
 
 namespace sx::device::cpu {
 

@@ -14,9 +14,9 @@
 #include <optional>
 #include <vector>
 
-#include "device/cpu/fusion.h"
-#include "device/cpu/gemm.h"
+#include "device/cpu/fusion/fusion.h"
 #include "device/cpu/kernels.h"
+#include "device/cpu/products/gemm.h"
 
 namespace sx::device::cpu {
 

@@ -1,7 +1,7 @@
 // The AVX-512F micro-kernel: 12 rows by 32 columns, 24 accumulators of 16
 // floats, leaving registers for two B vectors and the broadcast. Compiled
 // with -mavx512f; called only after cpuid.
-#include "device/cpu/gemm_microkernel.h"
+#include "device/cpu/products/gemm_microkernel.h"
 #include "device/cpu/simd.h"
 
 namespace sx::device::cpu {

@@ -9,9 +9,9 @@
 #include <optional>
 #include <vector>
 
-#include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
-#include "device/cpu/view.h"
+#include "device/cpu/kernels/view.h"
+#include "device/cpu/products/gemm.h"
 #include "graph/index_error.h"
 #include "graph/prims/common.h"
 

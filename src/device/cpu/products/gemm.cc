@@ -5,7 +5,7 @@
 // then nr-wide slivers of B and mr-tall slivers of A meet in the micro-kernel.
 // A block of K after the first accumulates into C, which holds f32 between
 // blocks, so the sum goes on exactly where it stopped.
-#include "device/cpu/gemm.h"
+#include "device/cpu/products/gemm.h"
 
 #include <pmmintrin.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 #include <cassert>
 #include <cstring>
 
-#include "device/cpu/fusion_tiles.h"
+#include "device/cpu/fusion/fusion_tiles.h"
 #include "device/cpu/kernels.h"
 #include "graph/tensor.h"
 

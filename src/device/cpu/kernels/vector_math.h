@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "device/cpu/fusion_chains.h"
-#include "device/cpu/fusion_row_chains.h"
+#include "device/cpu/fusion/fusion_chains.h"
+#include "device/cpu/fusion/fusion_row_chains.h"
 #include "device/cpu/isa.h"
 #include "graph/philox.h"
 #include "graph/prims/lane_math.h"

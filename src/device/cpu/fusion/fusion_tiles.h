@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "device/cpu/isa.h"
-#include "device/cpu/vector_math.h"
+#include "device/cpu/kernels/vector_math.h"
 #include "graph/primitive.h"
 
 namespace sx::device::cpu {

@@ -11,10 +11,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "device/cpu/fusion_tiles.h"
-#include "device/cpu/gemm.h"
+#include "device/cpu/fusion/fusion_tiles.h"
 #include "device/cpu/kernels.h"
-#include "device/cpu/row_reduce.h"
+#include "device/cpu/kernels/row_reduce.h"
+#include "device/cpu/products/gemm.h"
 #include "graph/prims/common.h"
 
 namespace sx::device::cpu {

@@ -1,9 +1,9 @@
 // Finding elementwise fusion's groups (fusion.h) and what each may join (fusion_rules.h).
 #include <algorithm>
 
-#include "device/cpu/fusion.h"
-#include "device/cpu/fusion_rules.h"
-#include "device/cpu/fusion_tiles.h"
+#include "device/cpu/fusion/fusion.h"
+#include "device/cpu/fusion/fusion_rules.h"
+#include "device/cpu/fusion/fusion_tiles.h"
 
 namespace sx::device::cpu {
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "device/cpu/gemm_microkernel.h"
+#include "device/cpu/products/gemm_microkernel.h"
 #include "device/cpu/simd.h"
 
 namespace sx::device::cpu {

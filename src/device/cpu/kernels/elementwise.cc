@@ -8,11 +8,11 @@
 #include <cstring>
 #include <type_traits>
 
-#include "device/cpu/fusion_tiles.h"
-#include "device/cpu/gemm.h"
+#include "device/cpu/fusion/fusion_tiles.h"
 #include "device/cpu/kernels.h"
-#include "device/cpu/operand_walk.h"
-#include "device/cpu/vector_math.h"
+#include "device/cpu/kernels/operand_walk.h"
+#include "device/cpu/kernels/vector_math.h"
+#include "device/cpu/products/gemm.h"
 #include "graph/prims/common.h"
 
 namespace sx::device::cpu {

@@ -24,7 +24,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "device/cpu/gemm.h"
+#include "device/cpu/products/gemm.h"
 #include "graph/tensor.h"
 
 namespace sx::device::cpu {

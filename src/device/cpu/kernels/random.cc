@@ -7,9 +7,9 @@
 // so do random_normal's f32 values (lane_math's normal), from those words.
 #include <algorithm>
 
-#include "device/cpu/gemm.h"
 #include "device/cpu/kernels.h"
-#include "device/cpu/vector_math.h"
+#include "device/cpu/kernels/vector_math.h"
+#include "device/cpu/products/gemm.h"
 #include "graph/prims/common.h"
 #include "graph/prims/random_draw.h"
 

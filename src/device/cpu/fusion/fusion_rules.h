@@ -6,8 +6,8 @@
 #include <optional>
 #include <vector>
 
-#include "device/cpu/fusion.h"
-#include "device/cpu/row_reduce.h"
+#include "device/cpu/fusion/fusion.h"
+#include "device/cpu/kernels/row_reduce.h"
 
 namespace sx::device::cpu {
 

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "device/cpu/gemm.h"
+#include "device/cpu/products/gemm.h"
 
 namespace sx::device::cpu::microkernel {
 

@@ -26,8 +26,8 @@
 #include <tuple>
 #include <utility>
 
-#include "device/cpu/fusion_chains.h"
-#include "device/cpu/row_reduce.h"
+#include "device/cpu/fusion/fusion_chains.h"
+#include "device/cpu/kernels/row_reduce.h"
 
 namespace sx::device::cpu {
 
