@@ -16,7 +16,8 @@ EpilogueStep make_epilogue_step(const StepContext& context, const FusedGroup& gr
   FusedStep fused = make_fused_step(graph, group, absorbed, context.kernels, context.cores, scratch, made->parts);
   EpilogueStep step;
   for (size_t k = 0; k < 2; ++k)
-    step.inputs.push_back(read_source(graph, product, k, context.absorbed, context.absorbed_deep));
+    step.inputs.push_back(
+        read_source(graph, product, k, context.absorbed, context.absorbed_deep, context.absorbed_cast));
   // Per operand of the group: its index in the inputs, or kResult for the product's result.
   constexpr size_t kResult = SIZE_MAX;
   std::vector<size_t> operand_at;

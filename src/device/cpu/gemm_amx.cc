@@ -62,8 +62,24 @@ class TilesConfigured {
 };
 
 uint16_t bits_at(const MatrixRef& m, int64_t i, int64_t j) {
-  return static_cast<const graph::Bf16*>(m.data)[i * m.rows + j * m.cols].bits;
+  const int64_t at = i * m.rows + j * m.cols;
+  if (m.from_f32) return graph::Bf16(static_cast<const float*>(m.data)[at]).bits;
+  return static_cast<const graph::Bf16*>(m.data)[at].bits;
 }
+
+// 16 floats rounded to bf16 as graph::Bf16 rounds them (to nearest even, a NaN kept a
+// quiet NaN; VCVTNEPS2BF16 would flush subnormals), as 16 halves.
+__m256i rounded_halves(__m512 x) {
+  const __m512i bits = _mm512_castps_si512(x), high = _mm512_srli_epi32(bits, 16);
+  const __m512i rounding = _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(high, _mm512_set1_epi32(1)));
+  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(bits, rounding), 16);
+  const __mmask16 nan =
+      _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+  return _mm512_cvtepi32_epi16(_mm512_mask_or_epi32(rounded, nan, high, _mm512_set1_epi32(0x40)));
+}
+
+// The first n of 16 lanes.
+__mmask16 first_lanes(int64_t n) { return static_cast<__mmask16>((1u << std::clamp<int64_t>(n, 0, 16)) - 1); }
 
 constexpr int64_t kTileHalves = kTile * kChunk;  // bf16 halves in a tile of 16 rows of 64 bytes
 
@@ -78,35 +94,57 @@ __m512i interleave(__m256i low, __m256i high) {
 // Steps [step, step + depth) of B's columns [col, col + cols) as tiles of pairs: for
 // each chunk of 32 steps, `tiles` tiles of 16 columns, each 16 rows of 16 words, word
 // j of row r holding steps 2r and 2r + 1 of column j. Zero past K and past the columns.
+// f32 B (from_f32) is rounded here, as its halves are read.
 void pack_b(const MatrixRef& b, int64_t k, int64_t step, int64_t depth, int64_t col, int64_t cols, int64_t tiles,
             uint16_t* out) {
   const int64_t chunks = (depth + kChunk - 1) / kChunk, steps = std::min(depth, k - step);
   const auto* base = static_cast<const uint16_t*>(b.data);
+  const auto* floats = static_cast<const float*>(b.data);
   if (b.cols == 1) {
+    // 16 halves of row i of B from column j on, zero past the first `live`.
+    const auto halves = [&](int64_t i, int64_t j, __mmask16 live) {
+      const int64_t at = (step + i) * b.rows + col + j;
+      return b.from_f32 ? rounded_halves(_mm512_maskz_loadu_ps(live, floats + at))
+                        : _mm256_maskz_loadu_epi16(live, base + at);
+    };
     // Rows of B: two at a time, 16 columns of each interleaved into a tile's row.
     for (int64_t pair = 0; pair < chunks * kTile; ++pair) {
       const int64_t p = 2 * pair;
-      const uint16_t* even = p < steps ? base + (step + p) * b.rows + col : nullptr;
-      const uint16_t* odd = p + 1 < steps ? even + b.rows : nullptr;
       uint16_t* row = out + (p / kChunk) * tiles * kTileHalves + (pair % kTile) * kChunk;
       for (int64_t t = 0; t < tiles; ++t) {
-        const int64_t j = t * kTile, width = std::clamp<int64_t>(cols - j, 0, kTile);
-        const __mmask16 live = static_cast<__mmask16>((1u << width) - 1);
-        __m256i low = even ? _mm256_maskz_loadu_epi16(live, even + j) : _mm256_setzero_si256();
-        __m256i high = odd ? _mm256_maskz_loadu_epi16(live, odd + j) : _mm256_setzero_si256();
+        const int64_t j = t * kTile;
+        const __mmask16 live = first_lanes(cols - j);
+        __m256i low = p < steps ? halves(p, j, live) : _mm256_setzero_si256();
+        __m256i high = p + 1 < steps ? halves(p + 1, j, live) : _mm256_setzero_si256();
         _mm512_storeu_si512(row + t * kTileHalves, interleave(low, high));
       }
     }
     return;
   }
   std::memset(out, 0, static_cast<size_t>(chunks * tiles * kTileHalves) * sizeof(uint16_t));
-  const bool words_in_place =
-      b.rows == 1 && b.cols % 2 == 0 && step % 2 == 0 && reinterpret_cast<uintptr_t>(b.data) % alignof(float) == 0;
+  const bool words_in_place = b.rows == 1 && b.cols % 2 == 0 && step % 2 == 0 && !b.from_f32 &&
+                              reinterpret_cast<uintptr_t>(b.data) % alignof(float) == 0;
+  const bool rounds_columns = b.rows == 1 && b.from_f32;
   for (int64_t q = 0; q < chunks; ++q) {
     const int64_t first = q * kChunk, count = std::min(kChunk, steps - first);
     for (int64_t t = 0; t * kTile < cols; ++t) {
       const int64_t width = std::min(kTile, cols - t * kTile);
       uint16_t* tile = out + (q * tiles + t) * kTileHalves;
+      if (rounds_columns) {
+        // f32 columns along memory (a transpose read in place): each column's chunk
+        // rounded to 16 words of pairs, then the words transposed 16 x 16.
+        alignas(64) uint16_t words[kTile * kChunk];
+        for (int64_t j = 0; j < width; ++j) {
+          const float* from = floats + (col + t * kTile + j) * b.cols + step + first;
+          _mm256_store_si256(reinterpret_cast<__m256i*>(words + j * kChunk),
+                             rounded_halves(_mm512_maskz_loadu_ps(first_lanes(count), from)));
+          _mm256_store_si256(reinterpret_cast<__m256i*>(words + j * kChunk + kTile),
+                             rounded_halves(_mm512_maskz_loadu_ps(first_lanes(count - kTile), from + kTile)));
+        }
+        avx512_kernels().pack_transposed(kTile, width, reinterpret_cast<const float*>(words), kTile,
+                                         reinterpret_cast<float*>(tile), kTile);
+        continue;
+      }
       if (words_in_place && count == kChunk) {
         // A transpose read in place: a column's pairs are words side by side, so a tile
         // is a 16 x 16 transpose of words (moved as floats, bits untouched).

@@ -87,9 +87,10 @@ class CpuPlan : public Plan {
     storage_.resize(count);
     // Which nodes an output needs; which inputs each step reads through a broadcast's,
     // transpose's or reshape's input (its row's `absorbs`): bit k of absorbed[id] for input k,
-    // and of absorbed_deep[id] as well when it reads through what lies under that node.
+    // and of absorbed_deep[id] as well when it reads through what lies under that node;
+    // of absorbed_cast[id] when it reads an f32 weight through a cast it rounds itself.
     std::vector<bool> needed(count, false);
-    std::vector<uint32_t> absorbed(count, 0), absorbed_deep(count, 0);
+    std::vector<uint32_t> absorbed(count, 0), absorbed_deep(count, 0), absorbed_cast(count, 0);
     std::vector<int> users(count, 0), absorbing(count, 0);
     for (const graph::NamedNode& out : graph_.outputs) needed[out.node] = true;
     for (NodeId id = static_cast<NodeId>(count); id-- > 0;) {
@@ -100,15 +101,18 @@ class CpuPlan : public Plan {
         NodeId in = node.inputs[k];
         ++users[in];
         PrimId from = graph_.node(in).op();
-        int depth =
-            absorbs && k < 32 && (from == PrimId::broadcast || from == PrimId::transpose || from == PrimId::reshape)
-                ? absorbs(graph_, node, k)
-                : 0;
-        if (depth > 0) {
-          absorbed[id] |= 1u << k;
+        int reads = absorbs && k < 32 &&
+                            (from == PrimId::broadcast || from == PrimId::transpose || from == PrimId::reshape ||
+                             from == PrimId::cast)
+                        ? absorbs(graph_, node, k)
+                        : 0;
+        if (reads & cpu::kThroughCast) absorbed_cast[id] |= 1u << k;
+        int depth = reads & ~cpu::kThroughCast;
+        if (reads > 0) {
+          if (depth > 0) absorbed[id] |= 1u << k;
           if (depth == 2) absorbed_deep[id] |= 1u << k;  // what lies under it is needed only by others
           ++absorbing[in];
-          needed[cpu::read_source(graph_, id, k, absorbed[id], absorbed_deep[id])] = true;
+          needed[cpu::read_source(graph_, id, k, absorbed[id], absorbed_deep[id], absorbed_cast[id])] = true;
           if (users[in] != absorbing[in]) needed[in] = true;
         } else {
           needed[in] = true;
@@ -136,8 +140,8 @@ class CpuPlan : public Plan {
         const cpu::FusedGroup& group = fusion.groups[static_cast<size_t>(g)];
         if (group.members.back() != id) continue;
         if (group.product) {
-          cpu::EpilogueStep step = cpu::make_epilogue_step(step_context(*group.product, absorbed, absorbed_deep), group,
-                                                           absorbed, &fusion_scratch_);
+          cpu::EpilogueStep step = cpu::make_epilogue_step(
+              step_context(*group.product, absorbed, absorbed_deep, absorbed_cast), group, absorbed, &fusion_scratch_);
           if (step.in_registers) in_registers.push_back(id);
           entries_.push_back({.id = id,
                               .alias = 0,
@@ -183,11 +187,11 @@ class CpuPlan : public Plan {
       Entry entry{
           .id = id, .alias = 0, .inputs = node.inputs, .outputs = {id}, .step = {}, .outs = {}, .may_overwrite = {}};
       for (size_t k = 0; k < node.inputs.size(); ++k) {
-        entry.inputs[k] = cpu::read_source(graph_, id, k, absorbed[id], absorbed_deep[id]);
+        entry.inputs[k] = cpu::read_source(graph_, id, k, absorbed[id], absorbed_deep[id], absorbed_cast[id]);
       }
       cpu::Step step;
       if (row.run == Run::step) {
-        step = row.make(step_context(id, absorbed, absorbed_deep), node);
+        step = row.make(step_context(id, absorbed, absorbed_deep, absorbed_cast), node);
       } else {
         std::vector<graph::ValueType> types;
         for (NodeId in : node.inputs) types.push_back({graph_.node(in).shape, graph_.node(in).dtype});
@@ -225,12 +229,14 @@ class CpuPlan : public Plan {
 
   // What making node `id`'s step may read (kernels.h).
   cpu::StepContext step_context(NodeId id, const std::vector<uint32_t>& absorbed,
-                                const std::vector<uint32_t>& absorbed_deep) {
+                                const std::vector<uint32_t>& absorbed_deep,
+                                const std::vector<uint32_t>& absorbed_cast) {
     return {.graph = graph_,
             .cores = cores_,
             .kernels = kernels_,
             .absorbed = absorbed[id],
             .absorbed_deep = absorbed_deep[id],
+            .absorbed_cast = absorbed_cast[id],
             .gemm_scratch = &gemm_scratch_};
   }
 
