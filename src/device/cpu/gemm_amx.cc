@@ -35,6 +35,7 @@ constexpr int64_t kChunk = 32;                // steps of K a tile instruction t
 constexpr int64_t kPanel = 512;               // columns of C a packed panel of B covers at most
 constexpr int64_t kPanelBytes = 1024 * 1024;  // a panel of B, packed: half the L2 of the hosts with AMX
 constexpr int64_t kBlockRows = AmxBuffers::kBlockRows, kBlockCols = AmxBuffers::kBlockCols;
+constexpr int64_t kFetchAhead = 4;  // pairs of B's rows that packing fetches ahead
 
 // The palette-1 tile configuration: every tile used here is 16 rows of 64 bytes.
 struct alignas(64) TileConfig {
@@ -107,9 +108,18 @@ void pack_b(const MatrixRef& b, int64_t k, int64_t step, int64_t depth, int64_t 
       return b.from_f32 ? rounded_halves(_mm512_maskz_loadu_ps(live, floats + at))
                         : _mm256_maskz_loadu_epi16(live, base + at);
     };
-    // Rows of B: two at a time, 16 columns of each interleaved into a tile's row.
+    // Rows of B: two at a time, 16 columns of each interleaved into a tile's row. The
+    // rows kFetchAhead pairs on are fetched meanwhile: each row is a few lines of a
+    // weight that lies in memory, too short for the hardware's prefetcher to start on
+    // before the loop has read it.
+    const int64_t element = b.from_f32 ? 4 : 2, line_bytes = std::min(cols, tiles * kTile) * element;
+    const auto* bytes = static_cast<const char*>(b.data);
     for (int64_t pair = 0; pair < chunks * kTile; ++pair) {
       const int64_t p = 2 * pair;
+      for (int64_t ahead = p + 2 * kFetchAhead; ahead < std::min(steps, p + 2 * kFetchAhead + 2); ++ahead) {
+        const char* line = bytes + ((step + ahead) * b.rows + col) * element;
+        for (int64_t byte = 0; byte < line_bytes; byte += 64) __builtin_prefetch(line + byte, 0, 2);
+      }
       uint16_t* row = out + (p / kChunk) * tiles * kTileHalves + (pair % kTile) * kChunk;
       for (int64_t t = 0; t < tiles; ++t) {
         const int64_t j = t * kTile;
@@ -122,17 +132,15 @@ void pack_b(const MatrixRef& b, int64_t k, int64_t step, int64_t depth, int64_t 
     return;
   }
   std::memset(out, 0, static_cast<size_t>(chunks * tiles * kTileHalves) * sizeof(uint16_t));
-  const bool words_in_place = b.rows == 1 && b.cols % 2 == 0 && step % 2 == 0 && !b.from_f32 &&
-                              reinterpret_cast<uintptr_t>(b.data) % alignof(float) == 0;
-  const bool rounds_columns = b.rows == 1 && b.from_f32;
-  for (int64_t q = 0; q < chunks; ++q) {
-    const int64_t first = q * kChunk, count = std::min(kChunk, steps - first);
+  if (b.rows == 1 && b.from_f32) {
+    // f32 columns along memory (a transpose read in place): a tile's 16 columns down all
+    // of K, each read in order, a chunk of each rounded to 16 words of pairs, then the
+    // words transposed 16 x 16. (A chunk of every column at a time, each of a weight's
+    // rows would be come back to once a chunk, after the others had pushed it out.)
     for (int64_t t = 0; t * kTile < cols; ++t) {
       const int64_t width = std::min(kTile, cols - t * kTile);
-      uint16_t* tile = out + (q * tiles + t) * kTileHalves;
-      if (rounds_columns) {
-        // f32 columns along memory (a transpose read in place): each column's chunk
-        // rounded to 16 words of pairs, then the words transposed 16 x 16.
+      for (int64_t q = 0; q < chunks; ++q) {
+        const int64_t first = q * kChunk, count = std::min(kChunk, steps - first);
         alignas(64) uint16_t words[kTile * kChunk];
         for (int64_t j = 0; j < width; ++j) {
           const float* from = floats + (col + t * kTile + j) * b.cols + step + first;
@@ -142,9 +150,18 @@ void pack_b(const MatrixRef& b, int64_t k, int64_t step, int64_t depth, int64_t 
                              rounded_halves(_mm512_maskz_loadu_ps(first_lanes(count - kTile), from + kTile)));
         }
         avx512_kernels().pack_transposed(kTile, width, reinterpret_cast<const float*>(words), kTile,
-                                         reinterpret_cast<float*>(tile), kTile);
-        continue;
+                                         reinterpret_cast<float*>(out + (q * tiles + t) * kTileHalves), kTile);
       }
+    }
+    return;
+  }
+  const bool words_in_place =
+      b.rows == 1 && b.cols % 2 == 0 && step % 2 == 0 && reinterpret_cast<uintptr_t>(b.data) % alignof(float) == 0;
+  for (int64_t q = 0; q < chunks; ++q) {
+    const int64_t first = q * kChunk, count = std::min(kChunk, steps - first);
+    for (int64_t t = 0; t * kTile < cols; ++t) {
+      const int64_t width = std::min(kTile, cols - t * kTile);
+      uint16_t* tile = out + (q * tiles + t) * kTileHalves;
       if (words_in_place && count == kChunk) {
         // A transpose read in place: a column's pairs are words side by side, so a tile
         // is a 16 x 16 transpose of words (moved as floats, bits untouched).
