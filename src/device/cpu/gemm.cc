@@ -388,13 +388,13 @@ size_t GemmScratch::bytes() const {
   for (const GemmWorkspace& ws : slots) {
     floats += ws.a_pack.size() + ws.b_pack.size() + ws.tile.size() + ws.b_row.size() + ws.b_wide.size();
   }
-  size_t other = 0;
-  for (const GemmWorkspace& ws : slots) other += ws.amx.bytes() + ws.b_rounded.size() * sizeof(graph::Bf16);
-  return floats * sizeof(float) + other + product.size;
+  size_t amx = 0;
+  for (const GemmWorkspace& ws : slots) amx += ws.amx.bytes();
+  return floats * sizeof(float) + amx + product.size;
 }
 
 Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int threads, bool bf16, GemmScratch* scratch,
-           int first_slot, bool b_from_f32)
+           int first_slot)
     : kernels_(kernels),
       m_(m),
       n_(n),
@@ -451,9 +451,6 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
   auto grow = [](std::vector<float>& buffer, int64_t floats) {
     if (buffer.size() < static_cast<size_t>(floats)) buffer.resize(static_cast<size_t>(floats));
   };
-  std::vector<graph::Bf16>& b_rounded = slots[static_cast<size_t>(first_slot_)].b_rounded;
-  if (b_from_f32 && !amx_ && b_rounded.size() < static_cast<size_t>(k * n))
-    b_rounded.resize(static_cast<size_t>(k * n));
   for (int part = 0; part < threads_; ++part) {
     Workspace& ws = slots[static_cast<size_t>(first_slot_ + part)];
     if (amx_) {
@@ -469,10 +466,9 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
 }
 
 void Gemm::run(MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rounded, const BlockDone* done) {
-  assert(a.bf16 == bf16_ && b.bf16 == bf16_ && !a.from_f32);
+  assert(a.bf16 == bf16_ && b.bf16 == bf16_ && !a.from_f32 && (!b.from_f32 || amx_));
   assert(!done || !done->whole_rows || !splits_columns());
   if (m_ == 0 || n_ == 0) return;
-  if (b.from_f32 && !amx_) b = rounded_b(b);
   int mr = kernels_.mr, nr = kernels_.nr;
   int64_t row_slivers = (m_ + mr - 1) / mr, col_slivers = (n_ + nr - 1) / nr;
   auto region = [&](int index) {
@@ -491,25 +487,6 @@ void Gemm::run(MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rou
                  scratch_->slots[static_cast<size_t>(first_slot_ + index)]);
     }
   });
-}
-
-MatrixRef Gemm::rounded_b(const MatrixRef& b) {
-  graph::Bf16* out = scratch_->slots[static_cast<size_t>(first_slot_)].b_rounded.data();
-  const auto* from = static_cast<const float*>(b.data);
-  // Lines along memory: B's rows, or its columns where it is a transpose read in place.
-  const bool columns = b.cols != 1 && b.rows == 1;
-  if (!columns && b.cols != 1) {
-    for (int64_t i = 0; i < k_; ++i) {
-      for (int64_t j = 0; j < n_; ++j) out[i * n_ + j] = graph::Bf16(from[i * b.rows + j * b.cols]);
-    }
-    return {.data = out, .rows = n_, .cols = 1, .bf16 = true};
-  }
-  const int64_t lines = columns ? n_ : k_, length = columns ? k_ : n_, stride = columns ? b.cols : b.rows;
-  parallel_for(lines, threads_, [&](int64_t begin, int64_t end) {
-    narrow_bf16_rows_(from + begin * stride, stride, out + begin * length, length, end - begin, length);
-  });
-  if (columns) return {.data = out, .rows = 1, .cols = k_, .bf16 = true};
-  return {.data = out, .rows = n_, .cols = 1, .bf16 = true};
 }
 
 void Gemm::round_block(const float* c, int64_t ldc, graph::Bf16* rounded, int64_t row, int64_t rows, int64_t col,

@@ -105,7 +105,7 @@ struct MatrixRef {
   bool bf16 = false;
   // A bf16 operand whose data is f32, each element rounded to bf16 as it is read
   // (graph::Bf16's rounding, as a cast rounds): a cast of a weight that the product
-  // absorbs. B alone, in a Gemm made to take it.
+  // absorbs. B alone, of a product on AMX (amx_product rounds it as it packs it).
   bool from_f32 = false;
 };
 
@@ -118,14 +118,15 @@ bool host_runs_amx();
 struct AmxBuffers {
   static constexpr int64_t kBlockRows = 32, kBlockCols = 32;
   std::vector<uint16_t> a, b;
-  std::vector<float> sums;   // 32 rows of a panel's sums, where they need not go to C
-  std::vector<float> block;  // a block of 32 x 32 partly past C's edge
+  std::vector<uint16_t> rounded;  // two rows of an f32 B (MatrixRef::from_f32) rounded, as B is packed
+  std::vector<float> sums;        // 32 rows of a panel's sums, where they need not go to C
+  std::vector<float> block;       // a block of 32 x 32 partly past C's edge
   // Sizes them for amx_product over `k` steps and `cols` columns, blocks done in whole
   // rows or not (a Gemm that runs on AMX does it when it is made, for both, so that its
   // runs allocate nothing and the plan's scratch counts them).
   void reserve(int64_t k, int64_t cols, bool whole_rows);
   size_t bytes() const {
-    return (a.size() + b.size()) * sizeof(uint16_t) + (sums.size() + block.size()) * sizeof(float);
+    return (a.size() + b.size() + rounded.size()) * sizeof(uint16_t) + (sums.size() + block.size()) * sizeof(float);
   }
 };
 
@@ -146,7 +147,8 @@ struct AmxFinished {
 };
 
 // C's rows [row, row + rows) and columns [col, col + cols) = A @ B over all K (k > 0),
-// bf16 A and B, by AMX tiles (gemm_amx.cc has their rule), each block handed to
+// bf16 A and B (B maybe f32 rounded as it is packed, from_f32), by AMX tiles
+// (gemm_amx.cc has their rule), each block handed to
 // `finished` where given. Call only where host_runs_amx().
 void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row, int64_t rows, int64_t col,
                  int64_t cols, float* c, int64_t ldc, AmxBuffers& buffers, const AmxFinished* finished = nullptr);
@@ -154,10 +156,9 @@ void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row,
 // The packing buffers of one thread's part of a product.
 struct GemmWorkspace {
   std::vector<float> a_pack, b_pack, tile;
-  std::vector<float> b_row;            // a widened row of B, when streaming
-  std::vector<float> b_wide;           // B's block as f32 rows before packing, when it is bf16 or strided (made
-                                       // on first use)
-  std::vector<graph::Bf16> b_rounded;  // f32 B rounded, where the kernels do not round it as they pack
+  std::vector<float> b_row;   // a widened row of B, when streaming
+  std::vector<float> b_wide;  // B's block as f32 rows before packing, when it is bf16 or strided (made
+                              // on first use)
   AmxBuffers amx;
 };
 
@@ -201,10 +202,7 @@ BlockDone blocks_to(const F& f, bool whole_rows) {
 
 // C[m, n] = A[m, k] @ B[k, n] for one shape and operand dtype (both f32 or
 // both bf16), with its packing buffers made once: its own, or slots
-// [first_slot, first_slot + threads) of `scratch`. With `b_from_f32`, run's B may be
-// f32 rounded as it is read (MatrixRef::from_f32): AMX's packing rounds it; the other
-// kernels read B rounded whole first, as a cast before the product would (the
-// same bits either way). C is f32, row-major with
+// [first_slot, first_slot + threads) of `scratch`. C is f32, row-major with
 // row stride ldc. With `rounded`, C is also written there rounded to bf16 (same
 // row stride), each tile as soon as its sums are done, while it is in cache: a
 // pass over all of C afterwards would read it back from memory (gpt-small's bf16
@@ -213,7 +211,7 @@ BlockDone blocks_to(const F& f, bool whole_rows) {
 class Gemm {
  public:
   Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int threads, bool bf16,
-       GemmScratch* scratch = nullptr, int first_slot = 0, bool b_from_f32 = false);
+       GemmScratch* scratch = nullptr, int first_slot = 0);
   Gemm(const Gemm&) = delete;  // scratch_ may point into the object
   Gemm& operator=(const Gemm&) = delete;
   // With `done`, called on every block of C as it is finished.
@@ -242,8 +240,6 @@ class Gemm {
   // packed for the micro-kernel's tiles.
   enum class RegionPath { empty_sum, amx_tiles, in_place, streamed, packed };
   RegionPath path_of(int64_t rows, const MatrixRef& b) const;
-  // f32 B (from_f32) rounded whole to bf16, in the first slot's b_rounded.
-  MatrixRef rounded_b(const MatrixRef& b);
   // A region by its path, then rounded and handed to finish.done.
   void run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, const Finish& finish,
                   Workspace& ws);

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "device/cpu/fusion_tiles.h"
 #include "device/cpu/gemm.h"
 #include "graph/tensor.h"
 
@@ -68,20 +69,6 @@ uint16_t bits_at(const MatrixRef& m, int64_t i, int64_t j) {
   return static_cast<const graph::Bf16*>(m.data)[at].bits;
 }
 
-// 16 floats rounded to bf16 as graph::Bf16 rounds them (to nearest even, a NaN kept a
-// quiet NaN; VCVTNEPS2BF16 would flush subnormals), as 16 halves.
-__m256i rounded_halves(__m512 x) {
-  const __m512i bits = _mm512_castps_si512(x), high = _mm512_srli_epi32(bits, 16);
-  const __m512i rounding = _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(high, _mm512_set1_epi32(1)));
-  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(bits, rounding), 16);
-  const __mmask16 nan =
-      _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
-  return _mm512_cvtepi32_epi16(_mm512_mask_or_epi32(rounded, nan, high, _mm512_set1_epi32(0x40)));
-}
-
-// The first n of 16 lanes.
-__mmask16 first_lanes(int64_t n) { return static_cast<__mmask16>((1u << std::clamp<int64_t>(n, 0, 16)) - 1); }
-
 constexpr int64_t kTileHalves = kTile * kChunk;  // bf16 halves in a tile of 16 rows of 64 bytes
 
 // 16 halves of `low` and of `high` interleaved into 16 words: word j holds low[j]
@@ -95,37 +82,41 @@ __m512i interleave(__m256i low, __m256i high) {
 // Steps [step, step + depth) of B's columns [col, col + cols) as tiles of pairs: for
 // each chunk of 32 steps, `tiles` tiles of 16 columns, each 16 rows of 16 words, word
 // j of row r holding steps 2r and 2r + 1 of column j. Zero past K and past the columns.
-// f32 B (from_f32) is rounded here, as its halves are read.
+// f32 B (from_f32) is rounded here by the cast's own rounding, two rows (or 16 columns'
+// chunks) at a time into `rounded`, 2 * cols halves.
 void pack_b(const MatrixRef& b, int64_t k, int64_t step, int64_t depth, int64_t col, int64_t cols, int64_t tiles,
-            uint16_t* out) {
+            uint16_t* out, uint16_t* rounded) {
   const int64_t chunks = (depth + kChunk - 1) / kChunk, steps = std::min(depth, k - step);
   const auto* base = static_cast<const uint16_t*>(b.data);
   const auto* floats = static_cast<const float*>(b.data);
+  const auto narrow = tile_kernels_for(Isa::amx).narrow_bf16;
   if (b.cols == 1) {
-    // 16 halves of row i of B from column j on, zero past the first `live`.
-    const auto halves = [&](int64_t i, int64_t j, __mmask16 live) {
-      const int64_t at = (step + i) * b.rows + col + j;
-      return b.from_f32 ? rounded_halves(_mm512_maskz_loadu_ps(live, floats + at))
-                        : _mm256_maskz_loadu_epi16(live, base + at);
+    // Row i's halves from column col: where they lie, or f32 rounded into `into`.
+    const auto row_at = [&](int64_t i, uint16_t* into) -> const uint16_t* {
+      if (!b.from_f32) return base + (step + i) * b.rows + col;
+      narrow(floats + (step + i) * b.rows + col, reinterpret_cast<graph::Bf16*>(into), cols);
+      return into;
     };
     // Rows of B: two at a time, 16 columns of each interleaved into a tile's row. The
     // rows kFetchAhead pairs on are fetched meanwhile: each row is a few lines of a
     // weight that lies in memory, too short for the hardware's prefetcher to start on
     // before the loop has read it.
-    const int64_t element = b.from_f32 ? 4 : 2, line_bytes = std::min(cols, tiles * kTile) * element;
+    const int64_t element = b.from_f32 ? 4 : 2;
     const auto* bytes = static_cast<const char*>(b.data);
     for (int64_t pair = 0; pair < chunks * kTile; ++pair) {
       const int64_t p = 2 * pair;
       for (int64_t ahead = p + 2 * kFetchAhead; ahead < std::min(steps, p + 2 * kFetchAhead + 2); ++ahead) {
         const char* line = bytes + ((step + ahead) * b.rows + col) * element;
-        for (int64_t byte = 0; byte < line_bytes; byte += 64) __builtin_prefetch(line + byte, 0, 2);
+        for (int64_t byte = 0; byte < cols * element; byte += 64) __builtin_prefetch(line + byte, 0, 2);
       }
+      const uint16_t* even = p < steps ? row_at(p, rounded) : nullptr;
+      const uint16_t* odd = p + 1 < steps ? row_at(p + 1, rounded + cols) : nullptr;
       uint16_t* row = out + (p / kChunk) * tiles * kTileHalves + (pair % kTile) * kChunk;
       for (int64_t t = 0; t < tiles; ++t) {
-        const int64_t j = t * kTile;
-        const __mmask16 live = first_lanes(cols - j);
-        __m256i low = p < steps ? halves(p, j, live) : _mm256_setzero_si256();
-        __m256i high = p + 1 < steps ? halves(p + 1, j, live) : _mm256_setzero_si256();
+        const int64_t j = t * kTile, width = std::clamp<int64_t>(cols - j, 0, kTile);
+        const __mmask16 live = static_cast<__mmask16>((1u << width) - 1);
+        __m256i low = even ? _mm256_maskz_loadu_epi16(live, even + j) : _mm256_setzero_si256();
+        __m256i high = odd ? _mm256_maskz_loadu_epi16(live, odd + j) : _mm256_setzero_si256();
         _mm512_storeu_si512(row + t * kTileHalves, interleave(low, high));
       }
     }
@@ -141,13 +132,10 @@ void pack_b(const MatrixRef& b, int64_t k, int64_t step, int64_t depth, int64_t 
       const int64_t width = std::min(kTile, cols - t * kTile);
       for (int64_t q = 0; q < chunks; ++q) {
         const int64_t first = q * kChunk, count = std::min(kChunk, steps - first);
-        alignas(64) uint16_t words[kTile * kChunk];
+        alignas(64) uint16_t words[kTile * kChunk] = {};
         for (int64_t j = 0; j < width; ++j) {
-          const float* from = floats + (col + t * kTile + j) * b.cols + step + first;
-          _mm256_store_si256(reinterpret_cast<__m256i*>(words + j * kChunk),
-                             rounded_halves(_mm512_maskz_loadu_ps(first_lanes(count), from)));
-          _mm256_store_si256(reinterpret_cast<__m256i*>(words + j * kChunk + kTile),
-                             rounded_halves(_mm512_maskz_loadu_ps(first_lanes(count - kTile), from + kTile)));
+          narrow(floats + (col + t * kTile + j) * b.cols + step + first,
+                 reinterpret_cast<graph::Bf16*>(words + j * kChunk), count);
         }
         avx512_kernels().pack_transposed(kTile, width, reinterpret_cast<const float*>(words), kTile,
                                          reinterpret_cast<float*>(out + (q * tiles + t) * kTileHalves), kTile);
@@ -266,6 +254,7 @@ void AmxBuffers::reserve(int64_t k, int64_t cols, bool whole_rows) {
   const int64_t panel = panel_columns(k, cols, whole_rows);
   grow(b, chunks * panel * kChunk);
   grow(a, chunks * kBlockRows * kChunk);
+  grow(rounded, 2 * panel);
   if (sums.size() < static_cast<size_t>(kBlockRows * panel)) sums.resize(static_cast<size_t>(kBlockRows * panel));
   block.resize(static_cast<size_t>(kBlockRows * kBlockCols));
 }
@@ -291,7 +280,7 @@ void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row,
     const int64_t panel = std::min(width_most, col + cols - jc);
     const int64_t tiles = (panel + kBlockCols - 1) / kBlockCols * 2;  // whole 2 x 2 blocks
     const int64_t sums_ld = tiles * kTile;
-    pack_b(b, k, 0, k, jc, panel, tiles, buffers.b.data());
+    pack_b(b, k, 0, k, jc, panel, tiles, buffers.b.data(), buffers.rounded.data());
     for (int64_t ic = row; ic < row + rows; ic += kBlockRows) {
       const int64_t height = std::min(kBlockRows, row + rows - ic);
       // Whole chunks of 32 whole rows of a row-major A are read where they lie; the

@@ -126,10 +126,11 @@ using MakeStep = Step (*)(const StepContext& context, const graph::Node& node);
 // input (a broadcast or a reshape of a transpose: the transpose's input; a transpose
 // of a reshape of a slice: the slice's input); with kThroughCast added, through a cast
 // of an f32 graph input or constant to bf16 under that too (or in the input's place),
-// which the step reads rounded itself. (Such a cast's input is never a fused group's
-// member, so fusion needs no sight of it.)
+// which the step reads rounded itself where `kernels` (the plan's) round it as they
+// read it. (Such a cast's input is never a fused group's member, so fusion needs no
+// sight of it.)
 constexpr int kThroughCast = 4;
-using Absorbs = int (*)(const graph::Graph& graph, const graph::Node& node, size_t input);
+using Absorbs = int (*)(const graph::Graph& graph, const graph::Node& node, size_t input, const KernelSet& kernels);
 
 // The node whose bytes node `id` reads as its input k, given the bits of what
 // it absorbs (StepContext's `absorbed`, `absorbed_deep` and `absorbed_cast`).

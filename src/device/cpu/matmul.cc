@@ -231,12 +231,15 @@ bool casts_weight(const graph::Graph& graph, graph::NodeId id) {
 // the reshape needs no copy (slice_view): the slice is then not made either.
 //
 // A bf16 product's right operand is read through a cast too where it casts a weight
-// (casts_weight), under those views or in the operand's place (kThroughCast): the GEMM rounds the weight as it packs
-// it, as the cast would, so the cast's pass over the weight, written and read again as bf16, is not made.
-int absorbs_operand(const graph::Graph& graph, const graph::Node& node, size_t input) {
+// (casts_weight), under those views or in the operand's place (kThroughCast), where
+// the products run on AMX: its packing rounds the weight as the cast would, so the
+// cast's pass over the weight, written and read again as bf16, is not made. (The other
+// kernels widen B or make it into pairs as they pack it, from bf16.)
+int absorbs_operand(const graph::Graph& graph, const graph::Node& node, size_t input, const KernelSet& kernels) {
   const graph::Node& operand = graph.node(node.inputs[input]);
   const bool floats = node.dtype == DType::f32 || node.dtype == DType::bf16;
-  const bool rounds = input == 1 && node.dtype == DType::bf16 && graph::numel(node.shape) > 0;
+  const bool rounds =
+      input == 1 && node.dtype == DType::bf16 && graph::numel(node.shape) > 0 && kernels.isa == Isa::amx;
   const auto through_cast = [&](graph::NodeId under) {
     return rounds && casts_weight(graph, under) ? kThroughCast : 0;
   };
@@ -290,11 +293,9 @@ std::optional<ProductStep> make_product_step(const StepContext& c, const graph::
   mm->scratch = c.gemm_scratch ? c.gemm_scratch : &mm->own_scratch;
   if (mm->batch >= threads && threads > 1) {
     for (int t = 0; t < threads; ++t)
-      mm->gemms.push_back(
-          std::make_unique<Gemm>(c.kernels, mm->m, size.n, size.k, 1, mm->bf16, mm->scratch, t, mm->b_from_f32));
+      mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, size.n, size.k, 1, mm->bf16, mm->scratch, t));
   } else {
-    mm->gemms.push_back(
-        std::make_unique<Gemm>(c.kernels, mm->m, size.n, size.k, threads, mm->bf16, mm->scratch, 0, mm->b_from_f32));
+    mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, size.n, size.k, threads, mm->bf16, mm->scratch));
   }
   if (mm->bf16) mm->scratch->product.reserve(static_cast<size_t>(size.batch * size.m * size.n) * sizeof(float));
   const bool one = mm->gemms.size() == 1;

@@ -104,7 +104,7 @@ class CpuPlan : public Plan {
         int reads = absorbs && k < 32 &&
                             (from == PrimId::broadcast || from == PrimId::transpose || from == PrimId::reshape ||
                              from == PrimId::cast)
-                        ? absorbs(graph_, node, k)
+                        ? absorbs(graph_, node, k, kernels_)
                         : 0;
         if (reads & cpu::kThroughCast) absorbed_cast[id] |= 1u << k;
         int depth = reads & ~cpu::kThroughCast;
