@@ -108,31 +108,42 @@ struct StepContext {
   // transpose (in[k] holds the transpose's input); under a transpose, a reshape of a
   // slice (in[k] holds the slice's input).
   uint32_t absorbed_deep = 0;
+  // Bit k: under what input k's absorbed nodes lead to (or in input k's place) lies a
+  // cast of an f32 weight to bf16 that the step absorbs too: in[k] holds the f32 weight,
+  // which the step rounds to bf16 as it reads it (a bf16 product's B, kThroughCast).
+  uint32_t absorbed_cast = 0;
   // The packing buffers the plan's matrix products share (gemm.h); null: each its own.
   GemmScratch* gemm_scratch = nullptr;
 
   bool absorbs(size_t input) const { return (absorbed >> input & 1u) != 0; }
   bool absorbs_deep(size_t input) const { return (absorbed_deep >> input & 1u) != 0; }
+  bool absorbs_cast(size_t input) const { return (absorbed_cast >> input & 1u) != 0; }
 };
 
 using MakeStep = Step (*)(const StepContext& context, const graph::Node& node);
 // How deep a step of `node` reads input `input`, a broadcast, transpose or reshape
 // node: 0, as it is; 1, through that node's input; 2, through what lies under that
 // input (a broadcast or a reshape of a transpose: the transpose's input; a transpose
-// of a reshape of a slice: the slice's input).
-using Absorbs = int (*)(const graph::Graph& graph, const graph::Node& node, size_t input);
+// of a reshape of a slice: the slice's input); with kThroughCast added, through a cast
+// of an f32 graph input or constant to bf16 under that too (or in the input's place),
+// which the step reads rounded itself where `kernels` (the plan's) round it as they
+// read it. (Such a cast's input is never a fused group's member, so fusion needs no
+// sight of it.)
+constexpr int kThroughCast = 4;
+using Absorbs = int (*)(const graph::Graph& graph, const graph::Node& node, size_t input, const KernelSet& kernels);
 
 // The node whose bytes node `id` reads as its input k, given the bits of what
-// it absorbs (StepContext's `absorbed` and `absorbed_deep`).
+// it absorbs (StepContext's `absorbed`, `absorbed_deep` and `absorbed_cast`).
 inline graph::NodeId read_source(const graph::Graph& graph, graph::NodeId id, size_t k, uint32_t absorbed,
-                                 uint32_t absorbed_deep) {
+                                 uint32_t absorbed_deep, uint32_t absorbed_cast = 0) {
   graph::NodeId source = graph.node(id).inputs[k];
-  if ((absorbed >> k & 1u) == 0) return source;
+  const auto past_cast = [&](graph::NodeId at) { return (absorbed_cast >> k & 1u) ? graph.node(at).inputs[0] : at; };
+  if ((absorbed >> k & 1u) == 0) return past_cast(source);
   const bool under_transpose = graph.node(source).op() == graph::PrimId::transpose;
   source = graph.node(source).inputs[0];
-  if ((absorbed_deep >> k & 1u) == 0) return source;
+  if ((absorbed_deep >> k & 1u) == 0) return past_cast(source);
   source = graph.node(source).inputs[0];
-  return under_transpose ? graph.node(source).inputs[0] : source;
+  return past_cast(under_transpose ? graph.node(source).inputs[0] : source);
 }
 
 // How the cpu device runs each primitive, by id: the plan's dispatch.

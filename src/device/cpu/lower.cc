@@ -22,16 +22,20 @@ size_t bytes_of(const Node& node) {
 
 // Which nodes an output needs; which inputs each step reads through a broadcast's,
 // transpose's or reshape's input (its row's `absorbs`): bit k of absorbed[id] for input k,
-// and of absorbed_deep[id] as well when it reads through what lies under that node.
+// and of absorbed_deep[id] as well when it reads through what lies under that node;
+// of absorbed_cast[id] when it reads an f32 weight through a cast it rounds itself.
 std::vector<bool> find_needed(Schedule& schedule) {
+  const KernelSet& kernels = kernels_for(schedule.isa);
   const graph::Graph& graph = schedule.graph;
   const StepTable& table = step_table();
   const size_t count = graph.nodes.size();
   std::vector<bool> needed(count, false);
   schedule.absorbed.assign(count, 0);
   schedule.absorbed_deep.assign(count, 0);
+  schedule.absorbed_cast.assign(count, 0);
   std::vector<uint32_t>& absorbed = schedule.absorbed;
   std::vector<uint32_t>& absorbed_deep = schedule.absorbed_deep;
+  std::vector<uint32_t>& absorbed_cast = schedule.absorbed_cast;
   std::vector<int> users(count, 0), absorbing(count, 0);
   for (const graph::NamedNode& out : graph.outputs) needed[out.node] = true;
   for (NodeId id = static_cast<NodeId>(count); id-- > 0;) {
@@ -42,15 +46,18 @@ std::vector<bool> find_needed(Schedule& schedule) {
       NodeId in = node.inputs[k];
       ++users[in];
       PrimId from = graph.node(in).op();
-      int depth =
-          absorbs && k < 32 && (from == PrimId::broadcast || from == PrimId::transpose || from == PrimId::reshape)
-              ? absorbs(graph, node, k)
-              : 0;
-      if (depth > 0) {
-        absorbed[id] |= 1u << k;
+      int reads = absorbs && k < 32 &&
+                          (from == PrimId::broadcast || from == PrimId::transpose || from == PrimId::reshape ||
+                           from == PrimId::cast)
+                      ? absorbs(graph, node, k, kernels)
+                      : 0;
+      if (reads & kThroughCast) absorbed_cast[id] |= 1u << k;
+      int depth = reads & ~kThroughCast;
+      if (reads > 0) {
+        if (depth > 0) absorbed[id] |= 1u << k;
         if (depth == 2) absorbed_deep[id] |= 1u << k;  // what lies under it is needed only by others
         ++absorbing[in];
-        needed[read_source(graph, id, k, absorbed[id], absorbed_deep[id])] = true;
+        needed[read_source(graph, id, k, absorbed[id], absorbed_deep[id], absorbed_cast[id])] = true;
         if (users[in] != absorbing[in]) needed[in] = true;
       } else {
         needed[in] = true;
@@ -87,7 +94,8 @@ void find_steps(Schedule& schedule, const std::vector<bool>& needed) {
       if (group.product) {
         const NodeId product = *group.product;
         EpilogueLayout layout =
-            lay_out_epilogue(graph, group, schedule.absorbed[product], schedule.absorbed_deep[product], facts);
+            lay_out_epilogue(graph, group, schedule.absorbed[product], schedule.absorbed_deep[product],
+                             schedule.absorbed_cast[product], facts);
         step.kind = StepKind::product;
         step.inputs = std::move(layout.inputs);
         step.outputs = std::move(layout.outputs);
@@ -119,7 +127,8 @@ void find_steps(Schedule& schedule, const std::vector<bool>& needed) {
     step.inputs = node.inputs;
     step.outputs = {id};
     for (size_t k = 0; k < node.inputs.size(); ++k) {
-      step.inputs[k] = read_source(graph, id, k, schedule.absorbed[id], schedule.absorbed_deep[id]);
+      step.inputs[k] =
+          read_source(graph, id, k, schedule.absorbed[id], schedule.absorbed_deep[id], schedule.absorbed_cast[id]);
     }
     schedule.steps.push_back(std::move(step));
   }
@@ -272,8 +281,8 @@ bool ArenaLayout::operator==(const ArenaLayout& other) const {
 
 bool Schedule::same_lowering(const Schedule& other) const {
   return isa == other.isa && cores == other.cores && absorbed == other.absorbed &&
-         absorbed_deep == other.absorbed_deep && fusion == other.fusion && steps == other.steps &&
-         computed_once == other.computed_once && constants == other.constants &&
+         absorbed_deep == other.absorbed_deep && absorbed_cast == other.absorbed_cast && fusion == other.fusion &&
+         steps == other.steps && computed_once == other.computed_once && constants == other.constants &&
          compile_time_bytes == other.compile_time_bytes && direct_outputs == other.direct_outputs &&
          direct_of == other.direct_of && in_arena == other.in_arena && in_place == other.in_place;
 }

@@ -170,6 +170,7 @@ class CpuPlan : public Plan {
             .kernels = kernels_,
             .absorbed = schedule_.absorbed[id],
             .absorbed_deep = schedule_.absorbed_deep[id],
+            .absorbed_cast = schedule_.absorbed_cast[id],
             .gemm_scratch = &gemm_scratch_};
   }
 

@@ -75,8 +75,9 @@ struct Schedule {
   Isa isa = Isa::scalar;
   int cores = 1;
   // Per node: bit k, its step reads input k through that broadcast, transpose or
-  // reshape (StepContext's `absorbed`), and through what lies under it (`absorbed_deep`).
-  std::vector<uint32_t> absorbed, absorbed_deep;
+  // reshape (StepContext's `absorbed`), and through what lies under it (`absorbed_deep`);
+  // reads an f32 weight through a cast to bf16 that it rounds itself (`absorbed_cast`).
+  std::vector<uint32_t> absorbed, absorbed_deep, absorbed_cast;
   Fusion fusion;
   std::vector<ScheduledStep> steps;          // in graph order
   std::vector<graph::NodeId> computed_once;  // computed at compile time (iota)

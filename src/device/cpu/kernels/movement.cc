@@ -357,7 +357,7 @@ std::optional<View> transposed_part(const graph::Graph& graph, const graph::Node
 
 // A concat reads a part that is a reshape of a transpose through the transpose's input
 // (one copy, not two).
-int absorbs_transposed_part(const graph::Graph& graph, const graph::Node& node, size_t input) {
+int absorbs_transposed_part(const graph::Graph& graph, const graph::Node& node, size_t input, const KernelSet&) {
   return transposed_part(graph, node, input, graph::row_major_strides(node.shape), 0) ? 2 : 0;
 }
 

@@ -99,7 +99,7 @@ void walk_segments(const OperandWalk& walk, int64_t begin, int64_t end, Segment 
 }
 
 // Every elementwise operand may be absorbed when it is a broadcast.
-inline int absorbs_any_broadcast(const graph::Graph& graph, const graph::Node& node, size_t input) {
+inline int absorbs_any_broadcast(const graph::Graph& graph, const graph::Node& node, size_t input, const KernelSet&) {
   return input < OperandWalk::kMostOperands && node.inputs.size() <= OperandWalk::kMostOperands &&
                  graph.node(node.inputs[input]).op() == graph::PrimId::broadcast
              ? 1

@@ -8,10 +8,11 @@
 namespace sx::device::cpu {
 
 EpilogueLayout lay_out_epilogue(const graph::Graph& graph, const FusedGroup& group, uint32_t absorbed,
-                                uint32_t absorbed_deep, const FusedFacts& facts) {
+                                uint32_t absorbed_deep, uint32_t absorbed_cast, const FusedFacts& facts) {
   const graph::NodeId product = *group.product;
   EpilogueLayout layout;
-  for (size_t k = 0; k < 2; ++k) layout.inputs.push_back(read_source(graph, product, k, absorbed, absorbed_deep));
+  for (size_t k = 0; k < 2; ++k)
+    layout.inputs.push_back(read_source(graph, product, k, absorbed, absorbed_deep, absorbed_cast));
   for (graph::NodeId operand : group.operands) {
     if (operand == product) {
       layout.operand_at.push_back(kProductResult);

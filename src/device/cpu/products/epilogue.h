@@ -45,10 +45,10 @@ struct EpilogueLayout {
 };
 inline constexpr size_t kProductResult = SIZE_MAX;
 
-// The layout of `group`'s step with its product; `absorbed` and `absorbed_deep`: the
+// The layout of `group`'s step with its product; `absorbed`, `absorbed_deep` and `absorbed_cast`: the
 // product node's bits (StepContext's), `facts`: the group's.
 EpilogueLayout lay_out_epilogue(const graph::Graph& graph, const FusedGroup& group, uint32_t absorbed,
-                                uint32_t absorbed_deep, const FusedFacts& facts);
+                                uint32_t absorbed_deep, uint32_t absorbed_cast, const FusedFacts& facts);
 
 // The step of `group` with its product, laid out as lay_out_epilogue's `operand_at` and
 // `result` say; `context`: the product node's. A group that cannot take the product's

@@ -466,7 +466,7 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
 }
 
 void Gemm::run(MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rounded, const BlockDone* done) {
-  assert(a.bf16 == bf16_ && b.bf16 == bf16_);
+  assert(a.bf16 == bf16_ && b.bf16 == bf16_ && !a.from_f32 && (!b.from_f32 || amx_));
   assert(!done || !done->whole_rows || !splits_columns());
   if (m_ == 0 || n_ == 0) return;
   int mr = kernels_.mr, nr = kernels_.nr;

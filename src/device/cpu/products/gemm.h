@@ -103,6 +103,10 @@ struct MatrixRef {
   int64_t rows = 0;  // stride between rows, in elements
   int64_t cols = 1;  // stride between columns, in elements
   bool bf16 = false;
+  // A bf16 operand whose data is f32, each element rounded to bf16 as it is read
+  // (graph::Bf16's rounding, as a cast rounds): a cast of a weight that the product
+  // absorbs. B alone, of a product on AMX (amx_product rounds it as it packs it).
+  bool from_f32 = false;
 };
 
 // Whether this host runs AMX tiles of bf16 (AMX-TILE and AMX-BF16, and Linux
@@ -114,14 +118,15 @@ bool host_runs_amx();
 struct AmxBuffers {
   static constexpr int64_t kBlockRows = 32, kBlockCols = 32;
   std::vector<uint16_t> a, b;
-  std::vector<float> sums;   // 32 rows of a panel's sums, where they need not go to C
-  std::vector<float> block;  // a block of 32 x 32 partly past C's edge
+  std::vector<uint16_t> rounded;  // two rows of an f32 B (MatrixRef::from_f32) rounded, as B is packed
+  std::vector<float> sums;        // 32 rows of a panel's sums, where they need not go to C
+  std::vector<float> block;       // a block of 32 x 32 partly past C's edge
   // Sizes them for amx_product over `k` steps and `cols` columns, blocks done in whole
   // rows or not (a Gemm that runs on AMX does it when it is made, for both, so that its
   // runs allocate nothing and the plan's scratch counts them).
   void reserve(int64_t k, int64_t cols, bool whole_rows);
   size_t bytes() const {
-    return (a.size() + b.size()) * sizeof(uint16_t) + (sums.size() + block.size()) * sizeof(float);
+    return (a.size() + b.size() + rounded.size()) * sizeof(uint16_t) + (sums.size() + block.size()) * sizeof(float);
   }
 };
 
@@ -142,7 +147,8 @@ struct AmxFinished {
 };
 
 // C's rows [row, row + rows) and columns [col, col + cols) = A @ B over all K (k > 0),
-// bf16 A and B, by AMX tiles (gemm_amx.cc has their rule), each block handed to
+// bf16 A and B (B maybe f32 rounded as it is packed, from_f32), by AMX tiles
+// (gemm_amx.cc has their rule), each block handed to
 // `finished` where given. Call only where host_runs_amx().
 void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row, int64_t rows, int64_t col,
                  int64_t cols, float* c, int64_t ldc, AmxBuffers& buffers, const AmxFinished* finished = nullptr);

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "device/cpu/fusion/fusion_tiles.h"
 #include "device/cpu/products/gemm.h"
 #include "graph/tensor.h"
 
@@ -35,6 +36,7 @@ constexpr int64_t kChunk = 32;                // steps of K a tile instruction t
 constexpr int64_t kPanel = 512;               // columns of C a packed panel of B covers at most
 constexpr int64_t kPanelBytes = 1024 * 1024;  // a panel of B, packed: half the L2 of the hosts with AMX
 constexpr int64_t kBlockRows = AmxBuffers::kBlockRows, kBlockCols = AmxBuffers::kBlockCols;
+constexpr int64_t kFetchAhead = 4;  // pairs of B's rows that packing fetches ahead
 
 // The palette-1 tile configuration: every tile used here is 16 rows of 64 bytes.
 struct alignas(64) TileConfig {
@@ -62,7 +64,9 @@ class TilesConfigured {
 };
 
 uint16_t bits_at(const MatrixRef& m, int64_t i, int64_t j) {
-  return static_cast<const graph::Bf16*>(m.data)[i * m.rows + j * m.cols].bits;
+  const int64_t at = i * m.rows + j * m.cols;
+  if (m.from_f32) return graph::Bf16(static_cast<const float*>(m.data)[at]).bits;
+  return static_cast<const graph::Bf16*>(m.data)[at].bits;
 }
 
 constexpr int64_t kTileHalves = kTile * kChunk;  // bf16 halves in a tile of 16 rows of 64 bytes
@@ -78,16 +82,35 @@ __m512i interleave(__m256i low, __m256i high) {
 // Steps [step, step + depth) of B's columns [col, col + cols) as tiles of pairs: for
 // each chunk of 32 steps, `tiles` tiles of 16 columns, each 16 rows of 16 words, word
 // j of row r holding steps 2r and 2r + 1 of column j. Zero past K and past the columns.
+// f32 B (from_f32) is rounded here by the cast's own rounding, two rows (or 16 columns'
+// chunks) at a time into `rounded`, 2 * cols halves.
 void pack_b(const MatrixRef& b, int64_t k, int64_t step, int64_t depth, int64_t col, int64_t cols, int64_t tiles,
-            uint16_t* out) {
+            uint16_t* out, uint16_t* rounded) {
   const int64_t chunks = (depth + kChunk - 1) / kChunk, steps = std::min(depth, k - step);
   const auto* base = static_cast<const uint16_t*>(b.data);
+  const auto* floats = static_cast<const float*>(b.data);
+  const auto narrow = tile_kernels_for(Isa::amx).narrow_bf16;
   if (b.cols == 1) {
-    // Rows of B: two at a time, 16 columns of each interleaved into a tile's row.
+    // Row i's halves from column col: where they lie, or f32 rounded into `into`.
+    const auto row_at = [&](int64_t i, uint16_t* into) -> const uint16_t* {
+      if (!b.from_f32) return base + (step + i) * b.rows + col;
+      narrow(floats + (step + i) * b.rows + col, reinterpret_cast<graph::Bf16*>(into), cols);
+      return into;
+    };
+    // Rows of B: two at a time, 16 columns of each interleaved into a tile's row. The
+    // rows kFetchAhead pairs on are fetched meanwhile: each row is a few lines of a
+    // weight that lies in memory, too short for the hardware's prefetcher to start on
+    // before the loop has read it.
+    const int64_t element = b.from_f32 ? 4 : 2;
+    const auto* bytes = static_cast<const char*>(b.data);
     for (int64_t pair = 0; pair < chunks * kTile; ++pair) {
       const int64_t p = 2 * pair;
-      const uint16_t* even = p < steps ? base + (step + p) * b.rows + col : nullptr;
-      const uint16_t* odd = p + 1 < steps ? even + b.rows : nullptr;
+      for (int64_t ahead = p + 2 * kFetchAhead; ahead < std::min(steps, p + 2 * kFetchAhead + 2); ++ahead) {
+        const char* line = bytes + ((step + ahead) * b.rows + col) * element;
+        for (int64_t byte = 0; byte < cols * element; byte += 64) __builtin_prefetch(line + byte, 0, 2);
+      }
+      const uint16_t* even = p < steps ? row_at(p, rounded) : nullptr;
+      const uint16_t* odd = p + 1 < steps ? row_at(p + 1, rounded + cols) : nullptr;
       uint16_t* row = out + (p / kChunk) * tiles * kTileHalves + (pair % kTile) * kChunk;
       for (int64_t t = 0; t < tiles; ++t) {
         const int64_t j = t * kTile, width = std::clamp<int64_t>(cols - j, 0, kTile);
@@ -100,6 +123,26 @@ void pack_b(const MatrixRef& b, int64_t k, int64_t step, int64_t depth, int64_t 
     return;
   }
   std::memset(out, 0, static_cast<size_t>(chunks * tiles * kTileHalves) * sizeof(uint16_t));
+  if (b.rows == 1 && b.from_f32) {
+    // f32 columns along memory (a transpose read in place): a tile's 16 columns down all
+    // of K, each read in order, a chunk of each rounded to 16 words of pairs, then the
+    // words transposed 16 x 16. (A chunk of every column at a time, each of a weight's
+    // rows would be come back to once a chunk, after the others had pushed it out.)
+    for (int64_t t = 0; t * kTile < cols; ++t) {
+      const int64_t width = std::min(kTile, cols - t * kTile);
+      for (int64_t q = 0; q < chunks; ++q) {
+        const int64_t first = q * kChunk, count = std::min(kChunk, steps - first);
+        alignas(64) uint16_t words[kTile * kChunk] = {};
+        for (int64_t j = 0; j < width; ++j) {
+          narrow(floats + (col + t * kTile + j) * b.cols + step + first,
+                 reinterpret_cast<graph::Bf16*>(words + j * kChunk), count);
+        }
+        avx512_kernels().pack_transposed(kTile, width, reinterpret_cast<const float*>(words), kTile,
+                                         reinterpret_cast<float*>(out + (q * tiles + t) * kTileHalves), kTile);
+      }
+    }
+    return;
+  }
   const bool words_in_place =
       b.rows == 1 && b.cols % 2 == 0 && step % 2 == 0 && reinterpret_cast<uintptr_t>(b.data) % alignof(float) == 0;
   for (int64_t q = 0; q < chunks; ++q) {
@@ -211,6 +254,7 @@ void AmxBuffers::reserve(int64_t k, int64_t cols, bool whole_rows) {
   const int64_t panel = panel_columns(k, cols, whole_rows);
   grow(b, chunks * panel * kChunk);
   grow(a, chunks * kBlockRows * kChunk);
+  grow(rounded, 2 * panel);
   if (sums.size() < static_cast<size_t>(kBlockRows * panel)) sums.resize(static_cast<size_t>(kBlockRows * panel));
   block.resize(static_cast<size_t>(kBlockRows * kBlockCols));
 }
@@ -236,7 +280,7 @@ void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row,
     const int64_t panel = std::min(width_most, col + cols - jc);
     const int64_t tiles = (panel + kBlockCols - 1) / kBlockCols * 2;  // whole 2 x 2 blocks
     const int64_t sums_ld = tiles * kTile;
-    pack_b(b, k, 0, k, jc, panel, tiles, buffers.b.data());
+    pack_b(b, k, 0, k, jc, panel, tiles, buffers.b.data(), buffers.rounded.data());
     for (int64_t ic = row; ic < row + rows; ic += kBlockRows) {
       const int64_t height = std::min(kBlockRows, row + rows - ic);
       // Whole chunks of 32 whole rows of a row-major A are read where they lie; the

@@ -92,6 +92,7 @@ struct FloatMatmul {
   Shape batch_shape;  // the output's batch axes, which `batch` entries run over
   OperandLayout a_layout, b_layout;
   bool bf16;
+  bool b_from_f32 = false;                   // B is an f32 weight the product rounds (a cast it absorbs)
   std::vector<std::unique_ptr<Gemm>> gemms;  // one, or one per thread when entries are spread
   // Where a bf16 product's f32 sums wait to be rounded (which the GEMM does tile by
   // tile): the plan's, shared by its products, or own_scratch.
@@ -111,7 +112,7 @@ struct FloatMatmul {
   // With `done`, called on each block of the result as it is finished, its rows
   // counted over the batch entries in order.
   void run(const uint8_t* a, const uint8_t* b, uint8_t* out, const BlockDone* done) {
-    size_t elem = bf16 ? sizeof(graph::Bf16) : sizeof(float);
+    size_t elem = bf16 ? sizeof(graph::Bf16) : sizeof(float), b_elem = b_from_f32 ? sizeof(float) : elem;
     float* c = reinterpret_cast<float*>(bf16 ? scratch->product.data.get() : out);
     auto* rounded = bf16 ? reinterpret_cast<graph::Bf16*>(out) : nullptr;
     auto entry = [&](Gemm& gemm, int part, int64_t e) {
@@ -119,10 +120,11 @@ struct FloatMatmul {
                    .rows = a_layout.rows,
                    .cols = a_layout.cols,
                    .bf16 = bf16};
-      MatrixRef rb{.data = b + static_cast<size_t>(b_layout.offset + offset_of(b_layout, e)) * elem,
+      MatrixRef rb{.data = b + static_cast<size_t>(b_layout.offset + offset_of(b_layout, e)) * b_elem,
                    .rows = b_layout.rows,
                    .cols = b_layout.cols,
-                   .bf16 = bf16};
+                   .bf16 = bf16,
+                   .from_f32 = b_from_f32};
       graph::Bf16* entry_rounded = rounded ? rounded + e * m * n : nullptr;
       if (!done) {
         gemm.run(ra, rb, c + e * m * n, n, entry_rounded);
@@ -212,6 +214,14 @@ Step matmul_step(const StepContext& c, const graph::Node& node) {
   });
 }
 
+// Whether node `id` casts an f32 weight (a graph input or constant) to bf16.
+bool casts_weight(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& cast = graph.node(id);
+  if (cast.op() != graph::PrimId::cast || cast.dtype != DType::bf16) return false;
+  const graph::Node& weight = graph.node(cast.inputs[0]);
+  return weight.dtype == DType::f32 && (weight.op() == graph::PrimId::input || weight.op() == graph::PrimId::constant);
+}
+
 // What a product reads in an operand's place: for the right operand, a broadcast that
 // only adds batch axes to a [k, n] matrix (the matrix serves every entry), and for f32
 // and bf16 products, through that matrix too when it is a transpose of a [n, k] matrix
@@ -219,12 +229,24 @@ Step matmul_step(const StepContext& c, const graph::Node& node) {
 // through permuted strides, which the GEMM's packing takes; the sums keep their order,
 // so the bits are those of the copy), and through a reshape and a slice under it where
 // the reshape needs no copy (slice_view): the slice is then not made either.
-int absorbs_operand(const graph::Graph& graph, const graph::Node& node, size_t input) {
+//
+// A bf16 product's right operand is read through a cast too where it casts a weight
+// (casts_weight), under those views or in the operand's place (kThroughCast), where
+// the products run on AMX: its packing rounds the weight as the cast would, so the
+// cast's pass over the weight, written and read again as bf16, is not made. (The other
+// kernels widen B or make it into pairs as they pack it, from bf16.)
+int absorbs_operand(const graph::Graph& graph, const graph::Node& node, size_t input, const KernelSet& kernels) {
   const graph::Node& operand = graph.node(node.inputs[input]);
   const bool floats = node.dtype == DType::f32 || node.dtype == DType::bf16;
+  const bool rounds =
+      input == 1 && node.dtype == DType::bf16 && graph::numel(node.shape) > 0 && kernels.isa == Isa::amx;
+  const auto through_cast = [&](graph::NodeId under) {
+    return rounds && casts_weight(graph, under) ? kThroughCast : 0;
+  };
+  if (operand.op() == graph::PrimId::cast) return through_cast(node.inputs[input]);
   if (operand.op() == graph::PrimId::transpose) {
     if (!floats || graph::numel(node.shape) == 0) return 0;
-    return slice_view(graph, operand) ? 2 : 1;
+    return slice_view(graph, operand) ? 2 : (1 | through_cast(operand.inputs[0]));
   }
   if (input != 1 || operand.op() != graph::PrimId::broadcast || node.shape.size() < 3) return 0;
   const graph::Node& matrix = graph.node(operand.inputs[0]);
@@ -238,7 +260,7 @@ int absorbs_operand(const graph::Graph& graph, const graph::Node& node, size_t i
   bool transposed = floats && graph::numel(node.shape) > 0 && from.size() == 2 &&
                     matrix.op() == graph::PrimId::transpose &&
                     matrix.attrs.get_ints("perm") == std::vector<int64_t>{1, 0};
-  return transposed ? 2 : 1;
+  return transposed ? (2 | through_cast(matrix.inputs[0])) : (1 | through_cast(operand.inputs[0]));
 }
 
 }  // namespace
@@ -251,6 +273,7 @@ std::optional<ProductStep> make_product_step(const StepContext& c, const graph::
   const int threads = size.threads;
   auto mm = std::make_shared<FloatMatmul>();
   mm->bf16 = node.dtype == DType::bf16;
+  mm->b_from_f32 = c.absorbs_cast(1);
   mm->k = size.k;
   mm->n = size.n;
   mm->a_layout = operand_layout(c, node, 0);
