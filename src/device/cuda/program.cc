@@ -9,6 +9,7 @@
 #include "device/cuda/codegen.h"
 #include "device/cuda/element.h"
 #include "device/cuda/elementwise.h"
+#include "device/cuda/movement.h"
 #include "device/cuda/products.h"
 #include "device/device.h"
 #include "graph/primitive.h"
@@ -28,7 +29,7 @@ graph::DType operand_dtype(const graph::Graph& graph, const graph::Node& node) {
 bool runs(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
   return is_source(node) || has_elementwise_kernel(node.op(), operand_dtype(graph, node)) || row_reducible(graph, id) ||
-         (node.op() == graph::PrimId::matmul && has_product(node.dtype));
+         movable(graph, id) || (node.op() == graph::PrimId::matmul && has_product(node.dtype));
 }
 
 size_t bytes_of(const graph::Node& node) {
@@ -74,6 +75,13 @@ std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
       step.columns = node.shape.back();
       step.batch = graph::numel(node.shape) / std::max<int64_t>(1, step.n * step.columns);
       by_node.emplace(id, Launch{step, id, node.inputs});
+    } else if (movable(graph, id)) {
+      Step step;
+      step.kind = Step::Kind::movement;
+      step.dtype = node.dtype;
+      step.movement = plan_movement(graph, id);
+      step.n = graph::numel(node.shape);
+      by_node.emplace(id, Launch{step, id, node.inputs});
     } else if (row_reducible(graph, id)) {
       const graph::Shape& x = graph.node(node.inputs[0]).shape;
       Step step;
@@ -100,7 +108,7 @@ std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
 
 bool has_kernel(graph::PrimId prim) {
   return prim == graph::PrimId::input || prim == graph::PrimId::constant || prim == graph::PrimId::sum ||
-         prim == graph::PrimId::reduce_max || prim == graph::PrimId::matmul ||
+         prim == graph::PrimId::reduce_max || prim == graph::PrimId::matmul || moves_by_copies(prim) ||
          visit_element(prim, [](auto, auto, auto) {});
 }
 
