@@ -55,20 +55,29 @@ graph::DType operand_dtype(const graph::Graph& graph, graph::NodeId id) {
 // gives the same source, one kernel and one cache entry.
 std::string element_line(const graph::Graph& graph, graph::NodeId id, const std::map<graph::NodeId, size_t>& local) {
   const graph::Node& node = graph.node(id);
-  const char* s = c_type(operand_dtype(graph, id));
-  std::string formula = "sx::graph::prims::scalar::" + formula_name(node.op_name());
+  auto operand = [&](size_t k) { return local.at(node.inputs[k]); };
   std::string call;
-  visit_element(node.op(), [&](auto, auto shape, auto) {
-    using Shape = decltype(shape);
-    if constexpr (std::is_same_v<Shape, Unary>) {
-      call = fmt::format("unary_element<{}, {}, {}>(v{})", formula, s, s, local.at(node.inputs[0]));
-    } else {
-      call = fmt::format("binary_element<{}, {}, {}, {}>(v{}, v{})", formula, s, s,
-                         std::is_same_v<Shape, Comparison> ? "bool" : s, local.at(node.inputs[0]),
-                         local.at(node.inputs[1]));
-    }
-  });
-  return fmt::format("    const {} v{} = sx::device::cuda::{};\n", c_type(node.dtype), local.at(id), call);
+  if (node.op() == graph::PrimId::where) {
+    call = fmt::format("v{} ? v{} : v{}", operand(0), operand(1), operand(2));
+  } else if (node.op() == graph::PrimId::cast) {
+    call = fmt::format("sx::graph::prims::convert<{}>(v{})", c_type(node.dtype), operand(0));
+  } else {
+    const char* s = c_type(operand_dtype(graph, id));
+    // scalar.h's formula where the kernels share it with the reference, else transcendental.h's.
+    bool shared = visit_element(node.op(), [](auto, auto, auto) {});
+    std::string formula = (shared ? "sx::graph::prims::scalar::" : "sx::device::cuda::gpu::") +
+                          formula_name(node.op_name());
+    visit_generated_element(node.op(), [&](auto, auto shape, auto) {
+      using Shape = decltype(shape);
+      if constexpr (std::is_same_v<Shape, Unary>) {
+        call = fmt::format("sx::device::cuda::unary_element<{}, {}, {}>(v{})", formula, s, s, operand(0));
+      } else {
+        call = fmt::format("sx::device::cuda::binary_element<{}, {}, {}, {}>(v{}, v{})", formula, s, s,
+                           std::is_same_v<Shape, Comparison> ? "bool" : s, operand(0), operand(1));
+      }
+    });
+  }
+  return fmt::format("    const {} v{} = {};\n", c_type(node.dtype), local.at(id), call);
 }
 
 // A kernel's source from its parameters and body, named by their hash: "sx_fused_...".
@@ -76,7 +85,8 @@ GeneratedKernel named_kernel(std::string_view kind, const std::string& signature
   GeneratedKernel kernel;
   kernel.name = fmt::format("sx_{}_{:016x}", kind, text_hash(signature_and_body));
   kernel.source = fmt::format(
-      "#include \"device/cuda/element_math.h\"\n\n"
+      "#include \"device/cuda/element_math.h\"\n"
+      "#include \"device/cuda/transcendental.h\"\n\n"
       "extern \"C\" __global__ void {}{}",
       kernel.name, signature_and_body);
   return kernel;
@@ -87,8 +97,12 @@ GeneratedKernel named_kernel(std::string_view kind, const std::string& signature
 bool fusible(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
   if (node.prim->kind != graph::PrimKind::elementwise || node.inputs.empty()) return false;
-  graph::DType dtype = operand_dtype(graph, id);
-  return dtype != graph::DType::bf16 && has_elementwise_kernel(node.op(), dtype);
+  if (node.dtype == graph::DType::bf16) return false;
+  for (graph::NodeId in : node.inputs) {
+    if (graph.node(in).dtype == graph::DType::bf16) return false;
+  }
+  if (node.op() == graph::PrimId::where || node.op() == graph::PrimId::cast) return true;
+  return has_generated_element(node.op(), operand_dtype(graph, id));
 }
 
 bool row_reducible(const graph::Graph& graph, graph::NodeId id) {

@@ -24,8 +24,8 @@ struct Fusion {
 // order of their roots.
 std::vector<Fusion> find_fusions(const graph::Graph& graph);
 
-// Whether a generated kernel computes `node`: an elementwise primitive of element.h's
-// table, on operands of a dtype other than bf16.
+// Whether a generated kernel computes `node`: where, cast, or an elementwise primitive of
+// element.h's visit_generated_element, with no operand nor result of dtype bf16.
 bool fusible(const graph::Graph& graph, graph::NodeId node);
 
 struct GeneratedKernel {

@@ -28,7 +28,8 @@ graph::DType operand_dtype(const graph::Graph& graph, const graph::Node& node) {
 
 bool runs(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
-  return is_source(node) || has_elementwise_kernel(node.op(), operand_dtype(graph, node)) || row_reducible(graph, id) ||
+  return is_source(node) || fusible(graph, id) || has_elementwise_kernel(node.op(), operand_dtype(graph, node)) ||
+         row_reducible(graph, id) ||
          movable(graph, id) || (node.op() == graph::PrimId::matmul && has_product(node.dtype));
 }
 
@@ -109,7 +110,8 @@ std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
 bool has_kernel(graph::PrimId prim) {
   return prim == graph::PrimId::input || prim == graph::PrimId::constant || prim == graph::PrimId::sum ||
          prim == graph::PrimId::reduce_max || prim == graph::PrimId::matmul || moves_by_copies(prim) ||
-         visit_element(prim, [](auto, auto, auto) {});
+         prim == graph::PrimId::where || prim == graph::PrimId::cast ||
+         visit_generated_element(prim, [](auto, auto, auto) {});
 }
 
 Program generated_kernels(const graph::Graph& graph) {
