@@ -65,8 +65,8 @@ std::string element_line(const graph::Graph& graph, graph::NodeId id, const std:
     const char* s = c_type(operand_dtype(graph, id));
     // scalar.h's formula where the kernels share it with the reference, else transcendental.h's.
     bool shared = visit_element(node.op(), [](auto, auto, auto) {});
-    std::string formula = (shared ? "sx::graph::prims::scalar::" : "sx::device::cuda::gpu::") +
-                          formula_name(node.op_name());
+    std::string formula =
+        (shared ? "sx::graph::prims::scalar::" : "sx::device::cuda::gpu::") + formula_name(node.op_name());
     visit_generated_element(node.op(), [&](auto, auto shape, auto) {
       using Shape = decltype(shape);
       if constexpr (std::is_same_v<Shape, Unary>) {

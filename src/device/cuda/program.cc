@@ -29,8 +29,8 @@ graph::DType operand_dtype(const graph::Graph& graph, const graph::Node& node) {
 bool runs(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
   return is_source(node) || fusible(graph, id) || has_elementwise_kernel(node.op(), operand_dtype(graph, node)) ||
-         row_reducible(graph, id) ||
-         movable(graph, id) || (node.op() == graph::PrimId::matmul && has_product(node.dtype));
+         row_reducible(graph, id) || movable(graph, id) ||
+         (node.op() == graph::PrimId::matmul && has_product(node.dtype));
 }
 
 size_t bytes_of(const graph::Node& node) {

@@ -21,16 +21,16 @@
 
 namespace sx::device::cuda::gpu {
 
-#define SX_LANE_FORMULA(Name, lane_function, f64_expression)                     \
-  struct Name {                                                                  \
-    template <class C>                                                           \
-    auto operator()(C v) const {                                                 \
-      if constexpr (std::is_same_v<C, float>) {                                  \
+#define SX_LANE_FORMULA(Name, lane_function, f64_expression)                      \
+  struct Name {                                                                   \
+    template <class C>                                                            \
+    auto operator()(C v) const {                                                  \
+      if constexpr (std::is_same_v<C, float>) {                                   \
         return graph::lane_math::lane_function<graph::lane_math::ScalarLanes>(v); \
-      } else {                                                                   \
-        return f64_expression;                                                   \
-      }                                                                          \
-    }                                                                            \
+      } else {                                                                    \
+        return f64_expression;                                                    \
+      }                                                                           \
+    }                                                                             \
   };
 SX_LANE_FORMULA(Exp, exp, std::exp(v))
 SX_LANE_FORMULA(Log, log, std::log(v))

@@ -92,7 +92,8 @@ TEST(CudaCodegen, EveryElementKernelCompilesForSm80AndSm90a) {
   for (const graph::Primitive* prim : elementwise_primitives()) {
     for (DType dtype : graph::kAllDTypes) {
       // cast to every dtype, the others to their operands'
-      for (DType to : prim->id == graph::PrimId::cast ? std::span<const DType>(graph::kAllDTypes) : std::span(&dtype, 1)) {
+      for (DType to :
+           prim->id == graph::PrimId::cast ? std::span<const DType>(graph::kAllDTypes) : std::span(&dtype, 1)) {
         std::optional<FormulaCase> c = make_case(*prim, dtype, to);
         if (!c) continue;
         for (const cuda::Fusion& fusion : cuda::find_fusions(c->graph)) {

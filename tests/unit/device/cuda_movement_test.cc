@@ -46,17 +46,49 @@ struct MovementCase {
 const std::vector<MovementCase>& movement_cases() {
   using Ids = std::vector<graph::NodeId>;
   static const std::vector<MovementCase> cases = {
-      {"reshape", {{2, 3, 4}}, [](graph::Builder& b, const Ids& x) { return b.reshape(x[0], {4, 6}); }},
-      {"transpose", {{2, 3, 4}}, [](graph::Builder& b, const Ids& x) { return b.transpose(x[0], {2, 0, 1}); }},
-      {"transpose of 1s", {{1, 5, 1}}, [](graph::Builder& b, const Ids& x) { return b.transpose(x[0], {1, 2, 0}); }},
-      {"broadcast", {{3, 1}}, [](graph::Builder& b, const Ids& x) { return b.broadcast_to(x[0], {2, 3, 4}); }},
+      {"reshape",
+       {{2, 3, 4}},
+       [](graph::Builder& b, const Ids& x) {
+         return b.reshape(x[0], {4, 6});
+       }},
+      {"transpose",
+       {{2, 3, 4}},
+       [](graph::Builder& b, const Ids& x) {
+         return b.transpose(x[0], {2, 0, 1});
+       }},
+      {"transpose of 1s",
+       {{1, 5, 1}},
+       [](graph::Builder& b, const Ids& x) {
+         return b.transpose(x[0], {1, 2, 0});
+       }},
+      {"broadcast",
+       {{3, 1}},
+       [](graph::Builder& b, const Ids& x) {
+         return b.broadcast_to(x[0], {2, 3, 4});
+       }},
       {"broadcast of a scalar", {{}}, [](graph::Builder& b, const Ids& x) { return b.broadcast_to(x[0], {5}); }},
-      {"slice", {{7, 9}}, [](graph::Builder& b, const Ids& x) { return b.slice(x[0], {1, 2}, {6, 9}, {2, 3}); }},
-      {"empty slice", {{4, 3}}, [](graph::Builder& b, const Ids& x) { return b.slice(x[0], {2, 0}, {2, 3}); }},
+      {"slice",
+       {{7, 9}},
+       [](graph::Builder& b, const Ids& x) {
+         return b.slice(x[0], {1, 2}, {6, 9}, {2, 3});
+       }},
+      {"empty slice",
+       {{4, 3}},
+       [](graph::Builder& b, const Ids& x) {
+         return b.slice(x[0], {2, 0}, {2, 3});
+       }},
       {"concat", {{2, 3}, {2, 1}, {2, 4}}, [](graph::Builder& b, const Ids& x) { return b.concat(x, 1); }},
       {"concat of the first axis", {{1, 3}, {2, 3}}, [](graph::Builder& b, const Ids& x) { return b.concat(x, 0); }},
-      {"pad", {{3, 4}}, [](graph::Builder& b, const Ids& x) { return b.pad(x[0], {1, 0}, {2, 3}, {0, 2}, 1.5); }},
-      {"pad of an empty axis", {{0, 2}}, [](graph::Builder& b, const Ids& x) { return b.pad(x[0], {1, 1}, {1, 0}); }},
+      {"pad",
+       {{3, 4}},
+       [](graph::Builder& b, const Ids& x) {
+         return b.pad(x[0], {1, 0}, {2, 3}, {0, 2}, 1.5);
+       }},
+      {"pad of an empty axis",
+       {{0, 2}},
+       [](graph::Builder& b, const Ids& x) {
+         return b.pad(x[0], {1, 1}, {1, 0});
+       }},
   };
   return cases;
 }
