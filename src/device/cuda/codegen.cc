@@ -9,7 +9,9 @@
 #include "device/cuda/element.h"
 #include "device/cuda/elementwise.h"
 #include "device/cuda/nvrtc.h"
+#include "device/cuda/reduction.h"
 #include "graph/primitive.h"
+#include "graph/shape.h"
 
 namespace sx::device::cuda {
 namespace {
@@ -86,13 +88,81 @@ GeneratedKernel named_kernel(std::string_view kind, const std::string& signature
   kernel.name = fmt::format("sx_{}_{:016x}", kind, text_hash(signature_and_body));
   kernel.source = fmt::format(
       "#include \"device/cuda/element_math.h\"\n"
+      "#include \"device/cuda/reduction.h\"\n"
       "#include \"device/cuda/transcendental.h\"\n\n"
       "extern \"C\" __global__ void {}{}",
       kernel.name, signature_and_body);
   return kernel;
 }
 
+// The kernel's function of a reduction node: reduce_sum's or reduce_extremum's call.
+std::string reduction_call(graph::PrimId prim, const char* s) {
+  switch (prim) {
+    case graph::PrimId::sum: return fmt::format("reduce_sum<{0}, {0}>", s);
+    case graph::PrimId::reduce_max: return fmt::format("reduce_extremum<{0}, {0}, {0}, true, false>", s);
+    case graph::PrimId::reduce_min: return fmt::format("reduce_extremum<{0}, {0}, {0}, false, false>", s);
+    case graph::PrimId::argmax: return fmt::format("reduce_extremum<{0}, {0}, int64_t, true, true>", s);
+    default: return fmt::format("reduce_extremum<{0}, {0}, int64_t, false, true>", s);
+  }
+}
+
 }  // namespace
+
+bool reducible(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  switch (node.op()) {
+    case graph::PrimId::sum:
+    case graph::PrimId::reduce_max:
+    case graph::PrimId::reduce_min:
+    case graph::PrimId::argmax:
+    case graph::PrimId::argmin: break;
+    default: return false;
+  }
+  const graph::Node& x = graph.node(node.inputs[0]);
+  return x.dtype != graph::DType::bf16 && x.dtype != graph::DType::boolean &&
+         x.shape.size() <= static_cast<size_t>(kMostReductionAxes);
+}
+
+ReductionAxes reduction_axes(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  const graph::Shape& shape = graph.node(node.inputs[0]).shape;
+  const std::vector<int64_t>& axes = node.attrs.get_ints("axes");
+  std::vector<int64_t> strides = graph::row_major_strides(shape);
+  ReductionAxes result;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end()) {
+      result.reduced_shape[result.reduced_rank] = shape[d];
+      result.reduced_stride[result.reduced_rank++] = strides[d];
+    } else {
+      result.kept_shape[result.kept_rank] = shape[d];
+      result.kept_stride[result.kept_rank++] = strides[d];
+    }
+  }
+  return result;
+}
+
+GeneratedKernel generate_reduction(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  ReductionAxes axes = reduction_axes(graph, id);
+  auto list = [](int32_t rank, const int64_t* values) {
+    std::string text = "{";
+    for (int32_t d = 0; d < rank; ++d) text += fmt::format("{}{}", d ? ", " : "", values[d]);
+    return text + "}";
+  };
+  const char* s = c_type(graph.node(node.inputs[0]).dtype);
+  std::string signature_and_body = fmt::format(
+      "(const {0}* __restrict__ x, {1}* __restrict__ out, int64_t rows, int64_t length) {{\n"
+      "  const sx::device::cuda::ReductionAxes axes = {{{2}, {3}, {4}, {5}, {6}, {7}}};\n"
+      "  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < rows; r += int64_t(gridDim.x) * "
+      "blockDim.x) {{\n"
+      "    out[r] = sx::device::cuda::{8}(x, axes, r, length);\n"
+      "  }}\n"
+      "}}\n",
+      s, c_type(node.dtype), axes.kept_rank, list(axes.kept_rank, axes.kept_shape),
+      list(axes.kept_rank, axes.kept_stride), axes.reduced_rank, list(axes.reduced_rank, axes.reduced_shape),
+      list(axes.reduced_rank, axes.reduced_stride), reduction_call(node.op(), s));
+  return named_kernel("reduce", signature_and_body);
+}
 
 bool fusible(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "device/cuda/reduction.h"
 #include "graph/graph.h"
 
 namespace sx::device::cuda {
@@ -40,6 +41,18 @@ bool row_reducible(const graph::Graph& graph, graph::NodeId node);
 // The kernel of a row reduction: void NAME(const S* x, S* out, int64_t rows, int64_t
 // length), one thread per row (element_math.h's row_sum or row_max).
 GeneratedKernel generate_row_reduction(const graph::Graph& graph, graph::NodeId node);
+
+// Whether a generated kernel computes `node`: sum, reduce_max, reduce_min, argmax or
+// argmin over any axes, of a numeric dtype other than bf16, of at most
+// kMostReductionAxes axes (reduction.h).
+bool reducible(const graph::Graph& graph, graph::NodeId node);
+
+// The kept and reduced axes of a reducible node's input.
+ReductionAxes reduction_axes(const graph::Graph& graph, graph::NodeId node);
+
+// The kernel of a reduction: void NAME(const S* x, R* out, int64_t rows, int64_t length),
+// out[r] the result element r, of `length` reduced elements (reduction.h's functions).
+GeneratedKernel generate_reduction(const graph::Graph& graph, graph::NodeId node);
 
 // The kernel of `fusion`: void NAME(const S0* operand0, ..., R* out, int64_t n), out[i]
 // the root's value at element i, for i < n.
