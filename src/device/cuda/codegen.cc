@@ -8,6 +8,7 @@
 
 #include "device/cuda/element.h"
 #include "device/cuda/elementwise.h"
+#include "device/cuda/index_math.h"
 #include "device/cuda/nvrtc.h"
 #include "device/cuda/reduction.h"
 #include "graph/primitive.h"
@@ -88,6 +89,7 @@ GeneratedKernel named_kernel(std::string_view kind, const std::string& signature
   kernel.name = fmt::format("sx_{}_{:016x}", kind, text_hash(signature_and_body));
   kernel.source = fmt::format(
       "#include \"device/cuda/element_math.h\"\n"
+      "#include \"device/cuda/index_math.h\"\n"
       "#include \"device/cuda/reduction.h\"\n"
       "#include \"device/cuda/transcendental.h\"\n\n"
       "extern \"C\" __global__ void {}{}",
@@ -162,6 +164,72 @@ GeneratedKernel generate_reduction(const graph::Graph& graph, graph::NodeId id) 
       list(axes.kept_rank, axes.kept_stride), axes.reduced_rank, list(axes.reduced_rank, axes.reduced_shape),
       list(axes.reduced_rank, axes.reduced_stride), reduction_call(node.op(), s));
   return named_kernel("reduce", signature_and_body);
+}
+
+bool indexable(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  switch (node.op()) {
+    case graph::PrimId::gather:
+    case graph::PrimId::scatter_add:
+    case graph::PrimId::one_hot:
+    case graph::PrimId::iota: break;
+    default: return false;
+  }
+  if (node.dtype == graph::DType::bf16) return false;
+  for (graph::NodeId in : node.inputs) {
+    if (graph.node(in).dtype == graph::DType::bf16) return false;
+  }
+  return true;
+}
+
+GatherGeometry gather_geometry(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  const graph::Shape& x = graph.node(node.inputs[0]).shape;
+  auto axis = static_cast<size_t>(node.attrs.get_int("axis"));
+  GatherGeometry g;
+  g.count = graph::numel(graph.node(node.inputs[1]).shape);
+  g.length = x[axis];
+  for (size_t d = axis + 1; d < x.size(); ++d) g.inner *= x[d];
+  return g;
+}
+
+GeneratedKernel generate_index_kernel(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  std::string parameters;
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    parameters += fmt::format("const {}* __restrict__ operand{}, ", c_type(graph.node(node.inputs[k]).dtype), k);
+  }
+  const char* t = c_type(node.dtype);
+  parameters += fmt::format("{}* __restrict__ out, int64_t n", t);
+  std::string element;
+  auto geometry = [&] {
+    GatherGeometry g = gather_geometry(graph, id);
+    return fmt::format("sx::device::cuda::GatherGeometry{{{}, {}, {}}}", g.count, g.length, g.inner);
+  };
+  switch (node.op()) {
+    case graph::PrimId::gather: element = fmt::format("gather_element(operand0, operand1, {}, i)", geometry()); break;
+    case graph::PrimId::scatter_add:
+      element = fmt::format("scatter_add_element<{0}, {0}>(operand0, operand1, operand2, {1}, i)", t, geometry());
+      break;
+    case graph::PrimId::one_hot:
+      element = fmt::format("one_hot_element<{}>(operand0, {}, i)", t, node.attrs.get_int("depth"));
+      break;
+    default: {
+      auto axis = static_cast<size_t>(node.attrs.get_int("axis"));
+      int64_t inner = 1;
+      for (size_t d = axis + 1; d < node.shape.size(); ++d) inner *= node.shape[d];
+      element = fmt::format("iota_element<{}>({}, {}, i)", t, node.shape[axis], inner);
+    }
+  }
+  std::string signature_and_body = fmt::format(
+      "({}) {{\n"
+      "  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * "
+      "blockDim.x) {{\n"
+      "    out[i] = sx::device::cuda::{};\n"
+      "  }}\n"
+      "}}\n",
+      parameters, element);
+  return named_kernel("index", signature_and_body);
 }
 
 bool fusible(const graph::Graph& graph, graph::NodeId id) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "device/cuda/index_math.h"
 #include "device/cuda/reduction.h"
 #include "graph/graph.h"
 
@@ -53,6 +54,17 @@ ReductionAxes reduction_axes(const graph::Graph& graph, graph::NodeId node);
 // The kernel of a reduction: void NAME(const S* x, R* out, int64_t rows, int64_t length),
 // out[r] the result element r, of `length` reduced elements (reduction.h's functions).
 GeneratedKernel generate_reduction(const graph::Graph& graph, graph::NodeId node);
+
+// Whether a generated kernel computes `node`: gather, scatter_add, one_hot or iota, with
+// no operand nor result of dtype bf16 (index_math.h).
+bool indexable(const graph::Graph& graph, graph::NodeId node);
+
+// The operand's [outer, length, inner] and the indices' count of a gather or scatter_add.
+GatherGeometry gather_geometry(const graph::Graph& graph, graph::NodeId node);
+
+// The kernel of an indexable node: void NAME(const S0* operand0, ..., T* out, int64_t n),
+// its inputs in order, out[i] the result's element i for i < n.
+GeneratedKernel generate_index_kernel(const graph::Graph& graph, graph::NodeId node);
 
 // The kernel of `fusion`: void NAME(const S0* operand0, ..., R* out, int64_t n), out[i]
 // the root's value at element i, for i < n.

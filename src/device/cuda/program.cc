@@ -29,7 +29,7 @@ graph::DType operand_dtype(const graph::Graph& graph, const graph::Node& node) {
 bool runs(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
   return is_source(node) || fusible(graph, id) || has_elementwise_kernel(node.op(), operand_dtype(graph, node)) ||
-         row_reducible(graph, id) || reducible(graph, id) || movable(graph, id) ||
+         row_reducible(graph, id) || reducible(graph, id) || movable(graph, id) || indexable(graph, id) ||
          (node.op() == graph::PrimId::matmul && has_product(node.dtype));
 }
 
@@ -91,6 +91,11 @@ std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
       step.length = x.empty() ? 1 : x.back();
       step.n = graph::numel(node.shape);
       by_node.emplace(id, Launch{step, id, node.inputs});
+    } else if (indexable(graph, id)) {
+      Step step;
+      step.kernel = add_kernel(generate_index_kernel(graph, id));
+      step.n = graph::numel(node.shape);
+      by_node.emplace(id, Launch{step, id, node.inputs});
     } else if (reducible(graph, id)) {
       Step step;
       step.kind = Step::Kind::row;
@@ -117,8 +122,9 @@ std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
 bool has_kernel(graph::PrimId prim) {
   return prim == graph::PrimId::input || prim == graph::PrimId::constant || prim == graph::PrimId::sum ||
          prim == graph::PrimId::reduce_max || prim == graph::PrimId::reduce_min || prim == graph::PrimId::argmax ||
-         prim == graph::PrimId::argmin || prim == graph::PrimId::matmul || moves_by_copies(prim) ||
-         prim == graph::PrimId::where || prim == graph::PrimId::cast ||
+         prim == graph::PrimId::argmin || prim == graph::PrimId::matmul || prim == graph::PrimId::gather ||
+         prim == graph::PrimId::scatter_add || prim == graph::PrimId::one_hot || prim == graph::PrimId::iota ||
+         moves_by_copies(prim) || prim == graph::PrimId::where || prim == graph::PrimId::cast ||
          visit_generated_element(prim, [](auto, auto, auto) {});
 }
 
