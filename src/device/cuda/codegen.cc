@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <map>
 
 #include "device/cuda/element.h"
@@ -90,6 +91,7 @@ GeneratedKernel named_kernel(std::string_view kind, const std::string& signature
   kernel.source = fmt::format(
       "#include \"device/cuda/element_math.h\"\n"
       "#include \"device/cuda/index_math.h\"\n"
+      "#include \"device/cuda/random_math.h\"\n"
       "#include \"device/cuda/reduction.h\"\n"
       "#include \"device/cuda/transcendental.h\"\n\n"
       "extern \"C\" __global__ void {}{}",
@@ -193,43 +195,85 @@ GatherGeometry gather_geometry(const graph::Graph& graph, graph::NodeId id) {
   return g;
 }
 
-GeneratedKernel generate_index_kernel(const graph::Graph& graph, graph::NodeId id) {
+namespace {
+
+// A kernel of one thread per element of `node`'s result: void NAME(const S0* operand0,
+// ..., T* out, int64_t n), its inputs in order, out[i] = `element` (an expression of
+// operand0..., and i) for i < n.
+GeneratedKernel per_element_kernel(std::string_view kind, const graph::Graph& graph, graph::NodeId id,
+                                   const std::string& element) {
   const graph::Node& node = graph.node(id);
   std::string parameters;
   for (size_t k = 0; k < node.inputs.size(); ++k) {
     parameters += fmt::format("const {}* __restrict__ operand{}, ", c_type(graph.node(node.inputs[k]).dtype), k);
   }
+  parameters += fmt::format("{}* __restrict__ out, int64_t n", c_type(node.dtype));
+  return named_kernel(kind, fmt::format("({}) {{\n"
+                                        "  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; "
+                                        "i += int64_t(gridDim.x) * blockDim.x) {{\n"
+                                        "    out[i] = sx::device::cuda::{};\n"
+                                        "  }}\n"
+                                        "}}\n",
+                                        parameters, element));
+}
+
+}  // namespace
+
+GeneratedKernel generate_index_kernel(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
   const char* t = c_type(node.dtype);
-  parameters += fmt::format("{}* __restrict__ out, int64_t n", t);
-  std::string element;
   auto geometry = [&] {
     GatherGeometry g = gather_geometry(graph, id);
     return fmt::format("sx::device::cuda::GatherGeometry{{{}, {}, {}}}", g.count, g.length, g.inner);
   };
   switch (node.op()) {
-    case graph::PrimId::gather: element = fmt::format("gather_element(operand0, operand1, {}, i)", geometry()); break;
+    case graph::PrimId::gather:
+      return per_element_kernel("index", graph, id,
+                                fmt::format("gather_element(operand0, operand1, {}, i)", geometry()));
     case graph::PrimId::scatter_add:
-      element = fmt::format("scatter_add_element<{0}, {0}>(operand0, operand1, operand2, {1}, i)", t, geometry());
-      break;
+      return per_element_kernel(
+          "index", graph, id,
+          fmt::format("scatter_add_element<{0}, {0}>(operand0, operand1, operand2, {1}, i)", t, geometry()));
     case graph::PrimId::one_hot:
-      element = fmt::format("one_hot_element<{}>(operand0, {}, i)", t, node.attrs.get_int("depth"));
-      break;
+      return per_element_kernel("index", graph, id,
+                                fmt::format("one_hot_element<{}>(operand0, {}, i)", t, node.attrs.get_int("depth")));
     default: {
       auto axis = static_cast<size_t>(node.attrs.get_int("axis"));
       int64_t inner = 1;
       for (size_t d = axis + 1; d < node.shape.size(); ++d) inner *= node.shape[d];
-      element = fmt::format("iota_element<{}>({}, {}, i)", t, node.shape[axis], inner);
+      return per_element_kernel("index", graph, id,
+                                fmt::format("iota_element<{}>({}, {}, i)", t, node.shape[axis], inner));
     }
   }
-  std::string signature_and_body = fmt::format(
-      "({}) {{\n"
-      "  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * "
-      "blockDim.x) {{\n"
-      "    out[i] = sx::device::cuda::{};\n"
-      "  }}\n"
-      "}}\n",
-      parameters, element);
-  return named_kernel("index", signature_and_body);
+}
+
+bool randomizable(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  switch (node.op()) {
+    case graph::PrimId::random_bernoulli: return true;
+    case graph::PrimId::random_normal:
+    case graph::PrimId::random_uniform: return node.dtype == graph::DType::f32 || node.dtype == graph::DType::f64;
+    default: return false;
+  }
+}
+
+GeneratedKernel generate_random_kernel(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  const char* t = c_type(node.dtype);
+  std::string element;
+  switch (node.op()) {
+    case graph::PrimId::random_normal:
+      element = fmt::format("random_normal_element<{}>(int64_t(operand0[0]), i)", t);
+      break;
+    case graph::PrimId::random_uniform:
+      element = fmt::format("random_uniform_element<{}>(int64_t(operand0[0]), i)", t);
+      break;
+    default:
+      // p as its double's bits, so that the kernel compares with exactly the attribute's value.
+      element = fmt::format("random_bernoulli_element(int64_t(operand0[0]), i, __longlong_as_double({}ll))",
+                            std::bit_cast<int64_t>(node.attrs.get_double("p")));
+  }
+  return per_element_kernel("random", graph, id, element);
 }
 
 bool fusible(const graph::Graph& graph, graph::NodeId id) {

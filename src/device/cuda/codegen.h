@@ -66,6 +66,14 @@ GatherGeometry gather_geometry(const graph::Graph& graph, graph::NodeId node);
 // its inputs in order, out[i] the result's element i for i < n.
 GeneratedKernel generate_index_kernel(const graph::Graph& graph, graph::NodeId node);
 
+// Whether a generated kernel computes `node`: random_uniform or random_normal of f32 or
+// f64, or random_bernoulli (random_math.h).
+bool randomizable(const graph::Graph& graph, graph::NodeId node);
+
+// The kernel of a randomizable node: void NAME(const K* operand0, T* out, int64_t n),
+// operand0 its key.
+GeneratedKernel generate_random_kernel(const graph::Graph& graph, graph::NodeId node);
+
 // The kernel of `fusion`: void NAME(const S0* operand0, ..., R* out, int64_t n), out[i]
 // the root's value at element i, for i < n.
 GeneratedKernel generate_kernel(const graph::Graph& graph, const Fusion& fusion);

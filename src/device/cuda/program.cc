@@ -30,7 +30,7 @@ bool runs(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
   return is_source(node) || fusible(graph, id) || has_elementwise_kernel(node.op(), operand_dtype(graph, node)) ||
          row_reducible(graph, id) || reducible(graph, id) || movable(graph, id) || indexable(graph, id) ||
-         (node.op() == graph::PrimId::matmul && has_product(node.dtype));
+         randomizable(graph, id) || (node.op() == graph::PrimId::matmul && has_product(node.dtype));
 }
 
 size_t bytes_of(const graph::Node& node) {
@@ -91,9 +91,10 @@ std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
       step.length = x.empty() ? 1 : x.back();
       step.n = graph::numel(node.shape);
       by_node.emplace(id, Launch{step, id, node.inputs});
-    } else if (indexable(graph, id)) {
+    } else if (indexable(graph, id) || randomizable(graph, id)) {
       Step step;
-      step.kernel = add_kernel(generate_index_kernel(graph, id));
+      step.kernel =
+          add_kernel(indexable(graph, id) ? generate_index_kernel(graph, id) : generate_random_kernel(graph, id));
       step.n = graph::numel(node.shape);
       by_node.emplace(id, Launch{step, id, node.inputs});
     } else if (reducible(graph, id)) {
@@ -124,7 +125,8 @@ bool has_kernel(graph::PrimId prim) {
          prim == graph::PrimId::reduce_max || prim == graph::PrimId::reduce_min || prim == graph::PrimId::argmax ||
          prim == graph::PrimId::argmin || prim == graph::PrimId::matmul || prim == graph::PrimId::gather ||
          prim == graph::PrimId::scatter_add || prim == graph::PrimId::one_hot || prim == graph::PrimId::iota ||
-         moves_by_copies(prim) || prim == graph::PrimId::where || prim == graph::PrimId::cast ||
+         graph::primitive(prim).kind == graph::PrimKind::random || moves_by_copies(prim) ||
+         prim == graph::PrimId::where || prim == graph::PrimId::cast ||
          visit_generated_element(prim, [](auto, auto, auto) {});
 }
 

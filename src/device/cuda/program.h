@@ -29,8 +29,8 @@ struct Place {
 };
 
 // One kernel's launch, writing `out` in the arena:
-// - fused: the generated kernel `kernel` of a fusion (or of gather, scatter_add, one_hot
-//   or iota), reading `operands`, n elements;
+// - fused: the generated kernel `kernel` of a fusion (or of gather, scatter_add, one_hot,
+//   iota or a random primitive), reading `operands`, n elements;
 // - row: the generated reduction `kernel` of operands[0], n result elements of `length`
 //   reduced elements each (a row of the last axis, or reduction.h's walk of any axes);
 // - elementwise: nvcc's kernel of `prim` on operands of `dtype` (elementwise.h), n elements;
