@@ -66,6 +66,10 @@ void CudaPlan::enqueue(const Addresses& addresses) {
             "to launch a movement kernel");
       continue;
     }
+    if (step.kind == Step::Kind::elementwise && step.prim == graph::PrimId::cast) {
+      check(launch_cast(step.dtype, step.cast_to, at(step.operands[0]), out, step.n, stream), "to launch a cast");
+      continue;
+    }
     if (step.kind == Step::Kind::elementwise) {
       check(launch_elementwise(step.prim, step.dtype, at(step.operands[0]),
                                step.operands.size() > 1 ? at(step.operands[1]) : nullptr, out, step.n, stream),

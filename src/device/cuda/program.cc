@@ -29,6 +29,7 @@ graph::DType operand_dtype(const graph::Graph& graph, const graph::Node& node) {
 bool runs(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
   return is_source(node) || fusible(graph, id) || has_elementwise_kernel(node.op(), operand_dtype(graph, node)) ||
+         (node.op() == graph::PrimId::cast && has_cast_kernel(operand_dtype(graph, node), node.dtype)) ||
          row_reducible(graph, id) || reducible(graph, id) || movable(graph, id) || indexable(graph, id) ||
          randomizable(graph, id) || (node.op() == graph::PrimId::matmul && has_product(node.dtype));
 }
@@ -109,6 +110,7 @@ std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
       step.kind = Step::Kind::elementwise;
       step.prim = node.op();
       step.dtype = operand_dtype(graph, node);
+      step.cast_to = node.dtype;
       step.n = graph::numel(node.shape);
       by_node.emplace(id, Launch{step, id, node.inputs});
     }

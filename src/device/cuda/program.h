@@ -33,7 +33,8 @@ struct Place {
 //   iota or a random primitive), reading `operands`, n elements;
 // - row: the generated reduction `kernel` of operands[0], n result elements of `length`
 //   reduced elements each (a row of the last axis, or reduction.h's walk of any axes);
-// - elementwise: nvcc's kernel of `prim` on operands of `dtype` (elementwise.h), n elements;
+// - elementwise: nvcc's kernel of `prim` on operands of `dtype` (elementwise.h), n elements
+//   (a cast's to `cast_to`);
 // - product: `batch` matrix products of operands [n, length] by [length, columns] in
 //   `dtype`, through cuBLASLt (products.h);
 // - movement: `movement`'s copies of the operands into n elements of `dtype` (movement.h).
@@ -43,6 +44,7 @@ struct Step {
   size_t kernel = 0;  // in Program::kernel_names
   graph::PrimId prim{};
   graph::DType dtype = graph::DType::f32;
+  graph::DType cast_to = graph::DType::f32;
   std::vector<Place> operands;
   size_t out = 0;
   int64_t n = 0;

@@ -168,6 +168,23 @@ TEST(CudaProgram, UploadsConstantsOnce) {
   EXPECT_EQ(program.steps[0].operands[1], (Place{Place::Kind::constant, 0}));
 }
 
+TEST(CudaProgram, CastsToAndFromBf16ByNvccsKernels) {
+  Graph g;
+  graph::Builder b(g);
+  graph::NodeId x = b.input("x", {8}, DType::f32);
+  b.output("y", b.cast(b.mul(b.cast(x, DType::bf16), b.cast(x, DType::bf16)), DType::f32));
+  EXPECT_TRUE(cuda::missing_kernels(g).empty());
+  std::vector<std::pair<DType, DType>> casts;
+  for (const cuda::Step& step : cuda::plan_program(g).steps) {
+    if (step.kind == cuda::Step::Kind::elementwise && step.prim == graph::PrimId::cast) {
+      casts.emplace_back(step.dtype, step.cast_to);
+    }
+  }
+  using Cast = std::pair<DType, DType>;
+  EXPECT_EQ(casts,
+            (std::vector<Cast>{{DType::f32, DType::bf16}, {DType::f32, DType::bf16}, {DType::bf16, DType::f32}}));
+}
+
 TEST(CudaProgram, RefusesAGraphNamingEveryPrimitiveWithoutAKernel) {
   Graph g;
   graph::Builder b(g);

@@ -131,6 +131,33 @@ TEST(CudaKernels, GiveTheReferenceBitsOnTheGpu) {
   }
 }
 
+// The casts to and from bf16, which the generated kernels leave to nvcc's.
+TEST(CudaKernels, CastToAndFromBf16GiveTheReferenceBitsOnTheGpu) {
+  for (DType other : graph::kAllDTypes) {
+    EXPECT_TRUE(cuda::has_cast_kernel(DType::bf16, other));
+    EXPECT_TRUE(cuda::has_cast_kernel(other, DType::bf16));
+    if (other != DType::bf16) {
+      EXPECT_FALSE(cuda::has_cast_kernel(other, DType::f32));
+    }
+  }
+  if (std::string reason = gpu_unusable_reason(); !reason.empty()) GTEST_SKIP() << reason;
+  for (DType other : graph::kAllDTypes) {
+    for (auto [from, to] : {std::pair{DType::bf16, other}, std::pair{other, DType::bf16}}) {
+      std::optional<FormulaCase> c = make_case(graph::primitive(graph::PrimId::cast), from, to);
+      ASSERT_TRUE(c);
+      SCOPED_TRACE(c->label);
+      Tensor expected = run_on("reference", c->graph, c->inputs)[0];
+      GpuBytes x(c->inputs[0]);
+      GpuBytes out(expected.bytes().size());
+      ASSERT_EQ(cuda::launch_cast(from, to, x.data(), out.data(), expected.numel(), cudaStream_t{}), cudaSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      Tensor actual(expected.dtype(), expected.shape());
+      out.copy_to(actual);
+      EXPECT_EQ(compare_bits(actual, expected), "");
+    }
+  }
+}
+
 TEST(CudaDevice, IsRefusedWithTheRuntimesReasonWhereNoGpuAnswers) {
   std::string reason = gpu_unusable_reason();
   if (reason.empty()) GTEST_SKIP() << "a GPU answered";
