@@ -64,6 +64,27 @@ TEST(CudaExampleKernels, TinyLm) {
   compile_generated_kernels(example_step(std::filesystem::path(SEXPGPU_EXAMPLES_DIR) / "tiny-lm/run.sx"));
 }
 
+// Under `:precision :bf16` the step's products take bf16 operands, cast from the f32
+// weights and activations; the kernels are the f32 step's but for those (not compiled
+// again here).
+TEST(CudaExampleKernels, TinyLmUnderBf16HasAKernelForEveryPrimitive) {
+  io::testing::TempDir dir;
+  std::filesystem::path example = std::filesystem::path(SEXPGPU_EXAMPLES_DIR) / "tiny-lm";
+  std::filesystem::copy_file(example / "text.txt", dir.file("text.txt"));
+  std::ifstream in(example / "run.sx");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_NE(text.find("(defrun :seed 1"), std::string::npos);
+  text.replace(text.find("(defrun :seed 1"), 15, "(defrun :seed 1 :precision :bf16");
+  std::ofstream(dir.file("run.sx")) << text;
+  graph::Graph step = example_step(dir.file("run.sx"));
+  int bf16_products = 0;
+  for (const graph::Node& node : step.nodes) {
+    bf16_products += node.op() == graph::PrimId::matmul && node.dtype == graph::DType::bf16;
+  }
+  EXPECT_GT(bf16_products, 0);
+  EXPECT_EQ(cuda::missing_kernels(step), std::vector<std::string>{});
+}
+
 TEST(CudaExampleKernels, Addition) {
   io::testing::TempDir dir;
   std::filesystem::copy_file(std::filesystem::path(SEXPGPU_EXAMPLES_DIR) / "addition/run.sx", dir.file("run.sx"));
