@@ -85,6 +85,19 @@ TEST(CudaExampleKernels, TinyLmUnderBf16HasAKernelForEveryPrimitive) {
   EXPECT_EQ(cuda::missing_kernels(step), std::vector<std::string>{});
 }
 
+// bench/gpt.sx, the benchmarks' GPT (its gpt-tiny; gpt-small has the same primitives):
+// AdamW and gradient clipping beside the examples' layers.
+TEST(CudaExampleKernels, BenchGptHasAKernelForEveryPrimitive) {
+  io::testing::TempDir dir;
+  std::filesystem::copy_file(std::filesystem::path(SEXPGPU_BENCH_DIR) / "gpt.sx", dir.file("gpt.sx"));
+  std::ofstream text(dir.file("text.txt"));
+  for (int line = 0; line < 40; ++line) text << "A story of a lighthouse keeper, told over and over again.\n";
+  text.close();
+  graph::Graph step = example_step(dir.file("gpt.sx"));
+  EXPECT_GT(step.nodes.size(), 300u);
+  EXPECT_EQ(cuda::missing_kernels(step), std::vector<std::string>{});
+}
+
 TEST(CudaExampleKernels, Addition) {
   io::testing::TempDir dir;
   std::filesystem::copy_file(std::filesystem::path(SEXPGPU_EXAMPLES_DIR) / "addition/run.sx", dir.file("run.sx"));
