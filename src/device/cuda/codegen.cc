@@ -50,6 +50,15 @@ std::string formula_name(std::string_view primitive) {
   return name;
 }
 
+// Whether the node reads or writes bf16, which the generated kernels do not take.
+bool touches_bf16(const graph::Graph& graph, const graph::Node& node) {
+  if (node.dtype == graph::DType::bf16) return true;
+  for (graph::NodeId in : node.inputs) {
+    if (graph.node(in).dtype == graph::DType::bf16) return true;
+  }
+  return false;
+}
+
 graph::DType operand_dtype(const graph::Graph& graph, graph::NodeId id) {
   return graph.node(graph.node(id).inputs[0]).dtype;
 }
@@ -177,11 +186,7 @@ bool indexable(const graph::Graph& graph, graph::NodeId id) {
     case graph::PrimId::iota: break;
     default: return false;
   }
-  if (node.dtype == graph::DType::bf16) return false;
-  for (graph::NodeId in : node.inputs) {
-    if (graph.node(in).dtype == graph::DType::bf16) return false;
-  }
-  return true;
+  return !touches_bf16(graph, node);
 }
 
 GatherGeometry gather_geometry(const graph::Graph& graph, graph::NodeId id) {
@@ -278,10 +283,8 @@ GeneratedKernel generate_random_kernel(const graph::Graph& graph, graph::NodeId 
 
 bool fusible(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
-  if (node.prim->kind != graph::PrimKind::elementwise || node.inputs.empty()) return false;
-  if (node.dtype == graph::DType::bf16) return false;
-  for (graph::NodeId in : node.inputs) {
-    if (graph.node(in).dtype == graph::DType::bf16) return false;
+  if (node.prim->kind != graph::PrimKind::elementwise || node.inputs.empty() || touches_bf16(graph, node)) {
+    return false;
   }
   if (node.op() == graph::PrimId::where || node.op() == graph::PrimId::cast) return true;
   return has_generated_element(node.op(), operand_dtype(graph, id));

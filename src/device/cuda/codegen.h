@@ -1,9 +1,11 @@
-// The cuda device's generated kernels: the graph's elementwise chains, each fused into
-// one kernel of CUDA C source that NVRTC compiles (nvrtc.h). A node joins the kernel of
-// the node that reads it when it is that node's only reader and not a graph output, so
-// a chain's values in between stay in registers, as the cpu device's fused loops keep
-// them in its tiles. Each element is computed by element_math.h's functions, which the
-// host tests check against the reference's bits.
+// The cuda device's generated kernels, CUDA C source that NVRTC compiles (nvrtc.h): the
+// graph's elementwise chains, each fused into one kernel, and the reductions, indexing
+// and random primitives, a kernel each. A node joins the kernel of the node that reads
+// it when it is that node's only reader and not a graph output, so a chain's values in
+// between stay in registers, as the cpu device's fused loops keep them in its tiles.
+// Each element is computed by the functions of element_math.h, transcendental.h,
+// reduction.h, index_math.h and random_math.h, which the host tests check against the
+// reference's bits.
 #pragma once
 
 #include <optional>
