@@ -50,6 +50,10 @@ std::string formula_name(std::string_view primitive) {
   return name;
 }
 
+bool is_one_of(graph::PrimId prim, std::initializer_list<graph::PrimId> prims) {
+  return std::find(prims.begin(), prims.end(), prim) != prims.end();
+}
+
 // Whether the node reads or writes bf16, which the generated kernels do not take.
 bool touches_bf16(const graph::Graph& graph, const graph::Node& node) {
   if (node.dtype == graph::DType::bf16) return true;
@@ -93,8 +97,20 @@ std::string element_line(const graph::Graph& graph, graph::NodeId id, const std:
   return fmt::format("    const {} v{} = {};\n", c_type(node.dtype), local.at(id), call);
 }
 
-// A kernel's source from its parameters and body, named by their hash: "sx_fused_...".
-GeneratedKernel named_kernel(std::string_view kind, const std::string& signature_and_body) {
+// A kernel's source, named by a hash of its parameters and body: "sx_fused_...". Its
+// threads take the places i < n in turns (a grid-stride loop), `setup` before the loop
+// and `body` (lines of i) in it.
+GeneratedKernel grid_stride_kernel(std::string_view kind, const std::string& parameters, const std::string& setup,
+                                   const std::string& body) {
+  std::string signature_and_body = fmt::format(
+      "({}) {{\n"
+      "{}"
+      "  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * "
+      "blockDim.x) {{\n"
+      "{}"
+      "  }}\n"
+      "}}\n",
+      parameters, setup, body);
   GeneratedKernel kernel;
   kernel.name = fmt::format("sx_{}_{:016x}", kind, text_hash(signature_and_body));
   kernel.source = fmt::format(
@@ -123,13 +139,9 @@ std::string reduction_call(graph::PrimId prim, const char* s) {
 
 bool reducible(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
-  switch (node.op()) {
-    case graph::PrimId::sum:
-    case graph::PrimId::reduce_max:
-    case graph::PrimId::reduce_min:
-    case graph::PrimId::argmax:
-    case graph::PrimId::argmin: break;
-    default: return false;
+  if (!is_one_of(node.op(), {graph::PrimId::sum, graph::PrimId::reduce_max, graph::PrimId::reduce_min,
+                             graph::PrimId::argmax, graph::PrimId::argmin})) {
+    return false;
   }
   const graph::Node& x = graph.node(node.inputs[0]);
   return x.dtype != graph::DType::bf16 && x.dtype != graph::DType::boolean &&
@@ -163,30 +175,20 @@ GeneratedKernel generate_reduction(const graph::Graph& graph, graph::NodeId id) 
     return text + "}";
   };
   const char* s = c_type(graph.node(node.inputs[0]).dtype);
-  std::string signature_and_body = fmt::format(
-      "(const {0}* __restrict__ x, {1}* __restrict__ out, int64_t rows, int64_t length) {{\n"
-      "  const sx::device::cuda::ReductionAxes axes = {{{2}, {3}, {4}, {5}, {6}, {7}}};\n"
-      "  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < rows; r += int64_t(gridDim.x) * "
-      "blockDim.x) {{\n"
-      "    out[r] = sx::device::cuda::{8}(x, axes, r, length);\n"
-      "  }}\n"
-      "}}\n",
-      s, c_type(node.dtype), axes.kept_rank, list(axes.kept_rank, axes.kept_shape),
-      list(axes.kept_rank, axes.kept_stride), axes.reduced_rank, list(axes.reduced_rank, axes.reduced_shape),
-      list(axes.reduced_rank, axes.reduced_stride), reduction_call(node.op(), s));
-  return named_kernel("reduce", signature_and_body);
+  return grid_stride_kernel(
+      "reduce",
+      fmt::format("const {}* __restrict__ x, {}* __restrict__ out, int64_t n, int64_t length", s, c_type(node.dtype)),
+      fmt::format("  const sx::device::cuda::ReductionAxes axes = {{{}, {}, {}, {}, {}, {}}};\n", axes.kept_rank,
+                  list(axes.kept_rank, axes.kept_shape), list(axes.kept_rank, axes.kept_stride), axes.reduced_rank,
+                  list(axes.reduced_rank, axes.reduced_shape), list(axes.reduced_rank, axes.reduced_stride)),
+      fmt::format("    out[i] = sx::device::cuda::{}(x, axes, i, length);\n", reduction_call(node.op(), s)));
 }
 
 bool indexable(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
-  switch (node.op()) {
-    case graph::PrimId::gather:
-    case graph::PrimId::scatter_add:
-    case graph::PrimId::one_hot:
-    case graph::PrimId::iota: break;
-    default: return false;
-  }
-  return !touches_bf16(graph, node);
+  return is_one_of(node.op(),
+                   {graph::PrimId::gather, graph::PrimId::scatter_add, graph::PrimId::one_hot, graph::PrimId::iota}) &&
+         !touches_bf16(graph, node);
 }
 
 GatherGeometry gather_geometry(const graph::Graph& graph, graph::NodeId id) {
@@ -213,13 +215,7 @@ GeneratedKernel per_element_kernel(std::string_view kind, const graph::Graph& gr
     parameters += fmt::format("const {}* __restrict__ operand{}, ", c_type(graph.node(node.inputs[k]).dtype), k);
   }
   parameters += fmt::format("{}* __restrict__ out, int64_t n", c_type(node.dtype));
-  return named_kernel(kind, fmt::format("({}) {{\n"
-                                        "  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; "
-                                        "i += int64_t(gridDim.x) * blockDim.x) {{\n"
-                                        "    out[i] = sx::device::cuda::{};\n"
-                                        "  }}\n"
-                                        "}}\n",
-                                        parameters, element));
+  return grid_stride_kernel(kind, parameters, "", fmt::format("    out[i] = sx::device::cuda::{};\n", element));
 }
 
 }  // namespace
@@ -302,15 +298,10 @@ bool row_reducible(const graph::Graph& graph, graph::NodeId id) {
 GeneratedKernel generate_row_reduction(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
   const char* s = c_type(graph.node(node.inputs[0]).dtype);
-  std::string signature_and_body = fmt::format(
-      "(const {0}* __restrict__ x, {0}* __restrict__ out, int64_t rows, int64_t length) {{\n"
-      "  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < rows; r += int64_t(gridDim.x) * "
-      "blockDim.x) {{\n"
-      "    out[r] = sx::device::cuda::{1}<{0}, {0}>(x + r * length, length);\n"
-      "  }}\n"
-      "}}\n",
-      s, node.op() == graph::PrimId::sum ? "row_sum" : "row_max");
-  return named_kernel("row", signature_and_body);
+  return grid_stride_kernel(
+      "row", fmt::format("const {0}* __restrict__ x, {0}* __restrict__ out, int64_t n, int64_t length", s), "",
+      fmt::format("    out[i] = sx::device::cuda::{0}<{1}, {1}>(x + i * length, length);\n",
+                  node.op() == graph::PrimId::sum ? "row_sum" : "row_max", s));
 }
 
 std::vector<Fusion> find_fusions(const graph::Graph& graph) {
@@ -372,15 +363,7 @@ GeneratedKernel generate_kernel(const graph::Graph& graph, const Fusion& fusion)
   graph::NodeId root = fusion.nodes.back();
   parameters += fmt::format("{}* __restrict__ out, int64_t n", c_type(graph.node(root).dtype));
   body += fmt::format("    out[i] = v{};\n", local.at(root));
-  std::string signature_and_body = fmt::format(
-      "({}) {{\n"
-      "  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * "
-      "blockDim.x) {{\n"
-      "{}"
-      "  }}\n"
-      "}}\n",
-      parameters, body);
-  return named_kernel("fused", signature_and_body);
+  return grid_stride_kernel("fused", parameters, "", body);
 }
 
 }  // namespace sx::device::cuda

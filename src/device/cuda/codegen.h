@@ -41,7 +41,7 @@ struct GeneratedKernel {
 // alone, of a numeric dtype other than bf16.
 bool row_reducible(const graph::Graph& graph, graph::NodeId node);
 
-// The kernel of a row reduction: void NAME(const S* x, S* out, int64_t rows, int64_t
+// The kernel of a row reduction: void NAME(const S* x, S* out, int64_t n, int64_t
 // length), one thread per row (element_math.h's row_sum or row_max).
 GeneratedKernel generate_row_reduction(const graph::Graph& graph, graph::NodeId node);
 
@@ -53,7 +53,7 @@ bool reducible(const graph::Graph& graph, graph::NodeId node);
 // The kept and reduced axes of a reducible node's input.
 ReductionAxes reduction_axes(const graph::Graph& graph, graph::NodeId node);
 
-// The kernel of a reduction: void NAME(const S* x, R* out, int64_t rows, int64_t length),
+// The kernel of a reduction: void NAME(const S* x, R* out, int64_t n, int64_t length),
 // out[r] the result element r, of `length` reduced elements (reduction.h's functions).
 GeneratedKernel generate_reduction(const graph::Graph& graph, graph::NodeId node);
 
