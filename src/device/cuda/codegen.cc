@@ -145,7 +145,7 @@ bool reducible(const graph::Graph& graph, graph::NodeId id) {
   }
   const graph::Node& x = graph.node(node.inputs[0]);
   return x.dtype != graph::DType::bf16 && x.dtype != graph::DType::boolean &&
-         x.shape.size() <= static_cast<size_t>(kMostReductionAxes);
+         x.shape.size() <= static_cast<size_t>(kMostAxes);
 }
 
 ReductionAxes reduction_axes(const graph::Graph& graph, graph::NodeId id) {

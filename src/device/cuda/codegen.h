@@ -47,7 +47,7 @@ GeneratedKernel generate_row_reduction(const graph::Graph& graph, graph::NodeId 
 
 // Whether a generated kernel computes `node`: sum, reduce_max, reduce_min, argmax or
 // argmin over any axes, of a numeric dtype other than bf16, of at most
-// kMostReductionAxes axes (reduction.h).
+// kMostAxes axes (reduction.h).
 bool reducible(const graph::Graph& graph, graph::NodeId node);
 
 // The kept and reduced axes of a reducible node's input.

@@ -41,7 +41,7 @@ bool movable(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
   if (!moves_by_copies(node.op())) return false;
   // A reshape is one flat copy, whatever its axes.
-  return node.op() == graph::PrimId::reshape || node.shape.size() <= static_cast<size_t>(kMostCopyAxes);
+  return node.op() == graph::PrimId::reshape || node.shape.size() <= static_cast<size_t>(kMostAxes);
 }
 
 Movement plan_movement(const graph::Graph& graph, graph::NodeId id) {

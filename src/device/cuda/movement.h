@@ -11,33 +11,24 @@
 #include <cstdint>
 #include <vector>
 
+#include "device/cuda/strided.h"
 #include "graph/graph.h"
 #include "graph/host_device.h"
 
 namespace sx::device::cuda {
 
-// The most axes a copy walks; a movement of a value with more has no kernel.
-inline constexpr int kMostCopyAxes = 8;
-
 struct StridedCopy {
   int32_t rank = 0;
-  int64_t shape[kMostCopyAxes] = {};
-  int64_t src_stride[kMostCopyAxes] = {};
-  int64_t dst_stride[kMostCopyAxes] = {};
+  int64_t shape[kMostAxes] = {};
+  int64_t src_stride[kMostAxes] = {};
+  int64_t dst_stride[kMostAxes] = {};
   int64_t src_offset = 0, dst_offset = 0;
 };
 
 // Where element i of the copy's walk is read (*src) and written (*dst), in elements.
 SX_HOST_DEVICE inline void copy_places(const StridedCopy& copy, int64_t i, int64_t* src, int64_t* dst) {
-  int64_t s = copy.src_offset, d = copy.dst_offset;
-  for (int32_t axis = copy.rank - 1; axis >= 0; --axis) {
-    int64_t place = i % copy.shape[axis];
-    i /= copy.shape[axis];
-    s += place * copy.src_stride[axis];
-    d += place * copy.dst_stride[axis];
-  }
-  *src = s;
-  *dst = d;
+  *src = copy.src_offset + strided_offset(copy.rank, copy.shape, copy.src_stride, i);
+  *dst = copy.dst_offset + strided_offset(copy.rank, copy.shape, copy.dst_stride, i);
 }
 
 inline int64_t copy_length(const StridedCopy& copy) {
@@ -58,7 +49,7 @@ struct Movement {
 // Whether the cuda device moves `prim` by copies: one of the movement primitives above.
 bool moves_by_copies(graph::PrimId prim);
 
-// Whether the cuda device moves `node` by copies: one of those, of at most kMostCopyAxes
+// Whether the cuda device moves `node` by copies: one of those, of at most kMostAxes
 // axes (a reshape of any).
 bool movable(const graph::Graph& graph, graph::NodeId node);
 

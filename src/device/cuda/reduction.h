@@ -10,34 +10,22 @@
 #include <limits>
 #include <type_traits>
 
+#include "device/cuda/strided.h"
 #include "graph/host_device.h"
 #include "graph/prims/scalar.h"
 
 namespace sx::device::cuda {
 
-// The most axes a reduction's input has for a kernel to reduce it.
-inline constexpr int kMostReductionAxes = 8;
-
 // A reduction's input axes: the kept ones, whose places give a result element, and the
 // reduced ones, each with its length and its input stride.
 struct ReductionAxes {
   int32_t kept_rank = 0;
-  int64_t kept_shape[kMostReductionAxes] = {};
-  int64_t kept_stride[kMostReductionAxes] = {};
+  int64_t kept_shape[kMostAxes] = {};
+  int64_t kept_stride[kMostAxes] = {};
   int32_t reduced_rank = 0;
-  int64_t reduced_shape[kMostReductionAxes] = {};
-  int64_t reduced_stride[kMostReductionAxes] = {};
+  int64_t reduced_shape[kMostAxes] = {};
+  int64_t reduced_stride[kMostAxes] = {};
 };
-
-// The input offset of place i (row-major) of `rank` axes of `shape` and `stride`.
-SX_HOST_DEVICE inline int64_t strided_offset(int32_t rank, const int64_t* shape, const int64_t* stride, int64_t i) {
-  int64_t offset = 0;
-  for (int32_t axis = rank - 1; axis >= 0; --axis) {
-    offset += (i % shape[axis]) * stride[axis];
-    i /= shape[axis];
-  }
-  return offset;
-}
 
 // Result element o of a sum: its `count` reduced elements added in C in row-major order.
 template <class S, class C>

@@ -117,9 +117,9 @@ TEST(CudaMovement, CopiesGiveTheReferenceBitsOnTheHost) {
 TEST(CudaMovement, LeavesAValueOfTooManyAxesToOtherDevices) {
   Graph g;
   graph::Builder b(g);
-  graph::NodeId x = b.input("x", Shape(cuda::kMostCopyAxes + 1, 2), DType::f32);
+  graph::NodeId x = b.input("x", Shape(cuda::kMostAxes + 1, 2), DType::f32);
   std::vector<int64_t> perm;
-  for (int64_t d = cuda::kMostCopyAxes; d >= 0; --d) perm.push_back(d);
+  for (int64_t d = cuda::kMostAxes; d >= 0; --d) perm.push_back(d);
   EXPECT_FALSE(cuda::movable(g, b.transpose(x, perm)));
   EXPECT_TRUE(cuda::movable(g, b.reshape(x, {2, -1})));
 }
