@@ -4,12 +4,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <map>
 
 #include "device/cuda/element.h"
 #include "device/cuda/elementwise.h"
+#include "device/cuda/index_math.h"
 #include "device/cuda/nvrtc.h"
+#include "device/cuda/reduction.h"
 #include "graph/primitive.h"
+#include "graph/shape.h"
 
 namespace sx::device::cuda {
 namespace {
@@ -46,6 +50,19 @@ std::string formula_name(std::string_view primitive) {
   return name;
 }
 
+bool is_one_of(graph::PrimId prim, std::initializer_list<graph::PrimId> prims) {
+  return std::find(prims.begin(), prims.end(), prim) != prims.end();
+}
+
+// Whether the node reads or writes bf16, which the generated kernels do not take.
+bool touches_bf16(const graph::Graph& graph, const graph::Node& node) {
+  if (node.dtype == graph::DType::bf16) return true;
+  for (graph::NodeId in : node.inputs) {
+    if (graph.node(in).dtype == graph::DType::bf16) return true;
+  }
+  return false;
+}
+
 graph::DType operand_dtype(const graph::Graph& graph, graph::NodeId id) {
   return graph.node(graph.node(id).inputs[0]).dtype;
 }
@@ -55,40 +72,218 @@ graph::DType operand_dtype(const graph::Graph& graph, graph::NodeId id) {
 // gives the same source, one kernel and one cache entry.
 std::string element_line(const graph::Graph& graph, graph::NodeId id, const std::map<graph::NodeId, size_t>& local) {
   const graph::Node& node = graph.node(id);
-  const char* s = c_type(operand_dtype(graph, id));
-  std::string formula = "sx::graph::prims::scalar::" + formula_name(node.op_name());
+  auto operand = [&](size_t k) { return local.at(node.inputs[k]); };
   std::string call;
-  visit_element(node.op(), [&](auto, auto shape, auto) {
-    using Shape = decltype(shape);
-    if constexpr (std::is_same_v<Shape, Unary>) {
-      call = fmt::format("unary_element<{}, {}, {}>(v{})", formula, s, s, local.at(node.inputs[0]));
-    } else {
-      call = fmt::format("binary_element<{}, {}, {}, {}>(v{}, v{})", formula, s, s,
-                         std::is_same_v<Shape, Comparison> ? "bool" : s, local.at(node.inputs[0]),
-                         local.at(node.inputs[1]));
-    }
-  });
-  return fmt::format("    const {} v{} = sx::device::cuda::{};\n", c_type(node.dtype), local.at(id), call);
+  if (node.op() == graph::PrimId::where) {
+    call = fmt::format("v{} ? v{} : v{}", operand(0), operand(1), operand(2));
+  } else if (node.op() == graph::PrimId::cast) {
+    call = fmt::format("sx::graph::prims::convert<{}>(v{})", c_type(node.dtype), operand(0));
+  } else {
+    const char* s = c_type(operand_dtype(graph, id));
+    // scalar.h's formula where the kernels share it with the reference, else transcendental.h's.
+    bool shared = visit_element(node.op(), [](auto, auto, auto) {});
+    std::string formula =
+        (shared ? "sx::graph::prims::scalar::" : "sx::device::cuda::gpu::") + formula_name(node.op_name());
+    visit_generated_element(node.op(), [&](auto, auto shape, auto) {
+      using Shape = decltype(shape);
+      if constexpr (std::is_same_v<Shape, Unary>) {
+        call = fmt::format("sx::device::cuda::unary_element<{}, {}, {}>(v{})", formula, s, s, operand(0));
+      } else {
+        call = fmt::format("sx::device::cuda::binary_element<{}, {}, {}, {}>(v{}, v{})", formula, s, s,
+                           std::is_same_v<Shape, Comparison> ? "bool" : s, operand(0), operand(1));
+      }
+    });
+  }
+  return fmt::format("    const {} v{} = {};\n", c_type(node.dtype), local.at(id), call);
 }
 
-// A kernel's source from its parameters and body, named by their hash: "sx_fused_...".
-GeneratedKernel named_kernel(std::string_view kind, const std::string& signature_and_body) {
+// A kernel's source, named by a hash of its parameters and body: "sx_fused_...". Its
+// threads take the places i < n in turns (a grid-stride loop), `setup` before the loop
+// and `body` (lines of i) in it.
+GeneratedKernel grid_stride_kernel(std::string_view kind, const std::string& parameters, const std::string& setup,
+                                   const std::string& body) {
+  std::string signature_and_body = fmt::format(
+      "({}) {{\n"
+      "{}"
+      "  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * "
+      "blockDim.x) {{\n"
+      "{}"
+      "  }}\n"
+      "}}\n",
+      parameters, setup, body);
   GeneratedKernel kernel;
   kernel.name = fmt::format("sx_{}_{:016x}", kind, text_hash(signature_and_body));
   kernel.source = fmt::format(
-      "#include \"device/cuda/element_math.h\"\n\n"
+      "#include \"device/cuda/element_math.h\"\n"
+      "#include \"device/cuda/index_math.h\"\n"
+      "#include \"device/cuda/random_math.h\"\n"
+      "#include \"device/cuda/reduction.h\"\n"
+      "#include \"device/cuda/transcendental.h\"\n\n"
       "extern \"C\" __global__ void {}{}",
       kernel.name, signature_and_body);
   return kernel;
 }
 
+// The kernel's function of a reduction node: reduce_sum's or reduce_extremum's call.
+std::string reduction_call(graph::PrimId prim, const char* s) {
+  switch (prim) {
+    case graph::PrimId::sum: return fmt::format("reduce_sum<{0}, {0}>", s);
+    case graph::PrimId::reduce_max: return fmt::format("reduce_extremum<{0}, {0}, {0}, true, false>", s);
+    case graph::PrimId::reduce_min: return fmt::format("reduce_extremum<{0}, {0}, {0}, false, false>", s);
+    case graph::PrimId::argmax: return fmt::format("reduce_extremum<{0}, {0}, int64_t, true, true>", s);
+    default: return fmt::format("reduce_extremum<{0}, {0}, int64_t, false, true>", s);
+  }
+}
+
 }  // namespace
+
+bool reducible(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  if (!is_one_of(node.op(), {graph::PrimId::sum, graph::PrimId::reduce_max, graph::PrimId::reduce_min,
+                             graph::PrimId::argmax, graph::PrimId::argmin})) {
+    return false;
+  }
+  const graph::Node& x = graph.node(node.inputs[0]);
+  return x.dtype != graph::DType::bf16 && x.dtype != graph::DType::boolean &&
+         x.shape.size() <= static_cast<size_t>(kMostAxes);
+}
+
+ReductionAxes reduction_axes(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  const graph::Shape& shape = graph.node(node.inputs[0]).shape;
+  const std::vector<int64_t>& axes = node.attrs.get_ints("axes");
+  std::vector<int64_t> strides = graph::row_major_strides(shape);
+  ReductionAxes result;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end()) {
+      result.reduced_shape[result.reduced_rank] = shape[d];
+      result.reduced_stride[result.reduced_rank++] = strides[d];
+    } else {
+      result.kept_shape[result.kept_rank] = shape[d];
+      result.kept_stride[result.kept_rank++] = strides[d];
+    }
+  }
+  return result;
+}
+
+GeneratedKernel generate_reduction(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  ReductionAxes axes = reduction_axes(graph, id);
+  auto list = [](int32_t rank, const int64_t* values) {
+    std::string text = "{";
+    for (int32_t d = 0; d < rank; ++d) text += fmt::format("{}{}", d ? ", " : "", values[d]);
+    return text + "}";
+  };
+  const char* s = c_type(graph.node(node.inputs[0]).dtype);
+  return grid_stride_kernel(
+      "reduce",
+      fmt::format("const {}* __restrict__ x, {}* __restrict__ out, int64_t n, int64_t length", s, c_type(node.dtype)),
+      fmt::format("  const sx::device::cuda::ReductionAxes axes = {{{}, {}, {}, {}, {}, {}}};\n", axes.kept_rank,
+                  list(axes.kept_rank, axes.kept_shape), list(axes.kept_rank, axes.kept_stride), axes.reduced_rank,
+                  list(axes.reduced_rank, axes.reduced_shape), list(axes.reduced_rank, axes.reduced_stride)),
+      fmt::format("    out[i] = sx::device::cuda::{}(x, axes, i, length);\n", reduction_call(node.op(), s)));
+}
+
+bool indexable(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  return is_one_of(node.op(),
+                   {graph::PrimId::gather, graph::PrimId::scatter_add, graph::PrimId::one_hot, graph::PrimId::iota}) &&
+         !touches_bf16(graph, node);
+}
+
+GatherGeometry gather_geometry(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  const graph::Shape& x = graph.node(node.inputs[0]).shape;
+  auto axis = static_cast<size_t>(node.attrs.get_int("axis"));
+  GatherGeometry g;
+  g.count = graph::numel(graph.node(node.inputs[1]).shape);
+  g.length = x[axis];
+  for (size_t d = axis + 1; d < x.size(); ++d) g.inner *= x[d];
+  return g;
+}
+
+namespace {
+
+// A kernel of one thread per element of `node`'s result: void NAME(const S0* operand0,
+// ..., T* out, int64_t n), its inputs in order, out[i] = `element` (an expression of
+// operand0..., and i) for i < n.
+GeneratedKernel per_element_kernel(std::string_view kind, const graph::Graph& graph, graph::NodeId id,
+                                   const std::string& element) {
+  const graph::Node& node = graph.node(id);
+  std::string parameters;
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    parameters += fmt::format("const {}* __restrict__ operand{}, ", c_type(graph.node(node.inputs[k]).dtype), k);
+  }
+  parameters += fmt::format("{}* __restrict__ out, int64_t n", c_type(node.dtype));
+  return grid_stride_kernel(kind, parameters, "", fmt::format("    out[i] = sx::device::cuda::{};\n", element));
+}
+
+}  // namespace
+
+GeneratedKernel generate_index_kernel(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  const char* t = c_type(node.dtype);
+  auto geometry = [&] {
+    GatherGeometry g = gather_geometry(graph, id);
+    return fmt::format("sx::device::cuda::GatherGeometry{{{}, {}, {}}}", g.count, g.length, g.inner);
+  };
+  switch (node.op()) {
+    case graph::PrimId::gather:
+      return per_element_kernel("index", graph, id,
+                                fmt::format("gather_element(operand0, operand1, {}, i)", geometry()));
+    case graph::PrimId::scatter_add:
+      return per_element_kernel(
+          "index", graph, id,
+          fmt::format("scatter_add_element<{0}, {0}>(operand0, operand1, operand2, {1}, i)", t, geometry()));
+    case graph::PrimId::one_hot:
+      return per_element_kernel("index", graph, id,
+                                fmt::format("one_hot_element<{}>(operand0, {}, i)", t, node.attrs.get_int("depth")));
+    default: {
+      auto axis = static_cast<size_t>(node.attrs.get_int("axis"));
+      int64_t inner = 1;
+      for (size_t d = axis + 1; d < node.shape.size(); ++d) inner *= node.shape[d];
+      return per_element_kernel("index", graph, id,
+                                fmt::format("iota_element<{}>({}, {}, i)", t, node.shape[axis], inner));
+    }
+  }
+}
+
+bool randomizable(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  switch (node.op()) {
+    case graph::PrimId::random_bernoulli: return true;
+    case graph::PrimId::random_normal:
+    case graph::PrimId::random_uniform: return node.dtype == graph::DType::f32 || node.dtype == graph::DType::f64;
+    default: return false;
+  }
+}
+
+GeneratedKernel generate_random_kernel(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  const char* t = c_type(node.dtype);
+  std::string element;
+  switch (node.op()) {
+    case graph::PrimId::random_normal:
+      element = fmt::format("random_normal_element<{}>(int64_t(operand0[0]), i)", t);
+      break;
+    case graph::PrimId::random_uniform:
+      element = fmt::format("random_uniform_element<{}>(int64_t(operand0[0]), i)", t);
+      break;
+    default:
+      // p as its double's bits, so that the kernel compares with exactly the attribute's value.
+      element = fmt::format("random_bernoulli_element(int64_t(operand0[0]), i, __longlong_as_double({}ll))",
+                            std::bit_cast<int64_t>(node.attrs.get_double("p")));
+  }
+  return per_element_kernel("random", graph, id, element);
+}
 
 bool fusible(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
-  if (node.prim->kind != graph::PrimKind::elementwise || node.inputs.empty()) return false;
-  graph::DType dtype = operand_dtype(graph, id);
-  return dtype != graph::DType::bf16 && has_elementwise_kernel(node.op(), dtype);
+  if (node.prim->kind != graph::PrimKind::elementwise || node.inputs.empty() || touches_bf16(graph, node)) {
+    return false;
+  }
+  if (node.op() == graph::PrimId::where || node.op() == graph::PrimId::cast) return true;
+  return has_generated_element(node.op(), operand_dtype(graph, id));
 }
 
 bool row_reducible(const graph::Graph& graph, graph::NodeId id) {
@@ -103,15 +298,10 @@ bool row_reducible(const graph::Graph& graph, graph::NodeId id) {
 GeneratedKernel generate_row_reduction(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
   const char* s = c_type(graph.node(node.inputs[0]).dtype);
-  std::string signature_and_body = fmt::format(
-      "(const {0}* __restrict__ x, {0}* __restrict__ out, int64_t rows, int64_t length) {{\n"
-      "  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < rows; r += int64_t(gridDim.x) * "
-      "blockDim.x) {{\n"
-      "    out[r] = sx::device::cuda::{1}<{0}, {0}>(x + r * length, length);\n"
-      "  }}\n"
-      "}}\n",
-      s, node.op() == graph::PrimId::sum ? "row_sum" : "row_max");
-  return named_kernel("row", signature_and_body);
+  return grid_stride_kernel(
+      "row", fmt::format("const {0}* __restrict__ x, {0}* __restrict__ out, int64_t n, int64_t length", s), "",
+      fmt::format("    out[i] = sx::device::cuda::{0}<{1}, {1}>(x + i * length, length);\n",
+                  node.op() == graph::PrimId::sum ? "row_sum" : "row_max", s));
 }
 
 std::vector<Fusion> find_fusions(const graph::Graph& graph) {
@@ -173,15 +363,7 @@ GeneratedKernel generate_kernel(const graph::Graph& graph, const Fusion& fusion)
   graph::NodeId root = fusion.nodes.back();
   parameters += fmt::format("{}* __restrict__ out, int64_t n", c_type(graph.node(root).dtype));
   body += fmt::format("    out[i] = v{};\n", local.at(root));
-  std::string signature_and_body = fmt::format(
-      "({}) {{\n"
-      "  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * "
-      "blockDim.x) {{\n"
-      "{}"
-      "  }}\n"
-      "}}\n",
-      parameters, body);
-  return named_kernel("fused", signature_and_body);
+  return grid_stride_kernel("fused", parameters, "", body);
 }
 
 }  // namespace sx::device::cuda

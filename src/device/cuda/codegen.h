@@ -1,15 +1,19 @@
-// The cuda device's generated kernels: the graph's elementwise chains, each fused into
-// one kernel of CUDA C source that NVRTC compiles (nvrtc.h). A node joins the kernel of
-// the node that reads it when it is that node's only reader and not a graph output, so
-// a chain's values in between stay in registers, as the cpu device's fused loops keep
-// them in its tiles. Each element is computed by element_math.h's functions, which the
-// host tests check against the reference's bits.
+// The cuda device's generated kernels, CUDA C source that NVRTC compiles (nvrtc.h): the
+// graph's elementwise chains, each fused into one kernel, and the reductions, indexing
+// and random primitives, a kernel each. A node joins the kernel of the node that reads
+// it when it is that node's only reader and not a graph output, so a chain's values in
+// between stay in registers, as the cpu device's fused loops keep them in its tiles.
+// Each element is computed by the functions of element_math.h, transcendental.h,
+// reduction.h, index_math.h and random_math.h, which the host tests check against the
+// reference's bits.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "device/cuda/index_math.h"
+#include "device/cuda/reduction.h"
 #include "graph/graph.h"
 
 namespace sx::device::cuda {
@@ -24,8 +28,8 @@ struct Fusion {
 // order of their roots.
 std::vector<Fusion> find_fusions(const graph::Graph& graph);
 
-// Whether a generated kernel computes `node`: an elementwise primitive of element.h's
-// table, on operands of a dtype other than bf16.
+// Whether a generated kernel computes `node`: where, cast, or an elementwise primitive of
+// element.h's visit_generated_element, with no operand nor result of dtype bf16.
 bool fusible(const graph::Graph& graph, graph::NodeId node);
 
 struct GeneratedKernel {
@@ -37,9 +41,40 @@ struct GeneratedKernel {
 // alone, of a numeric dtype other than bf16.
 bool row_reducible(const graph::Graph& graph, graph::NodeId node);
 
-// The kernel of a row reduction: void NAME(const S* x, S* out, int64_t rows, int64_t
+// The kernel of a row reduction: void NAME(const S* x, S* out, int64_t n, int64_t
 // length), one thread per row (element_math.h's row_sum or row_max).
 GeneratedKernel generate_row_reduction(const graph::Graph& graph, graph::NodeId node);
+
+// Whether a generated kernel computes `node`: sum, reduce_max, reduce_min, argmax or
+// argmin over any axes, of a numeric dtype other than bf16, of at most
+// kMostAxes axes (reduction.h).
+bool reducible(const graph::Graph& graph, graph::NodeId node);
+
+// The kept and reduced axes of a reducible node's input.
+ReductionAxes reduction_axes(const graph::Graph& graph, graph::NodeId node);
+
+// The kernel of a reduction: void NAME(const S* x, R* out, int64_t n, int64_t length),
+// out[r] the result element r, of `length` reduced elements (reduction.h's functions).
+GeneratedKernel generate_reduction(const graph::Graph& graph, graph::NodeId node);
+
+// Whether a generated kernel computes `node`: gather, scatter_add, one_hot or iota, with
+// no operand nor result of dtype bf16 (index_math.h).
+bool indexable(const graph::Graph& graph, graph::NodeId node);
+
+// The operand's [outer, length, inner] and the indices' count of a gather or scatter_add.
+GatherGeometry gather_geometry(const graph::Graph& graph, graph::NodeId node);
+
+// The kernel of an indexable node: void NAME(const S0* operand0, ..., T* out, int64_t n),
+// its inputs in order, out[i] the result's element i for i < n.
+GeneratedKernel generate_index_kernel(const graph::Graph& graph, graph::NodeId node);
+
+// Whether a generated kernel computes `node`: random_uniform or random_normal of f32 or
+// f64, or random_bernoulli (random_math.h).
+bool randomizable(const graph::Graph& graph, graph::NodeId node);
+
+// The kernel of a randomizable node: void NAME(const K* operand0, T* out, int64_t n),
+// operand0 its key.
+GeneratedKernel generate_random_kernel(const graph::Graph& graph, graph::NodeId node);
 
 // The kernel of `fusion`: void NAME(const S0* operand0, ..., R* out, int64_t n), out[i]
 // the root's value at element i, for i < n.

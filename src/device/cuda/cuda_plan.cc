@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "device/cuda/elementwise.h"
+#include "device/cuda/movement.h"
 #include "device/cuda/nvrtc.h"
 
 namespace sx::device::cuda {
@@ -56,6 +57,17 @@ void CudaPlan::enqueue(const Addresses& addresses) {
     if (step.kind == Step::Kind::product) {
       cuda_.products().run({.n = step.columns, .k = step.length, .dtype = step.dtype}, step.batch, step.n,
                            at(step.operands[0]), at(step.operands[1]), out, stream);
+      continue;
+    }
+    if (step.kind == Step::Kind::movement) {
+      std::vector<const void*> sources;
+      for (const Place& operand : step.operands) sources.push_back(at(operand));
+      check(launch_movement(step.movement, sources.data(), out, step.n, graph::dtype_size(step.dtype), stream),
+            "to launch a movement kernel");
+      continue;
+    }
+    if (step.kind == Step::Kind::elementwise && step.prim == graph::PrimId::cast) {
+      check(launch_cast(step.dtype, step.cast_to, at(step.operands[0]), out, step.n, stream), "to launch a cast");
       continue;
     }
     if (step.kind == Step::Kind::elementwise) {

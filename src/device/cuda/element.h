@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "device/cuda/element_math.h"
+#include "device/cuda/transcendental.h"
 #include "graph/primitive.h"
 #include "graph/prims/scalar.h"
 #include "graph/tensor.h"
@@ -27,6 +28,10 @@ struct NumericDTypes {
 struct FloatDTypes {
   template <class C>
   static constexpr bool takes = std::is_floating_point_v<C>;
+};
+struct DoubleDTypes {
+  template <class C>
+  static constexpr bool takes = std::is_same_v<C, double>;
 };
 struct BoolDTypes {
   template <class C>
@@ -66,6 +71,39 @@ bool visit_element(graph::PrimId prim, Fn&& fn) {
     case PrimId::ge: fn(scalar::Ge{}, Comparison{}, AllDTypes{}); return true;
     default: return false;
   }
+}
+
+// visit_element's table and the transcendental functions (transcendental.h), which only
+// the generated kernels compute: NVRTC compiles lane_math's templates as device code.
+template <class Fn>
+bool visit_generated_element(graph::PrimId prim, Fn&& fn) {
+  using graph::PrimId;
+  if (visit_element(prim, fn)) return true;
+  switch (prim) {
+    case PrimId::exp: fn(gpu::Exp{}, Unary{}, FloatDTypes{}); return true;
+    case PrimId::log: fn(gpu::Log{}, Unary{}, FloatDTypes{}); return true;
+    case PrimId::tanh: fn(gpu::Tanh{}, Unary{}, FloatDTypes{}); return true;
+    case PrimId::erf: fn(gpu::Erf{}, Unary{}, FloatDTypes{}); return true;
+    case PrimId::logistic: fn(gpu::Logistic{}, Unary{}, FloatDTypes{}); return true;
+    case PrimId::sin: fn(gpu::Sin{}, Unary{}, DoubleDTypes{}); return true;
+    case PrimId::cos: fn(gpu::Cos{}, Unary{}, DoubleDTypes{}); return true;
+    case PrimId::pow: fn(gpu::Pow{}, Binary{}, FloatDTypes{}); return true;
+    default: return false;
+  }
+}
+
+// Whether a generated kernel computes `prim` on operands of `dtype` (not bf16, which
+// the generated kernels do not take).
+inline bool has_generated_element(graph::PrimId prim, graph::DType dtype) {
+  bool takes = false;
+  visit_generated_element(prim, [&](auto, auto, auto dtypes) {
+    using DTypes = decltype(dtypes);
+    graph::visit_dtype(dtype, [&](auto types) {
+      using C = typename decltype(types)::compute;
+      takes = dtype != graph::DType::bf16 && DTypes::template takes<C>;
+    });
+  });
+  return takes;
 }
 
 }  // namespace sx::device::cuda

@@ -23,6 +23,13 @@ __global__ void binary_kernel(const S* a, const S* b, Out* out, int64_t n) {
   }
 }
 
+template <class SI, class CI, class SO, class CO>
+__global__ void cast_kernel(const SI* x, SO* out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    out[i] = SO(graph::prims::convert<CO>(static_cast<CI>(x[i])));
+  }
+}
+
 unsigned blocks_for(int64_t n) {
   int64_t blocks = (n + kThreads - 1) / kThreads;
   return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > kMostBlocks ? kMostBlocks : blocks));
@@ -71,6 +78,27 @@ cudaError_t launch_elementwise(graph::PrimId prim, graph::DType dtype, const voi
     }
   });
   if (!found) return cudaErrorNotSupported;
+  return cudaGetLastError();
+}
+
+bool has_cast_kernel(graph::DType from, graph::DType to) {
+  return from == graph::DType::bf16 || to == graph::DType::bf16;
+}
+
+cudaError_t launch_cast(graph::DType from, graph::DType to, const void* x, void* out, int64_t n, cudaStream_t stream) {
+  if (!has_cast_kernel(from, to)) return cudaErrorNotSupported;
+  graph::visit_dtype(from, [&](auto in_types) {
+    using SI = typename decltype(in_types)::storage;
+    using CI = typename decltype(in_types)::compute;
+    graph::visit_dtype(to, [&](auto out_types) {
+      using SO = typename decltype(out_types)::storage;
+      using CO = typename decltype(out_types)::compute;
+      if constexpr (std::is_same_v<SI, graph::Bf16> || std::is_same_v<SO, graph::Bf16>) {
+        cast_kernel<SI, CI, SO, CO>
+            <<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const SI*>(x), static_cast<SO*>(out), n);
+      }
+    });
+  });
   return cudaGetLastError();
 }
 

@@ -21,6 +21,14 @@ bool has_elementwise_kernel(graph::PrimId prim, graph::DType dtype);
 cudaError_t launch_elementwise(graph::PrimId prim, graph::DType dtype, const void* a, const void* b, void* out,
                                int64_t n, cudaStream_t stream);
 
+// Whether the kernels cast from `from` to `to`: the casts to and from bf16 (the generated
+// kernels cast between the others).
+bool has_cast_kernel(graph::DType from, graph::DType to);
+
+// Starts out[i] = x[i] cast from `from` to `to` (as the reference casts) for i < n, in
+// `stream`; cudaErrorNotSupported for a cast the kernels lack.
+cudaError_t launch_cast(graph::DType from, graph::DType to, const void* x, void* out, int64_t n, cudaStream_t stream);
+
 // cudaSuccess when the current GPU can run this build's kernels (they are built for
 // sm_80 and sm_90a, without PTX); else the runtime's reason.
 cudaError_t check_kernels_load();

@@ -1,9 +1,10 @@
-// The little of the C++ standard library that graph/prims/scalar.h and lane_math.h use,
-// for the kernels NVRTC compiles (codegen.h): NVRTC has no standard headers, so this one
-// stands for <cmath>, <cstdint>, <cstring>, <limits> and <type_traits> there. The math
-// functions are the CUDA device library's, correctly rounded where the kernels call them
-// (fabs, sqrt, fma, and the comparisons); the others are declared only so that the
-// headers parse, since the kernels call no formula whose bits differ on a GPU (element.h).
+// The little of the C++ standard library that graph/prims/scalar.h, lane_math.h and
+// philox.h use, for the kernels NVRTC compiles (codegen.h): NVRTC has no standard
+// headers, so this one stands for <array>, <cmath>, <cstdint>, <cstring>, <limits> and
+// <type_traits> there. The math functions are the CUDA device library's (libdevice):
+// correctly rounded where the reference's are too (fabs, sqrt, fma, the comparisons);
+// the f64 transcendental functions and pow are within libdevice's bounds, which
+// transcendental.h gives.
 #ifndef SX_NVRTC_STD_H
 #define SX_NVRTC_STD_H
 
@@ -27,6 +28,13 @@ using ::uint32_t;
 using ::uint64_t;
 using ::uint8_t;
 typedef unsigned long size_t;
+
+template <class T, size_t N>
+struct array {
+  T elements[N];
+  T& operator[](size_t i) { return elements[i]; }
+  const T& operator[](size_t i) const { return elements[i]; }
+};
 
 template <class T, class U>
 inline constexpr bool is_same_v = false;

@@ -9,6 +9,7 @@
 #include "device/cuda/codegen.h"
 #include "device/cuda/element.h"
 #include "device/cuda/elementwise.h"
+#include "device/cuda/movement.h"
 #include "device/cuda/products.h"
 #include "device/device.h"
 #include "graph/primitive.h"
@@ -27,8 +28,10 @@ graph::DType operand_dtype(const graph::Graph& graph, const graph::Node& node) {
 
 bool runs(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
-  return is_source(node) || has_elementwise_kernel(node.op(), operand_dtype(graph, node)) || row_reducible(graph, id) ||
-         (node.op() == graph::PrimId::matmul && has_product(node.dtype));
+  return is_source(node) || fusible(graph, id) || has_elementwise_kernel(node.op(), operand_dtype(graph, node)) ||
+         (node.op() == graph::PrimId::cast && has_cast_kernel(operand_dtype(graph, node), node.dtype)) ||
+         row_reducible(graph, id) || reducible(graph, id) || movable(graph, id) || indexable(graph, id) ||
+         randomizable(graph, id) || (node.op() == graph::PrimId::matmul && has_product(node.dtype));
 }
 
 size_t bytes_of(const graph::Node& node) {
@@ -74,6 +77,13 @@ std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
       step.columns = node.shape.back();
       step.batch = graph::numel(node.shape) / std::max<int64_t>(1, step.n * step.columns);
       by_node.emplace(id, Launch{step, id, node.inputs});
+    } else if (movable(graph, id)) {
+      Step step;
+      step.kind = Step::Kind::movement;
+      step.dtype = node.dtype;
+      step.movement = plan_movement(graph, id);
+      step.n = graph::numel(node.shape);
+      by_node.emplace(id, Launch{step, id, node.inputs});
     } else if (row_reducible(graph, id)) {
       const graph::Shape& x = graph.node(node.inputs[0]).shape;
       Step step;
@@ -82,11 +92,25 @@ std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
       step.length = x.empty() ? 1 : x.back();
       step.n = graph::numel(node.shape);
       by_node.emplace(id, Launch{step, id, node.inputs});
+    } else if (indexable(graph, id) || randomizable(graph, id)) {
+      Step step;
+      step.kernel =
+          add_kernel(indexable(graph, id) ? generate_index_kernel(graph, id) : generate_random_kernel(graph, id));
+      step.n = graph::numel(node.shape);
+      by_node.emplace(id, Launch{step, id, node.inputs});
+    } else if (reducible(graph, id)) {
+      Step step;
+      step.kind = Step::Kind::row;
+      step.kernel = add_kernel(generate_reduction(graph, id));
+      step.n = graph::numel(node.shape);
+      step.length = step.n == 0 ? 0 : graph::numel(graph.node(node.inputs[0]).shape) / step.n;
+      by_node.emplace(id, Launch{step, id, node.inputs});
     } else {
       Step step;
       step.kind = Step::Kind::elementwise;
       step.prim = node.op();
       step.dtype = operand_dtype(graph, node);
+      step.cast_to = node.dtype;
       step.n = graph::numel(node.shape);
       by_node.emplace(id, Launch{step, id, node.inputs});
     }
@@ -100,8 +124,12 @@ std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
 
 bool has_kernel(graph::PrimId prim) {
   return prim == graph::PrimId::input || prim == graph::PrimId::constant || prim == graph::PrimId::sum ||
-         prim == graph::PrimId::reduce_max || prim == graph::PrimId::matmul ||
-         visit_element(prim, [](auto, auto, auto) {});
+         prim == graph::PrimId::reduce_max || prim == graph::PrimId::reduce_min || prim == graph::PrimId::argmax ||
+         prim == graph::PrimId::argmin || prim == graph::PrimId::matmul || prim == graph::PrimId::gather ||
+         prim == graph::PrimId::scatter_add || prim == graph::PrimId::one_hot || prim == graph::PrimId::iota ||
+         graph::primitive(prim).kind == graph::PrimKind::random || moves_by_copies(prim) ||
+         prim == graph::PrimId::where || prim == graph::PrimId::cast ||
+         visit_generated_element(prim, [](auto, auto, auto) {});
 }
 
 Program generated_kernels(const graph::Graph& graph) {

@@ -1,6 +1,7 @@
 // What the cuda device makes of a graph when it compiles it, before any GPU is touched:
 // its kernels' steps in the graph's order (generated kernels, codegen.h, for the fused
-// elementwise chains and the row reductions; nvcc's elementwise.cu for bf16), their
+// elementwise chains and the row reductions; nvcc's elementwise.cu for bf16 and
+// movement.cu for the movement primitives), their
 // source as one program for NVRTC, and every value they write placed in one arena by
 // liveness (device/arena.h, as the cpu device places its own). A graph with a
 // primitive the device has no kernel for is refused here, naming every such primitive:
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "device/arena.h"
+#include "device/cuda/movement.h"
 #include "graph/graph.h"
 
 namespace sx::device::cuda {
@@ -27,22 +29,28 @@ struct Place {
 };
 
 // One kernel's launch, writing `out` in the arena:
-// - fused: the generated kernel `kernel` of a fusion, reading `operands`, n elements;
-// - row: the generated row reduction `kernel` of operands[0], n rows of `length`;
-// - elementwise: nvcc's kernel of `prim` on operands of `dtype` (elementwise.h), n elements;
+// - fused: the generated kernel `kernel` of a fusion (or of gather, scatter_add, one_hot,
+//   iota or a random primitive), reading `operands`, n elements;
+// - row: the generated reduction `kernel` of operands[0], n result elements of `length`
+//   reduced elements each (a row of the last axis, or reduction.h's walk of any axes);
+// - elementwise: nvcc's kernel of `prim` on operands of `dtype` (elementwise.h), n elements
+//   (a cast's to `cast_to`);
 // - product: `batch` matrix products of operands [n, length] by [length, columns] in
-//   `dtype`, through cuBLASLt (products.h).
+//   `dtype`, through cuBLASLt (products.h);
+// - movement: `movement`'s copies of the operands into n elements of `dtype` (movement.h).
 struct Step {
-  enum class Kind : uint8_t { fused, row, elementwise, product };
+  enum class Kind : uint8_t { fused, row, elementwise, product, movement };
   Kind kind = Kind::fused;
   size_t kernel = 0;  // in Program::kernel_names
   graph::PrimId prim{};
   graph::DType dtype = graph::DType::f32;
+  graph::DType cast_to = graph::DType::f32;
   std::vector<Place> operands;
   size_t out = 0;
   int64_t n = 0;
   int64_t length = 0;
   int64_t columns = 0, batch = 1;
+  Movement movement;
 };
 
 // A copy of bytes into the arena: an output that is an input or a constant is staged

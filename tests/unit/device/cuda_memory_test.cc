@@ -168,24 +168,55 @@ TEST(CudaProgram, UploadsConstantsOnce) {
   EXPECT_EQ(program.steps[0].operands[1], (Place{Place::Kind::constant, 0}));
 }
 
+TEST(CudaProgram, CastsToAndFromBf16ByNvccsKernels) {
+  Graph g;
+  graph::Builder b(g);
+  graph::NodeId x = b.input("x", {8}, DType::f32);
+  b.output("y", b.cast(b.mul(b.cast(x, DType::bf16), b.cast(x, DType::bf16)), DType::f32));
+  EXPECT_TRUE(cuda::missing_kernels(g).empty());
+  std::vector<std::pair<DType, DType>> casts;
+  for (const cuda::Step& step : cuda::plan_program(g).steps) {
+    if (step.kind == cuda::Step::Kind::elementwise && step.prim == graph::PrimId::cast) {
+      casts.emplace_back(step.dtype, step.cast_to);
+    }
+  }
+  using Cast = std::pair<DType, DType>;
+  EXPECT_EQ(casts,
+            (std::vector<Cast>{{DType::f32, DType::bf16}, {DType::f32, DType::bf16}, {DType::bf16, DType::f32}}));
+}
+
+// The primitives, composites aside, that the cuda device has no kernel for in any dtype.
+std::vector<std::string> primitives_without_a_kernel() {
+  std::vector<std::string> names;
+  for (const graph::Primitive* p : graph::all_primitives()) {
+    if (!p->composite() && !cuda::has_kernel(p->id)) names.emplace_back(p->name);
+  }
+  return names;
+}
+
+TEST(CudaProgram, HasAKernelForEveryPrimitiveButTheCompositesAndStopGradient) {
+  EXPECT_EQ(primitives_without_a_kernel(), std::vector<std::string>{"stop_gradient"});
+}
+
 TEST(CudaProgram, RefusesAGraphNamingEveryPrimitiveWithoutAKernel) {
   Graph g;
   graph::Builder b(g);
   graph::NodeId x = b.input("x", {4, 4}, DType::f32);
-  b.output("y", b.sum(b.matmul(b.exp(x), x), {0}));
-  EXPECT_EQ(cuda::missing_kernels(g), (std::vector<std::string>{"exp (f32)", "sum (f32)"}));
+  b.output("y", b.sum(b.matmul(b.op("sin", {x}), x), {0}));
+  b.output("z", b.exp(b.input("h", {4}, DType::bf16)));
+  EXPECT_EQ(cuda::missing_kernels(g), (std::vector<std::string>{"sin (f32)", "exp (bf16)"}));
   try {
     cuda::plan_program(g);
     FAIL() << "planned";
   } catch (const DeviceError& e) {
     EXPECT_STREQ(e.code(), "E-DEVICE-007");
     EXPECT_EQ(std::string(e.what()),
-              "the cuda device has no kernel for exp (f32), sum (f32): the graph runs on cpu and reference; use "
+              "the cuda device has no kernel for sin (f32), exp (bf16): the graph runs on cpu and reference; use "
               "--device cpu");
   }
   EXPECT_TRUE(cuda::has_kernel(graph::PrimId::add));
   EXPECT_TRUE(cuda::has_kernel(graph::PrimId::matmul));
-  EXPECT_FALSE(cuda::has_kernel(graph::PrimId::gather));
+  EXPECT_FALSE(cuda::has_kernel(graph::PrimId::softmax));  // run by its decomposition
 }
 
 // The cuda device, or a skip saying why there is none.
@@ -304,15 +335,14 @@ TEST(CudaPlanRuns, RefuseAGraphWithAPrimitiveWithoutAKernel) {
   MAKE_CUDA_DEVICE(device);
   Graph g;
   graph::Builder b(g);
-  b.output("y", b.exp(b.input("x", {2}, DType::f32)));
+  b.output("y", b.exp(b.input("x", {2}, DType::bf16)));
   try {
     device->compile(g);
     FAIL() << "compiled";
   } catch (const DeviceError& e) {
     EXPECT_STREQ(e.code(), "E-DEVICE-007");
   }
-  std::vector<std::string> fallbacks = device->fallback_primitives();
-  EXPECT_NE(std::ranges::find(fallbacks, "exp"), fallbacks.end());
+  EXPECT_EQ(device->fallback_primitives(), primitives_without_a_kernel());
 }
 
 }  // namespace

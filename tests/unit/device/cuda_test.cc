@@ -18,7 +18,7 @@ namespace {
 // time as each GPU thread does; nullopt when the kernels lack the primitive or dtype.
 std::optional<Tensor> host_elements(graph::PrimId prim, const std::vector<Tensor>& inputs, DType out_dtype) {
   std::optional<Tensor> out;
-  cuda::visit_element(prim, [&](auto formula, auto shape, auto dtypes) {
+  cuda::visit_generated_element(prim, [&](auto formula, auto shape, auto dtypes) {
     using F = decltype(formula);
     using ElementShape = decltype(shape);
     using DTypes = decltype(dtypes);
@@ -64,23 +64,29 @@ std::vector<KernelCase> kernel_cases() {
   return cases;
 }
 
+// Each formula of the kernels, those shared with the reference (element.h's table:
+// every dtype the primitive takes) and the generated kernels' transcendental functions
+// (those dtypes they take), on the host. On a GPU the f32 transcendental functions give
+// these bits too; the f64 ones and pow are libdevice's there (transcendental.h).
 TEST(CudaElements, GiveTheReferenceBitsOnTheHost) {
-  int primitives = 0;
+  int primitives = 0, generated_only = 0;
   for (const graph::Primitive* prim : elementwise_primitives()) {
-    if (!cuda::visit_element(prim->id, [](auto, auto, auto) {})) continue;
-    ++primitives;
+    if (!cuda::visit_generated_element(prim->id, [](auto, auto, auto) {})) continue;
+    bool shared = cuda::visit_element(prim->id, [](auto, auto, auto) {});
+    ++(shared ? primitives : generated_only);
     for (DType dtype : graph::kAllDTypes) {
       std::optional<FormulaCase> c = make_case(*prim, dtype, dtype);
-      if (!c) continue;
+      if (!c || (!shared && !cuda::has_generated_element(prim->id, dtype))) continue;
       SCOPED_TRACE(c->label);
       Tensor expected = run_on("reference", c->graph, c->inputs)[0];
       std::optional<Tensor> actual = host_elements(prim->id, c->inputs, expected.dtype());
       ASSERT_TRUE(actual) << "the primitive takes this dtype, the kernels do not";
-      EXPECT_TRUE(cuda::has_elementwise_kernel(prim->id, dtype));
+      EXPECT_TRUE(cuda::has_elementwise_kernel(prim->id, dtype) || cuda::has_generated_element(prim->id, dtype));
       EXPECT_EQ(compare_bits(*actual, expected), "");
     }
   }
   EXPECT_GT(primitives, 0);
+  EXPECT_EQ(generated_only, 8);  // exp, log, tanh, erf, logistic, sin, cos, pow
 }
 
 // Device memory holding a tensor's bytes, freed at the end of the scope.
@@ -122,6 +128,33 @@ TEST(CudaKernels, GiveTheReferenceBitsOnTheGpu) {
     Tensor actual(expected.dtype(), expected.shape());
     out.copy_to(actual);
     EXPECT_EQ(compare_bits(actual, expected), "");
+  }
+}
+
+// The casts to and from bf16, which the generated kernels leave to nvcc's.
+TEST(CudaKernels, CastToAndFromBf16GiveTheReferenceBitsOnTheGpu) {
+  for (DType other : graph::kAllDTypes) {
+    EXPECT_TRUE(cuda::has_cast_kernel(DType::bf16, other));
+    EXPECT_TRUE(cuda::has_cast_kernel(other, DType::bf16));
+    if (other != DType::bf16) {
+      EXPECT_FALSE(cuda::has_cast_kernel(other, DType::f32));
+    }
+  }
+  if (std::string reason = gpu_unusable_reason(); !reason.empty()) GTEST_SKIP() << reason;
+  for (DType other : graph::kAllDTypes) {
+    for (auto [from, to] : {std::pair{DType::bf16, other}, std::pair{other, DType::bf16}}) {
+      std::optional<FormulaCase> c = make_case(graph::primitive(graph::PrimId::cast), from, to);
+      ASSERT_TRUE(c);
+      SCOPED_TRACE(c->label);
+      Tensor expected = run_on("reference", c->graph, c->inputs)[0];
+      GpuBytes x(c->inputs[0]);
+      GpuBytes out(expected.bytes().size());
+      ASSERT_EQ(cuda::launch_cast(from, to, x.data(), out.data(), expected.numel(), cudaStream_t{}), cudaSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      Tensor actual(expected.dtype(), expected.shape());
+      out.copy_to(actual);
+      EXPECT_EQ(compare_bits(actual, expected), "");
+    }
   }
 }
 

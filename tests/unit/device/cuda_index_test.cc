@@ -1,0 +1,124 @@
+// The cuda device's indexing kernels without a GPU: index_math.h's functions, one result
+// element at a time as each GPU thread computes it, give the reference's bits, and NVRTC
+// compiles the generated kernels.
+#include <gtest/gtest.h>
+
+#include "device/cuda/codegen.h"
+#include "device/cuda/index_math.h"
+#include "device/cuda/nvrtc.h"
+#include "util.h"
+
+namespace sx::device::testing {
+namespace {
+
+// Indices of `dtype` with these values.
+Tensor indices_of(DType dtype, const Shape& shape, const std::vector<double>& values) {
+  Tensor t(dtype, shape);
+  for (size_t i = 0; i < values.size(); ++i) t.set_value(static_cast<int64_t>(i), values[i]);
+  return t;
+}
+
+// The node's result on the host, by index_math.h's functions.
+Tensor host_index(const Graph& g, graph::NodeId id, const std::vector<Tensor>& inputs) {
+  const graph::Node& node = g.node(id);
+  Tensor out(node.dtype, node.shape);
+  graph::visit_dtype(node.dtype, [&](auto types) {
+    using S = typename decltype(types)::storage;
+    using C = typename decltype(types)::compute;
+    auto with_indices = [&](const Tensor& indices, auto fn) {
+      if (indices.dtype() == DType::i32) fn(indices.data<int32_t>());
+      else if (indices.dtype() == DType::i64) fn(indices.data<int64_t>());
+      else if (indices.dtype() == DType::u8) fn(indices.data<uint8_t>());
+      else fn(indices.data<uint16_t>());
+    };
+    for (int64_t o = 0; o < out.numel(); ++o) {
+      switch (node.op()) {
+        case graph::PrimId::gather:
+          with_indices(inputs[1], [&](const auto* indices) {
+            out.data<S>()[o] = cuda::gather_element(inputs[0].data<S>(), indices, cuda::gather_geometry(g, id), o);
+          });
+          break;
+        case graph::PrimId::scatter_add:
+          if constexpr (!std::is_same_v<C, bool>) {
+            with_indices(inputs[1], [&](const auto* indices) {
+              out.data<S>()[o] = cuda::scatter_add_element<S, C>(inputs[0].data<S>(), indices, inputs[2].data<S>(),
+                                                                 cuda::gather_geometry(g, id), o);
+            });
+          }
+          break;
+        case graph::PrimId::one_hot:
+          with_indices(inputs[0], [&](const auto* indices) {
+            out.data<S>()[o] = cuda::one_hot_element<S>(indices, node.attrs.get_int("depth"), o);
+          });
+          break;
+        default: {
+          auto axis = static_cast<size_t>(node.attrs.get_int("axis"));
+          int64_t inner = graph::numel(Shape(node.shape.begin() + static_cast<int64_t>(axis) + 1, node.shape.end()));
+          out.data<S>()[o] = cuda::iota_element<S>(node.shape[axis], inner, o);
+        }
+      }
+    }
+  });
+  return out;
+}
+
+TEST(CudaIndex, GiveTheReferenceBitsOnTheHost) {
+  std::mt19937 rng(3);
+  int cases = 0;
+  for (DType dtype : {DType::f32, DType::f64, DType::i32, DType::i64, DType::u8}) {
+    for (DType index : {DType::i32, DType::i64, DType::u8, DType::u16}) {
+      SCOPED_TRACE(fmt::format("{} by {} indices", graph::dtype_name(dtype), graph::dtype_name(index)));
+      Graph g;
+      graph::Builder b(g);
+      Tensor x = random_tensor(dtype, {2, 5, 3}, rng);
+      Tensor rows = indices_of(index, {2, 3}, {4, 0, 4, 1, 4, 2});  // repeated: scatter_add's order
+      Tensor updates = random_tensor(dtype, {2, 2, 3, 3}, rng);
+      Tensor labels = indices_of(index, {4}, {0, 3, 6, 2});  // 6: beyond one_hot's depth
+      graph::NodeId xi = b.input("x", {2, 5, 3}, dtype), ri = b.input("rows", {2, 3}, index);
+      graph::NodeId ui = b.input("updates", {2, 2, 3, 3}, dtype), li = b.input("labels", {4}, index);
+      graph::NodeId pi = b.input("pick", {3}, index);
+      std::vector<Tensor> inputs = {x, rows, updates, labels, indices_of(index, {3}, {1, 0, 1})};
+      std::vector<graph::NodeId> nodes = {b.gather(xi, ri, 1), b.gather(xi, pi, 0), b.scatter_add(xi, ri, ui, 1),
+                                          b.one_hot(li, 5, dtype), b.iota({3, 4, 2}, 1, dtype)};
+      for (graph::NodeId node : nodes) b.output(fmt::format("y{}", node), node);
+      std::vector<Tensor> expected;
+      try {
+        expected = run_on("reference", g, inputs);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << e.what();
+        continue;
+      }
+      for (size_t k = 0; k < nodes.size(); ++k) {
+        SCOPED_TRACE(g.node(nodes[k]).op_name());
+        ASSERT_TRUE(cuda::indexable(g, nodes[k]));
+        std::vector<Tensor> operands;
+        for (graph::NodeId in : g.node(nodes[k]).inputs) {
+          for (size_t i = 0; i < g.inputs.size(); ++i) {
+            if (g.inputs[i].node == in) operands.push_back(inputs[i]);
+          }
+        }
+        EXPECT_EQ(compare_bits(host_index(g, nodes[k], operands), expected[k]), "");
+        ++cases;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 100);
+}
+
+TEST(CudaIndex, KernelsCompileForSm80AndSm90a) {
+  Graph g;
+  graph::Builder b(g);
+  graph::NodeId x = b.input("x", {50, 8}, DType::f32), ids = b.input("ids", {2, 6}, DType::i32);
+  graph::NodeId rows = b.gather(x, ids, 0);
+  std::vector<graph::NodeId> nodes = {rows, b.scatter_add(x, ids, rows, 0), b.one_hot(ids, 50, DType::f32, true),
+                                      b.iota({4, 6}, 1, DType::i64)};
+  std::string source;
+  for (graph::NodeId node : nodes) source += cuda::generate_index_kernel(g, node).source;
+  EXPECT_NE(source.find("GatherGeometry{12, 50, 8}"), std::string::npos) << source;
+  for (const char* architecture : {"sm_80", "sm_90a"}) {
+    EXPECT_GT(cuda::compile_cubin(source, architecture).size(), 1000u) << architecture;
+  }
+}
+
+}  // namespace
+}  // namespace sx::device::testing
