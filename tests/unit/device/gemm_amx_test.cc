@@ -95,6 +95,35 @@ TEST(AmxProducts, WithinTheRulesBoundAndEachRowsBitsItsOwn) {
   }
 }
 
+// A weight's gradient over 128 tokens: K short enough that B packed whole is one panel
+// of all its columns (past kPanel, 512). Each column's bits, rounded to bf16 as the plan
+// takes them, are those of a product of that column's slice of B alone.
+TEST(AmxProducts, AShortKsColumnsBitsTheirOwnInOnePanel) {
+  if (!host_runs_amx()) GTEST_SKIP() << "this processor lacks AMX-BF16 tiles (or Linux did not grant them)";
+  std::mt19937 rng(47);
+  constexpr int64_t m = 40, n = 1056, k = 128;
+  const Operand a = random_operand(m, k, true, true, rng), b = random_operand(k, n, false, true, rng);
+  const auto rounded = [&](const Operand& right, int64_t cols) {
+    std::vector<float> c(static_cast<size_t>(m * cols));
+    std::vector<graph::Bf16> out(static_cast<size_t>(m * cols));
+    cpu::Gemm(cpu::kernels_for(Isa::amx), m, cols, k, 1, true).run(a.ref(), right.ref(), c.data(), cols, out.data());
+    return out;
+  };
+  const std::vector<graph::Bf16> whole = rounded(b, n);
+  constexpr int64_t kSlice = 96;
+  for (int64_t first : {int64_t{0}, int64_t{480}, n - kSlice}) {
+    Operand slice = b;
+    slice.offset = first * b.cols;
+    const std::vector<graph::Bf16> alone = rounded(slice, kSlice);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < kSlice; ++j) {
+        ASSERT_EQ(alone[static_cast<size_t>(i * kSlice + j)].bits, whole[static_cast<size_t>(i * n + first + j)].bits)
+            << "row " << i << ", column " << first + j;
+      }
+    }
+  }
+}
+
 TEST(AmxProducts, NanAndInfinitiesWhereTheRulePutsThem) {
   if (!host_runs_amx()) GTEST_SKIP() << "this processor lacks AMX-BF16 tiles (or Linux did not grant them)";
   std::mt19937 rng(32);

@@ -454,8 +454,7 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
   for (int part = 0; part < threads_; ++part) {
     Workspace& ws = slots[static_cast<size_t>(first_slot_ + part)];
     if (amx_) {
-      ws.amx.reserve(k_, region_cols, true);  // an epilogue may need whole rows
-      ws.amx.reserve(k_, region_cols, false);
+      ws.amx.reserve(k_, region_cols);
       continue;
     }
     grow(ws.a_pack, std::max<int64_t>(1, a_floats));

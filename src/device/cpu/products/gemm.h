@@ -121,10 +121,10 @@ struct AmxBuffers {
   std::vector<uint16_t> rounded;  // two rows of an f32 B (MatrixRef::from_f32) rounded, as B is packed
   std::vector<float> sums;        // 32 rows of a panel's sums, where they need not go to C
   std::vector<float> block;       // a block of 32 x 32 partly past C's edge
-  // Sizes them for amx_product over `k` steps and `cols` columns, blocks done in whole
-  // rows or not (a Gemm that runs on AMX does it when it is made, for both, so that its
-  // runs allocate nothing and the plan's scratch counts them).
-  void reserve(int64_t k, int64_t cols, bool whole_rows);
+  // Sizes them for amx_product over `k` steps and `cols` columns (a Gemm that runs on
+  // AMX does it when it is made, so that its runs allocate nothing and the plan's
+  // scratch counts them).
+  void reserve(int64_t k, int64_t cols);
   size_t bytes() const {
     return (a.size() + b.size() + rounded.size()) * sizeof(uint16_t) + (sums.size() + block.size()) * sizeof(float);
   }

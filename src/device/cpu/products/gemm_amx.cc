@@ -10,9 +10,9 @@
 // whatever rows or columns lie beside it, so a row alone, in any batch, on any
 // thread count, gives the same bits.
 //
-// Blocks: columns in panels of B packed whole along K into tiles of pairs, as wide
-// as kPanelBytes allow (a multiple of 32 columns, at most kPanel), or all the columns
-// where a block done must span them; rows 32 at a time (two tiles of A a chunk, read
+// Blocks: columns in panels of B packed whole along K into tiles of pairs: all the
+// columns where they fit kPanelBytes, else as many as fit (a multiple of 32 columns,
+// at most kPanel); rows 32 at a time (two tiles of A a chunk, read
 // in place where A's rows allow it, else packed); C in 2 x 2 tiles that stay in tile
 // registers over all of K, so that each is stored once, and each 32 rows of a panel
 // are done (rounded, and handed to an epilogue) while they are in cache.
@@ -212,13 +212,14 @@ void pack_a(const MatrixRef& a, int64_t k, int64_t row, int64_t rows, int64_t st
   }
 }
 
-// Columns of a panel of B for a product over `k` steps of `cols` columns: whole 2 x 2
-// blocks, as many as kPanelBytes hold (at most kPanel); or all the columns, where blocks
-// must be whole rows and B packed whole fits kPanelBytes.
-int64_t panel_columns(int64_t k, int64_t cols, bool whole_rows) {
+// Columns of a panel of B for a product over `k` steps of `cols` columns: all of them
+// where B packed whole fits kPanelBytes (a short K, as a weight's gradient over 128
+// tokens has: A is then packed once, not once a panel); else whole 2 x 2 blocks, as
+// many as kPanelBytes hold (at most kPanel).
+int64_t panel_columns(int64_t k, int64_t cols) {
   const int64_t chunks = std::max<int64_t>(1, (k + kChunk - 1) / kChunk),
                 block_bytes = chunks * kChunk * kBlockCols * 2, blocks = (cols + kBlockCols - 1) / kBlockCols;
-  if (whole_rows && blocks * block_bytes <= kPanelBytes) return std::max<int64_t>(1, blocks) * kBlockCols;
+  if (blocks * block_bytes <= kPanelBytes) return std::max<int64_t>(1, blocks) * kBlockCols;
   return std::clamp<int64_t>(kPanelBytes / block_bytes, 1, kPanel / kBlockCols) * kBlockCols;
 }
 
@@ -246,12 +247,12 @@ bool host_runs_amx() {
   return runs;
 }
 
-void AmxBuffers::reserve(int64_t k, int64_t cols, bool whole_rows) {
+void AmxBuffers::reserve(int64_t k, int64_t cols) {
   const int64_t chunks = (k + kChunk - 1) / kChunk;
   const auto grow = [](std::vector<uint16_t>& buffer, int64_t halves) {
     if (buffer.size() < static_cast<size_t>(halves)) buffer.resize(static_cast<size_t>(halves));
   };
-  const int64_t panel = panel_columns(k, cols, whole_rows);
+  const int64_t panel = panel_columns(k, cols);
   grow(b, chunks * panel * kChunk);
   grow(a, chunks * kBlockRows * kChunk);
   grow(rounded, 2 * panel);
@@ -262,18 +263,18 @@ void AmxBuffers::reserve(int64_t k, int64_t cols, bool whole_rows) {
 void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row, int64_t rows, int64_t col,
                  int64_t cols, float* c, int64_t ldc, AmxBuffers& buffers, const AmxFinished* finished) {
   TilesConfigured configured;
-  // Blocks finished in whole rows come from one panel of all the columns where it fits;
-  // else from the panels as usual, each 32 rows finished once the last panel has passed
-  // over them (C's rows were written a panel at a time, and wait in L2).
+  // Blocks finished in whole rows, where B takes more than one panel: each 32 rows
+  // finished once the last panel has passed over them (C's rows were written a panel at
+  // a time, and wait in L2).
   const bool whole_rows = finished && finished->whole_rows;
-  const int64_t width_most = panel_columns(k, cols, whole_rows);
+  const int64_t width_most = panel_columns(k, cols);
   const bool rows_at_end = whole_rows && width_most < cols;
   // Sums that only the call reads (a bf16 product's, which it rounds) stay in a block
   // of 32 rows of a panel, never written to C: C's f32 sums would otherwise go to
   // memory and back for nothing (4 of gpt-large's 9 ms for a 3072 x 128 x 768 weight
   // gradient).
   const bool in_sums = finished && !finished->keeps_c && !rows_at_end;
-  buffers.reserve(k, cols, whole_rows);
+  buffers.reserve(k, cols);
   float* block = buffers.block.data();
   const int64_t chunks = (k + kChunk - 1) / kChunk;
   for (int64_t jc = col; jc < col + cols; jc += width_most) {
