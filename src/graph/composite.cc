@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -78,9 +79,12 @@ Tensor run_decomposition(const Node& node, std::span<const Tensor* const> args) 
 
 namespace {
 
-// One pass: every composite `runs` refuses replaced by its decomposition (which may hold
+// Per node: whether it is a composite that `runs` keeps.
+using Kept = std::function<bool(const Graph& graph, NodeId id)>;
+
+// One pass: every composite `kept` refuses replaced by its decomposition (which may hold
 // composites again).
-Graph expand_once(const Graph& graph, const std::function<bool(PrimId)>& runs) {
+Graph expand_once(const Graph& graph, const Kept& kept) {
   // Whether something other than a `part` reads a node: then a composite of several
   // values is stacked as its node is, else each part is the value it names.
   std::vector<bool> read_whole(graph.nodes.size(), false);
@@ -95,7 +99,7 @@ Graph expand_once(const Graph& graph, const std::function<bool(PrimId)>& runs) {
   std::unordered_map<NodeId, std::vector<NodeId>> values_of;  // expanded composites of several values
   for (NodeId id = 0; id < graph.nodes.size(); ++id) {
     const Node& node = graph.nodes[id];
-    if (!node.prim->composite() || (runs && runs(node.op()))) {
+    if (!node.prim->composite() || kept(graph, id)) {
       r.map[id] = r.copy(node);
       continue;
     }
@@ -127,20 +131,80 @@ Graph expand_once(const Graph& graph, const std::function<bool(PrimId)>& runs) {
   return std::move(r.out);
 }
 
-bool expands_any(const Graph& graph, const std::function<bool(PrimId)>& runs) {
-  for (const Node& node : graph.nodes) {
-    if (node.prim->composite() && !(runs && runs(node.op()))) return true;
+bool expands_any(const Graph& graph, const Kept& kept) {
+  for (NodeId id = 0; id < graph.nodes.size(); ++id) {
+    if (graph.nodes[id].prim->composite() && !kept(graph, id)) return true;
   }
   return false;
+}
+
+Graph expand_where(const Graph& graph, const Kept& kept) {
+  if (!expands_any(graph, kept)) return graph;
+  Graph out = expand_once(graph, kept);
+  while (expands_any(out, kept)) out = expand_once(out, kept);
+  return out;
+}
+
+// Per node of `graph`: whether it is a composite the graph computes part of besides, a
+// node of its decomposition (not a constant) being one the graph holds already. Every
+// composite's decomposition is built once, after a copy of the graph, and each of its
+// nodes looked up among the graph's as CSE would find it.
+std::vector<bool> computed_besides(const Graph& graph) {
+  std::unordered_map<std::string, NodeId> held;
+  std::vector<NodeId> same(graph.nodes.size());  // per node: the first node CSE takes for it
+  for (NodeId id = 0; id < graph.nodes.size(); ++id) {
+    const Node& node = graph.nodes[id];
+    same[id] = id;
+    if (node.op() == PrimId::input) continue;
+    std::vector<NodeId> inputs;
+    for (NodeId in : node.inputs) inputs.push_back(same[in]);
+    same[id] = held.emplace(structural_key(node, inputs), id).first->second;
+  }
+  Graph copy = graph;
+  Builder b(copy);
+  std::vector<bool> besides(graph.nodes.size(), false);
+  for (NodeId id = 0; id < graph.nodes.size(); ++id) {
+    const Node& node = graph.nodes[id];
+    if (!node.prim->composite()) continue;
+    const auto first = static_cast<NodeId>(copy.nodes.size());
+    decompose(b, *node.prim, node.inputs, node.attrs);
+    std::unordered_map<std::string, NodeId> own;  // the decomposition's nodes not held already
+    for (NodeId n = first; n < copy.nodes.size(); ++n) {
+      const Node& made = copy.nodes[n];
+      std::vector<NodeId> inputs;
+      for (NodeId in : made.inputs) inputs.push_back(same[in]);
+      std::string key = structural_key(made, inputs);
+      same.push_back(n);
+      if (auto it = held.find(key); it != held.end()) {
+        same[n] = it->second;
+        if (!made.inputs.empty()) besides[id] = true;
+      } else {
+        same[n] = own.emplace(std::move(key), n).first->second;
+      }
+    }
+  }
+  return besides;
 }
 
 }  // namespace
 
 Graph expand_composites(const Graph& graph, const std::function<bool(PrimId)>& runs) {
-  if (!expands_any(graph, runs)) return graph;
-  Graph out = expand_once(graph, runs);
-  while (expands_any(out, runs)) out = expand_once(out, runs);
-  return out;
+  return expand_where(graph, [&](const Graph& g, NodeId id) { return runs && runs(g.nodes[id].op()); });
+}
+
+Graph expand_shared_composites(const Graph& graph, const std::function<bool(PrimId)>& runs) {
+  // Each round decides on the graph it expands: a decomposition may hold composites that
+  // the gradient built again too (attention's softmax).
+  Graph out = graph;
+  for (;;) {
+    const bool runs_any = std::any_of(out.nodes.begin(), out.nodes.end(),
+                                      [&](const Node& node) { return node.prim->composite() && runs(node.op()); });
+    if (!runs_any) return expand_composites(out);
+    const std::vector<bool> besides = computed_besides(out);
+    const Kept kept = [&](const Graph& g, NodeId id) { return runs(g.nodes[id].op()) && !besides[id]; };
+    if (!expands_any(out, kept)) return out;
+    out = expand_once(out, kept);
+  }
 }
 
 }  // namespace sx::graph

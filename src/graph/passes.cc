@@ -76,6 +76,14 @@ Graph fold_constants(const Graph& graph, const EvaluateConstants& evaluate, int6
   return checked(std::move(r.out));
 }
 
+std::string structural_key(const Node& node, std::span<const NodeId> inputs) {
+  std::string key = fmt::format("{} {}{} weak={} attrs={} inputs=", node.op_name(), dtype_name(node.dtype),
+                                shape_str(node.shape), node.weak, attrs_str(node.attrs));
+  for (NodeId in : inputs) key += fmt::format("{},", in);
+  if (node.value) key.append(node.value->bytes().begin(), node.value->bytes().end());
+  return key;
+}
+
 Graph eliminate_common_subexpressions(const Graph& graph) {
   Rewrite r(graph);
   std::map<std::string, NodeId> seen;
@@ -85,11 +93,9 @@ Graph eliminate_common_subexpressions(const Graph& graph) {
       r.map[id] = r.copy(node);
       continue;
     }
-    std::string key = fmt::format("{} {}{} weak={} attrs={} inputs=", node.op_name(), dtype_name(node.dtype),
-                                  shape_str(node.shape), node.weak, attrs_str(node.attrs));
-    for (NodeId in : node.inputs) key += fmt::format("{},", r.map[in]);
-    if (node.value) key.append(node.value->bytes().begin(), node.value->bytes().end());
-    auto [it, inserted] = seen.emplace(std::move(key), 0);
+    std::vector<NodeId> inputs;
+    for (NodeId in : node.inputs) inputs.push_back(r.map[in]);
+    auto [it, inserted] = seen.emplace(structural_key(node, inputs), 0);
     if (inserted) it->second = r.copy(node);
     r.map[id] = it->second;
   }

@@ -109,6 +109,12 @@ std::vector<NodeId> keep_inputs_in_bf16(Graph& graph, std::span<const NodeId> ca
 // run itself, it runs this way (runtime/compile.h).
 Graph expand_composites(const Graph& graph, const std::function<bool(PrimId)>& runs = {});
 
+// The same, where a composite that `runs` accepts is expanded too when the graph computes
+// nodes of its decomposition besides: autodiff builds a composite's decomposition again to
+// differentiate it (autodiff.h), and the node would compute what those nodes compute a
+// second time. Expanded, its nodes are those, which CSE keeps once (runtime/compile.h).
+Graph expand_shared_composites(const Graph& graph, const std::function<bool(PrimId)>& runs);
+
 // The batching transformation: a graph in which each input named in
 // `batched_inputs` has a new leading axis of size `batch_size`, computing
 // each row as the original graph would, by each primitive's batching rule.

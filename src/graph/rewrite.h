@@ -2,6 +2,8 @@
 // new ones, and copying of nodes and of the named inputs and outputs.
 #pragma once
 
+#include <span>
+#include <string>
 #include <vector>
 
 #include "graph/builder.h"
@@ -28,5 +30,9 @@ struct Rewrite {
     for (const NamedNode& o : from.outputs) out.outputs.push_back({o.name, map[o.node]});
   }
 };
+
+// What two nodes share when CSE takes one for the other: primitive, type, attributes,
+// inputs (`inputs`: their ids, mapped as the caller maps them) and a constant's bytes.
+std::string structural_key(const Node& node, std::span<const NodeId> inputs);
 
 }  // namespace sx::graph

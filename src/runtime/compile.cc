@@ -24,8 +24,9 @@ graph::Graph optimized_with_composites(device::Device& device, const graph::Grap
 Compiled compile(device::Device& device, const graph::Graph& graph) {
   graph::verify(graph);
   // Before the optimizer: a decomposition's nodes are folded and shared as the library's
-  // own nodes would be, and the nodes a composite's gradient built again are the ones
-  // its expansion builds, which CSE keeps once.
+  // own nodes would be, and a composite whose gradient built its decomposition again is
+  // expanded too, even where the device runs it: its nodes are then the ones the gradient
+  // reads, which CSE keeps once.
   std::vector<bool> present(graph::kPrimitiveCount, false);
   for (const graph::Node& node : graph.nodes) present[graph::index_of(node.op())] = true;
   auto runs = [&device](graph::PrimId id) { return device.supports(id); };
@@ -33,7 +34,7 @@ Compiled compile(device::Device& device, const graph::Graph& graph) {
   for (const graph::Primitive* p : graph::all_primitives()) {
     if (p->composite() && present[graph::index_of(p->id)] && !runs(p->id)) decomposed.push_back(p->id);
   }
-  const graph::Graph expanded = graph::expand_composites(graph, runs);
+  const graph::Graph expanded = graph::expand_shared_composites(graph, runs);
   graph::Graph optimized = graph::optimize(expanded, on(device));
   std::unique_ptr<device::Plan> plan = device.compile(optimized);
   return {std::move(optimized), std::move(plan), std::move(decomposed)};

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "graph/autodiff.h"
 #include "graph/errors.h"
 #include "graph/primitive.h"
 #include "graph/text.h"
@@ -195,6 +196,50 @@ TEST(Passes, OptimizeKeepsResultsOfATrainingLikeGraph) {
   std::vector<Tensor> in{tensor(DType::f32, {3, 2}, {1, 2, 3, 4, 5, 6}),
                          tensor(DType::f32, {4, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1})};
   expect_same_results(g, optimize(g, on_reference), in);
+}
+
+// A device that runs every composite keeps the ones whose intermediates nothing else
+// computes; a differentiated one (autodiff built its decomposition again) is expanded,
+// nested composites too, and CSE then finds each intermediate once.
+TEST(Passes, ExpandSharedCompositesExpandsWhatTheGradientComputesAgain) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", {2, 4, 8}, DType::f32);
+  NodeId scores = b.input("scores", {4, 8}, DType::f32);
+  NodeId shown = b.op("softmax", {scores});  // not differentiated: x alone is
+  NodeId attended = b.op("attention", {x, x, x}, {{"causal", int64_t{1}}});
+  NodeId normed = b.op("layer_norm", {attended}, {{"eps", 1e-5}, {"weight", int64_t{0}}, {"bias", int64_t{0}}});
+  NodeId loss = b.sum(b.mul(normed, normed), {0, 1, 2});
+  b.output("loss", loss);
+  b.output("shown", shown);
+  b.output("dx", gradients(b, loss, std::vector<NodeId>{x})[0]);
+  const auto every = [](PrimId) { return true; };
+
+  const Graph expanded = expand_shared_composites(g, every);
+  EXPECT_EQ(count_op(expanded, "attention") + count_op(expanded, "layer_norm"), 0u);
+  EXPECT_EQ(count_op(expanded, "softmax"), 1u);  // the one of `scores`
+  // Its exponentials are those of the graph with every composite expanded, less the kept
+  // softmax's: none twice.
+  const Graph all = eliminate_common_subexpressions(expand_composites(g));
+  EXPECT_EQ(count_op(eliminate_common_subexpressions(expanded), "exp") + 1, count_op(all, "exp"));
+  std::vector<double> xs(64), ss(32);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(0.7 * static_cast<double>(i));
+  for (size_t i = 0; i < ss.size(); ++i) ss[i] = std::cos(0.3 * static_cast<double>(i));
+  expect_same_results(expanded, expand_composites(g),
+                      {tensor(DType::f32, {2, 4, 8}, xs), tensor(DType::f32, {4, 8}, ss)});
+
+  // Without the gradient every composite stays one node.
+  Graph forward;
+  Builder f(forward);
+  NodeId fx = f.input("x", {2, 4, 8}, DType::f32);
+  f.output("y", f.op("layer_norm", {f.op("attention", {fx, fx, fx}, {{"causal", int64_t{0}}})},
+                     {{"eps", 1e-5}, {"weight", int64_t{0}}, {"bias", int64_t{0}}}));
+  const Graph kept = expand_shared_composites(forward, every);
+  EXPECT_EQ(count_op(kept, "attention"), 1u);
+  EXPECT_EQ(count_op(kept, "layer_norm"), 1u);
+  EXPECT_EQ(count_op(kept, "softmax"), 0u);
+  // A device that runs none of them gets every one expanded.
+  EXPECT_EQ(count_op(expand_shared_composites(forward, [](PrimId) { return false; }), "attention"), 0u);
 }
 
 TEST(Text, OneNodeALine) {
