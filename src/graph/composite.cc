@@ -145,10 +145,14 @@ Graph expand_where(const Graph& graph, const Kept& kept) {
   return out;
 }
 
-// Per node of `graph`: whether it is a composite the graph computes part of besides, a
-// node of its decomposition (not a constant) being one the graph holds already. Every
-// composite's decomposition is built once, after a copy of the graph, and each of its
-// nodes looked up among the graph's as CSE would find it.
+}  // namespace
+
+Graph expand_composites(const Graph& graph, const std::function<bool(PrimId)>& runs) {
+  return expand_where(graph, [&](const Graph& g, NodeId id) { return runs && runs(g.nodes[id].op()); });
+}
+
+// Every composite's decomposition is built once, after a copy of the graph, and each of
+// its nodes looked up among the graph's as CSE would find it.
 std::vector<bool> computed_besides(const Graph& graph) {
   std::unordered_map<std::string, NodeId> held;
   std::vector<NodeId> same(graph.nodes.size());  // per node: the first node CSE takes for it
@@ -184,12 +188,6 @@ std::vector<bool> computed_besides(const Graph& graph) {
     }
   }
   return besides;
-}
-
-}  // namespace
-
-Graph expand_composites(const Graph& graph, const std::function<bool(PrimId)>& runs) {
-  return expand_where(graph, [&](const Graph& g, NodeId id) { return runs && runs(g.nodes[id].op()); });
 }
 
 Graph expand_shared_composites(const Graph& graph, const std::function<bool(PrimId)>& runs) {

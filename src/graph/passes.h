@@ -114,6 +114,9 @@ Graph expand_composites(const Graph& graph, const std::function<bool(PrimId)>& r
 // differentiate it (autodiff.h), and the node would compute what those nodes compute a
 // second time. Expanded, its nodes are those, which CSE keeps once (runtime/compile.h).
 Graph expand_shared_composites(const Graph& graph, const std::function<bool(PrimId)>& runs);
+// Per node: whether it is a composite the graph computes part of besides, a node of its
+// decomposition (not a constant) being one the graph holds already (a differentiated one).
+std::vector<bool> computed_besides(const Graph& graph);
 
 // The batching transformation: a graph in which each input named in
 // `batched_inputs` has a new leading axis of size `batch_size`, computing
