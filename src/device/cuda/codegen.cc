@@ -12,6 +12,7 @@
 #include "device/cuda/index_math.h"
 #include "device/cuda/nvrtc.h"
 #include "device/cuda/reduction.h"
+#include "device/device.h"
 #include "graph/primitive.h"
 #include "graph/shape.h"
 
@@ -206,23 +207,66 @@ namespace {
 
 // A kernel of one thread per element of `node`'s result: void NAME(const S0* operand0,
 // ..., T* out, int64_t n), its inputs in order, out[i] = `element` (an expression of
-// operand0..., and i) for i < n.
+// operand0..., and i) for i < n. With `check`, it takes IndexFault* fault and uint32_t
+// node too, and its threads first check the indices in turns, as they take elements.
 GeneratedKernel per_element_kernel(std::string_view kind, const graph::Graph& graph, graph::NodeId id,
-                                   const std::string& element) {
+                                   const std::string& element, const std::optional<IndexCheck>& check = {}) {
   const graph::Node& node = graph.node(id);
   std::string parameters;
   for (size_t k = 0; k < node.inputs.size(); ++k) {
     parameters += fmt::format("const {}* __restrict__ operand{}, ", c_type(graph.node(node.inputs[k]).dtype), k);
   }
   parameters += fmt::format("{}* __restrict__ out, int64_t n", c_type(node.dtype));
-  return grid_stride_kernel(kind, parameters, "", fmt::format("    out[i] = sx::device::cuda::{};\n", element));
+  std::string setup;
+  if (check) {
+    parameters += ", sx::device::cuda::IndexFault* fault, uint32_t node";
+    setup = fmt::format(
+        "  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < {}; j += int64_t(gridDim.x) * "
+        "blockDim.x) {{\n"
+        "    sx::device::cuda::check_index(fault, node, operand{}, j, {});\n"
+        "  }}\n",
+        check->count, check->operand, check->length);
+  }
+  return grid_stride_kernel(kind, parameters, setup, fmt::format("    out[i] = sx::device::cuda::{};\n", element));
 }
 
 }  // namespace
 
+std::optional<IndexCheck> index_check(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  switch (node.op()) {
+    case graph::PrimId::gather:
+    case graph::PrimId::scatter_add: {
+      GatherGeometry g = gather_geometry(graph, id);
+      return IndexCheck{.operand = 1, .count = g.count, .length = g.length};
+    }
+    case graph::PrimId::one_hot:
+      if (!node.attrs.has("checked")) return std::nullopt;
+      return IndexCheck{
+          .operand = 0, .count = graph::numel(graph.node(node.inputs[0]).shape), .length = node.attrs.get_int("depth")};
+    default: return std::nullopt;
+  }
+}
+
+graph::IndexOutOfRange index_fault_error(const graph::Graph& graph, const IndexFault& fault) {
+  graph::NodeId node = fault_node(fault.recorded);
+  std::optional<IndexCheck> check = node < graph.nodes.size() ? index_check(graph, node) : std::nullopt;
+  int64_t position = fault_position(fault.recorded);
+  if (!check || position >= check->count) {
+    throw DeviceError(fmt::format("the GPU recorded an index outside its axis at position {} of node {}, which "
+                                  "reads no such index: its memory is corrupted",
+                                  position, node),
+                      "E-DEVICE-008");
+  }
+  graph::IndexOutOfRange error(check->operand, position, fault.value, check->length);
+  error.locate(graph, node);
+  return error;
+}
+
 GeneratedKernel generate_index_kernel(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
   const char* t = c_type(node.dtype);
+  std::optional<IndexCheck> check = index_check(graph, id);
   auto geometry = [&] {
     GatherGeometry g = gather_geometry(graph, id);
     return fmt::format("sx::device::cuda::GatherGeometry{{{}, {}, {}}}", g.count, g.length, g.inner);
@@ -230,14 +274,15 @@ GeneratedKernel generate_index_kernel(const graph::Graph& graph, graph::NodeId i
   switch (node.op()) {
     case graph::PrimId::gather:
       return per_element_kernel("index", graph, id,
-                                fmt::format("gather_element(operand0, operand1, {}, i)", geometry()));
+                                fmt::format("gather_element(operand0, operand1, {}, i)", geometry()), check);
     case graph::PrimId::scatter_add:
       return per_element_kernel(
           "index", graph, id,
-          fmt::format("scatter_add_element<{0}, {0}>(operand0, operand1, operand2, {1}, i)", t, geometry()));
+          fmt::format("scatter_add_element<{0}, {0}>(operand0, operand1, operand2, {1}, i)", t, geometry()), check);
     case graph::PrimId::one_hot:
       return per_element_kernel("index", graph, id,
-                                fmt::format("one_hot_element<{}>(operand0, {}, i)", t, node.attrs.get_int("depth")));
+                                fmt::format("one_hot_element<{}>(operand0, {}, i)", t, node.attrs.get_int("depth")),
+                                check);
     default: {
       auto axis = static_cast<size_t>(node.attrs.get_int("axis"));
       int64_t inner = 1;

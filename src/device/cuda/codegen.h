@@ -15,6 +15,7 @@
 #include "device/cuda/index_math.h"
 #include "device/cuda/reduction.h"
 #include "graph/graph.h"
+#include "graph/index_error.h"
 
 namespace sx::device::cuda {
 
@@ -64,9 +65,28 @@ bool indexable(const graph::Graph& graph, graph::NodeId node);
 // The operand's [outer, length, inner] and the indices' count of a gather or scatter_add.
 GatherGeometry gather_geometry(const graph::Graph& graph, graph::NodeId node);
 
+// The indices a kernel checks: its node's input `operand`, `count` of them, each to be
+// in [0, length).
+struct IndexCheck {
+  size_t operand = 0;
+  int64_t count = 0;
+  int64_t length = 0;
+};
+
+// gather's and scatter_add's indices, and a checked one_hot's; nullopt for other nodes.
+std::optional<IndexCheck> index_check(const graph::Graph& graph, graph::NodeId node);
+
 // The kernel of an indexable node: void NAME(const S0* operand0, ..., T* out, int64_t n),
-// its inputs in order, out[i] the result's element i for i < n.
+// its inputs in order, out[i] the result's element i for i < n. A node with an
+// index_check has two more parameters, IndexFault* fault and uint32_t node: its threads
+// check every index, even where the result is empty, and record the first outside its
+// axis in `fault` under `node` (index_math.h).
 GeneratedKernel generate_index_kernel(const graph::Graph& graph, graph::NodeId node);
+
+// The error the cpu device raises for the index `fault` recorded (IndexOutOfRange,
+// located at its node of `graph`); DeviceError E-DEVICE-008 where the fault names no node
+// with an index_check, which only a corrupted fault does.
+graph::IndexOutOfRange index_fault_error(const graph::Graph& graph, const IndexFault& fault);
 
 // Whether a generated kernel computes `node`: random_uniform or random_normal of f32 or
 // f64, or random_bernoulli (random_math.h).

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
+#include "device/cuda/codegen.h"
 #include "device/cuda/cuda.h"
 #include "device/cuda/cuda_plan.h"
 #include "device/cuda/elementwise.h"
@@ -55,15 +57,25 @@ class PinnedRaw : public RawMemory {
   void release(void* block) override { cudaFreeHost(block); }
 };
 
+// A copy's event; a download's raises the index faults of the runs before it, so that a
+// failed run's outputs are never read as results.
 class PendingCopy : public Event::Pending {
  public:
-  explicit PendingCopy(std::shared_ptr<CudaEvent> done) : done_(std::move(done)) {}
+  PendingCopy(std::shared_ptr<CudaEvent> done, std::shared_ptr<IndexFaults> faults)
+      : done_(std::move(done)), faults_(std::move(faults)) {}
   bool done() const override { return cudaEventQuery(done_->event) != cudaErrorNotReady; }
-  void wait() override { check(cudaEventSynchronize(done_->event), "waiting for a copy"); }
+  void wait() override {
+    check(cudaEventSynchronize(done_->event), "waiting for a copy");
+    if (faults_) faults_->raise();
+  }
 
  private:
   std::shared_ptr<CudaEvent> done_;
+  std::shared_ptr<IndexFaults> faults_;
 };
+
+// Pinned faults made at a time, for that many runs in flight.
+constexpr size_t kFaultSlotsPerBlock = 16;
 
 // What the stream hands the host once a piece of a download is in staging.
 struct StagedPiece {
@@ -94,6 +106,48 @@ std::string describe_gpu(int index) {
 void check(cudaError_t status, const char* what) {
   if (status == cudaSuccess) return;
   throw DeviceError(fmt::format("the GPU failed {}: {}", what, runtime_reason(status)), "E-DEVICE-008");
+}
+
+IndexFaults::~IndexFaults() {
+  for (const Slot& slot : slots_) cudaEventDestroy(slot.copied);
+  for (void* block : blocks_) cudaFreeHost(block);
+}
+
+void IndexFaults::copy_after_run(const IndexFault* fault, std::shared_ptr<const graph::Graph> graph,
+                                 cudaStream_t stream) {
+  if (free_.empty()) {
+    void* block = nullptr;
+    check(cudaMallocHost(&block, kFaultSlotsPerBlock * sizeof(IndexFault)), "to pin memory for index faults");
+    blocks_.push_back(block);
+    for (size_t i = 0; i < kFaultSlotsPerBlock; ++i) {
+      Slot slot{static_cast<IndexFault*>(block) + i, nullptr};
+      check(cudaEventCreateWithFlags(&slot.copied, cudaEventDisableTiming), "cudaEventCreate");
+      slots_.push_back(slot);
+      free_.push_back(slot);
+    }
+  }
+  Slot slot = free_.back();
+  check(cudaMemcpyAsync(slot.fault, fault, sizeof(IndexFault), cudaMemcpyDeviceToHost, stream),
+        "to copy an index fault");
+  check(cudaEventRecord(slot.copied, stream), "to record an event");
+  free_.pop_back();
+  copies_.push_back({slot, std::move(graph)});
+}
+
+void IndexFaults::raise() {
+  size_t done = 0;
+  std::optional<IndexFault> first;
+  std::shared_ptr<const graph::Graph> first_graph;
+  for (; done < copies_.size() && cudaEventQuery(copies_[done].slot.copied) != cudaErrorNotReady; ++done) {
+    const Copy& copy = copies_[done];
+    if (!first && copy.slot.fault->recorded != 0) {
+      first = *copy.slot.fault;
+      first_graph = copy.graph;
+    }
+    free_.push_back(copy.slot);
+  }
+  copies_.erase(copies_.begin(), copies_.begin() + static_cast<std::ptrdiff_t>(done));
+  if (first) throw index_fault_error(*first_graph, *first);
 }
 
 DeviceBytes::DeviceBytes(std::shared_ptr<CachingAllocator> allocator, size_t bytes)
@@ -185,7 +239,8 @@ void CudaDevice::reclaim_staging(bool all) {
   in_flight_.erase(std::remove_if(in_flight_.begin(), in_flight_.end(), done), in_flight_.end());
 }
 
-Event CudaDevice::staged_copy(size_t bytes, const std::function<void(void*, size_t, size_t)>& copy_piece) {
+Event CudaDevice::staged_copy(size_t bytes, const std::function<void(void*, size_t, size_t)>& copy_piece,
+                              bool download) {
   reclaim_staging(false);
   std::vector<void*> pieces;
   // The pieces are kept until the work put on the stream so far is done, even when a
@@ -207,7 +262,7 @@ Event CudaDevice::staged_copy(size_t bytes, const std::function<void(void*, size
     keep_pieces();
     throw;
   }
-  return Event(std::make_shared<cuda::PendingCopy>(keep_pieces()));
+  return Event(std::make_shared<cuda::PendingCopy>(keep_pieces(), download ? index_faults_ : nullptr));
 }
 
 Event CudaDevice::upload_into(Buffer& buffer, std::span<const uint8_t> bytes) {
@@ -215,10 +270,13 @@ Event CudaDevice::upload_into(Buffer& buffer, std::span<const uint8_t> bytes) {
     throw DeviceError(fmt::format("{} bytes given to a buffer of {}", bytes.size(), buffer.byte_size()));
   }
   uint8_t* to = cuda::device_data(buffer);
-  return staged_copy(bytes.size(), [&](void* staging, size_t at, size_t size) {
-    std::memcpy(staging, bytes.data() + at, size);
-    cuda::check(cudaMemcpyAsync(to + at, staging, size, cudaMemcpyHostToDevice, stream_), "to copy to the GPU");
-  });
+  return staged_copy(
+      bytes.size(),
+      [&](void* staging, size_t at, size_t size) {
+        std::memcpy(staging, bytes.data() + at, size);
+        cuda::check(cudaMemcpyAsync(to + at, staging, size, cudaMemcpyHostToDevice, stream_), "to copy to the GPU");
+      },
+      false);
 }
 
 Event CudaDevice::download_into(const Buffer& buffer, std::span<uint8_t> bytes) {
@@ -226,19 +284,23 @@ Event CudaDevice::download_into(const Buffer& buffer, std::span<uint8_t> bytes) 
     throw DeviceError(fmt::format("{} bytes given for a buffer of {}", bytes.size(), buffer.byte_size()));
   }
   const uint8_t* from = cuda::device_data(buffer);
-  return staged_copy(bytes.size(), [&](void* staging, size_t at, size_t size) {
-    cuda::check(cudaMemcpyAsync(staging, from + at, size, cudaMemcpyDeviceToHost, stream_), "to copy from the GPU");
-    auto* piece = new cuda::StagedPiece{staging, bytes.data() + at, size};
-    if (cudaError_t status = cudaLaunchHostFunc(stream_, cuda::copy_out_of_staging, piece); status != cudaSuccess) {
-      delete piece;
-      cuda::check(status, "to copy from the GPU");
-    }
-  });
+  return staged_copy(
+      bytes.size(),
+      [&](void* staging, size_t at, size_t size) {
+        cuda::check(cudaMemcpyAsync(staging, from + at, size, cudaMemcpyDeviceToHost, stream_), "to copy from the GPU");
+        auto* piece = new cuda::StagedPiece{staging, bytes.data() + at, size};
+        if (cudaError_t status = cudaLaunchHostFunc(stream_, cuda::copy_out_of_staging, piece); status != cudaSuccess) {
+          delete piece;
+          cuda::check(status, "to copy from the GPU");
+        }
+      },
+      true);
 }
 
 void CudaDevice::synchronize() {
   cuda::check(cudaStreamSynchronize(stream_), "to finish its work");
   reclaim_staging(true);
+  index_faults_->raise();
 }
 
 std::unique_ptr<Device> make_cuda_device() { return std::make_unique<CudaDevice>(); }

@@ -43,6 +43,41 @@ uint8_t* device_data(const Buffer& buffer);
 // Throws DeviceError E-DEVICE-008 with the runtime's reason unless `status` is success.
 void check(cudaError_t status, const char* what);
 
+struct IndexFault;
+
+// The index faults (index_math.h) of the runs on a stream, each copied after its run into
+// pinned memory of its own, and read only once the host waits for the stream anyway (a
+// download, a synchronize): checking a run costs the stream one small copy and the host
+// no wait. Shared by the device and its downloads' events.
+class IndexFaults {
+ public:
+  IndexFaults() = default;
+  ~IndexFaults();
+  IndexFaults(const IndexFaults&) = delete;
+  IndexFaults& operator=(const IndexFaults&) = delete;
+
+  // Puts on `stream` a copy of the fault at `fault` (device memory), written by a run of
+  // `graph` put on the stream before it.
+  void copy_after_run(const IndexFault* fault, std::shared_ptr<const graph::Graph> graph, cudaStream_t stream);
+  // Forgets the faults of the runs done, throwing the first recorded index among them as
+  // the cpu device throws it (graph::IndexOutOfRange, located in its run's graph).
+  void raise();
+
+ private:
+  struct Slot {
+    IndexFault* fault;  // pinned
+    cudaEvent_t copied;
+  };
+  struct Copy {
+    Slot slot;
+    std::shared_ptr<const graph::Graph> graph;
+  };
+  std::vector<Copy> copies_;  // in the stream's order
+  std::vector<Slot> free_;
+  std::vector<Slot> slots_;    // every one made
+  std::vector<void*> blocks_;  // their pinned memory
+};
+
 }  // namespace cuda
 
 class CudaDevice : public Device {
@@ -75,6 +110,9 @@ class CudaDevice : public Device {
   cuda::PinnedProducts& products();
   // NVRTC's name of the GPU's architecture: "sm_90a" (nvrtc.h).
   const std::string& architecture() const { return architecture_; }
+  // The index faults of the plans' runs: a run's surfaces as graph::IndexOutOfRange from
+  // the next download's wait or synchronize.
+  cuda::IndexFaults& index_faults() { return *index_faults_; }
 
  private:
   // Pinned host memory given to a copy, kept until the copy's event is done.
@@ -84,8 +122,9 @@ class CudaDevice : public Device {
   };
   void reclaim_staging(bool all);
   // A copy of `bytes` through pinned staging, in pieces: copy_piece(staging, offset, size)
-  // puts one on the stream. The event is the last piece's.
-  Event staged_copy(size_t bytes, const std::function<void(void*, size_t, size_t)>& copy_piece);
+  // puts one on the stream. The event is the last piece's; waiting for a download's
+  // raises the index faults of the runs before it.
+  Event staged_copy(size_t bytes, const std::function<void(void*, size_t, size_t)>& copy_piece, bool download);
   std::shared_ptr<cuda::CudaEvent> record();
 
   std::string gpu_;  // "GPU 0 (NVIDIA H100 80GB HBM3, compute capability 9.0)"
@@ -95,6 +134,7 @@ class CudaDevice : public Device {
   std::unique_ptr<cuda::CachingAllocator> pinned_memory_;
   std::unique_ptr<cuda::PinnedProducts> products_;
   std::vector<InFlight> in_flight_;
+  std::shared_ptr<cuda::IndexFaults> index_faults_ = std::make_shared<cuda::IndexFaults>();
 };
 
 // Empty when the CUDA runtime finds a GPU that runs this build's kernels; else why not,

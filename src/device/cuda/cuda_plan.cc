@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "device/cuda/elementwise.h"
+#include "device/cuda/index_math.h"
 #include "device/cuda/movement.h"
 #include "device/cuda/nvrtc.h"
 
@@ -24,9 +25,15 @@ unsigned grid_for(int64_t n) {
 }  // namespace
 
 CudaPlan::CudaPlan(CudaDevice& device, const graph::Graph& graph)
-    : Plan(device, graph), cuda_(device), graph_(graph), program_(plan_program(graph)) {
+    : Plan(device, graph),
+      cuda_(device),
+      graph_(std::make_shared<const graph::Graph>(graph)),
+      program_(plan_program(graph)) {
   for (graph::NodeId id : program_.constants) constants_.push_back(device.upload(*graph.node(id).value));
   arena_ = device.device_bytes(program_.arena.size);
+  if (std::any_of(program_.steps.begin(), program_.steps.end(), [](const Step& s) { return s.checks_indices; })) {
+    fault_ = device.device_bytes(sizeof(IndexFault));
+  }
   if (program_.kernel_names.empty()) return;
   std::vector<uint8_t> cubin = cached_cubin(program_.source, device.architecture());
   check(cudaLibraryLoadData(&library_, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
@@ -51,8 +58,9 @@ void CudaPlan::enqueue(const Addresses& addresses) {
     return arena_->data() + place.index;
   };
   cudaStream_t stream = cuda_.stream();
+  if (fault_) check(cudaMemsetAsync(fault_->data(), 0, sizeof(IndexFault), stream), "to clear its index fault");
   for (const Step& step : program_.steps) {
-    if (step.n == 0) continue;
+    if (step.n == 0 && step.checked_indices == 0) continue;
     void* out = arena_->data() + step.out;
     if (step.kind == Step::Kind::product) {
       cuda_.products().run({.n = step.columns, .k = step.length, .dtype = step.dtype}, step.batch, step.n,
@@ -85,6 +93,12 @@ void CudaPlan::enqueue(const Addresses& addresses) {
     int64_t n = step.n, length = step.length;
     arguments.push_back(&n);
     if (step.kind == Step::Kind::row) arguments.push_back(&length);
+    void* fault = fault_ ? fault_->data() : nullptr;
+    uint32_t node = step.node;
+    if (step.checks_indices) {
+      arguments.push_back(&fault);
+      arguments.push_back(&node);
+    }
     check(cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[step.kernel]), grid_for(step.n), kThreads,
                            arguments.data(), 0, stream),
           "to launch a generated kernel");
@@ -93,10 +107,11 @@ void CudaPlan::enqueue(const Addresses& addresses) {
     check(cudaMemcpyAsync(arena_->data() + stage.to, at(stage.from), stage.bytes, cudaMemcpyDeviceToDevice, stream),
           "to stage an output");
   }
-  size_t first_output = graph_.inputs.size();
+  const graph::Graph& graph = *graph_;
+  size_t first_output = graph.inputs.size();
   for (size_t k = 0; k < program_.outputs.size(); ++k) {
-    size_t bytes = static_cast<size_t>(graph::numel(graph_.node(graph_.outputs[k].node).shape)) *
-                   graph::dtype_size(graph_.node(graph_.outputs[k].node).dtype);
+    size_t bytes = static_cast<size_t>(graph::numel(graph.node(graph.outputs[k].node).shape)) *
+                   graph::dtype_size(graph.node(graph.outputs[k].node).dtype);
     check(cudaMemcpyAsync(addresses[first_output + k], arena_->data() + program_.outputs[k], bytes,
                           cudaMemcpyDeviceToDevice, stream),
           "to write an output");
@@ -123,11 +138,18 @@ cudaGraphExec_t CudaPlan::capture(const Addresses& addresses) {
 }
 
 void CudaPlan::run(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs) {
-  check_inputs(graph_, inputs);
-  check_outputs(graph_, outputs);
+  check_inputs(*graph_, inputs);
+  check_outputs(*graph_, outputs);
   Addresses addresses;
   for (const Buffer* input : inputs) addresses.push_back(device_data(*input));
   for (Buffer* output : outputs) addresses.push_back(device_data(*output));
+  launch(addresses);
+  if (fault_) {
+    cuda_.index_faults().copy_after_run(reinterpret_cast<const IndexFault*>(fault_->data()), graph_, cuda_.stream());
+  }
+}
+
+void CudaPlan::launch(const Addresses& addresses) {
   if (auto found = captured_.find(addresses); found != captured_.end()) {
     check(cudaGraphLaunch(found->second, cuda_.stream()), "to launch a captured step");
     ++replays_;

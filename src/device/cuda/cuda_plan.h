@@ -4,6 +4,10 @@
 // constants stay on the GPU between runs, as parameters given as buffers do. A run's
 // first time with a set of buffers launches its kernels one by one; a later run with the
 // same buffers is captured as a CUDA graph and replayed, so that a step costs one launch.
+// A plan whose kernels check indices zeroes its IndexFault (index_math.h) as a run's first
+// work and has it copied back after the run (CudaDevice::index_faults): an index outside
+// its axis surfaces as the cpu device's graph::IndexOutOfRange when the host next waits for
+// a download or synchronizes, not from run itself, which does not wait for the GPU.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -36,17 +40,20 @@ class CudaPlan : public Plan {
  private:
   // The device addresses of one run: its inputs', then its outputs'.
   using Addresses = std::vector<uint8_t*>;
+  // Puts the run on the stream: step by step, or as a captured graph.
+  void launch(const Addresses& addresses);
   // Puts the program's kernels and copies on the stream.
   void enqueue(const Addresses& addresses);
   cudaGraphExec_t capture(const Addresses& addresses);
 
   CudaDevice& cuda_;
-  graph::Graph graph_;
+  std::shared_ptr<const graph::Graph> graph_;  // shared with the faults of runs not yet read
   Program program_;
   std::vector<Buffer> constants_;
   std::unique_ptr<DeviceBytes> arena_;
-  cudaLibrary_t library_ = nullptr;    // the program's generated kernels
-  std::vector<cudaKernel_t> kernels_;  // by Program::kernel_names
+  std::unique_ptr<DeviceBytes> fault_;  // the runs' IndexFault; null where no kernel checks indices
+  cudaLibrary_t library_ = nullptr;     // the program's generated kernels
+  std::vector<cudaKernel_t> kernels_;   // by Program::kernel_names
   std::map<Addresses, cudaGraphExec_t> captured_;
   std::map<Addresses, int> runs_;  // runs so far with each set of buffers not yet captured
   int replays_ = 0;

@@ -29,10 +29,6 @@ struct FloatDTypes {
   template <class C>
   static constexpr bool takes = std::is_floating_point_v<C>;
 };
-struct DoubleDTypes {
-  template <class C>
-  static constexpr bool takes = std::is_same_v<C, double>;
-};
 struct BoolDTypes {
   template <class C>
   static constexpr bool takes = std::is_same_v<C, bool>;
@@ -85,8 +81,8 @@ bool visit_generated_element(graph::PrimId prim, Fn&& fn) {
     case PrimId::tanh: fn(gpu::Tanh{}, Unary{}, FloatDTypes{}); return true;
     case PrimId::erf: fn(gpu::Erf{}, Unary{}, FloatDTypes{}); return true;
     case PrimId::logistic: fn(gpu::Logistic{}, Unary{}, FloatDTypes{}); return true;
-    case PrimId::sin: fn(gpu::Sin{}, Unary{}, DoubleDTypes{}); return true;
-    case PrimId::cos: fn(gpu::Cos{}, Unary{}, DoubleDTypes{}); return true;
+    case PrimId::sin: fn(gpu::Sin{}, Unary{}, FloatDTypes{}); return true;
+    case PrimId::cos: fn(gpu::Cos{}, Unary{}, FloatDTypes{}); return true;
     case PrimId::pow: fn(gpu::Pow{}, Binary{}, FloatDTypes{}); return true;
     default: return false;
   }

@@ -5,9 +5,10 @@
 // in the middle, and the indices as `count` places of it. A scatter_add thread adds, to
 // its element of the operand, every update that lands there, in the order of the
 // indices, as the reference adds them: a fixed order and no atomic additions, so the
-// bits are the reference's whatever the batch. Where the reference stops the run at an
-// index outside its axis (IndexOutOfRange), these cannot: gather reads 0 for it,
-// scatter_add adds nothing, one_hot gives a row of zeros (docs/devices.md).
+// bits are the reference's whatever the batch. A kernel cannot stop at an index outside
+// its axis: it records the first one in an IndexFault, which the plan turns into the
+// reference's IndexOutOfRange once the run is done; meanwhile gather reads 0 for it,
+// scatter_add adds nothing and one_hot gives a row of zeros, touching no memory outside.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,71 @@
 #include "graph/prims/scalar.h"
 
 namespace sx::device::cuda {
+
+// The first index outside its axis that a run's kernels meet, in device memory zeroed
+// before each run: the one of the lowest node and, in that node's indices, the lowest
+// flat position, as the cpu device finds it (its steps run in the graph's order and
+// check each node's indices in order), whatever order the GPU's threads run in. A rank
+// orders them, the first having the largest. `first` holds the largest rank met so far
+// (an atomicMax, so that a thread met after an earlier index stops there, and few take
+// the lock); `recorded` and `value` are the index's, written together under `lock`.
+struct IndexFault {
+  unsigned long long first;
+  unsigned long long recorded;  // 0 while none is
+  long long value;
+  int lock;
+};
+
+// A rank's fields: the node in the bits above kFaultPositionBits (of which the top one
+// stays 0, so that no rank is 0), the position in those below.
+inline constexpr int kFaultPositionBits = 40;
+inline constexpr uint32_t kMostFaultNodes = uint32_t{1} << (63 - kFaultPositionBits);
+
+SX_HOST_DEVICE inline unsigned long long fault_rank(uint32_t node, int64_t position) {
+  return ~((static_cast<unsigned long long>(node) << kFaultPositionBits) | static_cast<unsigned long long>(position));
+}
+SX_HOST_DEVICE inline uint32_t fault_node(unsigned long long rank) {
+  return static_cast<uint32_t>(~rank >> kFaultPositionBits);
+}
+SX_HOST_DEVICE inline int64_t fault_position(unsigned long long rank) {
+  return static_cast<int64_t>(~rank & ((1ull << kFaultPositionBits) - 1));
+}
+
+// Whether `index` is outside [0, length), as the cpu device's check_indices decides:
+// unsigned, so that a negative index is above every length.
+template <class I>
+SX_HOST_DEVICE bool index_outside(I index, int64_t length) {
+  return static_cast<uint64_t>(static_cast<int64_t>(index)) >= static_cast<uint64_t>(length);
+}
+
+// Records `value`, at `position` of node `node`'s indices, unless `fault` holds an
+// earlier one. On the host (the tests) one thread records at a time.
+SX_HOST_DEVICE inline void record_index_fault(IndexFault* fault, uint32_t node, int64_t position, int64_t value) {
+  const unsigned long long rank = fault_rank(node, position);
+#ifdef __CUDA_ARCH__
+  if (atomicMax(&fault->first, rank) >= rank) return;
+  while (atomicCAS(&fault->lock, 0, 1) != 0) {
+  }
+  __threadfence();
+  volatile IndexFault* held = fault;
+  if (held->recorded < rank) {
+    held->recorded = rank;
+    held->value = value;
+  }
+  __threadfence();
+  atomicExch(&fault->lock, 0);
+#else
+  if (fault->recorded >= rank) return;
+  fault->first = fault->recorded = rank;
+  fault->value = value;
+#endif
+}
+
+// Index j of node `node`'s indices, recorded in `fault` when it is outside [0, length).
+template <class I>
+SX_HOST_DEVICE void check_index(IndexFault* fault, uint32_t node, const I* indices, int64_t j, int64_t length) {
+  if (index_outside(indices[j], length)) record_index_fault(fault, node, j, static_cast<int64_t>(indices[j]));
+}
 
 struct GatherGeometry {
   int64_t count = 0;   // indices

@@ -97,6 +97,17 @@ std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
       step.kernel =
           add_kernel(indexable(graph, id) ? generate_index_kernel(graph, id) : generate_random_kernel(graph, id));
       step.n = graph::numel(node.shape);
+      if (std::optional<IndexCheck> check = indexable(graph, id) ? index_check(graph, id) : std::nullopt) {
+        if (id >= kMostFaultNodes) {
+          throw DeviceError(fmt::format("the cuda device checks the indices of the first {} nodes of a graph; "
+                                        "node {} ({}) is beyond them: use --device cpu",
+                                        kMostFaultNodes, id, node.op_name()),
+                            "E-DEVICE-007");
+        }
+        step.checks_indices = true;
+        step.checked_indices = check->count;
+        step.node = static_cast<uint32_t>(id);
+      }
       by_node.emplace(id, Launch{step, id, node.inputs});
     } else if (reducible(graph, id)) {
       Step step;

@@ -51,6 +51,11 @@ struct Step {
   int64_t length = 0;
   int64_t columns = 0, batch = 1;
   Movement movement;
+  // fused: whether the kernel checks indices (codegen.h's index_check): it then takes
+  // the run's IndexFault and `node`, and runs for its `checked_indices` even where n is 0.
+  bool checks_indices = false;
+  int64_t checked_indices = 0;
+  uint32_t node = 0;
 };
 
 // A copy of bytes into the arena: an output that is an input or a constant is staged
@@ -72,7 +77,8 @@ struct Program {
 };
 
 // The program of `graph`; DeviceError E-DEVICE-007 naming each primitive (with its dtype)
-// that has no kernel.
+// that has no kernel, or for a graph too large to check its indices (an index node
+// numbered kMostFaultNodes or above).
 Program plan_program(const graph::Graph& graph);
 
 // The source and kernel names of plan_program's, alone (the other fields empty), also for

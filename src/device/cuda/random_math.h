@@ -79,10 +79,3 @@ T random_normal_element(int64_t key, int64_t i) {
 }
 
 }  // namespace sx::device::cuda
-
-#if defined(__CUDACC_RTC__)
-// lane_math's exact reduction of sin's and cos's arguments beyond kSinCosLarge is host
-// code (lane_math.cc); normal's cosine never takes one (its argument is below 2 pi), so
-// the kernels NVRTC compiles stop here rather than reach it.
-void sx::graph::lane_math::reduce_pio2_large(float, float*, int32_t*) { __trap(); }
-#endif

@@ -1,11 +1,14 @@
 // The cuda device's indexing kernels without a GPU: index_math.h's functions, one result
-// element at a time as each GPU thread computes it, give the reference's bits, and NVRTC
-// compiles the generated kernels.
+// element at a time as each GPU thread computes it, give the reference's bits; their
+// index checks, met in any order, record the index the cpu device stops at, which the
+// plan turns into the cpu device's error; and NVRTC compiles the generated kernels.
 #include <gtest/gtest.h>
 
 #include "device/cuda/codegen.h"
 #include "device/cuda/index_math.h"
 #include "device/cuda/nvrtc.h"
+#include "device/cuda/program.h"
+#include "graph/index_error.h"
 #include "util.h"
 
 namespace sx::device::testing {
@@ -105,6 +108,128 @@ TEST(CudaIndex, GiveTheReferenceBitsOnTheHost) {
   EXPECT_EQ(cases, 100);
 }
 
+// The fault the kernels of `g` record on `inputs`: every index check of every node, as
+// the GPU's threads meet them, in an order of `rng`'s.
+cuda::IndexFault host_fault(const Graph& g, const std::vector<Tensor>& inputs, std::mt19937& rng) {
+  struct Check {
+    graph::NodeId node;
+    const Tensor* indices;
+    int64_t j, length;
+  };
+  std::vector<Check> checks;
+  for (graph::NodeId id = 0; id < g.nodes.size(); ++id) {
+    std::optional<cuda::IndexCheck> check = cuda::index_check(g, id);
+    if (!check) continue;
+    graph::NodeId indices = g.node(id).inputs[check->operand];
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      if (g.inputs[i].node != indices) continue;
+      for (int64_t j = 0; j < check->count; ++j) checks.push_back({id, &inputs[i], j, check->length});
+    }
+  }
+  std::shuffle(checks.begin(), checks.end(), rng);
+  cuda::IndexFault fault{};
+  for (const Check& c : checks) {
+    graph::visit_index_dtype(c.indices->dtype(), [&](auto zero) {
+      using I = decltype(zero);
+      cuda::check_index(&fault, static_cast<uint32_t>(c.node), c.indices->data<I>(), c.j, c.length);
+    });
+  }
+  return fault;
+}
+
+TEST(CudaIndex, RecordTheIndexTheCpuDeviceStopsAt) {
+  std::mt19937 rng(5);
+  int faults = 0;
+  for (DType index : {DType::i32, DType::i64, DType::u8, DType::u16}) {
+    bool is_signed = index == DType::i32 || index == DType::i64;
+    // Each case's ids (gathered along x's rows, scattered into them) and labels (a
+    // checked one_hot of depth 5): in range, one outside, several outside in both.
+    struct Case {
+      std::vector<double> ids, labels;
+    };
+    std::vector<Case> cases = {{{0, 4, 2, 4, 1, 3}, {0, 4, 2}},
+                               {{0, 4, 2, 5, 1, 3}, {0, 4, 2}},
+                               {{0, 4, 2, 4, 1, 3}, {0, 9, 2}},
+                               {{7, 4, 250, 4, is_signed ? -1.0 : 6.0, 3}, {0, 9, 200}},
+                               {{0, 4, 2, 4, 1, is_signed ? -3.0 : 255.0}, {5, 5, 5}}};
+    for (const Case& c : cases) {
+      SCOPED_TRACE(fmt::format("{} ids {} labels {}", graph::dtype_name(index), fmt::join(c.ids, " "),
+                               fmt::join(c.labels, " ")));
+      Graph g;
+      graph::Builder b(g);
+      graph::NodeId x = b.input("x", {5, 3}, DType::f32), ids = b.input("ids", {2, 3}, index);
+      graph::NodeId labels = b.input("labels", {3}, index);
+      graph::NodeId rows = b.gather(x, ids, 0);
+      b.output("one_hot", b.one_hot(labels, 5, DType::f32, true));
+      b.output("scattered", b.scatter_add(x, ids, rows, 0));
+      std::vector<Tensor> inputs = {random_tensor(DType::f32, {5, 3}, rng), Tensor::from_doubles(index, {2, 3}, c.ids),
+                                    Tensor::from_doubles(index, {3}, c.labels)};
+      std::optional<std::string> expected;
+      try {
+        run_on("cpu", g, inputs, 1);
+      } catch (const graph::IndexOutOfRange& e) {
+        expected = e.what();
+      }
+      for (int order = 0; order < 3; ++order) {
+        cuda::IndexFault fault = host_fault(g, inputs, rng);
+        ASSERT_EQ(fault.recorded != 0, expected.has_value());
+        if (expected) {
+          EXPECT_EQ(cuda::index_fault_error(g, fault).what(), *expected);
+        }
+      }
+      faults += expected.has_value();
+    }
+  }
+  EXPECT_EQ(faults, 16);
+}
+
+TEST(CudaIndex, TurnAFaultIntoTheCpuDevicesError) {
+  Graph g;
+  graph::Builder b(g);
+  graph::NodeId x = b.input("x", {4, 3}, DType::f32), ids = b.input("ids", {2, 3}, DType::i64);
+  graph::NodeId y = b.gather(x, ids, 0);
+  b.output("y", y);
+  graph::NodeId unchecked = b.one_hot(ids, 4);
+  b.output("z", unchecked);
+  auto fault_at = [](graph::NodeId node, int64_t position, int64_t value) {
+    unsigned long long rank = cuda::fault_rank(static_cast<uint32_t>(node), position);
+    return cuda::IndexFault{.first = rank, .recorded = rank, .value = value, .lock = 0};
+  };
+  graph::IndexOutOfRange error = cuda::index_fault_error(g, fault_at(y, 4, -7));
+  EXPECT_STREQ(error.what(), "gather: index -7 at [1, 1] of input `ids` is outside its axis, 0 to 3");
+  EXPECT_EQ(error.input(), "ids");
+  EXPECT_EQ(error.position(), (std::vector<int64_t>{1, 1}));
+  // A fault at no index, which only corrupted memory gives: the GPU failing.
+  for (cuda::IndexFault bad : {fault_at(y, 6, 9), fault_at(unchecked, 0, 9), fault_at(1000, 0, 9)}) {
+    try {
+      cuda::index_fault_error(g, bad);
+      ADD_FAILURE() << "no error";
+    } catch (const DeviceError& e) {
+      EXPECT_EQ(e.code(), "E-DEVICE-008") << e.what();
+    }
+  }
+}
+
+TEST(CudaIndex, PlanAStepThatChecksIndicesEvenForAnEmptyResult) {
+  Graph g;
+  graph::Builder b(g);
+  graph::NodeId x = b.input("x", {4, 0}, DType::f32), ids = b.input("ids", {5}, DType::i32);
+  graph::NodeId empty = b.gather(x, ids, 0);
+  b.output("empty", empty);
+  graph::NodeId hot = b.one_hot(ids, 4, DType::f32, true);
+  b.output("hot", hot);
+  b.output("loose", b.one_hot(ids, 4));
+  cuda::Program program = cuda::plan_program(g);
+  ASSERT_EQ(program.steps.size(), 3u);
+  EXPECT_TRUE(program.steps[0].checks_indices);
+  EXPECT_EQ(program.steps[0].n, 0);
+  EXPECT_EQ(program.steps[0].checked_indices, 5);
+  EXPECT_EQ(program.steps[0].node, empty);
+  EXPECT_TRUE(program.steps[1].checks_indices);
+  EXPECT_EQ(program.steps[1].node, hot);
+  EXPECT_FALSE(program.steps[2].checks_indices);
+}
+
 TEST(CudaIndex, KernelsCompileForSm80AndSm90a) {
   Graph g;
   graph::Builder b(g);
@@ -115,6 +240,8 @@ TEST(CudaIndex, KernelsCompileForSm80AndSm90a) {
   std::string source;
   for (graph::NodeId node : nodes) source += cuda::generate_index_kernel(g, node).source;
   EXPECT_NE(source.find("GatherGeometry{12, 50, 8}"), std::string::npos) << source;
+  EXPECT_NE(source.find("check_index(fault, node, operand1, j, 50)"), std::string::npos) << source;
+  EXPECT_NE(source.find("check_index(fault, node, operand0, j, 50)"), std::string::npos) << source;
   for (const char* architecture : {"sm_80", "sm_90a"}) {
     EXPECT_GT(cuda::compile_cubin(source, architecture).size(), 1000u) << architecture;
   }

@@ -12,6 +12,7 @@
 #include "device/cuda/nvrtc.h"
 #include "device/cuda/program.h"
 #include "formula_cases.h"
+#include "graph/index_error.h"
 #include "util.h"
 
 namespace sx::device::testing {
@@ -201,17 +202,17 @@ TEST(CudaProgram, HasAKernelForEveryPrimitiveButTheCompositesAndStopGradient) {
 TEST(CudaProgram, RefusesAGraphNamingEveryPrimitiveWithoutAKernel) {
   Graph g;
   graph::Builder b(g);
-  graph::NodeId x = b.input("x", {4, 4}, DType::f32);
-  b.output("y", b.sum(b.matmul(b.op("sin", {x}), x), {0}));
+  graph::NodeId x = b.input("x", {4, 4}, DType::bf16);
+  b.output("y", b.sum(b.matmul(x, x), {0}));
   b.output("z", b.exp(b.input("h", {4}, DType::bf16)));
-  EXPECT_EQ(cuda::missing_kernels(g), (std::vector<std::string>{"sin (f32)", "exp (bf16)"}));
+  EXPECT_EQ(cuda::missing_kernels(g), (std::vector<std::string>{"sum (bf16)", "exp (bf16)"}));
   try {
     cuda::plan_program(g);
     FAIL() << "planned";
   } catch (const DeviceError& e) {
     EXPECT_STREQ(e.code(), "E-DEVICE-007");
     EXPECT_EQ(std::string(e.what()),
-              "the cuda device has no kernel for sin (f32), exp (bf16): the graph runs on cpu and reference; use "
+              "the cuda device has no kernel for sum (bf16), exp (bf16): the graph runs on cpu and reference; use "
               "--device cpu");
   }
   EXPECT_TRUE(cuda::has_kernel(graph::PrimId::add));
@@ -284,6 +285,51 @@ TEST(CudaPlanRuns, WriteAnOutputOverAnInput) {
   plan->run(in, out);
   EXPECT_EQ(compare_bits(device->download(state[0]), expected[0]), "");
   EXPECT_EQ(compare_bits(device->download(state[1]), expected[1]), "");
+}
+
+TEST(CudaPlanRuns, StopAtAnIndexOutsideItsAxisWithTheCpuDevicesError) {
+  MAKE_CUDA_DEVICE(device);
+  Graph g;
+  graph::Builder b(g);
+  graph::NodeId x = b.input("x", {5, 3}, DType::f32), ids = b.input("ids", {2, 2}, DType::i32);
+  b.output("y", b.gather(x, ids, 0));
+  std::mt19937 rng(6);
+  Tensor values = random_tensor(DType::f32, {5, 3}, rng);
+  Tensor good = Tensor::from_doubles(DType::i32, {2, 2}, std::vector<double>{4, 0, 1, 2});
+  Tensor bad = Tensor::from_doubles(DType::i32, {2, 2}, std::vector<double>{4, 7, 1, -1});
+  std::string expected;
+  try {
+    run_on("cpu", g, {values, bad});
+  } catch (const graph::IndexOutOfRange& e) {
+    expected = e.what();
+  }
+  ASSERT_EQ(expected, "gather: index 7 at [0, 1] of input `ids` is outside its axis, 0 to 4");
+  std::unique_ptr<Plan> plan = device->compile(g);
+  Buffer in_x = device->upload(values), in_ids = device->upload(bad);
+  Buffer out = device->allocate(plan->output_types()[0]);
+  std::vector<const Buffer*> in = {&in_x, &in_ids};
+  std::vector<Buffer*> outs = {&out};
+  // Run by run, then captured and replayed: a bad run's error, a good run's result after it.
+  for (int run = 0; run < 4; ++run) {
+    SCOPED_TRACE(run);
+    device->upload_into(in_ids, run % 2 == 0 ? bad.bytes() : good.bytes()).wait();
+    plan->run(in, outs);
+    if (run % 2 == 0) {
+      try {
+        device->download(out);
+        ADD_FAILURE() << "no error";
+      } catch (const graph::IndexOutOfRange& e) {
+        EXPECT_EQ(e.what(), expected);
+      }
+    } else {
+      EXPECT_EQ(compare_bits(device->download(out), run_on("cpu", g, {values, good})[0]), "");
+    }
+  }
+  // Raised by synchronize too, once.
+  device->upload_into(in_ids, bad.bytes()).wait();
+  plan->run(in, outs);
+  EXPECT_THROW(device->synchronize(), graph::IndexOutOfRange);
+  EXPECT_NO_THROW(device->synchronize());
 }
 
 TEST(CudaProgram, PlansBatchedProducts) {
