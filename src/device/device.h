@@ -105,7 +105,8 @@ class Plan {
   // waits for it, as synchronize does. A host device runs it before returning; on cpu,
   // after the first run this allocates nothing. An index outside its axis stops the run
   // (graph::IndexOutOfRange, located at its node of the graph the plan runs); an output
-  // written over an input may then be half written.
+  // written over an input may then be half written. A device that runs asynchronously
+  // (cuda) raises it at the next wait on the run (a download's or synchronize).
   virtual void run(std::span<const Buffer* const> inputs, std::span<Buffer* const> outputs) = 0;
   // The same into new buffers of this device.
   std::vector<Buffer> run(std::span<const Buffer* const> inputs);

@@ -90,35 +90,6 @@ TEST(CudaElements, GiveTheReferenceBitsOnTheHost) {
   EXPECT_EQ(generated_only, 8);  // exp, log, tanh, erf, logistic, sin, cos, pow
 }
 
-// sin's and cos's reduction of a large f32 argument in the kernels (64-bit limbs) gives
-// lane_math's on the host (128-bit), over every exponent it takes, so that the kernels'
-// f32 sin and cos give the reference's bits there too.
-TEST(CudaElements, ReduceLargeSinAndCosArgumentsAsTheReferenceDoes) {
-  auto float_of = [](uint32_t bits) {
-    float a;
-    std::memcpy(&a, &bits, sizeof a);
-    return a;
-  };
-  uint32_t large;
-  std::memcpy(&large, &graph::lane_math::kSinCosLarge, sizeof large);
-  std::vector<uint32_t> cases = {large + 1, 0x7f7fffff, 0x4b800000, 0x5a000000, 0x7f000000};
-  for (uint32_t bits = large + 1; bits < 0x7f7fffff; bits += 977) cases.push_back(bits);
-  int differ = 0;
-  for (uint32_t bits : cases) {
-    float a = float_of(bits), r_host, r_gpu;
-    int32_t q_host, q_gpu;
-    graph::lane_math::reduce_pio2_large(a, &r_host, &q_host);
-    cuda::gpu::reduce_pio2_large(a, &r_gpu, &q_gpu);
-    if (std::memcmp(&r_host, &r_gpu, sizeof r_host) != 0 || q_host != q_gpu) {
-      if (++differ <= 5)
-        ADD_FAILURE() << fmt::format("{:a}: {:a} in quadrant {} on the host, {:a} in {}", a, r_host, q_host, r_gpu,
-                                     q_gpu);
-    }
-  }
-  EXPECT_EQ(differ, 0) << "of " << cases.size();
-  EXPECT_GT(cases.size(), 900000u);
-}
-
 // Device memory holding a tensor's bytes, freed at the end of the scope.
 class GpuBytes {
  public:

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "graph/prims/pio2_reduction.h"
+
 namespace sx::graph::lane_math {
 namespace {
 
@@ -87,6 +89,55 @@ void check_accuracy(const Function& fn) {
   std::printf("%s: largest error %.3f ulp, at %a\n", fn.name.c_str(), worst, static_cast<double>(worst_at));
   EXPECT_LE(worst, fn.max_ulp) << fn.name << ": " << worst << " ulp at " << worst_at << " (" << std::hexfloat
                                << worst_at << ")";
+}
+
+// An independent statement of sin's and cos's exact reduction of a large argument: the
+// same product of a's significand and 2/pi's bits, in one 128-bit multiplication.
+__extension__ typedef unsigned __int128 uint128;  // GCC's and clang's; ISO C++ has none
+
+void reduce_in_128_bits(float a, float* r, int32_t* q) {
+  // a = m 2^e, m an integer of 24 bits; a 2/pi = sum of m 2^(e - i) over the bits b_i of
+  // 2/pi (i from 1). The terms with i <= e - 2 are multiples of 4, whole turns: skip them
+  // and take the next 96 bits.
+  int exponent = 0;
+  const auto m = static_cast<uint64_t>(std::ldexp(std::frexp(a, &exponent), 24));
+  const int e = exponent - 24, first = std::max(e - 1, 1), word = (first - 1) / 32, bit = (first - 1) % 32;
+  const uint32_t* two_over_pi = kTwoOverPiBits;
+  uint128 window = 0;
+  for (int k = 0; k < 4; ++k) window = (window << 32) | two_over_pi[word + k];
+  if (bit > 0) window = (window << bit) | (two_over_pi[word + 4] >> (32 - bit));
+  uint128 product = m * (window >> 32);  // a 2/pi modulo 4, scaled by 2^shift
+  int shift = first + 95 - e;
+  int32_t quadrant = int32_t(product >> shift) & 3;
+  // The fraction's top 64 bits, taken as signed: a fraction of a half or more is the
+  // next quadrant less the rest.
+  auto fraction = static_cast<int64_t>(static_cast<uint64_t>((product << (128 - shift)) >> 64));
+  if (fraction < 0) quadrant = (quadrant + 1) & 3;
+  *r = static_cast<float>(static_cast<double>(fraction) * 0x1.921fb54442d18p-64);  // times pi/2 / 2^64
+  *q = quadrant;
+}
+
+// pio2_reduction.h's reduction in 64-bit limbs (the host's and the cuda kernels') gives
+// the 128-bit one's bits over every exponent it takes.
+TEST(LaneMath, LargeArgumentsReduceAsIn128Bits) {
+  uint32_t large;
+  std::memcpy(&large, &kSinCosLarge, sizeof large);
+  std::vector<uint32_t> cases = {large + 1, 0x7f7fffff, 0x4b800000, 0x5a000000, 0x7f000000};
+  for (uint32_t bits = large + 1; bits < 0x7f7fffff; bits += 977) cases.push_back(bits);
+  int differ = 0;
+  for (uint32_t bits : cases) {
+    float a, r, r128;
+    std::memcpy(&a, &bits, sizeof a);
+    int32_t q, q128;
+    reduce_pio2_large(a, &r, &q);
+    reduce_in_128_bits(a, &r128, &q128);
+    if (std::memcmp(&r, &r128, sizeof r) != 0 || q != q128) {
+      if (++differ <= 5)
+        ADD_FAILURE() << a << ": " << r << " in quadrant " << q << ", in 128 bits " << r128 << " in " << q128;
+    }
+  }
+  EXPECT_EQ(differ, 0) << "of " << cases.size();
+  EXPECT_GT(cases.size(), 900000u);
 }
 
 TEST(LaneMath, ExpWithinItsBound) { check_accuracy(functions()[0]); }
