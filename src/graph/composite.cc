@@ -80,7 +80,7 @@ namespace {
 
 // One pass: every composite `runs` refuses replaced by its decomposition (which may hold
 // composites again).
-Graph expand_once(const Graph& graph, const std::function<bool(PrimId)>& runs) {
+Graph expand_once(const Graph& graph, const NodePredicate& runs) {
   // Whether something other than a `part` reads a node: then a composite of several
   // values is stacked as its node is, else each part is the value it names.
   std::vector<bool> read_whole(graph.nodes.size(), false);
@@ -95,7 +95,7 @@ Graph expand_once(const Graph& graph, const std::function<bool(PrimId)>& runs) {
   std::unordered_map<NodeId, std::vector<NodeId>> values_of;  // expanded composites of several values
   for (NodeId id = 0; id < graph.nodes.size(); ++id) {
     const Node& node = graph.nodes[id];
-    if (!node.prim->composite() || (runs && runs(node.op()))) {
+    if (!node.prim->composite() || (runs && runs(graph, node))) {
       r.map[id] = r.copy(node);
       continue;
     }
@@ -127,20 +127,25 @@ Graph expand_once(const Graph& graph, const std::function<bool(PrimId)>& runs) {
   return std::move(r.out);
 }
 
-bool expands_any(const Graph& graph, const std::function<bool(PrimId)>& runs) {
+bool expands_any(const Graph& graph, const NodePredicate& runs) {
   for (const Node& node : graph.nodes) {
-    if (node.prim->composite() && !(runs && runs(node.op()))) return true;
+    if (node.prim->composite() && !(runs && runs(graph, node))) return true;
   }
   return false;
 }
 
 }  // namespace
 
-Graph expand_composites(const Graph& graph, const std::function<bool(PrimId)>& runs) {
+Graph expand_composites(const Graph& graph, const NodePredicate& runs) {
   if (!expands_any(graph, runs)) return graph;
   Graph out = expand_once(graph, runs);
   while (expands_any(out, runs)) out = expand_once(out, runs);
   return out;
+}
+
+Graph expand_composites(const Graph& graph, const std::function<bool(PrimId)>& runs) {
+  if (!runs) return expand_composites(graph, NodePredicate{});
+  return expand_composites(graph, [&runs](const Graph&, const Node& node) { return runs(node.op()); });
 }
 
 }  // namespace sx::graph
