@@ -31,8 +31,8 @@ namespace scalar = graph::prims::scalar;
 constexpr int64_t kBlock = 256;
 static_assert(kBlock % LaneSums<float>::kLanes == 0);
 
-// A block of a row's floats, on the stack; zeroed, as GCC cannot tell that the vector
-// kernels read only what was written before.
+// A block of a row's floats, on the stack of the thread that takes the rows; zeroed (once
+// a run), as GCC cannot tell that the vector kernels read only what was written before.
 struct alignas(64) Block {
   float floats[kBlock] = {};
 };
@@ -99,10 +99,8 @@ Rows rows_of(const StepContext& c, const graph::Node& node, int64_t length, int6
 
 // (/ e (sum e)), e = (exp (- x (reduce-max x))), over each row.
 template <class S>
-void softmax_row(const S* x, S* y, int64_t n, const MathKernels* math) {
+void softmax_row(const S* x, S* y, int64_t n, const MathKernels* math, float* block) {
   const float m = static_cast<float>(S(reduce_row<S, float>(ReduceKind::max, x, n)));
-  Block storage;
-  float* block = storage.floats;
   by_blocks(n, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) block[i - begin] = rounded<S>(static_cast<float>(x[i]) - m);
     apply_fn<scalar::Exp>(math, MathFn::exp, block, end - begin);
@@ -114,10 +112,8 @@ void softmax_row(const S* x, S* y, int64_t n, const MathKernels* math) {
 
 // (- x (+ m (log (sum (exp (- x m)))))), m = (reduce-max x), over each row.
 template <class S>
-void log_softmax_row(const S* x, S* y, int64_t n, const MathKernels* math) {
+void log_softmax_row(const S* x, S* y, int64_t n, const MathKernels* math, float* block) {
   const float m = static_cast<float>(S(reduce_row<S, float>(ReduceKind::max, x, n)));
-  Block storage;
-  float* block = storage.floats;
   const float total = blocked_row_sum(n, block, [&](int64_t begin, int64_t count, float* into) {
     for (int64_t i = 0; i < count; ++i) into[i] = rounded<S>(static_cast<float>(x[begin + i]) - m);
     apply_fn<scalar::Exp>(math, MathFn::exp, into, count);
@@ -134,9 +130,10 @@ Step softmax_step(const Rows& r, const MathKernels* math, bool log) {
     const S* x = reinterpret_cast<const S*>(in[0]);
     S* y = reinterpret_cast<S*>(out);
     parallel_for(r.rows, r.threads, [&](int64_t begin, int64_t end) {
+      Block storage;
       for (int64_t row = begin; row < end; ++row) {
-        if (log) log_softmax_row(x + row * r.length, y + row * r.length, r.length, math);
-        else softmax_row(x + row * r.length, y + row * r.length, r.length, math);
+        if (log) log_softmax_row(x + row * r.length, y + row * r.length, r.length, math, storage.floats);
+        else softmax_row(x + row * r.length, y + row * r.length, r.length, math, storage.floats);
       }
     });
   };
@@ -169,15 +166,13 @@ struct NormConstants {
 // layer_norm (centered) or rms_norm of a row: d = x - mean (layer) or x (rms), then
 // d * rsqrt(mean(d * d) + eps), times the weight w and plus the bias b where given.
 template <class S, bool Centered>
-void norm_row(const S* x, const S* w, const S* b, S* y, int64_t n, NormConstants k) {
+void norm_row(const S* x, const S* w, const S* b, S* y, int64_t n, NormConstants k, float* block) {
   float mean = 0;
   if constexpr (Centered) mean = rounded<S>(rounded<S>(row_sum<S, float>(x, n)) / k.length);
   auto centered = [&](int64_t i) {
     if constexpr (Centered) return rounded<S>(static_cast<float>(x[i]) - mean);
     else return static_cast<float>(x[i]);
   };
-  Block storage;
-  float* block = storage.floats;
   const float squares = blocked_row_sum(n, block, [&](int64_t begin, int64_t count, float* into) {
     for (int64_t i = 0; i < count; ++i) {
       const float d = centered(begin + i);
@@ -202,8 +197,9 @@ Step norm_step(const Rows& r, NormConstants k, int weight, int bias) {
     const S* b = bias > 0 ? reinterpret_cast<const S*>(in[bias]) : nullptr;
     S* y = reinterpret_cast<S*>(out);
     parallel_for(r.rows, r.threads, [&](int64_t begin, int64_t end) {
+      Block storage;
       for (int64_t row = begin; row < end; ++row) {
-        norm_row<S, Centered>(x + row * r.length, w, b, y + row * r.length, r.length, k);
+        norm_row<S, Centered>(x + row * r.length, w, b, y + row * r.length, r.length, k, storage.floats);
       }
     });
   };
@@ -217,9 +213,7 @@ struct GeluConstants {
 // tanh: (* (* 0.5 x) (+ 1 (tanh (* 0.7978845608028654 (+ x (* (* (* 0.044715 x) x) x))))))
 // erf:  (* (* 0.5 x) (+ 1 (erf (* x 0.7071067811865476))))
 template <class S, bool Tanh>
-void gelu_block(const S* x, S* y, int64_t n, GeluConstants k, const MathKernels* math) {
-  Block storage;
-  float* block = storage.floats;
+void gelu_block(const S* x, S* y, int64_t n, GeluConstants k, const MathKernels* math, float* block) {
   for (int64_t i = 0; i < n; ++i) {
     const float v = static_cast<float>(x[i]);
     if constexpr (Tanh) {
@@ -243,9 +237,10 @@ Step gelu_step(int64_t n, int threads, GeluConstants k, const MathKernels* math)
     const S* x = reinterpret_cast<const S*>(in[0]);
     S* y = reinterpret_cast<S*>(out);
     parallel_for((n + kBlock - 1) / kBlock, threads, [&](int64_t begin, int64_t end) {
+      Block storage;
       for (int64_t blk = begin; blk < end; ++blk) {
         const int64_t at = blk * kBlock;
-        gelu_block<S, Tanh>(x + at, y + at, std::min(kBlock, n - at), k, math);
+        gelu_block<S, Tanh>(x + at, y + at, std::min(kBlock, n - at), k, math, storage.floats);
       }
     });
   };
