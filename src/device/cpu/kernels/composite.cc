@@ -97,17 +97,55 @@ Rows rows_of(const StepContext& c, const graph::Node& node, int64_t length, int6
   return r;
 }
 
+// y[i] = f(x[i]) for i < n: by `kernel` (on floats, over whole vectors, f's members in
+// registers) where the instruction set has one, the rest by `formula` (the same bits); a
+// bf16 row widened a block at a time. x may be y.
+template <class S, class Kernel, class Formula>
+void by_lanes(const S* x, S* y, int64_t n, const MathKernels* math, float* block, Kernel kernel, Formula formula) {
+  if (math == nullptr) {
+    formula(x, y, n);
+    return;
+  }
+  if constexpr (std::is_same_v<S, float>) {
+    const int64_t whole = n - n % math->width;
+    kernel(x, y, whole);
+    formula(x + whole, y + whole, n - whole);
+  } else {
+    by_blocks(n, [&](int64_t begin, int64_t end) {
+      const int64_t whole = (end - begin) - (end - begin) % math->width;
+      for (int64_t i = 0; i < whole; ++i) block[i] = static_cast<float>(x[begin + i]);
+      kernel(block, block, whole);
+      for (int64_t i = 0; i < whole; ++i) y[begin + i] = S(block[i]);
+      formula(x + begin + whole, y + begin + whole, end - begin - whole);
+    });
+  }
+}
+
+// Which of CompositeLanes' kernels a dtype takes.
+template <class S>
+constexpr size_t kLanesBf16 = std::is_same_v<S, float> ? 0 : 1;
+
 // (/ e (sum e)), e = (exp (- x (reduce-max x))), over each row.
 template <class S>
 void softmax_row(const S* x, S* y, int64_t n, const MathKernels* math, float* block) {
   const float m = static_cast<float>(S(reduce_row<S, float>(ReduceKind::max, x, n)));
-  by_blocks(n, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) block[i - begin] = rounded<S>(static_cast<float>(x[i]) - m);
-    apply_fn<scalar::Exp>(math, MathFn::exp, block, end - begin);
-    for (int64_t i = begin; i < end; ++i) y[i] = S(block[i - begin]);
-  });
+  by_lanes(
+      x, y, n, math, block,
+      [&](const float* in, float* out, int64_t count) {
+        math->composite.shifted_exp[kLanesBf16<S>](in, out, count, m);
+      },
+      [&](const S* in, S* out, int64_t count) {
+        for (int64_t i = 0; i < count; ++i) out[i] = S(scalar::Exp{}(rounded<S>(static_cast<float>(in[i]) - m)));
+      });
   const float total = static_cast<float>(S(row_sum<S, float>(y, n)));
-  for (int64_t i = 0; i < n; ++i) y[i] = S(static_cast<float>(y[i]) / total);
+  by_lanes(
+      y, y, n, math, block,
+      [&](const float* in, float* out, int64_t count) {
+        math->composite.divided[kLanesBf16<S>](in, out, count, total);
+      },
+      [&](const S* in, S* out, int64_t count) {
+        for (int64_t i = 0; i < count; ++i) out[i] = S(static_cast<float>(in[i]) / total);
+      });
 }
 
 // (- x (+ m (log (sum (exp (- x m)))))), m = (reduce-max x), over each row.
@@ -205,15 +243,10 @@ Step norm_step(const Rows& r, NormConstants k, int weight, int bias) {
   };
 }
 
-// The literals of gelu's forms in its dtype.
-struct GeluConstants {
-  float cubic = 0, scale = 0, one = 1, half = 0.5f;
-};
-
 // tanh: (* (* 0.5 x) (+ 1 (tanh (* 0.7978845608028654 (+ x (* (* (* 0.044715 x) x) x))))))
 // erf:  (* (* 0.5 x) (+ 1 (erf (* x 0.7071067811865476))))
 template <class S, bool Tanh>
-void gelu_block(const S* x, S* y, int64_t n, GeluConstants k, const MathKernels* math, float* block) {
+void gelu_formula(const S* x, S* y, int64_t n, const GeluConstants& k, float* block) {
   for (int64_t i = 0; i < n; ++i) {
     const float v = static_cast<float>(x[i]);
     if constexpr (Tanh) {
@@ -223,12 +256,23 @@ void gelu_block(const S* x, S* y, int64_t n, GeluConstants k, const MathKernels*
       block[i] = rounded<S>(v * k.scale);
     }
   }
-  if constexpr (Tanh) apply_fn<scalar::Tanh>(math, MathFn::tanh, block, n);
-  else apply_fn<scalar::Erf>(math, MathFn::erf, block, n);
+  if constexpr (Tanh) apply_fn<scalar::Tanh>(nullptr, MathFn::tanh, block, n);
+  else apply_fn<scalar::Erf>(nullptr, MathFn::erf, block, n);
   for (int64_t i = 0; i < n; ++i) {
     const float one_plus = rounded<S>(k.one + rounded<S>(block[i]));
     y[i] = S(rounded<S>(k.half * static_cast<float>(x[i])) * one_plus);
   }
+}
+
+// gelu of a block of x, its members in registers where the instruction set has them.
+template <class S, bool Tanh>
+void gelu_block(const S* x, S* y, int64_t n, const GeluConstants& k, const MathKernels* math, float* block) {
+  by_lanes(
+      x, y, n, math, block,
+      [&](const float* in, float* out, int64_t count) {
+        math->composite.gelu[Tanh ? 0 : 1][kLanesBf16<S>](in, out, count, k);
+      },
+      [&](const S* in, S* out, int64_t count) { gelu_formula<S, Tanh>(in, out, count, k, block); });
 }
 
 template <class S, bool Tanh>
