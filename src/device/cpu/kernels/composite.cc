@@ -3,10 +3,12 @@
 // its decomposition (graph/prims/composite.cc) as the plan runs it: every node's formula
 // from graph/prims/scalar.h in its order, operands in their order (a NaN's payload is the
 // first operand's), each intermediate rounded to the node's dtype, each literal rounded
-// to it as its cast rounds it, and each row's max and sum in row_reduce.h's order. The
-// transcendental functions run on the plan's vector kernels (vector_math.h), which give
-// the scalar formulas' bits. A row is computed a block of kBlock floats at a time, on the
-// stack, so a run allocates nothing; threads take whole rows.
+// to it as its cast rounds it, and each row's max and sum in row_reduce.h's order. gelu
+// and a softmax's exp and division run in registers on the plan's instruction set
+// (composite_lanes.h, through the vector math kernels), the other transcendental
+// functions on its vector kernels (vector_math.h): each gives the scalar formulas' bits.
+// A row is computed a block of kBlock floats at a time, on the stack, so a run allocates
+// nothing; threads take whole rows.
 #include <algorithm>
 #include <cmath>
 #include <optional>
