@@ -52,7 +52,7 @@ void print_cpu_schedule(device::Device& device, const graph::Graph& given, const
   const auto& cpu = dynamic_cast<const device::CpuDevice&>(device);
   std::fputs(device::cpu::print_schedule(cpu.schedule(compiled)).c_str(), stdout);
   std::fputs("composites:\n", stdout);
-  std::fputs(device::cpu::print_composites(given, device).c_str(), stdout);
+  std::fputs(device::cpu::print_composites(given, cpu).c_str(), stdout);
 }
 
 }  // namespace

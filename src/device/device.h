@@ -137,6 +137,9 @@ class Device {
   // device sees it (runtime::compile, which lists them). Either way the fallback is
   // named, never silent.
   virtual bool supports(graph::PrimId primitive) const;
+  // Whether it runs `node` of `graph` by that kernel: a device may run some forms of a
+  // composite alone (a softmax over rows, not over columns). By default, `supports`.
+  virtual bool runs(const graph::Graph& /*graph*/, const graph::Node& node) const { return supports(node.op()); }
   // The primitives but the composites that the device does not support, by name.
   std::vector<std::string> fallback_primitives() const;
 

@@ -79,12 +79,9 @@ Tensor run_decomposition(const Node& node, std::span<const Tensor* const> args) 
 
 namespace {
 
-// Per node: whether it is a composite that `runs` keeps.
-using Kept = std::function<bool(const Graph& graph, NodeId id)>;
-
 // One pass: every composite `kept` refuses replaced by its decomposition (which may hold
 // composites again).
-Graph expand_once(const Graph& graph, const Kept& kept) {
+Graph expand_once(const Graph& graph, const NodePredicate& runs) {
   // Whether something other than a `part` reads a node: then a composite of several
   // values is stacked as its node is, else each part is the value it names.
   std::vector<bool> read_whole(graph.nodes.size(), false);
@@ -99,7 +96,7 @@ Graph expand_once(const Graph& graph, const Kept& kept) {
   std::unordered_map<NodeId, std::vector<NodeId>> values_of;  // expanded composites of several values
   for (NodeId id = 0; id < graph.nodes.size(); ++id) {
     const Node& node = graph.nodes[id];
-    if (!node.prim->composite() || kept(graph, id)) {
+    if (!node.prim->composite() || (runs && runs(graph, node))) {
       r.map[id] = r.copy(node);
       continue;
     }
@@ -131,24 +128,25 @@ Graph expand_once(const Graph& graph, const Kept& kept) {
   return std::move(r.out);
 }
 
-bool expands_any(const Graph& graph, const Kept& kept) {
-  for (NodeId id = 0; id < graph.nodes.size(); ++id) {
-    if (graph.nodes[id].prim->composite() && !kept(graph, id)) return true;
+bool expands_any(const Graph& graph, const NodePredicate& runs) {
+  for (const Node& node : graph.nodes) {
+    if (node.prim->composite() && !(runs && runs(graph, node))) return true;
   }
   return false;
 }
 
-Graph expand_where(const Graph& graph, const Kept& kept) {
-  if (!expands_any(graph, kept)) return graph;
-  Graph out = expand_once(graph, kept);
-  while (expands_any(out, kept)) out = expand_once(out, kept);
+}  // namespace
+
+Graph expand_composites(const Graph& graph, const NodePredicate& runs) {
+  if (!expands_any(graph, runs)) return graph;
+  Graph out = expand_once(graph, runs);
+  while (expands_any(out, runs)) out = expand_once(out, runs);
   return out;
 }
 
-}  // namespace
-
 Graph expand_composites(const Graph& graph, const std::function<bool(PrimId)>& runs) {
-  return expand_where(graph, [&](const Graph& g, NodeId id) { return runs && runs(g.nodes[id].op()); });
+  if (!runs) return expand_composites(graph, NodePredicate{});
+  return expand_composites(graph, [&runs](const Graph&, const Node& node) { return runs(node.op()); });
 }
 
 // Every composite's decomposition is built once, after a copy of the graph, and each of
@@ -190,16 +188,18 @@ std::vector<bool> computed_besides(const Graph& graph) {
   return besides;
 }
 
-Graph expand_shared_composites(const Graph& graph, const std::function<bool(PrimId)>& runs) {
+Graph expand_shared_composites(const Graph& graph, const NodePredicate& runs) {
   // Each round decides on the graph it expands: a decomposition may hold composites that
   // the gradient built again too (attention's softmax).
   Graph out = graph;
   for (;;) {
     const bool runs_any = std::any_of(out.nodes.begin(), out.nodes.end(),
-                                      [&](const Node& node) { return node.prim->composite() && runs(node.op()); });
+                                      [&](const Node& node) { return node.prim->composite() && runs(out, node); });
     if (!runs_any) return expand_composites(out);
     const std::vector<bool> besides = computed_besides(out);
-    const Kept kept = [&](const Graph& g, NodeId id) { return runs(g.nodes[id].op()) && !besides[id]; };
+    const NodePredicate kept = [&](const Graph& g, const Node& node) {
+      return runs(g, node) && !besides[static_cast<size_t>(&node - g.nodes.data())];
+    };
     if (!expands_any(out, kept)) return out;
     out = expand_once(out, kept);
   }

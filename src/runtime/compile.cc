@@ -27,12 +27,16 @@ Compiled compile(device::Device& device, const graph::Graph& graph) {
   // own nodes would be, and a composite whose gradient built its decomposition again is
   // expanded too, even where the device runs it: its nodes are then the ones the gradient
   // reads, which CSE keeps once.
-  std::vector<bool> present(graph::kPrimitiveCount, false);
-  for (const graph::Node& node : graph.nodes) present[graph::index_of(node.op())] = true;
-  auto runs = [&device](graph::PrimId id) { return device.supports(id); };
+  const graph::NodePredicate runs = [&device](const graph::Graph& g, const graph::Node& node) {
+    return device.runs(g, node);
+  };
+  std::vector<bool> fallback(graph::kPrimitiveCount, false);
+  for (const graph::Node& node : graph.nodes) {
+    if (node.prim->composite() && !runs(graph, node)) fallback[graph::index_of(node.op())] = true;
+  }
   std::vector<graph::PrimId> decomposed;
   for (const graph::Primitive* p : graph::all_primitives()) {
-    if (p->composite() && present[graph::index_of(p->id)] && !runs(p->id)) decomposed.push_back(p->id);
+    if (fallback[graph::index_of(p->id)]) decomposed.push_back(p->id);
   }
   const graph::Graph expanded = graph::expand_shared_composites(graph, runs);
   graph::Graph optimized = graph::optimize(expanded, on(device));

@@ -34,6 +34,9 @@ class CpuDevice : public HostDevice {
   cpu::Schedule schedule(const graph::Graph& graph) const;
   // The primitives with a row in the step table (cpu/kernels.h).
   bool supports(graph::PrimId primitive) const override;
+  // Whether `node` of `graph` runs by its kernel: a composite only in the forms its
+  // kernel takes (cpu::runs_composite); the others run as their decomposition.
+  bool runs(const graph::Graph& graph, const graph::Node& node) const override;
   int cores() const { return cores_; }
   cpu::Isa isa() const { return isa_; }
 

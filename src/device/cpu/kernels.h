@@ -177,11 +177,18 @@ class StepTable {
 const StepTable& step_table();
 
 // Each family sets the rows of the primitives it has kernels for:
-// elementwise.cc, reduce.cc, movement.cc, matmul.cc, random.cc.
+// elementwise.cc, reduce.cc, movement.cc, matmul.cc, random.cc, composite.cc.
 void add_elementwise_steps(StepTable& table);
 void add_reduce_steps(StepTable& table);
 void add_movement_steps(StepTable& table);
 void add_matmul_steps(StepTable& table);
 void add_random_steps(StepTable& table);
+void add_composite_steps(StepTable& table);
+
+// Whether composite `node` of `graph` runs by its kernel (composite.cc): softmax and
+// log_softmax over contiguous rows, layer_norm and rms_norm (weight and bias one element
+// per column), gelu of either form, each in f32 or bf16. The others run as their
+// decomposition.
+bool runs_composite(const graph::Graph& graph, const graph::Node& node);
 
 }  // namespace sx::device::cpu

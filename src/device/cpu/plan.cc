@@ -4,7 +4,8 @@
 // (fusion.h), a product with its epilogue (epilogue.h), or its primitive's row in
 // the step table (kernels.h), indexed by the primitive's id: fast kernels for
 // elementwise (elementwise.cc), reductions (reduce.cc), data movement and gather
-// (movement.cc), matmul (matmul.cc), random numbers (random.cc); reshape is a view
+// (movement.cc), matmul (matmul.cc), random numbers (random.cc), the forward
+// composites (composite.cc, where runs_composite says so); reshape is a view
 // of its input, constant is its value, iota is computed once at compile time. The
 // primitives without a row (CpuDevice::supports says which) run by their reference
 // kernel, single-threaded and copying their inputs. run binds the input buffers and
@@ -323,18 +324,20 @@ CpuDevice::CpuDevice(const DeviceOptions& options) : cores_(options.cpu_cores), 
 
 cpu::Schedule CpuDevice::schedule(const graph::Graph& graph) const {
   graph::verify(graph);
-  // No composite has a kernel here yet: each runs as its decomposition. The compile path
-  // (runtime/compile.h) has expanded them before optimizing; a graph given here directly
-  // has them expanded now.
-  return cpu::lower(graph::merge_batch_sums(graph::expand_composites(graph)), isa_, cores_);
+  // A composite without a kernel for its form (cpu::runs_composite) runs as its
+  // decomposition, expanded now.
+  const graph::Graph expanded = graph::expand_composites(graph, cpu::runs_composite);
+  return cpu::lower(graph::merge_batch_sums(expanded), isa_, cores_);
 }
 
 std::unique_ptr<Plan> CpuDevice::compile(const graph::Graph& graph) {
   return std::make_unique<CpuPlan>(*this, schedule(graph));
 }
 
-bool CpuDevice::supports(graph::PrimId primitive) const {
-  return !graph::primitive(primitive).composite() && cpu::step_table()[primitive].run != Run::reference;
+bool CpuDevice::supports(graph::PrimId primitive) const { return cpu::step_table()[primitive].run != Run::reference; }
+
+bool CpuDevice::runs(const graph::Graph& graph, const graph::Node& node) const {
+  return supports(node.op()) && (!node.prim->composite() || cpu::runs_composite(graph, node));
 }
 
 namespace cpu {
@@ -352,6 +355,7 @@ const StepTable& step_table() {
     add_movement_steps(t);
     add_matmul_steps(t);
     add_random_steps(t);
+    add_composite_steps(t);
     return t;
   }();
   return table;

@@ -17,6 +17,10 @@
 #include "device/device.h"
 #include "graph/graph.h"
 
+namespace sx::device {
+class CpuDevice;
+}  // namespace sx::device
+
 namespace sx::device::cpu {
 
 // How a step computes its outputs.
@@ -112,7 +116,8 @@ std::string step_label(const Schedule& schedule, size_t step);
 std::string print_schedule(const Schedule& schedule);
 
 // One line per composite node of `given` (a graph with its composites kept): the kernel
-// `device` runs it by, or `fallback: decomposition` with the nodes it becomes.
-std::string print_composites(const graph::Graph& given, const Device& device);
+// `device` runs it by, or `fallback: decomposition` with the nodes it becomes (a form
+// its kernel does not take, a softmax over columns, falls back too).
+std::string print_composites(const graph::Graph& given, const CpuDevice& device);
 
 }  // namespace sx::device::cpu

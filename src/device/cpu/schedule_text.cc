@@ -1,6 +1,7 @@
 // The schedule as text (schedule.h): the profile's labels and `check --schedule`'s lines.
 #include <fmt/format.h>
 
+#include "device/cpu/cpu.h"
 #include "device/cpu/schedule.h"
 #include "graph/composite.h"
 #include "graph/passes.h"
@@ -98,22 +99,27 @@ std::string print_schedule(const Schedule& schedule) {
                             schedule.in_place.memory.arena_bytes, schedule.in_place.memory.live_peak_bytes);
 }
 
-std::string print_composites(const graph::Graph& given, const Device& device) {
+std::string print_composites(const graph::Graph& given, const CpuDevice& device) {
   std::string text;
+  // A composite the gradient is taken through is expanded whatever the device runs
+  // (graph::expand_shared_composites): the gradient reads its intermediates.
+  const std::vector<bool> differentiated = graph::computed_besides(given);
   for (NodeId id = 0; id < given.nodes.size(); ++id) {
     const Node& node = given.nodes[id];
     if (!node.prim->composite()) continue;
     text +=
         fmt::format("%{} {} {}{}: ", id, node.op_name(), graph::dtype_name(node.dtype), graph::shape_str(node.shape));
-    if (device.supports(node.op())) {
+    const bool runs = device.runs(given, node);
+    if (runs && !differentiated[id]) {
       text += fmt::format("kernel {}\n", node.op_name());
       continue;
     }
     // The nodes it becomes: its decomposition, the composites in it expanded too.
     std::vector<graph::ValueType> types;
     for (NodeId in : node.inputs) types.push_back({given.node(in).shape, given.node(in).dtype});
-    const graph::Graph expanded = graph::expand_composites(graph::decomposition(*node.prim, types, node.attrs),
-                                                           [&](graph::PrimId op) { return device.supports(op); });
+    const graph::Graph expanded =
+        graph::expand_composites(graph::decomposition(*node.prim, types, node.attrs),
+                                 [&](const graph::Graph& g, const Node& part) { return device.runs(g, part); });
     std::string became;
     size_t count = 0;
     for (const Node& part : expanded.nodes) {
@@ -121,7 +127,8 @@ std::string print_composites(const graph::Graph& given, const Device& device) {
       became += fmt::format("{}{}", became.empty() ? "" : " ", part.op_name());
       ++count;
     }
-    text += fmt::format("fallback: decomposition into {} nodes ({})\n", count, became);
+    text += fmt::format("{}: decomposition into {} nodes ({})\n",
+                        runs ? "gradient reads its intermediates" : "fallback", count, became);
   }
   return text.empty() ? "no composites\n" : text;
 }

@@ -75,13 +75,17 @@ TEST(Schedule, PlanReportsTheScheduledArena) {
   EXPECT_EQ(cpu.compile(graph)->memory().arena_bytes, schedule.in_place.memory.arena_bytes);
 }
 
-TEST(Schedule, CompositesAreShownWithTheirFallback) {
+TEST(Schedule, CompositesAreShownWithTheirKernelOrFallback) {
   Graph graph;
   Builder b(graph);
   NodeId x = b.input("x", {4, 8}, DType::f32);
-  b.output("y", b.op("softmax", {b.exp(x)}));
+  NodeId e = b.exp(x);
+  b.output("y", b.op("softmax", {e}));
+  b.output("z", b.op("softmax", {e}, {{"axes", std::vector<int64_t>{0}}}));
   const std::string text = cpu::print_composites(graph, one_core());
-  EXPECT_EQ(text.rfind("%2 softmax f32[4, 8]: fallback: decomposition into ", 0), 0u) << text;
+  EXPECT_EQ(text.rfind("%2 softmax f32[4, 8]: kernel softmax\n%3 softmax f32[4, 8]: fallback: decomposition into ", 0),
+            0u)
+      << text;
   EXPECT_NE(text.find("exp"), std::string::npos) << text;
   Graph plain = three_member_chain();
   EXPECT_EQ(cpu::print_composites(plain, one_core()), "no composites\n");

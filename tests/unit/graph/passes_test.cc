@@ -213,7 +213,7 @@ TEST(Passes, ExpandSharedCompositesExpandsWhatTheGradientComputesAgain) {
   b.output("loss", loss);
   b.output("shown", shown);
   b.output("dx", gradients(b, loss, std::vector<NodeId>{x})[0]);
-  const auto every = [](PrimId) { return true; };
+  const NodePredicate every = [](const Graph&, const Node&) { return true; };
 
   const Graph expanded = expand_shared_composites(g, every);
   EXPECT_EQ(count_op(expanded, "attention") + count_op(expanded, "layer_norm"), 0u);
@@ -239,7 +239,8 @@ TEST(Passes, ExpandSharedCompositesExpandsWhatTheGradientComputesAgain) {
   EXPECT_EQ(count_op(kept, "layer_norm"), 1u);
   EXPECT_EQ(count_op(kept, "softmax"), 0u);
   // A device that runs none of them gets every one expanded.
-  EXPECT_EQ(count_op(expand_shared_composites(forward, [](PrimId) { return false; }), "attention"), 0u);
+  EXPECT_EQ(count_op(expand_shared_composites(forward, [](const Graph&, const Node&) { return false; }), "attention"),
+            0u);
 }
 
 TEST(Text, OneNodeALine) {

@@ -91,8 +91,9 @@ TEST(Compile, AProgramRunsTheOptimizedGraphWithTheSameBitsOnEachDevice) {
   }
 }
 
-// No device runs a composite itself yet: each device runs the decomposition, which the
-// compiled graph holds in its place, and says so.
+// The reference device runs no composite itself: it runs the decomposition, which the
+// compiled graph holds in its place, and says so. The cpu device runs these forms by its
+// kernels, and keeps their nodes. Either way the bits are the decomposition's.
 TEST(Compile, ACompositeRunsAsItsDecompositionNamedAsAFallback) {
   graph::Graph g;
   graph::Builder b(g);
@@ -102,9 +103,12 @@ TEST(Compile, ACompositeRunsAsItsDecompositionNamedAsAFallback) {
   for (const char* name : {"reference", "cpu"}) {
     auto device = device::make_device(name);
     Compiled compiled = compile(*device, g);
-    EXPECT_EQ(compiled.decomposed, (std::vector<graph::PrimId>{graph::PrimId::softmax, graph::PrimId::gelu})) << name;
-    EXPECT_EQ(count_op(compiled.graph, "softmax") + count_op(compiled.graph, "gelu"), 0u) << name;
-    EXPECT_EQ(count_op(compiled.graph, "erf"), 1u) << name;
+    const bool kernels = std::string(name) == "cpu";
+    const std::vector<graph::PrimId> decomposed =
+        kernels ? std::vector<graph::PrimId>{} : std::vector{graph::PrimId::softmax, graph::PrimId::gelu};
+    EXPECT_EQ(compiled.decomposed, decomposed) << name;
+    EXPECT_EQ(count_op(compiled.graph, "softmax") + count_op(compiled.graph, "gelu"), kernels ? 3u : 0u) << name;
+    EXPECT_EQ(count_op(compiled.graph, "erf"), kernels ? 0u : 1u) << name;
     Tensor values = uneven({4, 8}, 5);
     EXPECT_EQ(compiled.plan->run_host(std::vector<Tensor>{values})[0],
               device->compile(graph::expand_composites(g))->run_host(std::vector<Tensor>{values})[0])
@@ -112,6 +116,31 @@ TEST(Compile, ACompositeRunsAsItsDecompositionNamedAsAFallback) {
   }
   graph::Graph plain = graph_with_work_to_remove();
   EXPECT_TRUE(compile(*device::make_device("cpu"), plain).decomposed.empty());
+}
+
+// The composites the cpu device runs by its kernels give the bits of their decompositions
+// compiled in their place (expanded before the optimizer), in f32 and bf16.
+TEST(Compile, TheCpuCompositeKernelsGiveTheBitsOfTheirDecompositionsCompiled) {
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    graph::Graph g;
+    graph::Builder b(g);
+    NodeId x = b.input("x", {6, 40}, dtype);
+    // A weight and a bias of about unit size: the softmax's rows are not one-hot.
+    const auto unit = [&](double seed) { return b.cast(b.div(b.constant(uneven({40}, seed)), b.literal(300)), dtype); };
+    NodeId w = unit(3), bias = unit(4);
+    NodeId normed = b.op("layer_norm", {x, w, bias}, {{"eps", 1e-5}, {"weight", int64_t{1}}, {"bias", int64_t{1}}});
+    NodeId curved = b.op("gelu", {normed}, {{"form", std::string("tanh")}});
+    NodeId scaled = b.op("rms_norm", {b.op("softmax", {curved})}, {{"eps", 1e-6}, {"weight", int64_t{0}}});
+    b.output("y", b.op("log_softmax", {scaled}));
+    auto cpu = device::make_device("cpu");
+    Compiled kernels = compile(*cpu, g), decomposed = compile(*cpu, graph::expand_composites(g));
+    EXPECT_EQ(count_op(kernels.graph, "layer_norm") + count_op(kernels.graph, "log_softmax"), 2u);
+    const Tensor f32 = uneven({6, 40}, 5);
+    Tensor in_dtype(dtype, f32.shape());
+    for (int64_t i = 0; i < f32.numel(); ++i) in_dtype.set_value(i, f32.value(i));
+    const std::vector<Tensor> values{in_dtype};
+    EXPECT_EQ(kernels.plan->run_host(values)[0], decomposed.plan->run_host(values)[0]) << graph::dtype_name(dtype);
+  }
 }
 
 TEST(Compile, VerifiesTheGraphAsGivenBeforeOptimizingIt) {

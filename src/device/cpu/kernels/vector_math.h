@@ -2,8 +2,9 @@
 // f32: graph/prims/lane_math.h instantiated over AVX2 and AVX-512 vectors, so they
 // give the scalar instance's bits, which are the reference kernels' (see there).
 // Beside them, Philox 4x32-10 over a vector of counters (integer work: exact), and
-// random_normal's f32 draw from its words (lane_math.h's normal), and the fused
-// programs that run in registers (fusion_chains.h, fusion_row_chains.h).
+// random_normal's f32 draw from its words (lane_math.h's normal), the fused
+// programs that run in registers (fusion_chains.h, fusion_row_chains.h), and the
+// elementwise parts of the composite kernels (composite_lanes.h).
 // Each file that instantiates make_math_kernels (vector_math_avx2.cc, _avx512.cc)
 // is built for its instruction set, over its copy of that set's type in simd.h.
 #pragma once
@@ -14,6 +15,7 @@
 #include "device/cpu/fusion/fusion_chains.h"
 #include "device/cpu/fusion/fusion_row_chains.h"
 #include "device/cpu/isa.h"
+#include "device/cpu/kernels/composite_lanes.h"
 #include "graph/philox.h"
 #include "graph/prims/lane_math.h"
 
@@ -42,6 +44,7 @@ struct MathKernels {
   std::array<ChainKernel, kChainCount> chains{};            // fusion_chains.h's, by index in kChainPrograms
   std::array<RowChainKernel, kRowChainCount> row_chains{};  // fusion_row_chains.h's, likewise
   MathKernel round_to_bf16 = nullptr;                       // the chains' rounding of a member to bf16, alone
+  CompositeLanes composite;                                 // composite.cc's, in registers
 };
 
 // Each defined in its own file, compiled for its instruction set: call one only on a
@@ -124,7 +127,8 @@ MathKernels make_math_kernels() {
           .normal = &normal_lanes<V>,
           .chains = make_chain_kernels<V>(),
           .row_chains = make_row_chain_kernels<V>(),
-          .round_to_bf16 = &apply_lanes<V, round_to_bf16<V>>};
+          .round_to_bf16 = &apply_lanes<V, round_to_bf16<V>>,
+          .composite = make_composite_lanes<V>()};
 }
 
 }  // namespace sx::device::cpu

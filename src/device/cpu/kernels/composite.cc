@@ -1,0 +1,383 @@
+// Kernels of the forward composites: softmax and log_softmax over rows, layer_norm and
+// rms_norm over the last axis, gelu (both forms), in f32 and bf16. Each gives the bits of
+// its decomposition (graph/prims/composite.cc) as the plan runs it: every node's formula
+// from graph/prims/scalar.h in its order, operands in their order (a NaN's payload is the
+// first operand's), each intermediate rounded to the node's dtype, each literal rounded
+// to it as its cast rounds it, and each row's max and sum in row_reduce.h's order. gelu
+// and a softmax's exp and division run in registers on the plan's instruction set
+// (composite_lanes.h, through the vector math kernels), the other transcendental
+// functions on its vector kernels (vector_math.h): each gives the scalar formulas' bits.
+// A row is computed a block of kBlock floats at a time, on the stack, so a run allocates
+// nothing; threads take whole rows.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "device/cpu/kernels.h"
+#include "device/cpu/kernels/row_reduce.h"
+#include "device/cpu/kernels/vector_math.h"
+#include "device/cpu/products/gemm.h"
+#include "graph/prims/scalar.h"
+
+namespace sx::device::cpu {
+namespace {
+
+using graph::DType;
+using graph::PrimId;
+namespace scalar = graph::prims::scalar;
+
+// Floats of a row that a thread holds at once (a multiple of LaneSums' lanes).
+constexpr int64_t kBlock = 256;
+static_assert(kBlock % LaneSums<float>::kLanes == 0);
+
+// A block of a row's floats, on the stack of the thread that takes the rows; zeroed (once
+// a run), as GCC cannot tell that the vector kernels read only what was written before.
+struct alignas(64) Block {
+  float floats[kBlock] = {};
+};
+
+// v rounded to S, as a node of S's dtype stores it.
+template <class S>
+float rounded(float v) {
+  if constexpr (std::is_same_v<S, float>) return v;
+  else return static_cast<float>(S(v));
+}
+
+// A literal of the decomposition in `dtype`: the f64 constant as its cast converts it.
+float literal_in(DType dtype, double value) { return static_cast<float>(graph::Tensor::scalar(dtype, value).value(0)); }
+
+// fn over y[0, n), the plan's vector kernel where the instruction set has one.
+template <class F>
+void apply_fn(const MathKernels* math, MathFn fn, float* y, int64_t n) {
+  if (math != nullptr) {
+    apply_math<F>(*math, fn, y, y, n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) y[i] = F{}(y[i]);
+}
+
+// The sum (as row_sum<S, float> gives it) of a row of n values that fill(begin, count,
+// block) writes a block at a time into `block`, each already rounded to S.
+template <class Fill>
+float blocked_row_sum(int64_t n, float* block, Fill fill) {
+  if (n < 2 * LaneSums<float>::kLanes) {
+    fill(int64_t{0}, n, block);
+    float acc = 0;
+    for (int64_t r = 0; r < n; ++r) acc += block[r];
+    return acc;
+  }
+  LaneSums<float> sums;
+  const int64_t full = n - n % LaneSums<float>::kLanes;
+  for (int64_t begin = 0; begin < full; begin += kBlock) {
+    const int64_t count = std::min(kBlock, full - begin);
+    fill(begin, count, block);
+    sums.add(block, count);
+  }
+  fill(full, n - full, block);
+  return sums.finish(block, n - full);
+}
+
+// Calls body(begin, end) on each block of [0, n).
+template <class Body>
+void by_blocks(int64_t n, Body body) {
+  for (int64_t begin = 0; begin < n; begin += kBlock) body(begin, std::min(n, begin + kBlock));
+}
+
+// The shape of a row kernel's work: `rows` rows of `length` contiguous elements.
+struct Rows {
+  int64_t rows = 0, length = 0;
+  int threads = 1;
+};
+
+Rows rows_of(const StepContext& c, const graph::Node& node, int64_t length, int64_t work_per_element) {
+  const int64_t count = graph::numel(node.shape);
+  Rows r{.rows = length == 0 ? 0 : count / length, .length = length};
+  r.threads = threads_for(count * work_per_element, c.cores);
+  return r;
+}
+
+// y[i] = f(x[i]) for i < n: by `kernel` (on floats, over whole vectors, f's members in
+// registers) where the instruction set has one, the rest by `formula` (the same bits); a
+// bf16 row widened a block at a time. x may be y.
+template <class S, class Kernel, class Formula>
+void by_lanes(const S* x, S* y, int64_t n, const MathKernels* math, float* block, Kernel kernel, Formula formula) {
+  if (math == nullptr) {
+    formula(x, y, n);
+    return;
+  }
+  if constexpr (std::is_same_v<S, float>) {
+    const int64_t whole = n - n % math->width;
+    kernel(x, y, whole);
+    formula(x + whole, y + whole, n - whole);
+  } else {
+    by_blocks(n, [&](int64_t begin, int64_t end) {
+      const int64_t whole = (end - begin) - (end - begin) % math->width;
+      for (int64_t i = 0; i < whole; ++i) block[i] = static_cast<float>(x[begin + i]);
+      kernel(block, block, whole);
+      for (int64_t i = 0; i < whole; ++i) y[begin + i] = S(block[i]);
+      formula(x + begin + whole, y + begin + whole, end - begin - whole);
+    });
+  }
+}
+
+// Which of CompositeLanes' kernels a dtype takes.
+template <class S>
+constexpr size_t kLanesBf16 = std::is_same_v<S, float> ? 0 : 1;
+
+// (/ e (sum e)), e = (exp (- x (reduce-max x))), over each row.
+template <class S>
+void softmax_row(const S* x, S* y, int64_t n, const MathKernels* math, float* block) {
+  const float m = static_cast<float>(S(reduce_row<S, float>(ReduceKind::max, x, n)));
+  by_lanes(
+      x, y, n, math, block,
+      [&](const float* in, float* out, int64_t count) {
+        math->composite.shifted_exp[kLanesBf16<S>](in, out, count, m);
+      },
+      [&](const S* in, S* out, int64_t count) {
+        for (int64_t i = 0; i < count; ++i) out[i] = S(scalar::Exp{}(rounded<S>(static_cast<float>(in[i]) - m)));
+      });
+  const float total = static_cast<float>(S(row_sum<S, float>(y, n)));
+  by_lanes(
+      y, y, n, math, block,
+      [&](const float* in, float* out, int64_t count) {
+        math->composite.divided[kLanesBf16<S>](in, out, count, total);
+      },
+      [&](const S* in, S* out, int64_t count) {
+        for (int64_t i = 0; i < count; ++i) out[i] = S(static_cast<float>(in[i]) / total);
+      });
+}
+
+// (- x (+ m (log (sum (exp (- x m)))))), m = (reduce-max x), over each row.
+template <class S>
+void log_softmax_row(const S* x, S* y, int64_t n, const MathKernels* math, float* block) {
+  const float m = static_cast<float>(S(reduce_row<S, float>(ReduceKind::max, x, n)));
+  const float total = blocked_row_sum(n, block, [&](int64_t begin, int64_t count, float* into) {
+    for (int64_t i = 0; i < count; ++i) into[i] = rounded<S>(static_cast<float>(x[begin + i]) - m);
+    apply_fn<scalar::Exp>(math, MathFn::exp, into, count);
+    for (int64_t i = 0; i < count; ++i) into[i] = rounded<S>(into[i]);
+  });
+  const float log_total = rounded<S>(scalar::Log{}(rounded<S>(total)));
+  const float shift = rounded<S>(m + log_total);
+  for (int64_t i = 0; i < n; ++i) y[i] = S(static_cast<float>(x[i]) - shift);
+}
+
+template <class S>
+Step softmax_step(const Rows& r, const MathKernels* math, bool log) {
+  return [r, math, log](const uint8_t* const* in, uint8_t* out) {
+    const S* x = reinterpret_cast<const S*>(in[0]);
+    S* y = reinterpret_cast<S*>(out);
+    parallel_for(r.rows, r.threads, [&](int64_t begin, int64_t end) {
+      Block storage;
+      for (int64_t row = begin; row < end; ++row) {
+        if (log) log_softmax_row(x + row * r.length, y + row * r.length, r.length, math, storage.floats);
+        else softmax_row(x + row * r.length, y + row * r.length, r.length, math, storage.floats);
+      }
+    });
+  };
+}
+
+// The rows of a softmax: the elements of its reduced axes, where they are contiguous (no
+// kept axis longer than 1 comes after a reduced one longer than 1); else nothing.
+std::optional<int64_t> softmax_row_length(const graph::Node& x, const std::vector<int64_t>& axes) {
+  std::vector<bool> reduced(x.shape.size(), false);
+  for (int64_t a : axes) reduced[static_cast<size_t>(a)] = true;
+  int64_t length = 1;
+  bool in_row = false;
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    if (x.shape[d] == 1) continue;
+    if (reduced[d]) {
+      in_row = true;
+      length *= x.shape[d];
+    } else if (in_row) {
+      return std::nullopt;
+    }
+  }
+  return length;
+}
+
+// The constants of a norm: its row's length and eps as literals of its dtype.
+struct NormConstants {
+  float length = 1, eps = 0;
+};
+
+// layer_norm (centered) or rms_norm of a row: d = x - mean (layer) or x (rms), then
+// d * rsqrt(mean(d * d) + eps), times the weight w and plus the bias b where given.
+template <class S, bool Centered>
+void norm_row(const S* x, const S* w, const S* b, S* y, int64_t n, NormConstants k, float* block) {
+  float mean = 0;
+  if constexpr (Centered) mean = rounded<S>(rounded<S>(row_sum<S, float>(x, n)) / k.length);
+  auto centered = [&](int64_t i) {
+    if constexpr (Centered) return rounded<S>(static_cast<float>(x[i]) - mean);
+    else return static_cast<float>(x[i]);
+  };
+  const float squares = blocked_row_sum(n, block, [&](int64_t begin, int64_t count, float* into) {
+    for (int64_t i = 0; i < count; ++i) {
+      const float d = centered(begin + i);
+      into[i] = rounded<S>(d * d);
+    }
+  });
+  const float mean_square = rounded<S>(rounded<S>(squares) / k.length);
+  const float inverse = rounded<S>(scalar::Rsqrt{}(rounded<S>(mean_square + k.eps)));
+  for (int64_t i = 0; i < n; ++i) {
+    float v = rounded<S>(centered(i) * inverse);
+    if (w != nullptr) v = rounded<S>(v * static_cast<float>(w[i]));
+    if (b != nullptr) v = v + static_cast<float>(b[i]);
+    y[i] = S(v);
+  }
+}
+
+template <class S, bool Centered>
+Step norm_step(const Rows& r, NormConstants k, int weight, int bias) {
+  return [r, k, weight, bias](const uint8_t* const* in, uint8_t* out) {
+    const S* x = reinterpret_cast<const S*>(in[0]);
+    const S* w = weight > 0 ? reinterpret_cast<const S*>(in[weight]) : nullptr;
+    const S* b = bias > 0 ? reinterpret_cast<const S*>(in[bias]) : nullptr;
+    S* y = reinterpret_cast<S*>(out);
+    parallel_for(r.rows, r.threads, [&](int64_t begin, int64_t end) {
+      Block storage;
+      for (int64_t row = begin; row < end; ++row) {
+        norm_row<S, Centered>(x + row * r.length, w, b, y + row * r.length, r.length, k, storage.floats);
+      }
+    });
+  };
+}
+
+// tanh: (* (* 0.5 x) (+ 1 (tanh (* 0.7978845608028654 (+ x (* (* (* 0.044715 x) x) x))))))
+// erf:  (* (* 0.5 x) (+ 1 (erf (* x 0.7071067811865476))))
+template <class S, bool Tanh>
+void gelu_formula(const S* x, S* y, int64_t n, const GeluConstants& k, float* block) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = static_cast<float>(x[i]);
+    if constexpr (Tanh) {
+      const float cube = rounded<S>(rounded<S>(rounded<S>(k.cubic * v) * v) * v);
+      block[i] = rounded<S>(k.scale * rounded<S>(v + cube));
+    } else {
+      block[i] = rounded<S>(v * k.scale);
+    }
+  }
+  if constexpr (Tanh) apply_fn<scalar::Tanh>(nullptr, MathFn::tanh, block, n);
+  else apply_fn<scalar::Erf>(nullptr, MathFn::erf, block, n);
+  for (int64_t i = 0; i < n; ++i) {
+    const float one_plus = rounded<S>(k.one + rounded<S>(block[i]));
+    y[i] = S(rounded<S>(k.half * static_cast<float>(x[i])) * one_plus);
+  }
+}
+
+// gelu of a block of x, its members in registers where the instruction set has them.
+template <class S, bool Tanh>
+void gelu_block(const S* x, S* y, int64_t n, const GeluConstants& k, const MathKernels* math, float* block) {
+  by_lanes(
+      x, y, n, math, block,
+      [&](const float* in, float* out, int64_t count) {
+        math->composite.gelu[Tanh ? 0 : 1][kLanesBf16<S>](in, out, count, k);
+      },
+      [&](const S* in, S* out, int64_t count) { gelu_formula<S, Tanh>(in, out, count, k, block); });
+}
+
+template <class S, bool Tanh>
+Step gelu_step(int64_t n, int threads, GeluConstants k, const MathKernels* math) {
+  return [n, threads, k, math](const uint8_t* const* in, uint8_t* out) {
+    const S* x = reinterpret_cast<const S*>(in[0]);
+    S* y = reinterpret_cast<S*>(out);
+    parallel_for((n + kBlock - 1) / kBlock, threads, [&](int64_t begin, int64_t end) {
+      Block storage;
+      for (int64_t blk = begin; blk < end; ++blk) {
+        const int64_t at = blk * kBlock;
+        gelu_block<S, Tanh>(x + at, y + at, std::min(kBlock, n - at), k, math, storage.floats);
+      }
+    });
+  };
+}
+
+// f32 or bf16: fn(ElementTypes) for the dtype.
+template <class Fn>
+Step by_float_dtype(DType dtype, Fn fn) {
+  if (dtype == DType::bf16) return fn(graph::ElementTypes<graph::Bf16, float>{});
+  return fn(graph::ElementTypes<float, float>{});
+}
+
+// Work per element in adds: a row of exps, of a norm's few operations.
+constexpr int64_t kRowWork = kCostly, kNormWork = 4;
+
+Step make_softmax(const StepContext& c, const graph::Node& node) {
+  const graph::Node& x = c.graph.node(node.inputs[0]);
+  const Rows r = rows_of(c, node, *softmax_row_length(x, node.attrs.get_ints("axes")), kRowWork);
+  const bool log = node.op() == PrimId::log_softmax;
+  const MathKernels* math = math_kernels_for(c.kernels.isa);
+  return by_float_dtype(node.dtype,
+                        [&](auto types) { return softmax_step<typename decltype(types)::storage>(r, math, log); });
+}
+
+template <bool Centered>
+Step make_norm(const StepContext& c, const graph::Node& node) {
+  const int64_t length = node.shape.back();
+  const Rows r = rows_of(c, node, length, kNormWork);
+  const NormConstants k{.length = literal_in(node.dtype, static_cast<double>(length)),
+                        .eps = literal_in(node.dtype, node.attrs.get_double("eps"))};
+  const int weight = node.attrs.get_int("weight") != 0 ? 1 : 0;
+  const int bias = Centered && node.attrs.get_int("bias") != 0 ? weight + 1 : 0;
+  return by_float_dtype(node.dtype, [&](auto types) {
+    return norm_step<typename decltype(types)::storage, Centered>(r, k, weight, bias);
+  });
+}
+
+Step make_gelu(const StepContext& c, const graph::Node& node) {
+  const int64_t n = graph::numel(node.shape);
+  const int threads = threads_for(n * kCostly, c.cores);
+  const bool tanh = node.attrs.get_string("form") == "tanh";
+  const DType dtype = node.dtype;
+  const GeluConstants k{.cubic = literal_in(dtype, 0.044715),
+                        .scale = literal_in(dtype, tanh ? 0.7978845608028654 : 0.7071067811865476),
+                        .one = literal_in(dtype, 1),
+                        .half = literal_in(dtype, 0.5)};
+  const MathKernels* math = math_kernels_for(c.kernels.isa);
+  return by_float_dtype(dtype, [&](auto types) {
+    using S = typename decltype(types)::storage;
+    return tanh ? gelu_step<S, true>(n, threads, k, math) : gelu_step<S, false>(n, threads, k, math);
+  });
+}
+
+bool float_kernel_dtype(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16; }
+
+// A norm's weight or bias: of x's dtype, one element per column of the last axis.
+bool fits_row(const graph::Node& operand, const graph::Node& x) {
+  return operand.dtype == x.dtype && !operand.shape.empty() && operand.shape.back() == x.shape.back() &&
+         graph::numel(operand.shape) == x.shape.back();
+}
+
+}  // namespace
+
+bool runs_composite(const graph::Graph& graph, const graph::Node& node) {
+  if (!float_kernel_dtype(node.dtype) || node.inputs.empty()) return false;
+  const graph::Node& x = graph.node(node.inputs[0]);
+  if (x.dtype != node.dtype || x.shape != node.shape) return false;
+  switch (node.op()) {
+    case PrimId::softmax:
+    case PrimId::log_softmax: return softmax_row_length(x, node.attrs.get_ints("axes")).has_value();
+    case PrimId::layer_norm:
+    case PrimId::rms_norm:
+      if (x.shape.empty()) return false;
+      for (size_t k = 1; k < node.inputs.size(); ++k) {
+        if (!fits_row(graph.node(node.inputs[k]), x)) return false;
+      }
+      return true;
+    case PrimId::gelu: {
+      const std::string& form = node.attrs.get_string("form");
+      return form == "tanh" || form == "erf";
+    }
+    default: return false;
+  }
+}
+
+void add_composite_steps(StepTable& table) {
+  table.set(PrimId::softmax, make_softmax);
+  table.set(PrimId::log_softmax, make_softmax);
+  table.set(PrimId::layer_norm, make_norm<true>);
+  table.set(PrimId::rms_norm, make_norm<false>);
+  table.set(PrimId::gelu, make_gelu);
+}
+
+}  // namespace sx::device::cpu

@@ -1,0 +1,185 @@
+// The cpu device's kernels of the forward composites (device/cpu/kernels/composite.cc)
+// give the bits of the composite's decomposition run by the same device on the same
+// instruction set, on every instruction set this processor runs, in f32 and bf16, over
+// rows of lengths 1 to 768 whose values include large magnitudes, ties, -inf and a NaN
+// row; on rows shorter than 32 (where the cpu sums in the reference's order) the
+// reference device's bits too. A form the kernels do not take runs as its decomposition,
+// which the schedule shows.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <limits>
+#include <random>
+
+#include "device/cpu/cpu.h"
+#include "device/cpu/isa.h"
+#include "device/cpu/kernels.h"
+#include "device/cpu/schedule.h"
+#include "graph/passes.h"
+#include "util.h"
+
+namespace sx::device::testing {
+namespace {
+
+using graph::Attrs;
+using graph::Builder;
+using graph::NodeId;
+
+// One composite form: its primitive, attributes and how many row-long operands
+// (weight, bias) follow x.
+struct Form {
+  std::string label;
+  std::string op;
+  Attrs attrs;
+  int row_operands = 0;
+};
+
+void PrintTo(const Form& form, std::ostream* out) { *out << form.label; }
+
+std::vector<Form> forms() {
+  const auto flag = [](bool on) { return int64_t{on}; };
+  std::vector<Form> all = {
+      {"softmax", "softmax", {}, 0},
+      {"log_softmax", "log_softmax", {}, 0},
+      {"gelu_tanh", "gelu", {{"form", std::string("tanh")}}, 0},
+      {"gelu_erf", "gelu", {{"form", std::string("erf")}}, 0},
+      {"rms_norm", "rms_norm", {{"eps", 1e-6}, {"weight", flag(false)}}, 0},
+      {"rms_norm_weight", "rms_norm", {{"eps", 1e-6}, {"weight", flag(true)}}, 1},
+  };
+  for (bool weight : {false, true}) {
+    for (bool bias : {false, true}) {
+      all.push_back({fmt::format("layer_norm{}{}", weight ? "_weight" : "", bias ? "_bias" : ""),
+                     "layer_norm",
+                     {{"eps", 1e-5}, {"weight", flag(weight)}, {"bias", flag(bias)}},
+                     int{weight} + int{bias}});
+    }
+  }
+  return all;
+}
+
+// Rows of x: normal values, and rows at the edges.
+Tensor rows_of_values(DType dtype, int64_t rows, int64_t length, std::mt19937& random) {
+  constexpr double kInfinity = std::numeric_limits<double>::infinity();
+  std::normal_distribution<double> normal(0.0, 2.0);
+  std::vector<double> v(static_cast<size_t>(rows * length));
+  for (int64_t r = 0; r < rows; ++r) {
+    double* row = v.data() + r * length;
+    for (int64_t i = 0; i < length; ++i) row[i] = normal(random);
+    switch (r % 6) {
+      case 1: row[length / 2] = -kInfinity; break;
+      case 2: std::fill(row, row + length, 1.25); break;  // ties
+      case 3:
+        for (int64_t i = 0; i < length; ++i) row[i] *= 1e18;  // large magnitudes
+        row[0] = 3e38;
+        break;
+      case 4: row[length - 1] = std::numeric_limits<double>::quiet_NaN(); break;
+      case 5: std::fill(row, row + length, -kInfinity); break;
+      default: break;
+    }
+  }
+  return Tensor::from_doubles(dtype, {rows, length}, v);
+}
+
+// A weight or a bias.
+Tensor row_operand(DType dtype, int64_t length, std::mt19937& random) {
+  std::normal_distribution<double> normal(1.0, 0.5);
+  std::vector<double> v(static_cast<size_t>(length));
+  for (double& w : v) w = normal(random);
+  return Tensor::from_doubles(dtype, {length}, v);
+}
+
+Graph composite_graph(const Form& form, DType dtype, int64_t rows, int64_t length) {
+  Graph graph;
+  Builder b(graph);
+  std::vector<NodeId> args{b.input("x", {rows, length}, dtype)};
+  for (int k = 0; k < form.row_operands; ++k) args.push_back(b.input(fmt::format("p{}", k), {length}, dtype));
+  b.output("y", b.op(form.op, args, form.attrs));
+  return graph;
+}
+
+bool runs_a_composite_kernel(const CpuDevice& cpu, const Graph& graph) {
+  const cpu::Schedule schedule = cpu.schedule(graph);
+  for (const cpu::ScheduledStep& step : schedule.steps) {
+    if (step.kind == cpu::StepKind::kernel && schedule.graph.node(step.id).prim->composite()) return true;
+  }
+  return false;
+}
+
+// Under emulation (SEXPGPU_TEST_EMULATED) the widest rows alone: each costs minutes there.
+std::vector<int64_t> row_lengths() {
+  if (std::getenv("SEXPGPU_TEST_EMULATED") != nullptr) return {3, 17, 100};
+  return {1, 3, 16, 17, 64, 100, 768};
+}
+
+class CompositeKernel : public ::testing::TestWithParam<Form> {};
+
+TEST_P(CompositeKernel, GivesItsDecompositionsBitsOnEveryInstructionSet) {
+  const Form& form = GetParam();
+  std::mt19937 random(42);
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    for (int64_t length : row_lengths()) {
+      const int64_t rows = 7;
+      SCOPED_TRACE(fmt::format("{} rows of {}", graph::dtype_name(dtype), length));
+      const Graph graph = composite_graph(form, dtype, rows, length);
+      const Graph expanded = graph::expand_composites(graph);
+      std::vector<Tensor> inputs{rows_of_values(dtype, rows, length, random)};
+      for (int k = 0; k < form.row_operands; ++k) inputs.push_back(row_operand(dtype, length, random));
+      const Tensor reference = run_on("reference", graph, inputs)[0];
+      for (cpu::Isa isa : cpu::host_isas()) {
+        SCOPED_TRACE(cpu::isa_name(isa));
+        CpuDevice cpu(DeviceOptions{.cpu_cores = 2, .cpu_isa = std::string(cpu::isa_name(isa))});
+        ASSERT_TRUE(runs_a_composite_kernel(cpu, graph));
+        ASSERT_FALSE(runs_a_composite_kernel(cpu, expanded));
+        const Tensor kernel = cpu.compile(graph)->run_host(inputs)[0];
+        const Tensor decomposed = cpu.compile(expanded)->run_host(inputs)[0];
+        EXPECT_EQ(compare(kernel, decomposed, true), "");
+        if (length < 32) {
+          EXPECT_EQ(compare(kernel, reference, true), "");
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryForm, CompositeKernel, ::testing::ValuesIn(forms()),
+                         [](const ::testing::TestParamInfo<Form>& p) { return p.param.label; });
+
+// Many rows over several threads: each row is its own, whichever thread takes it.
+TEST(CompositeKernels, GiveTheSameBitsOnOneThreadAndOnSeveral) {
+  std::mt19937 random(7);
+  const Form softmax = forms()[0];
+  const Graph graph = composite_graph(softmax, DType::f32, 512, 256);
+  const std::vector<Tensor> inputs{rows_of_values(DType::f32, 512, 256, random)};
+  const Tensor one = run_on("cpu", graph, inputs, 1)[0], several = run_on("cpu", graph, inputs, 4)[0];
+  EXPECT_TRUE(same_bits(one, several));
+  EXPECT_EQ(compare(one, run_on("cpu", graph::expand_composites(graph), inputs, 1)[0], true), "");
+}
+
+// A softmax over columns, or of an f64 row, is a form without a kernel: it runs as its
+// decomposition, and the schedule says so.
+TEST(CompositeKernels, AFormWithoutAKernelRunsAsItsDecomposition) {
+  CpuDevice cpu(DeviceOptions{.cpu_cores = 1});
+  Graph graph;
+  Builder b(graph);
+  NodeId x = b.input("x", {4, 8}, DType::f32);
+  b.output("rows", b.op("softmax", {x}));
+  b.output("columns", b.op("softmax", {x}, {{"axes", std::vector<int64_t>{0}}}));
+  b.output("f64", b.op("log_softmax", {b.cast(x, DType::f64)}));
+  b.output("lone", b.op("softmax", {b.reshape(x, {1, 32, 1})}, {{"axes", std::vector<int64_t>{1}}}));
+  EXPECT_TRUE(cpu.supports(graph::PrimId::softmax));
+  EXPECT_FALSE(cpu.supports(graph::PrimId::cross_entropy));
+  const std::string text = cpu::print_composites(graph, cpu);
+  EXPECT_NE(text.find("%1 softmax f32[4, 8]: kernel softmax\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("%2 softmax f32[4, 8]: fallback: decomposition into "), std::string::npos) << text;
+  EXPECT_NE(text.find("log_softmax f64[4, 8]: fallback: decomposition into "), std::string::npos) << text;
+  EXPECT_NE(text.find("softmax f32[1, 32, 1]: kernel softmax\n"), std::string::npos) << text;
+  std::mt19937 random(3);
+  const std::vector<Tensor> inputs{rows_of_values(DType::f32, 4, 8, random)};
+  const std::vector<Tensor> got = cpu.compile(graph)->run_host(inputs);
+  const std::vector<Tensor> want = cpu.compile(graph::expand_composites(graph))->run_host(inputs);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_EQ(compare(got[k], want[k], true), "") << k;
+}
+
+}  // namespace
+}  // namespace sx::device::testing
