@@ -108,6 +108,10 @@ std::vector<NodeId> keep_inputs_in_bf16(Graph& graph, std::span<const NodeId> ca
 // graph computes the same bits on a device's kernels either way: what a device does not
 // run itself, it runs this way (runtime/compile.h).
 Graph expand_composites(const Graph& graph, const std::function<bool(PrimId)>& runs = {});
+// The same, `runs` deciding per node (a device that runs some forms of a composite alone:
+// a softmax over rows but not over columns).
+using NodePredicate = std::function<bool(const Graph& graph, const Node& node)>;
+Graph expand_composites(const Graph& graph, const NodePredicate& runs);
 
 // The same, where a composite that `runs` accepts is expanded too when the graph computes
 // nodes of its decomposition besides: autodiff builds a composite's decomposition again to
