@@ -358,8 +358,8 @@ bool has_composite_kernel(graph::PrimId prim) {
 bool has_composite_kernel(const graph::Graph& graph, const graph::Node& node) {
   if (!has_composite_kernel(node.op())) return false;
   if (node.dtype != graph::DType::f32 && node.dtype != graph::DType::f64) return false;
+  if (node.op() == graph::PrimId::gelu) return true;
   const graph::Shape& x = graph.node(node.inputs[0]).shape;
-  if (x.empty()) return false;
   if (node.op() == graph::PrimId::softmax || node.op() == graph::PrimId::log_softmax) {
     return node.attrs.get_ints("axes") == std::vector<int64_t>{static_cast<int64_t>(x.size()) - 1};
   }

@@ -147,8 +147,10 @@ TEST(CudaComposites, KeepTheFormsWithAKernelAndExpandTheOthers) {
   NodeId columns = b.op("softmax", {x}, {{"axes", std::vector<int64_t>{0}}});
   NodeId half = b.op("gelu", {b.cast(x, DType::bf16)}, {{"form", std::string("erf")}});
   NodeId odd_weight = b.op("rms_norm", {x, b.input("w", {1}, DType::f32)}, {{"eps", 1e-6}, {"weight", int64_t{1}}});
-  for (NodeId node : {rows, columns, half, odd_weight}) b.output(fmt::format("y{}", node), node);
+  NodeId scalar = b.op("gelu", {b.input("s", {}, DType::f32)}, {{"form", std::string("tanh")}});
+  for (NodeId node : {rows, columns, half, odd_weight, scalar}) b.output(fmt::format("y{}", node), node);
   EXPECT_TRUE(cuda::has_composite_kernel(g, g.node(rows)));
+  EXPECT_TRUE(cuda::has_composite_kernel(g, g.node(scalar)));
   EXPECT_FALSE(cuda::has_composite_kernel(g, g.node(columns)));
   EXPECT_FALSE(cuda::has_composite_kernel(g, g.node(half)));
   EXPECT_FALSE(cuda::has_composite_kernel(g, g.node(odd_weight)));
@@ -156,7 +158,7 @@ TEST(CudaComposites, KeepTheFormsWithAKernelAndExpandTheOthers) {
   Graph planned = cuda::with_composites_expanded(g);
   size_t composites = 0;
   for (const graph::Node& node : planned.nodes) composites += node.prim->composite();
-  EXPECT_EQ(composites, 1u);
+  EXPECT_EQ(composites, 2u);
   // The bf16 gelu's decomposition has bf16 transcendental steps, which no kernel takes.
   EXPECT_EQ(cuda::missing_kernels(planned), (std::vector<std::string>{"erf (bf16)"}));
   EXPECT_TRUE(cuda::has_kernel(PrimId::softmax));
