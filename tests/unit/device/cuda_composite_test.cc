@@ -16,8 +16,7 @@
 namespace sx::device::testing {
 namespace {
 
-using graph::NodeId;
-using graph::PrimId;
+using graph::NodeId, graph::PrimId;
 
 // A composite's form: its primitive and attributes, and how many operands of the row's
 // length (weight, bias) follow x.
