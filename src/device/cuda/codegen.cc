@@ -115,6 +115,7 @@ GeneratedKernel grid_stride_kernel(std::string_view kind, const std::string& par
   GeneratedKernel kernel;
   kernel.name = fmt::format("sx_{}_{:016x}", kind, text_hash(signature_and_body));
   kernel.source = fmt::format(
+      "#include \"device/cuda/composite_math.h\"\n"
       "#include \"device/cuda/element_math.h\"\n"
       "#include \"device/cuda/index_math.h\"\n"
       "#include \"device/cuda/random_math.h\"\n"
@@ -347,6 +348,65 @@ GeneratedKernel generate_row_reduction(const graph::Graph& graph, graph::NodeId 
       "row", fmt::format("const {0}* __restrict__ x, {0}* __restrict__ out, int64_t n, int64_t length", s), "",
       fmt::format("    out[i] = sx::device::cuda::{0}<{1}, {1}>(x + i * length, length);\n",
                   node.op() == graph::PrimId::sum ? "row_sum" : "row_max", s));
+}
+
+bool has_composite_kernel(graph::PrimId prim) {
+  return is_one_of(prim, {graph::PrimId::softmax, graph::PrimId::log_softmax, graph::PrimId::layer_norm,
+                          graph::PrimId::rms_norm, graph::PrimId::gelu});
+}
+
+bool has_composite_kernel(const graph::Graph& graph, const graph::Node& node) {
+  if (!has_composite_kernel(node.op())) return false;
+  if (node.dtype != graph::DType::f32 && node.dtype != graph::DType::f64) return false;
+  if (node.op() == graph::PrimId::gelu) return true;
+  const graph::Shape& x = graph.node(node.inputs[0]).shape;
+  if (node.op() == graph::PrimId::softmax || node.op() == graph::PrimId::log_softmax) {
+    return node.attrs.get_ints("axes") == std::vector<int64_t>{static_cast<int64_t>(x.size()) - 1};
+  }
+  // A weight or bias is one value per element of a row, in the row's dtype.
+  for (graph::NodeId in : node.inputs) {
+    const graph::Node& operand = graph.node(in);
+    if (operand.dtype != node.dtype || (in != node.inputs[0] && operand.shape != graph::Shape{x.back()})) return false;
+  }
+  return true;
+}
+
+GeneratedKernel generate_composite_kernel(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  const char* t = c_type(node.dtype);
+  if (node.op() == graph::PrimId::gelu) {
+    return per_element_kernel("gelu", graph, id,
+                              fmt::format("gelu_{}_element<{}>(operand0[i])", node.attrs.get_string("form"), t));
+  }
+  std::string parameters;
+  for (size_t k = 0; k < node.inputs.size(); ++k) parameters += fmt::format("const {}* __restrict__ operand{}, ", t, k);
+  parameters += fmt::format("{}* __restrict__ out, int64_t n, int64_t length", t);
+  // The optional weight and bias are the operands after x, in that order, or null.
+  auto optional_operand = [&, next = size_t{1}](const char* attr) mutable {
+    return node.attrs.get_int(attr) != 0 ? fmt::format("operand{}", next++) : std::string("nullptr");
+  };
+  // eps as its double's bits, so that the kernel rounds exactly the attribute's value.
+  auto eps = [&] {
+    return fmt::format("__longlong_as_double({}ll)", std::bit_cast<int64_t>(node.attrs.get_double("eps")));
+  };
+  std::string call;
+  switch (node.op()) {
+    case graph::PrimId::softmax: call = fmt::format("softmax_row<{}>(row, out + i * length, length)", t); break;
+    case graph::PrimId::log_softmax: call = fmt::format("log_softmax_row<{}>(row, out + i * length, length)", t); break;
+    case graph::PrimId::layer_norm: {
+      std::string weight = optional_operand("weight");
+      std::string bias = optional_operand("bias");
+      call = fmt::format("layer_norm_row<{}>(row, {}, {}, out + i * length, length, {})", t, weight, bias, eps());
+      break;
+    }
+    default:
+      call =
+          fmt::format("rms_norm_row<{}>(row, {}, out + i * length, length, {})", t, optional_operand("weight"), eps());
+  }
+  return grid_stride_kernel("composite", parameters, "",
+                            fmt::format("    const {}* row = operand0 + i * length;\n"
+                                        "    sx::device::cuda::{};\n",
+                                        t, call));
 }
 
 std::vector<Fusion> find_fusions(const graph::Graph& graph) {

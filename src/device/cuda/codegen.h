@@ -4,7 +4,7 @@
 // it when it is that node's only reader and not a graph output, so a chain's values in
 // between stay in registers, as the cpu device's fused loops keep them in its tiles.
 // Each element is computed by the functions of element_math.h, transcendental.h,
-// reduction.h, index_math.h and random_math.h, which the host tests check against the
+// reduction.h, index_math.h, random_math.h and composite_math.h, which the host tests check against the
 // reference's bits.
 #pragma once
 
@@ -95,6 +95,18 @@ bool randomizable(const graph::Graph& graph, graph::NodeId node);
 // The kernel of a randomizable node: void NAME(const K* operand0, T* out, int64_t n),
 // operand0 its key.
 GeneratedKernel generate_random_kernel(const graph::Graph& graph, graph::NodeId node);
+
+// Whether a generated kernel computes composite `node` itself (composite_math.h), of
+// f32 or f64: softmax or log_softmax over the last axis, layer_norm or rms_norm with
+// their weight and bias (where given) of the last axis's length, or gelu.
+bool has_composite_kernel(const graph::Graph& graph, const graph::Node& node);
+// Whether some form of composite `prim` has one.
+bool has_composite_kernel(graph::PrimId prim);
+
+// The kernel of such a node. gelu's: void NAME(const T* operand0, T* out, int64_t n), an
+// element each. The others': void NAME(const T* operand0, ..., T* out, int64_t n,
+// int64_t length), its inputs in order, a row of `length` elements each, n rows.
+GeneratedKernel generate_composite_kernel(const graph::Graph& graph, graph::NodeId node);
 
 // The kernel of `fusion`: void NAME(const S0* operand0, ..., R* out, int64_t n), out[i]
 // the root's value at element i, for i < n.

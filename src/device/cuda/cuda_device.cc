@@ -205,7 +205,7 @@ CudaDevice::~CudaDevice() {
 }
 
 std::unique_ptr<Plan> CudaDevice::compile(const graph::Graph& graph) {
-  return std::make_unique<cuda::CudaPlan>(*this, graph);
+  return std::make_unique<cuda::CudaPlan>(*this, cuda::with_composites_expanded(graph));
 }
 
 bool CudaDevice::supports(graph::PrimId primitive) const { return cuda::has_kernel(primitive); }

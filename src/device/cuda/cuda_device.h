@@ -89,8 +89,9 @@ class CudaDevice : public Device {
   CudaDevice& operator=(const CudaDevice&) = delete;
 
   std::string name() const override { return "cuda"; }
-  // A plan of the graph's kernels; DeviceError E-DEVICE-007 naming each primitive without
-  // one (cuda/program.h).
+  // A plan of the graph's kernels, each composite without one of its own for its form
+  // expanded first; DeviceError E-DEVICE-007 naming each primitive without one
+  // (cuda/program.h).
   std::unique_ptr<Plan> compile(const graph::Graph& graph) override;
   bool supports(graph::PrimId primitive) const override;
 

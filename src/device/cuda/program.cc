@@ -12,6 +12,7 @@
 #include "device/cuda/movement.h"
 #include "device/cuda/products.h"
 #include "device/device.h"
+#include "graph/passes.h"
 #include "graph/primitive.h"
 
 namespace sx::device::cuda {
@@ -31,7 +32,8 @@ bool runs(const graph::Graph& graph, graph::NodeId id) {
   return is_source(node) || fusible(graph, id) || has_elementwise_kernel(node.op(), operand_dtype(graph, node)) ||
          (node.op() == graph::PrimId::cast && has_cast_kernel(operand_dtype(graph, node), node.dtype)) ||
          row_reducible(graph, id) || reducible(graph, id) || movable(graph, id) || indexable(graph, id) ||
-         randomizable(graph, id) || (node.op() == graph::PrimId::matmul && has_product(node.dtype));
+         randomizable(graph, id) || has_composite_kernel(graph, node) ||
+         (node.op() == graph::PrimId::matmul && has_product(node.dtype));
 }
 
 size_t bytes_of(const graph::Node& node) {
@@ -83,6 +85,18 @@ std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
       step.dtype = node.dtype;
       step.movement = plan_movement(graph, id);
       step.n = graph::numel(node.shape);
+      by_node.emplace(id, Launch{step, id, node.inputs});
+    } else if (has_composite_kernel(graph, node)) {
+      // gelu an element per thread, the others a row of the last axis per thread.
+      const graph::Shape& x = graph.node(node.inputs[0]).shape;
+      Step step;
+      step.kernel = add_kernel(generate_composite_kernel(graph, id));
+      step.n = graph::numel(x);
+      if (node.op() != graph::PrimId::gelu) {
+        step.kind = Step::Kind::row;
+        step.length = x.back();
+        step.n = step.length == 0 ? 0 : step.n / step.length;
+      }
       by_node.emplace(id, Launch{step, id, node.inputs});
     } else if (row_reducible(graph, id)) {
       const graph::Shape& x = graph.node(node.inputs[0]).shape;
@@ -140,7 +154,18 @@ bool has_kernel(graph::PrimId prim) {
          prim == graph::PrimId::scatter_add || prim == graph::PrimId::one_hot || prim == graph::PrimId::iota ||
          graph::primitive(prim).kind == graph::PrimKind::random || moves_by_copies(prim) ||
          prim == graph::PrimId::where || prim == graph::PrimId::cast ||
-         visit_generated_element(prim, [](auto, auto, auto) {});
+         visit_generated_element(prim, [](auto, auto, auto) {}) || has_composite_kernel(prim);
+}
+
+graph::Graph with_composites_expanded(const graph::Graph& graph) {
+  auto runs = [](const graph::Graph& g, const graph::Node& node) { return has_composite_kernel(g, node); };
+  if (std::none_of(graph.nodes.begin(), graph.nodes.end(),
+                   [&](const graph::Node& node) { return node.prim->composite() && !runs(graph, node); })) {
+    return graph;
+  }
+  // Simplified as the runtime simplifies the decompositions it expands: their
+  // stop_gradient, which has no kernel, is the identity once gradients are taken.
+  return graph::simplify(graph::expand_composites(graph, runs));
 }
 
 Program generated_kernels(const graph::Graph& graph) {

@@ -1,7 +1,7 @@
 // What the cuda device makes of a graph when it compiles it, before any GPU is touched:
 // its kernels' steps in the graph's order (generated kernels, codegen.h, for the fused
-// elementwise chains and the row reductions; nvcc's elementwise.cu for bf16 and
-// movement.cu for the movement primitives), their
+// elementwise chains, the row reductions and the composites with a kernel of their own;
+// nvcc's elementwise.cu for bf16 and movement.cu for the movement primitives), their
 // source as one program for NVRTC, and every value they write placed in one arena by
 // liveness (device/arena.h, as the cpu device places its own). A graph with a
 // primitive the device has no kernel for is refused here, naming every such primitive:
@@ -30,9 +30,10 @@ struct Place {
 
 // One kernel's launch, writing `out` in the arena:
 // - fused: the generated kernel `kernel` of a fusion (or of gather, scatter_add, one_hot,
-//   iota or a random primitive), reading `operands`, n elements;
+//   iota, a random primitive or gelu), reading `operands`, n elements;
 // - row: the generated reduction `kernel` of operands[0], n result elements of `length`
-//   reduced elements each (a row of the last axis, or reduction.h's walk of any axes);
+//   reduced elements each (a row of the last axis, or reduction.h's walk of any axes), or
+//   the generated kernel of a row composite (softmax, a norm), n rows of `length`;
 // - elementwise: nvcc's kernel of `prim` on operands of `dtype` (elementwise.h), n elements
 //   (a cast's to `cast_to`);
 // - product: `batch` matrix products of operands [n, length] by [length, columns] in
@@ -76,6 +77,11 @@ struct Program {
   ArenaPlan arena;
 };
 
+// `graph` as the device plans it: each composite without a kernel of its own for its
+// form (codegen.h's has_composite_kernel) replaced by its decomposition, whose steps
+// then run on the device's other kernels, and the graph simplified (graph/passes.h).
+graph::Graph with_composites_expanded(const graph::Graph& graph);
+
 // The program of `graph`; DeviceError E-DEVICE-007 naming each primitive (with its dtype)
 // that has no kernel, or for a graph too large to check its indices (an index node
 // numbered kMostFaultNodes or above).
@@ -90,7 +96,7 @@ Program generated_kernels(const graph::Graph& graph);
 std::vector<std::string> missing_kernels(const graph::Graph& graph);
 
 // Whether the device runs `prim` by a kernel of its own, for some dtype (and, for a
-// reduction, some axes).
+// reduction or a composite, some axes).
 bool has_kernel(graph::PrimId prim);
 
 }  // namespace sx::device::cuda

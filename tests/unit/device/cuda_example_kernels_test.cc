@@ -1,6 +1,6 @@
 // The generated kernels of the example models' training steps, without a GPU: each step
 // traced as `sexpgpu run` traces it, compiled for the cuda device by the runtime (its
-// composites expanded where the device lacks them), every kernel the cuda device
+// composites expanded where the device lacks a kernel for them), every kernel the cuda device
 // generates for it compiled by NVRTC for sm_80 and sm_90a, and no primitive of it left
 // without a cuda kernel.
 #include <gtest/gtest.h>
@@ -33,7 +33,8 @@ class GraphKeeper : public sx::testing::ForwardingDevice {
   graph::Graph kept;
 };
 
-// The step graph of the example's run file, as the cuda device is given it.
+// The step graph of the example's run file, as the cuda device plans it: the composites
+// it has no kernel for in their form expanded.
 graph::Graph example_step(const std::filesystem::path& run_file) {
   train::SessionOptions options;
   options.interpreter.library_dirs = {SEXPGPU_LIB_DIR};
@@ -44,7 +45,7 @@ graph::Graph example_step(const std::filesystem::path& run_file) {
   auto reference = make_device("reference");
   GraphKeeper keeper(*reference);
   runtime::compile(keeper, session.under_precision(step.graph));
-  return keeper.kept;
+  return cuda::with_composites_expanded(keeper.kept);
 }
 
 // Every kernel the cuda device generates for `graph`, compiled for both architectures.
