@@ -149,10 +149,6 @@ Graph expand_composites(const Graph& graph, const std::function<bool(PrimId)>& r
   return expand_composites(graph, [&runs](const Graph&, const Node& node) { return runs(node.op()); });
 }
 
-Graph expand_composites(const Graph& graph, const NodePredicate& runs) {
-  return expand_where(graph, [&](const Graph& g, NodeId id) { return runs && runs(g, g.nodes[id]); });
-}
-
 // Every composite's decomposition is built once, after a copy of the graph, and each of
 // its nodes looked up among the graph's as CSE would find it.
 std::vector<bool> computed_besides(const Graph& graph) {

@@ -210,6 +210,10 @@ std::unique_ptr<Plan> CudaDevice::compile(const graph::Graph& graph) {
 
 bool CudaDevice::supports(graph::PrimId primitive) const { return cuda::has_kernel(primitive); }
 
+bool CudaDevice::runs(const graph::Graph& graph, const graph::Node& node) const {
+  return supports(node.op()) && (!node.prim->composite() || cuda::has_composite_kernel(graph, node));
+}
+
 cuda::PinnedProducts& CudaDevice::products() {
   if (!products_) products_ = std::make_unique<cuda::PinnedProducts>();
   return *products_;

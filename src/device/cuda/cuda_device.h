@@ -94,6 +94,8 @@ class CudaDevice : public Device {
   // (cuda/program.h).
   std::unique_ptr<Plan> compile(const graph::Graph& graph) override;
   bool supports(graph::PrimId primitive) const override;
+  // A composite only in the forms its kernel takes (has_composite_kernel).
+  bool runs(const graph::Graph& graph, const graph::Node& node) const override;
 
   Buffer allocate(const graph::ValueType& type) override;
   Event upload_into(Buffer& buffer, std::span<const uint8_t> bytes) override;
