@@ -616,23 +616,22 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
           // packing tile would wait on memory for its whole sliver, at 11 times the
           // bandwidth of the rest.
           // The sliver after next, so that its rows have the time of a whole sliver to
-          // arrive: products of 64 rows of a B that lies in memory wait on it (on a
-          // Sapphire Rapids, 64 x 768 x 3072 and 64 x 3072 x 768 went from 64 and 69%
-          // of the FMA's peak to 68 and 73%).
+          // arrive: products of 64 rows of a B that lies in memory wait on it.
           NextSliver next;
           if (packs_here) {
             const SliverOrder order{region.col_begin, region.col_end, nc, nr, kc_, words_};
             next = order.after(order.after({pc, jc + jr, kcur}));
           }
           const int64_t tiles_here = (mcur + mr - 1) / mr, fetch_depth = next.depth * steps_a_word;
-          // The whole tiles after the packing one fetch it a line every few steps among
-          // their FMAs (fetching_tile). Fetched at a tile's start, the lines held up the
-          // tile's own loads behind them, and the packing tile that reads B from memory
-          // took their turn too (64 x 3072 x 768 on a Sapphire Rapids: 72 to 81% of the
-          // FMA's peak). Where those tiles are too few to take at most a line a step, or
-          // the tiles run on pairs, each tile fetches its part as it starts.
+          // Where A is resident (few rows, each sliver of B used by a few tiles), the whole
+          // tiles after the packing one fetch it a line every few steps among their FMAs
+          // (fetching_tile). Fetched at a tile's start, the lines held the tile's own
+          // loads up behind them (on a Sapphire Rapids, 64 x 768 x 3072 and
+          // 64 x 3072 x 768 went from 65 and 75% of the FMA's peak to 72 and 84%). Where
+          // those tiles are too few to take at most a line a step, or the tiles run on
+          // pairs, or A is packed a block at a time, each tile fetches its part as it starts.
           const int64_t fetchers = mcur / mr - 1;
-          const bool spread = next.depth > 0 && !pairs_ && cols == nr && fetchers > 0 &&
+          const bool spread = resident && next.depth > 0 && !pairs_ && cols == nr && fetchers > 0 &&
                               2 * ((fetch_depth + fetchers - 1) / fetchers) <= kcur;
           const char* next_sliver = b_bytes + (next.row * steps_a_word * b.rows + next.col) * element;
           for (int64_t ir = 0; ir < mcur; ir += mr) {
