@@ -85,8 +85,11 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
   // packed by the other blocks: 600 rows in three blocks, over three blocks of K, with
   // a last sliver of B too narrow for a packing tile; of bf16 too (in pairs where the
   // host has them), with an odd K, whose last block holds a word of one step; and a
-  // transposed bf16 A of more rows than its packing deals out at once.
-  std::vector<GemmCase> cases{{1, 1, 1, false, false, false, 1},       {1, 2100, 700, false, false, false, 2},
+  // transposed bf16 A of more rows than its packing deals out at once. 64 rows of a
+  // B several slivers wide: the whole tiles after the packing one fetch the slivers to
+  // come as they compute (f32, and bf16 widened or in pairs).
+  std::vector<GemmCase> cases{{64, 130, 300, false, false, false, 1},  {64, 130, 301, true, false, true, 1},
+                              {1, 1, 1, false, false, false, 1},       {1, 2100, 700, false, false, false, 2},
                               {300, 40, 1000, false, false, false, 2}, {7, 2049, 513, true, false, true, 2},
                               {64, 33, 257, false, true, false, 1},    {5, 4, 0, false, false, false, 2},
                               {13, 17, 300, false, false, true, 1},    {7, 2049, 513, false, false, false, 2},

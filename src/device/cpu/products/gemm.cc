@@ -353,6 +353,14 @@ void fetch_sliver_rows(const char* sliver, int64_t ld, int64_t width, int64_t fi
   }
 }
 
+// Rows [first, end) of a sliver of B (as fetch_sliver_rows) for a tile of `steps` steps
+// to fetch as it computes: a line every 2^shift steps, as far apart as fit the steps.
+SliverFetch spread_fetch(const char* sliver, int64_t ld, int64_t width, int64_t first, int64_t end, int64_t steps) {
+  SliverFetch fetch{.first = sliver + first * ld, .ld = ld, .width = width, .rows = end - first};
+  while (fetch.rows > 0 && (fetch.rows << (fetch.shift + 2)) <= steps) ++fetch.shift;
+  return fetch;
+}
+
 // Rows of A a block packs for all of B's columns (see Gemm::Gemm).
 constexpr int64_t kBlockRows = 264;
 
@@ -608,20 +616,33 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
           // packing tile would wait on memory for its whole sliver, at 11 times the
           // bandwidth of the rest.
           // The sliver after next, so that its rows have the time of a whole sliver to
-          // arrive: products of 64 rows of a B that lies in memory wait on it (on a
-          // Sapphire Rapids, 64 x 768 x 3072 and 64 x 3072 x 768 went from 64 and 69%
-          // of the FMA's peak to 68 and 73%).
+          // arrive: products of 64 rows of a B that lies in memory wait on it.
           NextSliver next;
           if (packs_here) {
             const SliverOrder order{region.col_begin, region.col_end, nc, nr, kc_, words_};
             next = order.after(order.after({pc, jc + jr, kcur}));
           }
-          const int64_t tiles_here = (mcur + mr - 1) / mr;
+          const int64_t tiles_here = (mcur + mr - 1) / mr, fetch_depth = next.depth * steps_a_word;
+          // Where A is resident (few rows, each sliver of B used by a few tiles), the whole
+          // tiles after the packing one fetch it a line every few steps among their FMAs
+          // (fetching_tile). Fetched at a tile's start, the lines held the tile's own
+          // loads up behind them (on a Sapphire Rapids, 64 x 768 x 3072 and
+          // 64 x 3072 x 768 went from 65 and 75% of the FMA's peak to 72 and 84%). Where
+          // those tiles are too few to take at most a line a step, or the tiles run on
+          // pairs, or A is packed a block at a time, each tile fetches its part as it starts.
+          const int64_t fetchers = mcur / mr - 1;
+          const bool spread = resident && next.depth > 0 && !pairs_ && cols == nr && fetchers > 0 &&
+                              2 * ((fetch_depth + fetchers - 1) / fetchers) <= kcur;
+          const char* next_sliver = b_bytes + (next.row * steps_a_word * b.rows + next.col) * element;
           for (int64_t ir = 0; ir < mcur; ir += mr) {
-            if (next.depth > 0) {
-              const int64_t t = ir / mr, depth = next.depth * steps_a_word;
-              fetch_sliver_rows(b_bytes + (next.row * steps_a_word * b.rows + next.col) * element, b.rows * element,
-                                nr * element, depth * t / tiles_here, depth * (t + 1) / tiles_here);
+            const int64_t t = ir / mr;
+            SliverFetch fetch;
+            if (next.depth > 0 && !spread) {
+              fetch_sliver_rows(next_sliver, b.rows * element, nr * element, fetch_depth * t / tiles_here,
+                                fetch_depth * (t + 1) / tiles_here);
+            } else if (spread && t > 0 && t <= fetchers) {
+              fetch = spread_fetch(next_sliver, b.rows * element, nr * element, fetch_depth * (t - 1) / fetchers,
+                                   fetch_depth * t / fetchers, kcur);
             }
             int height = static_cast<int>(std::min<int64_t>(mr, mcur - ir));
             TileKernel kernel = tiles[height - 1][vectors - 1];
@@ -629,7 +650,9 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
             float* cp = c + (ic + ir) * ldc + jc + jr;
             // The tile on C at `to` (row stride ld): the sliver's first packs it.
             auto compute = [&](float* to, int64_t ld, bool sum_on) {
-              if (!packing || ir > 0) {
+              if (fetch.rows > 0) {
+                kernels_.fetching_tile(kcur, ap, bp, nr, to, ld, sum_on, fetch);
+              } else if (!packing || ir > 0) {
                 kernel(kcur, ap, bp, nr, to, ld, sum_on);
               } else if (b.bf16) {
                 bf16_packing_tile(kcur, ap, static_cast<const uint16_t*>(b.data) + steps_a_word * pc * b.rows + jc + jr,

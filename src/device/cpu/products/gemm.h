@@ -49,6 +49,17 @@ using PackingTileKernel = void (*)(int64_t kc, const float* a, const float* b, i
 // from rows 2p and 2p + 1, kc counting words.
 using Bf16PackingTileKernel = void (*)(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, float* packed,
                                        float* c, int64_t ldc, bool accumulate);
+// Rows of a sliver of B that a tile fetches into L2 while it computes, a line every
+// 2^shift steps (two lines a row: its first and last bytes), over its first
+// rows << (shift + 1) steps: `rows` rows of `width` bytes, `ld` bytes apart.
+struct SliverFetch {
+  const char* first = nullptr;
+  int64_t ld = 0, width = 0, rows = 0;
+  int shift = 0;
+};
+// A whole tile as TileKernel that fetches `fetch` as it goes.
+using FetchingTileKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
+                                    bool accumulate, const SliverFetch& fetch);
 // c[j] = fma(a, b[j], c[j]) for j < n.
 using AxpyKernel = void (*)(int64_t n, float a, const float* b, float* c);
 // `depth` rows of f32 B (row stride ldb) to `slivers` whole nr-wide slivers.
@@ -75,6 +86,7 @@ struct KernelSet {
   TileKernel pair_tiles[kMaxRows][kMaxVectors] = {};
   PairWordsKernel pair_words = nullptr;  // with pair_tiles
   PackingTileKernel packing_tile = nullptr;
+  FetchingTileKernel fetching_tile = nullptr;
   Bf16PackingTileKernel widening_packing_tile = nullptr;
   Bf16PackingTileKernel pair_packing_tile = nullptr;  // with pair_tiles
   AxpyKernel axpy = nullptr;

@@ -37,6 +37,21 @@ struct PackedRows {
   }
 };
 
+// A packed sliver as PackedRows, each 2^shift steps also fetching a line of another
+// sliver into L2 (SliverFetch), so that the fetches spread over the tile's FMAs.
+template <class V, int NV>
+struct FetchingRows {
+  PackedRows<V, NV> packed;
+  SliverFetch fetch;
+  void row(int64_t p, typename V::f* bv) const {
+    packed.row(p, bv);
+    const int64_t line = p >> fetch.shift;
+    if ((p & ((int64_t{1} << fetch.shift) - 1)) == 0 && line < 2 * fetch.rows) {
+      __builtin_prefetch(fetch.first + (line >> 1) * fetch.ld + (line & 1) * (fetch.width - 1), 0, 2);
+    }
+  }
+};
+
 // B where it lies, each step's vectors made by `Source` and also stored to `packed` as
 // the packing lays out a sliver (packed[p * NV * width + j]). A Source gives vector v of
 // step p (vector(p, v)) and fetches the rows kPackRowsAhead steps on (ahead(p)).
@@ -128,6 +143,13 @@ void tile_steps(int64_t kc, const float* a, Rows rows, float* c, int64_t ldc, bo
 template <class V, int MR, int R, int NV>
 void tile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   tile_steps<V, MR, R, NV>(kc, a, PackedRows<V, NV>{b, ldb}, c, ldc, accumulate);
+}
+
+// A whole tile that fetches another sliver as it goes (FetchingTileKernel).
+template <class V, int MR, int NV>
+void fetching_tile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                   const SliverFetch& fetch) {
+  tile_steps<V, MR, MR, NV>(kc, a, FetchingRows<V, NV>{{b, ldb}, fetch}, c, ldc, accumulate);
 }
 
 // A whole tile that packs the sliver of f32 B it reads (PackingTileKernel).
@@ -234,6 +256,7 @@ KernelSet make_kernel_set(Isa isa) {
                 .width = V::width,
                 .tiles = {},
                 .packing_tile = &packing_tile<V, MR, NV>,
+                .fetching_tile = &fetching_tile<V, MR, NV>,
                 .widening_packing_tile = &widening_packing_tile<V, MR, NV>,
                 .axpy = &axpy<V>,
                 .pack_slivers = &pack_slivers<V, NV>,
