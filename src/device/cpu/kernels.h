@@ -21,6 +21,9 @@ namespace sx::device::cpu {
 
 // in[i]: the bytes of the node's i-th input; out: the node's output buffer.
 using Step = std::function<void(const uint8_t* const* in, uint8_t* out)>;
+// A step that writes several outputs: out[j] is the j-th one's buffer (a fused group's
+// written members, a composite's output and its cast to bf16).
+using MultiStep = std::function<void(const uint8_t* const* in, uint8_t* const* out)>;
 
 // Memory on whole cache lines: a plan's arena, and scratch that threads write
 // side by side (a line two threads write would pass between them at every step).
@@ -190,5 +193,10 @@ void add_composite_steps(StepTable& table);
 // per column), gelu of either form, each in f32 or bf16. The others run as their
 // decomposition.
 bool runs_composite(const graph::Graph& graph, const graph::Node& node);
+
+// The step of composite `node` of f32 (one runs_composite takes) that writes its output
+// (out[0]) and that output cast to bf16 (out[1]), each row rounded as the cast kernel
+// rounds it while the step holds the row.
+MultiStep make_composite_rounding_step(const StepContext& context, const graph::Node& node);
 
 }  // namespace sx::device::cpu

@@ -5,7 +5,8 @@
 // the step table (kernels.h), indexed by the primitive's id: fast kernels for
 // elementwise (elementwise.cc), reductions (reduce.cc), data movement and gather
 // (movement.cc), matmul (matmul.cc), random numbers (random.cc), the forward
-// composites (composite.cc, where runs_composite says so); reshape is a view
+// composites (composite.cc, where runs_composite says so, writing the cast to bf16
+// that reads one where the schedule says so); reshape is a view
 // of its input, constant is its value, iota is computed once at compile time. The
 // primitives without a row (CpuDevice::supports says which) run by their reference
 // kernel, single-threaded and copying their inputs. run binds the input buffers and
@@ -189,7 +190,10 @@ class CpuPlan : public Plan {
         return cpu::make_epilogue_step(step_context(*group.product), group, schedule_.absorbed, scheduled.operand_at,
                                        scheduled.result, &fusion_scratch_);
       }
-      case cpu::StepKind::kernel: step = cpu::step_table()[node.op()].make(step_context(scheduled.id), node); break;
+      case cpu::StepKind::kernel:
+        if (scheduled.rounded_cast) return cpu::make_composite_rounding_step(step_context(scheduled.id), node);
+        step = cpu::step_table()[node.op()].make(step_context(scheduled.id), node);
+        break;
       case cpu::StepKind::reference: {
         std::vector<graph::ValueType> types;
         for (NodeId in : node.inputs) types.push_back({graph_.node(in).shape, graph_.node(in).dtype});

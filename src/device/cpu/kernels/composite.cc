@@ -8,7 +8,9 @@
 // (composite_lanes.h, through the vector math kernels), the other transcendental
 // functions on its vector kernels (vector_math.h): each gives the scalar formulas' bits.
 // A row is computed a block of kBlock floats at a time, on the stack, so a run allocates
-// nothing; threads take whole rows.
+// nothing; threads take whole rows. A step of f32 may also write its output cast to bf16
+// (make_composite_rounding_step), each row rounded by the cast kernel's rounding
+// (TileKernels::narrow_bf16) right after it is computed, while it is in the cache.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -16,6 +18,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "device/cpu/fusion/fusion_tiles.h"
 #include "device/cpu/kernels.h"
 #include "device/cpu/kernels/row_reduce.h"
 #include "device/cpu/kernels/vector_math.h"
@@ -123,6 +126,19 @@ void by_lanes(const S* x, S* y, int64_t n, const MathKernels* math, float* block
   }
 }
 
+// The cast kernel's rounding of f32 to bf16 (TileKernels::narrow_bf16); null where the
+// step writes no cast.
+using RoundToBf16 = void (*)(const float* x, graph::Bf16* o, int64_t n);
+
+// The cast to bf16 of elements [at, at + n) of a step's output y, into out[1], where the
+// step writes it (a step of f32, rounding non-null; else out[1] does not exist).
+template <class S>
+void round_written(RoundToBf16 rounding, const S* y, uint8_t* const* out, int64_t at, int64_t n) {
+  if constexpr (std::is_same_v<S, float>) {
+    if (rounding != nullptr) rounding(y + at, reinterpret_cast<graph::Bf16*>(out[1]) + at, n);
+  }
+}
+
 // Which of CompositeLanes' kernels a dtype takes.
 template <class S>
 constexpr size_t kLanesBf16 = std::is_same_v<S, float> ? 0 : 1;
@@ -165,15 +181,17 @@ void log_softmax_row(const S* x, S* y, int64_t n, const MathKernels* math, float
 }
 
 template <class S>
-Step softmax_step(const Rows& r, const MathKernels* math, bool log) {
-  return [r, math, log](const uint8_t* const* in, uint8_t* out) {
+MultiStep softmax_step(const Rows& r, const MathKernels* math, bool log, RoundToBf16 rounding) {
+  return [r, math, log, rounding](const uint8_t* const* in, uint8_t* const* out) {
     const S* x = reinterpret_cast<const S*>(in[0]);
-    S* y = reinterpret_cast<S*>(out);
+    S* y = reinterpret_cast<S*>(out[0]);
     parallel_for(r.rows, r.threads, [&](int64_t begin, int64_t end) {
       Block storage;
       for (int64_t row = begin; row < end; ++row) {
-        if (log) log_softmax_row(x + row * r.length, y + row * r.length, r.length, math, storage.floats);
-        else softmax_row(x + row * r.length, y + row * r.length, r.length, math, storage.floats);
+        const int64_t at = row * r.length;
+        if (log) log_softmax_row(x + at, y + at, r.length, math, storage.floats);
+        else softmax_row(x + at, y + at, r.length, math, storage.floats);
+        round_written(rounding, y, out, at, r.length);
       }
     });
   };
@@ -230,16 +248,18 @@ void norm_row(const S* x, const S* w, const S* b, S* y, int64_t n, NormConstants
 }
 
 template <class S, bool Centered>
-Step norm_step(const Rows& r, NormConstants k, int weight, int bias) {
-  return [r, k, weight, bias](const uint8_t* const* in, uint8_t* out) {
+MultiStep norm_step(const Rows& r, NormConstants k, int weight, int bias, RoundToBf16 rounding) {
+  return [r, k, weight, bias, rounding](const uint8_t* const* in, uint8_t* const* out) {
     const S* x = reinterpret_cast<const S*>(in[0]);
     const S* w = weight > 0 ? reinterpret_cast<const S*>(in[weight]) : nullptr;
     const S* b = bias > 0 ? reinterpret_cast<const S*>(in[bias]) : nullptr;
-    S* y = reinterpret_cast<S*>(out);
+    S* y = reinterpret_cast<S*>(out[0]);
     parallel_for(r.rows, r.threads, [&](int64_t begin, int64_t end) {
       Block storage;
       for (int64_t row = begin; row < end; ++row) {
-        norm_row<S, Centered>(x + row * r.length, w, b, y + row * r.length, r.length, k, storage.floats);
+        const int64_t at = row * r.length;
+        norm_row<S, Centered>(x + at, w, b, y + at, r.length, k, storage.floats);
+        round_written(rounding, y, out, at, r.length);
       }
     });
   };
@@ -278,15 +298,16 @@ void gelu_block(const S* x, S* y, int64_t n, const GeluConstants& k, const MathK
 }
 
 template <class S, bool Tanh>
-Step gelu_step(int64_t n, int threads, GeluConstants k, const MathKernels* math) {
-  return [n, threads, k, math](const uint8_t* const* in, uint8_t* out) {
+MultiStep gelu_step(int64_t n, int threads, GeluConstants k, const MathKernels* math, RoundToBf16 rounding) {
+  return [n, threads, k, math, rounding](const uint8_t* const* in, uint8_t* const* out) {
     const S* x = reinterpret_cast<const S*>(in[0]);
-    S* y = reinterpret_cast<S*>(out);
+    S* y = reinterpret_cast<S*>(out[0]);
     parallel_for((n + kBlock - 1) / kBlock, threads, [&](int64_t begin, int64_t end) {
       Block storage;
       for (int64_t blk = begin; blk < end; ++blk) {
-        const int64_t at = blk * kBlock;
-        gelu_block<S, Tanh>(x + at, y + at, std::min(kBlock, n - at), k, math, storage.floats);
+        const int64_t at = blk * kBlock, count = std::min(kBlock, n - at);
+        gelu_block<S, Tanh>(x + at, y + at, count, k, math, storage.floats);
+        round_written(rounding, y, out, at, count);
       }
     });
   };
@@ -294,7 +315,7 @@ Step gelu_step(int64_t n, int threads, GeluConstants k, const MathKernels* math)
 
 // f32 or bf16: fn(ElementTypes) for the dtype.
 template <class Fn>
-Step by_float_dtype(DType dtype, Fn fn) {
+MultiStep by_float_dtype(DType dtype, Fn fn) {
   if (dtype == DType::bf16) return fn(graph::ElementTypes<graph::Bf16, float>{});
   return fn(graph::ElementTypes<float, float>{});
 }
@@ -302,17 +323,17 @@ Step by_float_dtype(DType dtype, Fn fn) {
 // Work per element in adds: a row of exps, of a norm's few operations.
 constexpr int64_t kRowWork = kCostly, kNormWork = 4;
 
-Step make_softmax(const StepContext& c, const graph::Node& node) {
+MultiStep make_softmax(const StepContext& c, const graph::Node& node, RoundToBf16 rounding) {
   const graph::Node& x = c.graph.node(node.inputs[0]);
   const Rows r = rows_of(c, node, *softmax_row_length(x, node.attrs.get_ints("axes")), kRowWork);
   const bool log = node.op() == PrimId::log_softmax;
   const MathKernels* math = math_kernels_for(c.kernels.isa);
-  return by_float_dtype(node.dtype,
-                        [&](auto types) { return softmax_step<typename decltype(types)::storage>(r, math, log); });
+  return by_float_dtype(
+      node.dtype, [&](auto types) { return softmax_step<typename decltype(types)::storage>(r, math, log, rounding); });
 }
 
 template <bool Centered>
-Step make_norm(const StepContext& c, const graph::Node& node) {
+MultiStep make_norm(const StepContext& c, const graph::Node& node, RoundToBf16 rounding) {
   const int64_t length = node.shape.back();
   const Rows r = rows_of(c, node, length, kNormWork);
   const NormConstants k{.length = literal_in(node.dtype, static_cast<double>(length)),
@@ -320,11 +341,11 @@ Step make_norm(const StepContext& c, const graph::Node& node) {
   const int weight = node.attrs.get_int("weight") != 0 ? 1 : 0;
   const int bias = Centered && node.attrs.get_int("bias") != 0 ? weight + 1 : 0;
   return by_float_dtype(node.dtype, [&](auto types) {
-    return norm_step<typename decltype(types)::storage, Centered>(r, k, weight, bias);
+    return norm_step<typename decltype(types)::storage, Centered>(r, k, weight, bias, rounding);
   });
 }
 
-Step make_gelu(const StepContext& c, const graph::Node& node) {
+MultiStep make_gelu(const StepContext& c, const graph::Node& node, RoundToBf16 rounding) {
   const int64_t n = graph::numel(node.shape);
   const int threads = threads_for(n * kCostly, c.cores);
   const bool tanh = node.attrs.get_string("form") == "tanh";
@@ -336,8 +357,27 @@ Step make_gelu(const StepContext& c, const graph::Node& node) {
   const MathKernels* math = math_kernels_for(c.kernels.isa);
   return by_float_dtype(dtype, [&](auto types) {
     using S = typename decltype(types)::storage;
-    return tanh ? gelu_step<S, true>(n, threads, k, math) : gelu_step<S, false>(n, threads, k, math);
+    return tanh ? gelu_step<S, true>(n, threads, k, math, rounding)
+                : gelu_step<S, false>(n, threads, k, math, rounding);
   });
+}
+
+using MakeComposite = MultiStep (*)(const StepContext& c, const graph::Node& node, RoundToBf16 rounding);
+
+MakeComposite composite_maker(PrimId op) {
+  switch (op) {
+    case PrimId::softmax:
+    case PrimId::log_softmax: return make_softmax;
+    case PrimId::layer_norm: return make_norm<true>;
+    case PrimId::rms_norm: return make_norm<false>;
+    default: return make_gelu;
+  }
+}
+
+// The step table's row: the composite's output alone.
+Step make_composite(const StepContext& c, const graph::Node& node) {
+  return
+      [step = composite_maker(node.op())(c, node, nullptr)](const uint8_t* const* in, uint8_t* out) { step(in, &out); };
 }
 
 bool float_kernel_dtype(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16; }
@@ -372,12 +412,14 @@ bool runs_composite(const graph::Graph& graph, const graph::Node& node) {
   }
 }
 
+MultiStep make_composite_rounding_step(const StepContext& context, const graph::Node& node) {
+  return composite_maker(node.op())(context, node, tile_kernels_for(context.kernels.isa).narrow_bf16);
+}
+
 void add_composite_steps(StepTable& table) {
-  table.set(PrimId::softmax, make_softmax);
-  table.set(PrimId::log_softmax, make_softmax);
-  table.set(PrimId::layer_norm, make_norm<true>);
-  table.set(PrimId::rms_norm, make_norm<false>);
-  table.set(PrimId::gelu, make_gelu);
+  for (PrimId op : {PrimId::softmax, PrimId::log_softmax, PrimId::layer_norm, PrimId::rms_norm, PrimId::gelu}) {
+    table.set(op, make_composite);
+  }
 }
 
 }  // namespace sx::device::cpu
