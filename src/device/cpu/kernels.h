@@ -117,6 +117,8 @@ struct StepContext {
   uint32_t absorbed_cast = 0;
   // The packing buffers the plan's matrix products share (gemm.h); null: each its own.
   GemmScratch* gemm_scratch = nullptr;
+  // The bytes the plan's steps share, each while it runs; null: none.
+  SharedScratch* scratch = nullptr;
 
   bool absorbs(size_t input) const { return (absorbed >> input & 1u) != 0; }
   bool absorbs_deep(size_t input) const { return (absorbed_deep >> input & 1u) != 0; }
@@ -195,8 +197,9 @@ void add_composite_steps(StepTable& table);
 bool runs_composite(const graph::Graph& graph, const graph::Node& node);
 
 // The step of composite `node` of f32 (one runs_composite takes) that writes its output
-// (out[0]) and that output cast to bf16 (out[1]), each row rounded as the cast kernel
-// rounds it while the step holds the row.
-MultiStep make_composite_rounding_step(const StepContext& context, const graph::Node& node);
+// cast to bf16, each row rounded as the cast kernel rounds it while the step holds the
+// row: after its output (out[0], out[1] the cast) where `writes_output`, else alone
+// (out[0]), the rows computed in the context's scratch.
+MultiStep make_composite_rounding_step(const StepContext& context, const graph::Node& node, bool writes_output);
 
 }  // namespace sx::device::cpu

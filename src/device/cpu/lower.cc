@@ -137,6 +137,8 @@ void find_steps(Schedule& schedule, const std::vector<bool>& needed) {
 // A composite's kernel step of f32 read by a cast to bf16 (a bf16 product's operand)
 // writes that cast's values too, rounding each row while it holds it (rounded_cast); the
 // cast's step goes. The first such cast of each composite, where the cast runs alone.
+// Where no other step, view or output reads the composite's own output, the step writes
+// the cast alone.
 void merge_rounding_casts(Schedule& schedule) {
   const graph::Graph& graph = schedule.graph;
   std::vector<std::optional<size_t>> cast_step_of(graph.nodes.size());  // per node: the first cast step of it
@@ -158,8 +160,16 @@ void merge_rounding_casts(Schedule& schedule) {
     merged[*cast] = true;
   }
   std::vector<ScheduledStep> kept;
+  std::vector<int> readers(graph.nodes.size(), 0);
   for (size_t s = 0; s < schedule.steps.size(); ++s) {
-    if (!merged[s]) kept.push_back(std::move(schedule.steps[s]));
+    if (merged[s]) continue;
+    const ScheduledStep& step = kept.emplace_back(std::move(schedule.steps[s]));
+    if (step.kind == StepKind::view) ++readers[step.alias];
+    for (NodeId in : step.inputs) ++readers[in];
+  }
+  for (const graph::NamedNode& out : graph.outputs) ++readers[out.node];
+  for (ScheduledStep& step : kept) {
+    if (step.rounded_cast && readers[step.id] == 0) step.outputs = {*step.rounded_cast};
   }
   schedule.steps = std::move(kept);
 }

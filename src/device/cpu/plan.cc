@@ -173,7 +173,8 @@ class CpuPlan : public Plan {
             .absorbed = schedule_.absorbed[id],
             .absorbed_deep = schedule_.absorbed_deep[id],
             .absorbed_cast = schedule_.absorbed_cast[id],
-            .gemm_scratch = &gemm_scratch_};
+            .gemm_scratch = &gemm_scratch_,
+            .scratch = &fusion_scratch_};
   }
 
   cpu::MultiStep make_step(const cpu::ScheduledStep& scheduled) {
@@ -191,7 +192,9 @@ class CpuPlan : public Plan {
                                        scheduled.result, &fusion_scratch_);
       }
       case cpu::StepKind::kernel:
-        if (scheduled.rounded_cast) return cpu::make_composite_rounding_step(step_context(scheduled.id), node);
+        if (scheduled.rounded_cast) {
+          return cpu::make_composite_rounding_step(step_context(scheduled.id), node, scheduled.outputs.size() == 2);
+        }
         step = cpu::step_table()[node.op()].make(step_context(scheduled.id), node);
         break;
       case cpu::StepKind::reference: {
@@ -307,7 +310,7 @@ class CpuPlan : public Plan {
   std::vector<graph::Tensor> storage_;    // values computed at compile time (iota)
   std::vector<const uint8_t*> pointers_;  // each node's bytes during a run
   cpu::GemmScratch gemm_scratch_;         // the packing buffers of every matrix product
-  cpu::SharedScratch fusion_scratch_;     // the tiles of every fused step
+  cpu::SharedScratch fusion_scratch_;     // the tiles of every fused step, the rows of a composite's
   std::vector<Entry> entries_;            // per scheduled step
   std::vector<const uint8_t*> in_;        // a step's input pointers (kept: a run allocates nothing)
   static constexpr size_t kPlacementsKept = 4;

@@ -42,7 +42,8 @@ struct ScheduledStep {
   std::vector<graph::NodeId> inputs;   // whose bytes it reads
   std::vector<graph::NodeId> outputs;  // whose bytes it writes: its node's, or a group's written members
   // kernel, a composite's of f32: the cast to bf16 of its output that it writes as well
-  // (its last output), rounding each row as it computes it; that cast has no step.
+  // (its last output; its only one where nothing else reads its own), rounding each row
+  // as it computes it; that cast has no step.
   std::optional<graph::NodeId> rounded_cast;
   // Per output, per input: whether the output may be written over the input's bytes
   // (FusedFacts); empty: over none.

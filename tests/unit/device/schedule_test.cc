@@ -90,8 +90,8 @@ TEST(Schedule, CompositeKernelWritesItsCastToBf16) {
   EXPECT_EQ(schedule.steps[0].outputs, (std::vector<NodeId>{softmax, rounded}));
   EXPECT_EQ(schedule.graph.node(schedule.steps[1].id).dtype, DType::f64);
   EXPECT_FALSE(schedule.steps[1].rounded_cast.has_value());
-  EXPECT_NE(text.find("softmax of f32[4, 8] and the cast of it to bf16 (%2): %1 f32[4, 8] at 0 (128 bytes), %2 "
-                      "bf16[4, 8] into output \"rounded\""),
+  EXPECT_NE(text.find("softmax of f32[4, 8] and its cast to bf16: %1 f32[4, 8] at 0 (128 bytes), %2 bf16[4, 8] into "
+                      "output \"rounded\""),
             std::string::npos)
       << text;
 }

@@ -10,7 +10,9 @@
 // A row is computed a block of kBlock floats at a time, on the stack, so a run allocates
 // nothing; threads take whole rows. A step of f32 may also write its output cast to bf16
 // (make_composite_rounding_step), each row rounded by the cast kernel's rounding
-// (TileKernels::narrow_bf16) right after it is computed, while it is in the cache.
+// (TileKernels::narrow_bf16) right after it is computed, while it is in the cache; where
+// nothing else reads the output, it writes the cast alone, each thread computing its rows
+// in a row of the plan's shared scratch.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -126,17 +128,42 @@ void by_lanes(const S* x, S* y, int64_t n, const MathKernels* math, float* block
   }
 }
 
-// The cast kernel's rounding of f32 to bf16 (TileKernels::narrow_bf16); null where the
-// step writes no cast.
+// The cast kernel's rounding of f32 to bf16 (TileKernels::narrow_bf16).
 using RoundToBf16 = void (*)(const float* x, graph::Bf16* o, int64_t n);
 
-// The cast to bf16 of elements [at, at + n) of a step's output y, into out[1], where the
-// step writes it (a step of f32, rounding non-null; else out[1] does not exist).
-template <class S>
-void round_written(RoundToBf16 rounding, const S* y, uint8_t* const* out, int64_t at, int64_t n) {
-  if constexpr (std::is_same_v<S, float>) {
-    if (rounding != nullptr) rounding(y + at, reinterpret_cast<graph::Bf16*>(out[1]) + at, n);
+// What a step writes: its output (out[0]); or that and its output cast to bf16 (out[1]);
+// or the cast alone (out[0]), each part (parallel_parts) computing its rows' output in its
+// own row of `scratch`. A cast is written by steps of f32 only.
+struct Writes {
+  RoundToBf16 round = nullptr;       // null: no cast
+  SharedScratch* scratch = nullptr;  // null: the output is written
+  int64_t scratch_row = 0;           // floats a part's row takes in scratch
+
+  // Where part `part` computes the output's elements from `at` on.
+  template <class S>
+  S* output(uint8_t* const* out, int part, int64_t at) const {
+    if (scratch == nullptr) return reinterpret_cast<S*>(out[0]) + at;
+    return reinterpret_cast<S*>(scratch->data.get()) + part * scratch_row;
   }
+  // Writes the cast of the output's elements [at, at + n), computed at y.
+  template <class S>
+  void cast(const S* y, uint8_t* const* out, int64_t at, int64_t n) const {
+    if constexpr (std::is_same_v<S, float>) {
+      if (round != nullptr) round(y, reinterpret_cast<graph::Bf16*>(out[scratch == nullptr ? 1 : 0]) + at, n);
+    }
+  }
+};
+
+// What a step of `threads` writes, its rows `row` floats long: the cast where `round`
+// is given, not the output where !writes_output (scratch reserved for it).
+Writes writes_for(const StepContext& c, RoundToBf16 round, bool writes_output, int threads, int64_t row) {
+  Writes writes{.round = round};
+  if (round == nullptr || writes_output) return writes;
+  constexpr int64_t kLineFloats = static_cast<int64_t>(kCacheLine / sizeof(float));
+  writes.scratch = c.scratch;
+  writes.scratch_row = (row + kLineFloats - 1) / kLineFloats * kLineFloats;
+  c.scratch->reserve(static_cast<size_t>(threads * writes.scratch_row) * sizeof(float));
+  return writes;
 }
 
 // Which of CompositeLanes' kernels a dtype takes.
@@ -181,17 +208,17 @@ void log_softmax_row(const S* x, S* y, int64_t n, const MathKernels* math, float
 }
 
 template <class S>
-MultiStep softmax_step(const Rows& r, const MathKernels* math, bool log, RoundToBf16 rounding) {
-  return [r, math, log, rounding](const uint8_t* const* in, uint8_t* const* out) {
+MultiStep softmax_step(const Rows& r, const MathKernels* math, bool log, Writes writes) {
+  return [r, math, log, writes](const uint8_t* const* in, uint8_t* const* out) {
     const S* x = reinterpret_cast<const S*>(in[0]);
-    S* y = reinterpret_cast<S*>(out[0]);
-    parallel_for(r.rows, r.threads, [&](int64_t begin, int64_t end) {
+    parallel_parts(r.rows, r.threads, [&](int part, int64_t begin, int64_t end) {
       Block storage;
       for (int64_t row = begin; row < end; ++row) {
         const int64_t at = row * r.length;
-        if (log) log_softmax_row(x + at, y + at, r.length, math, storage.floats);
-        else softmax_row(x + at, y + at, r.length, math, storage.floats);
-        round_written(rounding, y, out, at, r.length);
+        S* y = writes.output<S>(out, part, at);
+        if (log) log_softmax_row(x + at, y, r.length, math, storage.floats);
+        else softmax_row(x + at, y, r.length, math, storage.floats);
+        writes.cast(y, out, at, r.length);
       }
     });
   };
@@ -248,18 +275,18 @@ void norm_row(const S* x, const S* w, const S* b, S* y, int64_t n, NormConstants
 }
 
 template <class S, bool Centered>
-MultiStep norm_step(const Rows& r, NormConstants k, int weight, int bias, RoundToBf16 rounding) {
-  return [r, k, weight, bias, rounding](const uint8_t* const* in, uint8_t* const* out) {
+MultiStep norm_step(const Rows& r, NormConstants k, int weight, int bias, Writes writes) {
+  return [r, k, weight, bias, writes](const uint8_t* const* in, uint8_t* const* out) {
     const S* x = reinterpret_cast<const S*>(in[0]);
     const S* w = weight > 0 ? reinterpret_cast<const S*>(in[weight]) : nullptr;
     const S* b = bias > 0 ? reinterpret_cast<const S*>(in[bias]) : nullptr;
-    S* y = reinterpret_cast<S*>(out[0]);
-    parallel_for(r.rows, r.threads, [&](int64_t begin, int64_t end) {
+    parallel_parts(r.rows, r.threads, [&](int part, int64_t begin, int64_t end) {
       Block storage;
       for (int64_t row = begin; row < end; ++row) {
         const int64_t at = row * r.length;
-        norm_row<S, Centered>(x + at, w, b, y + at, r.length, k, storage.floats);
-        round_written(rounding, y, out, at, r.length);
+        S* y = writes.output<S>(out, part, at);
+        norm_row<S, Centered>(x + at, w, b, y, r.length, k, storage.floats);
+        writes.cast(y, out, at, r.length);
       }
     });
   };
@@ -298,16 +325,16 @@ void gelu_block(const S* x, S* y, int64_t n, const GeluConstants& k, const MathK
 }
 
 template <class S, bool Tanh>
-MultiStep gelu_step(int64_t n, int threads, GeluConstants k, const MathKernels* math, RoundToBf16 rounding) {
-  return [n, threads, k, math, rounding](const uint8_t* const* in, uint8_t* const* out) {
+MultiStep gelu_step(int64_t n, int threads, GeluConstants k, const MathKernels* math, Writes writes) {
+  return [n, threads, k, math, writes](const uint8_t* const* in, uint8_t* const* out) {
     const S* x = reinterpret_cast<const S*>(in[0]);
-    S* y = reinterpret_cast<S*>(out[0]);
-    parallel_for((n + kBlock - 1) / kBlock, threads, [&](int64_t begin, int64_t end) {
+    parallel_parts((n + kBlock - 1) / kBlock, threads, [&](int part, int64_t begin, int64_t end) {
       Block storage;
       for (int64_t blk = begin; blk < end; ++blk) {
         const int64_t at = blk * kBlock, count = std::min(kBlock, n - at);
-        gelu_block<S, Tanh>(x + at, y + at, count, k, math, storage.floats);
-        round_written(rounding, y, out, at, count);
+        S* y = writes.output<S>(out, part, at);
+        gelu_block<S, Tanh>(x + at, y, count, k, math, storage.floats);
+        writes.cast(y, out, at, count);
       }
     });
   };
@@ -323,29 +350,31 @@ MultiStep by_float_dtype(DType dtype, Fn fn) {
 // Work per element in adds: a row of exps, of a norm's few operations.
 constexpr int64_t kRowWork = kCostly, kNormWork = 4;
 
-MultiStep make_softmax(const StepContext& c, const graph::Node& node, RoundToBf16 rounding) {
+MultiStep make_softmax(const StepContext& c, const graph::Node& node, RoundToBf16 round, bool writes_output) {
   const graph::Node& x = c.graph.node(node.inputs[0]);
   const Rows r = rows_of(c, node, *softmax_row_length(x, node.attrs.get_ints("axes")), kRowWork);
   const bool log = node.op() == PrimId::log_softmax;
   const MathKernels* math = math_kernels_for(c.kernels.isa);
+  const Writes writes = writes_for(c, round, writes_output, r.threads, r.length);
   return by_float_dtype(
-      node.dtype, [&](auto types) { return softmax_step<typename decltype(types)::storage>(r, math, log, rounding); });
+      node.dtype, [&](auto types) { return softmax_step<typename decltype(types)::storage>(r, math, log, writes); });
 }
 
 template <bool Centered>
-MultiStep make_norm(const StepContext& c, const graph::Node& node, RoundToBf16 rounding) {
+MultiStep make_norm(const StepContext& c, const graph::Node& node, RoundToBf16 round, bool writes_output) {
   const int64_t length = node.shape.back();
   const Rows r = rows_of(c, node, length, kNormWork);
   const NormConstants k{.length = literal_in(node.dtype, static_cast<double>(length)),
                         .eps = literal_in(node.dtype, node.attrs.get_double("eps"))};
   const int weight = node.attrs.get_int("weight") != 0 ? 1 : 0;
   const int bias = Centered && node.attrs.get_int("bias") != 0 ? weight + 1 : 0;
+  const Writes writes = writes_for(c, round, writes_output, r.threads, r.length);
   return by_float_dtype(node.dtype, [&](auto types) {
-    return norm_step<typename decltype(types)::storage, Centered>(r, k, weight, bias, rounding);
+    return norm_step<typename decltype(types)::storage, Centered>(r, k, weight, bias, writes);
   });
 }
 
-MultiStep make_gelu(const StepContext& c, const graph::Node& node, RoundToBf16 rounding) {
+MultiStep make_gelu(const StepContext& c, const graph::Node& node, RoundToBf16 round, bool writes_output) {
   const int64_t n = graph::numel(node.shape);
   const int threads = threads_for(n * kCostly, c.cores);
   const bool tanh = node.attrs.get_string("form") == "tanh";
@@ -355,14 +384,15 @@ MultiStep make_gelu(const StepContext& c, const graph::Node& node, RoundToBf16 r
                         .one = literal_in(dtype, 1),
                         .half = literal_in(dtype, 0.5)};
   const MathKernels* math = math_kernels_for(c.kernels.isa);
+  const Writes writes = writes_for(c, round, writes_output, threads, kBlock);
   return by_float_dtype(dtype, [&](auto types) {
     using S = typename decltype(types)::storage;
-    return tanh ? gelu_step<S, true>(n, threads, k, math, rounding)
-                : gelu_step<S, false>(n, threads, k, math, rounding);
+    return tanh ? gelu_step<S, true>(n, threads, k, math, writes) : gelu_step<S, false>(n, threads, k, math, writes);
   });
 }
 
-using MakeComposite = MultiStep (*)(const StepContext& c, const graph::Node& node, RoundToBf16 rounding);
+using MakeComposite = MultiStep (*)(const StepContext& c, const graph::Node& node, RoundToBf16 round,
+                                    bool writes_output);
 
 MakeComposite composite_maker(PrimId op) {
   switch (op) {
@@ -376,8 +406,9 @@ MakeComposite composite_maker(PrimId op) {
 
 // The step table's row: the composite's output alone.
 Step make_composite(const StepContext& c, const graph::Node& node) {
-  return
-      [step = composite_maker(node.op())(c, node, nullptr)](const uint8_t* const* in, uint8_t* out) { step(in, &out); };
+  return [step = composite_maker(node.op())(c, node, nullptr, true)](const uint8_t* const* in, uint8_t* out) {
+    step(in, &out);
+  };
 }
 
 bool float_kernel_dtype(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16; }
@@ -412,8 +443,8 @@ bool runs_composite(const graph::Graph& graph, const graph::Node& node) {
   }
 }
 
-MultiStep make_composite_rounding_step(const StepContext& context, const graph::Node& node) {
-  return composite_maker(node.op())(context, node, tile_kernels_for(context.kernels.isa).narrow_bf16);
+MultiStep make_composite_rounding_step(const StepContext& context, const graph::Node& node, bool writes_output) {
+  return composite_maker(node.op())(context, node, tile_kernels_for(context.kernels.isa).narrow_bf16, writes_output);
 }
 
 void add_composite_steps(StepTable& table) {
