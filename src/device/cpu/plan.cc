@@ -310,7 +310,7 @@ class CpuPlan : public Plan {
   std::vector<graph::Tensor> storage_;    // values computed at compile time (iota)
   std::vector<const uint8_t*> pointers_;  // each node's bytes during a run
   cpu::GemmScratch gemm_scratch_;         // the packing buffers of every matrix product
-  cpu::SharedScratch fusion_scratch_;     // the tiles of every fused step, the rows of a composite's
+  cpu::SharedScratch fusion_scratch_;     // the tiles of every fused step; rows of a composite writing its cast alone
   std::vector<Entry> entries_;            // per scheduled step
   std::vector<const uint8_t*> in_;        // a step's input pointers (kept: a run allocates nothing)
   static constexpr size_t kPlacementsKept = 4;

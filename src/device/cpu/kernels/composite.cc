@@ -10,9 +10,9 @@
 // A row is computed a block of kBlock floats at a time, on the stack, so a run allocates
 // nothing; threads take whole rows. A step of f32 may also write its output cast to bf16
 // (make_composite_rounding_step), each row rounded by the cast kernel's rounding
-// (TileKernels::narrow_bf16) right after it is computed, while it is in the cache; where
+// (TileKernels::narrow_bf16) a few rows at a time, while they are in the cache; where
 // nothing else reads the output, it writes the cast alone, each thread computing its rows
-// in a row of the plan's shared scratch.
+// in a chunk of the plan's shared scratch.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -131,38 +131,50 @@ void by_lanes(const S* x, S* y, int64_t n, const MathKernels* math, float* block
 // The cast kernel's rounding of f32 to bf16 (TileKernels::narrow_bf16).
 using RoundToBf16 = void (*)(const float* x, graph::Bf16* o, int64_t n);
 
+// Floats of a chunk of rows whose cast is written at once: a few rows at a time, still in
+// the L1 cache (a row's cast written right after the row is computed waits on its last
+// stores: a softmax's takes a quarter longer).
+constexpr int64_t kChunkFloats = 4096;
+
 // What a step writes: its output (out[0]); or that and its output cast to bf16 (out[1]);
-// or the cast alone (out[0]), each part (parallel_parts) computing its rows' output in its
-// own row of `scratch`. A cast is written by steps of f32 only.
+// or the cast alone (out[0]), each part (parallel_parts) computing a chunk of its rows'
+// output at a time in its own chunk of `scratch`. A cast is written by steps of f32 only.
 struct Writes {
   RoundToBf16 round = nullptr;       // null: no cast
   SharedScratch* scratch = nullptr;  // null: the output is written
-  int64_t scratch_row = 0;           // floats a part's row takes in scratch
+  int64_t chunk_rows = 1;            // rows of a chunk
+  int64_t scratch_chunk = 0;         // floats a part's chunk takes in scratch
 
-  // Where part `part` computes the output's elements from `at` on.
-  template <class S>
-  S* output(uint8_t* const* out, int part, int64_t at) const {
-    if (scratch == nullptr) return reinterpret_cast<S*>(out[0]) + at;
-    return reinterpret_cast<S*>(scratch->data.get()) + part * scratch_row;
-  }
-  // Writes the cast of the output's elements [at, at + n), computed at y.
-  template <class S>
-  void cast(const S* y, uint8_t* const* out, int64_t at, int64_t n) const {
-    if constexpr (std::is_same_v<S, float>) {
-      if (round != nullptr) round(y, reinterpret_cast<graph::Bf16*>(out[scratch == nullptr ? 1 : 0]) + at, n);
+  // Calls compute(row, y) for rows [begin, end) of part `part`, rows `length` elements
+  // long of the output's `total`, y where it computes the row; writes the cast of each
+  // chunk of rows after it.
+  template <class S, class Compute>
+  void rows(uint8_t* const* out, int part, int64_t begin, int64_t end, int64_t length, int64_t total,
+            Compute compute) const {
+    for (int64_t first = begin; first < end; first += chunk_rows) {
+      const int64_t last = std::min(end, first + chunk_rows);
+      S* y = scratch == nullptr ? reinterpret_cast<S*>(out[0]) + first * length
+                                : reinterpret_cast<S*>(scratch->data.get()) + part * scratch_chunk;
+      for (int64_t row = first; row < last; ++row) compute(row, y + (row - first) * length);
+      if constexpr (std::is_same_v<S, float>) {
+        if (round == nullptr) continue;
+        const int64_t at = first * length;
+        round(y, reinterpret_cast<graph::Bf16*>(out[scratch == nullptr ? 1 : 0]) + at,
+              std::min(total, last * length) - at);
+      }
     }
   }
 };
 
-// What a step of `threads` writes, its rows `row` floats long: the cast where `round`
+// What a step of `threads` writes, its rows `length` floats long: the cast where `round`
 // is given, not the output where !writes_output (scratch reserved for it).
-Writes writes_for(const StepContext& c, RoundToBf16 round, bool writes_output, int threads, int64_t row) {
-  Writes writes{.round = round};
+Writes writes_for(const StepContext& c, RoundToBf16 round, bool writes_output, int threads, int64_t length) {
+  Writes writes{.round = round, .chunk_rows = std::max<int64_t>(1, kChunkFloats / std::max<int64_t>(1, length))};
   if (round == nullptr || writes_output) return writes;
   constexpr int64_t kLineFloats = static_cast<int64_t>(kCacheLine / sizeof(float));
   writes.scratch = c.scratch;
-  writes.scratch_row = (row + kLineFloats - 1) / kLineFloats * kLineFloats;
-  c.scratch->reserve(static_cast<size_t>(threads * writes.scratch_row) * sizeof(float));
+  writes.scratch_chunk = (writes.chunk_rows * length + kLineFloats - 1) / kLineFloats * kLineFloats;
+  c.scratch->reserve(static_cast<size_t>(threads * writes.scratch_chunk) * sizeof(float));
   return writes;
 }
 
@@ -213,13 +225,10 @@ MultiStep softmax_step(const Rows& r, const MathKernels* math, bool log, Writes 
     const S* x = reinterpret_cast<const S*>(in[0]);
     parallel_parts(r.rows, r.threads, [&](int part, int64_t begin, int64_t end) {
       Block storage;
-      for (int64_t row = begin; row < end; ++row) {
-        const int64_t at = row * r.length;
-        S* y = writes.output<S>(out, part, at);
-        if (log) log_softmax_row(x + at, y, r.length, math, storage.floats);
-        else softmax_row(x + at, y, r.length, math, storage.floats);
-        writes.cast(y, out, at, r.length);
-      }
+      writes.rows<S>(out, part, begin, end, r.length, r.rows * r.length, [&](int64_t row, S* y) {
+        if (log) log_softmax_row(x + row * r.length, y, r.length, math, storage.floats);
+        else softmax_row(x + row * r.length, y, r.length, math, storage.floats);
+      });
     });
   };
 }
@@ -282,12 +291,9 @@ MultiStep norm_step(const Rows& r, NormConstants k, int weight, int bias, Writes
     const S* b = bias > 0 ? reinterpret_cast<const S*>(in[bias]) : nullptr;
     parallel_parts(r.rows, r.threads, [&](int part, int64_t begin, int64_t end) {
       Block storage;
-      for (int64_t row = begin; row < end; ++row) {
-        const int64_t at = row * r.length;
-        S* y = writes.output<S>(out, part, at);
-        norm_row<S, Centered>(x + at, w, b, y, r.length, k, storage.floats);
-        writes.cast(y, out, at, r.length);
-      }
+      writes.rows<S>(out, part, begin, end, r.length, r.rows * r.length, [&](int64_t row, S* y) {
+        norm_row<S, Centered>(x + row * r.length, w, b, y, r.length, k, storage.floats);
+      });
     });
   };
 }
@@ -330,12 +336,10 @@ MultiStep gelu_step(int64_t n, int threads, GeluConstants k, const MathKernels* 
     const S* x = reinterpret_cast<const S*>(in[0]);
     parallel_parts((n + kBlock - 1) / kBlock, threads, [&](int part, int64_t begin, int64_t end) {
       Block storage;
-      for (int64_t blk = begin; blk < end; ++blk) {
-        const int64_t at = blk * kBlock, count = std::min(kBlock, n - at);
-        S* y = writes.output<S>(out, part, at);
-        gelu_block<S, Tanh>(x + at, y, count, k, math, storage.floats);
-        writes.cast(y, out, at, count);
-      }
+      writes.rows<S>(out, part, begin, end, kBlock, n, [&](int64_t blk, S* y) {
+        const int64_t at = blk * kBlock;
+        gelu_block<S, Tanh>(x + at, y, std::min(kBlock, n - at), k, math, storage.floats);
+      });
     });
   };
 }
