@@ -21,6 +21,9 @@ namespace sx::device::cpu {
 
 // in[i]: the bytes of the node's i-th input; out: the node's output buffer.
 using Step = std::function<void(const uint8_t* const* in, uint8_t* out)>;
+// A step that writes several outputs: out[j] is the j-th one's buffer (a fused group's
+// written members, a composite's output and its cast to bf16).
+using MultiStep = std::function<void(const uint8_t* const* in, uint8_t* const* out)>;
 
 // Memory on whole cache lines: a plan's arena, and scratch that threads write
 // side by side (a line two threads write would pass between them at every step).
@@ -114,6 +117,8 @@ struct StepContext {
   uint32_t absorbed_cast = 0;
   // The packing buffers the plan's matrix products share (gemm.h); null: each its own.
   GemmScratch* gemm_scratch = nullptr;
+  // The bytes the plan's steps share, each while it runs; null: none.
+  SharedScratch* scratch = nullptr;
 
   bool absorbs(size_t input) const { return (absorbed >> input & 1u) != 0; }
   bool absorbs_deep(size_t input) const { return (absorbed_deep >> input & 1u) != 0; }
@@ -190,5 +195,11 @@ void add_composite_steps(StepTable& table);
 // per column), gelu of either form, each in f32 or bf16. The others run as their
 // decomposition.
 bool runs_composite(const graph::Graph& graph, const graph::Node& node);
+
+// The step of composite `node` of f32 (one runs_composite takes) that writes its output
+// cast to bf16, each row rounded as the cast kernel rounds it while the step holds the
+// row: after its output (out[0], out[1] the cast) where `writes_output`, else alone
+// (out[0]), the rows computed in the context's scratch.
+MultiStep make_composite_rounding_step(const StepContext& context, const graph::Node& node, bool writes_output);
 
 }  // namespace sx::device::cpu

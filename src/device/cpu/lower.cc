@@ -134,6 +134,46 @@ void find_steps(Schedule& schedule, const std::vector<bool>& needed) {
   }
 }
 
+// A composite's kernel step of f32 read by a cast to bf16 (a bf16 product's operand)
+// writes that cast's values too, rounding each row while it holds it (rounded_cast); the
+// cast's step goes. The first such cast of each composite, where the cast runs alone.
+// Where no other step, view or output reads the composite's own output, the step writes
+// the cast alone.
+void merge_rounding_casts(Schedule& schedule) {
+  const graph::Graph& graph = schedule.graph;
+  std::vector<std::optional<size_t>> cast_step_of(graph.nodes.size());  // per node: the first cast step of it
+  for (size_t s = 0; s < schedule.steps.size(); ++s) {
+    const ScheduledStep& step = schedule.steps[s];
+    const Node& node = graph.node(step.id);
+    if (step.kind == StepKind::kernel && node.op() == PrimId::cast && node.dtype == graph::DType::bf16 &&
+        step.inputs[0] == node.inputs[0] && !cast_step_of[step.inputs[0]]) {
+      cast_step_of[step.inputs[0]] = s;
+    }
+  }
+  std::vector<bool> merged(schedule.steps.size(), false);
+  for (ScheduledStep& step : schedule.steps) {
+    const Node& node = graph.node(step.id);
+    const std::optional<size_t> cast = cast_step_of[step.id];
+    if (step.kind != StepKind::kernel || !node.prim->composite() || node.dtype != graph::DType::f32 || !cast) continue;
+    step.rounded_cast = schedule.steps[*cast].id;
+    step.outputs.push_back(*step.rounded_cast);
+    merged[*cast] = true;
+  }
+  std::vector<ScheduledStep> kept;
+  std::vector<int> readers(graph.nodes.size(), 0);
+  for (size_t s = 0; s < schedule.steps.size(); ++s) {
+    if (merged[s]) continue;
+    const ScheduledStep& step = kept.emplace_back(std::move(schedule.steps[s]));
+    if (step.kind == StepKind::view) ++readers[step.alias];
+    for (NodeId in : step.inputs) ++readers[in];
+  }
+  for (const graph::NamedNode& out : graph.outputs) ++readers[out.node];
+  for (ScheduledStep& step : kept) {
+    if (step.rounded_cast && readers[step.id] == 0) step.outputs = {*step.rounded_cast};
+  }
+  schedule.steps = std::move(kept);
+}
+
 // Per node: the node whose bytes it is (itself, or a view's source).
 std::vector<NodeId> sources_of(const Schedule& schedule) {
   std::vector<NodeId> source(schedule.graph.nodes.size());
@@ -211,6 +251,7 @@ Schedule lower(graph::Graph graph, Isa isa, int cores) {
   // Chains of elementwise nodes run fused: a group's step runs where its root is.
   schedule.fusion = find_fusion(schedule.graph, needed, schedule.absorbed, schedule.absorbed_deep);
   find_steps(schedule, needed);
+  merge_rounding_casts(schedule);
   find_direct_outputs(schedule);
   schedule.in_arena = lay_out_arena(schedule, std::vector<bool>(schedule.direct_outputs.size(), false));
   schedule.in_place = lay_out_arena(schedule, std::vector<bool>(schedule.direct_outputs.size(), true));

@@ -5,7 +5,8 @@
 // the step table (kernels.h), indexed by the primitive's id: fast kernels for
 // elementwise (elementwise.cc), reductions (reduce.cc), data movement and gather
 // (movement.cc), matmul (matmul.cc), random numbers (random.cc), the forward
-// composites (composite.cc, where runs_composite says so); reshape is a view
+// composites (composite.cc, where runs_composite says so, writing the cast to bf16
+// that reads one where the schedule says so); reshape is a view
 // of its input, constant is its value, iota is computed once at compile time. The
 // primitives without a row (CpuDevice::supports says which) run by their reference
 // kernel, single-threaded and copying their inputs. run binds the input buffers and
@@ -172,7 +173,8 @@ class CpuPlan : public Plan {
             .absorbed = schedule_.absorbed[id],
             .absorbed_deep = schedule_.absorbed_deep[id],
             .absorbed_cast = schedule_.absorbed_cast[id],
-            .gemm_scratch = &gemm_scratch_};
+            .gemm_scratch = &gemm_scratch_,
+            .scratch = &fusion_scratch_};
   }
 
   cpu::MultiStep make_step(const cpu::ScheduledStep& scheduled) {
@@ -189,7 +191,12 @@ class CpuPlan : public Plan {
         return cpu::make_epilogue_step(step_context(*group.product), group, schedule_.absorbed, scheduled.operand_at,
                                        scheduled.result, &fusion_scratch_);
       }
-      case cpu::StepKind::kernel: step = cpu::step_table()[node.op()].make(step_context(scheduled.id), node); break;
+      case cpu::StepKind::kernel:
+        if (scheduled.rounded_cast) {
+          return cpu::make_composite_rounding_step(step_context(scheduled.id), node, scheduled.outputs.size() == 2);
+        }
+        step = cpu::step_table()[node.op()].make(step_context(scheduled.id), node);
+        break;
       case cpu::StepKind::reference: {
         std::vector<graph::ValueType> types;
         for (NodeId in : node.inputs) types.push_back({graph_.node(in).shape, graph_.node(in).dtype});
@@ -303,7 +310,7 @@ class CpuPlan : public Plan {
   std::vector<graph::Tensor> storage_;    // values computed at compile time (iota)
   std::vector<const uint8_t*> pointers_;  // each node's bytes during a run
   cpu::GemmScratch gemm_scratch_;         // the packing buffers of every matrix product
-  cpu::SharedScratch fusion_scratch_;     // the tiles of every fused step
+  cpu::SharedScratch fusion_scratch_;     // the tiles of every fused step; rows of a composite writing its cast alone
   std::vector<Entry> entries_;            // per scheduled step
   std::vector<const uint8_t*> in_;        // a step's input pointers (kept: a run allocates nothing)
   static constexpr size_t kPlacementsKept = 4;

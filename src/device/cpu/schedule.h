@@ -2,13 +2,15 @@
 // is a pure function of a graph, the instruction set and the thread count: it drops the
 // nodes no output needs, decides which broadcasts, transposes and reshapes a step reads
 // through (absorbs), groups chains of elementwise nodes (fusion.h) and the products they
-// alone read (epilogue.h), orders the steps, and places every step's output in one arena
+// alone read (epilogue.h), lets a composite's kernel write the cast to bf16 that reads
+// it (ScheduledStep's rounded_cast), orders the steps, and places every step's output in one arena
 // by liveness (device/arena.h). CpuPlan (plan.cc) only makes each step's kernel and runs
 // them; print_schedule (schedule_text.cc) shows it as `sexpgpu check --schedule` does.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,10 @@ struct ScheduledStep {
   int group = -1;                      // fused and product: its group in Schedule::fusion
   std::vector<graph::NodeId> inputs;   // whose bytes it reads
   std::vector<graph::NodeId> outputs;  // whose bytes it writes: its node's, or a group's written members
+  // kernel, a composite's of f32: the cast to bf16 of its output that it writes as well
+  // (its last output; its only one where nothing else reads its own), rounding each row
+  // as it computes it; that cast has no step.
+  std::optional<graph::NodeId> rounded_cast;
   // Per output, per input: whether the output may be written over the input's bytes
   // (FusedFacts); empty: over none.
   std::vector<std::vector<bool>> may_overwrite;

@@ -3,8 +3,10 @@
 // instruction set, on every instruction set this processor runs, in f32 and bf16, over
 // rows of lengths 1 to 768 whose values include large magnitudes, ties, -inf and a NaN
 // row; on rows shorter than 32 (where the cpu sums in the reference's order) the
-// reference device's bits too. A form the kernels do not take runs as its decomposition,
-// which the schedule shows.
+// reference device's bits too. A form of f32 read by a cast to bf16 writes that cast in
+// its own step (the composite's output only where something else reads it), with the
+// bits of the cast run alone. A form the kernels do not take runs
+// as its decomposition, which the schedule shows.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -141,6 +143,59 @@ TEST_P(CompositeKernel, GivesItsDecompositionsBitsOnEveryInstructionSet) {
   }
 }
 
+// The form of f32 over x, its output cast to bf16 as output "rounded"; its own output
+// "y" too where `keeps_output`.
+Graph rounded_composite_graph(const Form& form, int64_t rows, int64_t length, bool keeps_output) {
+  Graph graph = composite_graph(form, DType::f32, rows, length);
+  Builder b(graph);
+  const NodeId y = graph.outputs[0].node;
+  if (!keeps_output) graph.outputs.clear();
+  b.output("rounded", b.cast(y, DType::bf16));
+  return graph;
+}
+
+// y cast to bf16 by the reference device: the cast run alone.
+Tensor cast_alone(const Tensor& y) {
+  Graph graph;
+  Builder b(graph);
+  b.output("rounded", b.cast(b.input("y", y.shape(), DType::f32), DType::bf16));
+  return run_on("reference", graph, {y})[0];
+}
+
+TEST_P(CompositeKernel, WritesTheCastToBf16ReadingItInItsStep) {
+  const Form& form = GetParam();
+  std::mt19937 random(11);
+  const int64_t rows = 7;
+  for (int64_t length : {3, 17, 768}) {
+    std::vector<Tensor> inputs{rows_of_values(DType::f32, rows, length, random)};
+    for (int k = 0; k < form.row_operands; ++k) inputs.push_back(row_operand(DType::f32, length, random));
+    for (bool keeps_output : {true, false}) {
+      SCOPED_TRACE(fmt::format("rows of {}, {}", length, keeps_output ? "y kept" : "y not an output"));
+      const Graph graph = rounded_composite_graph(form, rows, length, keeps_output);
+      const Graph expanded = graph::expand_composites(graph);
+      for (cpu::Isa isa : cpu::host_isas()) {
+        SCOPED_TRACE(cpu::isa_name(isa));
+        CpuDevice cpu(DeviceOptions{.cpu_cores = 2, .cpu_isa = std::string(cpu::isa_name(isa))});
+        const cpu::Schedule schedule = cpu.schedule(graph);
+        ASSERT_EQ(schedule.steps.size(), 1u) << cpu::print_schedule(schedule);
+        const cpu::ScheduledStep& step = schedule.steps[0];
+        EXPECT_EQ(step.kind, cpu::StepKind::kernel);
+        ASSERT_TRUE(step.rounded_cast.has_value());
+        // The composite's own output written only where it is an output too.
+        const std::vector<NodeId> written =
+            keeps_output ? std::vector<NodeId>{step.id, *step.rounded_cast} : std::vector<NodeId>{*step.rounded_cast};
+        EXPECT_EQ(step.outputs, written);
+        const std::vector<Tensor> got = cpu.compile(graph)->run_host(inputs);
+        const Tensor y = cpu.compile(composite_graph(form, DType::f32, rows, length))->run_host(inputs)[0];
+        EXPECT_EQ(compare(got.back(), cast_alone(y), true), "");
+        EXPECT_EQ(compare(got.back(), cpu.compile(expanded)->run_host(inputs).back(), true), "");
+        if (keeps_output) EXPECT_EQ(compare(got[0], y, true), "");
+        if (length < 32) EXPECT_EQ(compare(got.back(), run_on("reference", graph, inputs).back(), true), "");
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryForm, CompositeKernel, ::testing::ValuesIn(forms()),
                          [](const ::testing::TestParamInfo<Form>& p) { return p.param.label; });
 
@@ -153,6 +208,18 @@ TEST(CompositeKernels, GiveTheSameBitsOnOneThreadAndOnSeveral) {
   const Tensor one = run_on("cpu", graph, inputs, 1)[0], several = run_on("cpu", graph, inputs, 4)[0];
   EXPECT_TRUE(same_bits(one, several));
   EXPECT_EQ(compare(one, run_on("cpu", graph::expand_composites(graph), inputs, 1)[0], true), "");
+}
+
+// The cast alone, each thread's rows computed in its own scratch row, on several threads.
+TEST(CompositeKernels, WriteTheCastAloneOnSeveralThreads) {
+  std::mt19937 random(5);
+  const std::vector<Tensor> inputs{rows_of_values(DType::f32, 512, 256, random)};
+  for (const Form& form : {forms()[0], forms()[2], forms()[4]}) {  // softmax, gelu_tanh, rms_norm
+    SCOPED_TRACE(form.label);
+    const Graph graph = rounded_composite_graph(form, 512, 256, false);
+    const Tensor y = run_on("cpu", composite_graph(form, DType::f32, 512, 256), inputs, 1)[0];
+    EXPECT_EQ(compare(run_on("cpu", graph, inputs, 4)[0], cast_alone(y), true), "");
+  }
 }
 
 // A softmax over columns, or of an f64 row, is a form without a kernel: it runs as its

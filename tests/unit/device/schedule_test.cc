@@ -1,7 +1,8 @@
 // The cpu device's schedule (device/cpu/schedule.h): lowering is a pure function of the
 // graph (two lowerings are equal, and so are their texts); a small graph's schedule has
 // its fused group, its product with an epilogue and its arena's size; a plan made of it
-// reports that arena; and each composite is named with its fallback.
+// reports that arena; a composite's kernel writes the cast to bf16 that reads it; and
+// each composite is named with its fallback.
 #include "device/cpu/schedule.h"
 
 #include <gtest/gtest.h>
@@ -73,6 +74,26 @@ TEST(Schedule, PlanReportsTheScheduledArena) {
   EXPECT_TRUE(schedule.direct_outputs.empty());
   EXPECT_EQ(schedule.in_place.size, 128u);
   EXPECT_EQ(cpu.compile(graph)->memory().arena_bytes, schedule.in_place.memory.arena_bytes);
+}
+
+TEST(Schedule, CompositeKernelWritesItsCastToBf16) {
+  Graph graph;
+  Builder b(graph);
+  NodeId softmax = b.op("softmax", {b.input("x", {4, 8}, DType::f32)});
+  NodeId rounded = b.cast(softmax, DType::bf16);
+  b.output("rounded", rounded);
+  b.output("wide", b.cast(softmax, DType::f64));  // not to bf16: a step of its own
+  const cpu::Schedule schedule = one_core().schedule(graph);
+  const std::string text = cpu::print_schedule(schedule);
+  ASSERT_EQ(schedule.steps.size(), 2u) << text;
+  EXPECT_EQ(schedule.steps[0].rounded_cast, rounded);
+  EXPECT_EQ(schedule.steps[0].outputs, (std::vector<NodeId>{softmax, rounded}));
+  EXPECT_EQ(schedule.graph.node(schedule.steps[1].id).dtype, DType::f64);
+  EXPECT_FALSE(schedule.steps[1].rounded_cast.has_value());
+  EXPECT_NE(text.find("softmax of f32[4, 8] and its cast to bf16: %1 f32[4, 8] at 0 (128 bytes), %2 bf16[4, 8] into "
+                      "output \"rounded\""),
+            std::string::npos)
+      << text;
 }
 
 TEST(Schedule, CompositesAreShownWithTheirKernelOrFallback) {

@@ -20,9 +20,6 @@
 
 namespace sx::device::cpu {
 
-// A step that writes several outputs: out[j] is the j-th written member's buffer.
-using MultiStep = std::function<void(const uint8_t* const* in, uint8_t* const* out)>;
-
 struct FusedGroup {
   std::vector<graph::NodeId> members;  // in graph order; the last (the root) is where it runs
   // Its tiles are whole rows, which members reduce: the root is a row reduction of the

@@ -8,7 +8,11 @@
 // (composite_lanes.h, through the vector math kernels), the other transcendental
 // functions on its vector kernels (vector_math.h): each gives the scalar formulas' bits.
 // A row is computed a block of kBlock floats at a time, on the stack, so a run allocates
-// nothing; threads take whole rows.
+// nothing; threads take whole rows. A step of f32 may also write its output cast to bf16
+// (make_composite_rounding_step), each row rounded by the cast kernel's rounding
+// (TileKernels::narrow_bf16) a few rows at a time, while they are in the cache; where
+// nothing else reads the output, it writes the cast alone, each thread computing its rows
+// in a chunk of the plan's shared scratch.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -16,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "device/cpu/fusion/fusion_tiles.h"
 #include "device/cpu/kernels.h"
 #include "device/cpu/kernels/row_reduce.h"
 #include "device/cpu/kernels/vector_math.h"
@@ -123,6 +128,56 @@ void by_lanes(const S* x, S* y, int64_t n, const MathKernels* math, float* block
   }
 }
 
+// The cast kernel's rounding of f32 to bf16 (TileKernels::narrow_bf16).
+using RoundToBf16 = void (*)(const float* x, graph::Bf16* o, int64_t n);
+
+// Floats of a chunk of rows whose cast is written at once: a few rows at a time, still in
+// the L1 cache (a row's cast written right after the row is computed waits on its last
+// stores: a softmax's takes a quarter longer).
+constexpr int64_t kChunkFloats = 4096;
+
+// What a step writes: its output (out[0]); or that and its output cast to bf16 (out[1]);
+// or the cast alone (out[0]), each part (parallel_parts) computing a chunk of its rows'
+// output at a time in its own chunk of `scratch`. A cast is written by steps of f32 only.
+struct Writes {
+  RoundToBf16 round = nullptr;       // null: no cast
+  SharedScratch* scratch = nullptr;  // null: the output is written
+  int64_t chunk_rows = 1;            // rows of a chunk
+  int64_t scratch_chunk = 0;         // floats a part's chunk takes in scratch
+
+  // Calls compute(row, y) for rows [begin, end) of part `part`, rows `length` elements
+  // long of the output's `total`, y where it computes the row; writes the cast of each
+  // chunk of rows after it.
+  template <class S, class Compute>
+  void rows(uint8_t* const* out, int part, int64_t begin, int64_t end, int64_t length, int64_t total,
+            Compute compute) const {
+    for (int64_t first = begin; first < end; first += chunk_rows) {
+      const int64_t last = std::min(end, first + chunk_rows);
+      S* y = scratch == nullptr ? reinterpret_cast<S*>(out[0]) + first * length
+                                : reinterpret_cast<S*>(scratch->data.get()) + part * scratch_chunk;
+      for (int64_t row = first; row < last; ++row) compute(row, y + (row - first) * length);
+      if constexpr (std::is_same_v<S, float>) {
+        if (round == nullptr) continue;
+        const int64_t at = first * length;
+        round(y, reinterpret_cast<graph::Bf16*>(out[scratch == nullptr ? 1 : 0]) + at,
+              std::min(total, last * length) - at);
+      }
+    }
+  }
+};
+
+// What a step of `threads` writes, its rows `length` floats long: the cast where `round`
+// is given, not the output where !writes_output (scratch reserved for it).
+Writes writes_for(const StepContext& c, RoundToBf16 round, bool writes_output, int threads, int64_t length) {
+  Writes writes{.round = round, .chunk_rows = std::max<int64_t>(1, kChunkFloats / std::max<int64_t>(1, length))};
+  if (round == nullptr || writes_output) return writes;
+  constexpr int64_t kLineFloats = static_cast<int64_t>(kCacheLine / sizeof(float));
+  writes.scratch = c.scratch;
+  writes.scratch_chunk = (writes.chunk_rows * length + kLineFloats - 1) / kLineFloats * kLineFloats;
+  c.scratch->reserve(static_cast<size_t>(threads * writes.scratch_chunk) * sizeof(float));
+  return writes;
+}
+
 // Which of CompositeLanes' kernels a dtype takes.
 template <class S>
 constexpr size_t kLanesBf16 = std::is_same_v<S, float> ? 0 : 1;
@@ -165,16 +220,15 @@ void log_softmax_row(const S* x, S* y, int64_t n, const MathKernels* math, float
 }
 
 template <class S>
-Step softmax_step(const Rows& r, const MathKernels* math, bool log) {
-  return [r, math, log](const uint8_t* const* in, uint8_t* out) {
+MultiStep softmax_step(const Rows& r, const MathKernels* math, bool log, Writes writes) {
+  return [r, math, log, writes](const uint8_t* const* in, uint8_t* const* out) {
     const S* x = reinterpret_cast<const S*>(in[0]);
-    S* y = reinterpret_cast<S*>(out);
-    parallel_for(r.rows, r.threads, [&](int64_t begin, int64_t end) {
+    parallel_parts(r.rows, r.threads, [&](int part, int64_t begin, int64_t end) {
       Block storage;
-      for (int64_t row = begin; row < end; ++row) {
-        if (log) log_softmax_row(x + row * r.length, y + row * r.length, r.length, math, storage.floats);
-        else softmax_row(x + row * r.length, y + row * r.length, r.length, math, storage.floats);
-      }
+      writes.rows<S>(out, part, begin, end, r.length, r.rows * r.length, [&](int64_t row, S* y) {
+        if (log) log_softmax_row(x + row * r.length, y, r.length, math, storage.floats);
+        else softmax_row(x + row * r.length, y, r.length, math, storage.floats);
+      });
     });
   };
 }
@@ -230,17 +284,16 @@ void norm_row(const S* x, const S* w, const S* b, S* y, int64_t n, NormConstants
 }
 
 template <class S, bool Centered>
-Step norm_step(const Rows& r, NormConstants k, int weight, int bias) {
-  return [r, k, weight, bias](const uint8_t* const* in, uint8_t* out) {
+MultiStep norm_step(const Rows& r, NormConstants k, int weight, int bias, Writes writes) {
+  return [r, k, weight, bias, writes](const uint8_t* const* in, uint8_t* const* out) {
     const S* x = reinterpret_cast<const S*>(in[0]);
     const S* w = weight > 0 ? reinterpret_cast<const S*>(in[weight]) : nullptr;
     const S* b = bias > 0 ? reinterpret_cast<const S*>(in[bias]) : nullptr;
-    S* y = reinterpret_cast<S*>(out);
-    parallel_for(r.rows, r.threads, [&](int64_t begin, int64_t end) {
+    parallel_parts(r.rows, r.threads, [&](int part, int64_t begin, int64_t end) {
       Block storage;
-      for (int64_t row = begin; row < end; ++row) {
-        norm_row<S, Centered>(x + row * r.length, w, b, y + row * r.length, r.length, k, storage.floats);
-      }
+      writes.rows<S>(out, part, begin, end, r.length, r.rows * r.length, [&](int64_t row, S* y) {
+        norm_row<S, Centered>(x + row * r.length, w, b, y, r.length, k, storage.floats);
+      });
     });
   };
 }
@@ -278,23 +331,22 @@ void gelu_block(const S* x, S* y, int64_t n, const GeluConstants& k, const MathK
 }
 
 template <class S, bool Tanh>
-Step gelu_step(int64_t n, int threads, GeluConstants k, const MathKernels* math) {
-  return [n, threads, k, math](const uint8_t* const* in, uint8_t* out) {
+MultiStep gelu_step(int64_t n, int threads, GeluConstants k, const MathKernels* math, Writes writes) {
+  return [n, threads, k, math, writes](const uint8_t* const* in, uint8_t* const* out) {
     const S* x = reinterpret_cast<const S*>(in[0]);
-    S* y = reinterpret_cast<S*>(out);
-    parallel_for((n + kBlock - 1) / kBlock, threads, [&](int64_t begin, int64_t end) {
+    parallel_parts((n + kBlock - 1) / kBlock, threads, [&](int part, int64_t begin, int64_t end) {
       Block storage;
-      for (int64_t blk = begin; blk < end; ++blk) {
+      writes.rows<S>(out, part, begin, end, kBlock, n, [&](int64_t blk, S* y) {
         const int64_t at = blk * kBlock;
-        gelu_block<S, Tanh>(x + at, y + at, std::min(kBlock, n - at), k, math, storage.floats);
-      }
+        gelu_block<S, Tanh>(x + at, y, std::min(kBlock, n - at), k, math, storage.floats);
+      });
     });
   };
 }
 
 // f32 or bf16: fn(ElementTypes) for the dtype.
 template <class Fn>
-Step by_float_dtype(DType dtype, Fn fn) {
+MultiStep by_float_dtype(DType dtype, Fn fn) {
   if (dtype == DType::bf16) return fn(graph::ElementTypes<graph::Bf16, float>{});
   return fn(graph::ElementTypes<float, float>{});
 }
@@ -302,29 +354,31 @@ Step by_float_dtype(DType dtype, Fn fn) {
 // Work per element in adds: a row of exps, of a norm's few operations.
 constexpr int64_t kRowWork = kCostly, kNormWork = 4;
 
-Step make_softmax(const StepContext& c, const graph::Node& node) {
+MultiStep make_softmax(const StepContext& c, const graph::Node& node, RoundToBf16 round, bool writes_output) {
   const graph::Node& x = c.graph.node(node.inputs[0]);
   const Rows r = rows_of(c, node, *softmax_row_length(x, node.attrs.get_ints("axes")), kRowWork);
   const bool log = node.op() == PrimId::log_softmax;
   const MathKernels* math = math_kernels_for(c.kernels.isa);
-  return by_float_dtype(node.dtype,
-                        [&](auto types) { return softmax_step<typename decltype(types)::storage>(r, math, log); });
+  const Writes writes = writes_for(c, round, writes_output, r.threads, r.length);
+  return by_float_dtype(
+      node.dtype, [&](auto types) { return softmax_step<typename decltype(types)::storage>(r, math, log, writes); });
 }
 
 template <bool Centered>
-Step make_norm(const StepContext& c, const graph::Node& node) {
+MultiStep make_norm(const StepContext& c, const graph::Node& node, RoundToBf16 round, bool writes_output) {
   const int64_t length = node.shape.back();
   const Rows r = rows_of(c, node, length, kNormWork);
   const NormConstants k{.length = literal_in(node.dtype, static_cast<double>(length)),
                         .eps = literal_in(node.dtype, node.attrs.get_double("eps"))};
   const int weight = node.attrs.get_int("weight") != 0 ? 1 : 0;
   const int bias = Centered && node.attrs.get_int("bias") != 0 ? weight + 1 : 0;
+  const Writes writes = writes_for(c, round, writes_output, r.threads, r.length);
   return by_float_dtype(node.dtype, [&](auto types) {
-    return norm_step<typename decltype(types)::storage, Centered>(r, k, weight, bias);
+    return norm_step<typename decltype(types)::storage, Centered>(r, k, weight, bias, writes);
   });
 }
 
-Step make_gelu(const StepContext& c, const graph::Node& node) {
+MultiStep make_gelu(const StepContext& c, const graph::Node& node, RoundToBf16 round, bool writes_output) {
   const int64_t n = graph::numel(node.shape);
   const int threads = threads_for(n * kCostly, c.cores);
   const bool tanh = node.attrs.get_string("form") == "tanh";
@@ -334,10 +388,31 @@ Step make_gelu(const StepContext& c, const graph::Node& node) {
                         .one = literal_in(dtype, 1),
                         .half = literal_in(dtype, 0.5)};
   const MathKernels* math = math_kernels_for(c.kernels.isa);
+  const Writes writes = writes_for(c, round, writes_output, threads, kBlock);
   return by_float_dtype(dtype, [&](auto types) {
     using S = typename decltype(types)::storage;
-    return tanh ? gelu_step<S, true>(n, threads, k, math) : gelu_step<S, false>(n, threads, k, math);
+    return tanh ? gelu_step<S, true>(n, threads, k, math, writes) : gelu_step<S, false>(n, threads, k, math, writes);
   });
+}
+
+using MakeComposite = MultiStep (*)(const StepContext& c, const graph::Node& node, RoundToBf16 round,
+                                    bool writes_output);
+
+MakeComposite composite_maker(PrimId op) {
+  switch (op) {
+    case PrimId::softmax:
+    case PrimId::log_softmax: return make_softmax;
+    case PrimId::layer_norm: return make_norm<true>;
+    case PrimId::rms_norm: return make_norm<false>;
+    default: return make_gelu;
+  }
+}
+
+// The step table's row: the composite's output alone.
+Step make_composite(const StepContext& c, const graph::Node& node) {
+  return [step = composite_maker(node.op())(c, node, nullptr, true)](const uint8_t* const* in, uint8_t* out) {
+    step(in, &out);
+  };
 }
 
 bool float_kernel_dtype(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16; }
@@ -372,12 +447,14 @@ bool runs_composite(const graph::Graph& graph, const graph::Node& node) {
   }
 }
 
+MultiStep make_composite_rounding_step(const StepContext& context, const graph::Node& node, bool writes_output) {
+  return composite_maker(node.op())(context, node, tile_kernels_for(context.kernels.isa).narrow_bf16, writes_output);
+}
+
 void add_composite_steps(StepTable& table) {
-  table.set(PrimId::softmax, make_softmax);
-  table.set(PrimId::log_softmax, make_softmax);
-  table.set(PrimId::layer_norm, make_norm<true>);
-  table.set(PrimId::rms_norm, make_norm<false>);
-  table.set(PrimId::gelu, make_gelu);
+  for (PrimId op : {PrimId::softmax, PrimId::log_softmax, PrimId::layer_norm, PrimId::rms_norm, PrimId::gelu}) {
+    table.set(op, make_composite);
+  }
 }
 
 }  // namespace sx::device::cpu
