@@ -79,7 +79,7 @@ Tensor run_decomposition(const Node& node, std::span<const Tensor* const> args) 
 
 namespace {
 
-// One pass: every composite `kept` refuses replaced by its decomposition (which may hold
+// One pass: every composite `runs` refuses replaced by its decomposition (which may hold
 // composites again).
 Graph expand_once(const Graph& graph, const NodePredicate& runs) {
   // Whether something other than a `part` reads a node: then a composite of several

@@ -1,7 +1,7 @@
 // The exact reduction of large f32 arguments of sin and cos by pi/2: the reference's,
 // on the host (lane_math.cc's reduce_pio2_large) and in the cuda device's kernels
-// (device/cuda/transcendental.h), so the two give the same bits. Only those two include
-// it: a file built for a wider instruction set must not hold a copy the linker could
+// (device/cuda/transcendental.h), so the two give the same bits. Only those two (and its
+// test) include it: a file built for a wider instruction set must not hold a copy the linker could
 // keep for a narrower processor (lane_math.h says why).
 #pragma once
 
