@@ -73,6 +73,31 @@ T get_config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttribute
   return value;
 }
 
+// cuBLASLt's first choice for the product `d` describes, with at most `workspace_bytes`
+// of workspace. DeviceError E-DEVICE-008 where it has none.
+cublasLtMatmulAlgo_t heuristic(cublasLtHandle_t handle, const ProductKey& key, const Descriptors& d,
+                               uint64_t workspace_bytes) {
+  cublasLtMatmulPreference_t preference = nullptr;
+  check_lt(cublasLtMatmulPreferenceCreate(&preference), "to choose an algorithm");
+  std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, void (*)(cublasLtMatmulPreference_t)> owned(
+      preference, [](cublasLtMatmulPreference_t p) { cublasLtMatmulPreferenceDestroy(p); });
+  check_lt(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
+                                                sizeof(workspace_bytes)),
+           "to choose an algorithm");
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  check_lt(cublasLtMatmulAlgoGetHeuristic(handle, d.operation, d.b_layout, d.a_layout, d.c_layout, d.c_layout,
+                                          preference, 1, &result, &found),
+           "to choose an algorithm");
+  if (found == 0) {
+    throw DeviceError(
+        fmt::format("cuBLASLt has no algorithm with {} bytes of workspace for products of K {} by N {} in {}",
+                    workspace_bytes, key.k, key.n, graph::dtype_name(key.dtype)),
+        "E-DEVICE-008");
+  }
+  return result.algo;
+}
+
 }  // namespace
 
 bool has_product(graph::DType dtype) { return dtype == graph::DType::f32 || dtype == graph::DType::bf16; }
@@ -84,25 +109,7 @@ PinnedProducts::~PinnedProducts() { cublasLtDestroy(handle_); }
 const ProductConfig& PinnedProducts::pinned(const ProductKey& key) {
   if (auto found = pinned_.find(key); found != pinned_.end()) return found->second;
   Descriptors d(key, 1, kChoosingRows);
-  cublasLtMatmulPreference_t preference = nullptr;
-  check_lt(cublasLtMatmulPreferenceCreate(&preference), "to choose an algorithm");
-  std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, void (*)(cublasLtMatmulPreference_t)> owned(
-      preference, [](cublasLtMatmulPreference_t p) { cublasLtMatmulPreferenceDestroy(p); });
-  uint64_t no_workspace = 0;
-  check_lt(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &no_workspace,
-                                                sizeof(no_workspace)),
-           "to choose an algorithm");
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  check_lt(cublasLtMatmulAlgoGetHeuristic(handle_, d.operation, d.b_layout, d.a_layout, d.c_layout, d.c_layout,
-                                          preference, 1, &result, &found),
-           "to choose an algorithm");
-  if (found == 0) {
-    throw DeviceError(fmt::format("cuBLASLt has no algorithm without workspace for products of K {} by N {} in {}",
-                                  key.k, key.n, graph::dtype_name(key.dtype)),
-                      "E-DEVICE-008");
-  }
-  const cublasLtMatmulAlgo_t& algo = result.algo;
+  const cublasLtMatmulAlgo_t algo = heuristic(handle_, key, d, 0);
   ProductConfig config{
       .algo_id = get_config<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID),
       .tile = static_cast<int>(get_config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID)),
@@ -143,6 +150,16 @@ void PinnedProducts::run(const ProductKey& key, int64_t batch, int64_t m, const 
   float one = 1.0f, zero = 0.0f;
   check_lt(cublasLtMatmul(handle_, d.operation, &one, b, d.b_layout, a, d.a_layout, &zero, c, d.c_layout, c, d.c_layout,
                           &algo, nullptr, 0, stream),
+           "a matrix product");
+}
+
+void PinnedProducts::run_unpinned(const ProductKey& key, int64_t batch, int64_t m, const void* a, const void* b,
+                                  void* c, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  Descriptors d(key, batch, m);
+  const cublasLtMatmulAlgo_t algo = heuristic(handle_, key, d, workspace_bytes);
+  float one = 1.0f, zero = 0.0f;
+  check_lt(cublasLtMatmul(handle_, d.operation, &one, b, d.b_layout, a, d.a_layout, &zero, c, d.c_layout, c, d.c_layout,
+                          &algo, workspace, workspace_bytes, stream),
            "a matrix product");
 }
 

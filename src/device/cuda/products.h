@@ -48,6 +48,10 @@ class PinnedProducts {
   // the last. DeviceError E-DEVICE-008 when cuBLASLt has no algorithm without workspace
   // for the key, or the pinned one does not run for this m.
   void run(const ProductKey& key, int64_t batch, int64_t m, const void* a, const void* b, void* c, cudaStream_t stream);
+  // The same product by cuBLASLt's own choice for this m, allowed `workspace_bytes` of
+  // `workspace`: what the pinning costs is measured against it (bench/cuda_products.cc).
+  void run_unpinned(const ProductKey& key, int64_t batch, int64_t m, const void* a, const void* b, void* c,
+                    void* workspace, size_t workspace_bytes, cudaStream_t stream);
   // The configuration pinned for `key`, choosing it when none is.
   const ProductConfig& pinned(const ProductKey& key);
 
