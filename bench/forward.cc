@@ -8,7 +8,7 @@
 //
 //   build/bench/forward [--models tiny,small,large] [--passes forward,gradient]
 //                       [--threads 1,2] [--seconds S] [--precision f32,bf16] [--rounds N]
-//                       [--floors]
+//                       [--floors] [--device cpu|cuda]
 //
 // The forward is the logits of a batch of byte ids; the gradient is that of the mean
 // cross-entropy of the next byte with respect to every parameter. Each is one program
@@ -42,6 +42,12 @@
 // host. --floors prints only the floors, a line each ("floor gpt-small gradient f32 1
 // 115.00"), timing nothing: bench/train.py's floor column (a training step's products
 // are its gradient's). The first line is the host's cpuid model name and kernels.
+//
+// With --device cuda, ours runs on the cuda device and PyTorch's on the GPU too (its
+// runs synchronized, as ours are: each waits for the GPU), at one thread, with no floor.
+// On a machine where the source tree is not where it was built (the GPU machine that
+// scripts/gpu-check runs on), SEXPGPU_SOURCE_DIR names it, and SEXPGPU_TORCH_PYTHON the
+// Python that has PyTorch (else /usr/bin/python3).
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/wait.h>
@@ -51,6 +57,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -76,6 +83,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using namespace sx;
+
+// The device ours runs on: cpu, or cuda (--device).
+std::string device_name = "cpu";
+
+// Where the source tree was moved (SEXPGPU_SOURCE_DIR), if it was.
+std::optional<std::string> moved_source() {
+  const char* moved = std::getenv("SEXPGPU_SOURCE_DIR");
+  return moved && *moved ? std::optional<std::string>(moved) : std::nullopt;
+}
+// The source tree (bench/gpt.sx and the PyTorch peer) and its Lisp library.
+std::string source_dir() { return moved_source().value_or(SEXPGPU_SOURCE_DIR); }
+std::string lib_dir() { return moved_source() ? *moved_source() + "/lib" : SEXPGPU_LIB_DIR; }
 
 struct Model {
   std::string name;
@@ -126,7 +145,7 @@ Traced trace(train::Session& session, const Model& model, bool gradient, bool bf
 
 train::SessionOptions session_options(const Model& model) {
   train::SessionOptions options;
-  options.interpreter.library_dirs = {SEXPGPU_LIB_DIR};
+  options.interpreter.library_dirs = {lib_dir()};
   options.choices = model.choices;
   return options;
 }
@@ -145,6 +164,7 @@ double product_gflop(const graph::Graph& graph) {
 // The ms the products of a pass would take at the peak of the instruction that
 // multiplies them, on this host's default kernels; none for the scalar kernels.
 std::optional<double> floor_ms(double gflop, bool bf16, int threads) {
+  if (device_name != "cpu") return std::nullopt;
   std::optional<double> peak =
       bench::multiply_peak(device::cpu::choose_isa(""), bf16 ? graph::DType::bf16 : graph::DType::f32, threads, 0.5);
   if (!peak) return std::nullopt;
@@ -155,7 +175,7 @@ std::optional<double> floor_ms(double gflop, bool bf16, int threads) {
 class Ours {
  public:
   Ours(const Model& model, bool gradient, bool bf16, int cores, const std::string& run_file)
-      : session_(session_options(model)), device_(device::make_device("cpu", {.cpu_cores = cores})) {
+      : session_(session_options(model)), device_(device::make_device(device_name, {.cpu_cores = cores})) {
     session_.load(run_file);
     Traced traced = trace(session_, model, gradient, bf16);
     store_ = std::make_unique<runtime::Store>(*device_);
@@ -171,6 +191,7 @@ class Ours {
     }
     for (const auto& buffer : fed_buffers_) fed_.push_back(&buffer);
     for (int i = 0; i < 2; ++i) program_->run(*store_, fed_);  // to warm up
+    device_->synchronize();
   }
 
   // A run's mean ms over `seconds` of runs (at least 3).
@@ -180,6 +201,7 @@ class Ours {
     const auto start = Clock::now();
     while (elapsed < seconds || runs < 3) {
       program_->run(*store_, fed_);
+      device_->synchronize();  // a run is done when the device is (cuda's runs return at once)
       ++runs;
       elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     }
@@ -231,11 +253,13 @@ class TorchPeer {
  public:
   TorchPeer(const Model& model, bool gradient, bool bf16, const TorchSetting& setting, const std::string& text)
       : setting_(setting) {
+    const char* python = std::getenv("SEXPGPU_TORCH_PYTHON");
     const std::string command = fmt::format(
-        "OPENBLAS_NUM_THREADS={} {}exec /usr/bin/python3 {}/bench/torch_train_peer.py --model {} --mode {} --text {} "
-        "--threads {} --precision {} --rounds 2>&1",
-        setting.blas_threads, setting.passive ? "OMP_WAIT_POLICY=passive " : "", SEXPGPU_SOURCE_DIR, model.name,
-        gradient ? "gradient" : "forward", text, setting.torch_threads, bf16 ? "bf16" : "f32");
+        "OPENBLAS_NUM_THREADS={} {}exec {} {}/bench/torch_train_peer.py --model {} --mode {} --text {} "
+        "--threads {} --precision {} --device {} --rounds 2>&1",
+        setting.blas_threads, setting.passive ? "OMP_WAIT_POLICY=passive " : "",
+        python && *python ? python : "/usr/bin/python3", source_dir(), model.name, gradient ? "gradient" : "forward",
+        text, setting.torch_threads, bf16 ? "bf16" : "f32", device_name);
     // Close-on-exec: a peer started later must not hold this one's input open after we
     // close it (it would never see its end, and never exit).
     int to[2], from[2];
@@ -331,7 +355,13 @@ Row refused(std::string why) {
 
 Row measure(const Model& model, bool gradient, bool bf16, int threads, double seconds, int rounds,
             const std::string& run_file, const std::string& text) {
-  Ours ours(model, gradient, bf16, threads, run_file);
+  std::unique_ptr<Ours> made;
+  try {
+    made = std::make_unique<Ours>(model, gradient, bf16, threads, run_file);
+  } catch (const device::DeviceError& e) {
+    return refused(fmt::format("{}: {}", e.code(), e.what()));
+  }
+  Ours& ours = *made;
   std::vector<std::unique_ptr<TorchPeer>> peers;
   for (const TorchSetting& setting : torch_settings(threads)) {
     peers.push_back(std::make_unique<TorchPeer>(model, gradient, bf16, setting, text));
@@ -406,10 +436,16 @@ int main(int argc, char** argv) {
       rounds = std::max(1, std::stoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--floors") == 0) {
       floors_only = true;
+    } else if (std::strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
+      device_name = argv[++i];
+      if (device_name != "cpu" && device_name != "cuda") {
+        fmt::print(stderr, "forward: --device is cpu or cuda, not {}\n", device_name);
+        return 2;
+      }
     } else {
       std::puts(
           "usage: forward [--models tiny,small,large] [--passes forward,gradient] [--threads 1,2] [--seconds S]\n"
-          "               [--precision f32,bf16] [--rounds N] [--floors]");
+          "               [--precision f32,bf16] [--rounds N] [--floors] [--device cpu|cuda]");
       return std::strcmp(argv[i], "--help") == 0 ? 0 : 2;
     }
   }
@@ -419,7 +455,8 @@ int main(int argc, char** argv) {
       std::filesystem::temp_directory_path() / fmt::format("bench-forward-{}", getpid());
   std::filesystem::create_directories(where);
   const std::string run_file = (where / "gpt.sx").string(), text = (where / "text.txt").string();
-  std::filesystem::copy_file(std::string(SEXPGPU_SOURCE_DIR) + "/bench/gpt.sx", run_file);
+  std::filesystem::copy_file(source_dir() + "/bench/gpt.sx", run_file);
+  if (device_name == "cuda") threads_list = "1";  // the GPU's; PyTorch's host threads are not the point
   {
     std::ofstream out(text, std::ios::binary);
     std::mt19937 rng(2);

@@ -32,7 +32,10 @@ SexpGPU's figure is a mean too. The BLAS is whatever libblas.so.3 the loader fin
 reference BLAS it prints `refuse WHY` and times nothing (torch_blas.py).
 OPENBLAS_CORETYPE is dropped from the environment before torch loads, as
 bench/numpy_peer.py does: set on some hosts to dodge old OpenBLAS bugs, it slows a
-current one.
+current one. With `--device cuda` the parameters and batches live on the GPU, each timed
+step waits for the GPU (torch.cuda.synchronize), bf16 runs under torch.autocast("cuda"),
+the first line names the GPU instead of the BLAS, and the memory is how far the GPU's
+peak allocated memory rose above what the parameters took.
 """
 import argparse
 import math
@@ -143,24 +146,34 @@ def main():
                          "gradient of the loss (forward and backward)")
     ap.add_argument("--precision", choices=["f32", "bf16"], default="f32",
                     help="bf16: the forward and the gradient under torch.autocast(cpu, bfloat16)")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="cuda: the parameters, the batches and the steps on the GPU")
     ap.add_argument("--rounds", action="store_true",
                     help="time S seconds of steps for each line S of standard input, until it ends")
     args = ap.parse_args()
-    blas = blas_line(torch)
+    gpu = args.device == "cuda"
+    if gpu and not torch.cuda.is_available():
+        print("refuse PyTorch finds no GPU", flush=True)
+        return 0
+    blas = f"gpu {torch.cuda.get_device_name()}" if gpu else blas_line(torch)
     if blas.startswith("refuse"):
         print(blas, flush=True)
         return 0
     torch.set_num_threads(args.threads)
     cfg = MODELS[args.model]
     data = torch.tensor(list(open(args.text, "rb").read()), dtype=torch.long)
-    params = init_params(cfg, seed=1)
+    params = {path: t.to(args.device) for path, t in init_params(cfg, seed=1).items()}
     tensors = [t.requires_grad_() for t in params.values()]
     opt = torch.optim.AdamW(tensors, lr=1e-3)
     gen = torch.Generator().manual_seed(1)
 
-    def step():
+    def batch(width):
+        """A batch of `width` bytes a row, on the device the steps run on."""
         starts = torch.randint(0, len(data) - cfg["window"] - 1, (cfg["rows"],), generator=gen)
-        ids = torch.stack([data[s:s + cfg["window"] + 1] for s in starts.tolist()])
+        return torch.stack([data[s:s + width] for s in starts.tolist()]).to(args.device)
+
+    def step():
+        ids = batch(cfg["window"] + 1)
         opt.zero_grad(set_to_none=True)
         loss = loss_of(params, ids, cfg)
         loss.backward()
@@ -169,14 +182,12 @@ def main():
         return loss.item()
 
     def forward_only():
-        starts = torch.randint(0, len(data) - cfg["window"] - 1, (cfg["rows"],), generator=gen)
-        ids = torch.stack([data[s:s + cfg["window"]] for s in starts.tolist()])
+        ids = batch(cfg["window"])
         with torch.no_grad():
             return forward(params, ids, cfg)
 
     def gradient():
-        starts = torch.randint(0, len(data) - cfg["window"] - 1, (cfg["rows"],), generator=gen)
-        ids = torch.stack([data[s:s + cfg["window"] + 1] for s in starts.tolist()])
+        ids = batch(cfg["window"] + 1)
         return torch.autograd.grad(loss_of(params, ids, cfg), tensors)
 
     step = {"step": step, "forward": forward_only, "gradient": gradient}[args.mode]
@@ -184,9 +195,16 @@ def main():
         plain = step
 
         def step():
-            with torch.autocast("cpu", dtype=torch.bfloat16):
+            with torch.autocast(args.device, dtype=torch.bfloat16):
                 return plain()
-    resident_before = resident_bytes()
+    if gpu:
+        unsynchronized = step
+
+        def step():
+            result = unsynchronized()
+            torch.cuda.synchronize()
+            return result
+    resident_before = torch.cuda.memory_allocated() if gpu else resident_bytes()
     for _ in range(args.warmup):
         step()
     print(f"torch {torch.__version__} threads {torch.get_num_threads()} {blas}", flush=True)
@@ -198,7 +216,8 @@ def main():
             t0 = time.perf_counter()
             step()
             times.append(time.perf_counter() - t0)
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux counts KiB
+        peak = (torch.cuda.max_memory_allocated() if gpu
+                else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)  # Linux counts KiB
         steps_mib = max(0, peak - resident_before) / 2**20
         return f"{1e3 * sum(times) / len(times):.3f} {1e3 * min(times):.3f} {len(times)} {steps_mib:.1f}"
 
