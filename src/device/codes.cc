@@ -75,7 +75,7 @@ Install or update the driver (`nvidia-smi` should list the GPU), or use --device
 in the dtype the graph gives it; it never runs a step on the host in silence. The
 message names each primitive it lacks, with its dtype:
 
-    the cuda device has no kernel for sum (bf16), exp (bf16)
+    the cuda device has no kernel for gather (bf16), iota (bf16)
 
 docs/devices.md lists the primitives it runs. Use --device cpu for this program.)"},
     {"E-DEVICE-008", "the GPU failed",

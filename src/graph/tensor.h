@@ -1,39 +1,20 @@
 // A tensor in host memory: dtype, shape and the elements' bytes in row-major
 // order. Constants hold one; reference kernels take and return them; devices
-// use them as buffers. Also the bf16 storage type and the dtype dispatch that
-// kernels use to run one loop per element type.
+// use them as buffers. Also the dtype dispatch that kernels use to run one loop per
+// element type (bf16's storage type is graph/bf16.h's).
 #pragma once
 
-#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <new>
 #include <span>
 #include <vector>
 
+#include "graph/bf16.h"
 #include "graph/dtype.h"
-#include "graph/host_device.h"
 #include "graph/shape.h"
 
 namespace sx::graph {
-
-// bfloat16 stored as its 16 bits; converting from f32 rounds to nearest even. The cuda
-// device's kernels convert with the same two functions.
-struct Bf16 {
-  uint16_t bits = 0;
-  Bf16() = default;
-  // Inline, and NaN told apart by its bits, so loops of conversions vectorize.
-  SX_HOST_DEVICE explicit Bf16(float value) {
-    uint32_t f = std::bit_cast<uint32_t>(value);
-    if ((f & 0x7fffffffu) > 0x7f800000u) {
-      bits = static_cast<uint16_t>((f >> 16) | 0x40);  // a NaN: kept a quiet NaN
-      return;
-    }
-    uint32_t rounding = 0x7fff + ((f >> 16) & 1);
-    bits = static_cast<uint16_t>((f + rounding) >> 16);
-  }
-  SX_HOST_DEVICE explicit operator float() const { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
-};
 
 // Memory for tensors and the cpu device's arena. On whole cache lines, so that a
 // tensor's rows start where lines do when their length allows: the cpu device's matrix

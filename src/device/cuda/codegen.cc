@@ -19,8 +19,7 @@
 namespace sx::device::cuda {
 namespace {
 
-// The C type of a dtype's storage, which is its compute type too but for bf16 (which
-// the generated kernels do not take).
+// The C type of a dtype's storage, which is its compute type too but for bf16's.
 const char* c_type(graph::DType dtype) {
   switch (dtype) {
     case graph::DType::f32: return "float";
@@ -30,10 +29,14 @@ const char* c_type(graph::DType dtype) {
     case graph::DType::boolean: return "bool";
     case graph::DType::u8: return "uint8_t";
     case graph::DType::u16: return "uint16_t";
-    case graph::DType::bf16: break;
+    case graph::DType::bf16: return "sx::graph::Bf16";
   }
   return "";
 }
+
+// The C type a dtype's arithmetic runs in (graph::visit_dtype's compute type): float for
+// bf16, whose every value is stored rounded to nearest even.
+const char* compute_type(graph::DType dtype) { return dtype == graph::DType::bf16 ? "float" : c_type(dtype); }
 
 // scalar.h's name of a primitive's formula: the primitive's, in camel case
 // ("logical_not": LogicalNot).
@@ -55,7 +58,7 @@ bool is_one_of(graph::PrimId prim, std::initializer_list<graph::PrimId> prims) {
   return std::find(prims.begin(), prims.end(), prim) != prims.end();
 }
 
-// Whether the node reads or writes bf16, which the generated kernels do not take.
+// Whether the node reads or writes bf16.
 bool touches_bf16(const graph::Graph& graph, const graph::Node& node) {
   if (node.dtype == graph::DType::bf16) return true;
   for (graph::NodeId in : node.inputs) {
@@ -81,6 +84,7 @@ std::string element_line(const graph::Graph& graph, graph::NodeId id, const std:
     call = fmt::format("sx::graph::prims::convert<{}>(v{})", c_type(node.dtype), operand(0));
   } else {
     const char* s = c_type(operand_dtype(graph, id));
+    const char* c = compute_type(operand_dtype(graph, id));
     // scalar.h's formula where the kernels share it with the reference, else transcendental.h's.
     bool shared = visit_element(node.op(), [](auto, auto, auto) {});
     std::string formula =
@@ -88,9 +92,9 @@ std::string element_line(const graph::Graph& graph, graph::NodeId id, const std:
     visit_generated_element(node.op(), [&](auto, auto shape, auto) {
       using Shape = decltype(shape);
       if constexpr (std::is_same_v<Shape, Unary>) {
-        call = fmt::format("sx::device::cuda::unary_element<{}, {}, {}>(v{})", formula, s, s, operand(0));
+        call = fmt::format("sx::device::cuda::unary_element<{}, {}, {}>(v{})", formula, s, c, operand(0));
       } else {
-        call = fmt::format("sx::device::cuda::binary_element<{}, {}, {}, {}>(v{}, v{})", formula, s, s,
+        call = fmt::format("sx::device::cuda::binary_element<{}, {}, {}, {}>(v{}, v{})", formula, s, c,
                            std::is_same_v<Shape, Comparison> ? "bool" : s, operand(0), operand(1));
       }
     });
@@ -115,6 +119,7 @@ GeneratedKernel grid_stride_kernel(std::string_view kind, const std::string& par
   GeneratedKernel kernel;
   kernel.name = fmt::format("sx_{}_{:016x}", kind, text_hash(signature_and_body));
   kernel.source = fmt::format(
+      "#include \"graph/bf16.h\"\n"
       "#include \"device/cuda/composite_math.h\"\n"
       "#include \"device/cuda/element_math.h\"\n"
       "#include \"device/cuda/index_math.h\"\n"
@@ -126,14 +131,17 @@ GeneratedKernel grid_stride_kernel(std::string_view kind, const std::string& par
   return kernel;
 }
 
-// The kernel's function of a reduction node: reduce_sum's or reduce_extremum's call.
-std::string reduction_call(graph::PrimId prim, const char* s) {
+// The kernel's function of a reduction node of x's `dtype`: reduce_sum's or
+// reduce_extremum's call, in the dtype's compute type (bf16 accumulates in float).
+std::string reduction_call(graph::PrimId prim, graph::DType dtype) {
+  const char* s = c_type(dtype);
+  const char* c = compute_type(dtype);
   switch (prim) {
-    case graph::PrimId::sum: return fmt::format("reduce_sum<{0}, {0}>", s);
-    case graph::PrimId::reduce_max: return fmt::format("reduce_extremum<{0}, {0}, {0}, true, false>", s);
-    case graph::PrimId::reduce_min: return fmt::format("reduce_extremum<{0}, {0}, {0}, false, false>", s);
-    case graph::PrimId::argmax: return fmt::format("reduce_extremum<{0}, {0}, int64_t, true, true>", s);
-    default: return fmt::format("reduce_extremum<{0}, {0}, int64_t, false, true>", s);
+    case graph::PrimId::sum: return fmt::format("reduce_sum<{}, {}>", s, c);
+    case graph::PrimId::reduce_max: return fmt::format("reduce_extremum<{0}, {1}, {0}, true, false>", s, c);
+    case graph::PrimId::reduce_min: return fmt::format("reduce_extremum<{0}, {1}, {0}, false, false>", s, c);
+    case graph::PrimId::argmax: return fmt::format("reduce_extremum<{}, {}, int64_t, true, true>", s, c);
+    default: return fmt::format("reduce_extremum<{}, {}, int64_t, false, true>", s, c);
   }
 }
 
@@ -146,8 +154,7 @@ bool reducible(const graph::Graph& graph, graph::NodeId id) {
     return false;
   }
   const graph::Node& x = graph.node(node.inputs[0]);
-  return x.dtype != graph::DType::bf16 && x.dtype != graph::DType::boolean &&
-         x.shape.size() <= static_cast<size_t>(kMostAxes);
+  return x.dtype != graph::DType::boolean && x.shape.size() <= static_cast<size_t>(kMostAxes);
 }
 
 ReductionAxes reduction_axes(const graph::Graph& graph, graph::NodeId id) {
@@ -176,14 +183,15 @@ GeneratedKernel generate_reduction(const graph::Graph& graph, graph::NodeId id) 
     for (int32_t d = 0; d < rank; ++d) text += fmt::format("{}{}", d ? ", " : "", values[d]);
     return text + "}";
   };
-  const char* s = c_type(graph.node(node.inputs[0]).dtype);
+  graph::DType dtype = graph.node(node.inputs[0]).dtype;
   return grid_stride_kernel(
       "reduce",
-      fmt::format("const {}* __restrict__ x, {}* __restrict__ out, int64_t n, int64_t length", s, c_type(node.dtype)),
+      fmt::format("const {}* __restrict__ x, {}* __restrict__ out, int64_t n, int64_t length", c_type(dtype),
+                  c_type(node.dtype)),
       fmt::format("  const sx::device::cuda::ReductionAxes axes = {{{}, {}, {}, {}, {}, {}}};\n", axes.kept_rank,
                   list(axes.kept_rank, axes.kept_shape), list(axes.kept_rank, axes.kept_stride), axes.reduced_rank,
                   list(axes.reduced_rank, axes.reduced_shape), list(axes.reduced_rank, axes.reduced_stride)),
-      fmt::format("    out[i] = sx::device::cuda::{}(x, axes, i, length);\n", reduction_call(node.op(), s)));
+      fmt::format("    out[i] = sx::device::cuda::{}(x, axes, i, length);\n", reduction_call(node.op(), dtype)));
 }
 
 bool indexable(const graph::Graph& graph, graph::NodeId id) {
@@ -325,11 +333,13 @@ GeneratedKernel generate_random_kernel(const graph::Graph& graph, graph::NodeId 
 
 bool fusible(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
-  if (node.prim->kind != graph::PrimKind::elementwise || node.inputs.empty() || touches_bf16(graph, node)) {
-    return false;
-  }
-  if (node.op() == graph::PrimId::where || node.op() == graph::PrimId::cast) return true;
-  return has_generated_element(node.op(), operand_dtype(graph, id));
+  if (node.prim->kind != graph::PrimKind::elementwise || node.inputs.empty()) return false;
+  if (node.op() == graph::PrimId::where) return true;
+  // bf16's casts and the elements nvcc's kernels compute stay theirs (elementwise.h).
+  bool bf16 = touches_bf16(graph, node);
+  if (node.op() == graph::PrimId::cast) return !bf16;
+  graph::DType dtype = operand_dtype(graph, id);
+  return has_generated_element(node.op(), dtype) && !(bf16 && has_elementwise_kernel(node.op(), dtype));
 }
 
 bool row_reducible(const graph::Graph& graph, graph::NodeId id) {
@@ -337,17 +347,17 @@ bool row_reducible(const graph::Graph& graph, graph::NodeId id) {
   if (node.op() != graph::PrimId::sum && node.op() != graph::PrimId::reduce_max) return false;
   const graph::Node& x = graph.node(node.inputs[0]);
   auto last = static_cast<int64_t>(x.shape.size()) - 1;
-  return x.dtype != graph::DType::bf16 && x.dtype != graph::DType::boolean &&
-         node.attrs.get_ints("axes") == std::vector<int64_t>{last};
+  return x.dtype != graph::DType::boolean && node.attrs.get_ints("axes") == std::vector<int64_t>{last};
 }
 
 GeneratedKernel generate_row_reduction(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
-  const char* s = c_type(graph.node(node.inputs[0]).dtype);
+  graph::DType dtype = graph.node(node.inputs[0]).dtype;
   return grid_stride_kernel(
-      "row", fmt::format("const {0}* __restrict__ x, {0}* __restrict__ out, int64_t n, int64_t length", s), "",
-      fmt::format("    out[i] = sx::device::cuda::{0}<{1}, {1}>(x + i * length, length);\n",
-                  node.op() == graph::PrimId::sum ? "row_sum" : "row_max", s));
+      "row", fmt::format("const {0}* __restrict__ x, {0}* __restrict__ out, int64_t n, int64_t length", c_type(dtype)),
+      "",
+      fmt::format("    out[i] = sx::device::cuda::{}<{}, {}>(x + i * length, length);\n",
+                  node.op() == graph::PrimId::sum ? "row_sum" : "row_max", c_type(dtype), compute_type(dtype)));
 }
 
 bool has_composite_kernel(graph::PrimId prim) {
@@ -357,7 +367,7 @@ bool has_composite_kernel(graph::PrimId prim) {
 
 bool has_composite_kernel(const graph::Graph& graph, const graph::Node& node) {
   if (!has_composite_kernel(node.op())) return false;
-  if (node.dtype != graph::DType::f32 && node.dtype != graph::DType::f64) return false;
+  if (!graph::is_float(node.dtype)) return false;
   if (node.op() == graph::PrimId::gelu) return true;
   const graph::Shape& x = graph.node(node.inputs[0]).shape;
   if (node.op() == graph::PrimId::softmax || node.op() == graph::PrimId::log_softmax) {
@@ -374,9 +384,11 @@ bool has_composite_kernel(const graph::Graph& graph, const graph::Node& node) {
 GeneratedKernel generate_composite_kernel(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
   const char* t = c_type(node.dtype);
+  // The composite_math.h function's template arguments: the storage and compute types.
+  std::string types = fmt::format("{}, {}", t, compute_type(node.dtype));
   if (node.op() == graph::PrimId::gelu) {
     return per_element_kernel("gelu", graph, id,
-                              fmt::format("gelu_{}_element<{}>(operand0[i])", node.attrs.get_string("form"), t));
+                              fmt::format("gelu_{}_element<{}>(operand0[i])", node.attrs.get_string("form"), types));
   }
   std::string parameters;
   for (size_t k = 0; k < node.inputs.size(); ++k) parameters += fmt::format("const {}* __restrict__ operand{}, ", t, k);
@@ -391,17 +403,19 @@ GeneratedKernel generate_composite_kernel(const graph::Graph& graph, graph::Node
   };
   std::string call;
   switch (node.op()) {
-    case graph::PrimId::softmax: call = fmt::format("softmax_row<{}>(row, out + i * length, length)", t); break;
-    case graph::PrimId::log_softmax: call = fmt::format("log_softmax_row<{}>(row, out + i * length, length)", t); break;
+    case graph::PrimId::softmax: call = fmt::format("softmax_row<{}>(row, out + i * length, length)", types); break;
+    case graph::PrimId::log_softmax:
+      call = fmt::format("log_softmax_row<{}>(row, out + i * length, length)", types);
+      break;
     case graph::PrimId::layer_norm: {
       std::string weight = optional_operand("weight");
       std::string bias = optional_operand("bias");
-      call = fmt::format("layer_norm_row<{}>(row, {}, {}, out + i * length, length, {})", t, weight, bias, eps());
+      call = fmt::format("layer_norm_row<{}>(row, {}, {}, out + i * length, length, {})", types, weight, bias, eps());
       break;
     }
     default:
-      call =
-          fmt::format("rms_norm_row<{}>(row, {}, out + i * length, length, {})", t, optional_operand("weight"), eps());
+      call = fmt::format("rms_norm_row<{}>(row, {}, out + i * length, length, {})", types, optional_operand("weight"),
+                         eps());
   }
   return grid_stride_kernel("composite", parameters, "",
                             fmt::format("    const {}* row = operand0 + i * length;\n"

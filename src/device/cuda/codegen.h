@@ -29,8 +29,10 @@ struct Fusion {
 // order of their roots.
 std::vector<Fusion> find_fusions(const graph::Graph& graph);
 
-// Whether a generated kernel computes `node`: where, cast, or an elementwise primitive of
-// element.h's visit_generated_element, with no operand nor result of dtype bf16.
+// Whether a generated kernel computes `node`: where, a cast between dtypes other than
+// bf16, or an elementwise primitive of element.h's visit_generated_element; of bf16 only
+// those nvcc's kernels do not compute (elementwise.h): the transcendental functions and
+// pow, computed in float and rounded to bf16 as the reference rounds them.
 bool fusible(const graph::Graph& graph, graph::NodeId node);
 
 struct GeneratedKernel {
@@ -39,7 +41,7 @@ struct GeneratedKernel {
 };
 
 // Whether a generated kernel computes `node`: sum or reduce_max over the last axis
-// alone, of a numeric dtype other than bf16.
+// alone, of a numeric dtype (bf16 accumulated in float, as the reference does).
 bool row_reducible(const graph::Graph& graph, graph::NodeId node);
 
 // The kernel of a row reduction: void NAME(const S* x, S* out, int64_t n, int64_t
@@ -47,7 +49,7 @@ bool row_reducible(const graph::Graph& graph, graph::NodeId node);
 GeneratedKernel generate_row_reduction(const graph::Graph& graph, graph::NodeId node);
 
 // Whether a generated kernel computes `node`: sum, reduce_max, reduce_min, argmax or
-// argmin over any axes, of a numeric dtype other than bf16, of at most
+// argmin over any axes, of a numeric dtype (bf16 accumulated in float), of at most
 // kMostAxes axes (reduction.h).
 bool reducible(const graph::Graph& graph, graph::NodeId node);
 
@@ -97,7 +99,7 @@ bool randomizable(const graph::Graph& graph, graph::NodeId node);
 GeneratedKernel generate_random_kernel(const graph::Graph& graph, graph::NodeId node);
 
 // Whether a generated kernel computes composite `node` itself (composite_math.h), of
-// f32 or f64: softmax or log_softmax over the last axis, layer_norm or rms_norm with
+// f32, f64 or bf16: softmax or log_softmax over the last axis, layer_norm or rms_norm with
 // their weight and bias (where given) of the last axis's length, or gelu.
 bool has_composite_kernel(const graph::Graph& graph, const graph::Node& node);
 // Whether some form of composite `prim` has one.

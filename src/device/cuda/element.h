@@ -88,15 +88,14 @@ bool visit_generated_element(graph::PrimId prim, Fn&& fn) {
   }
 }
 
-// Whether a generated kernel computes `prim` on operands of `dtype` (not bf16, which
-// the generated kernels do not take).
+// Whether a generated kernel computes `prim` on operands of `dtype` (bf16 in float).
 inline bool has_generated_element(graph::PrimId prim, graph::DType dtype) {
   bool takes = false;
   visit_generated_element(prim, [&](auto, auto, auto dtypes) {
     using DTypes = decltype(dtypes);
     graph::visit_dtype(dtype, [&](auto types) {
       using C = typename decltype(types)::compute;
-      takes = dtype != graph::DType::bf16 && DTypes::template takes<C>;
+      takes = DTypes::template takes<C>;
     });
   });
   return takes;

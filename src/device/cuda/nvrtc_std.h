@@ -1,7 +1,7 @@
 // The little of the C++ standard library that graph/prims/scalar.h, lane_math.h and
-// philox.h use, for the kernels NVRTC compiles (codegen.h): NVRTC has no standard
-// headers, so this one stands for <array>, <cmath>, <cstdint>, <cstring>, <limits> and
-// <type_traits> there. The math functions are the CUDA device library's (libdevice):
+// philox.h and graph/bf16.h use, for the kernels NVRTC compiles (codegen.h): NVRTC has
+// no standard headers, so this one stands for <array>, <bit>, <cmath>, <cstdint>,
+// <cstring>, <limits> and <type_traits> there. The math functions are the CUDA device library's (libdevice):
 // correctly rounded where the reference's are too (fabs, sqrt, fma, the comparisons);
 // the f64 transcendental functions and pow are within libdevice's bounds, which
 // transcendental.h gives.
@@ -35,6 +35,11 @@ struct array {
   T& operator[](size_t i) { return elements[i]; }
   const T& operator[](size_t i) const { return elements[i]; }
 };
+
+template <class To, class From>
+__device__ constexpr To bit_cast(const From& from) {
+  return __builtin_bit_cast(To, from);
+}
 
 template <class T, class U>
 inline constexpr bool is_same_v = false;

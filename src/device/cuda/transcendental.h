@@ -1,14 +1,15 @@
 // The transcendental formulas of the generated kernels (codegen.h), which NVRTC compiles
 // with every function a device function (-default-device) and -fmad=false.
 //
-// f32 exp, log, tanh, erf, logistic, sin and cos are lane_math's templates over its
-// scalar instance, the reference's own functions (exp_f32, ...): IEEE additions,
-// multiplications, divisions, square roots and fma, each rounded once on the GPU as on
-// the host, so that a kernel gives the reference's bits. sin's and cos's exact reduction
-// of large arguments is graph/prims/pio2_reduction.h's, on the host as in the kernels.
+// f32 exp, log, tanh, erf, logistic, sin and cos (and bf16's, computed in f32) are
+// lane_math's templates over its scalar instance, the reference's own functions
+// (exp_f32, ...): IEEE additions, multiplications, divisions, square roots and fma, each
+// rounded once on the GPU as on the host, so that a kernel gives the reference's bits.
+// sin's and cos's exact reduction of large arguments is graph/prims/pio2_reduction.h's,
+// on the host as in the kernels.
 //
-// f64 exp, log, tanh, erf, logistic, sin and cos, and pow of f32 and f64, are CUDA's
-// libdevice functions, where the reference calls the C library's: libdevice's are within
+// f64 exp, log, tanh, erf, logistic, sin and cos, and pow of f32 (and bf16) and f64, are
+// CUDA's libdevice functions, where the reference calls the C library's: libdevice's are within
 // 1 ulp (exp, log, sin, cos, tanh, erf of f64) and 2 ulp (f64 pow; 4 ulp f32 pow) of the
 // exact value, the C library's within 1 ulp, so their last bits may differ from the
 // reference's (docs/devices.md lists them).

@@ -56,18 +56,27 @@ Graph form_graph(const Form& form, int64_t rows, int64_t length, DType dtype) {
   return g;
 }
 
+// The rows of row_values.
+constexpr int64_t kRows = 6;
+
 // Rows of the cases the kernels must agree on: ordinary values; ties (the largest
 // repeated); large magnitudes, one near the dtype's largest; every third element -inf
-// (the whole row where it is one element); and values far from 0 with a small spread.
+// (the whole row where it is one element); values far from 0 with a small spread; and
+// subnormals, with a NaN in the middle of the row.
 Tensor row_values(DType dtype, int64_t length, std::mt19937& rng) {
   std::normal_distribution<double> normal(0.0, 3.0);
   const double inf = std::numeric_limits<double>::infinity();
-  Tensor x(dtype, {5, length});
+  const double subnormal = dtype == DType::f64 ? 1e-310 : 1e-39;
+  Tensor x(dtype, {kRows, length});
   for (int64_t j = 0; j < length; ++j) {
-    double values[5] = {normal(rng), std::round(normal(rng) / 2), normal(rng) * 1e15, j % 3 == 0 ? -inf : normal(rng),
-                        1000 + normal(rng) * 1e-3};
-    if (j == length / 2) values[2] = dtype == DType::f32 ? 3e38 : 1e300;
-    for (int64_t r = 0; r < 5; ++r) x.set_value(r * length + j, values[r]);
+    double values[kRows] = {normal(rng),
+                            std::round(normal(rng) / 2),
+                            normal(rng) * 1e15,
+                            j % 3 == 0 ? -inf : normal(rng),
+                            1000 + normal(rng) * 1e-3,
+                            j == length / 2 ? std::nan("") : normal(rng) * subnormal};
+    if (j == length / 2) values[2] = dtype == DType::f64 ? 1e300 : 3e38;
+    for (int64_t r = 0; r < kRows; ++r) x.set_value(r * length + j, values[r]);
   }
   return x;
 }
@@ -80,38 +89,38 @@ Tensor on_host(const Graph& g, const std::vector<Tensor>& inputs) {
   const int64_t length = x.shape().back();
   const int64_t rows = x.numel() / length;
   Tensor y(x.dtype(), x.shape());
-  auto run = [&]<class C>(C) {
-    const C* in = x.data<C>();
-    C* out = y.data<C>();
+  graph::visit_dtype(x.dtype(), [&](auto types) {
+    using S = typename decltype(types)::storage;
+    using C = typename decltype(types)::compute;
+    const S* in = x.data<S>();
+    S* out = y.data<S>();
     auto operand = [&](const char* attr, size_t at) {
-      return node.attrs.get_int(attr) ? inputs[at].data<C>() : nullptr;
+      return node.attrs.get_int(attr) ? inputs[at].data<S>() : nullptr;
     };
     const double eps = node.op() == PrimId::gelu || node.op() == PrimId::softmax || node.op() == PrimId::log_softmax
                            ? 0.0
                            : node.attrs.get_double("eps");
     for (int64_t r = 0; r < rows; ++r) {
-      const C* row = in + r * length;
-      C* row_out = out + r * length;
+      const S* row = in + r * length;
+      S* row_out = out + r * length;
       switch (node.op()) {
-        case PrimId::softmax: cuda::softmax_row<C>(row, row_out, length); break;
-        case PrimId::log_softmax: cuda::log_softmax_row<C>(row, row_out, length); break;
+        case PrimId::softmax: cuda::softmax_row<S, C>(row, row_out, length); break;
+        case PrimId::log_softmax: cuda::log_softmax_row<S, C>(row, row_out, length); break;
         case PrimId::layer_norm: {
-          const C* weight = operand("weight", 1);
-          const C* bias = operand("bias", weight ? 2 : 1);
-          cuda::layer_norm_row<C>(row, weight, bias, row_out, length, eps);
+          const S* weight = operand("weight", 1);
+          const S* bias = operand("bias", weight ? 2 : 1);
+          cuda::layer_norm_row<S, C>(row, weight, bias, row_out, length, eps);
           break;
         }
-        case PrimId::rms_norm: cuda::rms_norm_row<C>(row, operand("weight", 1), row_out, length, eps); break;
+        case PrimId::rms_norm: cuda::rms_norm_row<S, C>(row, operand("weight", 1), row_out, length, eps); break;
         default:
           for (int64_t j = 0; j < length; ++j) {
-            row_out[j] = node.attrs.get_string("form") == "tanh" ? cuda::gelu_tanh_element<C>(row[j])
-                                                                 : cuda::gelu_erf_element<C>(row[j]);
+            row_out[j] = node.attrs.get_string("form") == "tanh" ? cuda::gelu_tanh_element<S, C>(row[j])
+                                                                 : cuda::gelu_erf_element<S, C>(row[j]);
           }
       }
     }
-  };
-  if (x.dtype() == DType::f32) run(float{});
-  else run(double{});
+  });
   return y;
 }
 
@@ -124,10 +133,10 @@ std::vector<Tensor> form_inputs(const Form& form, DType dtype, int64_t length, s
 TEST(CudaComposites, GiveTheReferenceBitsOnTheHost) {
   std::mt19937 rng(17);
   for (const Form& form : forms()) {
-    for (DType dtype : {DType::f32, DType::f64}) {
+    for (DType dtype : {DType::f32, DType::f64, DType::bf16}) {
       for (int64_t length : {1, 3, 32, 33, 768, 1000}) {
         SCOPED_TRACE(fmt::format("{} {} length {}", form.name, graph::dtype_name(dtype), length));
-        Graph g = form_graph(form, 5, length, dtype);
+        Graph g = form_graph(form, kRows, length, dtype);
         ASSERT_TRUE(cuda::has_composite_kernel(g, g.node(g.outputs[0].node)));
         std::vector<Tensor> inputs = form_inputs(form, dtype, length, rng);
         EXPECT_EQ(compare_bits(on_host(g, inputs), run_on("reference", g, inputs)[0]), "");
@@ -137,7 +146,8 @@ TEST(CudaComposites, GiveTheReferenceBitsOnTheHost) {
 }
 
 // The form of each composite that has no kernel is expanded, by node: the softmax over
-// rows stays one node beside the one over columns, which is expanded.
+// rows stays one node beside the one over columns, which is expanded; a bf16 gelu has a
+// kernel, as the f32 one.
 TEST(CudaComposites, KeepTheFormsWithAKernelAndExpandTheOthers) {
   Graph g;
   graph::Builder b(g);
@@ -151,25 +161,26 @@ TEST(CudaComposites, KeepTheFormsWithAKernelAndExpandTheOthers) {
   EXPECT_TRUE(cuda::has_composite_kernel(g, g.node(rows)));
   EXPECT_TRUE(cuda::has_composite_kernel(g, g.node(scalar)));
   EXPECT_FALSE(cuda::has_composite_kernel(g, g.node(columns)));
-  EXPECT_FALSE(cuda::has_composite_kernel(g, g.node(half)));
+  EXPECT_TRUE(cuda::has_composite_kernel(g, g.node(half)));
   EXPECT_FALSE(cuda::has_composite_kernel(g, g.node(odd_weight)));
-  EXPECT_EQ(cuda::missing_kernels(g), (std::vector<std::string>{"softmax (f32)", "gelu (bf16)", "rms_norm (f32)"}));
+  EXPECT_EQ(cuda::missing_kernels(g), (std::vector<std::string>{"softmax (f32)", "rms_norm (f32)"}));
   Graph planned = cuda::with_composites_expanded(g);
   size_t composites = 0;
   for (const graph::Node& node : planned.nodes) composites += node.prim->composite();
-  EXPECT_EQ(composites, 2u);
-  // The bf16 gelu's decomposition has bf16 transcendental steps, which no kernel takes.
-  EXPECT_EQ(cuda::missing_kernels(planned), (std::vector<std::string>{"erf (bf16)"}));
+  EXPECT_EQ(composites, 3u);
+  EXPECT_EQ(cuda::missing_kernels(planned), std::vector<std::string>{});
   EXPECT_TRUE(cuda::has_kernel(PrimId::softmax));
   EXPECT_FALSE(cuda::has_kernel(PrimId::attention));  // run by its decomposition
 }
 
-// One graph of every form, f32 and f64.
+constexpr DType kDTypes[] = {DType::f32, DType::f64, DType::bf16};
+
+// One graph of every form, f32, f64 and bf16.
 Graph every_form() {
   Graph g;
   graph::Builder b(g);
-  for (DType dtype : {DType::f32, DType::f64}) {
-    NodeId x = b.input(fmt::format("x{}", graph::dtype_name(dtype)), {5, 40}, dtype);
+  for (DType dtype : kDTypes) {
+    NodeId x = b.input(fmt::format("x{}", graph::dtype_name(dtype)), {kRows, 40}, dtype);
     NodeId weight = b.input(fmt::format("w{}", graph::dtype_name(dtype)), {40}, dtype);
     for (const Form& form : forms()) {
       std::vector<NodeId> args = {x};
@@ -184,13 +195,13 @@ TEST(CudaComposites, EachFormIsOneStepOfAGeneratedKernelThatNvrtcCompiles) {
   Graph g = every_form();
   EXPECT_EQ(cuda::missing_kernels(g), std::vector<std::string>{});
   cuda::Program program = cuda::plan_program(g);
-  ASSERT_EQ(program.steps.size(), 2 * forms().size());
+  ASSERT_EQ(program.steps.size(), std::size(kDTypes) * forms().size());
   for (const cuda::Step& step : program.steps) {
     bool gelu = program.kernel_names[step.kernel].starts_with("sx_gelu_");
     EXPECT_EQ(step.kind, gelu ? cuda::Step::Kind::fused : cuda::Step::Kind::row);
-    EXPECT_EQ(step.n, gelu ? 200 : 5);
+    EXPECT_EQ(step.n, gelu ? kRows * 40 : kRows);
   }
-  EXPECT_EQ(program.kernel_names.size(), 2 * forms().size());
+  EXPECT_EQ(program.kernel_names.size(), std::size(kDTypes) * forms().size());
   for (const char* architecture : {"sm_80", "sm_90a"}) {
     EXPECT_GT(cuda::compile_cubin(program.source, architecture).size(), 1000u) << architecture;
   }
@@ -202,9 +213,9 @@ TEST(CudaComposites, GiveTheReferenceBitsOnTheGpu) {
   std::vector<Tensor> inputs;
   for (const graph::NamedNode& input : g.inputs) {
     const graph::Node& node = g.node(input.node);
-    // f32 rows of every case; f64 ordinary values, whose results libdevice's functions
-    // keep within a rounding or two of the reference's.
-    bool rows = node.shape.size() == 2 && node.dtype == DType::f32;
+    // f32 and bf16 rows of every case; f64 ordinary values, whose results libdevice's
+    // functions keep within a rounding or two of the reference's.
+    bool rows = node.shape.size() == 2 && node.dtype != DType::f64;
     inputs.push_back(rows ? row_values(node.dtype, node.shape[1], rng) : random_tensor(node.dtype, node.shape, rng));
   }
   if (std::string reason = gpu_unusable_reason(); !reason.empty()) GTEST_SKIP() << reason;
@@ -212,7 +223,7 @@ TEST(CudaComposites, GiveTheReferenceBitsOnTheGpu) {
   std::vector<Tensor> actual = run_on("cuda", g, inputs);
   for (size_t k = 0; k < expected.size(); ++k) {
     SCOPED_TRACE(g.outputs[k].name);
-    if (expected[k].dtype() == DType::f32) {
+    if (expected[k].dtype() != DType::f64) {
       EXPECT_EQ(compare_bits(actual[k], expected[k]), "");
     } else {
       // libdevice's f64 exp, log, tanh and erf, within an ulp of the C library's.

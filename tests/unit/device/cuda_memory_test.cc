@@ -186,6 +186,50 @@ TEST(CudaProgram, CastsToAndFromBf16ByNvccsKernels) {
             (std::vector<Cast>{{DType::f32, DType::bf16}, {DType::f32, DType::bf16}, {DType::bf16, DType::f32}}));
 }
 
+// bf16 reductions over the last axis and over another, transcendental functions (two
+// fused, beside nvcc's bf16 abs) and a where of bf16.
+Graph bf16_graph() {
+  Graph g;
+  graph::Builder b(g);
+  graph::NodeId x = b.input("x", {6, 40}, DType::bf16);
+  graph::NodeId e = b.exp(b.tanh(x));
+  b.output("rows", b.sum(e, {1}));
+  b.output("columns", b.sum(x, {0}));
+  b.output("top", b.op("reduce_max", {x}, {{"axes", std::vector<int64_t>{1}}}));
+  b.output("least", b.op("argmin", {x}, {{"axes", std::vector<int64_t>{0}}}));
+  b.output("chosen", b.where(b.lt(x, e), b.log(b.abs(x)), e));
+  return g;
+}
+
+// bf16 values of every kind: ordinary ones, ties, subnormals, infinities, NaN, and a
+// large one that a sum in bf16 steps would swallow the others beside.
+Tensor bf16_values(std::mt19937& rng) {
+  Tensor x = random_tensor(DType::bf16, {6, 40}, rng);
+  const double specials[] = {1e-39,
+                             -1e-39,
+                             std::numeric_limits<double>::infinity(),
+                             -std::numeric_limits<double>::infinity(),
+                             std::numeric_limits<double>::quiet_NaN(),
+                             1e4};
+  for (size_t k = 0; k < std::size(specials); ++k) x.set_value(static_cast<int64_t>(41 * k + 3), specials[k]);
+  x.set_value(100, x.value(101));  // a tie
+  return x;
+}
+
+TEST(CudaProgram, RunsBf16ReductionsAndTranscendentalFunctionsByGeneratedKernels) {
+  Graph g = bf16_graph();
+  EXPECT_EQ(cuda::missing_kernels(g), std::vector<std::string>{});
+  cuda::Program program = cuda::plan_program(g);
+  int generated = 0, nvcc = 0;
+  for (const cuda::Step& step : program.steps) {
+    (step.kind == cuda::Step::Kind::elementwise ? nvcc : generated) += 1;
+  }
+  EXPECT_EQ(nvcc, 2);       // abs and lt
+  EXPECT_EQ(generated, 6);  // exp(tanh), two sums, reduce_max, argmin, log and where
+  EXPECT_NE(program.source.find("row_sum<sx::graph::Bf16, float>"), std::string::npos) << program.source;
+  EXPECT_GT(cuda::compile_cubin(program.source, "sm_80").size(), 1000u);
+}
+
 // The primitives, composites aside, that the cuda device has no kernel for in any dtype.
 std::vector<std::string> primitives_without_a_kernel() {
   std::vector<std::string> names;
@@ -203,16 +247,17 @@ TEST(CudaProgram, RefusesAGraphNamingEveryPrimitiveWithoutAKernel) {
   Graph g;
   graph::Builder b(g);
   graph::NodeId x = b.input("x", {4, 4}, DType::bf16);
-  b.output("y", b.sum(b.matmul(x, x), {0}));
-  b.output("z", b.exp(b.input("h", {4}, DType::bf16)));
-  EXPECT_EQ(cuda::missing_kernels(g), (std::vector<std::string>{"sum (bf16)", "exp (bf16)"}));
+  b.output("y", b.gather(b.sum(b.matmul(x, x), {0}), b.input("i", {2}, DType::i64), 0));
+  b.output("z", b.iota({4}, 0, DType::bf16));
+  b.output("e", b.exp(b.input("h", {4}, DType::bf16)));
+  EXPECT_EQ(cuda::missing_kernels(g), (std::vector<std::string>{"gather (bf16)", "iota (bf16)"}));
   try {
     cuda::plan_program(g);
     FAIL() << "planned";
   } catch (const DeviceError& e) {
     EXPECT_STREQ(e.code(), "E-DEVICE-007");
     EXPECT_EQ(std::string(e.what()),
-              "the cuda device has no kernel for sum (bf16), exp (bf16): the graph runs on cpu and reference; use "
+              "the cuda device has no kernel for gather (bf16), iota (bf16): the graph runs on cpu and reference; use "
               "--device cpu");
   }
   EXPECT_TRUE(cuda::has_kernel(graph::PrimId::add));
@@ -264,6 +309,18 @@ TEST(CudaPlanRuns, GiveTheReferenceBitsAndReplayACapturedGraph) {
   }
   EXPECT_EQ(cuda_device.device_memory().raw_allocations(), allocations) << "a run after the first allocated";
   EXPECT_EQ(static_cast<cuda::CudaPlan&>(*plan).replays(), 3);
+}
+
+TEST(CudaPlanRuns, GiveTheReferenceBitsOfBf16ReductionsAndTranscendentalFunctions) {
+  MAKE_CUDA_DEVICE(device);
+  Graph g = bf16_graph();
+  std::mt19937 rng(8);
+  std::vector<Tensor> inputs = {bf16_values(rng)};
+  std::vector<Tensor> expected = run_on("reference", g, inputs);
+  std::vector<Tensor> actual = run_on("cuda", g, inputs);
+  for (size_t k = 0; k < expected.size(); ++k) {
+    EXPECT_EQ(compare_bits(actual[k], expected[k]), "") << g.outputs[k].name;
+  }
 }
 
 TEST(CudaPlanRuns, WriteAnOutputOverAnInput) {
@@ -381,7 +438,7 @@ TEST(CudaPlanRuns, RefuseAGraphWithAPrimitiveWithoutAKernel) {
   MAKE_CUDA_DEVICE(device);
   Graph g;
   graph::Builder b(g);
-  b.output("y", b.exp(b.input("x", {2}, DType::bf16)));
+  b.output("y", b.iota({2}, 0, DType::bf16));
   try {
     device->compile(g);
     FAIL() << "compiled";

@@ -59,9 +59,12 @@ TEST(CudaReductions, GiveTheReferenceBitsOnTheHost) {
     for (DType dtype : graph::kAllDTypes) {
       if (dtype == DType::boolean) continue;
       Tensor x = random_tensor(dtype, c.shape, rng);
-      if (dtype == DType::f32 && x.numel() > 20) {
-        x.data<float>()[7] = std::numeric_limits<float>::quiet_NaN();
-        x.data<float>()[3] = x.data<float>()[9];  // a tie
+      if (graph::is_float(dtype) && x.numel() > 20) {
+        x.set_value(7, std::numeric_limits<double>::quiet_NaN());
+        x.set_value(3, x.value(9));  // a tie
+        x.set_value(11, -std::numeric_limits<double>::infinity());
+        x.set_value(13, dtype == DType::f64 ? 1e-310 : 1e-39);  // a subnormal
+        x.set_value(21, 1e4);                                   // a sum in bf16 steps would lose the others beside it
       }
       for (graph::PrimId prim : kReductions) {
         Graph g;
@@ -71,8 +74,7 @@ TEST(CudaReductions, GiveTheReferenceBitsOnTheHost) {
         b.output("y", y);
         SCOPED_TRACE(fmt::format("{} of {}{} over {}", graph::primitive(prim).name, graph::dtype_name(dtype),
                                  graph::shape_str(c.shape), graph::list_str(c.axes)));
-        EXPECT_EQ(cuda::reducible(g, y), dtype != DType::bf16);
-        if (dtype == DType::bf16) continue;
+        EXPECT_TRUE(cuda::reducible(g, y));
         EXPECT_EQ(compare_bits(host_reduction(g, y, x), run_on("reference", g, {x})[0]), "");
       }
     }
@@ -82,7 +84,7 @@ TEST(CudaReductions, GiveTheReferenceBitsOnTheHost) {
 TEST(CudaReductions, KernelsCompileForSm80AndSm90a) {
   std::string source;
   for (graph::PrimId prim : kReductions) {
-    for (DType dtype : {DType::f32, DType::f64, DType::i32, DType::u8}) {
+    for (DType dtype : {DType::f32, DType::f64, DType::i32, DType::u8, DType::bf16}) {
       Graph g;
       graph::Builder b(g);
       graph::NodeId in = b.input("x", {4, 5, 6}, dtype);
@@ -92,6 +94,7 @@ TEST(CudaReductions, KernelsCompileForSm80AndSm90a) {
   }
   EXPECT_NE(source.find("reduce_extremum<float, float, int64_t, true, true>"), std::string::npos) << source;
   EXPECT_NE(source.find("{1, {5}, {6}, 2, {4, 6}, {30, 1}}"), std::string::npos) << source;
+  EXPECT_NE(source.find("reduce_sum<sx::graph::Bf16, float>"), std::string::npos) << source;
   for (const char* architecture : {"sm_80", "sm_90a"}) {
     EXPECT_GT(cuda::compile_cubin(source, architecture).size(), 1000u) << architecture;
   }

@@ -5,6 +5,7 @@
 // them in plans). A test for the other case skips, saying why.
 #include <cuda_runtime_api.h>
 
+#include "device/cuda/codegen.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/element.h"
 #include "device/cuda/elementwise.h"
@@ -88,6 +89,24 @@ TEST(CudaElements, GiveTheReferenceBitsOnTheHost) {
   }
   EXPECT_GT(primitives, 0);
   EXPECT_EQ(generated_only, 8);  // exp, log, tanh, erf, logistic, sin, cos, pow
+}
+
+// The generated kernels' bf16 transcendental functions (computed in f32, rounded to
+// nearest even) on every bf16 value: subnormals, infinities and NaNs among them.
+TEST(CudaElements, Bf16TranscendentalFunctionsGiveTheReferenceBitsForEveryValue) {
+  Tensor every(DType::bf16, {65536});
+  for (int64_t i = 0; i < every.numel(); ++i) every.data<graph::Bf16>()[i].bits = static_cast<uint16_t>(i);
+  for (graph::PrimId prim : {graph::PrimId::exp, graph::PrimId::log, graph::PrimId::tanh, graph::PrimId::erf,
+                             graph::PrimId::logistic, graph::PrimId::sin, graph::PrimId::cos}) {
+    SCOPED_TRACE(graph::primitive(prim).name);
+    Graph g;
+    graph::Builder b(g);
+    b.output("y", b.op(graph::primitive(prim).name, {b.input("x", {65536}, DType::bf16)}));
+    EXPECT_TRUE(cuda::fusible(g, g.outputs[0].node));
+    std::optional<Tensor> actual = host_elements(prim, {every}, DType::bf16);
+    ASSERT_TRUE(actual);
+    EXPECT_EQ(compare_bits(*actual, run_on("reference", g, {every})[0]), "");
+  }
 }
 
 // Device memory holding a tensor's bytes, freed at the end of the scope.
