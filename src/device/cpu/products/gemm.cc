@@ -563,7 +563,8 @@ void Gemm::amx_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
                  int64_t ld) { (*static_cast<const decltype(finished)*>(callable))(row, rows, col, cols, values, ld); },
       .callable = &finished,
       .whole_rows = finish.done && finish.done->whole_rows,
-      .keeps_c = !finish.rounds()};
+      .keeps_c = !finish.rounds(),
+      .by_tiles = finish.done == nullptr};
   amx_product(a, b, k_, region.row_begin, region.row_end - region.row_begin, region.col_begin,
               region.col_end - region.col_begin, c, ldc, ws.amx, finish.rounds() || finish.done ? &blocks : nullptr);
 }

@@ -152,6 +152,9 @@ struct AmxFinished {
   const void* callable = nullptr;
   bool whole_rows = false;  // every block spans all the columns asked for
   bool keeps_c = true;
+  // Each 2 x 2 block of tiles may be handed on alone, as soon as it is done (a rounding
+  // with no epilogue): its sums then never leave L1.
+  bool by_tiles = false;
 
   void operator()(int64_t row, int64_t rows, int64_t col, int64_t cols, const float* values, int64_t ld) const {
     call(callable, row, rows, col, cols, values, ld);
