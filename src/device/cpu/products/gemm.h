@@ -132,7 +132,7 @@ struct AmxBuffers {
   std::vector<uint16_t> a, b;
   std::vector<uint16_t> rounded;  // two rows of an f32 B (MatrixRef::from_f32) rounded, as B is packed
   std::vector<float> sums;        // 32 rows of a panel's sums, where they need not go to C
-  std::vector<float> block;       // a block of 32 x 32 partly past C's edge
+  std::vector<float> block;       // a block of 32 x 32 partly past C's edge, or handed on alone (by_tiles)
   // Sizes them for amx_product over `k` steps and `cols` columns (a Gemm that runs on
   // AMX does it when it is made, so that its runs allocate nothing and the plan's
   // scratch counts them).

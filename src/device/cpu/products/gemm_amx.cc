@@ -15,7 +15,8 @@
 // at most kPanel); rows 32 at a time (two tiles of A a chunk, read
 // in place where A's rows allow it, else packed); C in 2 x 2 tiles that stay in tile
 // registers over all of K, so that each is stored once, and each 32 rows of a panel
-// are done (rounded, and handed to an epilogue) while they are in cache.
+// are done (rounded, and handed to an epilogue) while they are in cache; rounded with
+// no epilogue, each 2 x 2 block as soon as it is stored, while it is in L1.
 // Compiled with AVX-512 (F, BW, VL) and AMX; called only where host_runs_amx().
 #include <immintrin.h>
 #include <sys/syscall.h>
