@@ -102,6 +102,7 @@ void find_steps(Schedule& schedule, const std::vector<bool>& needed) {
         step.may_overwrite = std::move(layout.may_overwrite);
         step.operand_at = std::move(layout.operand_at);
         step.result = layout.result;
+        step.widened = layout.widened;
       }
       schedule.steps.push_back(std::move(step));
       continue;

@@ -189,7 +189,7 @@ class CpuPlan : public Plan {
       case cpu::StepKind::product: {
         const cpu::FusedGroup& group = group_of(scheduled);
         return cpu::make_epilogue_step(step_context(*group.product), group, schedule_.absorbed, scheduled.operand_at,
-                                       scheduled.result, &fusion_scratch_);
+                                       scheduled.result, scheduled.widened, &fusion_scratch_);
       }
       case cpu::StepKind::kernel:
         if (scheduled.rounded_cast) {

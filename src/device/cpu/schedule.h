@@ -2,9 +2,10 @@
 // is a pure function of a graph, the instruction set and the thread count: it drops the
 // nodes no output needs, decides which broadcasts, transposes and reshapes a step reads
 // through (absorbs), groups chains of elementwise nodes (fusion.h) and the products they
-// alone read (epilogue.h), lets a composite's kernel write the cast to bf16 that reads
-// it (ScheduledStep's rounded_cast), orders the steps, and places every step's output in one arena
-// by liveness (device/arena.h). CpuPlan (plan.cc) only makes each step's kernel and runs
+// alone read (epilogue.h; a bf16 product's lone cast to f32 written by the product
+// itself, ScheduledStep's widened), lets a composite's kernel write the cast to bf16
+// that reads it (ScheduledStep's rounded_cast), orders the steps, and places every
+// step's output in one arena by liveness (device/arena.h). CpuPlan (plan.cc) only makes each step's kernel and runs
 // them; print_schedule (schedule_text.cc) shows it as `sexpgpu check --schedule` does.
 #pragma once
 
@@ -51,6 +52,7 @@ struct ScheduledStep {
   bool in_registers = false;       // fused and product: the group's program runs in registers
   std::vector<size_t> operand_at;  // product: EpilogueLayout's
   size_t result = 0;               // product: EpilogueLayout's
+  bool widened = false;            // product: EpilogueLayout's (its group's program does not run)
   bool operator==(const ScheduledStep& other) const = default;
 };
 

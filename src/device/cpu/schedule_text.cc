@@ -67,6 +67,10 @@ std::string step_label(const Schedule& schedule, size_t s) {
   const ScheduledStep& step = schedule.steps[s];
   std::string label = describe(graph, graph.node(step.id));
   if (step.rounded_cast) label += " and its cast to bf16";
+  if (step.widened) {
+    const NodeId product = *schedule.fusion.groups[static_cast<size_t>(step.group)].product;
+    return describe(graph, graph.node(product)) + " and its cast to f32";
+  }
   if (step.group < 0) return label;
   // Its members' primitives, in order: chains of one length and root differ.
   const FusedGroup& group = schedule.fusion.groups[static_cast<size_t>(step.group)];

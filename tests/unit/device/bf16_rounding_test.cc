@@ -1,9 +1,10 @@
 // Every instruction set's tile kernels round f32 to bf16 as graph::Bf16 does (to
 // nearest, ties to even, a NaN kept a quiet NaN of its sign and high payload bits,
 // subnormals rounded as any other value), whether they write the halves
-// (narrow_bf16, and narrow_bf16_rows over strided rows) or the rounded f32 in place
-// (round_to_bf16): on every special value, ties both ways, and random bits, over
-// lengths that leave every count of values after the vectors.
+// (narrow_bf16, and narrow_bf16_rows over strided rows) or the rounded f32
+// (round_to_bf16 in place, round_bf16_rows over strided rows, in place or not): on
+// every special value, ties both ways, and random bits, over lengths that leave every
+// count of values after the vectors.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -55,6 +56,21 @@ TEST(Bf16Rounding, EveryInstructionSetRoundsAsTheScalarConversion) {
       for (int64_t j = 0; j < 35; ++j) {
         const uint16_t want = j < 33 ? graph::Bf16(x[static_cast<size_t>(r * 40 + j)]).bits : 0xabcd;
         ASSERT_EQ(out[static_cast<size_t>(r * 35 + j)].bits, want) << "narrow_bf16_rows, row " << r << " at " << j;
+      }
+    }
+    // The same rows widened back to f32; then in place, where the rows lie.
+    std::vector<float> widened(3 * 35, 1.5f), in_place(x.begin(), x.begin() + 3 * 40);
+    kernels.round_bf16_rows(x.data(), 40, widened.data(), 35, 3, 33);
+    kernels.round_bf16_rows(in_place.data(), 40, in_place.data(), 40, 3, 33);
+    for (int64_t r = 0; r < 3; ++r) {
+      for (int64_t j = 0; j < 35; ++j) {
+        const float value = x[static_cast<size_t>(r * 40 + j)];
+        const uint32_t want = std::bit_cast<uint32_t>(j < 33 ? static_cast<float>(graph::Bf16(value)) : 1.5f);
+        ASSERT_EQ(std::bit_cast<uint32_t>(widened[static_cast<size_t>(r * 35 + j)]), want)
+            << "round_bf16_rows, row " << r << " at " << j;
+        const uint32_t want_in_place = std::bit_cast<uint32_t>(j < 33 ? static_cast<float>(graph::Bf16(value)) : value);
+        ASSERT_EQ(std::bit_cast<uint32_t>(in_place[static_cast<size_t>(r * 40 + j)]), want_in_place)
+            << "round_bf16_rows in place, row " << r << " at " << j;
       }
     }
   }

@@ -2,11 +2,12 @@
 // the hardware's, not gemm.h's rule, so they are checked against the rule within a
 // stated bound, and for what the rule is there for: a row's bits are the same alone
 // or among others, on 1 or 2 threads, whatever the blocking. NaN and infinities
-// come out where the rule puts them.
+// come out where the rule puts them. Rounded results are the rounded sums.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "device/cpu/isa.h"
@@ -119,6 +120,35 @@ TEST(AmxProducts, AShortKsColumnsBitsTheirOwnInOnePanel) {
       for (int64_t j = 0; j < kSlice; ++j) {
         ASSERT_EQ(alone[static_cast<size_t>(i * kSlice + j)].bits, whole[static_cast<size_t>(i * n + first + j)].bits)
             << "row " << i << ", column " << first + j;
+      }
+    }
+  }
+}
+
+// Rounded to bf16, or rounded and widened back to f32 in C (a product that only a cast
+// to f32 reads), each 2 x 2 block of tiles as soon as it is done: every value is the
+// rounding of the sum the tiles store to C unrounded, in blocks past C's edge too, on 1
+// and 2 threads.
+TEST(AmxProducts, RoundedBlocksAreTheRoundedSums) {
+  if (!host_runs_amx()) GTEST_SKIP() << "this processor lacks AMX-BF16 tiles (or Linux did not grant them)";
+  std::mt19937 rng(33);
+  for (AmxCase c : {AmxCase{70, 1030, 128, true, false}, AmxCase{45, 100, 600, false, false}}) {
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(fmt::format("{}x{}x{} on {} threads", c.m, c.n, c.k, threads));
+      Operand a = random_operand(c.m, c.k, c.a_transposed, true, rng), b = random_operand(c.k, c.n, false, true, rng);
+      a.bf16[5] = graph::Bf16(NAN);
+      const std::vector<float> sums = amx_product(a, b, c.m, c.n, c.k, threads);
+      std::vector<float> scratch(sums.size()), widened(sums.size());
+      std::vector<graph::Bf16> rounded(sums.size());
+      cpu::Gemm(cpu::kernels_for(Isa::amx), c.m, c.n, c.k, threads, true)
+          .run(a.ref(), b.ref(), scratch.data(), c.n, rounded.data());
+      cpu::Gemm(cpu::kernels_for(Isa::amx), c.m, c.n, c.k, threads, true)
+          .run(a.ref(), b.ref(), widened.data(), c.n, nullptr, nullptr, true);
+      for (size_t e = 0; e < sums.size(); ++e) {
+        const graph::Bf16 want(sums[e]);
+        ASSERT_EQ(rounded[e].bits, want.bits) << "rounded, at " << e;
+        ASSERT_EQ(std::bit_cast<uint32_t>(widened[e]), std::bit_cast<uint32_t>(static_cast<float>(want)))
+            << "widened, at " << e;
       }
     }
   }

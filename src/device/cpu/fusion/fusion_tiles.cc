@@ -87,6 +87,7 @@ TileKernels make_tile_kernels() {
   k.row_sums = L::row_sums;
   k.narrow_bf16 = L::narrow_bf16;
   k.narrow_bf16_rows = L::narrow_bf16_rows;
+  k.round_bf16_rows = L::round_bf16_rows;
   k.narrow_bool = L::narrow_bool;
   return k;
 }

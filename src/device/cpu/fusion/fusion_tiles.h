@@ -37,6 +37,10 @@ struct TileKernels {
   // or block in one call.
   void (*narrow_bf16_rows)(const float* x, int64_t x_stride, graph::Bf16* o, int64_t o_stride, int64_t rows,
                            int64_t n) = nullptr;
+  // narrow_bf16_rows's values widened back to f32 (their bits the halves' followed by
+  // zeros) into o, which may be x: a bf16 product's result that only a cast to f32 reads.
+  void (*round_bf16_rows)(const float* x, int64_t x_stride, float* o, int64_t o_stride, int64_t rows,
+                          int64_t n) = nullptr;
   void (*narrow_bool)(const float* x, bool* o, int64_t n) = nullptr;
 };
 

@@ -6,6 +6,16 @@
 #include <cstdint>
 
 namespace sx::device::cpu {
+namespace {
+
+// Whether `group` is one cast to f32 of its bf16 product, which no other group reads.
+bool widens_alone(const graph::Graph& graph, const FusedGroup& group) {
+  const graph::Node& cast = graph.node(group.members.front());
+  return group.members.size() == 1 && cast.op() == graph::PrimId::cast && cast.dtype == graph::DType::f32 &&
+         graph.node(*group.product).dtype == graph::DType::bf16 && !group.product_read_outside;
+}
+
+}  // namespace
 
 EpilogueLayout lay_out_epilogue(const graph::Graph& graph, const FusedGroup& group, uint32_t absorbed,
                                 uint32_t absorbed_deep, uint32_t absorbed_cast, const FusedFacts& facts) {
@@ -26,6 +36,8 @@ EpilogueLayout lay_out_epilogue(const graph::Graph& graph, const FusedGroup& gro
   // is written): it then needs no bytes of its own, and the block the epilogue writes
   // is the one it read.
   std::optional<size_t> shared;
+  layout.widened = widens_alone(graph, group);
+  if (layout.widened) shared = 0;  // the cast, the group's one written member
   const auto product_operand =
       static_cast<size_t>(std::find(group.operands.begin(), group.operands.end(), product) - group.operands.begin());
   const bool may_share = graph.node(product).dtype == graph::DType::f32 && !group.product_read_outside;
@@ -52,10 +64,15 @@ EpilogueLayout lay_out_epilogue(const graph::Graph& graph, const FusedGroup& gro
 }
 
 MultiStep make_epilogue_step(const StepContext& context, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
-                             std::vector<size_t> operand_at, size_t result, SharedScratch* scratch) {
+                             std::vector<size_t> operand_at, size_t result, bool widened, SharedScratch* scratch) {
   const graph::Graph& graph = context.graph;
-  std::optional<ProductStep> made = make_product_step(context, graph.node(*group.product));
+  std::optional<ProductStep> made = make_product_step(context, graph.node(*group.product), widened);
   assert(made);  // find_fusion attaches f32 and bf16 products with a result only
+  if (widened) {
+    return [product = std::move(made->run)](const uint8_t* const* in, uint8_t* const* out) {
+      product(in[0], in[1], out[0], nullptr);
+    };
+  }
   FusedStep fused = make_fused_step(graph, group, absorbed, context.kernels, context.cores, scratch, made->parts);
   const bool by_blocks = fused.run_block && !(fused.blocks_need_whole_rows && made->splits_columns);
   return [product = std::move(made->run), fused = std::move(fused), operand_at = std::move(operand_at), by_blocks,

@@ -31,7 +31,9 @@ struct ProductStep {
 };
 
 // The step of an f32 or bf16 matmul node with a result (matmul.cc); nothing for the rest.
-std::optional<ProductStep> make_product_step(const StepContext& context, const graph::Node& node);
+// With `widened`, a bf16 node's result is written as f32: each value rounded to bf16,
+// then widened exactly (EpilogueLayout's widened).
+std::optional<ProductStep> make_product_step(const StepContext& context, const graph::Node& node, bool widened = false);
 
 // Where lowering (schedule.h) puts the bytes of a group's step with its product.
 struct EpilogueLayout {
@@ -42,6 +44,10 @@ struct EpilogueLayout {
   std::vector<std::vector<bool>> may_overwrite;  // per output, per input: as FusedFacts'
   std::vector<size_t> operand_at;                // per operand of the group: its input, or kProductResult
   size_t result = 0;                             // the output the product writes
+  // The group is one cast to f32 of a bf16 product that nothing else reads: the product
+  // writes its result widened where the cast's output lies, and no program runs (the
+  // cast's bits, in one pass: the bf16 result, written and read back, has no bytes).
+  bool widened = false;
 };
 inline constexpr size_t kProductResult = SIZE_MAX;
 
@@ -50,11 +56,11 @@ inline constexpr size_t kProductResult = SIZE_MAX;
 EpilogueLayout lay_out_epilogue(const graph::Graph& graph, const FusedGroup& group, uint32_t absorbed,
                                 uint32_t absorbed_deep, uint32_t absorbed_cast, const FusedFacts& facts);
 
-// The step of `group` with its product, laid out as lay_out_epilogue's `operand_at` and
-// `result` say; `context`: the product node's. A group that cannot take the product's
-// blocks (it reduces whole rows and the product's threads split the columns) runs after
-// the product, as one step still.
+// The step of `group` with its product, laid out as lay_out_epilogue's `operand_at`,
+// `result` and `widened` say; `context`: the product node's. A group that cannot take
+// the product's blocks (it reduces whole rows and the product's threads split the
+// columns) runs after the product, as one step still.
 MultiStep make_epilogue_step(const StepContext& context, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
-                             std::vector<size_t> operand_at, size_t result, SharedScratch* scratch);
+                             std::vector<size_t> operand_at, size_t result, bool widened, SharedScratch* scratch);
 
 }  // namespace sx::device::cpu

@@ -414,7 +414,8 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
       threads_(1),
       scratch_(scratch ? scratch : &own_scratch_),
       first_slot_(first_slot),
-      narrow_bf16_rows_(tile_kernels_for(kernels.isa).narrow_bf16_rows) {
+      narrow_bf16_rows_(tile_kernels_for(kernels.isa).narrow_bf16_rows),
+      round_bf16_rows_(tile_kernels_for(kernels.isa).round_bf16_rows) {
   int mr = kernels.mr, nr = kernels.nr;
   // K in as few blocks as the host's L2 allows (block_words), of equal length: each
   // block costs a pass that loads and stores every tile of C. Blocks are whole
@@ -472,8 +473,10 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
   }
 }
 
-void Gemm::run(MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rounded, const BlockDone* done) {
+void Gemm::run(MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rounded, const BlockDone* done,
+               bool rounded_in_c) {
   assert(a.bf16 == bf16_ && b.bf16 == bf16_ && !a.from_f32 && (!b.from_f32 || amx_));
+  assert(!rounded_in_c || (bf16_ && !rounded));
   assert(!done || !done->whole_rows || !splits_columns());
   if (m_ == 0 || n_ == 0) return;
   int mr = kernels_.mr, nr = kernels_.nr;
@@ -488,17 +491,21 @@ void Gemm::run(MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rou
   parallel_for(threads_, threads_, [&](int64_t begin, int64_t end) {
     SubnormalsFlushed flushed(bf16_);
     for (int64_t index = begin; index < end; ++index) {
-      const Finish finish{
-          .rounded = rounded, .done = done, .part = static_cast<int>(index), .caller_csr = flushed.saved()};
+      const Finish finish{.rounded = rounded,
+                          .widened = rounded_in_c ? c : nullptr,
+                          .done = done,
+                          .part = static_cast<int>(index),
+                          .caller_csr = flushed.saved()};
       run_region(region(static_cast<int>(index)), a, b, c, ldc, finish,
                  scratch_->slots[static_cast<size_t>(first_slot_ + index)]);
     }
   });
 }
 
-void Gemm::round_block(const float* c, int64_t ldc, graph::Bf16* rounded, int64_t row, int64_t rows, int64_t col,
-                       int64_t cols) const {
-  narrow_bf16_rows_(c + row * ldc + col, ldc, rounded + row * ldc + col, ldc, rows, cols);
+void Gemm::round_block(const Finish& finish, const float* values, int64_t ld, int64_t ldc, int64_t row, int64_t rows,
+                       int64_t col, int64_t cols) const {
+  if (finish.widened) round_bf16_rows_(values, ld, finish.widened + row * ldc + col, ldc, rows, cols);
+  else narrow_bf16_rows_(values, ld, finish.rounded + row * ldc + col, ldc, rows, cols);
 }
 
 void Gemm::block_done(const Finish& finish, int64_t row, int64_t rows, int64_t col, int64_t cols) const {
@@ -536,7 +543,10 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
     case RegionPath::packed: return packed_region(region, a, b, c, ldc, finish, ws);
   }
   // The paths that take the region whole: rounded and handed on after.
-  if (finish.rounded) round_block(c, ldc, finish.rounded, region.row_begin, rows, region.col_begin, cols);
+  if (finish.rounds()) {
+    round_block(finish, c + region.row_begin * ldc + region.col_begin, ldc, ldc, region.row_begin, rows,
+                region.col_begin, cols);
+  }
   if (finish.done) block_done(finish, region.row_begin, rows, region.col_begin, cols);
 }
 
@@ -545,7 +555,7 @@ void Gemm::amx_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
   // Each block is rounded and handed on as the tiles finish it, while it is in cache; a
   // rounded product's f32 sums need not reach C at all.
   const auto finished = [&](int64_t row, int64_t height, int64_t col, int64_t span, const float* values, int64_t ld) {
-    if (finish.rounded) narrow_bf16_rows_(values, ld, finish.rounded + row * ldc + col, ldc, height, span);
+    if (finish.rounds()) round_block(finish, values, ld, ldc, row, height, col, span);
     if (finish.done) block_done(finish, row, height, col, span);
   };
   const AmxFinished blocks{
@@ -553,15 +563,15 @@ void Gemm::amx_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
                  int64_t ld) { (*static_cast<const decltype(finished)*>(callable))(row, rows, col, cols, values, ld); },
       .callable = &finished,
       .whole_rows = finish.done && finish.done->whole_rows,
-      .keeps_c = finish.rounded == nullptr};
+      .keeps_c = !finish.rounds(),
+      .by_tiles = finish.done == nullptr};
   amx_product(a, b, k_, region.row_begin, region.row_end - region.row_begin, region.col_begin,
-              region.col_end - region.col_begin, c, ldc, ws.amx, finish.rounded || finish.done ? &blocks : nullptr);
+              region.col_end - region.col_begin, c, ldc, ws.amx, finish.rounds() || finish.done ? &blocks : nullptr);
 }
 
 void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, const Finish& finish,
                          Workspace& ws) {
   const int mr = kernels_.mr, nr = kernels_.nr, width = kernels_.width;
-  graph::Bf16* const rounded = finish.rounded;
   const int64_t rows = region.row_end - region.row_begin;
   // Rows that fit one block of A are packed once, for every panel of B;
   // the panels are then small enough to stay in L2 while they are used.
@@ -571,7 +581,7 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
   const auto& tiles = pairs_ ? kernels_.pair_tiles : kernels_.tiles;
   // One block of K: a tile's sums are done where it computes them, and only their
   // rounded values go to memory.
-  const bool rounded_only = rounded && words_ <= kc_;
+  const bool rounded_only = finish.rounds() && words_ <= kc_;
   // An epilogue takes each block of rows, its panel's columns, as its last block of K
   // finishes: its packed A is not read again. (Where A is resident, the panels of B
   // still to come read it; an epilogue's reads and writes between them pushed it out of
@@ -665,7 +675,7 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
             if (rounded_only) {
               float* tile = ws.tile.data();
               compute(tile, nr, false);
-              narrow_bf16_rows_(tile, nr, rounded + (ic + ir) * ldc + jc + jr, ldc, height, cols);
+              round_block(finish, tile, nr, ldc, ic + ir, height, jc + jr, cols);
               continue;
             }
             // The next tile's rows of C, while this one computes: its loads
@@ -684,7 +694,7 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
               kernel(kcur, ap, bp, nr, tile, nr, accumulate);
               for (int i = 0; i < height; ++i) std::copy(tile + i * nr, tile + i * nr + cols, cp + i * ldc);
             }
-            if (rounded && last) round_block(c, ldc, rounded, ic + ir, height, jc + jr, cols);
+            if (finish.rounds() && last) round_block(finish, cp, ldc, ldc, ic + ir, height, jc + jr, cols);
           }
         }
         if (by_block && last) block_done(finish, ic, mcur, jc, ncur);

@@ -132,7 +132,7 @@ struct AmxBuffers {
   std::vector<uint16_t> a, b;
   std::vector<uint16_t> rounded;  // two rows of an f32 B (MatrixRef::from_f32) rounded, as B is packed
   std::vector<float> sums;        // 32 rows of a panel's sums, where they need not go to C
-  std::vector<float> block;       // a block of 32 x 32 partly past C's edge
+  std::vector<float> block;       // a block of 32 x 32 partly past C's edge, or handed on alone (by_tiles)
   // Sizes them for amx_product over `k` steps and `cols` columns (a Gemm that runs on
   // AMX does it when it is made, so that its runs allocate nothing and the plan's
   // scratch counts them).
@@ -152,6 +152,9 @@ struct AmxFinished {
   const void* callable = nullptr;
   bool whole_rows = false;  // every block spans all the columns asked for
   bool keeps_c = true;
+  // Each 2 x 2 block of tiles may be handed on alone, as soon as it is done (a rounding
+  // with no epilogue): its sums then never leave L1.
+  bool by_tiles = false;
 
   void operator()(int64_t row, int64_t rows, int64_t col, int64_t cols, const float* values, int64_t ld) const {
     call(callable, row, rows, col, cols, values, ld);
@@ -218,8 +221,10 @@ BlockDone blocks_to(const F& f, bool whole_rows) {
 // row stride ldc. With `rounded`, C is also written there rounded to bf16 (same
 // row stride), each tile as soon as its sums are done, while it is in cache: a
 // pass over all of C afterwards would read it back from memory (gpt-small's bf16
-// gradient rounds 29M values a step). run is not reentrant: one call at a time (a
-// plan runs one call at a time).
+// gradient rounds 29M values a step). With `rounded_in_c` instead (bf16), C's sums are
+// rounded so and left in C as f32, each the bits of its bf16 value widened: a product
+// that only a cast to f32 reads, in one pass. run is not reentrant: one call at a time
+// (a plan runs one call at a time).
 class Gemm {
  public:
   Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int threads, bool bf16,
@@ -228,7 +233,7 @@ class Gemm {
   Gemm& operator=(const Gemm&) = delete;
   // With `done`, called on every block of C as it is finished.
   void run(MatrixRef a, MatrixRef b, float* c, int64_t ldc, graph::Bf16* rounded = nullptr,
-           const BlockDone* done = nullptr);
+           const BlockDone* done = nullptr, bool rounded_in_c = false);
 
   int threads() const { return threads_; }
   // Whether threads take parts of C's columns: then no block is a whole row.
@@ -239,13 +244,16 @@ class Gemm {
   struct Region {
     int64_t row_begin, row_end, col_begin, col_end;
   };
-  // Where a region's finished blocks go: rounded to bf16, and to an epilogue, on the
-  // thread running part `part`; `caller_csr`, the MXCSR the epilogue runs with.
+  // Where a region's finished blocks go: rounded to bf16 (to `rounded`, or widened to
+  // `widened`, which is C), and to an epilogue, on the thread running part `part`;
+  // `caller_csr`, the MXCSR the epilogue runs with.
   struct Finish {
     graph::Bf16* rounded;
+    float* widened;
     const BlockDone* done;
     int part;
     unsigned caller_csr;
+    bool rounds() const { return rounded != nullptr || widened != nullptr; }
   };
   // The ways a region of C is computed: no steps of K (zeros), AMX's tiles, a few rows
   // with B read where it lies (in place), fewer rows than a tile (streamed), or B and A
@@ -262,9 +270,10 @@ class Gemm {
                      Workspace& ws);
   // Calls finish.done on a block, with the caller's MXCSR.
   void block_done(const Finish& finish, int64_t row, int64_t rows, int64_t col, int64_t cols) const;
-  // C's rows [row, row + rows) and columns [col, col + cols) to `rounded`.
-  void round_block(const float* c, int64_t ldc, graph::Bf16* rounded, int64_t row, int64_t rows, int64_t col,
-                   int64_t cols) const;
+  // The sums of C's rows [row, row + rows) and columns [col, col + cols), at `values`
+  // (row stride ld, maybe C itself), rounded to where `finish` says (row stride ldc).
+  void round_block(const Finish& finish, const float* values, int64_t ld, int64_t ldc, int64_t row, int64_t rows,
+                   int64_t col, int64_t cols) const;
   // A few slivers of rows (kInPlaceSlivers), f32 B with unit column stride or
   // bf16 B (widened kInPlaceDepth rows at a time): A packed whole, B read where
   // it lies by the tiles, kInPlaceDepth steps of K at a time; the columns past
@@ -296,9 +305,10 @@ class Gemm {
   GemmScratch own_scratch_;            // when made without a shared one
   GemmScratch* scratch_;               // own_scratch_ or the shared one
   int first_slot_;
-  // The instruction set's rounding (TileKernels::narrow_bf16_rows).
+  // The instruction set's rounding (TileKernels::narrow_bf16_rows, round_bf16_rows).
   void (*narrow_bf16_rows_)(const float* x, int64_t x_stride, graph::Bf16* o, int64_t o_stride, int64_t rows,
                             int64_t n);
+  void (*round_bf16_rows_)(const float* x, int64_t x_stride, float* o, int64_t o_stride, int64_t rows, int64_t n);
 };
 
 }  // namespace sx::device::cpu

@@ -15,7 +15,8 @@
 // at most kPanel); rows 32 at a time (two tiles of A a chunk, read
 // in place where A's rows allow it, else packed); C in 2 x 2 tiles that stay in tile
 // registers over all of K, so that each is stored once, and each 32 rows of a panel
-// are done (rounded, and handed to an epilogue) while they are in cache.
+// are done (rounded, and handed to an epilogue) while they are in cache; rounded with
+// no epilogue, each 2 x 2 block as soon as it is stored, while it is in L1.
 // Compiled with AVX-512 (F, BW, VL) and AMX; called only where host_runs_amx().
 #include <immintrin.h>
 #include <sys/syscall.h>
@@ -274,6 +275,7 @@ void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row,
   // memory and back for nothing (4 of gpt-large's 9 ms for a 3072 x 128 x 768 weight
   // gradient).
   const bool in_sums = finished && !finished->keeps_c && !rows_at_end;
+  const bool by_tiles = in_sums && finished->by_tiles;
   buffers.reserve(k, cols);
   float* block = buffers.block.data();
   const int64_t chunks = (k + kChunk - 1) / kChunk;
@@ -293,9 +295,11 @@ void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row,
       for (int64_t t = 0; t < tiles; t += 2) {
         const int64_t j = jc + t * kTile, width = std::min(kBlockCols, col + cols - j);
         const bool whole = height == kBlockRows && width == kBlockCols;
-        // To the sums' block, or to C: a block partly past C's edge through buffers.block.
-        float* target = in_sums ? buffers.sums.data() + t * kTile : whole ? c + ic * ldc + j : block;
-        const int64_t ld = in_sums ? sums_ld : whole ? ldc : kBlockCols;
+        // To the sums' block, or to C: a block partly past C's edge, or handed on by
+        // tiles, through buffers.block.
+        const bool to_block = by_tiles || (!in_sums && !whole);
+        float* target = to_block ? block : in_sums ? buffers.sums.data() + t * kTile : c + ic * ldc + j;
+        const int64_t ld = to_block ? kBlockCols : in_sums ? sums_ld : ldc;
         const int64_t stride = ld * static_cast<int64_t>(sizeof(float));
         _tile_zero(0);
         _tile_zero(1);
@@ -322,10 +326,13 @@ void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row,
         _tile_stored(1, target + kTile, stride);
         _tile_stored(2, target + kTile * ld, stride);
         _tile_stored(3, target + kTile * ld + kTile, stride);
-        if (!in_sums && !whole) {
+        if (by_tiles) {
+          (*finished)(ic, height, j, width, block, kBlockCols);
+        } else if (!in_sums && !whole) {
           for (int64_t i = 0; i < height; ++i) std::copy_n(block + i * ld, width, c + (ic + i) * ldc + j);
         }
       }
+      if (by_tiles) continue;  // handed on already
       if (in_sums) (*finished)(ic, height, jc, panel, buffers.sums.data(), sums_ld);
       else if (finished && !rows_at_end) (*finished)(ic, height, jc, panel, c + ic * ldc + jc, ldc);
     }

@@ -11,7 +11,8 @@
 // operand that is a transpose (a gradient's x^T, attention's heads) is read
 // through its input's strides rather than copied. A product that one fused chain
 // alone reads runs in that chain's step (epilogue.h): its GEMM hands the chain each
-// block of the result as it finishes it.
+// block of the result as it finishes it. A bf16 product that only a cast to f32 reads
+// writes that cast's output itself, each sum rounded to bf16 and widened back.
 #include <memory>
 #include <optional>
 
@@ -93,6 +94,7 @@ struct FloatMatmul {
   OperandLayout a_layout, b_layout;
   bool bf16;
   bool b_from_f32 = false;                   // B is an f32 weight the product rounds (a cast it absorbs)
+  bool widened = false;                      // bf16 written as f32, each value widened (epilogue.h)
   std::vector<std::unique_ptr<Gemm>> gemms;  // one, or one per thread when entries are spread
   // Where a bf16 product's f32 sums wait to be rounded (which the GEMM does tile by
   // tile): the plan's, shared by its products, or own_scratch.
@@ -113,8 +115,9 @@ struct FloatMatmul {
   // counted over the batch entries in order.
   void run(const uint8_t* a, const uint8_t* b, uint8_t* out, const BlockDone* done) {
     size_t elem = bf16 ? sizeof(graph::Bf16) : sizeof(float), b_elem = b_from_f32 ? sizeof(float) : elem;
-    float* c = reinterpret_cast<float*>(bf16 ? scratch->product.data.get() : out);
-    auto* rounded = bf16 ? reinterpret_cast<graph::Bf16*>(out) : nullptr;
+    const bool to_bf16 = bf16 && !widened;
+    float* c = reinterpret_cast<float*>(to_bf16 ? scratch->product.data.get() : out);
+    auto* rounded = to_bf16 ? reinterpret_cast<graph::Bf16*>(out) : nullptr;
     auto entry = [&](Gemm& gemm, int part, int64_t e) {
       MatrixRef ra{.data = a + static_cast<size_t>(a_layout.offset + offset_of(a_layout, e)) * elem,
                    .rows = a_layout.rows,
@@ -127,7 +130,7 @@ struct FloatMatmul {
                    .from_f32 = b_from_f32};
       graph::Bf16* entry_rounded = rounded ? rounded + e * m * n : nullptr;
       if (!done) {
-        gemm.run(ra, rb, c + e * m * n, n, entry_rounded);
+        gemm.run(ra, rb, c + e * m * n, n, entry_rounded, nullptr, widened);
         return;
       }
       // The entry's parts are the gemm's own (one gemm) or the entry's (one a thread).
@@ -135,7 +138,7 @@ struct FloatMatmul {
         (*done)(part + gemm_part, e * m + row, rows, col, cols);
       };
       const BlockDone entry_done = blocks_to(to_entry, done->whole_rows);
-      gemm.run(ra, rb, c + e * m * n, n, entry_rounded, &entry_done);
+      gemm.run(ra, rb, c + e * m * n, n, entry_rounded, &entry_done, widened);
     };
     if (gemms.size() == 1) {
       for (int64_t e = 0; e < batch; ++e) entry(*gemms[0], 0, e);
@@ -265,7 +268,7 @@ int absorbs_operand(const graph::Graph& graph, const graph::Node& node, size_t i
 
 }  // namespace
 
-std::optional<ProductStep> make_product_step(const StepContext& c, const graph::Node& node) {
+std::optional<ProductStep> make_product_step(const StepContext& c, const graph::Node& node, bool widened) {
   const ProductSize size = product_size(c, node);
   if ((node.dtype != DType::f32 && node.dtype != DType::bf16) || size.batch == 0 || size.m == 0 || size.n == 0) {
     return std::nullopt;
@@ -273,6 +276,7 @@ std::optional<ProductStep> make_product_step(const StepContext& c, const graph::
   const int threads = size.threads;
   auto mm = std::make_shared<FloatMatmul>();
   mm->bf16 = node.dtype == DType::bf16;
+  mm->widened = widened && mm->bf16;
   mm->b_from_f32 = c.absorbs_cast(1);
   mm->k = size.k;
   mm->n = size.n;
@@ -297,7 +301,8 @@ std::optional<ProductStep> make_product_step(const StepContext& c, const graph::
   } else {
     mm->gemms.push_back(std::make_unique<Gemm>(c.kernels, mm->m, size.n, size.k, threads, mm->bf16, mm->scratch));
   }
-  if (mm->bf16) mm->scratch->product.reserve(static_cast<size_t>(size.batch * size.m * size.n) * sizeof(float));
+  if (mm->bf16 && !mm->widened)
+    mm->scratch->product.reserve(static_cast<size_t>(size.batch * size.m * size.n) * sizeof(float));
   const bool one = mm->gemms.size() == 1;
   return ProductStep{.run = [mm](const uint8_t* a, const uint8_t* b, uint8_t* out,
                                  const BlockDone* done) { mm->run(a, b, out, done); },
