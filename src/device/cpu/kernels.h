@@ -202,4 +202,17 @@ bool runs_composite(const graph::Graph& graph, const graph::Node& node);
 // (out[0]), the rows computed in the context's scratch.
 MultiStep make_composite_rounding_step(const StepContext& context, const graph::Node& node, bool writes_output);
 
+// Whether the gradient with respect to x of composite `forward` with `attrs` (its node's,
+// axes normalized), given the cotangent of its value, runs by its kernel
+// (composite_gradient.cc): softmax and log_softmax over contiguous rows, gelu of either
+// form, x of f32 or bf16 and the cotangent of x's dtype and shape.
+bool runs_composite_gradient(graph::PrimId forward, const graph::Attrs& attrs, const graph::Node& x,
+                             const graph::Node& cotangent);
+
+// The step of that gradient (one runs_composite_gradient takes): in[0] x, in[1] the
+// cotangent; out, the gradient, of x's dtype and shape. It gives the bits the plan gives
+// for what autodiff builds through the composite's decomposition.
+Step make_composite_gradient_step(const StepContext& context, graph::PrimId forward, const graph::Attrs& attrs,
+                                  const graph::Node& x);
+
 }  // namespace sx::device::cpu

@@ -10,9 +10,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <limits>
 #include <random>
 
+#include "composite_values.h"
 #include "device/cpu/cpu.h"
 #include "device/cpu/isa.h"
 #include "device/cpu/kernels.h"
@@ -57,29 +57,6 @@ std::vector<Form> forms() {
     }
   }
   return all;
-}
-
-// Rows of x: normal values, and rows at the edges.
-Tensor rows_of_values(DType dtype, int64_t rows, int64_t length, std::mt19937& random) {
-  constexpr double kInfinity = std::numeric_limits<double>::infinity();
-  std::normal_distribution<double> normal(0.0, 2.0);
-  std::vector<double> v(static_cast<size_t>(rows * length));
-  for (int64_t r = 0; r < rows; ++r) {
-    double* row = v.data() + r * length;
-    for (int64_t i = 0; i < length; ++i) row[i] = normal(random);
-    switch (r % 6) {
-      case 1: row[length / 2] = -kInfinity; break;
-      case 2: std::fill(row, row + length, 1.25); break;  // ties
-      case 3:
-        for (int64_t i = 0; i < length; ++i) row[i] *= 1e18;  // large magnitudes
-        row[0] = 3e38;
-        break;
-      case 4: row[length - 1] = std::numeric_limits<double>::quiet_NaN(); break;
-      case 5: std::fill(row, row + length, -kInfinity); break;
-      default: break;
-    }
-  }
-  return Tensor::from_doubles(dtype, {rows, length}, v);
 }
 
 // A weight or a bias.

@@ -1,0 +1,193 @@
+// Kernels of the composites' gradients with respect to their input x, given the
+// cotangent g of their value: softmax and log_softmax over rows, gelu (both forms), in
+// f32 and bf16. Each gives the bits of what reverse-mode autodiff (graph/autodiff.cc)
+// builds walking back through the composite's decomposition with cotangent g, as the
+// plan runs it: every node's formula in its order, operands in their order, each
+// intermediate rounded to the node's dtype, each literal as its cast rounds it, each
+// row's max and sums in row_reduce.h's order. The softmaxes recompute a row's max, exp
+// and sum from x (composite.cc's way); the exp, and gelu's gradient whole, run in
+// registers on the plan's instruction set (composite_lanes.h), the rest in loops the
+// compiler vectorizes. A row is computed in the output's row and a block of kBlock
+// floats on the stack, so a run allocates nothing; threads take whole rows.
+#include <cmath>
+#include <numbers>
+#include <string>
+
+#include "device/cpu/kernels.h"
+#include "device/cpu/kernels/composite_rows.h"
+#include "device/cpu/products/gemm.h"
+#include "graph/prims/scalar.h"
+
+namespace sx::device::cpu {
+namespace {
+
+using composite_rows::Block;
+using composite_rows::blocked_row_sum;
+using composite_rows::by_float_dtype;
+using composite_rows::kBlock;
+using composite_rows::kLanesBf16;
+using composite_rows::literal_in;
+using composite_rows::rounded;
+using composite_rows::Rows;
+using composite_rows::rows_of;
+using composite_rows::shifted_exp_row;
+using composite_rows::softmax_row_length;
+using graph::DType;
+using graph::PrimId;
+namespace scalar = graph::prims::scalar;
+
+// softmax: y = e / s, e = exp(x - max x), s = sum e; the gradient
+// (g / s + sum(-((g y) / s))) e, each row's sum after its e.
+template <class S>
+void softmax_gradient_row(const S* x, const S* g, S* dx, int64_t n, const MathKernels* math, float* block) {
+  const float total = shifted_exp_row(x, dx, n, math, block);
+  const float through_total = rounded<S>(blocked_row_sum(n, block, [&](int64_t begin, int64_t count, float* into) {
+    for (int64_t i = 0; i < count; ++i) {
+      const float y = rounded<S>(static_cast<float>(dx[begin + i]) / total);
+      into[i] = -rounded<S>(rounded<S>(static_cast<float>(g[begin + i]) * y) / total);
+    }
+  }));
+  for (int64_t i = 0; i < n; ++i) {
+    const float through_e = rounded<S>(rounded<S>(static_cast<float>(g[i]) / total) + through_total);
+    dx[i] = S(through_e * static_cast<float>(dx[i]));
+  }
+}
+
+// log_softmax: y = x - (m + log s), the shift m = max x held constant; the gradient
+// g + (sum(-g) / s) e.
+template <class S>
+void log_softmax_gradient_row(const S* x, const S* g, S* dx, int64_t n, const MathKernels* math, float* block) {
+  const float total = shifted_exp_row(x, dx, n, math, block);
+  const float minus_g = rounded<S>(blocked_row_sum(n, block, [&](int64_t begin, int64_t count, float* into) {
+    for (int64_t i = 0; i < count; ++i) into[i] = -static_cast<float>(g[begin + i]);
+  }));
+  const float through_total = rounded<S>(minus_g / total);
+  for (int64_t i = 0; i < n; ++i) {
+    dx[i] = S(static_cast<float>(g[i]) + rounded<S>(through_total * static_cast<float>(dx[i])));
+  }
+}
+
+template <class S>
+Step softmax_gradient_step(const Rows& r, const MathKernels* math, bool log) {
+  return [r, math, log](const uint8_t* const* in, uint8_t* out) {
+    const S* x = reinterpret_cast<const S*>(in[0]);
+    const S* g = reinterpret_cast<const S*>(in[1]);
+    S* dx = reinterpret_cast<S*>(out);
+    parallel_for(r.rows, r.threads, [&](int64_t begin, int64_t end) {
+      Block storage;
+      for (int64_t row = begin; row < end; ++row) {
+        const int64_t at = row * r.length;
+        if (log) log_softmax_gradient_row(x + at, g + at, dx + at, r.length, math, storage.floats);
+        else softmax_gradient_row(x + at, g + at, dx + at, r.length, math, storage.floats);
+      }
+    });
+  };
+}
+
+// The scalar formulas of graph/prims/scalar.h, which gelu_gradient takes on one float.
+struct ScalarFunctions {
+  static float tanh(float x) { return scalar::Tanh{}(x); }
+  static float erf(float x) { return scalar::Erf{}(x); }
+  static float exp(float x) { return scalar::Exp{}(x); }
+};
+
+// dx = gelu's gradient at x times g over n floats: whole vectors in registers where the
+// instruction set has them, the rest one float at a time (the same bits).
+template <bool Tanh, bool Bf16>
+void gelu_gradient_floats(const float* x, const float* g, float* dx, int64_t n, const GeluGradientConstants& k,
+                          const MathKernels* math) {
+  const int64_t whole = math == nullptr ? 0 : n - n % math->width;
+  if (whole > 0) math->composite.gelu_gradient[Tanh ? 0 : 1][Bf16](x, g, dx, whole, k);
+  for (int64_t i = whole; i < n; ++i) {
+    dx[i] = gelu_gradient<graph::lane_math::ScalarLanes, ScalarFunctions, Tanh, Bf16>(x[i], g[i], k);
+  }
+}
+
+// A block of gelu's gradient: of f32 in place; of bf16 widened into floats on the stack.
+template <class S, bool Tanh>
+void gelu_gradient_block(const S* x, const S* g, S* dx, int64_t n, const GeluGradientConstants& k,
+                         const MathKernels* math, float* x_floats, float* g_floats) {
+  if constexpr (std::is_same_v<S, float>) {
+    gelu_gradient_floats<Tanh, false>(x, g, dx, n, k, math);
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      x_floats[i] = static_cast<float>(x[i]);
+      g_floats[i] = static_cast<float>(g[i]);
+    }
+    gelu_gradient_floats<Tanh, true>(x_floats, g_floats, x_floats, n, k, math);
+    for (int64_t i = 0; i < n; ++i) dx[i] = S(x_floats[i]);
+  }
+}
+
+template <class S, bool Tanh>
+Step gelu_gradient_step(int64_t n, int threads, GeluGradientConstants k, const MathKernels* math) {
+  return [n, threads, k, math](const uint8_t* const* in, uint8_t* out) {
+    const S* x = reinterpret_cast<const S*>(in[0]);
+    const S* g = reinterpret_cast<const S*>(in[1]);
+    S* dx = reinterpret_cast<S*>(out);
+    parallel_for((n + kBlock - 1) / kBlock, threads, [&](int64_t begin, int64_t end) {
+      Block x_floats, g_floats;
+      for (int64_t blk = begin; blk < end; ++blk) {
+        const int64_t at = blk * kBlock;
+        gelu_gradient_block<S, Tanh>(x + at, g + at, dx + at, std::min(kBlock, n - at), k, math, x_floats.floats,
+                                     g_floats.floats);
+      }
+    });
+  };
+}
+
+// Work per element in adds: a row's exp and a few operations; gelu's gradient's one
+// transcendental function and a score of operations.
+constexpr int64_t kRowGradientWork = kCostly + 8, kGeluGradientWork = 2 * kCostly;
+
+Step make_softmax_gradient(const StepContext& c, bool log, const graph::Attrs& attrs, const graph::Node& x) {
+  const Rows r = rows_of(c, x, *softmax_row_length(x, attrs.get_ints("axes")), kRowGradientWork);
+  const MathKernels* math = math_kernels_for(c.kernels.isa);
+  return by_float_dtype(
+      x.dtype, [&](auto types) { return softmax_gradient_step<typename decltype(types)::storage>(r, math, log); });
+}
+
+Step make_gelu_gradient(const StepContext& c, const graph::Attrs& attrs, const graph::Node& x) {
+  const int64_t n = graph::numel(x.shape);
+  const int threads = threads_for(n * kGeluGradientWork, c.cores);
+  const bool tanh = attrs.get_string("form") == "tanh";
+  const DType dtype = x.dtype;
+  const GeluGradientConstants k{.gelu = {.cubic = literal_in(dtype, 0.044715),
+                                         .scale = literal_in(dtype, tanh ? 0.7978845608028654 : 0.7071067811865476),
+                                         .one = literal_in(dtype, 1),
+                                         .half = literal_in(dtype, 0.5)},
+                                // erf's gradient rule's literal (graph/prims/unary.cc), computed as it computes it
+                                .two_over_root_pi = literal_in(dtype, 2.0 / std::sqrt(std::numbers::pi))};
+  const MathKernels* math = math_kernels_for(c.kernels.isa);
+  return by_float_dtype(dtype, [&](auto types) {
+    using S = typename decltype(types)::storage;
+    return tanh ? gelu_gradient_step<S, true>(n, threads, k, math) : gelu_gradient_step<S, false>(n, threads, k, math);
+  });
+}
+
+}  // namespace
+
+bool runs_composite_gradient(PrimId forward, const graph::Attrs& attrs, const graph::Node& x,
+                             const graph::Node& cotangent) {
+  if ((x.dtype != DType::f32 && x.dtype != DType::bf16) || cotangent.dtype != x.dtype || cotangent.shape != x.shape) {
+    return false;
+  }
+  switch (forward) {
+    case PrimId::softmax:
+    case PrimId::log_softmax: return attrs.has("axes") && softmax_row_length(x, attrs.get_ints("axes")).has_value();
+    case PrimId::gelu: {
+      if (!attrs.has("form")) return false;
+      const std::string& form = attrs.get_string("form");
+      return form == "tanh" || form == "erf";
+    }
+    default: return false;
+  }
+}
+
+Step make_composite_gradient_step(const StepContext& context, PrimId forward, const graph::Attrs& attrs,
+                                  const graph::Node& x) {
+  if (forward == PrimId::gelu) return make_gelu_gradient(context, attrs, x);
+  return make_softmax_gradient(context, forward == PrimId::log_softmax, attrs, x);
+}
+
+}  // namespace sx::device::cpu
