@@ -23,6 +23,7 @@ namespace {
 
 using composite_rows::Block;
 using composite_rows::blocked_row_sum;
+using composite_rows::by_blocks;
 using composite_rows::by_float_dtype;
 using composite_rows::kBlock;
 using composite_rows::kLanesBf16;
@@ -36,35 +37,85 @@ using graph::DType;
 using graph::PrimId;
 namespace scalar = graph::prims::scalar;
 
+// The blocks a thread holds while it computes a row: a sum's terms, and a bf16 row's e
+// and g widened to floats.
+struct RowBlocks {
+  Block terms, e, g;
+};
+
+// out[i] = f(e[i], g[i]) for i < n: by `kernel` (on floats, over whole vectors) where the
+// instruction set has one, a bf16 row widened a block at a time; the rest by
+// formula(from, to) over [from, n) (the same bits). out may be e.
+template <class S, class Out, class Kernel, class Formula>
+void pairs_by_lanes(const S* e, const S* g, Out* out, int64_t n, const MathKernels* math, RowBlocks& blocks,
+                    Kernel kernel, Formula formula) {
+  const int64_t whole = math == nullptr ? 0 : n - n % math->width;
+  if constexpr (std::is_same_v<S, float> && std::is_same_v<Out, float>) {
+    if (whole > 0) kernel(e, g, out, whole);
+  } else {
+    by_blocks(whole, [&](int64_t begin, int64_t end) {
+      for (int64_t i = 0; i < end - begin; ++i) {
+        blocks.e.floats[i] = static_cast<float>(e[begin + i]);
+        blocks.g.floats[i] = static_cast<float>(g[begin + i]);
+      }
+      kernel(blocks.e.floats, blocks.g.floats, blocks.e.floats, end - begin);
+      for (int64_t i = 0; i < end - begin; ++i) out[begin + i] = Out(blocks.e.floats[i]);
+    });
+  }
+  formula(whole, n);
+}
+
 // softmax: y = e / s, e = exp(x - max x), s = sum e; the gradient
 // (g / s + sum(-((g y) / s))) e, each row's sum after its e.
 template <class S>
-void softmax_gradient_row(const S* x, const S* g, S* dx, int64_t n, const MathKernels* math, float* block) {
-  const float total = shifted_exp_row(x, dx, n, math, block);
-  const float through_total = rounded<S>(blocked_row_sum(n, block, [&](int64_t begin, int64_t count, float* into) {
-    for (int64_t i = 0; i < count; ++i) {
-      const float y = rounded<S>(static_cast<float>(dx[begin + i]) / total);
-      into[i] = -rounded<S>(rounded<S>(static_cast<float>(g[begin + i]) * y) / total);
-    }
-  }));
-  for (int64_t i = 0; i < n; ++i) {
-    const float through_e = rounded<S>(rounded<S>(static_cast<float>(g[i]) / total) + through_total);
-    dx[i] = S(through_e * static_cast<float>(dx[i]));
-  }
+void softmax_gradient_row(const S* x, const S* g, S* dx, int64_t n, const MathKernels* math, RowBlocks& blocks) {
+  const float total = shifted_exp_row(x, dx, n, math, blocks.e.floats);
+  const float through_total =
+      rounded<S>(blocked_row_sum(n, blocks.terms.floats, [&](int64_t at, int64_t count, float* into) {
+        pairs_by_lanes(
+            dx + at, g + at, into, count, math, blocks,
+            [&](const float* e, const float* cotangent, float* out, int64_t whole) {
+              math->composite.softmax_terms[kLanesBf16<S>](e, cotangent, out, whole, total, 0);
+            },
+            [&](int64_t from, int64_t to) {
+              for (int64_t i = from; i < to; ++i) {
+                const float y = rounded<S>(static_cast<float>(dx[at + i]) / total);
+                into[i] = -rounded<S>(rounded<S>(static_cast<float>(g[at + i]) * y) / total);
+              }
+            });
+      }));
+  pairs_by_lanes(
+      dx, g, dx, n, math, blocks,
+      [&](const float* e, const float* cotangent, float* out, int64_t whole) {
+        math->composite.softmax_gradient[kLanesBf16<S>](e, cotangent, out, whole, total, through_total);
+      },
+      [&](int64_t from, int64_t to) {
+        for (int64_t i = from; i < to; ++i) {
+          const float through_e = rounded<S>(rounded<S>(static_cast<float>(g[i]) / total) + through_total);
+          dx[i] = S(through_e * static_cast<float>(dx[i]));
+        }
+      });
 }
 
 // log_softmax: y = x - (m + log s), the shift m = max x held constant; the gradient
 // g + (sum(-g) / s) e.
 template <class S>
-void log_softmax_gradient_row(const S* x, const S* g, S* dx, int64_t n, const MathKernels* math, float* block) {
-  const float total = shifted_exp_row(x, dx, n, math, block);
-  const float minus_g = rounded<S>(blocked_row_sum(n, block, [&](int64_t begin, int64_t count, float* into) {
-    for (int64_t i = 0; i < count; ++i) into[i] = -static_cast<float>(g[begin + i]);
+void log_softmax_gradient_row(const S* x, const S* g, S* dx, int64_t n, const MathKernels* math, RowBlocks& blocks) {
+  const float total = shifted_exp_row(x, dx, n, math, blocks.e.floats);
+  const float minus_g = rounded<S>(blocked_row_sum(n, blocks.terms.floats, [&](int64_t at, int64_t count, float* into) {
+    for (int64_t i = 0; i < count; ++i) into[i] = -static_cast<float>(g[at + i]);
   }));
   const float through_total = rounded<S>(minus_g / total);
-  for (int64_t i = 0; i < n; ++i) {
-    dx[i] = S(static_cast<float>(g[i]) + rounded<S>(through_total * static_cast<float>(dx[i])));
-  }
+  pairs_by_lanes(
+      dx, g, dx, n, math, blocks,
+      [&](const float* e, const float* cotangent, float* out, int64_t whole) {
+        math->composite.log_softmax_gradient[kLanesBf16<S>](e, cotangent, out, whole, total, through_total);
+      },
+      [&](int64_t from, int64_t to) {
+        for (int64_t i = from; i < to; ++i) {
+          dx[i] = S(static_cast<float>(g[i]) + rounded<S>(through_total * static_cast<float>(dx[i])));
+        }
+      });
 }
 
 template <class S>
@@ -74,11 +125,11 @@ Step softmax_gradient_step(const Rows& r, const MathKernels* math, bool log) {
     const S* g = reinterpret_cast<const S*>(in[1]);
     S* dx = reinterpret_cast<S*>(out);
     parallel_for(r.rows, r.threads, [&](int64_t begin, int64_t end) {
-      Block storage;
+      RowBlocks blocks;
       for (int64_t row = begin; row < end; ++row) {
         const int64_t at = row * r.length;
-        if (log) log_softmax_gradient_row(x + at, g + at, dx + at, r.length, math, storage.floats);
-        else softmax_gradient_row(x + at, g + at, dx + at, r.length, math, storage.floats);
+        if (log) log_softmax_gradient_row(x + at, g + at, dx + at, r.length, math, blocks);
+        else softmax_gradient_row(x + at, g + at, dx + at, r.length, math, blocks);
       }
     });
   };

@@ -1,8 +1,8 @@
 // The elementwise parts of the cpu's composite kernels (composite.cc) in registers, over
 // V (graph/prims/lane_math.h's contract), instantiated by each instruction set's vector
 // math file (vector_math.h): gelu whole, and a softmax row's shifted exp and its division;
-// gelu's gradient whole (composite_gradient.cc, which runs its formula on single floats
-// too).
+// gelu's gradient whole and the passes of a softmax's (composite_gradient.cc, which
+// runs gelu's on single floats too).
 // Each member is the operation that composite.cc's loops compute, on the same values,
 // rounded to bf16 where Bf16 (round_to_bf16, as graph::Bf16 rounds), so the bits are the
 // same.
@@ -139,6 +139,38 @@ void gelu_gradient_lanes(const float* x, const float* g, float* dx, int64_t n, c
   }
 }
 
+// The passes of a softmax's gradient over a row's e = exp(x - max x) and cotangent g, for
+// i < n (a multiple of the kernels' width), total the row's sum of e: the terms of the
+// sum through it, out = -((g (e / total)) / total); then out = (g / total + shift) e,
+// shift that sum. Of a log_softmax's: out = g + shift e, shift = sum(-g) / total.
+using RowGradientKernel = void (*)(const float* e, const float* g, float* out, int64_t n, float total, float shift);
+
+template <class V, bool Bf16>
+void softmax_terms_lanes(const float* e, const float* g, float* out, int64_t n, float total, float) {
+  const typename V::f s = V::splat(total);
+  for (int64_t i = 0; i < n; i += V::width) {
+    const typename V::f y = member<V, Bf16>(V::div(V::load(e + i), s));
+    V::store(out + i, negated<V>(member<V, Bf16>(V::div(member<V, Bf16>(V::mul(V::load(g + i), y)), s))));
+  }
+}
+
+template <class V, bool Bf16>
+void softmax_gradient_lanes(const float* e, const float* g, float* out, int64_t n, float total, float shift) {
+  const typename V::f s = V::splat(total), t = V::splat(shift);
+  for (int64_t i = 0; i < n; i += V::width) {
+    const typename V::f through_e = member<V, Bf16>(V::add(member<V, Bf16>(V::div(V::load(g + i), s)), t));
+    V::store(out + i, member<V, Bf16>(V::mul(through_e, V::load(e + i))));
+  }
+}
+
+template <class V, bool Bf16>
+void log_softmax_gradient_lanes(const float* e, const float* g, float* out, int64_t n, float, float shift) {
+  const typename V::f t = V::splat(shift);
+  for (int64_t i = 0; i < n; i += V::width) {
+    V::store(out + i, member<V, Bf16>(V::add(V::load(g + i), member<V, Bf16>(V::mul(t, V::load(e + i))))));
+  }
+}
+
 // Indexed [form][bf16]: form 0 tanh, 1 erf.
 using GeluKernels = std::array<std::array<GeluKernel, 2>, 2>;
 // Indexed [bf16].
@@ -147,9 +179,13 @@ using RowKernels = std::array<RowKernel, 2>;
 // Indexed [form][bf16], as GeluKernels.
 using GeluGradientKernels = std::array<std::array<GeluGradientKernel, 2>, 2>;
 
+// Indexed [bf16].
+using RowGradientKernels = std::array<RowGradientKernel, 2>;
+
 struct CompositeLanes {
   GeluKernels gelu{};
   GeluGradientKernels gelu_gradient{};
+  RowGradientKernels softmax_terms{}, softmax_gradient{}, log_softmax_gradient{};
   RowKernels shifted_exp{};
   RowKernels divided{};
 };
@@ -160,6 +196,9 @@ CompositeLanes make_composite_lanes() {
                     {&gelu_lanes<V, false, false>, &gelu_lanes<V, false, true>}}},
           .gelu_gradient = {{{&gelu_gradient_lanes<V, true, false>, &gelu_gradient_lanes<V, true, true>},
                              {&gelu_gradient_lanes<V, false, false>, &gelu_gradient_lanes<V, false, true>}}},
+          .softmax_terms = {&softmax_terms_lanes<V, false>, &softmax_terms_lanes<V, true>},
+          .softmax_gradient = {&softmax_gradient_lanes<V, false>, &softmax_gradient_lanes<V, true>},
+          .log_softmax_gradient = {&log_softmax_gradient_lanes<V, false>, &log_softmax_gradient_lanes<V, true>},
           .shifted_exp = {&shifted_exp_lanes<V, false>, &shifted_exp_lanes<V, true>},
           .divided = {&divided_lanes<V, false>, &divided_lanes<V, true>}};
 }
