@@ -75,11 +75,7 @@ Tensor kernel_gradient(const GradientForm& form, cpu::Isa isa, int cores, const 
 
 // Cotangents: normal values, and rows at the edges.
 Tensor cotangent_rows(DType dtype, int64_t rows, int64_t length, std::mt19937& random) {
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<double> v(static_cast<size_t>(rows * length));
-  for (int64_t r = 0; r < rows; ++r) {
-    double* row = v.data() + r * length;
-    for (int64_t i = 0; i < length; ++i) row[i] = normal(random);
+  return normal_rows(dtype, rows, length, random, 1.0, [](double* row, int64_t r, int64_t length) {
     switch (r % 4) {
       case 1:
         for (int64_t i = 0; i < length; ++i) row[i] *= 1e30;  // large magnitudes
@@ -88,8 +84,7 @@ Tensor cotangent_rows(DType dtype, int64_t rows, int64_t length, std::mt19937& r
       case 3: row[0] = std::numeric_limits<double>::quiet_NaN(); break;
       default: break;
     }
-  }
-  return Tensor::from_doubles(dtype, {rows, length}, v);
+  });
 }
 
 // Empty when each element has the bits it should, a NaN being any NaN: where two NaNs

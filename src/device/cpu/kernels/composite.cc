@@ -29,19 +29,7 @@
 namespace sx::device::cpu {
 namespace {
 
-using composite_rows::apply_fn;
-using composite_rows::Block;
-using composite_rows::blocked_row_sum;
-using composite_rows::by_float_dtype;
-using composite_rows::by_lanes;
-using composite_rows::kBlock;
-using composite_rows::kLanesBf16;
-using composite_rows::literal_in;
-using composite_rows::rounded;
-using composite_rows::Rows;
-using composite_rows::rows_of;
-using composite_rows::shifted_exp_row;
-using composite_rows::softmax_row_length;
+using namespace composite_rows;
 using graph::DType;
 using graph::PrimId;
 namespace scalar = graph::prims::scalar;

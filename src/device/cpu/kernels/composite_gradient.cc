@@ -21,21 +21,9 @@
 namespace sx::device::cpu {
 namespace {
 
-using composite_rows::Block;
-using composite_rows::blocked_row_sum;
-using composite_rows::by_blocks;
-using composite_rows::by_float_dtype;
-using composite_rows::kBlock;
-using composite_rows::kLanesBf16;
-using composite_rows::literal_in;
-using composite_rows::rounded;
-using composite_rows::Rows;
-using composite_rows::rows_of;
-using composite_rows::shifted_exp_row;
-using composite_rows::softmax_row_length;
+using namespace composite_rows;
 using graph::DType;
 using graph::PrimId;
-namespace scalar = graph::prims::scalar;
 
 // The blocks a thread holds while it computes a row: a sum's terms, and a bf16 row's e
 // and g widened to floats.
@@ -43,13 +31,17 @@ struct RowBlocks {
   Block terms, e, g;
 };
 
-// out[i] = f(e[i], g[i]) for i < n: by `kernel` (on floats, over whole vectors) where the
-// instruction set has one, a bf16 row widened a block at a time; the rest by
-// formula(from, to) over [from, n) (the same bits). out may be e.
-template <class S, class Out, class Kernel, class Formula>
+// out[i] = f(e[i], g[i]) for i < n: by the instruction set's kernel of CompositeLanes'
+// `pass` (on floats, over whole vectors, given total and shift) where it has one, a bf16
+// row widened a block at a time; the rest by formula(from, to) over [from, n) (the same
+// bits). out may be e.
+template <class S, class Out, class Formula>
 void pairs_by_lanes(const S* e, const S* g, Out* out, int64_t n, const MathKernels* math, RowBlocks& blocks,
-                    Kernel kernel, Formula formula) {
+                    RowGradientKernels CompositeLanes::*pass, float total, float shift, Formula formula) {
   const int64_t whole = math == nullptr ? 0 : n - n % math->width;
+  const auto kernel = [&](const float* e_floats, const float* g_floats, float* out_floats, int64_t count) {
+    (math->composite.*pass)[kLanesBf16<S>](e_floats, g_floats, out_floats, count, total, shift);
+  };
   if constexpr (std::is_same_v<S, float> && std::is_same_v<Out, float>) {
     if (whole > 0) kernel(e, g, out, whole);
   } else {
@@ -72,29 +64,21 @@ void softmax_gradient_row(const S* x, const S* g, S* dx, int64_t n, const MathKe
   const float total = shifted_exp_row(x, dx, n, math, blocks.e.floats);
   const float through_total =
       rounded<S>(blocked_row_sum(n, blocks.terms.floats, [&](int64_t at, int64_t count, float* into) {
-        pairs_by_lanes(
-            dx + at, g + at, into, count, math, blocks,
-            [&](const float* e, const float* cotangent, float* out, int64_t whole) {
-              math->composite.softmax_terms[kLanesBf16<S>](e, cotangent, out, whole, total, 0);
-            },
-            [&](int64_t from, int64_t to) {
-              for (int64_t i = from; i < to; ++i) {
-                const float y = rounded<S>(static_cast<float>(dx[at + i]) / total);
-                into[i] = -rounded<S>(rounded<S>(static_cast<float>(g[at + i]) * y) / total);
-              }
-            });
+        pairs_by_lanes(dx + at, g + at, into, count, math, blocks, &CompositeLanes::softmax_terms, total, 0,
+                       [&](int64_t from, int64_t to) {
+                         for (int64_t i = from; i < to; ++i) {
+                           const float y = rounded<S>(static_cast<float>(dx[at + i]) / total);
+                           into[i] = -rounded<S>(rounded<S>(static_cast<float>(g[at + i]) * y) / total);
+                         }
+                       });
       }));
-  pairs_by_lanes(
-      dx, g, dx, n, math, blocks,
-      [&](const float* e, const float* cotangent, float* out, int64_t whole) {
-        math->composite.softmax_gradient[kLanesBf16<S>](e, cotangent, out, whole, total, through_total);
-      },
-      [&](int64_t from, int64_t to) {
-        for (int64_t i = from; i < to; ++i) {
-          const float through_e = rounded<S>(rounded<S>(static_cast<float>(g[i]) / total) + through_total);
-          dx[i] = S(through_e * static_cast<float>(dx[i]));
-        }
-      });
+  pairs_by_lanes(dx, g, dx, n, math, blocks, &CompositeLanes::softmax_gradient, total, through_total,
+                 [&](int64_t from, int64_t to) {
+                   for (int64_t i = from; i < to; ++i) {
+                     const float through_e = rounded<S>(rounded<S>(static_cast<float>(g[i]) / total) + through_total);
+                     dx[i] = S(through_e * static_cast<float>(dx[i]));
+                   }
+                 });
 }
 
 // log_softmax: y = x - (m + log s), the shift m = max x held constant; the gradient
@@ -106,16 +90,12 @@ void log_softmax_gradient_row(const S* x, const S* g, S* dx, int64_t n, const Ma
     for (int64_t i = 0; i < count; ++i) into[i] = -static_cast<float>(g[at + i]);
   }));
   const float through_total = rounded<S>(minus_g / total);
-  pairs_by_lanes(
-      dx, g, dx, n, math, blocks,
-      [&](const float* e, const float* cotangent, float* out, int64_t whole) {
-        math->composite.log_softmax_gradient[kLanesBf16<S>](e, cotangent, out, whole, total, through_total);
-      },
-      [&](int64_t from, int64_t to) {
-        for (int64_t i = from; i < to; ++i) {
-          dx[i] = S(static_cast<float>(g[i]) + rounded<S>(through_total * static_cast<float>(dx[i])));
-        }
-      });
+  pairs_by_lanes(dx, g, dx, n, math, blocks, &CompositeLanes::log_softmax_gradient, total, through_total,
+                 [&](int64_t from, int64_t to) {
+                   for (int64_t i = from; i < to; ++i) {
+                     dx[i] = S(static_cast<float>(g[i]) + rounded<S>(through_total * static_cast<float>(dx[i])));
+                   }
+                 });
 }
 
 template <class S>
@@ -137,9 +117,9 @@ Step softmax_gradient_step(const Rows& r, const MathKernels* math, bool log) {
 
 // The scalar formulas of graph/prims/scalar.h, which gelu_gradient takes on one float.
 struct ScalarFunctions {
-  static float tanh(float x) { return scalar::Tanh{}(x); }
-  static float erf(float x) { return scalar::Erf{}(x); }
-  static float exp(float x) { return scalar::Exp{}(x); }
+  static float tanh(float x) { return graph::prims::scalar::Tanh{}(x); }
+  static float erf(float x) { return graph::prims::scalar::Erf{}(x); }
+  static float exp(float x) { return graph::prims::scalar::Exp{}(x); }
 };
 
 // dx = gelu's gradient at x times g over n floats: whole vectors in registers where the
