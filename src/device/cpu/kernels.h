@@ -12,6 +12,7 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <span>
 
 #include "device/cpu/thread_pool.h"
 #include "graph/graph.h"
@@ -204,13 +205,15 @@ MultiStep make_composite_rounding_step(const StepContext& context, const graph::
 
 // Whether the gradient with respect to x of composite `forward` with `attrs` (its node's,
 // axes normalized), given the cotangent of its value, runs by its kernel
-// (composite_gradient.cc): softmax and log_softmax over contiguous rows, gelu of either
-// form, x of f32 or bf16 and the cotangent of x's dtype and shape.
-bool runs_composite_gradient(graph::PrimId forward, const graph::Attrs& attrs, const graph::Node& x,
-                             const graph::Node& cotangent);
+// (composite_gradient.cc): `inputs` are the composite's, then the cotangent. softmax and
+// log_softmax over contiguous rows, layer_norm and rms_norm (weight and bias one element
+// per column), gelu of either form; x of f32 or bf16, the cotangent of x's dtype and
+// shape.
+bool runs_composite_gradient(const graph::Graph& graph, graph::PrimId forward, const graph::Attrs& attrs,
+                             std::span<const graph::NodeId> inputs);
 
-// The step of that gradient (one runs_composite_gradient takes): in[0] x, in[1] the
-// cotangent; out, the gradient, of x's dtype and shape. It gives the bits the plan gives
+// The step of that gradient (one runs_composite_gradient takes), x its first input: in[]
+// its inputs in that order; out, the gradient, of x's dtype and shape. It gives the bits the plan gives
 // for what autodiff builds through the composite's decomposition.
 Step make_composite_gradient_step(const StepContext& context, graph::PrimId forward, const graph::Attrs& attrs,
                                   const graph::Node& x);

@@ -1,11 +1,11 @@
-// The cpu device's kernels of the composites' gradients (device/cpu/kernels/
-// composite_gradient.cc) give the bits that the same device gives, on the same
-// instruction set, for the gradient graph::gradients builds through the composite's
-// decomposition: on every instruction set this processor runs, in f32 and bf16, over
-// rows of lengths 1 to 800 (odd ones, and ones a vector's width does not divide) whose x
-// includes large magnitudes, ties, -inf and NaN and whose cotangent includes large
-// magnitudes, zeros and NaN (a NaN for a NaN: compare_bits); on one thread and on
-// several.
+// The cpu device's kernels of the composites' gradients with respect to x
+// (device/cpu/kernels/composite_gradient.cc) give the bits that the same device gives,
+// on the same instruction set, for the gradient graph::gradients builds through the
+// composite's decomposition: on every instruction set this processor runs, in f32 and
+// bf16, over rows of lengths 1 to 800 (odd ones, and ones a vector's width does not
+// divide) whose x includes large magnitudes, ties, -inf and NaN and whose cotangent
+// includes large magnitudes, zeros and NaN (a NaN for a NaN: compare_bits); on one
+// thread and on several.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,7 +13,7 @@
 #include <limits>
 #include <random>
 
-#include "composite_values.h"
+#include "composite_cases.h"
 #include "device/cpu/cpu.h"
 #include "device/cpu/isa.h"
 #include "device/cpu/kernels.h"
@@ -24,53 +24,21 @@
 namespace sx::device::testing {
 namespace {
 
-using graph::Attrs;
 using graph::Builder;
 using graph::NodeId;
 
-// A composite whose gradient has a kernel: its primitive and attributes.
-struct GradientForm {
-  std::string label;
-  std::string op;
-  Attrs attrs;
-};
-
-void PrintTo(const GradientForm& form, std::ostream* out) { *out << form.label; }
-
-std::vector<GradientForm> gradient_forms() {
-  return {{"softmax", "softmax", {}},
-          {"log_softmax", "log_softmax", {}},
-          {"gelu_tanh", "gelu", {{"form", std::string("tanh")}}},
-          {"gelu_erf", "gelu", {{"form", std::string("erf")}}}};
-}
-
 // Outputs "dx", the gradient of sum(form(x) * g) with respect to x: the cotangent that
 // reaches form(x) is 1 * g, which is g's bits.
-Graph gradient_graph(const GradientForm& form, DType dtype, int64_t rows, int64_t length) {
+Graph gradient_graph(const Form& form, DType dtype, int64_t rows, int64_t length) {
   Graph graph;
   Builder b(graph);
-  const NodeId x = b.input("x", {rows, length}, dtype);
+  const std::vector<NodeId> args = form_inputs(b, form, dtype, rows, length);
+  const NodeId x = args[0];
   const NodeId g = b.input("g", {rows, length}, dtype);
-  const NodeId loss = b.sum(b.mul(b.op(form.op, {x}, form.attrs), g), {});
+  const NodeId loss = b.sum(b.mul(b.op(form.op, args, form.attrs), g), {});
   const std::vector<NodeId> wrt{x};
   b.output("dx", graph::gradients(b, loss, wrt)[0]);
   return graph;
-}
-
-// The kernel's gradient with respect to x, on `isa` and `cores` threads.
-Tensor kernel_gradient(const GradientForm& form, cpu::Isa isa, int cores, const Tensor& x, const Tensor& g) {
-  Graph graph;
-  Builder b(graph);
-  const NodeId x_id = b.input("x", x.shape(), x.dtype());
-  const NodeId g_id = b.input("g", g.shape(), g.dtype());
-  const graph::Node forward = graph.node(b.op(form.op, {x_id}, form.attrs));
-  EXPECT_TRUE(cpu::runs_composite_gradient(forward.op(), forward.attrs, graph.node(x_id), graph.node(g_id)));
-  const cpu::StepContext context{.graph = graph, .cores = cores, .kernels = cpu::kernels_for(isa)};
-  const cpu::Step step = cpu::make_composite_gradient_step(context, forward.op(), forward.attrs, graph.node(x_id));
-  Tensor dx(x.dtype(), x.shape());
-  const uint8_t* in[] = {x.bytes().data(), g.bytes().data()};
-  step(in, dx.bytes().data());
-  return dx;
 }
 
 // Cotangents: normal values, and rows at the edges.
@@ -85,6 +53,35 @@ Tensor cotangent_rows(DType dtype, int64_t rows, int64_t length, std::mt19937& r
       default: break;
     }
   });
+}
+
+// The kernel's gradient with respect to x, on `isa` and `cores` threads, of `inputs`:
+// x, the form's row operands, the cotangent.
+Tensor kernel_gradient(const Form& form, cpu::Isa isa, int cores, const std::vector<Tensor>& inputs) {
+  Graph graph;
+  Builder b(graph);
+  std::vector<NodeId> ids;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    ids.push_back(b.input(fmt::format("in{}", k), inputs[k].shape(), inputs[k].dtype()));
+  }
+  const std::vector<NodeId> args(ids.begin(), ids.end() - 1);
+  const graph::Node forward = graph.node(b.op(form.op, args, form.attrs));
+  EXPECT_TRUE(cpu::runs_composite_gradient(graph, forward.op(), forward.attrs, ids));
+  const cpu::StepContext context{.graph = graph, .cores = cores, .kernels = cpu::kernels_for(isa)};
+  const cpu::Step step = cpu::make_composite_gradient_step(context, forward.op(), forward.attrs, graph.node(ids[0]));
+  Tensor dx(inputs[0].dtype(), inputs[0].shape());
+  std::vector<const uint8_t*> in;
+  for (const Tensor& input : inputs) in.push_back(input.bytes().data());
+  step(in.data(), dx.bytes().data());
+  return dx;
+}
+
+// x, the form's row operands and the cotangent g: gradient_graph's inputs.
+std::vector<Tensor> gradient_inputs(const Form& form, DType dtype, int64_t rows, int64_t length, std::mt19937& random) {
+  std::vector<Tensor> inputs{rows_of_values(dtype, rows, length, random)};
+  for (int k = 0; k < form.row_operands; ++k) inputs.push_back(row_operand(dtype, length, random));
+  inputs.push_back(cotangent_rows(dtype, rows, length, random));
+  return inputs;
 }
 
 // Empty when each element has the bits it should, a NaN being any NaN: where two NaNs
@@ -109,23 +106,22 @@ std::vector<int64_t> gradient_row_lengths() {
   return {1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 47, 64, 100, 255, 256, 257, 800};
 }
 
-class CompositeGradientKernel : public ::testing::TestWithParam<GradientForm> {};
+class CompositeGradientKernel : public ::testing::TestWithParam<Form> {};
 
 TEST_P(CompositeGradientKernel, GivesItsGradientGraphsBitsOnEveryInstructionSet) {
-  const GradientForm& form = GetParam();
+  const Form& form = GetParam();
   std::mt19937 random(42);
   const int64_t rows = 12;  // every pairing of x's six kinds of row and g's four
   for (DType dtype : {DType::f32, DType::bf16}) {
     for (int64_t length : gradient_row_lengths()) {
       SCOPED_TRACE(fmt::format("{} rows of {}", graph::dtype_name(dtype), length));
       const Graph graph = gradient_graph(form, dtype, rows, length);
-      const std::vector<Tensor> inputs{rows_of_values(dtype, rows, length, random),
-                                       cotangent_rows(dtype, rows, length, random)};
+      const std::vector<Tensor> inputs = gradient_inputs(form, dtype, rows, length, random);
       for (cpu::Isa isa : cpu::host_isas()) {
         SCOPED_TRACE(cpu::isa_name(isa));
         CpuDevice cpu(DeviceOptions{.cpu_cores = 1, .cpu_isa = std::string(cpu::isa_name(isa))});
         const Tensor expanded = cpu.compile(graph)->run_host(inputs)[0];
-        EXPECT_EQ(compare_bits(kernel_gradient(form, isa, 1, inputs[0], inputs[1]), expanded), "");
+        EXPECT_EQ(compare_bits(kernel_gradient(form, isa, 1, inputs), expanded), "");
       }
     }
   }
@@ -134,42 +130,49 @@ TEST_P(CompositeGradientKernel, GivesItsGradientGraphsBitsOnEveryInstructionSet)
 // Many rows over several threads: each row (gelu's: each block) is its own, whichever
 // thread takes it.
 TEST_P(CompositeGradientKernel, GivesTheSameBitsOnOneThreadAndOnSeveral) {
-  const GradientForm& form = GetParam();
+  const Form& form = GetParam();
   std::mt19937 random(7);
   const cpu::Isa isa = cpu::choose_isa("");
-  const std::vector<Tensor> inputs{rows_of_values(DType::f32, 64, 256, random),
-                                   cotangent_rows(DType::f32, 64, 256, random)};
-  const Tensor one = kernel_gradient(form, isa, 1, inputs[0], inputs[1]);
-  EXPECT_TRUE(same_bits(one, kernel_gradient(form, isa, 4, inputs[0], inputs[1])));
+  const std::vector<Tensor> inputs = gradient_inputs(form, DType::f32, 64, 256, random);
+  const Tensor one = kernel_gradient(form, isa, 1, inputs);
+  EXPECT_TRUE(same_bits(one, kernel_gradient(form, isa, 4, inputs)));
   const Graph graph = gradient_graph(form, DType::f32, 64, 256);
   CpuDevice cpu(DeviceOptions{.cpu_cores = 4, .cpu_isa = std::string(cpu::isa_name(isa))});
   EXPECT_EQ(compare_bits(one, cpu.compile(graph)->run_host(inputs)[0]), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryForm, CompositeGradientKernel, ::testing::ValuesIn(gradient_forms()),
-                         [](const ::testing::TestParamInfo<GradientForm>& p) { return p.param.label; });
+INSTANTIATE_TEST_SUITE_P(EveryForm, CompositeGradientKernel, ::testing::ValuesIn(forms()),
+                         [](const ::testing::TestParamInfo<Form>& p) { return p.param.label; });
 
 // The forms the kernels do not take: a softmax over columns, an f64 x, a cotangent of
-// another dtype or shape, a gelu of no known form, another composite.
+// another dtype or shape, a gelu of no known form, a norm's weight of another length, an
+// operand too many, another composite.
 TEST(CompositeGradientKernels, RefuseTheFormsTheyDoNotTake) {
   Graph graph;
   Builder b(graph);
   const NodeId x = b.input("x", {4, 8}, DType::f32), g = b.input("g", {4, 8}, DType::f32);
   const NodeId x64 = b.input("x64", {4, 8}, DType::f64), g_bf16 = b.input("g_bf16", {4, 8}, DType::bf16);
   const NodeId g_row = b.input("g_row", {8}, DType::f32);
-  const graph::Node &x_node = graph.node(x), &g_node = graph.node(g);
-  const Attrs rows{{"axes", std::vector<int64_t>{1}}}, columns{{"axes", std::vector<int64_t>{0}}};
-  const Attrs tanh{{"form", std::string("tanh")}}, other{{"form", std::string("exact")}};
+  const NodeId w = b.input("w", {8}, DType::f32), w_short = b.input("w_short", {4}, DType::f32);
+  const graph::Attrs rows{{"axes", std::vector<int64_t>{1}}}, columns{{"axes", std::vector<int64_t>{0}}};
+  const graph::Attrs tanh{{"form", std::string("tanh")}}, other{{"form", std::string("exact")}};
+  const graph::Attrs weighted{{"eps", 1e-5}, {"weight", int64_t{1}}, {"bias", int64_t{0}}};
   using graph::PrimId;
-  EXPECT_TRUE(cpu::runs_composite_gradient(PrimId::softmax, rows, x_node, g_node));
-  EXPECT_TRUE(cpu::runs_composite_gradient(PrimId::log_softmax, rows, x_node, g_node));
-  EXPECT_TRUE(cpu::runs_composite_gradient(PrimId::gelu, tanh, x_node, g_node));
-  EXPECT_FALSE(cpu::runs_composite_gradient(PrimId::softmax, columns, x_node, g_node));
-  EXPECT_FALSE(cpu::runs_composite_gradient(PrimId::softmax, rows, graph.node(x64), graph.node(x64)));
-  EXPECT_FALSE(cpu::runs_composite_gradient(PrimId::softmax, rows, x_node, graph.node(g_bf16)));
-  EXPECT_FALSE(cpu::runs_composite_gradient(PrimId::gelu, tanh, x_node, graph.node(g_row)));
-  EXPECT_FALSE(cpu::runs_composite_gradient(PrimId::gelu, other, x_node, g_node));
-  EXPECT_FALSE(cpu::runs_composite_gradient(PrimId::layer_norm, rows, x_node, g_node));
+  const auto runs = [&](PrimId forward, const graph::Attrs& attrs, std::vector<NodeId> inputs) {
+    return cpu::runs_composite_gradient(graph, forward, attrs, inputs);
+  };
+  EXPECT_TRUE(runs(PrimId::softmax, rows, {x, g}));
+  EXPECT_TRUE(runs(PrimId::log_softmax, rows, {x, g}));
+  EXPECT_TRUE(runs(PrimId::gelu, tanh, {x, g}));
+  EXPECT_TRUE(runs(PrimId::layer_norm, weighted, {x, w, g}));
+  EXPECT_FALSE(runs(PrimId::softmax, columns, {x, g}));
+  EXPECT_FALSE(runs(PrimId::softmax, rows, {x64, x64}));
+  EXPECT_FALSE(runs(PrimId::softmax, rows, {x, g_bf16}));
+  EXPECT_FALSE(runs(PrimId::gelu, tanh, {x, g_row}));
+  EXPECT_FALSE(runs(PrimId::gelu, other, {x, g}));
+  EXPECT_FALSE(runs(PrimId::layer_norm, weighted, {x, w_short, g}));
+  EXPECT_FALSE(runs(PrimId::layer_norm, weighted, {x, w, w, g}));
+  EXPECT_FALSE(runs(PrimId::attention, rows, {x, g}));
 }
 
 }  // namespace

@@ -126,31 +126,13 @@ MultiStep softmax_step(const Rows& r, const MathKernels* math, bool log, Writes 
   };
 }
 
-// The constants of a norm: its row's length and eps as literals of its dtype.
-struct NormConstants {
-  float length = 1, eps = 0;
-};
-
 // layer_norm (centered) or rms_norm of a row: d = x - mean (layer) or x (rms), then
 // d * rsqrt(mean(d * d) + eps), times the weight w and plus the bias b where given.
 template <class S, bool Centered>
 void norm_row(const S* x, const S* w, const S* b, S* y, int64_t n, NormConstants k, float* block) {
-  float mean = 0;
-  if constexpr (Centered) mean = rounded<S>(rounded<S>(row_sum<S, float>(x, n)) / k.length);
-  auto centered = [&](int64_t i) {
-    if constexpr (Centered) return rounded<S>(static_cast<float>(x[i]) - mean);
-    else return static_cast<float>(x[i]);
-  };
-  const float squares = blocked_row_sum(n, block, [&](int64_t begin, int64_t count, float* into) {
-    for (int64_t i = 0; i < count; ++i) {
-      const float d = centered(begin + i);
-      into[i] = rounded<S>(d * d);
-    }
-  });
-  const float mean_square = rounded<S>(rounded<S>(squares) / k.length);
-  const float inverse = rounded<S>(scalar::Rsqrt{}(rounded<S>(mean_square + k.eps)));
+  const NormStatistics stats = norm_statistics<S, Centered>(x, n, k, block);
   for (int64_t i = 0; i < n; ++i) {
-    float v = rounded<S>(centered(i) * inverse);
+    float v = rounded<S>(stats.centered<S, Centered>(x[i]) * stats.inverse);
     if (w != nullptr) v = rounded<S>(v * static_cast<float>(w[i]));
     if (b != nullptr) v = v + static_cast<float>(b[i]);
     y[i] = S(v);
@@ -283,12 +265,6 @@ Step make_composite(const StepContext& c, const graph::Node& node) {
 }
 
 bool float_kernel_dtype(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16; }
-
-// A norm's weight or bias: of x's dtype, one element per column of the last axis.
-bool fits_row(const graph::Node& operand, const graph::Node& x) {
-  return operand.dtype == x.dtype && !operand.shape.empty() && operand.shape.back() == x.shape.back() &&
-         graph::numel(operand.shape) == x.shape.back();
-}
 
 }  // namespace
 

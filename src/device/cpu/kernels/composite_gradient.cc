@@ -1,16 +1,20 @@
 // Kernels of the composites' gradients with respect to their input x, given the
-// cotangent g of their value: softmax and log_softmax over rows, gelu (both forms), in
-// f32 and bf16. Each gives the bits of what reverse-mode autodiff (graph/autodiff.cc)
-// builds walking back through the composite's decomposition with cotangent g, as the
-// plan runs it: every node's formula in its order, operands in their order, each
-// intermediate rounded to the node's dtype, each literal as its cast rounds it, each
-// row's max and sums in row_reduce.h's order. The softmaxes recompute a row's max, exp
-// and sum from x (composite.cc's way); the exp, and gelu's gradient whole, run in
-// registers on the plan's instruction set (composite_lanes.h), the rest in loops the
-// compiler vectorizes. A row is computed in the output's row and a block of kBlock
-// floats on the stack, so a run allocates nothing; threads take whole rows.
+// cotangent g of their value: softmax and log_softmax over rows, layer_norm and rms_norm
+// over the last axis (with or without weight and bias), gelu (both forms), in f32 and
+// bf16. Each gives the bits of what reverse-mode autodiff (graph/autodiff.cc) builds
+// walking back through the composite's decomposition with cotangent g, as the plan runs
+// it: every node's formula in its order, operands in their order, each intermediate
+// rounded to the node's dtype, each literal as its cast rounds it, each row's max and
+// sums in row_reduce.h's order. (Where two NaNs meet in one operation, whose sign the
+// result takes is the compiler's choice, here as in the plan's loops.) The softmaxes
+// recompute a row's max, exp and sum from x, the norms a row's statistics, as
+// composite.cc does; the exp, the softmaxes' passes and gelu's gradient whole run in
+// registers on the plan's instruction set (composite_lanes.h), the norms in loops. A row
+// is computed in the output's row and blocks of kBlock floats on the stack, so a run
+// allocates nothing; threads take whole rows.
 #include <cmath>
 #include <numbers>
+#include <span>
 #include <string>
 
 #include "device/cpu/kernels.h"
@@ -115,6 +119,66 @@ Step softmax_gradient_step(const Rows& r, const MathKernels* math, bool log) {
   };
 }
 
+// A norm's gradient's literals besides the norm's: the rsqrt's gradient's -0.5.
+struct NormGradientConstants {
+  NormConstants norm;
+  float minus_half = -0.5f;
+};
+
+// layer_norm (centered) or rms_norm: y = (d inv) w + b, inv = rsqrt(v), v = mean(d d) +
+// eps, d = x - mean x (layer) or x (rms). With a = g w (g without a weight), d's
+// cotangent is (a inv + c d) + c d, c = sum(a d) ((-0.5 inv) / v) / length (through inv
+// and d d); x's is that, plus sum(-that) / length through the mean (layer).
+template <class S, bool Centered>
+void norm_gradient_row(const S* x, const S* w, const S* g, S* dx, int64_t n, NormGradientConstants k, float* block) {
+  const NormStatistics stats = norm_statistics<S, Centered>(x, n, k.norm, block);
+  const auto cotangent = [&](int64_t i) {
+    return w == nullptr ? static_cast<float>(g[i]) : rounded<S>(static_cast<float>(g[i]) * static_cast<float>(w[i]));
+  };
+  const float through_inverse = rounded<S>(blocked_row_sum(n, block, [&](int64_t at, int64_t count, float* into) {
+    for (int64_t i = 0; i < count; ++i) {
+      into[i] = rounded<S>(cotangent(at + i) * stats.centered<S, Centered>(x[at + i]));
+    }
+  }));
+  const float slope = rounded<S>(rounded<S>(k.minus_half * stats.inverse) / stats.shifted_square);
+  const float through_squares = rounded<S>(rounded<S>(through_inverse * slope) / k.norm.length);
+  const auto through_d = [&](int64_t i) {
+    const float d = stats.centered<S, Centered>(x[i]);
+    const float by_d = rounded<S>(through_squares * d);
+    return rounded<S>(rounded<S>(rounded<S>(cotangent(i) * stats.inverse) + by_d) + by_d);
+  };
+  if constexpr (!Centered) {
+    for (int64_t i = 0; i < n; ++i) dx[i] = S(through_d(i));
+  } else {
+    const float minus_total = rounded<S>(blocked_row_sum(n, block, [&](int64_t at, int64_t count, float* into) {
+      for (int64_t i = 0; i < count; ++i) {
+        const float value = through_d(at + i);
+        dx[at + i] = S(value);
+        into[i] = -value;
+      }
+    }));
+    const float through_mean = rounded<S>(minus_total / k.norm.length);
+    for (int64_t i = 0; i < n; ++i) dx[i] = S(static_cast<float>(dx[i]) + through_mean);
+  }
+}
+
+template <class S, bool Centered>
+Step norm_gradient_step(const Rows& r, NormGradientConstants k, int weight, int cotangent) {
+  return [r, k, weight, cotangent](const uint8_t* const* in, uint8_t* out) {
+    const S* x = reinterpret_cast<const S*>(in[0]);
+    const S* w = weight > 0 ? reinterpret_cast<const S*>(in[weight]) : nullptr;
+    const S* g = reinterpret_cast<const S*>(in[cotangent]);
+    S* dx = reinterpret_cast<S*>(out);
+    parallel_for(r.rows, r.threads, [&](int64_t begin, int64_t end) {
+      Block storage;
+      for (int64_t row = begin; row < end; ++row) {
+        const int64_t at = row * r.length;
+        norm_gradient_row<S, Centered>(x + at, w, g + at, dx + at, r.length, k, storage.floats);
+      }
+    });
+  };
+}
+
 // The scalar formulas of graph/prims/scalar.h, which gelu_gradient takes on one float.
 struct ScalarFunctions {
   static float tanh(float x) { return graph::prims::scalar::Tanh{}(x); }
@@ -168,8 +232,8 @@ Step gelu_gradient_step(int64_t n, int threads, GeluGradientConstants k, const M
 }
 
 // Work per element in adds: a row's exp and a few operations; gelu's gradient's one
-// transcendental function and a score of operations.
-constexpr int64_t kRowGradientWork = kCostly + 8, kGeluGradientWork = 2 * kCostly;
+// transcendental function and a score of operations; a norm's gradient's dozen.
+constexpr int64_t kRowGradientWork = kCostly + 8, kGeluGradientWork = 2 * kCostly, kNormGradientWork = 12;
 
 Step make_softmax_gradient(const StepContext& c, bool log, const graph::Attrs& attrs, const graph::Node& x) {
   const Rows r = rows_of(c, x, *softmax_row_length(x, attrs.get_ints("axes")), kRowGradientWork);
@@ -196,18 +260,49 @@ Step make_gelu_gradient(const StepContext& c, const graph::Attrs& attrs, const g
   });
 }
 
+template <bool Centered>
+Step make_norm_gradient(const StepContext& c, const graph::Attrs& attrs, const graph::Node& x) {
+  const int64_t length = x.shape.back();
+  const Rows r = rows_of(c, x, length, kNormGradientWork);
+  const NormGradientConstants k{.norm = {.length = literal_in(x.dtype, static_cast<double>(length)),
+                                         .eps = literal_in(x.dtype, attrs.get_double("eps"))},
+                                .minus_half = literal_in(x.dtype, -0.5)};
+  const int weight = attrs.get_int("weight") != 0 ? 1 : 0;
+  const int bias = Centered && attrs.get_int("bias") != 0 ? 1 : 0;
+  return by_float_dtype(x.dtype, [&](auto types) {
+    return norm_gradient_step<typename decltype(types)::storage, Centered>(r, k, weight, 1 + weight + bias);
+  });
+}
+
 }  // namespace
 
-bool runs_composite_gradient(PrimId forward, const graph::Attrs& attrs, const graph::Node& x,
-                             const graph::Node& cotangent) {
+bool runs_composite_gradient(const graph::Graph& graph, PrimId forward, const graph::Attrs& attrs,
+                             std::span<const graph::NodeId> inputs) {
+  if (inputs.size() < 2) return false;
+  const graph::Node& x = graph.node(inputs[0]);
+  const graph::Node& cotangent = graph.node(inputs.back());
   if ((x.dtype != DType::f32 && x.dtype != DType::bf16) || cotangent.dtype != x.dtype || cotangent.shape != x.shape) {
     return false;
   }
   switch (forward) {
     case PrimId::softmax:
-    case PrimId::log_softmax: return attrs.has("axes") && softmax_row_length(x, attrs.get_ints("axes")).has_value();
+    case PrimId::log_softmax:
+      return inputs.size() == 2 && attrs.has("axes") && softmax_row_length(x, attrs.get_ints("axes")).has_value();
+    case PrimId::layer_norm:
+    case PrimId::rms_norm: {
+      const bool centered = forward == PrimId::layer_norm;
+      if (x.shape.empty() || !attrs.has("eps") || !attrs.has("weight") || (centered && !attrs.has("bias"))) {
+        return false;
+      }
+      const size_t operands = (attrs.get_int("weight") != 0 ? 1 : 0) + (centered && attrs.get_int("bias") != 0 ? 1 : 0);
+      if (inputs.size() != 2 + operands) return false;
+      for (size_t k = 1; k + 1 < inputs.size(); ++k) {
+        if (!fits_row(graph.node(inputs[k]), x)) return false;
+      }
+      return true;
+    }
     case PrimId::gelu: {
-      if (!attrs.has("form")) return false;
+      if (inputs.size() != 2 || !attrs.has("form")) return false;
       const std::string& form = attrs.get_string("form");
       return form == "tanh" || form == "erf";
     }
@@ -217,8 +312,12 @@ bool runs_composite_gradient(PrimId forward, const graph::Attrs& attrs, const gr
 
 Step make_composite_gradient_step(const StepContext& context, PrimId forward, const graph::Attrs& attrs,
                                   const graph::Node& x) {
-  if (forward == PrimId::gelu) return make_gelu_gradient(context, attrs, x);
-  return make_softmax_gradient(context, forward == PrimId::log_softmax, attrs, x);
+  switch (forward) {
+    case PrimId::gelu: return make_gelu_gradient(context, attrs, x);
+    case PrimId::layer_norm: return make_norm_gradient<true>(context, attrs, x);
+    case PrimId::rms_norm: return make_norm_gradient<false>(context, attrs, x);
+    default: return make_softmax_gradient(context, forward == PrimId::log_softmax, attrs, x);
+  }
 }
 
 }  // namespace sx::device::cpu

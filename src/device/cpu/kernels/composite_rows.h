@@ -137,6 +137,46 @@ float shifted_exp_row(const S* x, S* e, int64_t n, const MathKernels* math, floa
   return static_cast<float>(S(row_sum<S, float>(e, n)));
 }
 
+// A norm's weight or bias: of x's dtype, one element per column of the last axis.
+inline bool fits_row(const graph::Node& operand, const graph::Node& x) {
+  return operand.dtype == x.dtype && !operand.shape.empty() && operand.shape.back() == x.shape.back() &&
+         graph::numel(operand.shape) == x.shape.back();
+}
+
+// The constants of a norm: its row's length and eps as literals of its dtype.
+struct NormConstants {
+  float length = 1, eps = 0;
+};
+
+// What a norm computes of a row before its elements: the mean (layer_norm's; rms_norm's
+// 0), mean(d * d) + eps of d = x - mean (layer) or x (rms), and its rsqrt, each a node of S.
+struct NormStatistics {
+  float mean = 0, shifted_square = 0, inverse = 0;
+
+  // d of an element x.
+  template <class S, bool Centered>
+  float centered(S x) const {
+    if constexpr (Centered) return rounded<S>(static_cast<float>(x) - mean);
+    else return static_cast<float>(x);
+  }
+};
+
+template <class S, bool Centered>
+NormStatistics norm_statistics(const S* x, int64_t n, NormConstants k, float* block) {
+  NormStatistics stats;
+  if constexpr (Centered) stats.mean = rounded<S>(rounded<S>(row_sum<S, float>(x, n)) / k.length);
+  const float squares = blocked_row_sum(n, block, [&](int64_t begin, int64_t count, float* into) {
+    for (int64_t i = 0; i < count; ++i) {
+      const float d = stats.centered<S, Centered>(x[begin + i]);
+      into[i] = rounded<S>(d * d);
+    }
+  });
+  const float mean_square = rounded<S>(rounded<S>(squares) / k.length);
+  stats.shifted_square = rounded<S>(mean_square + k.eps);
+  stats.inverse = rounded<S>(graph::prims::scalar::Rsqrt{}(stats.shifted_square));
+  return stats;
+}
+
 // f32 or bf16: fn(ElementTypes) for the dtype.
 template <class Fn>
 auto by_float_dtype(graph::DType dtype, Fn fn) {
