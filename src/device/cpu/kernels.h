@@ -12,6 +12,7 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <span>
 
 #include "device/cpu/thread_pool.h"
 #include "graph/graph.h"
@@ -201,5 +202,20 @@ bool runs_composite(const graph::Graph& graph, const graph::Node& node);
 // row: after its output (out[0], out[1] the cast) where `writes_output`, else alone
 // (out[0]), the rows computed in the context's scratch.
 MultiStep make_composite_rounding_step(const StepContext& context, const graph::Node& node, bool writes_output);
+
+// Whether the gradient with respect to x of composite `forward` with `attrs` (its node's,
+// axes normalized), given the cotangent of its value, runs by its kernel
+// (composite_gradient.cc): `inputs` are the composite's, then the cotangent. softmax and
+// log_softmax over contiguous rows, layer_norm and rms_norm (weight and bias one element
+// per column), gelu of either form; x of f32 or bf16, the cotangent of x's dtype and
+// shape.
+bool runs_composite_gradient(const graph::Graph& graph, graph::PrimId forward, const graph::Attrs& attrs,
+                             std::span<const graph::NodeId> inputs);
+
+// The step of that gradient (one runs_composite_gradient takes), x its first input: in[]
+// its inputs in that order; out, the gradient, of x's dtype and shape. It gives the bits the plan gives
+// for what autodiff builds through the composite's decomposition.
+Step make_composite_gradient_step(const StepContext& context, graph::PrimId forward, const graph::Attrs& attrs,
+                                  const graph::Node& x);
 
 }  // namespace sx::device::cpu

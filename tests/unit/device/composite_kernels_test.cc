@@ -10,9 +10,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <limits>
 #include <random>
 
+#include "composite_cases.h"
 #include "device/cpu/cpu.h"
 #include "device/cpu/isa.h"
 #include "device/cpu/kernels.h"
@@ -27,75 +27,10 @@ using graph::Attrs;
 using graph::Builder;
 using graph::NodeId;
 
-// One composite form: its primitive, attributes and how many row-long operands
-// (weight, bias) follow x.
-struct Form {
-  std::string label;
-  std::string op;
-  Attrs attrs;
-  int row_operands = 0;
-};
-
-void PrintTo(const Form& form, std::ostream* out) { *out << form.label; }
-
-std::vector<Form> forms() {
-  const auto flag = [](bool on) { return int64_t{on}; };
-  std::vector<Form> all = {
-      {"softmax", "softmax", {}, 0},
-      {"log_softmax", "log_softmax", {}, 0},
-      {"gelu_tanh", "gelu", {{"form", std::string("tanh")}}, 0},
-      {"gelu_erf", "gelu", {{"form", std::string("erf")}}, 0},
-      {"rms_norm", "rms_norm", {{"eps", 1e-6}, {"weight", flag(false)}}, 0},
-      {"rms_norm_weight", "rms_norm", {{"eps", 1e-6}, {"weight", flag(true)}}, 1},
-  };
-  for (bool weight : {false, true}) {
-    for (bool bias : {false, true}) {
-      all.push_back({fmt::format("layer_norm{}{}", weight ? "_weight" : "", bias ? "_bias" : ""),
-                     "layer_norm",
-                     {{"eps", 1e-5}, {"weight", flag(weight)}, {"bias", flag(bias)}},
-                     int{weight} + int{bias}});
-    }
-  }
-  return all;
-}
-
-// Rows of x: normal values, and rows at the edges.
-Tensor rows_of_values(DType dtype, int64_t rows, int64_t length, std::mt19937& random) {
-  constexpr double kInfinity = std::numeric_limits<double>::infinity();
-  std::normal_distribution<double> normal(0.0, 2.0);
-  std::vector<double> v(static_cast<size_t>(rows * length));
-  for (int64_t r = 0; r < rows; ++r) {
-    double* row = v.data() + r * length;
-    for (int64_t i = 0; i < length; ++i) row[i] = normal(random);
-    switch (r % 6) {
-      case 1: row[length / 2] = -kInfinity; break;
-      case 2: std::fill(row, row + length, 1.25); break;  // ties
-      case 3:
-        for (int64_t i = 0; i < length; ++i) row[i] *= 1e18;  // large magnitudes
-        row[0] = 3e38;
-        break;
-      case 4: row[length - 1] = std::numeric_limits<double>::quiet_NaN(); break;
-      case 5: std::fill(row, row + length, -kInfinity); break;
-      default: break;
-    }
-  }
-  return Tensor::from_doubles(dtype, {rows, length}, v);
-}
-
-// A weight or a bias.
-Tensor row_operand(DType dtype, int64_t length, std::mt19937& random) {
-  std::normal_distribution<double> normal(1.0, 0.5);
-  std::vector<double> v(static_cast<size_t>(length));
-  for (double& w : v) w = normal(random);
-  return Tensor::from_doubles(dtype, {length}, v);
-}
-
 Graph composite_graph(const Form& form, DType dtype, int64_t rows, int64_t length) {
   Graph graph;
   Builder b(graph);
-  std::vector<NodeId> args{b.input("x", {rows, length}, dtype)};
-  for (int k = 0; k < form.row_operands; ++k) args.push_back(b.input(fmt::format("p{}", k), {length}, dtype));
-  b.output("y", b.op(form.op, args, form.attrs));
+  b.output("y", b.op(form.op, form_inputs(b, form, dtype, rows, length), form.attrs));
   return graph;
 }
 

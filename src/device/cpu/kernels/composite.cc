@@ -22,111 +22,17 @@
 
 #include "device/cpu/fusion/fusion_tiles.h"
 #include "device/cpu/kernels.h"
-#include "device/cpu/kernels/row_reduce.h"
-#include "device/cpu/kernels/vector_math.h"
+#include "device/cpu/kernels/composite_rows.h"
 #include "device/cpu/products/gemm.h"
 #include "graph/prims/scalar.h"
 
 namespace sx::device::cpu {
 namespace {
 
+using namespace composite_rows;
 using graph::DType;
 using graph::PrimId;
 namespace scalar = graph::prims::scalar;
-
-// Floats of a row that a thread holds at once (a multiple of LaneSums' lanes).
-constexpr int64_t kBlock = 256;
-static_assert(kBlock % LaneSums<float>::kLanes == 0);
-
-// A block of a row's floats, on the stack of the thread that takes the rows; zeroed (once
-// a run), as GCC cannot tell that the vector kernels read only what was written before.
-struct alignas(64) Block {
-  float floats[kBlock] = {};
-};
-
-// v rounded to S, as a node of S's dtype stores it.
-template <class S>
-float rounded(float v) {
-  if constexpr (std::is_same_v<S, float>) return v;
-  else return static_cast<float>(S(v));
-}
-
-// A literal of the decomposition in `dtype`: the f64 constant as its cast converts it.
-float literal_in(DType dtype, double value) { return static_cast<float>(graph::Tensor::scalar(dtype, value).value(0)); }
-
-// fn over y[0, n), the plan's vector kernel where the instruction set has one.
-template <class F>
-void apply_fn(const MathKernels* math, MathFn fn, float* y, int64_t n) {
-  if (math != nullptr) {
-    apply_math<F>(*math, fn, y, y, n);
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) y[i] = F{}(y[i]);
-}
-
-// The sum (as row_sum<S, float> gives it) of a row of n values that fill(begin, count,
-// block) writes a block at a time into `block`, each already rounded to S.
-template <class Fill>
-float blocked_row_sum(int64_t n, float* block, Fill fill) {
-  if (n < 2 * LaneSums<float>::kLanes) {
-    fill(int64_t{0}, n, block);
-    float acc = 0;
-    for (int64_t r = 0; r < n; ++r) acc += block[r];
-    return acc;
-  }
-  LaneSums<float> sums;
-  const int64_t full = n - n % LaneSums<float>::kLanes;
-  for (int64_t begin = 0; begin < full; begin += kBlock) {
-    const int64_t count = std::min(kBlock, full - begin);
-    fill(begin, count, block);
-    sums.add(block, count);
-  }
-  fill(full, n - full, block);
-  return sums.finish(block, n - full);
-}
-
-// Calls body(begin, end) on each block of [0, n).
-template <class Body>
-void by_blocks(int64_t n, Body body) {
-  for (int64_t begin = 0; begin < n; begin += kBlock) body(begin, std::min(n, begin + kBlock));
-}
-
-// The shape of a row kernel's work: `rows` rows of `length` contiguous elements.
-struct Rows {
-  int64_t rows = 0, length = 0;
-  int threads = 1;
-};
-
-Rows rows_of(const StepContext& c, const graph::Node& node, int64_t length, int64_t work_per_element) {
-  const int64_t count = graph::numel(node.shape);
-  Rows r{.rows = length == 0 ? 0 : count / length, .length = length};
-  r.threads = threads_for(count * work_per_element, c.cores);
-  return r;
-}
-
-// y[i] = f(x[i]) for i < n: by `kernel` (on floats, over whole vectors, f's members in
-// registers) where the instruction set has one, the rest by `formula` (the same bits); a
-// bf16 row widened a block at a time. x may be y.
-template <class S, class Kernel, class Formula>
-void by_lanes(const S* x, S* y, int64_t n, const MathKernels* math, float* block, Kernel kernel, Formula formula) {
-  if (math == nullptr) {
-    formula(x, y, n);
-    return;
-  }
-  if constexpr (std::is_same_v<S, float>) {
-    const int64_t whole = n - n % math->width;
-    kernel(x, y, whole);
-    formula(x + whole, y + whole, n - whole);
-  } else {
-    by_blocks(n, [&](int64_t begin, int64_t end) {
-      const int64_t whole = (end - begin) - (end - begin) % math->width;
-      for (int64_t i = 0; i < whole; ++i) block[i] = static_cast<float>(x[begin + i]);
-      kernel(block, block, whole);
-      for (int64_t i = 0; i < whole; ++i) y[begin + i] = S(block[i]);
-      formula(x + begin + whole, y + begin + whole, end - begin - whole);
-    });
-  }
-}
 
 // The cast kernel's rounding of f32 to bf16 (TileKernels::narrow_bf16).
 using RoundToBf16 = void (*)(const float* x, graph::Bf16* o, int64_t n);
@@ -178,23 +84,10 @@ Writes writes_for(const StepContext& c, RoundToBf16 round, bool writes_output, i
   return writes;
 }
 
-// Which of CompositeLanes' kernels a dtype takes.
-template <class S>
-constexpr size_t kLanesBf16 = std::is_same_v<S, float> ? 0 : 1;
-
 // (/ e (sum e)), e = (exp (- x (reduce-max x))), over each row.
 template <class S>
 void softmax_row(const S* x, S* y, int64_t n, const MathKernels* math, float* block) {
-  const float m = static_cast<float>(S(reduce_row<S, float>(ReduceKind::max, x, n)));
-  by_lanes(
-      x, y, n, math, block,
-      [&](const float* in, float* out, int64_t count) {
-        math->composite.shifted_exp[kLanesBf16<S>](in, out, count, m);
-      },
-      [&](const S* in, S* out, int64_t count) {
-        for (int64_t i = 0; i < count; ++i) out[i] = S(scalar::Exp{}(rounded<S>(static_cast<float>(in[i]) - m)));
-      });
-  const float total = static_cast<float>(S(row_sum<S, float>(y, n)));
+  const float total = shifted_exp_row(x, y, n, math, block);
   by_lanes(
       y, y, n, math, block,
       [&](const float* in, float* out, int64_t count) {
@@ -233,50 +126,13 @@ MultiStep softmax_step(const Rows& r, const MathKernels* math, bool log, Writes 
   };
 }
 
-// The rows of a softmax: the elements of its reduced axes, where they are contiguous (no
-// kept axis longer than 1 comes after a reduced one longer than 1); else nothing.
-std::optional<int64_t> softmax_row_length(const graph::Node& x, const std::vector<int64_t>& axes) {
-  std::vector<bool> reduced(x.shape.size(), false);
-  for (int64_t a : axes) reduced[static_cast<size_t>(a)] = true;
-  int64_t length = 1;
-  bool in_row = false;
-  for (size_t d = 0; d < x.shape.size(); ++d) {
-    if (x.shape[d] == 1) continue;
-    if (reduced[d]) {
-      in_row = true;
-      length *= x.shape[d];
-    } else if (in_row) {
-      return std::nullopt;
-    }
-  }
-  return length;
-}
-
-// The constants of a norm: its row's length and eps as literals of its dtype.
-struct NormConstants {
-  float length = 1, eps = 0;
-};
-
 // layer_norm (centered) or rms_norm of a row: d = x - mean (layer) or x (rms), then
 // d * rsqrt(mean(d * d) + eps), times the weight w and plus the bias b where given.
 template <class S, bool Centered>
 void norm_row(const S* x, const S* w, const S* b, S* y, int64_t n, NormConstants k, float* block) {
-  float mean = 0;
-  if constexpr (Centered) mean = rounded<S>(rounded<S>(row_sum<S, float>(x, n)) / k.length);
-  auto centered = [&](int64_t i) {
-    if constexpr (Centered) return rounded<S>(static_cast<float>(x[i]) - mean);
-    else return static_cast<float>(x[i]);
-  };
-  const float squares = blocked_row_sum(n, block, [&](int64_t begin, int64_t count, float* into) {
-    for (int64_t i = 0; i < count; ++i) {
-      const float d = centered(begin + i);
-      into[i] = rounded<S>(d * d);
-    }
-  });
-  const float mean_square = rounded<S>(rounded<S>(squares) / k.length);
-  const float inverse = rounded<S>(scalar::Rsqrt{}(rounded<S>(mean_square + k.eps)));
+  const NormStatistics stats = norm_statistics<S, Centered>(x, n, k, block);
   for (int64_t i = 0; i < n; ++i) {
-    float v = rounded<S>(centered(i) * inverse);
+    float v = rounded<S>(stats.centered<S, Centered>(x[i]) * stats.inverse);
     if (w != nullptr) v = rounded<S>(v * static_cast<float>(w[i]));
     if (b != nullptr) v = v + static_cast<float>(b[i]);
     y[i] = S(v);
@@ -344,13 +200,6 @@ MultiStep gelu_step(int64_t n, int threads, GeluConstants k, const MathKernels* 
   };
 }
 
-// f32 or bf16: fn(ElementTypes) for the dtype.
-template <class Fn>
-MultiStep by_float_dtype(DType dtype, Fn fn) {
-  if (dtype == DType::bf16) return fn(graph::ElementTypes<graph::Bf16, float>{});
-  return fn(graph::ElementTypes<float, float>{});
-}
-
 // Work per element in adds: a row of exps, of a norm's few operations.
 constexpr int64_t kRowWork = kCostly, kNormWork = 4;
 
@@ -416,12 +265,6 @@ Step make_composite(const StepContext& c, const graph::Node& node) {
 }
 
 bool float_kernel_dtype(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16; }
-
-// A norm's weight or bias: of x's dtype, one element per column of the last axis.
-bool fits_row(const graph::Node& operand, const graph::Node& x) {
-  return operand.dtype == x.dtype && !operand.shape.empty() && operand.shape.back() == x.shape.back() &&
-         graph::numel(operand.shape) == x.shape.back();
-}
 
 }  // namespace
 
