@@ -58,6 +58,28 @@ TEST(CompositeGradient, ATracedGradientHoldsOneNodePerInputAndNoDecomposition) {
   EXPECT_EQ(count(expand_composites(g), PrimId::composite_gradient), 0);
 }
 
+// On each device, the gradient nodes run by their kernels (reference: the decomposition
+// alone) or expanded where they stand give the same bits.
+TEST(CompositeGradient, TheNodesAndTheirExpansionGiveTheSameBitsOnEachDevice) {
+  const std::vector<std::string> wrt{"x", "w", "bias"};
+  const Graph g = with_gradients(transformer_block(), "loss", wrt);
+  std::mt19937 rng(5);
+  std::vector<Tensor> values;
+  for (const NamedNode& in : g.inputs) {
+    const Node& node = g.node(in.node);
+    values.push_back(node.dtype == DType::i32
+                         ? samples::draw({node.shape, DType::i32, samples::Domain::index(8)}, DType::f32, rng)
+                         : samples::random_tensor(node.dtype, node.shape, rng));
+  }
+  for (std::string_view device : {"reference", "cpu"}) {
+    SCOPED_TRACE(device);
+    const std::vector<Tensor> as_nodes = testing::run_on(device, g, values);
+    const std::vector<Tensor> expanded = testing::run_on(device, expand_composites(g), values);
+    ASSERT_EQ(as_nodes.size(), 4u);
+    for (size_t k = 0; k < as_nodes.size(); ++k) EXPECT_EQ(as_nodes[k], expanded[k]) << g.outputs[k].name;
+  }
+}
+
 // The gradient for x of `g` (whose output "loss" reads input "x" [4, 16]), with its
 // composites kept and with them expanded before differentiating, on `device`.
 void expect_the_walk_in_place(const Graph& g, std::string_view device) {
