@@ -105,7 +105,7 @@ class Backward {
     contributions_[to].push_back(contribution);
   }
   std::optional<NodeId> cotangent(NodeId id) const { return id < cotangent_.size() ? cotangent_[id] : std::nullopt; }
-  // The sum of the contributions to `id`, which the walk does not reach (one below it).
+  // The sum of the contributions to `id`, a node below the walk that gets no cotangent.
   std::optional<NodeId> contributions_summed(NodeId id) { return summed(b_, contributions_.at(id)); }
 
   // Gives each node of [first, last] that is on a path from some wrt node to `last` its
