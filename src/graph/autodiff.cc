@@ -86,24 +86,33 @@ std::optional<NodeId> summed(Builder& b, const std::vector<NodeId>& contribution
 
 // The reverse walk over a graph that grows as it goes: each node's cotangent is the sum
 // of its users' contributions, taken when the walk back reaches it (all its users come
-// after it), and its rule adds its inputs' contributions.
+// after it), and its rule adds its inputs' contributions. A composite differentiated by
+// its decomposition adds one composite_gradient node per input.
 class Backward {
  public:
-  Backward(Builder& b, std::span<const NodeId> wrt) : b_(b), is_wrt_(b.graph().nodes.size(), false) {
+  // A node below `first` depends on a wrt node only where it is one (a decomposition's
+  // walk: its other inputs are held constant).
+  Backward(Builder& b, std::span<const NodeId> wrt, NodeId first = 0)
+      : b_(b), first_(first), is_wrt_(b.graph().nodes.size(), false) {
     for (NodeId w : wrt) {
       b.node(w);
       is_wrt_[w] = true;
     }
-    grow();
   }
 
-  void contribute(NodeId to, NodeId contribution) { contributions_[to].push_back(contribution); }
+  void contribute(NodeId to, NodeId contribution) {
+    grow();
+    contributions_[to].push_back(contribution);
+  }
   std::optional<NodeId> cotangent(NodeId id) const { return id < cotangent_.size() ? cotangent_[id] : std::nullopt; }
+  // The sum of the contributions to `id`, a node below the walk that gets no cotangent.
+  std::optional<NodeId> contributions_summed(NodeId id) { return summed(b_, contributions_.at(id)); }
 
   // Gives each node of [first, last] that is on a path from some wrt node to `last` its
   // cotangent, walking back from `last`, whose contributions are in place. Contributions to
   // nodes below `first` are kept where `relevant_below` says the node needs them.
   void walk(NodeId first, NodeId last, const std::function<bool(NodeId)>& relevant_below) {
+    grow();
     const Graph& graph = b_.graph();
     std::vector<bool> reaches(last - first + 1, false);
     reaches[last - first] = true;
@@ -122,7 +131,7 @@ class Backward {
       if (!cotangent_[id]) continue;
       Node node = graph.nodes[id];  // a copy: the rule appends to graph.nodes
       if (node.prim->grad_by_decomposition) {
-        through_decomposition(node, *cotangent_[id], relevant);
+        through_gradient_nodes(node, *cotangent_[id], relevant);
         continue;
       }
       if (!node.prim->differentiable()) continue;
@@ -146,25 +155,19 @@ class Backward {
   }
 
  private:
-  // A composite's gradient is its decomposition's: the decomposition is built again here
-  // and walked back from its value, so that each of its nodes adds its contributions to
-  // the composite's inputs one by one, in the order (and so with the sums' bits) they
-  // would have had had the graph held the decomposition. The copy's forward nodes are
-  // the expanded composite's, which the optimizer's CSE keeps once.
-  void through_decomposition(const Node& node, NodeId cotangent, const std::function<bool(NodeId)>& relevant) {
-    const auto first = static_cast<NodeId>(b_.graph().nodes.size());
-    std::vector<NodeId> values = decompose(b_, *node.prim, node.inputs, node.attrs);
-    if (values.size() != 1) {
-      throw GraphError(
-          fmt::format("grad: {} gives {} values; only one is differentiated", node.op_name(), values.size()));
+  // A composite's gradient for each input that needs one (a float): one composite_gradient
+  // node, which reads the composite's inputs and its cotangent. The last input's comes
+  // first, as the walk back through the decomposition reaches its last operands first: CSE
+  // keeps the shared nodes where that walk made them.
+  void through_gradient_nodes(const Node& node, NodeId cotangent, const std::function<bool(NodeId)>& relevant) {
+    std::vector<NodeId> operands = node.inputs;
+    operands.push_back(cotangent);
+    for (size_t i = node.inputs.size(); i-- > 0;) {
+      const NodeId in = node.inputs[i];
+      if (!relevant(in) || !is_float(b_.dtype(in))) continue;
+      contributions_[in].push_back(
+          b_.emit(primitive(PrimId::composite_gradient), operands, gradient_attrs(*node.prim, i, node.attrs)));
     }
-    grow();
-    if (values[0] < first) {
-      if (relevant(values[0])) contributions_[values[0]].push_back(cotangent);
-      return;
-    }
-    contributions_[values[0]].push_back(cotangent);
-    walk(first, values[0], relevant);
   }
 
   // Sizes the tables to the graph, each new node depending on a wrt node where an input does.
@@ -172,7 +175,9 @@ class Backward {
     const Graph& graph = b_.graph();
     for (auto id = static_cast<NodeId>(from_wrt_.size()); id < graph.nodes.size(); ++id) {
       bool depends = id < is_wrt_.size() && is_wrt_[id];
-      for (NodeId in : graph.nodes[id].inputs) depends = depends || from_wrt_[in];
+      if (id >= first_) {
+        for (NodeId in : graph.nodes[id].inputs) depends = depends || from_wrt_[in];
+      }
       from_wrt_.push_back(depends);
     }
     contributions_.resize(graph.nodes.size());
@@ -180,6 +185,7 @@ class Backward {
   }
 
   Builder& b_;
+  NodeId first_;
   std::vector<bool> is_wrt_, from_wrt_;
   std::vector<std::vector<NodeId>> contributions_;
   std::vector<std::optional<NodeId>> cotangent_;
@@ -202,6 +208,34 @@ std::vector<NodeId> gradients(Builder& b, NodeId loss, std::span<const NodeId> w
     out.push_back(cotangent ? *cotangent : b.zeros(b.shape(w), b.dtype(w)));
   }
   return out;
+}
+
+NodeId decomposition_gradient(Builder& b, const Primitive& prim, std::span<const NodeId> args, const Attrs& attrs,
+                              NodeId cotangent, size_t input) {
+  if (input >= args.size()) {
+    throw ShapeError(
+        fmt::format("composite_gradient: {} has {} inputs, not an input {}", prim.name, args.size(), input));
+  }
+  const NodeId wrt = args[input];
+  std::vector<NodeId> operands(args.begin(), args.end());
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (i != input && operands[i] == wrt) operands[i] = b.stop_gradient(wrt);
+  }
+  const auto first = static_cast<NodeId>(b.graph().nodes.size());
+  Backward backward(b, {&wrt, 1}, first);
+  std::vector<NodeId> values = decompose(b, prim, operands, attrs);
+  if (values.size() != 1) {
+    throw GraphError(fmt::format("grad: {} gives {} values; only one is differentiated", prim.name, values.size()));
+  }
+  if (b.shape(values[0]) != b.shape(cotangent) || b.dtype(values[0]) != b.dtype(cotangent)) {
+    throw ShapeError(fmt::format("composite_gradient: the value of {} is {}{}, its cotangent {}{}", prim.name,
+                                 dtype_name(b.dtype(values[0])), shape_str(b.shape(values[0])),
+                                 dtype_name(b.dtype(cotangent)), shape_str(b.shape(cotangent))));
+  }
+  backward.contribute(values[0], cotangent);
+  if (values[0] >= first) backward.walk(first, values[0], [wrt](NodeId id) { return id == wrt; });
+  std::optional<NodeId> sum = backward.contributions_summed(wrt);
+  return sum ? *sum : b.zeros(b.shape(wrt), b.dtype(wrt));
 }
 
 Graph with_gradients(const Graph& graph, std::string_view loss, std::span<const std::string> wrt,

@@ -2,8 +2,9 @@
 // each primitive's gradient rule is applied from the loss back to the
 // inputs, cotangents of a node used several times are summed, and a
 // broadcast's rule sums its cotangent back to the unbroadcast shape. A composite
-// (graph/composite.h) is differentiated through its decomposition, built again after the
-// node, so the gradient's nodes are those of the graph with the composite expanded.
+// (graph/composite.h) contributes to each of its inputs one `composite_gradient` node,
+// which a device runs by a kernel of its own or expands into decomposition_gradient's
+// nodes.
 #pragma once
 
 #include <span>
@@ -21,6 +22,15 @@ namespace sx::graph {
 // depends on only through non-differentiable primitives (comparisons,
 // argmax, iota, random, integer dtypes), gets zeros.
 std::vector<NodeId> gradients(Builder& b, NodeId loss, std::span<const NodeId> wrt);
+
+// The gradient of composite `prim` on `args` (nodes of b's graph) with `attrs`, for its
+// input `input`, given the cotangent of its value: its decomposition built again in b's
+// graph and walked back from its value by the walk `gradients` takes, the contributions
+// that reach that input summed in the order they come (zeros of its type where none
+// does). Another input that is the same node is held constant: each input has its own
+// gradient. What a composite_gradient node computes.
+NodeId decomposition_gradient(Builder& b, const Primitive& prim, std::span<const NodeId> args, const Attrs& attrs,
+                              NodeId cotangent, size_t input);
 
 // A copy of `graph` that also outputs the gradient of its output named
 // `loss` with respect to each input named in `wrt`, as outputs named

@@ -50,6 +50,40 @@ ValueType infer_by_decomposition(const Primitive& prim, std::span<const ValueTyp
   return {value.shape, value.dtype};
 }
 
+namespace {
+
+// An attribute a composite_gradient's attributes hold under "of.": one that would clash.
+bool nested(std::string_view name) { return name == "of" || name == "input" || name.starts_with("of."); }
+
+}  // namespace
+
+Attrs gradient_attrs(const Primitive& of, size_t input, const Attrs& attrs) {
+  Attrs out{{"of", std::string(of.name)}, {"input", static_cast<int64_t>(input)}};
+  for (const auto& [name, value] : attrs.values()) out.set(nested(name) ? "of." + name : name, value);
+  return out;
+}
+
+const Primitive& gradient_of(const Attrs& attrs) {
+  const std::string& name = attrs.get_string("of");
+  const Primitive* of = find_primitive(name);
+  if (!of || !of->grad_by_decomposition) {
+    throw ShapeError(
+        fmt::format("composite_gradient: `of` names a composite differentiated by its decomposition "
+                    "(softmax, layer_norm, ...), not '{}'",
+                    name));
+  }
+  return *of;
+}
+
+Attrs differentiated_attrs(const Attrs& attrs) {
+  Attrs out;
+  for (const auto& [name, value] : attrs.values()) {
+    if (name == "of" || name == "input") continue;
+    out.set(name.starts_with("of.") ? name.substr(3) : name, value);
+  }
+  return out;
+}
+
 Tensor run_decomposition(const Node& node, std::span<const Tensor* const> args) {
   std::vector<ValueType> types;
   for (const Tensor* t : args) types.push_back({t->shape(), t->dtype()});
@@ -150,20 +184,49 @@ Graph expand_composites(const Graph& graph, const std::function<bool(PrimId)>& r
 }
 
 // Every composite's decomposition is built once, after a copy of the graph, and each of
-// its nodes looked up among the graph's as CSE would find it.
-std::vector<bool> computed_besides(const Graph& graph) {
+// its nodes looked up among the graph's as the optimizer's CSE would find it; among the
+// graph's are the nodes of the gradients that `runs` refuses, expanded first.
+std::vector<bool> computed_besides(const Graph& graph, const NodePredicate& runs) {
   std::unordered_map<std::string, NodeId> held;
-  std::vector<NodeId> same(graph.nodes.size());  // per node: the first node CSE takes for it
-  for (NodeId id = 0; id < graph.nodes.size(); ++id) {
-    const Node& node = graph.nodes[id];
-    same[id] = id;
-    if (node.op() == PrimId::input) continue;
-    std::vector<NodeId> inputs;
-    for (NodeId in : node.inputs) inputs.push_back(same[in]);
-    same[id] = held.emplace(structural_key(node, inputs), id).first->second;
-  }
+  std::vector<NodeId> same;  // per node of the copy: the first node CSE takes for it
   Graph copy = graph;
   Builder b(copy);
+  // Looks up the copy's nodes from `first` on, keeping the new ones in `table`; whether
+  // one (not a constant) is held already.
+  const auto look_up = [&](NodeId first, std::unordered_map<std::string, NodeId>& table) {
+    bool found = false;
+    for (NodeId n = first; n < copy.nodes.size(); ++n) {
+      const Node& made = copy.nodes[n];
+      same.push_back(n);
+      if (made.op() == PrimId::input) continue;
+      if (made.op() == PrimId::stop_gradient) {  // the optimizer takes it for its input
+        same[n] = same[made.inputs[0]];
+        continue;
+      }
+      std::vector<NodeId> inputs;
+      for (NodeId in : made.inputs) inputs.push_back(same[in]);
+      std::string key = structural_key(made, inputs);
+      if (auto it = held.find(key); it != held.end()) {
+        same[n] = it->second;
+        found = found || !made.inputs.empty();
+      } else {
+        same[n] = table.emplace(std::move(key), n).first->second;
+      }
+    }
+    return found;
+  };
+  look_up(0, held);
+  const auto refused_gradient = [&](NodeId id) {
+    const Node& node = copy.nodes[id];
+    return node.op() == PrimId::composite_gradient && !(runs && runs(copy, node));
+  };
+  for (NodeId id = 0; id < copy.nodes.size(); ++id) {
+    if (!refused_gradient(id)) continue;
+    const auto first = static_cast<NodeId>(copy.nodes.size());
+    const Node node = copy.nodes[id];  // a copy: decompose appends to copy.nodes
+    decompose(b, *node.prim, node.inputs, node.attrs);
+    look_up(first, held);
+  }
   std::vector<bool> besides(graph.nodes.size(), false);
   for (NodeId id = 0; id < graph.nodes.size(); ++id) {
     const Node& node = graph.nodes[id];
@@ -171,19 +234,7 @@ std::vector<bool> computed_besides(const Graph& graph) {
     const auto first = static_cast<NodeId>(copy.nodes.size());
     decompose(b, *node.prim, node.inputs, node.attrs);
     std::unordered_map<std::string, NodeId> own;  // the decomposition's nodes not held already
-    for (NodeId n = first; n < copy.nodes.size(); ++n) {
-      const Node& made = copy.nodes[n];
-      std::vector<NodeId> inputs;
-      for (NodeId in : made.inputs) inputs.push_back(same[in]);
-      std::string key = structural_key(made, inputs);
-      same.push_back(n);
-      if (auto it = held.find(key); it != held.end()) {
-        same[n] = it->second;
-        if (!made.inputs.empty()) besides[id] = true;
-      } else {
-        same[n] = own.emplace(std::move(key), n).first->second;
-      }
-    }
+    besides[id] = look_up(first, own);
   }
   return besides;
 }
@@ -196,7 +247,7 @@ Graph expand_shared_composites(const Graph& graph, const NodePredicate& runs) {
     const bool runs_any = std::any_of(out.nodes.begin(), out.nodes.end(),
                                       [&](const Node& node) { return node.prim->composite() && runs(out, node); });
     if (!runs_any) return expand_composites(out);
-    const std::vector<bool> besides = computed_besides(out);
+    const std::vector<bool> besides = computed_besides(out, runs);
     const NodePredicate kept = [&](const Graph& g, const Node& node) {
       return runs(g, node) && !besides[static_cast<size_t>(&node - g.nodes.data())];
     };

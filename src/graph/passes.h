@@ -114,13 +114,15 @@ using NodePredicate = std::function<bool(const Graph& graph, const Node& node)>;
 Graph expand_composites(const Graph& graph, const NodePredicate& runs);
 
 // The same, where a composite that `runs` accepts is expanded too when the graph computes
-// nodes of its decomposition besides: autodiff builds a composite's decomposition again to
-// differentiate it (autodiff.h), and the node would compute what those nodes compute a
-// second time. Expanded, its nodes are those, which CSE keeps once (runtime/compile.h).
+// nodes of its decomposition besides: a composite_gradient that `runs` refuses builds the
+// composite's decomposition again (graph/composite.h), and the node would compute what those
+// nodes compute a second time. Expanded, its nodes are those, which CSE keeps once
+// (runtime/compile.h).
 Graph expand_shared_composites(const Graph& graph, const NodePredicate& runs);
 // Per node: whether it is a composite the graph computes part of besides, a node of its
-// decomposition (not a constant) being one the graph holds already (a differentiated one).
-std::vector<bool> computed_besides(const Graph& graph);
+// decomposition (not a constant) being one the graph holds already, or holds once the
+// composite_gradient nodes that `runs` refuses are expanded (a differentiated composite).
+std::vector<bool> computed_besides(const Graph& graph, const NodePredicate& runs);
 
 // The batching transformation: a graph in which each input named in
 // `batched_inputs` has a new leading axis of size `batch_size`, computing

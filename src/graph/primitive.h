@@ -22,8 +22,8 @@
 //
 // A composite (softmax, layer_norm, attention, adamw, ...) adds its decomposition: the
 // nodes of other primitives that compute it. That is its reference kernel, its shape
-// rule and, where it says so, its gradient; a device that does not run the composite
-// itself runs its decomposition (graph/composite.h).
+// rule and, where it says so, its gradient (one `composite_gradient` node per input); a
+// device that does not run the composite itself runs its decomposition (graph/composite.h).
 #pragma once
 
 #include <cstddef>
@@ -112,6 +112,7 @@ enum class PrimId : uint8_t {
   gelu,
   cross_entropy,
   attention,
+  composite_gradient,
   adamw,
   sgd,
   part,
@@ -179,8 +180,9 @@ struct Primitive {
   SinkFn sink = nullptr;
   KernelFn kernel = nullptr;
   DecomposeFn decompose = nullptr;  // a composite's, and only a composite's
-  // A composite whose gradient is its decomposition's (autodiff differentiates the
-  // decomposition where the node is); its `grad` stays null.
+  // A composite whose gradient is its decomposition's: autodiff gives it, per input, a
+  // `composite_gradient` node, whose decomposition differentiates this one's (graph/composite.h).
+  // Its `grad` stays null.
   bool grad_by_decomposition = false;
 
   bool differentiable() const { return grad != nullptr || grad_by_decomposition; }

@@ -19,7 +19,7 @@ struct Registry {
     for (auto family :
          {prims::source_primitives(), prims::unary_primitives(), prims::binary_primitives(), prims::reduce_primitives(),
           prims::shape_primitives(), prims::index_primitives(), prims::matmul_primitives(), prims::random_primitives(),
-          prims::composite_primitives(), prims::update_primitives()}) {
+          prims::composite_primitives(), prims::composite_gradient_primitives(), prims::update_primitives()}) {
       for (const Primitive& p : family) {
         size_t at = index_of(p.id);
         if (at >= kPrimitiveCount || all[at]) {

@@ -24,9 +24,9 @@ graph::Graph optimized_with_composites(device::Device& device, const graph::Grap
 Compiled compile(device::Device& device, const graph::Graph& graph) {
   graph::verify(graph);
   // Before the optimizer: a decomposition's nodes are folded and shared as the library's
-  // own nodes would be, and a composite whose gradient built its decomposition again is
-  // expanded too, even where the device runs it: its nodes are then the ones the gradient
-  // reads, which CSE keeps once.
+  // own nodes would be. A composite_gradient the device does not run builds its composite's
+  // decomposition again, so that composite is expanded too, even where the device runs it:
+  // its nodes are then the ones the gradient reads, which CSE keeps once.
   const graph::NodePredicate runs = [&device](const graph::Graph& g, const graph::Node& node) {
     return device.runs(g, node);
   };

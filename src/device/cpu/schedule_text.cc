@@ -105,26 +105,29 @@ std::string print_schedule(const Schedule& schedule) {
 }
 
 std::string print_composites(const graph::Graph& given, const CpuDevice& device) {
+  const graph::NodePredicate runs = [&](const graph::Graph& g, const Node& node) { return device.runs(g, node); };
   std::string text;
-  // A composite the gradient is taken through is expanded whatever the device runs
+  // A composite whose gradient is expanded is expanded too, whatever the device runs
   // (graph::expand_shared_composites): the gradient reads its intermediates.
-  const std::vector<bool> differentiated = graph::computed_besides(given);
+  const std::vector<bool> differentiated = graph::computed_besides(given, runs);
   for (NodeId id = 0; id < given.nodes.size(); ++id) {
     const Node& node = given.nodes[id];
     if (!node.prim->composite()) continue;
-    text +=
-        fmt::format("%{} {} {}{}: ", id, node.op_name(), graph::dtype_name(node.dtype), graph::shape_str(node.shape));
-    const bool runs = device.runs(given, node);
-    if (runs && !differentiated[id]) {
+    const std::string name =
+        node.op() == graph::PrimId::composite_gradient
+            ? fmt::format("gradient of {} (input {})", node.attrs.get_string("of"), node.attrs.get_int("input"))
+            : std::string(node.op_name());
+    text += fmt::format("%{} {} {}{}: ", id, name, graph::dtype_name(node.dtype), graph::shape_str(node.shape));
+    const bool kernel = runs(given, node);
+    if (kernel && !differentiated[id]) {
       text += fmt::format("kernel {}\n", node.op_name());
       continue;
     }
-    // The nodes it becomes: its decomposition, the composites in it expanded too.
+    // The nodes it becomes: its decomposition, the composites in it expanded as compile does.
     std::vector<graph::ValueType> types;
     for (NodeId in : node.inputs) types.push_back({given.node(in).shape, given.node(in).dtype});
     const graph::Graph expanded =
-        graph::expand_composites(graph::decomposition(*node.prim, types, node.attrs),
-                                 [&](const graph::Graph& g, const Node& part) { return device.runs(g, part); });
+        graph::expand_shared_composites(graph::decomposition(*node.prim, types, node.attrs), runs);
     std::string became;
     size_t count = 0;
     for (const Node& part : expanded.nodes) {
@@ -133,7 +136,7 @@ std::string print_composites(const graph::Graph& given, const CpuDevice& device)
       ++count;
     }
     text += fmt::format("{}: decomposition into {} nodes ({})\n",
-                        runs ? "gradient reads its intermediates" : "fallback", count, became);
+                        kernel ? "gradient reads its intermediates" : "fallback", count, became);
   }
   return text.empty() ? "no composites\n" : text;
 }

@@ -18,6 +18,7 @@ std::span<const Primitive> matmul_primitives();  // matmul
 std::span<const Primitive> random_primitives();  // random_normal/uniform/bernoulli
 // Composites (composite.h): softmax, log_softmax, layer_norm, rms_norm, gelu, cross_entropy, attention
 std::span<const Primitive> composite_primitives();
-std::span<const Primitive> update_primitives();  // adamw, sgd, part
+std::span<const Primitive> composite_gradient_primitives();  // composite_gradient
+std::span<const Primitive> update_primitives();              // adamw, sgd, part
 
 }  // namespace sx::graph::prims

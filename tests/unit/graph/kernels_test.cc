@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "graph/composite.h"
 #include "graph/index_error.h"
 #include "graph/primitive.h"
 #include "samples/samples.h"
@@ -406,6 +407,22 @@ const std::map<std::string, std::function<void()>>& kernel_cases() {
          expect_tensor(attend({}, 0), f64, {2, 1}, {2, 2});
          expect_tensor(attend({}, 1), f64, {2, 1}, {1, 2});
          expect_tensor(attend({first_only}, 0), f64, {2, 1}, {1, 1});
+       }},
+      {"composite_gradient",
+       [] {
+         // softmax's: s * (g - sum(g * s)); gelu's (erf form): Phi(x) + x phi(x).
+         auto gradient = [](std::string_view of, const Attrs& attrs, Tensor x, Tensor cotangent) {
+           return eval([&](Builder& b) {
+             return b.op("composite_gradient", {b.constant(x), b.constant(cotangent)},
+                         gradient_attrs(primitive(of), 0, attrs));
+           });
+         };
+         expect_tensor(gradient("softmax", {{"axes", std::vector<int64_t>{0}}}, tensor(f64, {2}, {0, 0}),
+                                tensor(f64, {2}, {1, 0})),
+                       f64, {2}, {0.25, -0.25});
+         expect_tensor(
+             gradient("gelu", {{"form", std::string("erf")}}, tensor(f64, {2}, {0, 1}), tensor(f64, {2}, {1, 2})), f64,
+             {2}, {0.5, 2 * (0.8413447460685429 + 0.24197072451914337)});
        }},
       {"adamw",
        [] {

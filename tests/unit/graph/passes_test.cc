@@ -198,9 +198,10 @@ TEST(Passes, OptimizeKeepsResultsOfATrainingLikeGraph) {
   expect_same_results(g, optimize(g, on_reference), in);
 }
 
-// A device that runs every composite keeps the ones whose intermediates nothing else
-// computes; a differentiated one (autodiff built its decomposition again) is expanded,
-// nested composites too, and CSE then finds each intermediate once.
+// A device that runs every forward composite keeps the ones whose intermediates nothing
+// else computes; a differentiated one (its composite_gradient, which the device does not
+// run, builds its decomposition again) is expanded, nested composites too, and CSE then
+// finds each intermediate once. A device that runs the gradients too keeps them all.
 TEST(Passes, ExpandSharedCompositesExpandsWhatTheGradientComputesAgain) {
   Graph g;
   Builder b(g);
@@ -214,9 +215,15 @@ TEST(Passes, ExpandSharedCompositesExpandsWhatTheGradientComputesAgain) {
   b.output("shown", shown);
   b.output("dx", gradients(b, loss, std::vector<NodeId>{x})[0]);
   const NodePredicate every = [](const Graph&, const Node&) { return true; };
+  const NodePredicate forward_only = [](const Graph&, const Node& node) {
+    return node.op() != PrimId::composite_gradient;
+  };
+  EXPECT_EQ(count_op(expand_shared_composites(g, every), "composite_gradient"), 4u);
+  EXPECT_EQ(count_op(expand_shared_composites(g, every), "attention"), 1u);
 
-  const Graph expanded = expand_shared_composites(g, every);
+  const Graph expanded = expand_shared_composites(g, forward_only);
   EXPECT_EQ(count_op(expanded, "attention") + count_op(expanded, "layer_norm"), 0u);
+  EXPECT_EQ(count_op(expanded, "composite_gradient"), 0u);
   EXPECT_EQ(count_op(expanded, "softmax"), 1u);  // the one of `scores`
   // Its exponentials are those of the graph with every composite expanded, less the kept
   // softmax's: none twice.

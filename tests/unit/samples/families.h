@@ -8,10 +8,11 @@
 
 namespace sx::samples {
 
-std::vector<Record> source_and_shape_records();  // records_shape.cc
-std::vector<Record> elementwise_records();       // records_elementwise.cc
-std::vector<Record> reduce_records();            // records_reduce.cc: reductions and matmul
-std::vector<Record> index_records();             // records_index.cc: index and random
-std::vector<Record> composite_records();         // records_composite.cc: composites and updates
+std::vector<Record> source_and_shape_records();    // records_shape.cc
+std::vector<Record> elementwise_records();         // records_elementwise.cc
+std::vector<Record> reduce_records();              // records_reduce.cc: reductions and matmul
+std::vector<Record> index_records();               // records_index.cc: index and random
+std::vector<Record> composite_records();           // records_composite.cc: composites and updates
+std::vector<Record> composite_gradient_records();  // records_composite_gradient.cc
 
 }  // namespace sx::samples

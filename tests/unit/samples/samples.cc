@@ -14,8 +14,8 @@ namespace sx::samples {
 const std::vector<Record>& records() {
   static const std::vector<Record> all = [] {
     std::vector<Record> joined;
-    for (auto family :
-         {source_and_shape_records, elementwise_records, reduce_records, index_records, composite_records}) {
+    for (auto family : {source_and_shape_records, elementwise_records, reduce_records, index_records, composite_records,
+                        composite_gradient_records}) {
       for (Record& r : family()) joined.push_back(std::move(r));
     }
     std::ranges::sort(joined, {}, [](const Record& r) { return graph::index_of(r.id); });

@@ -230,24 +230,26 @@ inline constexpr RowChainProgram<12> kLayerNormOfTwo{
     0b1100,
     {tile(add, 0, 1), sum(6), row(mul, 7, 2), tile(sub, 6, 8), tile(mul, 9, 9), sum(10), row(mul, 11, 2),
      row(add, 12, 3), row(rsqrt, 13), tile(mul, 9, 14), tile(mul, 15, 4), tile(add, 16, 5)}};
-// The layer-norm's gradient by its input, as autodiff gives it in a stack of blocks, where
-// the forward's input is recomputed from a projection's bias and a residual (OfSum), in
-// a lone block (WithResidual: the residual's gradient added last), or with that added
-// elsewhere (Alone): operands the forward's rows and values a row (mean, reciprocal
-// root, variance plus epsilon), the gradient flowing back and the weight (their product
-// the first member the sums read), 1 / the row's length, in autodiff's order.
+// The layer-norm's gradient by its input, as its composite_gradient expands in a stack of
+// blocks (the residuals' two gradients summed first), where the forward's input is
+// recomputed from a projection's bias and a residual (OfSum), in a lone block
+// (WithResidual), or with the residual's gradient added elsewhere (Alone): operands the
+// forward's rows and values a row (mean, reciprocal root, variance plus epsilon), the
+// gradient flowing back and the weight (their product the first member the sums read),
+// 1 / the row's length, in autodiff's order. The layer-norm's own two contributions are
+// summed, then added to the residual's gradient.
 inline constexpr RowChainProgram<18> kLayerNormGradient{
     10,
     0x3ca,
     {tile(sub, 0, 1), tile(add, 2, 3), tile(mul, 4, 5), tile(mul, 12, 6), tile(mul, 12, 10), sum(14), row(mul, 7, 6),
      row(div, 16, 8), row(mul, 15, 17), row(mul, 18, 9), tile(mul, 19, 10), tile(add, 13, 20), tile(add, 21, 20),
-     tile(neg, 22), sum(23), row(mul, 24, 9), tile(add, 11, 22), tile(add, 26, 25)}};
-inline constexpr RowChainProgram<19> kLayerNormGradientOfSum{
-    11,
-    0x794,
-    {tile(add, 0, 1), tile(sub, 11, 2), tile(add, 3, 4), tile(mul, 5, 6), tile(mul, 14, 7), tile(mul, 14, 12), sum(16),
-     row(mul, 8, 7), row(div, 18, 9), row(mul, 17, 19), row(mul, 20, 10), tile(mul, 21, 12), tile(add, 15, 22),
-     tile(add, 23, 22), tile(neg, 24), sum(25), row(mul, 26, 10), tile(add, 13, 24), tile(add, 28, 27)}};
+     tile(neg, 22), sum(23), row(mul, 24, 9), tile(add, 22, 25), tile(add, 11, 26)}};
+inline constexpr RowChainProgram<18> kLayerNormGradientOfSum{
+    10,
+    0x1e4,
+    {tile(add, 0, 1), tile(sub, 10, 2), tile(mul, 3, 4), tile(mul, 12, 5), tile(mul, 12, 11), sum(14), row(mul, 6, 5),
+     row(div, 16, 7), row(mul, 15, 17), row(mul, 18, 8), tile(mul, 19, 11), tile(add, 13, 20), tile(add, 21, 20),
+     tile(neg, 22), sum(23), row(mul, 24, 8), tile(add, 22, 25), tile(add, 9, 26)}};
 inline constexpr RowChainProgram<16> kLayerNormGradientAlone{
     8,
     0xf2,
@@ -259,7 +261,7 @@ inline constexpr RowChainProgram<17> kLayerNormGradientWithResidual{
     0xf2,
     {tile(sub, 0, 1), tile(mul, 2, 3), tile(mul, 10, 4), tile(mul, 10, 9), sum(12), row(mul, 5, 4), row(div, 14, 6),
      row(mul, 13, 15), row(mul, 16, 7), tile(mul, 17, 9), tile(add, 11, 18), tile(add, 19, 18), tile(neg, 20), sum(21),
-     row(mul, 22, 7), tile(add, 8, 20), tile(add, 24, 23)}};
+     row(mul, 22, 7), tile(add, 20, 23), tile(add, 8, 24)}};
 
 // `program` with its operand `operand` widened from bf16 by a member placed at `at`,
 // which the members read in the operand's place: a gradient after a bf16 product.
@@ -282,7 +284,7 @@ constexpr RowChainProgram<N + 1> widening(const RowChainProgram<N>& program, int
   return widened;
 }
 inline constexpr RowChainProgram<19> kLayerNormGradientBf16 = widening(kLayerNormGradient, 2, 4);
-inline constexpr RowChainProgram<20> kLayerNormGradientOfSumBf16 = widening(kLayerNormGradientOfSum, 3, 5);
+inline constexpr RowChainProgram<19> kLayerNormGradientOfSumBf16 = widening(kLayerNormGradientOfSum, 2, 3);
 inline constexpr RowChainProgram<17> kLayerNormGradientAloneBf16 = widening(kLayerNormGradientAlone, 1, 2);
 inline constexpr RowChainProgram<18> kLayerNormGradientWithResidualBf16 =
     widening(kLayerNormGradientWithResidual, 1, 2);
@@ -310,12 +312,12 @@ inline constexpr RowChainProgram<15> kLayerNormBf16Divided = dividing(kLayerNorm
 inline constexpr RowChainProgram<16> kLayerNormOfThreeBf16Divided = dividing(kLayerNormOfThreeBf16, 4);
 inline constexpr RowChainProgram<13> kLayerNormOfTwoBf16Divided = dividing(kLayerNormOfTwoBf16, 2);
 inline constexpr RowChainProgram<18> kLayerNormGradientDivided = dividing(kLayerNormGradient, 9);
-inline constexpr RowChainProgram<19> kLayerNormGradientOfSumDivided = dividing(kLayerNormGradientOfSum, 10);
+inline constexpr RowChainProgram<18> kLayerNormGradientOfSumDivided = dividing(kLayerNormGradientOfSum, 8);
 inline constexpr RowChainProgram<16> kLayerNormGradientAloneDivided = dividing(kLayerNormGradientAlone, 7);
 inline constexpr RowChainProgram<17> kLayerNormGradientWithResidualDivided =
     dividing(kLayerNormGradientWithResidual, 7);
 inline constexpr RowChainProgram<19> kLayerNormGradientBf16Divided = dividing(kLayerNormGradientBf16, 9);
-inline constexpr RowChainProgram<20> kLayerNormGradientOfSumBf16Divided = dividing(kLayerNormGradientOfSumBf16, 10);
+inline constexpr RowChainProgram<19> kLayerNormGradientOfSumBf16Divided = dividing(kLayerNormGradientOfSumBf16, 8);
 inline constexpr RowChainProgram<17> kLayerNormGradientAloneBf16Divided = dividing(kLayerNormGradientAloneBf16, 7);
 inline constexpr RowChainProgram<18> kLayerNormGradientWithResidualBf16Divided =
     dividing(kLayerNormGradientWithResidualBf16, 7);
