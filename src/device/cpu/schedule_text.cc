@@ -67,6 +67,7 @@ std::string step_label(const Schedule& schedule, size_t s) {
   const ScheduledStep& step = schedule.steps[s];
   std::string label = describe(graph, graph.node(step.id));
   if (step.rounded_cast) label += " and its cast to bf16";
+  if (schedule.absorbed_scale[step.id] != 0) label += ", its gradient scaled by its last operand";
   if (step.group < 0) return label;
   // Its members' primitives, in order: chains of one length and root differ.
   const FusedGroup& group = schedule.fusion.groups[static_cast<size_t>(step.group)];
@@ -111,6 +112,11 @@ std::string print_composites(const graph::Graph& given, const CpuDevice& device)
     text +=
         fmt::format("%{} {} {}{}: ", id, node.op_name(), graph::dtype_name(node.dtype), graph::shape_str(node.shape));
     const bool runs = device.runs(given, node);
+    const NodeId whole = node.inputs.empty() ? id : node.inputs[0];
+    if (node.op() == graph::PrimId::part && device.runs(given, given.node(whole)) && !differentiated[whole]) {
+      text += fmt::format("written by the kernel of %{} (into the slice of its decomposition)\n", whole);
+      continue;
+    }
     if (runs && !differentiated[id]) {
       text += fmt::format("kernel {}\n", node.op_name());
       continue;
