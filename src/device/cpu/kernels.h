@@ -204,8 +204,8 @@ void add_update_steps(StepTable& table);
 
 // Whether composite `node` of `graph` runs by its kernel (composite.cc): softmax and
 // log_softmax over contiguous rows, layer_norm and rms_norm (weight and bias one element
-// per column), gelu of either form, each in f32 or bf16. The others run as their
-// decomposition.
+// per column), gelu of either form, each in f32 or bf16; adamw and sgd of f32 (update.cc).
+// The others run as their decomposition.
 bool runs_composite(const graph::Graph& graph, const graph::Node& node);
 
 // The step of composite `node` of f32 (one runs_composite takes) that writes its output
