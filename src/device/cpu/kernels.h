@@ -116,6 +116,10 @@ struct StepContext {
   // cast of an f32 weight to bf16 that the step absorbs too: in[k] holds the f32 weight,
   // which the step rounds to bf16 as it reads it (a bf16 product's B, kThroughCast).
   uint32_t absorbed_cast = 0;
+  // Bit k: the step computes its input k, a multiply of an f32 tensor by a broadcast f32
+  // scalar (an update's clipped gradient), itself: in[k] holds the tensor, the node's
+  // last input the scalar (Schedule's absorbed_scale).
+  uint32_t absorbed_scale = 0;
   // The packing buffers the plan's matrix products share (gemm.h); null: each its own.
   GemmScratch* gemm_scratch = nullptr;
   // The bytes the plan's steps share, each while it runs; null: none.
@@ -127,6 +131,9 @@ struct StepContext {
 };
 
 using MakeStep = Step (*)(const StepContext& context, const graph::Node& node);
+// A step writing the nodes `outputs` (its node's, or those of the slices taking its values).
+using MakeMultiStep = MultiStep (*)(const StepContext& context, const graph::Node& node,
+                                    std::span<const graph::NodeId> outputs);
 // How deep a step of `node` reads input `input`, a broadcast, transpose or reshape
 // node: 0, as it is; 1, through that node's input; 2, through what lies under that
 // input (a broadcast or a reshape of a transpose: the transpose's input; a transpose
@@ -165,7 +172,8 @@ enum class Run : uint8_t {
 struct StepRow {
   Run run = Run::reference;
   MakeStep make = nullptr;
-  Absorbs absorbs = nullptr;  // none: every input is read as it is
+  Absorbs absorbs = nullptr;           // none: every input is read as it is
+  MakeMultiStep make_multi = nullptr;  // set: `make`'s place, for a step of several outputs
 };
 
 class StepTable {
@@ -174,6 +182,8 @@ class StepTable {
   const StepRow& operator[](graph::PrimId id) const { return rows_[graph::index_of(id)]; }
   // Sets `id`'s row to a step made by `make`, which absorbs the broadcasts `absorbs` names.
   void set(graph::PrimId id, MakeStep make, Absorbs absorbs = nullptr) { (*this)[id] = {Run::step, make, absorbs}; }
+  // Sets `id`'s row to a step of several outputs made by `make`.
+  void set_multi(graph::PrimId id, MakeMultiStep make) { (*this)[id] = {Run::step, nullptr, nullptr, make}; }
 
  private:
   std::array<StepRow, graph::kPrimitiveCount> rows_{};
@@ -183,18 +193,19 @@ class StepTable {
 const StepTable& step_table();
 
 // Each family sets the rows of the primitives it has kernels for:
-// elementwise.cc, reduce.cc, movement.cc, matmul.cc, random.cc, composite.cc.
+// elementwise.cc, reduce.cc, movement.cc, matmul.cc, random.cc, composite.cc, update.cc.
 void add_elementwise_steps(StepTable& table);
 void add_reduce_steps(StepTable& table);
 void add_movement_steps(StepTable& table);
 void add_matmul_steps(StepTable& table);
 void add_random_steps(StepTable& table);
 void add_composite_steps(StepTable& table);
+void add_update_steps(StepTable& table);
 
 // Whether composite `node` of `graph` runs by its kernel (composite.cc): softmax and
 // log_softmax over contiguous rows, layer_norm and rms_norm (weight and bias one element
-// per column), gelu of either form, each in f32 or bf16. The others run as their
-// decomposition.
+// per column), gelu of either form, each in f32 or bf16; adamw and sgd of f32 (update.cc).
+// The others run as their decomposition.
 bool runs_composite(const graph::Graph& graph, const graph::Node& node);
 
 // The step of composite `node` of f32 (one runs_composite takes) that writes its output
@@ -217,5 +228,21 @@ bool runs_composite_gradient(const graph::Graph& graph, graph::PrimId forward, c
 // for what autodiff builds through the composite's decomposition.
 Step make_composite_gradient_step(const StepContext& context, graph::PrimId forward, const graph::Attrs& attrs,
                                   const graph::Node& x);
+
+// The optimizer updates' kernels (update.cc): adamw and sgd of f32 in every form, each
+// update's values written in one pass, each straight into the buffer of the slice that
+// takes it (its `part`, decomposed: lower.cc). Whether `op` is adamw or sgd.
+bool is_update(graph::PrimId op);
+
+// Whether the cpu runs `node` by update.cc's kernels: an update of f32.
+bool runs_update(const graph::Node& node);
+
+// Where `node` is a slice of an update the cpu runs taking one of its values whole (a
+// part's decomposition, before its reshape): that value's index.
+std::optional<int64_t> value_slice(const graph::Graph& graph, const graph::Node& node);
+
+// Whether update `node` reads its input `input` element by element (the parameter, the
+// gradient and the state, not the scalars): a value may then be written over its bytes.
+bool reads_elementwise(const graph::Node& node, size_t input);
 
 }  // namespace sx::device::cpu

@@ -1,5 +1,6 @@
 // Lowering a graph to the cpu device's schedule (schedule.h).
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <optional>
 
@@ -18,6 +19,40 @@ using graph::PrimId;
 
 size_t bytes_of(const Node& node) {
   return static_cast<size_t>(graph::numel(node.shape)) * graph::dtype_size(node.dtype);
+}
+
+// A multiply of an f32 tensor by a broadcast f32 scalar (mul x (broadcast s)): x and s.
+std::optional<std::array<NodeId, 2>> scaling(const graph::Graph& graph, NodeId id) {
+  const Node& node = graph.node(id);
+  if (node.op() != PrimId::mul || node.dtype != graph::DType::f32) return std::nullopt;
+  const Node& factor = graph.node(node.inputs[1]);
+  if (factor.op() != PrimId::broadcast) return std::nullopt;
+  const Node& scalar = graph.node(factor.inputs[0]);
+  if (scalar.dtype != graph::DType::f32 || graph::numel(scalar.shape) != 1) return std::nullopt;
+  return std::array<NodeId, 2>{node.inputs[0], factor.inputs[0]};
+}
+
+// An optimizer update's gradient (input 1) that is a scaling nothing else reads (the
+// clipped gradient): the update's step computes it (absorbed_scale). In the lowered
+// graph the update reads the scaling's operands: the tensor as its input 1, the scalar
+// as its last input; the scaling, read by nothing then, has no step.
+void find_absorbed_scales(Schedule& schedule) {
+  graph::Graph& graph = schedule.graph;
+  schedule.absorbed_scale.assign(graph.nodes.size(), 0);
+  std::vector<int> readers(graph.nodes.size(), 0);
+  for (const Node& node : graph.nodes) {
+    for (NodeId in : node.inputs) ++readers[in];
+  }
+  for (const graph::NamedNode& out : graph.outputs) ++readers[out.node];
+  for (NodeId id = 0; id < graph.nodes.size(); ++id) {
+    const Node& node = graph.nodes[id];
+    if (!runs_update(node) || readers[node.inputs[1]] != 1) continue;
+    const std::optional<std::array<NodeId, 2>> read = scaling(graph, node.inputs[1]);
+    if (!read) continue;
+    schedule.absorbed_scale[id] = 1u << 1;
+    graph.nodes[id].inputs[1] = (*read)[0];
+    graph.nodes[id].inputs.push_back((*read)[1]);
+  }
 }
 
 // Which nodes an output needs; which inputs each step reads through a broadcast's,
@@ -155,7 +190,10 @@ void merge_rounding_casts(Schedule& schedule) {
   for (ScheduledStep& step : schedule.steps) {
     const Node& node = graph.node(step.id);
     const std::optional<size_t> cast = cast_step_of[step.id];
-    if (step.kind != StepKind::kernel || !node.prim->composite() || node.dtype != graph::DType::f32 || !cast) continue;
+    if (step.kind != StepKind::kernel || !node.prim->composite() || is_update(node.op()) ||
+        node.dtype != graph::DType::f32 || !cast) {
+      continue;
+    }
     step.rounded_cast = schedule.steps[*cast].id;
     step.outputs.push_back(*step.rounded_cast);
     merged[*cast] = true;
@@ -173,6 +211,61 @@ void merge_rounding_casts(Schedule& schedule) {
     if (step.rounded_cast && readers[step.id] == 0) step.outputs = {*step.rounded_cast};
   }
   schedule.steps = std::move(kept);
+}
+
+// An optimizer update's step writes each of its values straight into the buffer of the
+// slice that takes it whole (value_slice: a `part`, decomposed), where nothing but such
+// slices reads the update: those slices have no step (another slice of the same value is
+// a view of the first). Each value may be written over the parameter, the gradient or
+// the state it is computed from (reads_elementwise).
+void schedule_updates(Schedule& schedule) {
+  const graph::Graph& graph = schedule.graph;
+  std::vector<bool> read_whole(graph.nodes.size(), false);
+  std::vector<std::optional<size_t>> step_of(graph.nodes.size());
+  for (size_t s = 0; s < schedule.steps.size(); ++s) {
+    const ScheduledStep& step = schedule.steps[s];
+    step_of[step.id] = s;
+    if (step.kind == StepKind::view) read_whole[step.alias] = true;
+    if (step.kind == StepKind::view || value_slice(graph, graph.node(step.id))) continue;
+    for (NodeId in : step.inputs) read_whole[in] = true;
+  }
+  for (const graph::NamedNode& out : graph.outputs) read_whole[out.node] = true;
+  std::vector<bool> merged(schedule.steps.size(), false);
+  for (size_t s = 0; s < schedule.steps.size(); ++s) {
+    ScheduledStep& step = schedule.steps[s];
+    const Node& node = graph.node(step.id);
+    const std::optional<int64_t> value = value_slice(graph, node);
+    if (step.kind != StepKind::kernel || !value || read_whole[node.inputs[0]]) continue;
+    ScheduledStep& update = schedule.steps[*step_of[node.inputs[0]]];
+    if (update.outputs.size() == 1 && update.outputs[0] == update.id) update.outputs.clear();
+    const auto same_value = std::find_if(update.outputs.begin(), update.outputs.end(),
+                                         [&](NodeId slice) { return value_slice(graph, graph.node(slice)) == value; });
+    if (same_value != update.outputs.end()) {
+      step.kind = StepKind::view;
+      step.alias = *same_value;
+      step.inputs.clear();
+      step.outputs.clear();
+      continue;
+    }
+    update.outputs.push_back(step.id);
+    merged[s] = true;
+  }
+  std::vector<ScheduledStep> kept;
+  for (size_t s = 0; s < schedule.steps.size(); ++s) {
+    if (!merged[s]) kept.push_back(std::move(schedule.steps[s]));
+  }
+  schedule.steps = std::move(kept);
+  for (ScheduledStep& step : schedule.steps) {
+    const Node& node = graph.node(step.id);
+    if (step.kind != StepKind::kernel || !is_update(node.op())) continue;
+    if (step.outputs.size() == 1 && step.outputs[0] == step.id && node.shape != graph.node(node.inputs[0]).shape) {
+      continue;  // the stacked values: over no input
+    }
+    for (size_t slot = 0; slot < step.outputs.size(); ++slot) {
+      std::vector<bool>& row = step.may_overwrite.emplace_back(step.inputs.size(), false);
+      for (size_t k = 0; k < step.inputs.size(); ++k) row[k] = reads_elementwise(node, k);
+    }
+  }
 }
 
 // Per node: the node whose bytes it is (itself, or a view's source).
@@ -242,6 +335,7 @@ Schedule lower(graph::Graph graph, Isa isa, int cores) {
   schedule.graph = std::move(graph);
   schedule.isa = isa;
   schedule.cores = cores;
+  find_absorbed_scales(schedule);
   const std::vector<bool> needed = find_needed(schedule);
   for (NodeId id = 0; id < schedule.graph.nodes.size(); ++id) {
     if (needed[id] && step_table()[schedule.graph.nodes[id].op()].run == Run::once) {
@@ -252,6 +346,7 @@ Schedule lower(graph::Graph graph, Isa isa, int cores) {
   // Chains of elementwise nodes run fused: a group's step runs where its root is.
   schedule.fusion = find_fusion(schedule.graph, needed, schedule.absorbed, schedule.absorbed_deep);
   find_steps(schedule, needed);
+  schedule_updates(schedule);
   merge_rounding_casts(schedule);
   find_direct_outputs(schedule);
   schedule.in_arena = lay_out_arena(schedule, std::vector<bool>(schedule.direct_outputs.size(), false));
@@ -323,8 +418,9 @@ bool ArenaLayout::operator==(const ArenaLayout& other) const {
 
 bool Schedule::same_lowering(const Schedule& other) const {
   return isa == other.isa && cores == other.cores && absorbed == other.absorbed &&
-         absorbed_deep == other.absorbed_deep && absorbed_cast == other.absorbed_cast && fusion == other.fusion &&
-         steps == other.steps && computed_once == other.computed_once && constants == other.constants &&
+         absorbed_deep == other.absorbed_deep && absorbed_cast == other.absorbed_cast &&
+         absorbed_scale == other.absorbed_scale && fusion == other.fusion && steps == other.steps &&
+         computed_once == other.computed_once && constants == other.constants &&
          compile_time_bytes == other.compile_time_bytes && direct_outputs == other.direct_outputs &&
          direct_of == other.direct_of && in_arena == other.in_arena && in_place == other.in_place;
 }

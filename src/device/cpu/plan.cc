@@ -6,7 +6,8 @@
 // elementwise (elementwise.cc), reductions (reduce.cc), data movement and gather
 // (movement.cc), matmul (matmul.cc), random numbers (random.cc), the forward
 // composites (composite.cc, where runs_composite says so, writing the cast to bf16
-// that reads one where the schedule says so); reshape is a view
+// that reads one where the schedule says so), the optimizer updates (update.cc, each
+// writing its values where the slices taking them lie); reshape is a view
 // of its input, constant is its value, iota is computed once at compile time. The
 // primitives without a row (CpuDevice::supports says which) run by their reference
 // kernel, single-threaded and copying their inputs. run binds the input buffers and
@@ -173,6 +174,7 @@ class CpuPlan : public Plan {
             .absorbed = schedule_.absorbed[id],
             .absorbed_deep = schedule_.absorbed_deep[id],
             .absorbed_cast = schedule_.absorbed_cast[id],
+            .absorbed_scale = schedule_.absorbed_scale[id],
             .gemm_scratch = &gemm_scratch_,
             .scratch = &fusion_scratch_};
   }
@@ -192,6 +194,9 @@ class CpuPlan : public Plan {
                                        scheduled.result, scheduled.widened, &fusion_scratch_);
       }
       case cpu::StepKind::kernel:
+        if (const cpu::MakeMultiStep make = cpu::step_table()[node.op()].make_multi) {
+          return make(step_context(scheduled.id), node, scheduled.outputs);
+        }
         if (scheduled.rounded_cast) {
           return cpu::make_composite_rounding_step(step_context(scheduled.id), node, scheduled.outputs.size() == 2);
         }
@@ -363,6 +368,7 @@ const StepTable& step_table() {
     add_matmul_steps(t);
     add_random_steps(t);
     add_composite_steps(t);
+    add_update_steps(t);
     return t;
   }();
   return table;

@@ -4,8 +4,11 @@
 // through (absorbs), groups chains of elementwise nodes (fusion.h) and the products they
 // alone read (epilogue.h; a bf16 product's lone cast to f32 written by the product
 // itself, ScheduledStep's widened), lets a composite's kernel write the cast to bf16
-// that reads it (ScheduledStep's rounded_cast), orders the steps, and places every
-// step's output in one arena by liveness (device/arena.h). CpuPlan (plan.cc) only makes each step's kernel and runs
+// that reads it (ScheduledStep's rounded_cast), lets an optimizer update's step write
+// each of its values where the slice taking it (its `part`) lies, that slice having no
+// step, and scale its gradient itself (Schedule's absorbed_scale), orders the steps, and
+// places every step's output in one arena by liveness (device/arena.h). CpuPlan
+// (plan.cc) only makes each step's kernel and runs
 // them; print_schedule (schedule_text.cc) shows it as `sexpgpu check --schedule` does.
 #pragma once
 
@@ -37,11 +40,12 @@ enum class StepKind : uint8_t {
 
 struct ScheduledStep {
   StepKind kind = StepKind::kernel;
-  graph::NodeId id = 0;                // its node: a group's last member
-  graph::NodeId alias = 0;             // a view: the node whose bytes it shares
-  int group = -1;                      // fused and product: its group in Schedule::fusion
-  std::vector<graph::NodeId> inputs;   // whose bytes it reads
-  std::vector<graph::NodeId> outputs;  // whose bytes it writes: its node's, or a group's written members
+  graph::NodeId id = 0;               // its node: a group's last member
+  graph::NodeId alias = 0;            // a view: the node whose bytes it shares
+  int group = -1;                     // fused and product: its group in Schedule::fusion
+  std::vector<graph::NodeId> inputs;  // whose bytes it reads
+  std::vector<graph::NodeId>
+      outputs;  // whose bytes it writes: its node's, a group's written members, or an update's value slices
   // kernel, a composite's of f32: the cast to bf16 of its output that it writes as well
   // (its last output; its only one where nothing else reads its own), rounding each row
   // as it computes it; that cast has no step.
@@ -90,6 +94,11 @@ struct Schedule {
   // reshape (StepContext's `absorbed`), and through what lies under it (`absorbed_deep`);
   // reads an f32 weight through a cast to bf16 that it rounds itself (`absorbed_cast`).
   std::vector<uint32_t> absorbed, absorbed_deep, absorbed_cast;
+  // Per node, an optimizer update's: bit k, its step computes its input k, a multiply of
+  // an f32 tensor by a broadcast f32 scalar that nothing else reads (the clipped
+  // gradient), itself: in `graph` its input k is that tensor, and the scalar its last
+  // input after its own; the multiply has no step (StepContext's `absorbed_scale`).
+  std::vector<uint32_t> absorbed_scale;
   Fusion fusion;
   std::vector<ScheduledStep> steps;          // in graph order
   std::vector<graph::NodeId> computed_once;  // computed at compile time (iota)

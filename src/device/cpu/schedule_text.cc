@@ -71,6 +71,7 @@ std::string step_label(const Schedule& schedule, size_t s) {
     const NodeId product = *schedule.fusion.groups[static_cast<size_t>(step.group)].product;
     return describe(graph, graph.node(product)) + " and its cast to f32";
   }
+  if (schedule.absorbed_scale[step.id] != 0) label += ", its gradient scaled by its last operand";
   if (step.group < 0) return label;
   // Its members' primitives, in order: chains of one length and root differ.
   const FusedGroup& group = schedule.fusion.groups[static_cast<size_t>(step.group)];
@@ -119,6 +120,11 @@ std::string print_composites(const graph::Graph& given, const CpuDevice& device)
             : std::string(node.op_name());
     text += fmt::format("%{} {} {}{}: ", id, name, graph::dtype_name(node.dtype), graph::shape_str(node.shape));
     const bool kernel = runs(given, node);
+    const NodeId whole = node.inputs.empty() ? id : node.inputs[0];
+    if (node.op() == graph::PrimId::part && runs(given, given.node(whole)) && !differentiated[whole]) {
+      text += fmt::format("written by the kernel of %{} (into the slice of its decomposition)\n", whole);
+      continue;
+    }
     if (kernel && !differentiated[id]) {
       text += fmt::format("kernel {}\n", node.op_name());
       continue;

@@ -8,6 +8,7 @@
 #include <numbers>
 
 #include "device/cpu/isa.h"
+#include "graph/passes.h"
 #include "train_test_util.h"
 
 namespace sx::train::testing {
@@ -324,9 +325,10 @@ TEST(Update, TheCpuDeviceAgreesWithTheReference) {
   }
 }
 
-// The update of a parameter runs in registers on the cpu device (device/cpu/fusion/fusion_chains.h)
-// where a vector instruction set runs, with the bits of the interpreter (the scalar set).
-TEST(Update, AdamWRunsInRegistersWithTheInterpretersBits) {
+// The update of each parameter is one step of the cpu device (device/cpu/kernels/update.cc),
+// its clipped gradient scaled in it, with the bits of its decomposition, on every
+// instruction set.
+TEST(Update, RunsByItsKernelWithTheBitsOfItsDecomposition) {
   RunFile f;
   f.load(
       "(defmodel net () (defparam w (zeros [40 24])) (defparam b (zeros [27]) :tags [:no-decay]) "
@@ -342,30 +344,24 @@ TEST(Update, AdamWRunsInRegistersWithTheInterpretersBits) {
   for (auto& [name, value] : stepper.state)
     if (name.ends_with(".v")) std::for_each(value.begin(), value.end(), [](double& x) { x = x * x; });
   const std::vector<graph::Tensor> inputs = stepper.inputs(params, grads_at(groups, 3, 4.0));
-  auto run_on = [&](device::cpu::Isa isa, std::string& profile) {
+  const graph::Graph decomposed = graph::expand_composites(stepper.graph());
+  for (device::cpu::Isa isa : device::cpu::host_isas()) {
+    SCOPED_TRACE(device::cpu::isa_name(isa));
     auto device = device::make_device("cpu", {.cpu_cores = 1, .cpu_isa = std::string(device::cpu::isa_name(isa))});
     setenv("SEXPGPU_CPU_PROFILE", "1", 1);
     ::testing::internal::CaptureStderr();
-    std::vector<graph::Tensor> outputs = device->compile(stepper.graph())->run_host(inputs);
-    profile = ::testing::internal::GetCapturedStderr();
+    const std::vector<graph::Tensor> outputs = device->compile(stepper.graph())->run_host(inputs);
+    const std::string profile = ::testing::internal::GetCapturedStderr();
     unsetenv("SEXPGPU_CPU_PROFILE");
-    return outputs;
-  };
-  std::string interpreted_profile;
-  const std::vector<graph::Tensor> interpreted = run_on(device::cpu::Isa::scalar, interpreted_profile);
-  EXPECT_EQ(interpreted_profile.find(" in registers"), std::string::npos) << interpreted_profile;
-  for (device::cpu::Isa isa : device::cpu::host_isas()) {
-    if (isa == device::cpu::Isa::scalar) continue;
-    SCOPED_TRACE(device::cpu::isa_name(isa));
-    std::string profile;
-    const std::vector<graph::Tensor> chained = run_on(isa, profile);
-    // Both parameters' updates, the decayed and the undecayed; the latter's last elements,
-    // short of a whole vector, by the interpreter.
-    EXPECT_NE(profile.find("ending in add of f32[40, 24] and f32[40, 24] in registers"), std::string::npos) << profile;
-    EXPECT_NE(profile.find("ending in add of f32[27] and f32[27] in registers"), std::string::npos) << profile;
-    ASSERT_EQ(chained.size(), interpreted.size());
-    for (size_t k = 0; k < chained.size(); ++k)
-      EXPECT_TRUE(chained[k] == interpreted[k]) << stepper.graph().outputs[k].name;
+    // Both parameters' updates, the decayed and the undecayed, each its own step.
+    for (const char* update : {"adamw of f32[40, 24] and", "adamw of f32[27] and"}) {
+      const size_t at = profile.find(update);
+      ASSERT_NE(at, std::string::npos) << profile;
+      EXPECT_NE(profile.find(", its gradient scaled by its last operand", at), std::string::npos) << profile;
+    }
+    const std::vector<graph::Tensor> want = device->compile(decomposed)->run_host(inputs);
+    ASSERT_EQ(outputs.size(), want.size());
+    for (size_t k = 0; k < outputs.size(); ++k) EXPECT_TRUE(outputs[k] == want[k]) << stepper.graph().outputs[k].name;
   }
 }
 

@@ -269,6 +269,7 @@ bool float_kernel_dtype(DType dtype) { return dtype == DType::f32 || dtype == DT
 }  // namespace
 
 bool runs_composite(const graph::Graph& graph, const graph::Node& node) {
+  if (is_update(node.op())) return runs_update(node);
   if (!float_kernel_dtype(node.dtype) || node.inputs.empty()) return false;
   const graph::Node& x = graph.node(node.inputs[0]);
   if (x.dtype != node.dtype || x.shape != node.shape) return false;
