@@ -204,9 +204,14 @@ void add_update_steps(StepTable& table);
 
 // Whether composite `node` of `graph` runs by its kernel (composite.cc): softmax and
 // log_softmax over contiguous rows, layer_norm and rms_norm (weight and bias one element
-// per column), gelu of either form, each in f32 or bf16; adamw and sgd of f32 (update.cc).
-// The others run as their decomposition.
+// per column), gelu of either form, each in f32 or bf16; adamw and sgd of f32 (update.cc);
+// a composite_gradient node, where it is the gradient with respect to x that
+// runs_composite_gradient takes. The others run as their decomposition.
 bool runs_composite(const graph::Graph& graph, const graph::Node& node);
+
+// Whether composite `op`'s step can also write its value rounded to bf16
+// (make_composite_rounding_step): the forward composites runs_composite takes.
+bool writes_rounded_cast(graph::PrimId op);
 
 // The step of composite `node` of f32 (one runs_composite takes) that writes its output
 // cast to bf16, each row rounded as the cast kernel rounds it while the step holds the

@@ -190,8 +190,7 @@ void merge_rounding_casts(Schedule& schedule) {
   for (ScheduledStep& step : schedule.steps) {
     const Node& node = graph.node(step.id);
     const std::optional<size_t> cast = cast_step_of[step.id];
-    if (step.kind != StepKind::kernel || !node.prim->composite() || is_update(node.op()) ||
-        node.dtype != graph::DType::f32 || !cast) {
+    if (step.kind != StepKind::kernel || !writes_rounded_cast(node.op()) || node.dtype != graph::DType::f32 || !cast) {
       continue;
     }
     step.rounded_cast = schedule.steps[*cast].id;

@@ -50,6 +50,12 @@ std::string places(const Schedule& schedule, size_t s) {
   return text;
 }
 
+// A node's primitive, a composite's gradient named by its composite and input.
+std::string op_label(const Node& node) {
+  if (node.op() != graph::PrimId::composite_gradient) return std::string(node.op_name());
+  return fmt::format("{}'s gradient (input {})", node.attrs.get_string("of"), node.attrs.get_int("input"));
+}
+
 }  // namespace
 
 std::string describe(const graph::Graph& graph, const Node& node) {
@@ -59,7 +65,7 @@ std::string describe(const graph::Graph& graph, const Node& node) {
     operands += fmt::format("{}{}{}", operands.empty() ? "" : " and ", graph::dtype_name(arg.dtype),
                             graph::shape_str(arg.shape));
   }
-  return fmt::format("{} of {}", node.op_name(), operands.empty() ? "no operands" : operands);
+  return fmt::format("{} of {}", op_label(node), operands.empty() ? "no operands" : operands);
 }
 
 std::string step_label(const Schedule& schedule, size_t s) {
@@ -114,11 +120,8 @@ std::string print_composites(const graph::Graph& given, const CpuDevice& device)
   for (NodeId id = 0; id < given.nodes.size(); ++id) {
     const Node& node = given.nodes[id];
     if (!node.prim->composite()) continue;
-    const std::string name =
-        node.op() == graph::PrimId::composite_gradient
-            ? fmt::format("gradient of {} (input {})", node.attrs.get_string("of"), node.attrs.get_int("input"))
-            : std::string(node.op_name());
-    text += fmt::format("%{} {} {}{}: ", id, name, graph::dtype_name(node.dtype), graph::shape_str(node.shape));
+    text +=
+        fmt::format("%{} {} {}{}: ", id, op_label(node), graph::dtype_name(node.dtype), graph::shape_str(node.shape));
     const bool kernel = runs(given, node);
     const NodeId whole = node.inputs.empty() ? id : node.inputs[0];
     if (node.op() == graph::PrimId::part && runs(given, given.node(whole)) && !differentiated[whole]) {

@@ -78,16 +78,16 @@ graph::Tensor normal_rows(graph::DType dtype, int64_t rows, int64_t length, std:
 // Rows of x: normal values, and rows at the edges.
 inline graph::Tensor rows_of_values(graph::DType dtype, int64_t rows, int64_t length, std::mt19937& random) {
   constexpr double kInfinity = std::numeric_limits<double>::infinity();
-  return normal_rows(dtype, rows, length, random, 2.0, [](double* row, int64_t r, int64_t length) {
+  return normal_rows(dtype, rows, length, random, 2.0, [](double* row, int64_t r, int64_t n) {
     switch (r % 6) {
-      case 1: row[length / 2] = -kInfinity; break;
-      case 2: std::fill(row, row + length, 1.25); break;  // ties
+      case 1: row[n / 2] = -kInfinity; break;
+      case 2: std::fill(row, row + n, 1.25); break;  // ties
       case 3:
-        for (int64_t i = 0; i < length; ++i) row[i] *= 1e18;  // large magnitudes
+        for (int64_t i = 0; i < n; ++i) row[i] *= 1e18;  // large magnitudes
         row[0] = 3e38;
         break;
-      case 4: row[length - 1] = std::numeric_limits<double>::quiet_NaN(); break;
-      case 5: std::fill(row, row + length, -kInfinity); break;
+      case 4: row[n - 1] = std::numeric_limits<double>::quiet_NaN(); break;
+      case 5: std::fill(row, row + n, -kInfinity); break;
       default: break;
     }
   });

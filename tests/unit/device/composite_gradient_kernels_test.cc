@@ -43,12 +43,12 @@ Graph gradient_graph(const Form& form, DType dtype, int64_t rows, int64_t length
 
 // Cotangents: normal values, and rows at the edges.
 Tensor cotangent_rows(DType dtype, int64_t rows, int64_t length, std::mt19937& random) {
-  return normal_rows(dtype, rows, length, random, 1.0, [](double* row, int64_t r, int64_t length) {
+  return normal_rows(dtype, rows, length, random, 1.0, [](double* row, int64_t r, int64_t n) {
     switch (r % 4) {
       case 1:
-        for (int64_t i = 0; i < length; ++i) row[i] *= 1e30;  // large magnitudes
+        for (int64_t i = 0; i < n; ++i) row[i] *= 1e30;  // large magnitudes
         break;
-      case 2: std::fill(row, row + length / 2, 0.0); break;
+      case 2: std::fill(row, row + n / 2, 0.0); break;
       case 3: row[0] = std::numeric_limits<double>::quiet_NaN(); break;
       default: break;
     }

@@ -124,8 +124,12 @@ TEST_P(CompositeKernel, WritesTheCastToBf16ReadingItInItsStep) {
         const Tensor y = cpu.compile(composite_graph(form, DType::f32, rows, length))->run_host(inputs)[0];
         EXPECT_EQ(compare(got.back(), cast_alone(y), true), "");
         EXPECT_EQ(compare(got.back(), cpu.compile(expanded)->run_host(inputs).back(), true), "");
-        if (keeps_output) EXPECT_EQ(compare(got[0], y, true), "");
-        if (length < 32) EXPECT_EQ(compare(got.back(), run_on("reference", graph, inputs).back(), true), "");
+        if (keeps_output) {
+          EXPECT_EQ(compare(got[0], y, true), "");
+        }
+        if (length < 32) {
+          EXPECT_EQ(compare(got.back(), run_on("reference", graph, inputs).back(), true), "");
+        }
       }
     }
   }

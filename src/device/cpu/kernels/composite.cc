@@ -13,6 +13,8 @@
 // (TileKernels::narrow_bf16) a few rows at a time, while they are in the cache; where
 // nothing else reads the output, it writes the cast alone, each thread computing its rows
 // in a chunk of the plan's shared scratch.
+#include "graph/composite.h"
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -266,7 +268,19 @@ Step make_composite(const StepContext& c, const graph::Node& node) {
 
 bool float_kernel_dtype(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16; }
 
+// The step table's row of a composite's gradient: the kernel of the gradient with
+// respect to x (composite_gradient.cc), which runs_composite took.
+Step make_gradient(const StepContext& c, const graph::Node& node) {
+  return make_composite_gradient_step(c, graph::gradient_of(node.attrs).id, graph::differentiated_attrs(node.attrs),
+                                      c.graph.node(node.inputs[0]));
+}
+
 }  // namespace
+
+bool writes_rounded_cast(PrimId op) {
+  return op == PrimId::softmax || op == PrimId::log_softmax || op == PrimId::layer_norm || op == PrimId::rms_norm ||
+         op == PrimId::gelu;
+}
 
 bool runs_composite(const graph::Graph& graph, const graph::Node& node) {
   if (is_update(node.op())) return runs_update(node);
@@ -287,6 +301,10 @@ bool runs_composite(const graph::Graph& graph, const graph::Node& node) {
       const std::string& form = node.attrs.get_string("form");
       return form == "tanh" || form == "erf";
     }
+    case PrimId::composite_gradient:
+      return node.attrs.get_int("input") == 0 &&
+             runs_composite_gradient(graph, graph::gradient_of(node.attrs).id, graph::differentiated_attrs(node.attrs),
+                                     node.inputs);
     default: return false;
   }
 }
@@ -299,6 +317,7 @@ void add_composite_steps(StepTable& table) {
   for (PrimId op : {PrimId::softmax, PrimId::log_softmax, PrimId::layer_norm, PrimId::rms_norm, PrimId::gelu}) {
     table.set(op, make_composite);
   }
+  table.set(PrimId::composite_gradient, make_gradient);
 }
 
 }  // namespace sx::device::cpu

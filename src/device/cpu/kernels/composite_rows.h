@@ -184,11 +184,16 @@ auto by_float_dtype(graph::DType dtype, Fn fn) {
   return fn(graph::ElementTypes<float, float>{});
 }
 
-// The rows of a softmax: the elements of its reduced axes, where they are contiguous (no
-// kept axis longer than 1 comes after a reduced one longer than 1); else nothing.
+// The rows of a softmax: the elements of its reduced axes (a negative one counted from the
+// end; none outside x), where they are contiguous (no kept axis longer than 1 comes after
+// a reduced one longer than 1); else nothing.
 inline std::optional<int64_t> softmax_row_length(const graph::Node& x, const std::vector<int64_t>& axes) {
+  const auto rank = static_cast<int64_t>(x.shape.size());
   std::vector<bool> reduced(x.shape.size(), false);
-  for (int64_t a : axes) reduced[static_cast<size_t>(a)] = true;
+  for (int64_t a : axes) {
+    if (a < -rank || a >= rank) return std::nullopt;
+    reduced[static_cast<size_t>(a < 0 ? a + rank : a)] = true;
+  }
   int64_t length = 1;
   bool in_row = false;
   for (size_t d = 0; d < x.shape.size(); ++d) {
