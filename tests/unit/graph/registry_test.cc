@@ -42,7 +42,9 @@ TEST(Registry, EachRowCarriesItsKindAndCost) {
     SCOPED_TRACE(std::string(p->name));
     EXPECT_EQ(p->composite(), p->decompose != nullptr);
     EXPECT_EQ(p->kind == PrimKind::source, p->arity == 0 || p->id == PrimId::iota);
-    if (p->kind != PrimKind::elementwise) EXPECT_EQ(p->cost, ElementCost::cheap);
+    if (p->kind != PrimKind::elementwise) {
+      EXPECT_EQ(p->cost, ElementCost::cheap);
+    }
   }
   EXPECT_EQ(primitive(PrimId::matmul).kind, PrimKind::product);
   EXPECT_EQ(primitive(PrimId::scatter_add).kind, PrimKind::reduction);
