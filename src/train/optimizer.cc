@@ -212,8 +212,8 @@ UpdateGraph build_update(Builder& b, const GroupAssignment& groups, std::span<co
     const int64_t decays = entry.weight_decay != 0;
     NodeId updated;
     // One composite node per parameter (graph/prims/update.cc, which writes out what each
-    // computes, in the order of the fused program on the cpu device that runs it,
-    // device/cpu/fusion/fusion_chains.h), its new state taken from it by `part`.
+    // computes, in the order of the cpu device's kernel, device/cpu/kernels/update.cc),
+    // its new state taken from it by `part`.
     if (opt.kind == OptimizerSpec::Kind::AdamW) {
       size_t m_index = state_input(tensors[next_state]);
       size_t v_index = state_input(tensors[next_state]);

@@ -125,7 +125,6 @@ void find_steps(Schedule& schedule, const std::vector<bool>& needed) {
       step.inputs = group.operands;
       step.outputs = group.written;
       step.may_overwrite = facts.may_overwrite;
-      step.in_registers = facts.in_registers;
       if (group.product) {
         const NodeId product = *group.product;
         EpilogueLayout layout =

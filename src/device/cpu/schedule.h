@@ -53,7 +53,6 @@ struct ScheduledStep {
   // Per output, per input: whether the output may be written over the input's bytes
   // (FusedFacts); empty: over none.
   std::vector<std::vector<bool>> may_overwrite;
-  bool in_registers = false;       // fused and product: the group's program runs in registers
   std::vector<size_t> operand_at;  // product: EpilogueLayout's
   size_t result = 0;               // product: EpilogueLayout's
   bool widened = false;            // product: EpilogueLayout's (its group's program does not run)

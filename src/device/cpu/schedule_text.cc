@@ -86,7 +86,6 @@ std::string step_label(const Schedule& schedule, size_t s) {
     primitives += fmt::format("{}{}", primitives.empty() ? "" : " ", graph.node(member).op_name());
   label = fmt::format("fused {} nodes ({}) ending in {}", group.members.size(), primitives, label);
   if (group.product) label = fmt::format("{} with {}", describe(graph, graph.node(*group.product)), label);
-  if (step.in_registers) label += " in registers";
   // What it moves: the tensors it reads and those it writes.
   return label + fmt::format(", reading {} and writing {}", group.operands.size(), group.written.size());
 }

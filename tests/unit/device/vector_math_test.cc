@@ -1,7 +1,8 @@
 // The vector kernels of exp, log, tanh, erf, logistic, sin and cos give the scalar
 // instance's bits (graph/prims/lane_math.h) on every instruction set this processor
 // runs, and the cpu device gives the reference device's bits for those primitives
-// under each instruction set, in f32 and bf16, over whole vectors and tails. An
+// under each instruction set, in f32 and bf16, over whole vectors and tails; their
+// rounding to bf16 (the composite kernels') gives graph::Bf16's bits. An
 // instruction set the processor lacks is skipped, and the test says so; scripts/test
 // runs these again as other processors (processor_chosen_tests).
 #include "device/cpu/kernels/vector_math.h"
@@ -13,6 +14,7 @@
 #include <limits>
 
 #include "device/cpu/isa.h"
+#include "graph/tensor.h"
 #include "util.h"
 
 namespace sx::device::testing {
@@ -103,6 +105,34 @@ TEST(VectorMath, CpuGivesTheReferenceBitsOnEveryInstructionSet) {
           EXPECT_TRUE(testing::same_bits(actual, expected))
               << name << " " << graph::dtype_name(dtype) << " on " << cpu::isa_name(isa) << ", " << cores << " cores";
         }
+      }
+    }
+  }
+}
+
+TEST(VectorMath, ARoundingToBf16IsBf16sOnEveryInstructionSet) {
+  // Every 4099th bit pattern, then values whose low half is a tie (even and odd), one
+  // past and one short of it, and NaNs whose payload lies in the low half alone.
+  std::vector<uint32_t> patterns;
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 4099) patterns.push_back(static_cast<uint32_t>(bits));
+  for (uint32_t high : {0x3f80u, 0x3f81u, 0xc07fu, 0x7f7fu, 0x0000u, 0x8001u, 0x7f80u, 0xff80u}) {
+    for (uint32_t low : {0x8000u, 0x7fffu, 0x8001u, 0x0001u, 0xffffu}) patterns.push_back(high << 16 | low);
+  }
+  patterns.resize(patterns.size() / 16 * 16);
+  std::vector<float> x(patterns.size()), y(patterns.size());
+  std::memcpy(x.data(), patterns.data(), x.size() * sizeof(float));
+  for (Isa isa : cpu::host_isas()) {
+    const cpu::MathKernels* kernels = cpu::math_kernels_for(isa);
+    if (kernels == nullptr) continue;
+    SCOPED_TRACE(cpu::isa_name(isa));
+    kernels->round_to_bf16(x.data(), y.data(), static_cast<int64_t>(x.size()));
+    int mismatches = 0;
+    for (size_t i = 0; i < x.size() && mismatches < 5; ++i) {
+      const float want = static_cast<float>(graph::Bf16(x[i]));
+      if (std::memcmp(&y[i], &want, sizeof want) != 0) {
+        ++mismatches;
+        ADD_FAILURE() << std::hex << "0x" << patterns[i] << ": got " << std::hexfloat << y[i] << ", Bf16 gives "
+                      << want;
       }
     }
   }

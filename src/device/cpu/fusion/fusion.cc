@@ -2,8 +2,7 @@
 // tiles (fusion_find.cc finds the groups). A member's tile is computed by the kernel of its
 // primitive over whole tiles (a loop the compiler vectorizes, or the vector math
 // kernels), so a program of k members costs k short loops per tile and no reads or
-// writes of memory between them. A program that is one of fusion_chains.h's runs its
-// tiles in registers instead.
+// writes of memory between them.
 #include "device/cpu/fusion/fusion.h"
 
 #include <algorithm>
@@ -12,8 +11,6 @@
 #include <span>
 #include <type_traits>
 
-#include "device/cpu/fusion/fusion_chains.h"
-#include "device/cpu/fusion/fusion_row_chains.h"
 #include "device/cpu/fusion/fusion_rules.h"
 #include "device/cpu/fusion/fusion_tiles.h"
 #include "device/cpu/kernels/operand_walk.h"
@@ -176,7 +173,6 @@ class FusedProgram {
       instructions_.push_back(instruction);
     }
     slots_ = slots;
-    find_register_chain(graph, group);
     if (in_pieces_) {
       pieces_slot_ = slot_of(graph.node(group.members.back()).inputs[0]);
       const NodeId sum = group.members.back();
@@ -194,14 +190,13 @@ class FusedProgram {
                       load.walk.strides[0].back() == 1;
     }
     assign_buffers(std::move(last_read));
-    find_register_row_chain(graph, group);  // (which needs the members' buffers)
     const auto streams = std::count_if(loads_.begin(), loads_.end(), [](const Load& load) { return load.in_order; });
     prefetch_ =
         n_ > kPrefetchElements && streams >= 2 && static_cast<int64_t>(instructions_.size()) >= kPrefetchWork * streams;
     threads_ = threads_for(n_ * cost, cores);
     tiles_ = (n_ + tile_ - 1) / tile_;
     columns_ = shape.empty() ? 1 : shape.back();
-    part_floats_ = buffers_ * tile_ + (row_chain_ != nullptr ? kRowChainBuffers * row_ + narrowed_ * tile_ : 0);
+    part_floats_ = buffers_ * tile_;
   }
 
   // Its tiles of scratch in `scratch` (null: its own), for its threads and `block_parts`
@@ -213,9 +208,6 @@ class FusedProgram {
     tables_.resize(static_cast<size_t>(parts) * slots_);
     block_states_.resize(static_cast<size_t>(parts));
   }
-
-  // Whether it runs in registers (fusion_chains.h, fusion_row_chains.h).
-  bool in_registers() const { return chain_ != nullptr || row_chain_ != nullptr; }
 
   // Whether the program runs on blocks of its elements (run_block): not a reduction of
   // rows longer than the last axis, nor one taken in pieces.
@@ -254,14 +246,6 @@ class FusedProgram {
     if (member == instructions_.end() || member->rows || member->op != Op::elementwise) return false;
     if (!loads_[k].in_place) return true;
     const auto writer = static_cast<size_t>(member - instructions_.begin());
-    // In registers a row's phases run one after another: none after the writer's reads it.
-    if (row_chain_ != nullptr) {
-      for (const Instruction& instruction : instructions_) {
-        const bool reads = std::find(instruction.sources.begin(), instruction.sources.begin() + instruction.arity,
-                                     static_cast<int>(k)) != instruction.sources.begin() + instruction.arity;
-        if (reads && instruction.op != Op::spread && reading_phase(instruction) > reading_phase(*member)) return false;
-      }
-    }
     for (size_t m = writer + 1; m < instructions_.size(); ++m) {
       const Instruction& instruction = instructions_[m];
       for (int j = 0; j < instruction.arity; ++j) {
@@ -357,117 +341,6 @@ class FusedProgram {
     }
   }
 
-  // A program of elementwise members of the tiles' shape alone runs in registers where
-  // a chain of fusion_chains.h is the same program.
-  void find_register_chain(const graph::Graph& graph, const FusedGroup& group) {
-    if (kernels_ == nullptr || row_ > 0 || instructions_.size() > kMaxChainMembers) return;
-    std::vector<ChainOp> ops;
-    for (const Instruction& instruction : instructions_) {
-      if (instruction.op != Op::elementwise || instruction.rows || instruction.arity > 2 ||
-          (instruction.dtype != DType::f32 && instruction.dtype != DType::bf16))
-        return;
-      const NodeId id = group.members[static_cast<size_t>(instruction.slot) - loads_.size()];
-      ops.push_back({.prim = graph.node(id).op(),
-                     .a = static_cast<int8_t>(instruction.sources[0]),
-                     .b = static_cast<int8_t>(instruction.arity > 1 ? instruction.sources[1] : -1),
-                     .to_bf16 = instruction.round_to_bf16});
-    }
-    const int chain = find_chain(static_cast<int>(loads_.size()), ops);
-    if (chain >= 0) chain_ = kernels_->chains[static_cast<size_t>(chain)];
-  }
-
-  // A row program whose members, sources and kinds are a program of
-  // fusion_row_chains.h's runs its rows in registers: rows of a multiple of 16 elements,
-  // at least 32 (row_sums' order without a tail), every member f32 but members of the
-  // elements rounded to bf16.
-  void find_register_row_chain(const graph::Graph& graph, const FusedGroup& group) {
-    const auto loads = static_cast<int>(loads_.size());
-    if (kernels_ == nullptr || row_ == 0 || in_pieces_ || row_ % LaneSums<float>::kLanes != 0 ||
-        row_ < 2 * LaneSums<float>::kLanes || loads > 32)
-      return;
-    // A spread's slot stands for the value a row it spreads.
-    std::vector<int> value_of(slots_);
-    for (size_t slot = 0; slot < slots_; ++slot) value_of[slot] = static_cast<int>(slot);
-    std::vector<RowChainOp> ops;
-    for (const Instruction& instruction : instructions_) {
-      if (instruction.op == Op::spread) {
-        value_of[static_cast<size_t>(instruction.slot)] = value_of[static_cast<size_t>(instruction.sources[0])];
-        continue;
-      }
-      // A member of the elements may be bf16: rounded in registers, narrowed as written.
-      const bool rounded = instruction.dtype == DType::bf16;
-      if ((instruction.dtype != DType::f32 && !rounded) ||
-          (rounded && (instruction.rows || instruction.op != Op::elementwise)))
-        return;
-      auto source = [&](int k) {
-        return static_cast<int8_t>(k < instruction.arity ? value_of[static_cast<size_t>(instruction.sources[k])] : -1);
-      };
-      RowChainOp op{.op = {.prim = PrimId::add, .a = source(0), .b = -1, .to_bf16 = rounded, .c = -1},
-                    .kind = RowKind::tile};
-      if (instruction.op == Op::reduce) {
-        if (instruction.reduce != ReduceKind::sum && instruction.reduce != ReduceKind::max) return;
-        op.kind = instruction.reduce == ReduceKind::sum ? RowKind::sum : RowKind::max;
-      } else {
-        op.op.prim = graph.node(group.members[static_cast<size_t>(instruction.slot - loads)]).op();
-        op.op.b = source(1);
-        op.op.c = source(2);
-        op.kind = instruction.rows ? RowKind::row : RowKind::tile;
-      }
-      ops.push_back(op);
-    }
-    // Values a row: those loaded so, and one value for all that a value a row reads.
-    uint32_t row_loads = 0;
-    for (int k = 0; k < loads; ++k) {
-      if (loads_[static_cast<size_t>(k)].row_values) row_loads |= 1u << k;
-    }
-    for (const RowChainOp& op : ops) {
-      for (int source : {int{op.op.a}, int{op.op.b}}) {
-        if (op.kind == RowKind::row && source >= 0 && source < loads && loads_[static_cast<size_t>(source)].invariant)
-          row_loads |= 1u << source;
-      }
-    }
-    const int found = find_row_chain(loads, row_loads, ops);
-    if (found < 0) return;
-    // Written bf16 members wait in tiles of their own until the rows are done (the
-    // interpreter's tiles hold operands the rows still read).
-    narrowed_ = 0;
-    for (const Instruction& instruction : instructions_) {
-      if (instruction.op != Op::spread && instruction.output >= 0 && instruction.dtype != DType::f32) ++narrowed_;
-    }
-    row_chain_ = kernels_->row_chains[static_cast<size_t>(found)];
-    row_layout_ = row_chain_layout(loads, row_loads, ops);
-  }
-
-  // The phase of a row chain's loop in which an instruction reads its sources.
-  int reading_phase(const Instruction& instruction) const {
-    const int phase = row_layout_.phase[static_cast<size_t>(instruction.slot)];
-    return instruction.op == Op::reduce ? phase - 1 : phase;
-  }
-
-  // A tile of whole rows by the row chain: each written member where the interpreter
-  // writes it, a bf16 one in a tile after the chain's row buffers first, then narrowed
-  // as the interpreter narrows it.
-  void run_row_chain_tile(uint8_t* const* out, int64_t begin, int64_t length, float* scratch, const float** at) const {
-    float* const buffers = scratch + buffers_ * tile_;
-    float* narrowed = buffers + kRowChainBuffers * row_;
-    std::array<float*, kMaxRowChainSlots> members{};
-    for (const Instruction& instruction : instructions_) {
-      if (instruction.op == Op::spread || instruction.output < 0) continue;
-      float* to = reinterpret_cast<float*>(out[instruction.output]) + (instruction.rows ? begin / row_ : begin);
-      if (instruction.dtype != DType::f32) {
-        to = narrowed;
-        narrowed += tile_;
-      }
-      members[static_cast<size_t>(instruction.slot) - loads_.size()] = to;
-    }
-    row_chain_(at, members.data(), length / row_, row_, buffers);
-    for (const Instruction& instruction : instructions_) {
-      if (instruction.op == Op::spread || instruction.output < 0 || instruction.dtype == DType::f32) continue;
-      loops_.narrow_bf16(members[static_cast<size_t>(instruction.slot) - loads_.size()],
-                         reinterpret_cast<graph::Bf16*>(out[instruction.output]) + begin, length);
-    }
-  }
-
   // A member of the tiles' shape written in f32 is computed where it lies in its output.
   static bool writes_in_place(const Instruction& instruction) {
     return instruction.op == Op::elementwise && !instruction.rows && instruction.output >= 0 &&
@@ -514,10 +387,7 @@ class FusedProgram {
   // Reduces its rows when they are whole.
   int64_t run_tile(const uint8_t* const* in, uint8_t* const* out, int64_t begin, int64_t end, PartState& state,
                    float* scratch, const float** at) const {
-    int64_t length = std::min(tile_, end - begin);
-    // A chain takes whole vectors; a tile's last few elements go by the interpreter.
-    const bool by_chain = chain_ != nullptr && length >= kernels_->width;
-    if (by_chain) length -= length % kernels_->width;
+    const int64_t length = std::min(tile_, end - begin);
     const bool row_start = begin % columns_ == 0, rows_loaded = row_start && state.rows;
     for (size_t k = 0; k < loads_.size(); ++k) {
       const Load& load = loads_[k];
@@ -572,14 +442,6 @@ class FusedProgram {
     // A repeated operand's tile holds its rows from a row's start when it was filled
     // whole from one (a tile at another place, or a short one, leaves it otherwise).
     if (!rows_loaded) state.rows = row_start && length == tile_;
-    if (by_chain) {
-      run_chain_tile(out, begin, length, scratch, at);
-      return length;
-    }
-    if (row_chain_ != nullptr) {
-      run_row_chain_tile(out, begin, length, scratch, at);
-      return length;
-    }
     const int64_t rows = row_ > 0 ? length / row_ : 0;  // whole rows, unless in pieces
     for (const Instruction& instruction : instructions_) {
       const auto slot = static_cast<size_t>(instruction.slot);
@@ -613,26 +475,6 @@ class FusedProgram {
     return length;
   }
 
-  // A tile by the chain: each written member computed where the interpreter computes
-  // it, then narrowed to its dtype as the interpreter narrows it.
-  void run_chain_tile(uint8_t* const* out, int64_t begin, int64_t length, float* scratch, const float** at) const {
-    // Only the program's members are set: clearing all kMaxChainMembers took a string
-    // store (rep stos) a tile, 2% of a GELU epilogue's time.
-    std::array<float*, kMaxChainMembers> members;
-    for (size_t m = 0; m < instructions_.size(); ++m) {
-      const Instruction& instruction = instructions_[m];
-      members[m] = instruction.output < 0         ? nullptr
-                   : writes_in_place(instruction) ? reinterpret_cast<float*>(out[instruction.output]) + begin
-                                                  : scratch + buffer_[static_cast<size_t>(instruction.slot)] * tile_;
-    }
-    chain_(at, members.data(), length);
-    for (size_t m = 0; m < instructions_.size(); ++m) {
-      const Instruction& instruction = instructions_[m];
-      if (instruction.output < 0 || writes_in_place(instruction)) continue;
-      loops_.narrow_bf16(members[m], reinterpret_cast<graph::Bf16*>(out[instruction.output]) + begin, length);
-    }
-  }
-
   int64_t n_;
   const MathKernels* kernels_;
   const TileKernels& loops_;
@@ -648,12 +490,8 @@ class FusedProgram {
   int pieces_slot_ = 0;     // then: the slot of the member it sums
   int pieces_output_ = 0;   // and the sum's index among the written
   bool pieces_to_bf16_ = false;
-  bool prefetch_ = false;               // operands in order are fetched kAhead tiles ahead
-  ChainKernel chain_ = nullptr;         // the program in registers (fusion_chains.h), or null
-  RowChainKernel row_chain_ = nullptr;  // the row program in registers (fusion_row_chains.h), or null
-  RowChainLayout row_layout_;           // and its phases
-  int64_t narrowed_ = 0;                // the row chain's written bf16 members
-  int64_t part_floats_ = 0;             // scratch a part: its tiles, the row chain's rows and bf16 results
+  bool prefetch_ = false;    // operands in order are fetched kAhead tiles ahead
+  int64_t part_floats_ = 0;  // scratch a part: its tiles
   int64_t tiles_ = 0;
   int64_t columns_ = 1;                  // elements along the last axis: a row of run_block's blocks
   std::vector<PartState> block_states_;  // per part, for run_block: reset by start_blocks
@@ -667,7 +505,7 @@ class FusedProgram {
 FusedFacts fused_facts(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
                        const KernelSet& kernels) {
   const FusedProgram program(graph, group, absorbed, kernels, 1);
-  FusedFacts facts{.may_overwrite = {}, .in_registers = program.in_registers()};
+  FusedFacts facts;
   for (size_t w = 0; w < group.written.size(); ++w) {
     std::vector<bool>& row = facts.may_overwrite.emplace_back(group.operands.size());
     for (size_t k = 0; k < group.operands.size(); ++k) row[k] = program.may_overwrite(k, static_cast<int>(w));

@@ -61,7 +61,6 @@ struct FusedFacts {
   // element in the output's order, every tile of it before the member writes that
   // tile and never after.
   std::vector<std::vector<bool>> may_overwrite;
-  bool in_registers = false;  // its program is a chain of fusion_chains.h
 };
 FusedFacts fused_facts(const graph::Graph& graph, const FusedGroup& group, const std::vector<uint32_t>& absorbed,
                        const KernelSet& kernels);

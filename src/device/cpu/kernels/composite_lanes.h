@@ -8,9 +8,10 @@
 // same.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
-#include "device/cpu/fusion/fusion_chains.h"
+#include "device/cpu/kernels/bf16_lanes.h"
 #include "graph/prims/lane_math.h"
 
 namespace sx::device::cpu {

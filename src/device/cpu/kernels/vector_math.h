@@ -2,10 +2,9 @@
 // f32: graph/prims/lane_math.h instantiated over AVX2 and AVX-512 vectors, so they
 // give the scalar instance's bits, which are the reference kernels' (see there).
 // Beside them, Philox 4x32-10 over a vector of counters (integer work: exact), and
-// random_normal's f32 draw from its words (lane_math.h's normal), the fused
-// programs that run in registers (fusion_chains.h, fusion_row_chains.h), the
-// elementwise parts of the composite kernels (composite_lanes.h), and the optimizer
-// updates (update_lanes.h).
+// random_normal's f32 draw from its words (lane_math.h's normal), a rounding to
+// bf16 (bf16_lanes.h), the elementwise parts of the composite kernels
+// (composite_lanes.h), and the optimizer updates (update_lanes.h).
 // Each file that instantiates make_math_kernels (vector_math_avx2.cc, _avx512.cc)
 // is built for its instruction set, over its copy of that set's type in simd.h.
 #pragma once
@@ -13,9 +12,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "device/cpu/fusion/fusion_chains.h"
-#include "device/cpu/fusion/fusion_row_chains.h"
 #include "device/cpu/isa.h"
+#include "device/cpu/kernels/bf16_lanes.h"
 #include "device/cpu/kernels/composite_lanes.h"
 #include "device/cpu/kernels/update_lanes.h"
 #include "graph/philox.h"
@@ -43,11 +41,9 @@ struct MathKernels {
   MathKernel fn[kMathFnCount] = {};
   PhiloxKernel philox = nullptr;
   NormalKernel normal = nullptr;
-  std::array<ChainKernel, kChainCount> chains{};            // fusion_chains.h's, by index in kChainPrograms
-  std::array<RowChainKernel, kRowChainCount> row_chains{};  // fusion_row_chains.h's, likewise
-  MathKernel round_to_bf16 = nullptr;                       // the chains' rounding of a member to bf16, alone
-  CompositeLanes composite;                                 // composite.cc's, in registers
-  UpdateLanes update;                                       // update.cc's, in registers
+  MathKernel round_to_bf16 = nullptr;  // the composite kernels' rounding of a member to bf16, alone
+  CompositeLanes composite;            // composite.cc's, in registers
+  UpdateLanes update;                  // update.cc's, in registers
 };
 
 // Each defined in its own file, compiled for its instruction set: call one only on a
@@ -128,8 +124,6 @@ MathKernels make_math_kernels() {
                  &apply_lanes<V, lm::cos<V>>},
           .philox = &philox_lanes<V>,
           .normal = &normal_lanes<V>,
-          .chains = make_chain_kernels<V>(),
-          .row_chains = make_row_chain_kernels<V>(),
           .round_to_bf16 = &apply_lanes<V, round_to_bf16<V>>,
           .composite = make_composite_lanes<V>(),
           .update = make_update_lanes<V>()};
