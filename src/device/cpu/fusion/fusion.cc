@@ -24,7 +24,6 @@ namespace {
 using graph::DType;
 using graph::Node;
 using graph::NodeId;
-using graph::PrimId;
 
 // Elements a tile: a member's tile is 2 KiB of floats, so a program's tiles stay in
 // the first-level cache. A group that ends in a reduction takes whole rows a tile, as
