@@ -125,10 +125,16 @@ struct AttentionKernel {
   }
 
   // A row of scores of query `query`: divided by sqrt(d), masked, then its softmax.
+  // The keys the causal form lets the query see are divided (a loop the compiler makes
+  // into vectors), the others replaced.
   void scaled_row(S* row, int64_t query, const uint8_t* allowed, float* block) const {
-    for (int64_t j = 0; j < keys; ++j) {
-      const bool kept = !(causal && j > query) && (allowed == nullptr || allowed[j * mask.cols] != 0);
-      row[j] = S(kept ? rounded<S>(static_cast<float>(row[j]) / scale) : excluded);
+    const int64_t seen = causal ? std::min(keys, query + 1) : keys;
+    for (int64_t j = 0; j < seen; ++j) row[j] = S(rounded<S>(static_cast<float>(row[j]) / scale));
+    std::fill(row + seen, row + keys, S(excluded));
+    if (allowed != nullptr) {
+      for (int64_t j = 0; j < seen; ++j) {
+        if (allowed[j * mask.cols] == 0) row[j] = S(excluded);
+      }
     }
     softmax_row(row, row, keys, math, block);
   }
