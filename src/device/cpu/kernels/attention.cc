@@ -26,8 +26,10 @@ using namespace composite_rows;
 using graph::DType;
 using graph::Node;
 
-// Scores a part holds at once (floats): a chunk of queries' rows stays in L2.
-constexpr int64_t kChunkScores = 1 << 14;
+// Scores a part holds at once (floats): a chunk of queries' rows stays in L2. The causal
+// form takes chunks of a few rows, each computing the scores of the keys its last query
+// sees: the others are replaced whatever their value.
+constexpr int64_t kChunkScores = 1 << 14, kCausalChunk = 32;
 constexpr int64_t kLineFloats = static_cast<int64_t>(kCacheLine / sizeof(float));
 
 int64_t whole_lines(int64_t floats) { return (floats + kLineFloats - 1) / kLineFloats * kLineFloats; }
@@ -68,9 +70,11 @@ Operand mask_of(const Node& mask, const graph::Shape& scores) {
   return {.offsets = entry_offsets(batch, strides, 0), .rows = strides[rank - 2], .cols = strides[rank - 1]};
 }
 
-// A part's products: for a whole chunk of queries and for the last, shorter one.
+// A part's products: the scores of each chunk of queries (causal: each sees its own keys)
+// or of a whole chunk and of the last, shorter one; the weights times v of those two.
 struct PartProducts {
-  std::unique_ptr<Gemm> scores[2], mixed[2];
+  std::vector<std::unique_ptr<Gemm>> scores;
+  std::unique_ptr<Gemm> mixed[2];
 };
 
 template <class S>
@@ -107,7 +111,7 @@ struct AttentionKernel {
         const int64_t rows = std::min(chunk, queries - first);
         const int tail = rows == chunk ? 0 : 1;
         S* scores = kBf16 ? reinterpret_cast<S*>(floats + rounded_at) : reinterpret_cast<S*>(floats);
-        products.scores[tail]->run(
+        products.scores[static_cast<size_t>(causal ? unit % chunks : tail)]->run(
             {.data = q_data + q.offsets[e] + first * q.rows, .rows = q.rows, .cols = q.cols, .bf16 = kBf16},
             {.data = k_data + k.offsets[e], .rows = k.cols, .cols = k.rows, .bf16 = kBf16}, floats, keys,
             kBf16 ? reinterpret_cast<graph::Bf16*>(scores) : nullptr);
@@ -167,6 +171,7 @@ Step attention_step(const StepContext& c, const Node& node) {
   a.excluded = literal_in(node.dtype, -1e9);
   a.math = math_kernels_for(c.kernels.isa);
   a.chunk = std::clamp<int64_t>(kChunkScores / a.keys, 1, a.queries);
+  if (a.causal) a.chunk = std::min(a.chunk, kCausalChunk);
   a.chunks = (a.queries + a.chunk - 1) / a.chunk;
   // About 10 microseconds of one core's FMA peak per thread at least, as a product's.
   const double flops =
@@ -177,10 +182,15 @@ Step attention_step(const StepContext& c, const Node& node) {
     PartProducts& products = a.parts.emplace_back();
     const int64_t rows[2] = {a.chunk, tail};
     for (int t = 0; t < (tail == a.chunk ? 1 : 2); ++t) {
-      products.scores[t] = std::make_unique<Gemm>(c.kernels, rows[t], a.keys, a.depth, 1, AttentionKernel<S>::kBf16,
-                                                  c.gemm_scratch, part);
       products.mixed[t] = std::make_unique<Gemm>(c.kernels, rows[t], a.width, a.keys, 1, AttentionKernel<S>::kBf16,
                                                  c.gemm_scratch, part);
+    }
+    for (int64_t chunk = 0; chunk < (a.causal ? a.chunks : (tail == a.chunk ? 1 : 2)); ++chunk) {
+      const int64_t first = a.causal ? chunk * a.chunk : 0;
+      const int64_t chunk_rows = a.causal ? std::min(a.chunk, a.queries - first) : rows[chunk];
+      const int64_t seen = a.causal ? std::min(a.keys, first + chunk_rows) : a.keys;
+      products.scores.push_back(std::make_unique<Gemm>(c.kernels, chunk_rows, seen, a.depth, 1,
+                                                       AttentionKernel<S>::kBf16, c.gemm_scratch, part));
     }
   }
   const int64_t scores = a.chunk * a.keys;
