@@ -1,12 +1,15 @@
 // The cpu device's kernel of the attention composite (device/cpu/kernels/attention.cc)
 // gives the bits the plan gives for its decomposition, on every instruction set this
-// processor runs, in f32 and bf16, plain, causal and masked, over sequences of 1 to 130
-// (odd lengths, and queries split into chunks with a shorter last one), head dims of 1 to
-// 96, with and without batch axes; the same bits on one thread and on two; q, k and v
-// read where the packed projection holds them, as the products of the decomposition read
-// them.
+// processor runs, in f32 and bf16, plain, causal and masked, with a NaN and infinities
+// among the values (an infinity of v times the zero weight of a key the causal form
+// hides is a NaN), over sequences of 1 to 130 (odd lengths, and queries split into
+// chunks with a shorter last one), head dims of 1 to 96, with and without batch axes; the
+// same bits on one thread and on two; q, k and v read where the packed projection holds
+// them, as the products of the decomposition read them.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <random>
 
 #include "device/cpu/cpu.h"
@@ -22,12 +25,13 @@ using graph::Builder;
 using graph::NodeId;
 
 // One case: q [batch.., queries, depth], k [batch.., keys, depth], v [batch.., keys, width];
-// the mask's shape (empty: no mask).
+// the mask's shape (empty: no mask); whether q holds a NaN and v an infinity of each sign.
 struct AttentionCase {
   Shape batch;
   int64_t queries, keys, depth, width;
   bool causal;
   Shape mask;
+  bool edges = false;
 };
 
 Shape with_matrix(Shape batch, int64_t rows, int64_t cols) {
@@ -35,10 +39,12 @@ Shape with_matrix(Shape batch, int64_t rows, int64_t cols) {
   return batch;
 }
 
-Tensor normal_tensor(DType dtype, const Shape& shape, std::mt19937& random) {
+// Normal values, then `edges` (a NaN, an infinity) at elements 1, 8, 15, ...
+Tensor normal_tensor(DType dtype, const Shape& shape, std::mt19937& random, const std::vector<double>& edges = {}) {
   std::normal_distribution<double> normal(0.0, 2.0);
   std::vector<double> values(static_cast<size_t>(graph::numel(shape)));
   for (double& v : values) v = normal(random);
+  for (size_t i = 0; i < edges.size() && 1 + i * 7 < values.size(); ++i) values[1 + i * 7] = edges[i];
   return Tensor::from_doubles(dtype, shape, values);
 }
 
@@ -65,9 +71,12 @@ Graph attention_graph(const AttentionCase& c, DType dtype) {
 }
 
 std::vector<Tensor> attention_inputs(const AttentionCase& c, DType dtype, std::mt19937& random) {
-  std::vector<Tensor> inputs{normal_tensor(dtype, with_matrix(c.batch, c.queries, c.depth), random),
+  constexpr double kInfinity = std::numeric_limits<double>::infinity();
+  const std::vector<double> nan = c.edges ? std::vector<double>{std::nan("")} : std::vector<double>{};
+  const std::vector<double> infinities = c.edges ? std::vector<double>{kInfinity, -kInfinity} : std::vector<double>{};
+  std::vector<Tensor> inputs{normal_tensor(dtype, with_matrix(c.batch, c.queries, c.depth), random, nan),
                              normal_tensor(dtype, with_matrix(c.batch, c.keys, c.depth), random),
-                             normal_tensor(dtype, with_matrix(c.batch, c.keys, c.width), random)};
+                             normal_tensor(dtype, with_matrix(c.batch, c.keys, c.width), random, infinities)};
   if (!c.mask.empty()) inputs.push_back(random_mask(c.mask, random));
   return inputs;
 }
@@ -87,7 +96,7 @@ std::vector<AttentionCase> cases() {
       {{}, 1, 1, 1, 1, false, {}},
       {{}, 3, 5, 2, 7, true, {}},
       {{2, 3}, 5, 7, 3, 3, false, {}},
-      {{2, 3}, 7, 7, 5, 4, true, {}},
+      {{2, 3}, 7, 7, 5, 4, true, {}, true},
       {{2}, 17, 17, 16, 16, true, {}},
       {{3}, 33, 40, 96, 24, false, {33, 40}},
       {{2, 2}, 9, 11, 8, 8, true, {2, 1, 9, 11}},
