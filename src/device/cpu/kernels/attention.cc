@@ -178,19 +178,21 @@ Step attention_step(const StepContext& c, const Node& node) {
       2.0 * static_cast<double>(a.entries * a.queries * a.keys) * static_cast<double>(a.depth + a.width);
   a.threads = flops < 2e6 ? 1 : static_cast<int>(std::min<int64_t>(c.cores, a.entries * a.chunks));
   const int64_t tail = a.queries - (a.chunks - 1) * a.chunk;
+  const int64_t rows[2] = {a.chunk, tail};
+  const int sizes = tail == a.chunk ? 1 : 2;  // of chunks: a whole one, and the last one
   for (int part = 0; part < a.threads; ++part) {
     PartProducts& products = a.parts.emplace_back();
-    const int64_t rows[2] = {a.chunk, tail};
-    for (int t = 0; t < (tail == a.chunk ? 1 : 2); ++t) {
-      products.mixed[t] = std::make_unique<Gemm>(c.kernels, rows[t], a.width, a.keys, 1, AttentionKernel<S>::kBf16,
-                                                 c.gemm_scratch, part);
+    const auto product = [&](int64_t m, int64_t n, int64_t k) {
+      return std::make_unique<Gemm>(c.kernels, m, n, k, 1, AttentionKernel<S>::kBf16, c.gemm_scratch, part);
+    };
+    for (int t = 0; t < sizes; ++t) products.mixed[t] = product(rows[t], a.width, a.keys);
+    if (!a.causal) {
+      for (int t = 0; t < sizes; ++t) products.scores.push_back(product(rows[t], a.keys, a.depth));
+      continue;
     }
-    for (int64_t chunk = 0; chunk < (a.causal ? a.chunks : (tail == a.chunk ? 1 : 2)); ++chunk) {
-      const int64_t first = a.causal ? chunk * a.chunk : 0;
-      const int64_t chunk_rows = a.causal ? std::min(a.chunk, a.queries - first) : rows[chunk];
-      const int64_t seen = a.causal ? std::min(a.keys, first + chunk_rows) : a.keys;
-      products.scores.push_back(std::make_unique<Gemm>(c.kernels, chunk_rows, seen, a.depth, 1,
-                                                       AttentionKernel<S>::kBf16, c.gemm_scratch, part));
+    for (int64_t first = 0; first < a.queries; first += a.chunk) {
+      const int64_t last = std::min(a.queries, first + a.chunk);  // the chunk's queries see keys below it
+      products.scores.push_back(product(last - first, std::min(a.keys, last), a.depth));
     }
   }
   const int64_t scores = a.chunk * a.keys;
