@@ -150,10 +150,16 @@ train::SessionOptions session_options(const Model& model) {
   return options;
 }
 
-// The GFLOP of a graph's matrix products.
+// The GFLOP of a graph's matrix products, an attention node's two (q k^T, then the
+// weights times v) included where the device runs it as one node.
 double product_gflop(const graph::Graph& graph) {
   double flops = 0;
   for (const graph::Node& node : graph.nodes) {
+    if (node.op() == graph::PrimId::attention) {
+      const graph::Shape& keys = graph.node(node.inputs[1]).shape;
+      flops += 2.0 * static_cast<double>(graph::numel(graph.node(node.inputs[0]).shape) + graph::numel(node.shape)) *
+               static_cast<double>(keys[keys.size() - 2]);
+    }
     if (node.op() != graph::PrimId::matmul) continue;
     flops += 2.0 * static_cast<double>(graph::numel(node.shape)) *
              static_cast<double>(graph.node(node.inputs[0]).shape.back());

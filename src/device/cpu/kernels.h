@@ -204,8 +204,8 @@ void add_update_steps(StepTable& table);
 
 // Whether composite `node` of `graph` runs by its kernel (composite.cc): softmax and
 // log_softmax over contiguous rows, layer_norm and rms_norm (weight and bias one element
-// per column), gelu of either form, each in f32 or bf16; adamw and sgd of f32 (update.cc);
-// a composite_gradient node, where it is the gradient with respect to x that
+// per column), gelu of either form, attention (runs_attention), each in f32 or bf16;
+// adamw and sgd of f32 (update.cc); a composite_gradient node, where it is the gradient with respect to x that
 // runs_composite_gradient takes. The others run as their decomposition.
 bool runs_composite(const graph::Graph& graph, const graph::Node& node);
 
@@ -233,6 +233,17 @@ bool runs_composite_gradient(const graph::Graph& graph, graph::PrimId forward, c
 // for what autodiff builds through the composite's decomposition.
 Step make_composite_gradient_step(const StepContext& context, graph::PrimId forward, const graph::Attrs& attrs,
                                   const graph::Node& x);
+
+// Whether the cpu runs attention `node` by its kernel (attention.cc): q, k and v of the
+// node's dtype, f32 or bf16, with the node's batch axes (none broadcast), and a bool mask
+// that broadcasts to the scores where given; no axis empty.
+bool runs_attention(const graph::Graph& graph, const graph::Node& node);
+
+// The attention kernel's step, and what it absorbs: a transpose of q, k or v (and a
+// reshape of a slice under it), read through strides as a product reads it (matmul.cc).
+Step make_attention_step(const StepContext& context, const graph::Node& node);
+int absorbs_attention_operand(const graph::Graph& graph, const graph::Node& node, size_t input,
+                              const KernelSet& kernels);
 
 // The optimizer updates' kernels (update.cc): adamw and sgd of f32 in every form, each
 // update's values written in one pass, each straight into the buffer of the slice that

@@ -86,20 +86,6 @@ Writes writes_for(const StepContext& c, RoundToBf16 round, bool writes_output, i
   return writes;
 }
 
-// (/ e (sum e)), e = (exp (- x (reduce-max x))), over each row.
-template <class S>
-void softmax_row(const S* x, S* y, int64_t n, const MathKernels* math, float* block) {
-  const float total = shifted_exp_row(x, y, n, math, block);
-  by_lanes(
-      y, y, n, math, block,
-      [&](const float* in, float* out, int64_t count) {
-        math->composite.divided[kLanesBf16<S>](in, out, count, total);
-      },
-      [&](const S* in, S* out, int64_t count) {
-        for (int64_t i = 0; i < count; ++i) out[i] = S(static_cast<float>(in[i]) / total);
-      });
-}
-
 // (- x (+ m (log (sum (exp (- x m)))))), m = (reduce-max x), over each row.
 template <class S>
 void log_softmax_row(const S* x, S* y, int64_t n, const MathKernels* math, float* block) {
@@ -284,6 +270,7 @@ bool writes_rounded_cast(PrimId op) {
 
 bool runs_composite(const graph::Graph& graph, const graph::Node& node) {
   if (is_update(node.op())) return runs_update(node);
+  if (node.op() == PrimId::attention) return runs_attention(graph, node);
   if (!float_kernel_dtype(node.dtype) || node.inputs.empty()) return false;
   const graph::Node& x = graph.node(node.inputs[0]);
   if (x.dtype != node.dtype || x.shape != node.shape) return false;
@@ -318,6 +305,7 @@ void add_composite_steps(StepTable& table) {
     table.set(op, make_composite);
   }
   table.set(PrimId::composite_gradient, make_gradient);
+  table.set(PrimId::attention, make_attention_step, absorbs_attention_operand);
 }
 
 }  // namespace sx::device::cpu

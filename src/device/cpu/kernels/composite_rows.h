@@ -137,6 +137,20 @@ float shifted_exp_row(const S* x, S* e, int64_t n, const MathKernels* math, floa
   return static_cast<float>(S(row_sum<S, float>(e, n)));
 }
 
+// (/ e (sum e)), e = (exp (- x (reduce-max x))), of a softmax's row x into y (x may be y).
+template <class S>
+void softmax_row(const S* x, S* y, int64_t n, const MathKernels* math, float* block) {
+  const float total = shifted_exp_row(x, y, n, math, block);
+  by_lanes(
+      y, y, n, math, block,
+      [&](const float* in, float* out, int64_t count) {
+        math->composite.divided[kLanesBf16<S>](in, out, count, total);
+      },
+      [&](const S* in, S* out, int64_t count) {
+        for (int64_t i = 0; i < count; ++i) out[i] = S(static_cast<float>(in[i]) / total);
+      });
+}
+
 // A norm's weight or bias: of x's dtype, one element per column of the last axis.
 inline bool fits_row(const graph::Node& operand, const graph::Node& x) {
   return operand.dtype == x.dtype && !operand.shape.empty() && operand.shape.back() == x.shape.back() &&

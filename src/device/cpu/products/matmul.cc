@@ -20,34 +20,17 @@
 #include "device/cpu/kernels/view.h"
 #include "device/cpu/products/epilogue.h"
 #include "device/cpu/products/gemm.h"
+#include "device/cpu/products/operands.h"
 #include "graph/prims/common.h"
 
 namespace sx::device::cpu {
-namespace {
 
-using graph::DType;
-using graph::Shape;
-
-// How a product reads one operand, per entry of the output's batch axes: a stride per
-// batch axis, then its rows' and columns' strides, in elements, from its first element
-// at `offset`. A plain operand is row-major; an absorbed transpose reads its input
-// through the permuted strides, and one of a reshape of a slice (attention's heads, cut
-// from the packed q, k and v) reads the slice's input, from the slice's start; weights
-// broadcast over the batch have batch strides of 0.
-struct OperandLayout {
-  std::vector<int64_t> batch_strides;
-  int64_t rows = 0, cols = 1;
-  int64_t offset = 0;
-};
-
-// The elements a transpose of a reshape of a slice reads from the slice's input, when
-// the reshape needs no copy (`transpose`: that transpose node).
 std::optional<View> slice_view(const graph::Graph& graph, const graph::Node& transpose) {
   const graph::Node& reshape = graph.node(transpose.inputs[0]);
   if (reshape.op() != graph::PrimId::reshape) return std::nullopt;
   const graph::Node& slice = graph.node(reshape.inputs[0]);
   if (slice.op() != graph::PrimId::slice) return std::nullopt;
-  const Shape& from = graph.node(slice.inputs[0]).shape;
+  const graph::Shape& from = graph.node(slice.inputs[0]).shape;
   const auto &start = slice.attrs.get_ints("start"), &step = slice.attrs.get_ints("step");
   View view{.shape = slice.shape, .strides = graph::row_major_strides(from), .offset = 0};
   for (size_t d = 0; d < from.size(); ++d) {
@@ -87,6 +70,11 @@ OperandLayout operand_layout(const StepContext& c, const graph::Node& node, size
   layout.cols = strides[rank - 1];
   return layout;
 }
+
+namespace {
+
+using graph::DType;
+using graph::Shape;
 
 struct FloatMatmul {
   int64_t batch, m, k, n;
