@@ -20,6 +20,7 @@
 #include "device/cpu/kernels.h"
 #include "device/cpu/products/gemm.h"
 #include "graph/autodiff.h"
+#include "graph/passes.h"
 #include "util.h"
 
 namespace sx::device::testing {
@@ -29,8 +30,9 @@ using graph::Builder;
 using graph::NodeId;
 
 // Outputs "d", the gradient of sum(form(x) * g) with respect to the form's input `input`
-// (x, or a norm's weight or bias): the cotangent that reaches form(x) is 1 * g, which is
-// g's bits.
+// (x, or a norm's weight or bias), every composite expanded (the plan would run the
+// gradient's composite_gradient node by the kernel under test): the cotangent that
+// reaches form(x) is 1 * g, which is g's bits.
 Graph gradient_graph(const Form& form, DType dtype, int64_t rows, int64_t length, size_t input = 0) {
   Graph graph;
   Builder b(graph);
@@ -39,7 +41,7 @@ Graph gradient_graph(const Form& form, DType dtype, int64_t rows, int64_t length
   const NodeId loss = b.sum(b.mul(b.op(form.op, args, form.attrs), g), {});
   const std::vector<NodeId> wrt{args[input]};
   b.output("d", graph::gradients(b, loss, wrt)[0]);
-  return graph;
+  return graph::expand_composites(graph);
 }
 
 // Cotangents: normal values, and rows at the edges.
@@ -307,7 +309,7 @@ TEST(NormParameterCompositeGradientKernels, OfARowOfRankOneAreItsTerms) {
       const NodeId loss = b.sum(b.mul(b.op(form.op, args, form.attrs), cotangent), {});
       b.output("d", graph::gradients(b, loss, std::vector<NodeId>{args[input]})[0]);
       CpuDevice cpu(DeviceOptions{.cpu_cores = 1, .cpu_isa = std::string(cpu::isa_name(isa))});
-      const Tensor expected = cpu.compile(graph)->run_host(inputs)[0];
+      const Tensor expected = cpu.compile(graph::expand_composites(graph))->run_host(inputs)[0];
       EXPECT_EQ(compare_bits(kernel_gradient(form, isa, 1, inputs, input), expected), "");
     }
   }
