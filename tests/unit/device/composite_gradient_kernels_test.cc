@@ -1,11 +1,12 @@
 // The cpu device's kernels of the composites' gradients with respect to x
-// (device/cpu/kernels/composite_gradient.cc) give the bits that the same device gives,
-// on the same instruction set, for the gradient graph::gradients builds through the
-// composite's decomposition: on every instruction set this processor runs, in f32 and
+// (device/cpu/kernels/composite_gradient.cc) and to a norm's weight and bias
+// (norm_parameter_gradient.cc) give the bits that the same device gives, on the same
+// instruction set, for the gradient graph::gradients builds through the composite's
+// decomposition, expanded: on every instruction set this processor runs, in f32 and
 // bf16, over rows of lengths 1 to 800 (odd ones, and ones a vector's width does not
-// divide) whose x includes large magnitudes, ties, -inf and NaN and whose cotangent
-// includes large magnitudes, zeros and NaN (a NaN for a NaN: compare_bits); on one
-// thread and on several.
+// divide; a weight's gradient over 1 to 300 rows) whose x includes large magnitudes,
+// ties, -0, -inf and NaN and whose cotangent includes large magnitudes, zeros and NaN (a
+// NaN for a NaN: compare_bits); on one thread and on several.
 #include <gtest/gtest.h>
 
 #include <algorithm>

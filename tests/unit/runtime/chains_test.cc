@@ -59,11 +59,22 @@ struct Ran {
   std::string profile;
 };
 
-Ran run_on(cpu::Isa isa, const std::string& model, const graph::Shape& shape, bool bf16) {
+// `g` with the gradients of the norms' weights and biases expanded: as the cpu device ran
+// them before they had kernels (and, as their gradients then read their intermediates,
+// the norms with them).
+graph::Graph norm_parameter_gradients_expanded(const graph::Graph& g) {
+  return graph::expand_composites(g, [](const graph::Graph&, const graph::Node& node) {
+    return node.op() != graph::PrimId::composite_gradient || node.attrs.get_int("input") == 0;
+  });
+}
+
+Ran run_on(cpu::Isa isa, const std::string& model, const graph::Shape& shape, bool bf16,
+           bool expand_norm_parameter_gradients = false) {
   train::SessionOptions options;
   options.interpreter.library_dirs = {SEXPGPU_LIB_DIR};
   train::Session session(options);
   graph::Graph g = model_gradient(session, model, shape, bf16);
+  if (expand_norm_parameter_gradients) g = norm_parameter_gradients_expanded(g);
   auto device = device::make_device("cpu", {.cpu_cores = 1, .cpu_isa = std::string(cpu::isa_name(isa))});
   Store store(*device);
   for (auto& [path, value] : model::initial_values(session.params(), session.seed(), *device))
@@ -165,6 +176,21 @@ TEST(Chains, TheLibrarysSoftmaxLayerNormAndTheirGradientsRunByTheirKernelsOrInRe
       }
     }
   }
+}
+
+// A transformer block's gradients have the same bits whether the norms' weight and bias
+// gradients run by their kernels or as their decompositions (with the norms then
+// expanded too): the bits a training step had before those kernels.
+TEST(Chains, TheNormsWeightAndBiasGradientsByTheirKernelsKeepTheDecompositionsBits) {
+  const cpu::Isa isa = cpu::choose_isa("");
+  const std::string block = "(transformer-block 96 2)";
+  const Ran kernels = run_on(isa, block, {2, 32, 96}, false);
+  const Ran expanded = run_on(isa, block, {2, 32, 96}, false, true);
+  EXPECT_EQ(occurrences(kernels.profile, "layer_norm's gradient (input 1)"), 1u) << kernels.profile;
+  EXPECT_EQ(occurrences(expanded.profile, "layer_norm's gradient"), 0u) << expanded.profile;
+  ASSERT_EQ(kernels.outputs.size(), expanded.outputs.size());
+  for (size_t k = 0; k < kernels.outputs.size(); ++k)
+    EXPECT_TRUE(kernels.outputs[k] == expanded.outputs[k]) << "output " << k;
 }
 
 }  // namespace
