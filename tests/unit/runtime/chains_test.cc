@@ -6,7 +6,8 @@
 // policy expands the gradients): each with the bits of the scalar instruction set (which
 // has no such programs) on every instruction set this processor runs. A change to the
 // library or to autodiff that leaves the kernels or the programs behind fails here rather
-// than only slowing the models down.
+// than only slowing the models down. The norms' weight and bias gradients by their
+// kernels keep the bits the block's gradients had with them expanded.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
