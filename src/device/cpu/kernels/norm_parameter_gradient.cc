@@ -6,13 +6,12 @@
 // sum over the rows, one thread a column), rounded once. A norm of one column sums its
 // rows as reduce.cc sums a contiguous row (row_sum's order); where the weight has x's
 // shape (a single row of rank 1) there is no broadcast, so no sum: the terms themselves.
-// A run computes each row's statistics (threads taking whole rows) into the plan's shared
-// scratch, then the sums (threads taking blocks of columns): the bits do not depend on
-// the thread count.
+// A run of a weight's gradient computes each row's statistics (threads taking whole rows)
+// into the plan's shared scratch (outside a plan, the step's own), then the sums (threads
+// taking blocks of columns): the bits do not depend on the thread count.
 #include <algorithm>
 #include <memory>
 #include <span>
-#include <vector>
 
 #include "device/cpu/kernels.h"
 #include "device/cpu/kernels/composite_rows.h"
@@ -31,24 +30,20 @@ constexpr int64_t kColumnBlock = 2048;
 // Work per element in adds: a row's statistics and a term's few operations.
 constexpr int64_t kParameterGradientWork = 6;
 
-// A row's statistics, what a term of the weight's gradient needs of them.
-struct RowScale {
-  float mean = 0, inverse = 0;
-};
-
 struct ParameterShape {
   int64_t rows = 0, columns = 0;
   bool summed = true;  // false: the weight has x's shape, and the terms are the gradient
   int threads = 1;
 };
 
+// The term at column i of a row of x and of its cotangent g, whose statistics are `stats`
+// (a weight's): g n, n = d inv rounded as norm_row rounds it; or g (a bias's).
 template <class S, bool Centered, Term T>
-float term(const S* x, const S* g, RowScale scale, int64_t i) {
+float term(const S* x, const S* g, const NormStatistics* stats, int64_t i) {
   if constexpr (T == Term::bias) {
     return static_cast<float>(g[i]);
   } else {
-    const float d = Centered ? rounded<S>(static_cast<float>(x[i]) - scale.mean) : static_cast<float>(x[i]);
-    return rounded<S>(static_cast<float>(g[i]) * rounded<S>(d * scale.inverse));
+    return rounded<S>(static_cast<float>(g[i]) * rounded<S>(stats->centered<S, Centered>(x[i]) * stats->inverse));
   }
 }
 
@@ -59,18 +54,18 @@ Step parameter_gradient_step(ParameterShape p, NormConstants k, int cotangent, S
     const S* g = reinterpret_cast<const S*>(in[cotangent]);
     S* dw = reinterpret_cast<S*>(out);
     const int64_t n = p.columns;
-    auto* scales = reinterpret_cast<RowScale*>(scratch->data.get());
+    NormStatistics* stats = nullptr;
     if constexpr (T == Term::weighted) {
+      stats = reinterpret_cast<NormStatistics*>(scratch->data.get());
       parallel_for(p.rows, p.threads, [&](int64_t begin, int64_t end) {
         Block storage;
         for (int64_t row = begin; row < end; ++row) {
-          const NormStatistics stats = norm_statistics<S, Centered>(x + row * n, n, k, storage.floats);
-          scales[row] = {stats.mean, stats.inverse};
+          stats[row] = norm_statistics<S, Centered>(x + row * n, n, k, storage.floats);
         }
       });
     }
     const auto row_term = [&](int64_t row, int64_t i) {
-      return term<S, Centered, T>(x + row * n, g + row * n, scales[T == Term::weighted ? row : 0], i);
+      return term<S, Centered, T>(x + row * n, g + row * n, T == Term::weighted ? stats + row : nullptr, i);
     };
     if (!p.summed) {
       for (int64_t i = 0; i < n; ++i) dw[i] = S(row_term(0, i));
@@ -113,11 +108,11 @@ Step make_norm_parameter_gradient(const StepContext& c, PrimId forward, const gr
                         .eps = literal_in(x.dtype, attrs.get_double("eps"))};
   SharedScratch* scratch = c.scratch;
   std::shared_ptr<SharedScratch> owned;
-  if (scratch == nullptr) {
+  if (!bias && scratch == nullptr) {
     owned = std::make_shared<SharedScratch>();
     scratch = owned.get();
   }
-  scratch->reserve(static_cast<size_t>(std::max<int64_t>(1, p.rows)) * sizeof(RowScale));
+  if (!bias) scratch->reserve(static_cast<size_t>(std::max<int64_t>(1, p.rows)) * sizeof(NormStatistics));
   const auto cotangent = static_cast<int>(inputs.size() - 1);
   Step step = by_float_dtype(x.dtype, [&](auto types) -> Step {
     using S = typename decltype(types)::storage;
