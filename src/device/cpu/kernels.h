@@ -205,8 +205,8 @@ void add_update_steps(StepTable& table);
 // Whether composite `node` of `graph` runs by its kernel (composite.cc): softmax and
 // log_softmax over contiguous rows, layer_norm and rms_norm (weight and bias one element
 // per column), gelu of either form, attention (runs_attention), each in f32 or bf16;
-// adamw and sgd of f32 (update.cc); a composite_gradient node, where it is the gradient with respect to x that
-// runs_composite_gradient takes. The others run as their decomposition.
+// adamw and sgd of f32 (update.cc); a composite_gradient node that runs_composite_gradient
+// takes. The others run as their decomposition.
 bool runs_composite(const graph::Graph& graph, const graph::Node& node);
 
 // Whether composite `op`'s step can also write its value rounded to bf16
@@ -219,20 +219,21 @@ bool writes_rounded_cast(graph::PrimId op);
 // (out[0]), the rows computed in the context's scratch.
 MultiStep make_composite_rounding_step(const StepContext& context, const graph::Node& node, bool writes_output);
 
-// Whether the gradient with respect to x of composite `forward` with `attrs` (its node's,
-// axes normalized), given the cotangent of its value, runs by its kernel
-// (composite_gradient.cc): `inputs` are the composite's, then the cotangent. softmax and
-// log_softmax over contiguous rows, layer_norm and rms_norm (weight and bias one element
-// per column), gelu of either form; x of f32 or bf16, the cotangent of x's dtype and
-// shape.
-bool runs_composite_gradient(const graph::Graph& graph, graph::PrimId forward, const graph::Attrs& attrs,
+// Whether the gradient with respect to input `input` of composite `forward` with `attrs`
+// (its node's, axes normalized), given the cotangent of its value, runs by its kernel
+// (composite_gradient.cc): `inputs` are the composite's, then the cotangent. With respect
+// to x: softmax and log_softmax over contiguous rows, layer_norm and rms_norm (weight and
+// bias one element per column), gelu of either form; with respect to a norm's weight or
+// bias too; x of f32 or bf16, the cotangent of x's dtype and shape.
+bool runs_composite_gradient(const graph::Graph& graph, graph::PrimId forward, const graph::Attrs& attrs, size_t input,
                              std::span<const graph::NodeId> inputs);
 
-// The step of that gradient (one runs_composite_gradient takes), x its first input: in[]
-// its inputs in that order; out, the gradient, of x's dtype and shape. It gives the bits the plan gives
-// for what autodiff builds through the composite's decomposition.
+// The step of that gradient (one runs_composite_gradient takes), `inputs` the nodes of
+// the context's graph it reads: in[] its inputs in that order; out, the gradient, of that
+// input's dtype and shape. It gives the bits the plan gives for what autodiff builds
+// through the composite's decomposition.
 Step make_composite_gradient_step(const StepContext& context, graph::PrimId forward, const graph::Attrs& attrs,
-                                  const graph::Node& x);
+                                  size_t input, std::span<const graph::NodeId> inputs);
 
 // Whether the cpu runs attention `node` by its kernel (attention.cc): q, k and v of the
 // node's dtype, f32 or bf16, with the node's batch axes (none broadcast), and a bool mask

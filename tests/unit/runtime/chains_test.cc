@@ -1,11 +1,13 @@
 // The library's GELU (sexpgpu/ops) and its gradient, as a model's step traces them, run
 // on the cpu device by their kernels (a `gelu` node and its `composite_gradient`), in f32
-// and with bf16 products; a transformer block's attention weights (a softmax) and their gradient by
-// their kernels in f32 and as fused groups with bf16 products, its layer-norm after the
-// attention and its gradient as fused groups run by the elementwise interpreter: each
-// with the bits of the scalar instruction set on every instruction set this processor
-// runs. A change to the library or to autodiff that leaves the kernels or the groups
-// behind fails here rather than only slowing the models down.
+// and with bf16 products; a transformer block's attention weights (a softmax), its
+// layer-norms and their gradients (by x, weight and bias) by their kernels in f32, and as
+// the row programs of device/cpu/fusion/fusion_row_chains.h with bf16 products (whose
+// policy expands the gradients): each with the bits of the scalar instruction set (which
+// has no such programs) on every instruction set this processor runs. A change to the
+// library or to autodiff that leaves the kernels or the programs behind fails here rather
+// than only slowing the models down. The norms' weight and bias gradients by their
+// kernels keep the bits the block's gradients had with them expanded.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -58,11 +60,22 @@ struct Ran {
   std::string profile;
 };
 
-Ran run_on(cpu::Isa isa, const std::string& model, const graph::Shape& shape, bool bf16) {
+// `g` with the gradients of the norms' weights and biases expanded: as the cpu device ran
+// them before they had kernels (and, as their gradients then read their intermediates,
+// the norms with them).
+graph::Graph norm_parameter_gradients_expanded(const graph::Graph& g) {
+  return graph::expand_composites(g, [](const graph::Graph&, const graph::Node& node) {
+    return node.op() != graph::PrimId::composite_gradient || node.attrs.get_int("input") == 0;
+  });
+}
+
+Ran run_on(cpu::Isa isa, const std::string& model, const graph::Shape& shape, bool bf16,
+           bool expand_norm_parameter_gradients = false) {
   train::SessionOptions options;
   options.interpreter.library_dirs = {SEXPGPU_LIB_DIR};
   train::Session session(options);
   graph::Graph g = model_gradient(session, model, shape, bf16);
+  if (expand_norm_parameter_gradients) g = norm_parameter_gradients_expanded(g);
   auto device = device::make_device("cpu", {.cpu_cores = 1, .cpu_isa = std::string(cpu::isa_name(isa))});
   Store store(*device);
   for (auto& [path, value] : model::initial_values(session.params(), session.seed(), *device))
@@ -122,36 +135,60 @@ TEST(Chains, TheLibrarysSoftmaxLayerNormAndTheirGradientsRunByTheirKernelsOrFuse
       const graph::Shape shape{2, 32, dim};
       const Ran interpreted = run_on(cpu::Isa::scalar, block, shape, bf16);
       const std::string rows = "f32[2, 32, " + std::to_string(dim) + "]", weights = "f32[2, 2, 32, 32]";
+      const std::string column = "f32[" + std::to_string(dim) + "]";
+      const std::string norm_operands = column + " and " + column;
       const std::vector<std::string> programs =
-          bf16 ? std::vector<std::string>{"(cast " + scale +
-                                              " where reduce_max sub exp sum div cast) ending in cast of " + weights,
-                                          "with fused 12 nodes (div cast div mul div neg sum add mul where " + scale +
-                                              " cast) ending in cast of " + weights,
-                                          "(cast add add sum " + mean + " sub mul sum " + mean +
-                                              " add rsqrt mul mul add cast) ending in cast of " + rows}
-               : std::vector<std::string>{"softmax of " + weights,
-                                          "softmax's gradient (input 0) of " + weights + " and " + weights,
-                                          "(add add sum " + mean + " sub mul sum " + mean +
-                                              " add rsqrt mul mul add) ending in add of " + rows + " and " + rows};
+          bf16
+              ? std::vector<std::string>{"(cast " + scale +
+                                             " where reduce_max sub exp sum div cast) ending in cast of " + weights +
+                                             "",
+                                         "with fused 12 nodes (div cast div mul div neg sum add mul where " + scale +
+                                             " cast) ending in cast of " + weights,
+                                         "(cast add add sum " + mean + " sub mul sum " + mean +
+                                             " add rsqrt mul mul add cast) ending in cast of " + rows}
+              : std::vector<std::string>{"softmax of " + weights,
+                                         "softmax's gradient (input 0) of " + weights + " and " + weights,
+                                         "layer_norm of " + rows + " and " + norm_operands,
+                                         "layer_norm's gradient (input 0) of " + rows + " and " + norm_operands,
+                                         "layer_norm's gradient (input 1) of " + rows + " and " + norm_operands,
+                                         "layer_norm's gradient (input 2) of " + rows + " and " + norm_operands};
       for (cpu::Isa isa : cpu::host_isas()) {
         if (isa == cpu::Isa::scalar || (bf16 && isa == cpu::Isa::amx)) continue;  // amx: other bf16 products
         SCOPED_TRACE(cpu::isa_name(isa));
         const Ran chained = run_on(isa, block, shape, bf16);
         for (const std::string& program : programs)
           EXPECT_EQ(occurrences(chained.profile, program), 1u) << program << "\n" << chained.profile;
-        // The layer-norm's gradient with the product of the gradient and the weight (after
-        // the bf16 product's widening), which its sums and later members read.
-        EXPECT_EQ(occurrences(chained.profile, std::string("(sub ") + (bf16 ? "cast " : "") +
-                                                   "mul mul mul sum mul div mul " + mean + " mul add add neg sum " +
-                                                   mean + " add add) ending in add of " + rows + " and " + rows),
-                  1u)
-            << chained.profile;
+        // With bf16 products, the layer-norm's gradient with the product of the gradient and
+        // the weight (after the bf16 product's widening), which its sums and later members
+        // read.
+        if (bf16) {
+          EXPECT_EQ(occurrences(chained.profile, "(sub cast mul mul mul sum mul div mul " + mean +
+                                                     " mul add add neg sum " + mean + " add add) ending in add of " +
+                                                     rows + " and " + rows),
+                    1u)
+              << chained.profile;
+        }
         ASSERT_EQ(chained.outputs.size(), interpreted.outputs.size());
         for (size_t k = 0; k < chained.outputs.size(); ++k)
           EXPECT_TRUE(chained.outputs[k] == interpreted.outputs[k]) << "output " << k;
       }
     }
   }
+}
+
+// A transformer block's gradients have the same bits whether the norms' weight and bias
+// gradients run by their kernels or as their decompositions (with the norms then
+// expanded too): the bits a training step had before those kernels.
+TEST(Chains, TheNormsWeightAndBiasGradientsByTheirKernelsKeepTheDecompositionsBits) {
+  const cpu::Isa isa = cpu::choose_isa("");
+  const std::string block = "(transformer-block 96 2)";
+  const Ran kernels = run_on(isa, block, {2, 32, 96}, false);
+  const Ran expanded = run_on(isa, block, {2, 32, 96}, false, true);
+  EXPECT_EQ(occurrences(kernels.profile, "layer_norm's gradient (input 1)"), 1u) << kernels.profile;
+  EXPECT_EQ(occurrences(expanded.profile, "layer_norm's gradient"), 0u) << expanded.profile;
+  ASSERT_EQ(kernels.outputs.size(), expanded.outputs.size());
+  for (size_t k = 0; k < kernels.outputs.size(); ++k)
+    EXPECT_TRUE(kernels.outputs[k] == expanded.outputs[k]) << "output " << k;
 }
 
 }  // namespace

@@ -254,11 +254,11 @@ Step make_composite(const StepContext& c, const graph::Node& node) {
 
 bool float_kernel_dtype(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16; }
 
-// The step table's row of a composite's gradient: the kernel of the gradient with
-// respect to x (composite_gradient.cc), which runs_composite took.
+// The step table's row of a composite's gradient: its kernel (composite_gradient.cc),
+// which runs_composite took.
 Step make_gradient(const StepContext& c, const graph::Node& node) {
   return make_composite_gradient_step(c, graph::gradient_of(node.attrs).id, graph::differentiated_attrs(node.attrs),
-                                      c.graph.node(node.inputs[0]));
+                                      static_cast<size_t>(node.attrs.get_int("input")), node.inputs);
 }
 
 }  // namespace
@@ -271,6 +271,10 @@ bool writes_rounded_cast(PrimId op) {
 bool runs_composite(const graph::Graph& graph, const graph::Node& node) {
   if (is_update(node.op())) return runs_update(node);
   if (node.op() == PrimId::attention) return runs_attention(graph, node);
+  if (node.op() == PrimId::composite_gradient) {
+    return runs_composite_gradient(graph, graph::gradient_of(node.attrs).id, graph::differentiated_attrs(node.attrs),
+                                   static_cast<size_t>(node.attrs.get_int("input")), node.inputs);
+  }
   if (!float_kernel_dtype(node.dtype) || node.inputs.empty()) return false;
   const graph::Node& x = graph.node(node.inputs[0]);
   if (x.dtype != node.dtype || x.shape != node.shape) return false;
@@ -288,10 +292,6 @@ bool runs_composite(const graph::Graph& graph, const graph::Node& node) {
       const std::string& form = node.attrs.get_string("form");
       return form == "tanh" || form == "erf";
     }
-    case PrimId::composite_gradient:
-      return node.attrs.get_int("input") == 0 &&
-             runs_composite_gradient(graph, graph::gradient_of(node.attrs).id, graph::differentiated_attrs(node.attrs),
-                                     node.inputs);
     default: return false;
   }
 }

@@ -11,7 +11,8 @@
 // composite.cc does; the exp, the softmaxes' passes and gelu's gradient whole run in
 // registers on the plan's instruction set (composite_lanes.h), the norms in loops. A row
 // is computed in the output's row and blocks of kBlock floats on the stack, so a run
-// allocates nothing; threads take whole rows.
+// allocates nothing; threads take whole rows. (The gradients of the norms' weight and
+// bias: norm_parameter_gradient.cc.)
 #include <cmath>
 #include <numbers>
 #include <span>
@@ -276,9 +277,9 @@ Step make_norm_gradient(const StepContext& c, const graph::Attrs& attrs, const g
 
 }  // namespace
 
-bool runs_composite_gradient(const graph::Graph& graph, PrimId forward, const graph::Attrs& attrs,
+bool runs_composite_gradient(const graph::Graph& graph, PrimId forward, const graph::Attrs& attrs, size_t input,
                              std::span<const graph::NodeId> inputs) {
-  if (inputs.size() < 2) return false;
+  if (inputs.size() < 2 || input + 1 >= inputs.size()) return false;
   const graph::Node& x = graph.node(inputs[0]);
   const graph::Node& cotangent = graph.node(inputs.back());
   if ((x.dtype != DType::f32 && x.dtype != DType::bf16) || cotangent.dtype != x.dtype || cotangent.shape != x.shape) {
@@ -295,7 +296,7 @@ bool runs_composite_gradient(const graph::Graph& graph, PrimId forward, const gr
         return false;
       }
       const size_t operands = (attrs.get_int("weight") != 0 ? 1 : 0) + (centered && attrs.get_int("bias") != 0 ? 1 : 0);
-      if (inputs.size() != 2 + operands) return false;
+      if (inputs.size() != 2 + operands || input > operands) return false;
       for (size_t k = 1; k + 1 < inputs.size(); ++k) {
         if (!fits_row(graph.node(inputs[k]), x)) return false;
       }
@@ -310,8 +311,10 @@ bool runs_composite_gradient(const graph::Graph& graph, PrimId forward, const gr
   }
 }
 
-Step make_composite_gradient_step(const StepContext& context, PrimId forward, const graph::Attrs& attrs,
-                                  const graph::Node& x) {
+Step make_composite_gradient_step(const StepContext& context, PrimId forward, const graph::Attrs& attrs, size_t input,
+                                  std::span<const graph::NodeId> inputs) {
+  if (input > 0) return make_norm_parameter_gradient(context, forward, attrs, input, inputs);
+  const graph::Node& x = context.graph.node(inputs[0]);
   switch (forward) {
     case PrimId::gelu: return make_gelu_gradient(context, attrs, x);
     case PrimId::layer_norm: return make_norm_gradient<true>(context, attrs, x);

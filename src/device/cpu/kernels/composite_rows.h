@@ -1,5 +1,5 @@
 // What the composite kernels (composite.cc) and the kernels of their gradients
-// (composite_gradient.cc) share: a row's values rounded as a node of its dtype stores
+// (composite_gradient.cc, norm_parameter_gradient.cc) share: a row's values rounded as a node of its dtype stores
 // them, its sums in row_sum's order a block at a time, its elementwise parts on the
 // plan's instruction set, and how rows are split over the threads.
 #pragma once
@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -190,6 +191,13 @@ NormStatistics norm_statistics(const S* x, int64_t n, NormConstants k, float* bl
   stats.inverse = rounded<S>(graph::prims::scalar::Rsqrt{}(stats.shifted_square));
   return stats;
 }
+
+// The step of the gradient of norm `forward`'s (layer_norm's or rms_norm's) input `input`
+// (1 or 2: its weight or bias, one runs_composite_gradient takes) given the cotangent of
+// its value: in[] the norm's inputs, then the cotangent; out, of the weight's or bias's
+// dtype and shape (norm_parameter_gradient.cc).
+Step make_norm_parameter_gradient(const StepContext& c, graph::PrimId forward, const graph::Attrs& attrs, size_t input,
+                                  std::span<const graph::NodeId> inputs);
 
 // f32 or bf16: fn(ElementTypes) for the dtype.
 template <class Fn>
