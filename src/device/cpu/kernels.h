@@ -204,7 +204,8 @@ void add_update_steps(StepTable& table);
 
 // Whether composite `node` of `graph` runs by its kernel (composite.cc): softmax and
 // log_softmax over contiguous rows, layer_norm and rms_norm (weight and bias one element
-// per column), gelu of either form, each in f32 or bf16; adamw and sgd of f32 (update.cc);
+// per column), gelu of either form, each in f32 or bf16; cross_entropy over the last
+// axis (runs_cross_entropy); adamw and sgd of f32 (update.cc);
 // a composite_gradient node, where it is the gradient with respect to x that
 // runs_composite_gradient takes. The others run as their decomposition.
 bool runs_composite(const graph::Graph& graph, const graph::Node& node);
@@ -224,7 +225,8 @@ MultiStep make_composite_rounding_step(const StepContext& context, const graph::
 // (composite_gradient.cc): `inputs` are the composite's, then the cotangent. softmax and
 // log_softmax over contiguous rows, layer_norm and rms_norm (weight and bias one element
 // per column), gelu of either form; x of f32 or bf16, the cotangent of x's dtype and
-// shape.
+// shape; cross_entropy's with respect to its logits (runs_cross_entropy), which
+// make_cross_entropy_gradient_step makes.
 bool runs_composite_gradient(const graph::Graph& graph, graph::PrimId forward, const graph::Attrs& attrs,
                              std::span<const graph::NodeId> inputs);
 
@@ -233,6 +235,18 @@ bool runs_composite_gradient(const graph::Graph& graph, graph::PrimId forward, c
 // for what autodiff builds through the composite's decomposition.
 Step make_composite_gradient_step(const StepContext& context, graph::PrimId forward, const graph::Attrs& attrs,
                                   const graph::Node& x);
+
+// cross_entropy's kernels (cross_entropy.cc). Whether they take a node of `inputs`:
+// logits of f32 or bf16 with a class axis last and no element missing, targets of an index
+// dtype with the logits' shape less that axis, and for the gradient with respect to the
+// logits the cotangent of the loss, a scalar of the logits' dtype.
+bool runs_cross_entropy(const graph::Graph& graph, std::span<const graph::NodeId> inputs);
+// The step of a cross_entropy node (in: logits, targets; out: the loss), and of the
+// composite_gradient of one with respect to its logits (in: logits, targets, the
+// cotangent; out: the gradient), each with the bits the plan gives for its decomposition,
+// and the one_hot's error for a target outside the classes.
+Step make_cross_entropy_step(const StepContext& context, const graph::Node& node);
+Step make_cross_entropy_gradient_step(const StepContext& context, const graph::Node& node);
 
 // The optimizer updates' kernels (update.cc): adamw and sgd of f32 in every form, each
 // update's values written in one pass, each straight into the buffer of the slice that

@@ -278,6 +278,7 @@ Step make_norm_gradient(const StepContext& c, const graph::Attrs& attrs, const g
 
 bool runs_composite_gradient(const graph::Graph& graph, PrimId forward, const graph::Attrs& attrs,
                              std::span<const graph::NodeId> inputs) {
+  if (forward == PrimId::cross_entropy) return inputs.size() == 3 && runs_cross_entropy(graph, inputs);
   if (inputs.size() < 2) return false;
   const graph::Node& x = graph.node(inputs[0]);
   const graph::Node& cotangent = graph.node(inputs.back());
