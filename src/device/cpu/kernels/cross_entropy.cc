@@ -7,10 +7,13 @@
 // gradient is what autodiff builds walking back through it from the cotangent g: each
 // row's one_hot times -g / rows, given to log_softmax's gradient. A target outside
 // [0, classes) stops the run as the one_hot's check stops it, at the first one, before
-// anything is written. The row sums of the one_hot's products are computed whole, each
-// product in its place, so a NaN or an infinity meets them as it meets the plan's. Threads
-// take whole rows; the forward kernel keeps each row's value in the plan's scratch, summed
-// in order after.
+// anything is written. The forward kernel sums each row's products with the one_hot
+// whole, each in its place, so a NaN or an infinity meets them as it meets the plan's; the
+// gradient's row sum of its cotangent, zeros and one value where that is finite, is that
+// value, and is summed whole only where it is not. Threads take whole rows; the forward
+// kernel keeps each row's value in the plan's scratch, summed in order after.
+#include <cmath>
+
 #include "device/cpu/kernels.h"
 #include "device/cpu/kernels/composite_rows.h"
 #include "device/cpu/products/gemm.h"
@@ -33,9 +36,9 @@ struct CrossEntropyShape {
 constexpr int64_t kCrossEntropyWork = kCostly + 4;
 
 CrossEntropyShape shape_of(const StepContext& c, const graph::Node& x) {
-  const CrossEntropyShape shape{.rows = rows_of(c, x, x.shape.back(), kCrossEntropyWork),
-                                .count = literal_in(x.dtype, static_cast<double>(graph::numel(x.shape) /
-                                                                                 x.shape.back()))};
+  const CrossEntropyShape shape{
+      .rows = rows_of(c, x, x.shape.back(), kCrossEntropyWork),
+      .count = literal_in(x.dtype, static_cast<double>(graph::numel(x.shape) / x.shape.back()))};
   return shape;
 }
 
@@ -45,10 +48,9 @@ template <class S>
 float picked_log_probability(const S* x, int64_t n, int64_t target, const MathKernels* math, float* block) {
   const float shift = log_softmax_shift(x, n, math, block);
   return rounded<S>(blocked_row_sum(n, block, [&](int64_t begin, int64_t count, float* into) {
-    for (int64_t i = 0; i < count; ++i) {
-      const float one_hot = begin + i == target ? 1.0f : 0.0f;
-      into[i] = rounded<S>(rounded<S>(static_cast<float>(x[begin + i]) - shift) * one_hot);
-    }
+    const auto log_probability = [&](int64_t i) { return rounded<S>(static_cast<float>(x[i]) - shift); };
+    for (int64_t i = 0; i < count; ++i) into[i] = rounded<S>(log_probability(begin + i) * 0.0f);
+    if (target >= begin && target < begin + count) into[target - begin] = rounded<S>(log_probability(target) * 1.0f);
   }));
 }
 
@@ -81,12 +83,20 @@ void gradient_row(const S* x, S* dx, int64_t n, int64_t target, float picked_cot
                   float* block) {
   const float total = shifted_exp_row(x, dx, n, math, block);
   const float elsewhere = rounded<S>(picked_cotangent * 0.0f);  // a zero of c's sign, or c's NaN
-  const auto cotangent = [&](int64_t i) { return i == target ? picked_cotangent : elsewhere; };
-  const float minus_g = rounded<S>(blocked_row_sum(n, block, [&](int64_t at, int64_t count, float* into) {
-    for (int64_t i = 0; i < count; ++i) into[i] = -cotangent(at + i);
-  }));
+  float minus_g;
+  if (std::isfinite(picked_cotangent)) {
+    // The row's sum of -g: zeros and -c, which the sum's +0 start and each zero added
+    // leave as they are (a zero c gives +0).
+    minus_g = picked_cotangent == 0 ? 0.0f : -picked_cotangent;
+  } else {
+    minus_g = rounded<S>(blocked_row_sum(n, block, [&](int64_t at, int64_t count, float* into) {
+      for (int64_t i = 0; i < count; ++i) into[i] = -(at + i == target ? picked_cotangent : elsewhere);
+    }));
+  }
   const float through_total = rounded<S>(minus_g / total);
-  for (int64_t i = 0; i < n; ++i) dx[i] = S(cotangent(i) + rounded<S>(through_total * static_cast<float>(dx[i])));
+  const float e_target = static_cast<float>(dx[target]);
+  for (int64_t i = 0; i < n; ++i) dx[i] = S(elsewhere + rounded<S>(through_total * static_cast<float>(dx[i])));
+  dx[target] = S(picked_cotangent + rounded<S>(through_total * e_target));
 }
 
 // in: logits, targets, the loss's cotangent; out: the logits' gradient.
