@@ -3,9 +3,9 @@
 // for the decomposition, on every instruction set this processor runs, in f32 and bf16,
 // over 1 to 64 rows of 1 to 800 classes whose logits are normal values, ties, large
 // magnitudes, or hold -inf or NaN, and a loss cotangent of several magnitudes, zero and
-// infinity (a NaN for a NaN in the gradient: compare_bits); a target outside the classes
-// stops either kernel at the first one, as the decomposition's one_hot stops it. The
-// schedule runs both by kernels.
+// infinity (a NaN for a NaN in the gradient: compare_bits), targets of every index dtype,
+// logits of rank 1 to 3; a target outside the classes stops either kernel at the first
+// one, as the decomposition's one_hot stops it. The schedule runs both by kernels.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -46,23 +46,24 @@ Tensor logits_of(Logits kind, DType dtype, int64_t rows, int64_t classes, std::m
   });
 }
 
-// Targets of i32, the first row's 0 and the last's the last class.
-Tensor targets_of(int64_t rows, int64_t classes, std::mt19937& random) {
+// Targets of `dtype`, the first row's 0 and the last's the last class.
+Tensor targets_of(int64_t rows, int64_t classes, std::mt19937& random, DType dtype = DType::i32) {
   std::uniform_int_distribution<int64_t> pick(0, classes - 1);
   std::vector<double> v(static_cast<size_t>(rows));
   for (double& t : v) t = static_cast<double>(pick(random));
   v.front() = 0;
   if (rows > 1) v.back() = static_cast<double>(classes - 1);
-  return Tensor::from_doubles(DType::i32, {rows}, v);
+  return Tensor::from_doubles(dtype, {rows}, v);
 }
 
-// Outputs "loss" (cross_entropy of inputs logits and targets) and, given `gradient`, "dx":
+// Outputs "loss" (cross_entropy of inputs logits and targets, of i32 unless `targets`
+// says) and, given `gradient`, "dx":
 // the gradient of loss * g with respect to the logits, whose cotangent of the loss is g.
-Graph loss_graph(DType dtype, int64_t rows, int64_t classes, bool gradient) {
+Graph loss_graph(DType dtype, int64_t rows, int64_t classes, bool gradient, DType targets = DType::i32) {
   Graph graph;
   Builder b(graph);
   const NodeId logits = b.input("logits", {rows, classes}, dtype);
-  const NodeId loss = b.op("cross_entropy", {logits, b.input("targets", {rows}, DType::i32)});
+  const NodeId loss = b.op("cross_entropy", {logits, b.input("targets", {rows}, targets)});
   b.output("loss", loss);
   if (gradient) {
     const std::vector<NodeId> wrt{logits};
@@ -148,6 +149,40 @@ TEST(CrossEntropyCompositeKernel, GivesTheSameBitsOnOneThreadAndOnSeveral) {
   for (size_t k = 0; k < 2; ++k) {
     EXPECT_TRUE(same_bits(one[k], several[k])) << k;
     EXPECT_EQ(compare(one[k], expanded[k], true), "") << k;
+  }
+}
+
+// Targets of each index dtype, and logits with a class axis alone (one row, a scalar
+// target) or with two axes before it.
+TEST(CrossEntropyCompositeKernel, TakesTargetsOfEveryIndexDtypeAndRowsOfAnyRank) {
+  std::mt19937 random(9);
+  for (DType targets : {DType::i64, DType::u8, DType::u16}) {
+    SCOPED_TRACE(graph::dtype_name(targets));
+    const Graph graph = loss_graph(DType::f32, 5, 40, true, targets);
+    const std::vector<Tensor> inputs{logits_of(Logits::normal, DType::f32, 5, 40, random),
+                                     targets_of(5, 40, random, targets), Tensor::scalar(DType::f32, 2)};
+    const std::vector<Tensor> got = run_on("cpu", graph, inputs, 1);
+    const std::vector<Tensor> want = run_on("cpu", graph::expand_composites(graph), inputs, 1);
+    for (size_t k = 0; k < 2; ++k) EXPECT_EQ(compare(got[k], want[k], true), "") << k;
+  }
+  for (const graph::Shape& shape : {graph::Shape{40}, graph::Shape{2, 3, 40}}) {
+    SCOPED_TRACE(graph::shape_str(shape));
+    Graph graph;
+    Builder b(graph);
+    const graph::Shape rows(shape.begin(), shape.end() - 1);
+    const NodeId logits = b.input("logits", shape, DType::f32);
+    const NodeId loss = b.op("cross_entropy", {logits, b.input("targets", rows, DType::i32)});
+    b.output("loss", loss);
+    b.output("dx", graph::gradients(b, loss, std::vector<NodeId>{logits})[0]);
+    const int64_t count = graph::numel(rows);
+    const auto reshaped = [](const Tensor& t, const graph::Shape& to) { return Tensor(t.dtype(), to, t.bytes()); };
+    const std::vector<Tensor> inputs{reshaped(logits_of(Logits::normal, DType::f32, count, 40, random), shape),
+                                     reshaped(targets_of(count, 40, random), rows)};
+    CpuDevice cpu(DeviceOptions{.cpu_cores = 1});
+    ASSERT_TRUE(runs_by_kernels(cpu, graph)) << cpu::print_composites(graph, cpu);
+    const std::vector<Tensor> got = cpu.compile(graph)->run_host(inputs);
+    const std::vector<Tensor> want = cpu.compile(graph::expand_composites(graph))->run_host(inputs);
+    for (size_t k = 0; k < 2; ++k) EXPECT_EQ(compare(got[k], want[k], true), "") << k;
   }
 }
 
