@@ -7,11 +7,12 @@
 // gradient is what autodiff builds walking back through it from the cotangent g: each
 // row's one_hot times -g / rows, given to log_softmax's gradient. A target outside
 // [0, classes) stops the run as the one_hot's check stops it, at the first one, before
-// anything is written. The forward kernel sums each row's products with the one_hot
-// whole, each in its place, so a NaN or an infinity meets them as it meets the plan's; the
-// gradient's row sum of its cotangent, zeros and one value where that is finite, is that
-// value, and is summed whole only where it is not. Threads take whole rows; the forward
-// kernel keeps each row's value in the plan's scratch, summed in order after.
+// anything is written. A row's products with the one_hot are zeros and the target's where
+// its log-probabilities are finite, and their sum is the target's; elsewhere (an infinity
+// or a NaN, which a zero of the one_hot turns to NaN) the forward kernel sums them whole,
+// each in its place, as the plan does. So with the gradient's row sum of its cotangent:
+// zeros and one value where that is finite. Threads take whole rows; the forward kernel
+// keeps each row's value in the plan's scratch, summed in order after.
 #include <cmath>
 
 #include "device/cpu/kernels.h"
@@ -47,10 +48,19 @@ CrossEntropyShape shape_of(const StepContext& c, const graph::Node& x) {
 template <class S>
 float picked_log_probability(const S* x, int64_t n, int64_t target, const MathKernels* math, float* block) {
   const float shift = log_softmax_shift(x, n, math, block);
+  const auto log_probability = [&](float v) { return rounded<S>(v - shift); };
+  // Where every log-probability is finite (the least is: they rise with x), the products
+  // are zeros and the target's, which the sum's +0 start and each zero added leave as it is.
+  const float least = static_cast<float>(S(reduce_row<S, float>(ReduceKind::min, x, n)));
+  if (std::isfinite(shift) && std::isfinite(log_probability(least))) {
+    const float picked = log_probability(static_cast<float>(x[target]));
+    return picked == 0 ? 0.0f : picked;
+  }
   return rounded<S>(blocked_row_sum(n, block, [&](int64_t begin, int64_t count, float* into) {
-    const auto log_probability = [&](int64_t i) { return rounded<S>(static_cast<float>(x[i]) - shift); };
-    for (int64_t i = 0; i < count; ++i) into[i] = rounded<S>(log_probability(begin + i) * 0.0f);
-    if (target >= begin && target < begin + count) into[target - begin] = rounded<S>(log_probability(target) * 1.0f);
+    for (int64_t i = 0; i < count; ++i) into[i] = rounded<S>(log_probability(static_cast<float>(x[begin + i])) * 0.0f);
+    if (target >= begin && target < begin + count) {
+      into[target - begin] = rounded<S>(log_probability(static_cast<float>(x[target])) * 1.0f);
+    }
   }));
 }
 
