@@ -205,8 +205,9 @@ void add_update_steps(StepTable& table);
 // Whether composite `node` of `graph` runs by its kernel (composite.cc): softmax and
 // log_softmax over contiguous rows, layer_norm and rms_norm (weight and bias one element
 // per column), gelu of either form, attention (runs_attention), each in f32 or bf16;
-// adamw and sgd of f32 (update.cc); a composite_gradient node that runs_composite_gradient
-// takes. The others run as their decomposition.
+// cross_entropy over the last axis (runs_cross_entropy); adamw and sgd of f32 (update.cc);
+// a composite_gradient node that runs_composite_gradient takes. The others run as their
+// decomposition.
 bool runs_composite(const graph::Graph& graph, const graph::Node& node);
 
 // Whether composite `op`'s step can also write its value rounded to bf16
@@ -224,7 +225,8 @@ MultiStep make_composite_rounding_step(const StepContext& context, const graph::
 // (composite_gradient.cc): `inputs` are the composite's, then the cotangent. With respect
 // to x: softmax and log_softmax over contiguous rows, layer_norm and rms_norm (weight and
 // bias one element per column), gelu of either form; with respect to a norm's weight or
-// bias too; x of f32 or bf16, the cotangent of x's dtype and shape.
+// bias too; x of f32 or bf16, the cotangent of x's dtype and shape; cross_entropy's with
+// respect to its logits (runs_cross_entropy), which make_cross_entropy_gradient_step makes.
 bool runs_composite_gradient(const graph::Graph& graph, graph::PrimId forward, const graph::Attrs& attrs, size_t input,
                              std::span<const graph::NodeId> inputs);
 
@@ -245,6 +247,18 @@ bool runs_attention(const graph::Graph& graph, const graph::Node& node);
 Step make_attention_step(const StepContext& context, const graph::Node& node);
 int absorbs_attention_operand(const graph::Graph& graph, const graph::Node& node, size_t input,
                               const KernelSet& kernels);
+
+// cross_entropy's kernels (cross_entropy.cc). Whether they take a node of `inputs`:
+// logits of f32 or bf16 with a class axis last and no element missing, targets of an index
+// dtype with the logits' shape less that axis, and for the gradient with respect to the
+// logits the cotangent of the loss, a scalar of the logits' dtype.
+bool runs_cross_entropy(const graph::Graph& graph, std::span<const graph::NodeId> inputs);
+// The step of a cross_entropy node (in: logits, targets; out: the loss), and of the
+// composite_gradient of one with respect to its logits (in: logits, targets, the
+// cotangent; out: the gradient), each with the bits the plan gives for its decomposition,
+// and the one_hot's error for a target outside the classes.
+Step make_cross_entropy_step(const StepContext& context, const graph::Node& node);
+Step make_cross_entropy_gradient_step(const StepContext& context, const graph::Node& node);
 
 // The optimizer updates' kernels (update.cc): adamw and sgd of f32 in every form, each
 // update's values written in one pass, each straight into the buffer of the slice that

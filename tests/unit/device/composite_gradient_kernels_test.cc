@@ -88,22 +88,6 @@ std::vector<Tensor> gradient_inputs(const Form& form, DType dtype, int64_t rows,
   return inputs;
 }
 
-// Empty when each element has the bits it should, a NaN being any NaN: where two NaNs
-// meet in one operation, whose sign and payload the result takes is the compiler's
-// choice (it orders a commutative operation's operands as it likes), in the plan's loops
-// as in the kernels.
-std::string compare_bits(const Tensor& actual, const Tensor& expected) {
-  const std::string differ = compare(actual, expected, true);
-  if (differ.find("NaN payload") == std::string::npos) return differ;
-  for (int64_t i = 0; i < actual.numel(); ++i) {
-    const double a = actual.value(i), e = expected.value(i);
-    if (!(std::isnan(a) && std::isnan(e)) && std::signbit(a) != std::signbit(e)) {
-      return fmt::format("element {}: got {}, want {} (bits)", i, a, e);
-    }
-  }
-  return "";
-}
-
 // Under emulation (SEXPGPU_TEST_EMULATED) a few lengths alone: each costs long there.
 std::vector<int64_t> gradient_row_lengths() {
   if (std::getenv("SEXPGPU_TEST_EMULATED") != nullptr) return {3, 17, 100};

@@ -1,13 +1,13 @@
 // The library's GELU (sexpgpu/ops) and its gradient, as a model's step traces them, run
 // on the cpu device by their kernels (a `gelu` node and its `composite_gradient`), in f32
 // and with bf16 products; a transformer block's attention weights (a softmax), its
-// layer-norms and their gradients (by x, weight and bias) by their kernels in f32, and as
-// the row programs of device/cpu/fusion/fusion_row_chains.h with bf16 products (whose
-// policy expands the gradients): each with the bits of the scalar instruction set (which
-// has no such programs) on every instruction set this processor runs. A change to the
-// library or to autodiff that leaves the kernels or the programs behind fails here rather
-// than only slowing the models down. The norms' weight and bias gradients by their
-// kernels keep the bits the block's gradients had with them expanded.
+// layer-norms and their gradients (by x, weight and bias) by their kernels: each with the
+// bits of the scalar instruction set on every instruction set this processor runs. The
+// norms' weight and bias gradients by their kernels keep the bits the block's gradients
+// had with them expanded. The library's cross-entropy of a layer's logits and its
+// gradient run by their kernels too, in f32 and bf16. A change to the library or to
+// autodiff that leaves the kernels behind fails here rather than only slowing the models
+// down.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -33,23 +33,41 @@ using sx::testing::occurrences;
 
 namespace cpu = device::cpu;
 
-// A library model's loss (the sum of its output's squares) and its gradients by every
-// parameter, traced from `model`, an expression of sexpgpu/nn, on an input of `shape`.
-graph::Graph model_gradient(train::Session& session, const std::string& model, const graph::Shape& shape, bool bf16) {
+// A linear layer whose output is cast to bf16: logits of bf16.
+constexpr const char* kBf16Head =
+    "(defmodel bf16-head (in out) (let ((head (linear in out))) (lambda (x) (cast (head x) :bf16)))) ";
+
+// A library model's loss and its gradients by every parameter, traced from `model`, an
+// expression of sexpgpu/nn, on an input of `shape`: the sum of its output's squares, or
+// where `classified` (and bf16-head defined) the library's cross-entropy of its output
+// (classes on the last axis) against the input "data.targets", an output too.
+graph::Graph model_gradient(train::Session& session, const std::string& model, const graph::Shape& shape, bool bf16,
+                            bool classified = false) {
   session.start_empty();
-  session.interp().eval_text("(require \"sexpgpu/nn\") (defvar model " + model + ")", "<test>", session.top());
+  const std::string definitions = classified ? kBf16Head : "";
+  session.interp().eval_text("(require \"sexpgpu/nn\") " + definitions + "(defvar model " + model + ")", "<test>",
+                             session.top());
   session.resolve();
   const auto& tracer = session.interp().tracer();
   graph::Builder& b = tracer->builder();
   lang::Value x = lang::make_tensor(tracer, b.input("data.x", shape, graph::DType::f32));
   lang::Value y = train::call(session, *session.top().lookup(lang::intern("model")), {x});
   const graph::NodeId out = lang::as_tensor(y)->node;
-  std::vector<int64_t> axes;
-  for (size_t axis = 0; axis < shape.size(); ++axis) axes.push_back(static_cast<int64_t>(axis));
-  const graph::NodeId loss = b.sum(b.mul(out, out), axes);
+  graph::NodeId loss;
+  if (classified) {
+    const graph::Shape rows(b.shape(out).begin(), b.shape(out).end() - 1);
+    lang::Value targets = lang::make_tensor(tracer, b.input("data.targets", rows, graph::DType::i32));
+    loss =
+        lang::as_tensor(train::call(session, *session.top().lookup(lang::intern("cross-entropy")), {y, targets}))->node;
+  } else {
+    std::vector<int64_t> axes;
+    for (size_t axis = 0; axis < shape.size(); ++axis) axes.push_back(static_cast<int64_t>(axis));
+    loss = b.sum(b.mul(out, out), axes);
+  }
   std::vector<graph::NodeId> wrt;
   for (const auto& p : session.params().params) wrt.push_back(p.decl->node);
   std::vector<graph::NodeId> outputs = graph::gradients(b, loss, wrt);
+  if (classified) outputs.push_back(loss);
   outputs.push_back(out);
   graph::Graph extracted = graph::extract(tracer->graph(), outputs);
   return bf16 ? graph::bf16_products(extracted) : extracted;
@@ -69,12 +87,14 @@ graph::Graph norm_parameter_gradients_expanded(const graph::Graph& g) {
   });
 }
 
-Ran run_on(cpu::Isa isa, const std::string& model, const graph::Shape& shape, bool bf16,
+// What the model's step gives on `isa`, its targets (where `classified`) each row's
+// index times 31 among its classes.
+Ran run_on(cpu::Isa isa, const std::string& model, const graph::Shape& shape, bool bf16, bool classified = false,
            bool expand_norm_parameter_gradients = false) {
   train::SessionOptions options;
   options.interpreter.library_dirs = {SEXPGPU_LIB_DIR};
   train::Session session(options);
-  graph::Graph g = model_gradient(session, model, shape, bf16);
+  graph::Graph g = model_gradient(session, model, shape, bf16, classified);
   if (expand_norm_parameter_gradients) g = norm_parameter_gradients_expanded(g);
   auto device = device::make_device("cpu", {.cpu_cores = 1, .cpu_isa = std::string(cpu::isa_name(isa))});
   Store store(*device);
@@ -91,8 +111,18 @@ Ran run_on(cpu::Isa isa, const std::string& model, const graph::Shape& shape, bo
   ::testing::internal::CaptureStderr();
   {
     Program program(*device, g, inputs, outputs);
-    device::Buffer fed = device->upload(x);
-    std::vector<const device::Buffer*> pointers{&fed};
+    std::vector<device::Buffer> fed;
+    for (const auto& input : g.inputs) {
+      if (input.name == "data.x") fed.push_back(device->upload(x));
+      if (input.name != "data.targets") continue;
+      const graph::Node& targets = g.node(input.node);
+      const int64_t classes = g.node(g.outputs.back().node).shape.back();
+      graph::Tensor t(graph::DType::i32, targets.shape);
+      for (int64_t i = 0; i < t.numel(); ++i) t.data<int32_t>()[i] = static_cast<int32_t>(i * 31 % classes);
+      fed.push_back(device->upload(t));
+    }
+    std::vector<const device::Buffer*> pointers;
+    for (const device::Buffer& buffer : fed) pointers.push_back(&buffer);
     for (const auto& result : program.run(store, pointers)) ran.outputs.push_back(device->download(result));
   }
   ran.profile = ::testing::internal::GetCapturedStderr();
@@ -183,12 +213,35 @@ TEST(Chains, TheNormsWeightAndBiasGradientsByTheirKernelsKeepTheDecompositionsBi
   const cpu::Isa isa = cpu::choose_isa("");
   const std::string block = "(transformer-block 96 2)";
   const Ran kernels = run_on(isa, block, {2, 32, 96}, false);
-  const Ran expanded = run_on(isa, block, {2, 32, 96}, false, true);
+  const Ran expanded = run_on(isa, block, {2, 32, 96}, false, false, true);
   EXPECT_EQ(occurrences(kernels.profile, "layer_norm's gradient (input 1)"), 1u) << kernels.profile;
   EXPECT_EQ(occurrences(expanded.profile, "layer_norm's gradient"), 0u) << expanded.profile;
   ASSERT_EQ(kernels.outputs.size(), expanded.outputs.size());
   for (size_t k = 0; k < kernels.outputs.size(); ++k)
     EXPECT_TRUE(kernels.outputs[k] == expanded.outputs[k]) << "output " << k;
+}
+
+// Logits of 300 classes (a vector's width does not divide them) from a linear layer: the
+// loss's cross-entropy and its gradient with respect to the logits by their kernels, in
+// f32 and in bf16 (the logits cast).
+TEST(Chains, TheLibrarysCrossEntropyAndItsGradientRunByTheirKernelsWithTheScalarBits) {
+  for (const auto& [model, dtype] :
+       {std::pair<std::string, std::string>{"(linear 64 300)", "f32"}, {"(bf16-head 64 300)", "bf16"}}) {
+    SCOPED_TRACE(model);
+    const Ran interpreted = run_on(cpu::Isa::scalar, model, {32, 64}, false, true);
+    for (cpu::Isa isa : cpu::host_isas()) {
+      if (isa == cpu::Isa::scalar) continue;
+      SCOPED_TRACE(cpu::isa_name(isa));
+      const Ran chained = run_on(isa, model, {32, 64}, false, true);
+      EXPECT_EQ(occurrences(chained.profile, "cross_entropy of " + dtype + "[32, 300] and i32[32]"), 1u)
+          << chained.profile;
+      EXPECT_EQ(occurrences(chained.profile, "cross_entropy's gradient (input 0) of " + dtype + "[32, 300]"), 1u)
+          << chained.profile;
+      ASSERT_EQ(chained.outputs.size(), interpreted.outputs.size());
+      for (size_t k = 0; k < chained.outputs.size(); ++k)
+        EXPECT_TRUE(chained.outputs[k] == interpreted.outputs[k]) << "output " << k;
+    }
+  }
 }
 
 }  // namespace

@@ -89,14 +89,7 @@ Writes writes_for(const StepContext& c, RoundToBf16 round, bool writes_output, i
 // (- x (+ m (log (sum (exp (- x m)))))), m = (reduce-max x), over each row.
 template <class S>
 void log_softmax_row(const S* x, S* y, int64_t n, const MathKernels* math, float* block) {
-  const float m = static_cast<float>(S(reduce_row<S, float>(ReduceKind::max, x, n)));
-  const float total = blocked_row_sum(n, block, [&](int64_t begin, int64_t count, float* into) {
-    for (int64_t i = 0; i < count; ++i) into[i] = rounded<S>(static_cast<float>(x[begin + i]) - m);
-    apply_fn<scalar::Exp>(math, MathFn::exp, into, count);
-    for (int64_t i = 0; i < count; ++i) into[i] = rounded<S>(into[i]);
-  });
-  const float log_total = rounded<S>(scalar::Log{}(rounded<S>(total)));
-  const float shift = rounded<S>(m + log_total);
+  const float shift = log_softmax_shift(x, n, math, block);
   for (int64_t i = 0; i < n; ++i) y[i] = S(static_cast<float>(x[i]) - shift);
 }
 
@@ -257,6 +250,7 @@ bool float_kernel_dtype(DType dtype) { return dtype == DType::f32 || dtype == DT
 // The step table's row of a composite's gradient: its kernel (composite_gradient.cc),
 // which runs_composite took.
 Step make_gradient(const StepContext& c, const graph::Node& node) {
+  if (graph::gradient_of(node.attrs).id == PrimId::cross_entropy) return make_cross_entropy_gradient_step(c, node);
   return make_composite_gradient_step(c, graph::gradient_of(node.attrs).id, graph::differentiated_attrs(node.attrs),
                                       static_cast<size_t>(node.attrs.get_int("input")), node.inputs);
 }
@@ -276,6 +270,7 @@ bool runs_composite(const graph::Graph& graph, const graph::Node& node) {
                                    static_cast<size_t>(node.attrs.get_int("input")), node.inputs);
   }
   if (!float_kernel_dtype(node.dtype) || node.inputs.empty()) return false;
+  if (node.op() == PrimId::cross_entropy) return runs_cross_entropy(graph, node.inputs);
   const graph::Node& x = graph.node(node.inputs[0]);
   if (x.dtype != node.dtype || x.shape != node.shape) return false;
   switch (node.op()) {
@@ -304,6 +299,7 @@ void add_composite_steps(StepTable& table) {
   for (PrimId op : {PrimId::softmax, PrimId::log_softmax, PrimId::layer_norm, PrimId::rms_norm, PrimId::gelu}) {
     table.set(op, make_composite);
   }
+  table.set(PrimId::cross_entropy, make_cross_entropy_step);
   table.set(PrimId::composite_gradient, make_gradient);
   table.set(PrimId::attention, make_attention_step, absorbs_attention_operand);
 }

@@ -279,6 +279,7 @@ Step make_norm_gradient(const StepContext& c, const graph::Attrs& attrs, const g
 
 bool runs_composite_gradient(const graph::Graph& graph, PrimId forward, const graph::Attrs& attrs, size_t input,
                              std::span<const graph::NodeId> inputs) {
+  if (forward == PrimId::cross_entropy) return input == 0 && inputs.size() == 3 && runs_cross_entropy(graph, inputs);
   if (inputs.size() < 2 || input + 1 >= inputs.size()) return false;
   const graph::Node& x = graph.node(inputs[0]);
   const graph::Node& cotangent = graph.node(inputs.back());

@@ -152,6 +152,20 @@ void softmax_row(const S* x, S* y, int64_t n, const MathKernels* math, float* bl
       });
 }
 
+// (+ m (log (sum (exp (- x m))))), m = (reduce-max x): what log_softmax subtracts from
+// each element of a row, a node of S.
+template <class S>
+float log_softmax_shift(const S* x, int64_t n, const MathKernels* math, float* block) {
+  const float m = static_cast<float>(S(reduce_row<S, float>(ReduceKind::max, x, n)));
+  const float total = blocked_row_sum(n, block, [&](int64_t begin, int64_t count, float* into) {
+    for (int64_t i = 0; i < count; ++i) into[i] = rounded<S>(static_cast<float>(x[begin + i]) - m);
+    apply_fn<graph::prims::scalar::Exp>(math, MathFn::exp, into, count);
+    for (int64_t i = 0; i < count; ++i) into[i] = rounded<S>(into[i]);
+  });
+  const float log_total = rounded<S>(graph::prims::scalar::Log{}(rounded<S>(total)));
+  return rounded<S>(m + log_total);
+}
+
 // A norm's weight or bias: of x's dtype, one element per column of the last axis.
 inline bool fits_row(const graph::Node& operand, const graph::Node& x) {
   return operand.dtype == x.dtype && !operand.shape.empty() && operand.shape.back() == x.shape.back() &&
