@@ -309,7 +309,7 @@ int main(int argc, char** argv) {
   };
   nlohmann::json report = {
       {"model", model.name},          {"device", device_name},           {"gpu", gpu},
-      {"rows", model.rows},           {"window", model.window},          {"parameters", ours.parameters},
+      {"rows", model.rows},           {"window", model.window},          {"parameters", parameters},
       {"flops_per_step", step_flops}, {"sides", nlohmann::json::array()}};
   report["peak_tflops"] = peak ? nlohmann::json(*peak) : nlohmann::json();
   // Written again after each row, so that a run cut short keeps the rows it has.
