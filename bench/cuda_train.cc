@@ -29,6 +29,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -177,21 +178,28 @@ Side time_peer(const Model& model, const std::string& device_name, double second
   for (auto& line : lines) {
     while (!line.empty() && line.back() == '\n') line.pop_back();
   }
-  if (!lines.empty() && lines[0].starts_with("refuse ")) {
-    peer.refusal = lines[0].substr(7);
-  } else if (lines.size() < 2 || !lines[0].starts_with("torch ")) {
-    peer.refusal = fmt::format("the PyTorch peer failed or ran past its {} s: {}", limit,
-                               lines.empty() ? std::string("no output") : lines.back());
-  } else {
-    double best = 0, mib = 0;
-    if (!(std::istringstream(lines[1]) >> peer.ms >> best >> peer.steps >> mib)) {
-      peer.refusal = "the PyTorch peer failed: " + lines[1].substr(0, 300);
-    }
-    const size_t how =
-        lines[0].rfind(" compiled") != std::string::npos ? lines[0].rfind(" compiled") : lines[0].rfind(" eager");
-    peer.note = lines[0].substr(0, lines[0].find(" threads")) +
-                (how != std::string::npos ? "," + lines[0].substr(how) : ", eager (torch.compile only on cuda)");
+  // Its standard error comes too (the compiler's warnings, a traceback): the first line
+  // that is its own says what it is, and the figures follow it.
+  const auto said = std::find_if(lines.begin(), lines.end(), [](const std::string& line) {
+    return line.starts_with("torch ") || line.starts_with("refuse ");
+  });
+  if (said != lines.end() && said->starts_with("refuse ")) {
+    peer.refusal = said->substr(7);
+    return peer;
   }
+  const auto figures =
+      said == lines.end() ? lines.end() : std::find_if(said + 1, lines.end(), [&](const std::string& line) {
+        double best = 0, mib = 0;
+        return static_cast<bool>(std::istringstream(line) >> peer.ms >> best >> peer.steps >> mib);
+      });
+  if (figures == lines.end()) {
+    peer.refusal = fmt::format("the PyTorch peer failed or ran past its {} s: {}", limit,
+                               lines.empty() ? std::string("no output") : lines.back().substr(0, 300));
+    return peer;
+  }
+  const size_t how = said->find(" compiled") != std::string::npos ? said->find(" compiled") : said->find(" eager");
+  peer.note = said->substr(0, said->find(" threads")) +
+              (how != std::string::npos ? "," + said->substr(how) : ", eager (torch.compile only on cuda)");
   return peer;
 }
 
