@@ -35,7 +35,14 @@ bench/numpy_peer.py does: set on some hosts to dodge old OpenBLAS bugs, it slows
 current one. With `--device cuda` the parameters and batches live on the GPU, each timed
 step waits for the GPU (torch.cuda.synchronize), bf16 runs under torch.autocast("cuda"),
 the first line names the GPU instead of the BLAS, and the memory is how far the GPU's
-peak allocated memory rose above what the parameters took.
+peak allocated memory rose above what the parameters took; AdamW runs fused there.
+
+The models gpt2 and gpt2-tiny are bench/cuda_gpt2.sx's (bench/cuda_train): the token table
+shared by the embedding and the head, attention through scaled_dot_product_attention
+(causal) where PyTorch has it, their batches from `--tokens PATH` (u16 tokens) instead of
+--text, `--rows N` rows a step. With `--compile` the loss is torch.compile'd; where
+torch.compile is missing or fails, the steps run eager, and the first line ends in
+`compiled`, or `eager (WHY)`.
 """
 import argparse
 import math
@@ -56,6 +63,9 @@ MODELS = {
     "tiny": dict(vocab=256, dim=64, depth=2, heads=4, window=64, rows=8),
     "small": dict(vocab=256, dim=256, depth=4, heads=4, window=128, rows=8),
     "large": dict(vocab=256, dim=768, depth=12, heads=12, window=128, rows=1),
+    # bench/cuda_gpt2.sx's: GPT-2 small (124M parameters), and a tiny one for the cpu.
+    "gpt2": dict(vocab=50304, dim=768, depth=12, heads=12, window=1024, rows=8, tied=True),
+    "gpt2-tiny": dict(vocab=512, dim=64, depth=2, heads=4, window=64, rows=4, tied=True),
 }
 
 
@@ -89,7 +99,8 @@ def init_params(cfg, seed=0):
         linear(b + ".feed-forward.up", dim, hidden)
         linear(b + ".feed-forward.down", hidden, dim)
     norm("model.final-norm")
-    linear("model.head", dim, cfg["vocab"], bias=False)
+    if not cfg.get("tied"):
+        linear("model.head", dim, cfg["vocab"], bias=False)
     return p
 
 
@@ -98,7 +109,7 @@ def forward(p, ids, cfg):
     dim, heads = cfg["dim"], cfg["heads"]
     head_dim = dim // heads
     rows, seq = ids.shape
-    causal = torch.ones(seq, seq, dtype=torch.bool).tril()
+    causal = torch.ones(seq, seq, dtype=torch.bool, device=ids.device).tril()
 
     def layer_norm(x, path):
         return F.layer_norm(x, (dim,), p[path + ".weight"], p[path + ".b"], eps=1e-5)
@@ -112,12 +123,17 @@ def forward(p, ids, cfg):
         b = f"model.blocks.{i}"
         qkv = linear(layer_norm(h, b + ".attn-norm"), b + ".attn.qkv")
         q, k, v = (t.reshape(rows, seq, heads, head_dim).transpose(1, 2) for t in qkv.split(dim, dim=-1))
-        scores = (q @ k.transpose(-1, -2)) / math.sqrt(head_dim)
-        weights = torch.softmax(scores.masked_fill(~causal, -1e9), dim=-1)
-        mixed = (weights @ v).transpose(1, 2).reshape(rows, seq, dim)
+        if cfg.get("tied") and hasattr(F, "scaled_dot_product_attention"):
+            mixed = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            scores = (q @ k.transpose(-1, -2)) / math.sqrt(head_dim)
+            mixed = torch.softmax(scores.masked_fill(~causal, -1e9), dim=-1) @ v
+        mixed = mixed.transpose(1, 2).reshape(rows, seq, dim)
         h = h + linear(mixed, b + ".attn.proj")
         up = linear(layer_norm(h, b + ".mlp-norm"), b + ".feed-forward.up")
         h = h + linear(F.gelu(up, approximate="tanh"), b + ".feed-forward.down")
+    if cfg.get("tied"):
+        return layer_norm(h, "model.final-norm") @ p["model.embed.table"].t()
     return linear(layer_norm(h, "model.final-norm"), "model.head")
 
 
@@ -134,10 +150,28 @@ def resident_bytes():
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def compile_loss(loss_fn, step):
+    """Makes loss_fn[0] torch.compile's loss and runs a step (which compiles it); where it
+    cannot, loss_fn[0] stays eager. Says which: `compiled`, or `eager (WHY)`."""
+    if not hasattr(torch, "compile"):
+        return f"eager (torch {torch.__version__} has no torch.compile)"
+    loss_fn[0] = torch.compile(loss_of)
+    try:
+        step()
+    except Exception as e:  # noqa: BLE001 - any failure of the compiler leaves eager steps
+        loss_fn[0] = loss_of
+        return f"eager (torch.compile failed: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''})"
+    return "compiled"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", choices=sorted(MODELS), required=True)
-    ap.add_argument("--text", required=True)
+    data_from = ap.add_mutually_exclusive_group(required=True)
+    data_from.add_argument("--text", help="a file whose bytes are the tokens")
+    data_from.add_argument("--tokens", help="a file of little-endian u16 tokens")
+    ap.add_argument("--rows", type=int, help="rows a step, instead of the model's")
+    ap.add_argument("--compile", action="store_true", help="the loss torch.compile'd (eager where it cannot be)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--warmup", type=int, default=3)
@@ -160,11 +194,15 @@ def main():
         print(blas, flush=True)
         return 0
     torch.set_num_threads(args.threads)
-    cfg = MODELS[args.model]
-    data = torch.tensor(list(open(args.text, "rb").read()), dtype=torch.long)
+    cfg = dict(MODELS[args.model], **({"rows": args.rows} if args.rows else {}))
+    if args.tokens:
+        data = torch.frombuffer(bytearray(open(args.tokens, "rb").read()), dtype=torch.int16).long() & 0xFFFF
+    else:
+        data = torch.tensor(list(open(args.text, "rb").read()), dtype=torch.long)
     params = {path: t.to(args.device) for path, t in init_params(cfg, seed=1).items()}
     tensors = [t.requires_grad_() for t in params.values()]
-    opt = torch.optim.AdamW(tensors, lr=1e-3)
+    opt = torch.optim.AdamW(tensors, lr=1e-3, **({"fused": True} if gpu else {}))
+    loss_fn = [loss_of]  # torch.compile's, with --compile where it works
     gen = torch.Generator().manual_seed(1)
 
     def batch(width):
@@ -175,7 +213,7 @@ def main():
     def step():
         ids = batch(cfg["window"] + 1)
         opt.zero_grad(set_to_none=True)
-        loss = loss_of(params, ids, cfg)
+        loss = loss_fn[0](params, ids, cfg)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(tensors, 1.0)
         opt.step()
@@ -205,9 +243,12 @@ def main():
             torch.cuda.synchronize()
             return result
     resident_before = torch.cuda.memory_allocated() if gpu else resident_bytes()
+    how = ""
+    if args.compile:
+        how = " " + compile_loss(loss_fn, step)
     for _ in range(args.warmup):
         step()
-    print(f"torch {torch.__version__} threads {torch.get_num_threads()} {blas}", flush=True)
+    print(f"torch {torch.__version__} threads {torch.get_num_threads()} {blas}{how}", flush=True)
 
     def timed(seconds):
         times = []
