@@ -67,29 +67,25 @@ bool reads_kept(const Graph& graph, NodeId x, const std::unordered_set<NodeId>& 
   }
 }
 
-// Whether node `id` (a composite) computes a matrix product in its decomposition, or in
-// a composite of its decomposition.
-bool holds_product(const Graph& graph, NodeId id) {
-  const Node& node = graph.node(id);
+// Whether composite `node` of `graph` computes a matrix product in its decomposition, or
+// in a composite of its decomposition.
+bool holds_product(const Graph& graph, const Node& node) {
   std::vector<ValueType> args;
   for (NodeId in : node.inputs) args.push_back({graph.node(in).shape, graph.node(in).dtype});
   const Graph parts = decomposition(*node.prim, args, node.attrs);
-  for (NodeId part = 0; part < parts.nodes.size(); ++part) {
-    const Node& p = parts.nodes[part];
-    if (p.op() == PrimId::matmul || (p.prim->composite() && holds_product(parts, part))) return true;
+  for (const Node& part : parts.nodes) {
+    if (part.op() == PrimId::matmul || (part.prim->composite() && holds_product(parts, part))) return true;
   }
   return false;
 }
 
-// `given` with each composite that computes a product (attention) expanded, so that the
-// policy sees its products.
+// `given` with each composite node that computes a product (an attention, its gradients)
+// expanded, so that the policy sees its products. Decided per node: a layer-norm's
+// gradient stays one node beside an attention's expanded one.
 Graph products_in_sight(const Graph& given) {
-  std::vector<bool> expand(kPrimitiveCount, false);
-  for (NodeId id = 0; id < given.nodes.size(); ++id) {
-    const Node& node = given.nodes[id];
-    if (node.prim->composite() && !expand[index_of(node.op())]) expand[index_of(node.op())] = holds_product(given, id);
-  }
-  return expand_composites(given, [&](PrimId op) { return !expand[index_of(op)]; });
+  return expand_composites(given, NodePredicate([](const Graph& graph, const Node& node) {
+                             return !holds_product(graph, node);
+                           }));
 }
 
 }  // namespace
