@@ -66,9 +66,7 @@ template <class S, class C, bool Centered>
 SX_HOST_DEVICE void norm_gradient_row(const S* x, const S* weight, const S* g, S* dx, int64_t length, double eps) {
   using graph::prims::scalar::Div;
   const C mean = Centered ? row_mean<S, C>(row_sum<S, C>(x, length), length) : C(0);
-  const auto d = [&](int64_t j) {
-    return Centered ? stored<S>(C(static_cast<C>(x[j]) - mean)) : static_cast<C>(x[j]);
-  };
+  const auto d = [&](int64_t j) { return Centered ? stored<S>(C(static_cast<C>(x[j]) - mean)) : static_cast<C>(x[j]); };
   const C squares = summed<S, C>(length, [&](int64_t j) { return stored<S>(C(d(j) * d(j))); });
   const C shifted = stored<S>(C(row_mean<S, C>(S(squares), length) + literal<S, C>(eps)));
   const C inverse = stored<S>(C(graph::prims::scalar::Rsqrt{}(shifted)));
@@ -77,8 +75,7 @@ SX_HOST_DEVICE void norm_gradient_row(const S* x, const S* weight, const S* g, S
   };
   const C through_inverse = summed<S, C>(length, [&](int64_t j) { return stored<S>(C(a(j) * d(j))); });
   const C slope = stored<S>(C(Div{}(stored<S>(C(literal<S, C>(-0.5) * inverse)), shifted)));
-  const C through_squares =
-      stored<S>(C(Div{}(stored<S>(C(through_inverse * slope)), literal<S, C>(double(length)))));
+  const C through_squares = stored<S>(C(Div{}(stored<S>(C(through_inverse * slope)), literal<S, C>(double(length)))));
   const auto through_d = [&](int64_t j) {
     const C by_d = stored<S>(C(through_squares * d(j)));
     return stored<S>(C(stored<S>(C(stored<S>(C(a(j) * inverse)) + by_d)) + by_d));

@@ -45,28 +45,6 @@ Graph gradient_graph(const Form& form, DType dtype, int64_t rows, int64_t length
   return graph;
 }
 
-// Cotangents: normal values, and rows at the edges.
-Tensor cotangent_rows(DType dtype, int64_t rows, int64_t length, std::mt19937& random) {
-  return normal_rows(dtype, rows, length, random, 1.0, [](double* row, int64_t r, int64_t n) {
-    switch (r % 4) {
-      case 1:
-        for (int64_t i = 0; i < n; ++i) row[i] *= 1e30;  // large magnitudes
-        break;
-      case 2: std::fill(row, row + n / 2, 0.0); break;
-      case 3: row[0] = std::numeric_limits<double>::quiet_NaN(); break;
-      default: break;
-    }
-  });
-}
-
-// x, the form's row operands, the cotangent: gradient_graph's inputs.
-std::vector<Tensor> gradient_inputs(const Form& form, DType dtype, int64_t rows, int64_t length, std::mt19937& random) {
-  std::vector<Tensor> inputs{rows_of_values(dtype, rows, length, random)};
-  for (int k = 0; k < form.row_operands; ++k) inputs.push_back(row_operand(dtype, length, random));
-  inputs.push_back(cotangent_rows(dtype, rows, length, random));
-  return inputs;
-}
-
 // The gradient on the host, by gradient_math.h's functions: one call per row (per
 // element, gelu's), as the generated kernel's threads make them.
 Tensor on_host(const Form& form, const std::vector<Tensor>& inputs) {
@@ -130,8 +108,7 @@ TEST(CudaGradients, HaveAKernelForXOfTheKernelsFormsAlone) {
   const NodeId of_x = b.op("composite_gradient", {x, w, g}, graph::gradient_attrs(*layer.prim, 0, layer.attrs));
   const NodeId of_w = b.op("composite_gradient", {x, w, g}, graph::gradient_attrs(*layer.prim, 1, layer.attrs));
   const graph::Node columns = graph.node(b.op("softmax", {x}, {{"axes", std::vector<int64_t>{0}}}));
-  const NodeId of_columns =
-      b.op("composite_gradient", {x, g}, graph::gradient_attrs(*columns.prim, 0, columns.attrs));
+  const NodeId of_columns = b.op("composite_gradient", {x, g}, graph::gradient_attrs(*columns.prim, 0, columns.attrs));
   const NodeId x64 = b.input("x64", {4, 6}, DType::f64);
   const graph::Node gelu64 = graph.node(b.op("gelu", {x64}, {{"form", std::string("erf")}}));
   const NodeId of_gelu64 = b.op("composite_gradient", {x64, b.input("g64", {4, 6}, DType::f64)},
@@ -149,7 +126,8 @@ Graph every_gradient() {
   graph::Builder b(graph);
   for (DType dtype : {DType::f32, DType::bf16}) {
     for (const Form& form : forms()) {
-      std::vector<NodeId> args = {b.input(fmt::format("x {} {}", form.label, graph::dtype_name(dtype)), {3, 40}, dtype)};
+      std::vector<NodeId> args = {
+          b.input(fmt::format("x {} {}", form.label, graph::dtype_name(dtype)), {3, 40}, dtype)};
       for (int k = 0; k < form.row_operands; ++k) {
         args.push_back(b.input(fmt::format("p{} {} {}", k, form.label, graph::dtype_name(dtype)), {40}, dtype));
       }

@@ -31,8 +31,8 @@ struct Form {
 };
 
 std::vector<Form> forms() {
-  return {{true, false, false},  {true, true, false},  {false, false, false},
-          {false, true, false},  {false, false, true}, {false, true, true}};
+  return {{true, false, false}, {true, true, false},  {false, false, false},
+          {false, true, false}, {false, false, true}, {false, true, true}};
 }
 
 // The elements each tensor operand cycles through besides random ones: zeros, infinities,
@@ -101,8 +101,7 @@ Case update_case(const Form& form, int64_t n, bool first, std::mt19937& rng) {
     flag.set_value(0, first ? 1 : 0);
     c.inputs.push_back(flag);
   }
-  b.output("values",
-           b.op("sgd", args, {{"weight_decay", int64_t{form.decays}}, {"momentum", int64_t{form.momentum}}}));
+  b.output("values", b.op("sgd", args, {{"weight_decay", int64_t{form.decays}}, {"momentum", int64_t{form.momentum}}}));
   return c;
 }
 
