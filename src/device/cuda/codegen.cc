@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <map>
+#include <numbers>
+#include <span>
 
 #include "device/cuda/element.h"
 #include "device/cuda/elementwise.h"
@@ -13,6 +16,7 @@
 #include "device/cuda/nvrtc.h"
 #include "device/cuda/reduction.h"
 #include "device/device.h"
+#include "graph/composite.h"
 #include "graph/primitive.h"
 #include "graph/shape.h"
 
@@ -122,10 +126,12 @@ GeneratedKernel grid_stride_kernel(std::string_view kind, const std::string& par
       "#include \"graph/bf16.h\"\n"
       "#include \"device/cuda/composite_math.h\"\n"
       "#include \"device/cuda/element_math.h\"\n"
+      "#include \"device/cuda/gradient_math.h\"\n"
       "#include \"device/cuda/index_math.h\"\n"
       "#include \"device/cuda/random_math.h\"\n"
       "#include \"device/cuda/reduction.h\"\n"
-      "#include \"device/cuda/transcendental.h\"\n\n"
+      "#include \"device/cuda/transcendental.h\"\n"
+      "#include \"device/cuda/update_math.h\"\n\n"
       "extern \"C\" __global__ void {}{}",
       kernel.name, signature_and_body);
   return kernel;
@@ -360,64 +366,166 @@ GeneratedKernel generate_row_reduction(const graph::Graph& graph, graph::NodeId 
                   node.op() == graph::PrimId::sum ? "row_sum" : "row_max", c_type(dtype), compute_type(dtype)));
 }
 
-bool has_composite_kernel(graph::PrimId prim) {
+namespace {
+
+bool is_row_composite(graph::PrimId prim) {
   return is_one_of(prim, {graph::PrimId::softmax, graph::PrimId::log_softmax, graph::PrimId::layer_norm,
                           graph::PrimId::rms_norm, graph::PrimId::gelu});
 }
 
+// Whether the row composite `prim` of `attrs` on `inputs` (x first) is a form its kernel
+// takes: a softmax's over the last axis, a norm's weight and bias each of x's dtype and
+// the last axis's length.
+bool kernel_takes_form(const graph::Graph& graph, graph::PrimId prim, const graph::Attrs& attrs,
+                       std::span<const graph::NodeId> inputs) {
+  const graph::Node& x = graph.node(inputs[0]);
+  const auto rank = static_cast<int64_t>(x.shape.size());
+  switch (prim) {
+    case graph::PrimId::gelu: return true;
+    case graph::PrimId::softmax:
+    case graph::PrimId::log_softmax: {
+      const std::vector<int64_t>& axes = attrs.get_ints("axes");
+      return axes.size() == 1 && rank > 0 && (axes[0] == rank - 1 || axes[0] == -1);
+    }
+    default:
+      for (graph::NodeId in : inputs.subspan(1)) {
+        const graph::Node& operand = graph.node(in);
+        if (operand.dtype != x.dtype || rank == 0 || operand.shape != graph::Shape{x.shape.back()}) return false;
+      }
+      return true;
+  }
+}
+
+// A composite_gradient's composite, where its kernel computes it: the gradient with
+// respect to x of a row composite of f32 or bf16 in a form its kernel takes.
+std::optional<graph::PrimId> gradient_kernel_of(const graph::Graph& graph, const graph::Node& node) {
+  const graph::Primitive& of = graph::gradient_of(node.attrs);
+  if (!is_row_composite(of.id) || node.attrs.get_int("input") != 0) return std::nullopt;
+  if (node.dtype != graph::DType::f32 && node.dtype != graph::DType::bf16) return std::nullopt;
+  std::span<const graph::NodeId> operands(node.inputs.data(), node.inputs.size() - 1);
+  const graph::Node& cotangent = graph.node(node.inputs.back());
+  if (cotangent.dtype != node.dtype || cotangent.shape != node.shape) return std::nullopt;
+  if (!kernel_takes_form(graph, of.id, graph::differentiated_attrs(node.attrs), operands)) return std::nullopt;
+  return of.id;
+}
+
+}  // namespace
+
+bool runs_by_elements(const graph::Graph& graph, const graph::Node& node) {
+  if (is_update(node.op()) || node.op() == graph::PrimId::gelu) return true;
+  return node.op() == graph::PrimId::composite_gradient && gradient_kernel_of(graph, node) == graph::PrimId::gelu;
+}
+
+bool has_composite_kernel(graph::PrimId prim) {
+  return is_row_composite(prim) || is_update(prim) || prim == graph::PrimId::composite_gradient;
+}
+
+bool is_update(graph::PrimId prim) { return prim == graph::PrimId::adamw || prim == graph::PrimId::sgd; }
+
 bool has_composite_kernel(const graph::Graph& graph, const graph::Node& node) {
   if (!has_composite_kernel(node.op())) return false;
-  if (!graph::is_float(node.dtype)) return false;
-  if (node.op() == graph::PrimId::gelu) return true;
-  const graph::Shape& x = graph.node(node.inputs[0]).shape;
-  if (node.op() == graph::PrimId::softmax || node.op() == graph::PrimId::log_softmax) {
-    return node.attrs.get_ints("axes") == std::vector<int64_t>{static_cast<int64_t>(x.size()) - 1};
-  }
-  // A weight or bias is one value per element of a row, in the row's dtype.
-  for (graph::NodeId in : node.inputs) {
-    const graph::Node& operand = graph.node(in);
-    if (operand.dtype != node.dtype || (in != node.inputs[0] && operand.shape != graph::Shape{x.back()})) return false;
-  }
-  return true;
+  if (is_update(node.op())) return node.dtype == graph::DType::f32;
+  if (node.op() == graph::PrimId::composite_gradient) return gradient_kernel_of(graph, node).has_value();
+  return graph::is_float(node.dtype) && kernel_takes_form(graph, node.op(), node.attrs, node.inputs);
 }
+
+namespace {
+
+// An update's kernel: void NAME(const float* operand0, ..., float* out, int64_t n), its
+// inputs in order (the scalars and the flag as pointers to their one value), an element
+// of the parameter each, its values stacked in out (update_math.h).
+GeneratedKernel generate_update_kernel(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  std::string parameters;
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    parameters += fmt::format("const {}* __restrict__ operand{}, ", c_type(graph.node(node.inputs[k]).dtype), k);
+  }
+  parameters += "float* __restrict__ out, int64_t n";
+  const bool decays = node.attrs.get_int("weight_decay") != 0;
+  std::string setup, call;
+  if (node.op() == graph::PrimId::adamw) {
+    setup = fmt::format(
+        "  const sx::device::cuda::AdamwScalars s = {{operand4[0], operand5[0], operand6[0], operand7[0], "
+        "operand8[0], operand9[0], operand10[0], {}}};\n",
+        decays ? "operand11[0]" : "1.0f");
+    call = fmt::format("adamw_element<{}>(operand0, operand1, operand2, operand3, s, out, n, i)", decays);
+  } else {
+    // sgd's operands: parameter, gradient, -lr, [weight_decay], [buffer, momentum, first].
+    const bool momentum = node.attrs.get_int("momentum") != 0;
+    const size_t buffer = decays ? 4 : 3;
+    call =
+        fmt::format("sgd_element<{}, {}>(operand0, operand1, operand2[0], {}, {}, {}, {}, out, n, i)", decays, momentum,
+                    decays ? "operand3[0]" : "0.0f", momentum ? fmt::format("operand{}", buffer) : "nullptr",
+                    momentum ? fmt::format("operand{}[0]", buffer + 1) : "0.0f",
+                    momentum ? fmt::format("operand{}[0]", buffer + 2) : "false");
+  }
+  return grid_stride_kernel("update", parameters, setup, fmt::format("    sx::device::cuda::{};\n", call));
+}
+
+}  // namespace
 
 GeneratedKernel generate_composite_kernel(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
+  if (is_update(node.op())) return generate_update_kernel(graph, id);
+  // A gradient's kernel is its composite's, of that composite's attributes, given the
+  // cotangent (the last operand) too.
+  const bool gradient = node.op() == graph::PrimId::composite_gradient;
+  const graph::PrimId op = gradient ? graph::gradient_of(node.attrs).id : node.op();
+  const graph::Attrs attrs = gradient ? graph::differentiated_attrs(node.attrs) : node.attrs;
+  const std::string kind = gradient ? "gradient" : "composite";
+  const std::string cotangent = fmt::format("operand{}", node.inputs.size() - 1);
   const char* t = c_type(node.dtype);
-  // The composite_math.h function's template arguments: the storage and compute types.
+  // The composite_math.h (gradient_math.h) function's template arguments: the storage and compute types.
   std::string types = fmt::format("{}, {}", t, compute_type(node.dtype));
-  if (node.op() == graph::PrimId::gelu) {
-    return per_element_kernel("gelu", graph, id,
-                              fmt::format("gelu_{}_element<{}>(operand0[i])", node.attrs.get_string("form"), types));
+  // A double literal as its bits, so that the kernel rounds exactly the host's value.
+  auto exactly = [](double value) { return fmt::format("__longlong_as_double({}ll)", std::bit_cast<int64_t>(value)); };
+  if (op == graph::PrimId::gelu) {
+    const std::string& form = attrs.get_string("form");
+    if (!gradient) {
+      return per_element_kernel("gelu", graph, id, fmt::format("gelu_{}_element<{}>(operand0[i])", form, types));
+    }
+    // The erf form's 2 / sqrt(pi), as erf's gradient rule (graph/prims/unary.cc) computes it.
+    std::string literal = form == "erf" ? ", " + exactly(2.0 / std::sqrt(std::numbers::pi)) : "";
+    return per_element_kernel(
+        kind, graph, id,
+        fmt::format("gelu_{}_gradient_element<{}>(operand0[i], {}[i]{})", form, types, cotangent, literal));
   }
   std::string parameters;
   for (size_t k = 0; k < node.inputs.size(); ++k) parameters += fmt::format("const {}* __restrict__ operand{}, ", t, k);
   parameters += fmt::format("{}* __restrict__ out, int64_t n, int64_t length", t);
   // The optional weight and bias are the operands after x, in that order, or null.
   auto optional_operand = [&, next = size_t{1}](const char* attr) mutable {
-    return node.attrs.get_int(attr) != 0 ? fmt::format("operand{}", next++) : std::string("nullptr");
+    return attrs.get_int(attr) != 0 ? fmt::format("operand{}", next++) : std::string("nullptr");
   };
-  // eps as its double's bits, so that the kernel rounds exactly the attribute's value.
-  auto eps = [&] {
-    return fmt::format("__longlong_as_double({}ll)", std::bit_cast<int64_t>(node.attrs.get_double("eps")));
-  };
+  const std::string eps = op == graph::PrimId::layer_norm || op == graph::PrimId::rms_norm
+                              ? exactly(attrs.get_double("eps"))
+                              : std::string();
+  // A gradient's arguments before its row's out: x's row, (the weight,) the cotangent's row.
+  const std::string g_row = fmt::format("{} + i * length", cotangent);
   std::string call;
-  switch (node.op()) {
-    case graph::PrimId::softmax: call = fmt::format("softmax_row<{}>(row, out + i * length, length)", types); break;
-    case graph::PrimId::log_softmax:
-      call = fmt::format("log_softmax_row<{}>(row, out + i * length, length)", types);
-      break;
-    case graph::PrimId::layer_norm: {
-      std::string weight = optional_operand("weight");
-      std::string bias = optional_operand("bias");
-      call = fmt::format("layer_norm_row<{}>(row, {}, {}, out + i * length, length, {})", types, weight, bias, eps());
+  switch (op) {
+    case graph::PrimId::softmax:
+    case graph::PrimId::log_softmax: {
+      const char* name = op == graph::PrimId::softmax ? "softmax" : "log_softmax";
+      call = gradient ? fmt::format("{}_gradient_row<{}>(row, {}, out + i * length, length)", name, types, g_row)
+                      : fmt::format("{}_row<{}>(row, out + i * length, length)", name, types);
       break;
     }
-    default:
-      call = fmt::format("rms_norm_row<{}>(row, {}, out + i * length, length, {})", types, optional_operand("weight"),
-                         eps());
+    default: {
+      const bool centered = op == graph::PrimId::layer_norm;
+      std::string weight = optional_operand("weight");
+      if (gradient) {
+        call = fmt::format("norm_gradient_row<{}, {}>(row, {}, {}, out + i * length, length, {})", types, centered,
+                           weight, g_row, eps);
+      } else if (centered) {
+        std::string bias = optional_operand("bias");
+        call = fmt::format("layer_norm_row<{}>(row, {}, {}, out + i * length, length, {})", types, weight, bias, eps);
+      } else {
+        call = fmt::format("rms_norm_row<{}>(row, {}, out + i * length, length, {})", types, weight, eps);
+      }
+    }
   }
-  return grid_stride_kernel("composite", parameters, "",
+  return grid_stride_kernel(kind, parameters, "",
                             fmt::format("    const {}* row = operand0 + i * length;\n"
                                         "    sx::device::cuda::{};\n",
                                         t, call));

@@ -4,8 +4,8 @@
 // it when it is that node's only reader and not a graph output, so a chain's values in
 // between stay in registers, as the cpu device's fused loops keep them in its tiles.
 // Each element is computed by the functions of element_math.h, transcendental.h,
-// reduction.h, index_math.h, random_math.h and composite_math.h, which the host tests check against the
-// reference's bits.
+// reduction.h, index_math.h, random_math.h, composite_math.h, gradient_math.h and
+// update_math.h, which the host tests check against the reference's bits.
 #pragma once
 
 #include <optional>
@@ -98,16 +98,28 @@ bool randomizable(const graph::Graph& graph, graph::NodeId node);
 // operand0 its key.
 GeneratedKernel generate_random_kernel(const graph::Graph& graph, graph::NodeId node);
 
-// Whether a generated kernel computes composite `node` itself (composite_math.h), of
-// f32, f64 or bf16: softmax or log_softmax over the last axis, layer_norm or rms_norm with
-// their weight and bias (where given) of the last axis's length, or gelu.
+// Whether a generated kernel computes composite `node` itself: of f32, f64 or bf16,
+// softmax or log_softmax over the last axis, layer_norm or rms_norm with their weight and
+// bias (where given) of the last axis's length, or gelu (composite_math.h); the
+// composite_gradient with respect to x of one of these forms, of f32 or bf16, the
+// cotangent last among its operands (gradient_math.h); adamw or sgd of f32 in every form
+// (update_math.h). A `part` of an update has none: it is expanded into its slice of the
+// update's stacked values.
 bool has_composite_kernel(const graph::Graph& graph, const graph::Node& node);
 // Whether some form of composite `prim` has one.
 bool has_composite_kernel(graph::PrimId prim);
+// adamw or sgd.
+bool is_update(graph::PrimId prim);
+// Whether the kernel of composite `node` (one with has_composite_kernel) takes an element
+// a thread (gelu, its gradient, an update) rather than a row.
+bool runs_by_elements(const graph::Graph& graph, const graph::Node& node);
 
 // The kernel of such a node. gelu's: void NAME(const T* operand0, T* out, int64_t n), an
-// element each. The others': void NAME(const T* operand0, ..., T* out, int64_t n,
-// int64_t length), its inputs in order, a row of `length` elements each, n rows.
+// element each; its gradient's the same with the cotangent's operand1 too. An update's:
+// void NAME(const float* operand0, ..., float* out, int64_t n), its inputs in order, an
+// element of the parameter each, value k of element i into out[k * n + i]. The others':
+// void NAME(const T* operand0, ..., T* out, int64_t n, int64_t length), its inputs in
+// order, a row of `length` elements each, n rows (a gradient's cotangent last).
 GeneratedKernel generate_composite_kernel(const graph::Graph& graph, graph::NodeId node);
 
 // The kernel of `fusion`: void NAME(const S0* operand0, ..., R* out, int64_t n), out[i]

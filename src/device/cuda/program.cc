@@ -87,12 +87,13 @@ std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
       step.n = graph::numel(node.shape);
       by_node.emplace(id, Launch{step, id, node.inputs});
     } else if (has_composite_kernel(graph, node)) {
-      // gelu an element per thread, the others a row of the last axis per thread.
+      // gelu (and its gradient) and the updates an element per thread, the others a row
+      // of the last axis per thread.
       const graph::Shape& x = graph.node(node.inputs[0]).shape;
       Step step;
       step.kernel = add_kernel(generate_composite_kernel(graph, id));
       step.n = graph::numel(x);
-      if (node.op() != graph::PrimId::gelu) {
+      if (!runs_by_elements(graph, node)) {
         step.kind = Step::Kind::row;
         step.length = x.back();
         step.n = step.length == 0 ? 0 : step.n / step.length;

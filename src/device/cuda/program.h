@@ -30,7 +30,8 @@ struct Place {
 
 // One kernel's launch, writing `out` in the arena:
 // - fused: the generated kernel `kernel` of a fusion (or of gather, scatter_add, one_hot,
-//   iota, a random primitive or gelu), reading `operands`, n elements;
+//   iota, a random primitive, gelu, or an update, n elements of its parameter), reading
+//   `operands`, n elements;
 // - row: the generated reduction `kernel` of operands[0], n result elements of `length`
 //   reduced elements each (a row of the last axis, or reduction.h's walk of any axes), or
 //   the generated kernel of a row composite (softmax, a norm), n rows of `length`;

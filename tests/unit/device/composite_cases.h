@@ -1,7 +1,7 @@
 // The cases of the composite kernels' tests: each composite form (the forward kernels'
 // and their gradients'), and the values they give x (rows of normal values and rows at
-// the edges: -inf, ties, large magnitudes, NaN, a row of -inf) and a norm's weight or
-// bias.
+// the edges: -inf, ties, large magnitudes, NaN, a row of -inf), a cotangent and a norm's
+// weight or bias.
 #pragma once
 
 #include <fmt/format.h>
@@ -95,6 +95,21 @@ inline graph::Tensor rows_of_values(graph::DType dtype, int64_t rows, int64_t le
   });
 }
 
+// Cotangents of a composite's value: normal values, and rows at the edges (large
+// magnitudes, zeros, a NaN).
+inline graph::Tensor cotangent_rows(graph::DType dtype, int64_t rows, int64_t length, std::mt19937& random) {
+  return normal_rows(dtype, rows, length, random, 1.0, [](double* row, int64_t r, int64_t n) {
+    switch (r % 4) {
+      case 1:
+        for (int64_t i = 0; i < n; ++i) row[i] *= 1e30;  // large magnitudes
+        break;
+      case 2: std::fill(row, row + n / 2, 0.0); break;
+      case 3: row[0] = std::numeric_limits<double>::quiet_NaN(); break;
+      default: break;
+    }
+  });
+}
+
 // A weight or a bias.
 inline graph::Tensor row_operand(graph::DType dtype, int64_t length, std::mt19937& random) {
   std::normal_distribution<double> normal(1.0, 0.5);
@@ -117,6 +132,16 @@ inline std::string compare_bits(const graph::Tensor& actual, const graph::Tensor
     }
   }
   return "";
+}
+
+// The inputs of `form`'s gradient with respect to x: x, its row operands and the
+// cotangent.
+inline std::vector<graph::Tensor> gradient_inputs(const Form& form, graph::DType dtype, int64_t rows, int64_t length,
+                                                  std::mt19937& random) {
+  std::vector<graph::Tensor> inputs{rows_of_values(dtype, rows, length, random)};
+  for (int k = 0; k < form.row_operands; ++k) inputs.push_back(row_operand(dtype, length, random));
+  inputs.push_back(cotangent_rows(dtype, rows, length, random));
+  return inputs;
 }
 
 }  // namespace sx::device::testing

@@ -45,20 +45,6 @@ Graph gradient_graph(const Form& form, DType dtype, int64_t rows, int64_t length
   return graph::expand_composites(graph);
 }
 
-// Cotangents: normal values, and rows at the edges.
-Tensor cotangent_rows(DType dtype, int64_t rows, int64_t length, std::mt19937& random) {
-  return normal_rows(dtype, rows, length, random, 1.0, [](double* row, int64_t r, int64_t n) {
-    switch (r % 4) {
-      case 1:
-        for (int64_t i = 0; i < n; ++i) row[i] *= 1e30;  // large magnitudes
-        break;
-      case 2: std::fill(row, row + n / 2, 0.0); break;
-      case 3: row[0] = std::numeric_limits<double>::quiet_NaN(); break;
-      default: break;
-    }
-  });
-}
-
 // The kernel's gradient with respect to the form's input `input`, on `isa` and `cores`
 // threads, of `inputs`: x, the form's row operands, the cotangent.
 Tensor kernel_gradient(const Form& form, cpu::Isa isa, int cores, const std::vector<Tensor>& inputs, size_t input = 0) {
@@ -78,14 +64,6 @@ Tensor kernel_gradient(const Form& form, cpu::Isa isa, int cores, const std::vec
   for (const Tensor& tensor : inputs) in.push_back(tensor.bytes().data());
   step(in.data(), gradient.bytes().data());
   return gradient;
-}
-
-// x, the form's row operands and the cotangent g: gradient_graph's inputs.
-std::vector<Tensor> gradient_inputs(const Form& form, DType dtype, int64_t rows, int64_t length, std::mt19937& random) {
-  std::vector<Tensor> inputs{rows_of_values(dtype, rows, length, random)};
-  for (int k = 0; k < form.row_operands; ++k) inputs.push_back(row_operand(dtype, length, random));
-  inputs.push_back(cotangent_rows(dtype, rows, length, random));
-  return inputs;
 }
 
 // Under emulation (SEXPGPU_TEST_EMULATED) a few lengths alone: each costs long there.

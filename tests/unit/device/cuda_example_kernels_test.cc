@@ -7,10 +7,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "device/cuda/nvrtc.h"
 #include "device/cuda/program.h"
 #include "forwarding_device.h"
+#include "graph/composite.h"
 #include "io/test_util.h"
 #include "runtime/compile.h"
 #include "train/loaders.h"
@@ -61,8 +63,29 @@ void compile_generated_kernels(const graph::Graph& graph) {
   EXPECT_EQ(cuda::missing_kernels(graph), std::vector<std::string>{});
 }
 
+// The composites the step keeps, each one node of a kernel of its own: "adamw",
+// "composite_gradient of softmax", ...
+std::set<std::string> kept_composites(const graph::Graph& graph) {
+  std::set<std::string> kept;
+  for (const graph::Node& node : graph.nodes) {
+    if (!node.prim->composite()) continue;
+    kept.insert(node.op() == graph::PrimId::composite_gradient
+                    ? fmt::format("composite_gradient of {}", graph::gradient_of(node.attrs).name)
+                    : std::string(node.op_name()));
+  }
+  return kept;
+}
+
+// Its updates, and the attention's softmax, the GELU, the layer-norms and the
+// cross-entropy's log_softmax with their gradients with respect to x, run by kernels of
+// their own (the cross-entropy itself is expanded).
 TEST(CudaExampleKernels, TinyLm) {
-  compile_generated_kernels(example_step(std::filesystem::path(SEXPGPU_EXAMPLES_DIR) / "tiny-lm/run.sx"));
+  graph::Graph step = example_step(std::filesystem::path(SEXPGPU_EXAMPLES_DIR) / "tiny-lm/run.sx");
+  EXPECT_EQ(kept_composites(step),
+            (std::set<std::string>{"adamw", "composite_gradient of gelu", "composite_gradient of layer_norm",
+                                   "composite_gradient of log_softmax", "composite_gradient of softmax", "gelu",
+                                   "layer_norm", "log_softmax", "softmax"}));
+  compile_generated_kernels(step);
 }
 
 // Under `:precision :bf16` the step's products take bf16 operands, cast from the f32
