@@ -17,6 +17,7 @@
 
 #include "graph/attrs.h"
 #include "graph/builder.h"
+#include "formula_cases.h"
 #include "graph/tensor.h"
 #include "util.h"
 
@@ -116,22 +117,6 @@ inline graph::Tensor row_operand(graph::DType dtype, int64_t length, std::mt1993
   std::vector<double> v(static_cast<size_t>(length));
   for (double& w : v) w = normal(random);
   return graph::Tensor::from_doubles(dtype, {length}, v);
-}
-
-// Empty when each element has the bits it should, a NaN being any NaN: where two NaNs
-// meet in one operation, whose sign and payload the result takes is the compiler's
-// choice (it orders a commutative operation's operands as it likes), in the plan's loops
-// as in the kernels.
-inline std::string compare_bits(const graph::Tensor& actual, const graph::Tensor& expected) {
-  const std::string differ = compare(actual, expected, true);
-  if (differ.find("NaN payload") == std::string::npos) return differ;
-  for (int64_t i = 0; i < actual.numel(); ++i) {
-    const double a = actual.value(i), e = expected.value(i);
-    if (!(std::isnan(a) && std::isnan(e)) && std::signbit(a) != std::signbit(e)) {
-      return fmt::format("element {}: got {}, want {} (bits)", i, a, e);
-    }
-  }
-  return "";
 }
 
 // The inputs of `form`'s gradient with respect to x: x, its row operands and the

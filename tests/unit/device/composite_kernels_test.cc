@@ -173,7 +173,6 @@ TEST(CompositeKernels, AFormWithoutAKernelRunsAsItsDecomposition) {
   b.output("f64", b.op("log_softmax", {b.cast(x, DType::f64)}));
   b.output("lone", b.op("softmax", {b.reshape(x, {1, 32, 1})}, {{"axes", std::vector<int64_t>{1}}}));
   EXPECT_TRUE(cpu.supports(graph::PrimId::softmax));
-  EXPECT_FALSE(cpu.supports(graph::PrimId::attention));
   const std::string text = cpu::print_composites(graph, cpu);
   EXPECT_NE(text.find("%1 softmax f32[4, 8]: kernel softmax\n"), std::string::npos) << text;
   EXPECT_NE(text.find("%2 softmax f32[4, 8]: fallback: decomposition into "), std::string::npos) << text;
