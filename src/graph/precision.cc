@@ -83,9 +83,8 @@ bool holds_product(const Graph& graph, const Node& node) {
 // expanded, so that the policy sees its products. Decided per node: a layer-norm's
 // gradient stays one node beside an attention's expanded one.
 Graph products_in_sight(const Graph& given) {
-  return expand_composites(given, NodePredicate([](const Graph& graph, const Node& node) {
-                             return !holds_product(graph, node);
-                           }));
+  return expand_composites(
+      given, NodePredicate([](const Graph& graph, const Node& node) { return !holds_product(graph, node); }));
 }
 
 }  // namespace

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "formula_cases.h"
 #include "graph/attrs.h"
 #include "graph/builder.h"
-#include "formula_cases.h"
 #include "graph/tensor.h"
 #include "util.h"
 

@@ -166,13 +166,12 @@ TEST(Chains, TheLibrarysSoftmaxLayerNormAndTheirGradientsRunByTheirKernelsWithTh
       const std::string norm_operands = column + " and " + column;
       // With bf16 products the softmax and the layer-norm also write the casts the products read.
       const std::string cast = bf16 ? " and its cast to bf16" : "";
-      const std::vector<std::string> kernels{
-          "softmax of " + weights + cast,
-          "softmax's gradient (input 0) of " + weights + " and " + weights,
-          "layer_norm of " + rows + " and " + norm_operands + cast,
-          "layer_norm's gradient (input 0) of " + rows + " and " + norm_operands,
-          "layer_norm's gradient (input 1) of " + rows + " and " + norm_operands,
-          "layer_norm's gradient (input 2) of " + rows + " and " + norm_operands};
+      const std::vector<std::string> kernels{"softmax of " + weights + cast,
+                                             "softmax's gradient (input 0) of " + weights + " and " + weights,
+                                             "layer_norm of " + rows + " and " + norm_operands + cast,
+                                             "layer_norm's gradient (input 0) of " + rows + " and " + norm_operands,
+                                             "layer_norm's gradient (input 1) of " + rows + " and " + norm_operands,
+                                             "layer_norm's gradient (input 2) of " + rows + " and " + norm_operands};
       for (cpu::Isa isa : cpu::host_isas()) {
         if (isa == cpu::Isa::scalar || (bf16 && isa == cpu::Isa::amx)) continue;  // amx: other bf16 products
         SCOPED_TRACE(cpu::isa_name(isa));
