@@ -19,6 +19,9 @@ class Buffer {
   class Memory {
    public:
     virtual ~Memory() = default;
+    // The tensor holding the bytes where they are host memory; null on a device that owns
+    // its memory. (A virtual call, not a dynamic_cast: a step looks up every input's bytes.)
+    virtual graph::Tensor* host_value() { return nullptr; }
   };
 
   Buffer() = default;
@@ -43,6 +46,7 @@ class Buffer {
 class HostMemory : public Buffer::Memory {
  public:
   explicit HostMemory(graph::Tensor value) : value(std::move(value)) {}
+  graph::Tensor* host_value() override { return &value; }
   graph::Tensor value;
 };
 

@@ -112,15 +112,14 @@ Buffer host_buffer(graph::Tensor value) {
   return Buffer(std::move(type), std::make_unique<HostMemory>(std::move(value)));
 }
 
-const graph::Tensor& host_tensor(const Buffer& buffer) {
-  auto* memory = dynamic_cast<HostMemory*>(buffer.memory());
-  if (!memory) throw DeviceError("a buffer without host memory was given to a host device");
-  return memory->value;
+const graph::Tensor* host_tensor_if(const Buffer& buffer) {
+  return buffer.memory() == nullptr ? nullptr : buffer.memory()->host_value();
 }
 
-const graph::Tensor* host_tensor_if(const Buffer& buffer) {
-  auto* memory = dynamic_cast<HostMemory*>(buffer.memory());
-  return memory ? &memory->value : nullptr;
+const graph::Tensor& host_tensor(const Buffer& buffer) {
+  const graph::Tensor* value = host_tensor_if(buffer);
+  if (value == nullptr) throw DeviceError("a buffer without host memory was given to a host device");
+  return *value;
 }
 
 graph::Tensor& host_tensor(Buffer& buffer) {

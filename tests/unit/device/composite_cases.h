@@ -78,7 +78,7 @@ graph::Tensor normal_rows(graph::DType dtype, int64_t rows, int64_t length, std:
   return graph::Tensor::from_doubles(dtype, {rows, length}, v);
 }
 
-// Rows of x: normal values, and rows at the edges.
+// Rows of x: normal values, and rows at the edges (the seventh's max a signed zero).
 inline graph::Tensor rows_of_values(graph::DType dtype, int64_t rows, int64_t length, std::mt19937& random) {
   constexpr double kInfinity = std::numeric_limits<double>::infinity();
   return normal_rows(dtype, rows, length, random, 2.0, [](double* row, int64_t r, int64_t n) {
@@ -91,7 +91,13 @@ inline graph::Tensor rows_of_values(graph::DType dtype, int64_t rows, int64_t le
         break;
       case 4: row[n - 1] = std::numeric_limits<double>::quiet_NaN(); break;
       case 5: std::fill(row, row + n, -kInfinity); break;
-      default: break;
+      default:
+        if (r == 0) break;
+        // Its max a zero of both signs, -0 first: whose sign a max keeps is its order's.
+        for (int64_t i = 0; i < n; ++i) row[i] = -std::abs(row[i]);
+        row[n / 3] = -0.0;
+        row[n - 1] = 0.0;
+        break;
     }
   });
 }

@@ -113,6 +113,13 @@ Step softmax_gradient_step(const Rows& r, const MathKernels* math, bool log) {
       RowBlocks blocks;
       for (int64_t row = begin; row < end; ++row) {
         const int64_t at = row * r.length;
+        if constexpr (std::is_same_v<S, float>) {
+          if (math != nullptr && whole_row_lanes(r.length)) {
+            (log ? math->composite.log_softmax_gradient_row : math->composite.softmax_gradient_row)(x + at, g + at,
+                                                                                                  dx + at, r.length);
+            continue;
+          }
+        }
         if (log) log_softmax_gradient_row(x + at, g + at, dx + at, r.length, math, blocks);
         else softmax_gradient_row(x + at, g + at, dx + at, r.length, math, blocks);
       }

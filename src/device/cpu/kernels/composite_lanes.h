@@ -10,8 +10,10 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 
 #include "device/cpu/kernels/bf16_lanes.h"
+#include "device/cpu/kernels/row_reduce.h"
 #include "graph/prims/lane_math.h"
 
 namespace sx::device::cpu {
@@ -172,6 +174,104 @@ void log_softmax_gradient_lanes(const float* e, const float* g, float* out, int6
   }
 }
 
+// Whole f32 rows of a softmax, n a multiple of LaneSums' 16 lanes and at least 32, in one
+// call a row: each pass over the row in registers, the row's sums kept in LaneSums' lanes
+// as they are made (element r to lane r % 16, as 16 / V::width vectors) and added in its
+// tree, its max by the vectors unless a NaN is in the row (then by reduce_row: which NaN
+// is the reference's order's). A zero max's sign may differ from reduce_row's; it does not
+// reach the row's values (x - 0 and x + 0 differ only at x = -0, and exp of either zero is 1). The same operations on the same values as the passes above
+// and row_reduce.h's sums, so the same bits; at rows of 64 the passes' calls, not their
+// arithmetic, took most of a row's time.
+template <class V>
+struct RowSumLanes {
+  static constexpr int kVectors = static_cast<int>(LaneSums<float>::kLanes) / V::width;
+  typename V::f lanes[kVectors];
+
+  RowSumLanes() {
+    for (auto& l : lanes) l = V::zero();
+  }
+  // Adds the vector of elements [i, i + V::width) of the row.
+  void add(int64_t i, typename V::f v) {
+    const auto q = static_cast<int>((i / V::width) % kVectors);
+    lanes[q] = V::add(lanes[q], v);
+  }
+  float finish() const {
+    LaneSums<float> sums;
+    float floats[LaneSums<float>::kLanes];
+    for (int q = 0; q < kVectors; ++q) V::store(floats + q * V::width, lanes[q]);
+    std::memcpy(&sums.lanes, floats, sizeof floats);
+    return sums.finish(floats, 0);
+  }
+};
+
+template <class V>
+float row_max_lanes(const float* x, int64_t n) {
+  typename V::f best = V::load(x);
+  bool nan = V::any(V::is_nan(best));
+  for (int64_t i = V::width; i < n; i += V::width) {
+    const typename V::f v = V::load(x + i);
+    best = V::select(V::gt(v, best), v, best);
+    nan = nan || V::any(V::is_nan(v));
+  }
+  float floats[V::width];
+  V::store(floats, best);
+  float m = floats[0];
+  for (float f : floats) m = f > m ? f : m;
+  if (nan) return reduce_row<float, float>(ReduceKind::max, x, n);
+  return m;
+}
+
+// e = exp(x - max x) into e, the row's sum of e returned.
+template <class V>
+float shifted_exp_sum_lanes(const float* x, float* e, int64_t n) {
+  const typename V::f m = V::splat(row_max_lanes<V>(x, n));
+  RowSumLanes<V> sums;
+  for (int64_t i = 0; i < n; i += V::width) {
+    const typename V::f v = graph::lane_math::exp<V>(V::sub(V::load(x + i), m));
+    V::store(e + i, v);
+    sums.add(i, v);
+  }
+  return sums.finish();
+}
+
+template <class V>
+void softmax_row_lanes(const float* x, float* y, int64_t n) {
+  const float total = shifted_exp_sum_lanes<V>(x, y, n);
+  divided_lanes<V, false>(y, y, n, total);
+}
+
+// softmax's gradient: the terms -((g (e / total)) / total) summed as they are made, then
+// (g / total + that sum) e.
+template <class V>
+void softmax_gradient_row_lanes(const float* x, const float* g, float* dx, int64_t n) {
+  const float total = shifted_exp_sum_lanes<V>(x, dx, n);
+  const typename V::f s = V::splat(total);
+  RowSumLanes<V> terms;
+  for (int64_t i = 0; i < n; i += V::width) {
+    const typename V::f y = V::div(V::load(dx + i), s);
+    terms.add(i, negated<V>(V::div(V::mul(V::load(g + i), y), s)));
+  }
+  softmax_gradient_lanes<V, false>(dx, g, dx, n, total, terms.finish());
+}
+
+// log_softmax's gradient: g + (sum(-g) / total) e.
+template <class V>
+void log_softmax_gradient_row_lanes(const float* x, const float* g, float* dx, int64_t n) {
+  const float total = shifted_exp_sum_lanes<V>(x, dx, n);
+  RowSumLanes<V> minus_g;
+  for (int64_t i = 0; i < n; i += V::width) minus_g.add(i, negated<V>(V::load(g + i)));
+  log_softmax_gradient_lanes<V, false>(dx, g, dx, n, total, minus_g.finish() / total);
+}
+
+// A whole f32 row: y = softmax of x; or dx = the gradient of (log_)softmax at x given g.
+using SoftmaxRowKernel = void (*)(const float* x, float* y, int64_t n);
+using SoftmaxGradientRowKernel = void (*)(const float* x, const float* g, float* dx, int64_t n);
+
+// Whether a row of n floats takes the whole-row kernels.
+inline bool whole_row_lanes(int64_t n) {
+  return n % LaneSums<float>::kLanes == 0 && n >= 2 * LaneSums<float>::kLanes;
+}
+
 // Indexed [form][bf16]: form 0 tanh, 1 erf.
 using GeluKernels = std::array<std::array<GeluKernel, 2>, 2>;
 // Indexed [bf16].
@@ -189,6 +289,8 @@ struct CompositeLanes {
   RowGradientKernels softmax_terms{}, softmax_gradient{}, log_softmax_gradient{};
   RowKernels shifted_exp{};
   RowKernels divided{};
+  SoftmaxRowKernel softmax_row = nullptr;  // f32 rows that whole_row_lanes takes
+  SoftmaxGradientRowKernel softmax_gradient_row = nullptr, log_softmax_gradient_row = nullptr;
 };
 
 template <class V>
@@ -201,7 +303,10 @@ CompositeLanes make_composite_lanes() {
           .softmax_gradient = {&softmax_gradient_lanes<V, false>, &softmax_gradient_lanes<V, true>},
           .log_softmax_gradient = {&log_softmax_gradient_lanes<V, false>, &log_softmax_gradient_lanes<V, true>},
           .shifted_exp = {&shifted_exp_lanes<V, false>, &shifted_exp_lanes<V, true>},
-          .divided = {&divided_lanes<V, false>, &divided_lanes<V, true>}};
+          .divided = {&divided_lanes<V, false>, &divided_lanes<V, true>},
+          .softmax_row = &softmax_row_lanes<V>,
+          .softmax_gradient_row = &softmax_gradient_row_lanes<V>,
+          .log_softmax_gradient_row = &log_softmax_gradient_row_lanes<V>};
 }
 
 }  // namespace sx::device::cpu

@@ -141,6 +141,12 @@ float shifted_exp_row(const S* x, S* e, int64_t n, const MathKernels* math, floa
 // (/ e (sum e)), e = (exp (- x (reduce-max x))), of a softmax's row x into y (x may be y).
 template <class S>
 void softmax_row(const S* x, S* y, int64_t n, const MathKernels* math, float* block) {
+  if constexpr (std::is_same_v<S, float>) {
+    if (math != nullptr && whole_row_lanes(n)) {
+      math->composite.softmax_row(x, y, n);
+      return;
+    }
+  }
   const float total = shifted_exp_row(x, y, n, math, block);
   by_lanes(
       y, y, n, math, block,
