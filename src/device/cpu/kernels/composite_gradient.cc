@@ -116,7 +116,7 @@ Step softmax_gradient_step(const Rows& r, const MathKernels* math, bool log) {
         if constexpr (std::is_same_v<S, float>) {
           if (math != nullptr && whole_row_lanes(r.length)) {
             (log ? math->composite.log_softmax_gradient_row : math->composite.softmax_gradient_row)(x + at, g + at,
-                                                                                                  dx + at, r.length);
+                                                                                                    dx + at, r.length);
             continue;
           }
         }

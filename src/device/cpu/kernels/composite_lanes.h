@@ -179,9 +179,9 @@ void log_softmax_gradient_lanes(const float* e, const float* g, float* out, int6
 // as they are made (element r to lane r % 16, as 16 / V::width vectors) and added in its
 // tree, its max by the vectors unless a NaN is in the row (then by reduce_row: which NaN
 // is the reference's order's). A zero max's sign may differ from reduce_row's; it does not
-// reach the row's values (x - 0 and x + 0 differ only at x = -0, and exp of either zero is 1). The same operations on the same values as the passes above
-// and row_reduce.h's sums, so the same bits; at rows of 64 the passes' calls, not their
-// arithmetic, took most of a row's time.
+// reach the row's values (x - 0 and x + 0 differ only at x = -0, and exp of either zero is 1). The same operations on
+// the same values as the passes above and row_reduce.h's sums, so the same bits; at rows of 64 the passes' calls, not
+// their arithmetic, took most of a row's time.
 template <class V>
 struct RowSumLanes {
   static constexpr int kVectors = static_cast<int>(LaneSums<float>::kLanes) / V::width;
@@ -268,9 +268,7 @@ using SoftmaxRowKernel = void (*)(const float* x, float* y, int64_t n);
 using SoftmaxGradientRowKernel = void (*)(const float* x, const float* g, float* dx, int64_t n);
 
 // Whether a row of n floats takes the whole-row kernels.
-inline bool whole_row_lanes(int64_t n) {
-  return n % LaneSums<float>::kLanes == 0 && n >= 2 * LaneSums<float>::kLanes;
-}
+inline bool whole_row_lanes(int64_t n) { return n % LaneSums<float>::kLanes == 0 && n >= 2 * LaneSums<float>::kLanes; }
 
 // Indexed [form][bf16]: form 0 tanh, 1 erf.
 using GeluKernels = std::array<std::array<GeluKernel, 2>, 2>;
