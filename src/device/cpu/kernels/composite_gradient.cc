@@ -109,16 +109,16 @@ Step softmax_gradient_step(const Rows& r, const MathKernels* math, bool log) {
     const S* x = reinterpret_cast<const S*>(in[0]);
     const S* g = reinterpret_cast<const S*>(in[1]);
     S* dx = reinterpret_cast<S*>(out);
+    SoftmaxGradientRowKernel whole_row = nullptr;
+    if (math != nullptr && whole_row_lanes(r.length)) {
+      whole_row = log ? math->composite.log_softmax_gradient_row : math->composite.softmax_gradient_row;
+    }
     parallel_for(r.rows, r.threads, [&](int64_t begin, int64_t end) {
       RowBlocks blocks;
       for (int64_t row = begin; row < end; ++row) {
         const int64_t at = row * r.length;
         if constexpr (std::is_same_v<S, float>) {
-          if (math != nullptr && whole_row_lanes(r.length)) {
-            (log ? math->composite.log_softmax_gradient_row : math->composite.softmax_gradient_row)(x + at, g + at,
-                                                                                                    dx + at, r.length);
-            continue;
-          }
+          if (whole_row != nullptr && whole_row(x + at, g + at, dx + at, r.length)) continue;
         }
         if (log) log_softmax_gradient_row(x + at, g + at, dx + at, r.length, math, blocks);
         else softmax_gradient_row(x + at, g + at, dx + at, r.length, math, blocks);

@@ -10,10 +10,8 @@
 
 #include <array>
 #include <cstdint>
-#include <cstring>
 
 #include "device/cpu/kernels/bf16_lanes.h"
-#include "device/cpu/kernels/row_reduce.h"
 #include "graph/prims/lane_math.h"
 
 namespace sx::device::cpu {
@@ -174,17 +172,22 @@ void log_softmax_gradient_lanes(const float* e, const float* g, float* out, int6
   }
 }
 
-// Whole f32 rows of a softmax, n a multiple of LaneSums' 16 lanes and at least 32, in one
-// call a row: each pass over the row in registers, the row's sums kept in LaneSums' lanes
-// as they are made (element r to lane r % 16, as 16 / V::width vectors) and added in its
-// tree, its max by the vectors unless a NaN is in the row (then by reduce_row: which NaN
-// is the reference's order's). A zero max's sign may differ from reduce_row's; it does not
-// reach the row's values (x - 0 and x + 0 differ only at x = -0, and exp of either zero is 1). The same operations on
-// the same values as the passes above and row_reduce.h's sums, so the same bits; at rows of 64 the passes' calls, not
-// their arithmetic, took most of a row's time.
+// Whole f32 rows of a softmax, n a multiple of kRowLanes and at least twice that, in one
+// call a row: each pass over the row in registers, the row's sums kept in row_reduce.h's
+// LaneSums lanes as they are made (element r to lane r % 16, as 16 / V::width vectors) and
+// added in its tree, its max by the vectors. The same operations on the same values as the
+// passes above and row_sum, so the same bits; at rows of 64 the passes' calls, not their
+// arithmetic, took most of a row's time. A row holding a NaN is left to the caller (false):
+// which NaN the max is is row_reduce.h's order's. A zero max's sign may differ from that
+// order's; it does not reach the row's values (x - 0 and x + 0 differ only at x = -0, and
+// exp of either zero is 1). Everything here is a template over V, whose type each
+// instruction set's file has its own copy of, so no function compiled for one set is
+// shared with another's callers.
+inline constexpr int64_t kRowLanes = 16;
+
 template <class V>
 struct RowSumLanes {
-  static constexpr int kVectors = static_cast<int>(LaneSums<float>::kLanes) / V::width;
+  static constexpr int kVectors = static_cast<int>(kRowLanes) / V::width;
   typename V::f lanes[kVectors];
 
   RowSumLanes() {
@@ -195,17 +198,20 @@ struct RowSumLanes {
     const auto q = static_cast<int>((i / V::width) % kVectors);
     lanes[q] = V::add(lanes[q], v);
   }
+  // LaneSums' tree: lane l takes lane l + width, for width 8, 4, 2, 1.
   float finish() const {
-    LaneSums<float> sums;
-    float floats[LaneSums<float>::kLanes];
-    for (int q = 0; q < kVectors; ++q) V::store(floats + q * V::width, lanes[q]);
-    std::memcpy(&sums.lanes, floats, sizeof floats);
-    return sums.finish(floats, 0);
+    float t[kRowLanes];
+    for (int q = 0; q < kVectors; ++q) V::store(t + q * V::width, lanes[q]);
+    for (int width = kRowLanes / 2; width > 0; width /= 2) {
+      for (int l = 0; l < width; ++l) t[l] += t[l + width];
+    }
+    return t[0];
   }
 };
 
+// The max of a row without a NaN into m; false where the row holds one.
 template <class V>
-float row_max_lanes(const float* x, int64_t n) {
+bool row_max_lanes(const float* x, int64_t n, float& m) {
   typename V::f best = V::load(x);
   bool nan = V::any(V::is_nan(best));
   for (int64_t i = V::width; i < n; i += V::width) {
@@ -215,36 +221,42 @@ float row_max_lanes(const float* x, int64_t n) {
   }
   float floats[V::width];
   V::store(floats, best);
-  float m = floats[0];
+  m = floats[0];
   for (float f : floats) m = f > m ? f : m;
-  if (nan) return reduce_row<float, float>(ReduceKind::max, x, n);
-  return m;
+  return !nan;
 }
 
-// e = exp(x - max x) into e, the row's sum of e returned.
+// e = exp(x - max x) into e, the row's sum of e into total; false (nothing written) where
+// the row holds a NaN.
 template <class V>
-float shifted_exp_sum_lanes(const float* x, float* e, int64_t n) {
-  const typename V::f m = V::splat(row_max_lanes<V>(x, n));
+bool shifted_exp_sum_lanes(const float* x, float* e, int64_t n, float& total) {
+  float max = 0;
+  if (!row_max_lanes<V>(x, n, max)) return false;
+  const typename V::f m = V::splat(max);
   RowSumLanes<V> sums;
   for (int64_t i = 0; i < n; i += V::width) {
     const typename V::f v = graph::lane_math::exp<V>(V::sub(V::load(x + i), m));
     V::store(e + i, v);
     sums.add(i, v);
   }
-  return sums.finish();
+  total = sums.finish();
+  return true;
 }
 
 template <class V>
-void softmax_row_lanes(const float* x, float* y, int64_t n) {
-  const float total = shifted_exp_sum_lanes<V>(x, y, n);
+bool softmax_row_lanes(const float* x, float* y, int64_t n) {
+  float total = 0;
+  if (!shifted_exp_sum_lanes<V>(x, y, n, total)) return false;
   divided_lanes<V, false>(y, y, n, total);
+  return true;
 }
 
 // softmax's gradient: the terms -((g (e / total)) / total) summed as they are made, then
 // (g / total + that sum) e.
 template <class V>
-void softmax_gradient_row_lanes(const float* x, const float* g, float* dx, int64_t n) {
-  const float total = shifted_exp_sum_lanes<V>(x, dx, n);
+bool softmax_gradient_row_lanes(const float* x, const float* g, float* dx, int64_t n) {
+  float total = 0;
+  if (!shifted_exp_sum_lanes<V>(x, dx, n, total)) return false;
   const typename V::f s = V::splat(total);
   RowSumLanes<V> terms;
   for (int64_t i = 0; i < n; i += V::width) {
@@ -252,23 +264,27 @@ void softmax_gradient_row_lanes(const float* x, const float* g, float* dx, int64
     terms.add(i, negated<V>(V::div(V::mul(V::load(g + i), y), s)));
   }
   softmax_gradient_lanes<V, false>(dx, g, dx, n, total, terms.finish());
+  return true;
 }
 
 // log_softmax's gradient: g + (sum(-g) / total) e.
 template <class V>
-void log_softmax_gradient_row_lanes(const float* x, const float* g, float* dx, int64_t n) {
-  const float total = shifted_exp_sum_lanes<V>(x, dx, n);
+bool log_softmax_gradient_row_lanes(const float* x, const float* g, float* dx, int64_t n) {
+  float total = 0;
+  if (!shifted_exp_sum_lanes<V>(x, dx, n, total)) return false;
   RowSumLanes<V> minus_g;
   for (int64_t i = 0; i < n; i += V::width) minus_g.add(i, negated<V>(V::load(g + i)));
   log_softmax_gradient_lanes<V, false>(dx, g, dx, n, total, minus_g.finish() / total);
+  return true;
 }
 
-// A whole f32 row: y = softmax of x; or dx = the gradient of (log_)softmax at x given g.
-using SoftmaxRowKernel = void (*)(const float* x, float* y, int64_t n);
-using SoftmaxGradientRowKernel = void (*)(const float* x, const float* g, float* dx, int64_t n);
+// A whole f32 row: y = softmax of x; or dx = the gradient of (log_)softmax at x given g;
+// false (the row left to the caller) where x holds a NaN.
+using SoftmaxRowKernel = bool (*)(const float* x, float* y, int64_t n);
+using SoftmaxGradientRowKernel = bool (*)(const float* x, const float* g, float* dx, int64_t n);
 
 // Whether a row of n floats takes the whole-row kernels.
-inline bool whole_row_lanes(int64_t n) { return n % LaneSums<float>::kLanes == 0 && n >= 2 * LaneSums<float>::kLanes; }
+inline bool whole_row_lanes(int64_t n) { return n % kRowLanes == 0 && n >= 2 * kRowLanes; }
 
 // Indexed [form][bf16]: form 0 tanh, 1 erf.
 using GeluKernels = std::array<std::array<GeluKernel, 2>, 2>;

@@ -21,6 +21,7 @@ namespace sx::device::cpu::composite_rows {
 // Floats of a row that a thread holds at once (a multiple of LaneSums' lanes).
 inline constexpr int64_t kBlock = 256;
 static_assert(kBlock % LaneSums<float>::kLanes == 0);
+static_assert(kRowLanes == LaneSums<float>::kLanes);
 
 // A block of a row's floats, on the stack of the thread that takes the rows; zeroed (once
 // a run), as GCC cannot tell that the vector kernels read only what was written before.
@@ -142,10 +143,7 @@ float shifted_exp_row(const S* x, S* e, int64_t n, const MathKernels* math, floa
 template <class S>
 void softmax_row(const S* x, S* y, int64_t n, const MathKernels* math, float* block) {
   if constexpr (std::is_same_v<S, float>) {
-    if (math != nullptr && whole_row_lanes(n)) {
-      math->composite.softmax_row(x, y, n);
-      return;
-    }
+    if (math != nullptr && whole_row_lanes(n) && math->composite.softmax_row(x, y, n)) return;
   }
   const float total = shifted_exp_row(x, y, n, math, block);
   by_lanes(
