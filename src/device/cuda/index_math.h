@@ -99,19 +99,25 @@ SX_HOST_DEVICE S gather_element(const S* x, const I* indices, GatherGeometry g, 
   return x[(p * g.length + a) * g.inner + s];
 }
 
+// One addition of scatter_add, as the reference makes it: in C, the sum stored in S
+// (bf16 rounds after each addition, not once at the end).
+template <class S, class C>
+SX_HOST_DEVICE S scatter_add_one(S sum, S update) {
+  return S(graph::prims::wrap_add(static_cast<C>(sum), static_cast<C>(update)));
+}
+
 // Element t of scatter_add's result: x's, plus each update whose index is t's place of
-// the axis, in the indices' order, added in C.
+// the axis, in the indices' order.
 template <class S, class C, class I>
 SX_HOST_DEVICE S scatter_add_element(const S* x, const I* indices, const S* updates, GatherGeometry g, int64_t t) {
   int64_t s = t % g.inner, rest = t / g.inner;
   int64_t a = rest % g.length, p = rest / g.length;
-  C acc = static_cast<C>(x[t]);
+  S sum = x[t];
   for (int64_t k = 0; k < g.count; ++k) {
-    if (static_cast<int64_t>(indices[k]) == a) {
-      acc = graph::prims::wrap_add(acc, static_cast<C>(updates[(p * g.count + k) * g.inner + s]));
-    }
+    if (static_cast<int64_t>(indices[k]) == a)
+      sum = scatter_add_one<S, C>(sum, updates[(p * g.count + k) * g.inner + s]);
   }
-  return S(acc);
+  return sum;
 }
 
 // Element o of one_hot's result, [indices, depth]: 1 where the index is o's place.
@@ -120,11 +126,12 @@ SX_HOST_DEVICE T one_hot_element(const I* indices, int64_t depth, int64_t o) {
   return static_cast<int64_t>(indices[o / depth]) == o % depth ? T(1) : T(0);
 }
 
-// Element o of iota's result: its place along the axis of `length`, `inner` elements
-// after it, converted as the reference converts it (from a double, saturating).
-template <class T>
-SX_HOST_DEVICE T iota_element(int64_t length, int64_t inner, int64_t o) {
-  return graph::prims::convert<T>(static_cast<double>((o / inner) % length));
+// Element o of iota's result, stored in S: its place along the axis of `length`,
+// `inner` elements after it, converted as the reference converts it (from a double to
+// the compute type C, saturating).
+template <class S, class C>
+SX_HOST_DEVICE S iota_element(int64_t length, int64_t inner, int64_t o) {
+  return S(graph::prims::convert<C>(static_cast<double>((o / inner) % length)));
 }
 
 }  // namespace sx::device::cuda

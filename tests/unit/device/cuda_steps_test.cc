@@ -1,5 +1,5 @@
 // The cuda device's kernels in a plan on a GPU, against the reference: the moves, the
-// reductions over any axes, the indexing and random primitives and the generated
+// reductions over any axes, the indexing and random primitives (also of bf16) and the generated
 // kernels' transcendental functions, where, and cast. Without a GPU, only that the
 // graph has a cuda kernel for each, then skipped, saying why (the host tests check the
 // kernels' arithmetic).
@@ -19,6 +19,8 @@ TEST(CudaSteps, GiveTheReferenceBitsOnTheGpu) {
   graph::NodeId ids = b.input("ids", {5}, DType::i32);
   graph::NodeId key = b.input("key", {}, DType::i64);
   graph::NodeId rows = b.gather(x, ids, 0);
+  graph::NodeId half = b.cast(x, DType::bf16);
+  graph::NodeId half_rows = b.gather(half, ids, 0);
   std::vector<graph::NodeId> exact = {
       b.transpose(x, {1, 0}),
       b.pad(x, {1, 0}, {0, 2}, {1, 0}, -1.0),
@@ -35,6 +37,12 @@ TEST(CudaSteps, GiveTheReferenceBitsOnTheGpu) {
       b.random_uniform(key, {100}, DType::f32),
       b.random_normal(key, {100}, DType::f32),
       b.random_bernoulli(key, 0.25, {100}),
+      half_rows,
+      b.scatter_add(half, ids, b.mul(half_rows, half_rows), 0),
+      b.one_hot(ids, 6, DType::bf16),
+      b.iota({3, 5}, 1, DType::bf16),
+      b.random_uniform(key, {100}, DType::bf16),
+      b.random_normal(key, {100}, DType::bf16),
       b.tanh(b.exp(x)),
       b.log(b.abs(x)),
       b.op("erf", {x}),
