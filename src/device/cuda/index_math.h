@@ -114,10 +114,40 @@ SX_HOST_DEVICE S scatter_add_element(const S* x, const I* indices, const S* upda
   int64_t a = rest % g.length, p = rest / g.length;
   S sum = x[t];
   for (int64_t k = 0; k < g.count; ++k) {
-    if (static_cast<int64_t>(indices[k]) == a)
+    if (static_cast<int64_t>(indices[k]) == a) {
       sum = scatter_add_one<S, C>(sum, updates[(p * g.count + k) * g.inner + s]);
+    }
   }
   return sum;
+}
+
+// scatter_add by sorting (scatter_add.h): index k's slot is its place along the axis,
+// or `length` for an index outside it, which sorts after the others and is added
+// nowhere. The (slot, k) pairs sorted stably by slot give each slot's run of positions in
+// the indices' order.
+template <class I>
+SX_HOST_DEVICE uint32_t scatter_slot(I index, int64_t length) {
+  return static_cast<uint32_t>(index_outside(index, length) ? length : static_cast<int64_t>(index));
+}
+
+// Thread t's work over the sorted pairs, t being (p, j, s) of [outer, count, inner]: where
+// sorted position j begins a run of one slot of the axis, the run's updates added, in
+// their positions' order, to out's element (p, slot, s), which holds x's. Every other
+// thread does nothing, so each element of out is written by one thread at most, and its
+// sum is the reference's.
+template <class S, class C>
+SX_HOST_DEVICE void scatter_add_run(S* out, const uint32_t* slots, const uint32_t* positions, const S* updates,
+                                    GatherGeometry g, int64_t t) {
+  int64_t s = t % g.inner, rest = t / g.inner;
+  int64_t j = rest % g.count, p = rest / g.count;
+  const uint32_t slot = slots[j];
+  if (slot == g.length || (j > 0 && slots[j - 1] == slot)) return;
+  S* target = out + (p * g.length + slot) * g.inner + s;
+  S sum = *target;
+  for (; j < g.count && slots[j] == slot; ++j) {
+    sum = scatter_add_one<S, C>(sum, updates[(p * g.count + positions[j]) * g.inner + s]);
+  }
+  *target = sum;
 }
 
 // Element o of one_hot's result, [indices, depth]: 1 where the index is o's place.

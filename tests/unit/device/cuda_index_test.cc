@@ -8,6 +8,7 @@
 #include "device/cuda/index_math.h"
 #include "device/cuda/nvrtc.h"
 #include "device/cuda/program.h"
+#include "formula_cases.h"
 #include "graph/index_error.h"
 #include "util.h"
 

@@ -6,6 +6,7 @@
 #include "device/cuda/codegen.h"
 #include "device/cuda/nvrtc.h"
 #include "device/cuda/random_math.h"
+#include "formula_cases.h"
 #include "graph/philox.h"
 #include "util.h"
 

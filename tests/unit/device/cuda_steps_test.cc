@@ -7,6 +7,7 @@
 
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/program.h"
+#include "formula_cases.h"
 #include "util.h"
 
 namespace sx::device::testing {
