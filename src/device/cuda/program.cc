@@ -246,7 +246,8 @@ Program plan_program(const graph::Graph& graph, const SortBytes& sort_bytes) {
     lives.push_back({.bytes = bytes_of(graph.node(launch.writes)), .first = step, .last = step});
     if (launch.step.kind == Step::Kind::scatter_add) {
       SortedScatter& scatter = launch.step.scatter;
-      if (sort_bytes && scatter.geometry.count > 0) scatter.sort_bytes = sort_bytes(scatter.geometry.count, slot_bits(scatter.geometry.length));
+      if (sort_bytes && scatter.geometry.count > 0)
+        scatter.sort_bytes = sort_bytes(scatter.geometry.count, slot_bits(scatter.geometry.length));
       launch.step.scratch = lives.size();
       lives.push_back(
           {.bytes = scatter_scratch(scatter.geometry.count, scatter.sort_bytes).bytes, .first = step, .last = step});
