@@ -5,7 +5,9 @@
 // in the middle, and the indices as `count` places of it. A scatter_add thread adds, to
 // its element of the operand, every update that lands there, in the order of the
 // indices, as the reference adds them: a fixed order and no atomic additions, so the
-// bits are the reference's whatever the batch. A kernel cannot stop at an index outside
+// bits are the reference's whatever the batch. The scanning kernel's thread reads every
+// index for its element; the sorted scatter_add (scatter_add.h) finds each element's
+// updates by sorting the indices once. A kernel cannot stop at an index outside
 // its axis: it records the first one in an IndexFault, which the plan turns into the
 // reference's IndexOutOfRange once the run is done; meanwhile gather reads 0 for it,
 // scatter_add adds nothing and one_hot gives a row of zeros, touching no memory outside.

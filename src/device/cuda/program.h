@@ -2,8 +2,9 @@
 // its kernels' steps in the graph's order (generated kernels, codegen.h, for the fused
 // elementwise chains, the row reductions and the composites with a kernel of their own;
 // nvcc's elementwise.cu for bf16's arithmetic and casts, movement.cu for the movement
-// primitives), their source as one program for NVRTC, and every value they write placed
-// in one arena by liveness (device/arena.h, as the cpu device places its own). A graph
+// primitives, scatter_add.cu for scatter_add), their source as one program for NVRTC,
+// and every value they write placed in one arena by liveness (device/arena.h, as the
+// cpu device places its own). A graph
 // with a primitive the device has no kernel for is refused here, naming every such
 // primitive: the cuda device never runs a step on the host in silence. Host code only,
 // so that tests run it without a GPU.
