@@ -2,8 +2,9 @@
 // stably as CUB sorts them and its runs added as each GPU thread adds them give the
 // reference's bits, on indices with many repeats and with indices outside the axis; the
 // plan places its scratch in the arena (and leaves a scatter_add too large for the
-// sort's 32-bit slots to the scanning kernel); on a GPU, a large table scattered into gives the
-// reference's bits and an index outside stops the run as on the cpu device.
+// sort's 32-bit slots to the scanning kernel); on a GPU, a large table scattered into
+// gives the reference's bits, run by run and replayed, and an index outside stops the
+// run as on the cpu device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include "device/cuda/codegen.h"
 #include "device/cuda/cuda_device.h"
+#include "device/cuda/cuda_plan.h"
 #include "device/cuda/index_math.h"
 #include "device/cuda/program.h"
 #include "device/cuda/scatter_add.h"
@@ -185,7 +187,24 @@ TEST(CudaSortedScatter, GivesTheReferenceBitsOnALargeTableOnTheGpu) {
     Tensor ids = repeated_ids(index, updates[1], 10, x[1], rng);
     for (int64_t k = 0; k < updates[1]; k += 3) ids.set_value(k, static_cast<double>(rng() % x[1]));
     std::vector<Tensor> inputs = {spread_values(node.dtype, x, rng), ids, spread_values(node.dtype, updates, rng)};
-    EXPECT_EQ(compare_bits(run_on("cuda", s->g, inputs)[0], run_on("reference", s->g, inputs)[0]), "");
+    Tensor expected = run_on("reference", s->g, inputs)[0];
+    // Run by run, then captured and replayed, with no allocation after the first run.
+    std::unique_ptr<Device> device = make_device("cuda");
+    std::unique_ptr<Plan> plan = device->compile(s->g);
+    std::vector<Buffer> in;
+    for (const Tensor& t : inputs) in.push_back(device->upload(t));
+    Buffer out = device->allocate(plan->output_types()[0]);
+    std::vector<const Buffer*> in_ptrs = {&in[0], &in[1], &in[2]};
+    std::vector<Buffer*> out_ptrs = {&out};
+    size_t allocations = 0;
+    auto& memory = static_cast<CudaDevice&>(*device).device_memory();
+    for (int run = 0; run < 3; ++run) {
+      plan->run(in_ptrs, out_ptrs);
+      EXPECT_EQ(compare_bits(device->download(out), expected), "") << run;
+      if (run == 0) allocations = memory.raw_allocations();
+    }
+    EXPECT_EQ(memory.raw_allocations(), allocations) << "a run after the first allocated";
+    EXPECT_EQ(static_cast<cuda::CudaPlan&>(*plan).replays(), 2);
   }
 }
 
