@@ -203,8 +203,7 @@ GeneratedKernel generate_reduction(const graph::Graph& graph, graph::NodeId id) 
 bool indexable(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
   return is_one_of(node.op(),
-                   {graph::PrimId::gather, graph::PrimId::scatter_add, graph::PrimId::one_hot, graph::PrimId::iota}) &&
-         !touches_bf16(graph, node);
+                   {graph::PrimId::gather, graph::PrimId::scatter_add, graph::PrimId::one_hot, graph::PrimId::iota});
 }
 
 GatherGeometry gather_geometry(const graph::Graph& graph, graph::NodeId id) {
@@ -281,6 +280,7 @@ graph::IndexOutOfRange index_fault_error(const graph::Graph& graph, const IndexF
 GeneratedKernel generate_index_kernel(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
   const char* t = c_type(node.dtype);
+  const char* c = compute_type(node.dtype);
   std::optional<IndexCheck> check = index_check(graph, id);
   auto geometry = [&] {
     GatherGeometry g = gather_geometry(graph, id);
@@ -293,7 +293,7 @@ GeneratedKernel generate_index_kernel(const graph::Graph& graph, graph::NodeId i
     case graph::PrimId::scatter_add:
       return per_element_kernel(
           "index", graph, id,
-          fmt::format("scatter_add_element<{0}, {0}>(operand0, operand1, operand2, {1}, i)", t, geometry()), check);
+          fmt::format("scatter_add_element<{}, {}>(operand0, operand1, operand2, {}, i)", t, c, geometry()), check);
     case graph::PrimId::one_hot:
       return per_element_kernel("index", graph, id,
                                 fmt::format("one_hot_element<{}>(operand0, {}, i)", t, node.attrs.get_int("depth")),
@@ -303,7 +303,7 @@ GeneratedKernel generate_index_kernel(const graph::Graph& graph, graph::NodeId i
       int64_t inner = 1;
       for (size_t d = axis + 1; d < node.shape.size(); ++d) inner *= node.shape[d];
       return per_element_kernel("index", graph, id,
-                                fmt::format("iota_element<{}>({}, {}, i)", t, node.shape[axis], inner));
+                                fmt::format("iota_element<{}, {}>({}, {}, i)", t, c, node.shape[axis], inner));
     }
   }
 }
@@ -313,7 +313,8 @@ bool randomizable(const graph::Graph& graph, graph::NodeId id) {
   switch (node.op()) {
     case graph::PrimId::random_bernoulli: return true;
     case graph::PrimId::random_normal:
-    case graph::PrimId::random_uniform: return node.dtype == graph::DType::f32 || node.dtype == graph::DType::f64;
+    case graph::PrimId::random_uniform:
+      return node.dtype == graph::DType::f32 || node.dtype == graph::DType::f64 || node.dtype == graph::DType::bf16;
     default: return false;
   }
 }

@@ -60,8 +60,8 @@ ReductionAxes reduction_axes(const graph::Graph& graph, graph::NodeId node);
 // out[r] the result element r, of `length` reduced elements (reduction.h's functions).
 GeneratedKernel generate_reduction(const graph::Graph& graph, graph::NodeId node);
 
-// Whether a generated kernel computes `node`: gather, scatter_add, one_hot or iota, with
-// no operand nor result of dtype bf16 (index_math.h).
+// Whether a generated kernel computes `node`: gather, scatter_add, one_hot or iota, of
+// any dtype (index_math.h).
 bool indexable(const graph::Graph& graph, graph::NodeId node);
 
 // The operand's [outer, length, inner] and the indices' count of a gather or scatter_add.
@@ -90,8 +90,8 @@ GeneratedKernel generate_index_kernel(const graph::Graph& graph, graph::NodeId n
 // with an index_check, which only a corrupted fault does.
 graph::IndexOutOfRange index_fault_error(const graph::Graph& graph, const IndexFault& fault);
 
-// Whether a generated kernel computes `node`: random_uniform or random_normal of f32 or
-// f64, or random_bernoulli (random_math.h).
+// Whether a generated kernel computes `node`: random_uniform or random_normal of f32,
+// f64 or bf16, or random_bernoulli (random_math.h).
 bool randomizable(const graph::Graph& graph, graph::NodeId node);
 
 // The kernel of a randomizable node: void NAME(const K* operand0, T* out, int64_t n),

@@ -7,6 +7,7 @@
 #include "device/cuda/index_math.h"
 #include "device/cuda/movement.h"
 #include "device/cuda/nvrtc.h"
+#include "device/cuda/scatter_add.h"
 
 namespace sx::device::cuda {
 namespace {
@@ -28,7 +29,11 @@ CudaPlan::CudaPlan(CudaDevice& device, const graph::Graph& graph)
     : Plan(device, graph),
       cuda_(device),
       graph_(std::make_shared<const graph::Graph>(graph)),
-      program_(plan_program(graph)) {
+      program_(plan_program(graph, [](int64_t count, int key_bits) {
+        size_t bytes = 0;
+        check(sort_scratch_bytes(count, key_bits, &bytes), "to size a sort's scratch");
+        return bytes;
+      })) {
   for (graph::NodeId id : program_.constants) constants_.push_back(device.upload(*graph.node(id).value));
   arena_ = device.device_bytes(program_.arena.size);
   if (std::any_of(program_.steps.begin(), program_.steps.end(), [](const Step& s) { return s.checks_indices; })) {
@@ -72,6 +77,13 @@ void CudaPlan::enqueue(const Addresses& addresses) {
       for (const Place& operand : step.operands) sources.push_back(at(operand));
       check(launch_movement(step.movement, sources.data(), out, step.n, graph::dtype_size(step.dtype), stream),
             "to launch a movement kernel");
+      continue;
+    }
+    if (step.kind == Step::Kind::scatter_add) {
+      check(launch_sorted_scatter(step.scatter, at(step.operands[0]), at(step.operands[1]), at(step.operands[2]), out,
+                                  arena_->data() + step.scratch, reinterpret_cast<IndexFault*>(fault_->data()),
+                                  step.node, stream),
+            "to launch a scatter_add");
       continue;
     }
     if (step.kind == Step::Kind::elementwise && step.prim == graph::PrimId::cast) {

@@ -5,7 +5,9 @@
 // in the middle, and the indices as `count` places of it. A scatter_add thread adds, to
 // its element of the operand, every update that lands there, in the order of the
 // indices, as the reference adds them: a fixed order and no atomic additions, so the
-// bits are the reference's whatever the batch. A kernel cannot stop at an index outside
+// bits are the reference's whatever the batch. The scanning kernel's thread reads every
+// index for its element; the sorted scatter_add (scatter_add.h) finds each element's
+// updates by sorting the indices once. A kernel cannot stop at an index outside
 // its axis: it records the first one in an IndexFault, which the plan turns into the
 // reference's IndexOutOfRange once the run is done; meanwhile gather reads 0 for it,
 // scatter_add adds nothing and one_hot gives a row of zeros, touching no memory outside.
@@ -99,19 +101,55 @@ SX_HOST_DEVICE S gather_element(const S* x, const I* indices, GatherGeometry g, 
   return x[(p * g.length + a) * g.inner + s];
 }
 
+// One addition of scatter_add, as the reference makes it: in C, the sum stored in S
+// (bf16 rounds after each addition, not once at the end).
+template <class S, class C>
+SX_HOST_DEVICE S scatter_add_one(S sum, S update) {
+  return S(graph::prims::wrap_add(static_cast<C>(sum), static_cast<C>(update)));
+}
+
 // Element t of scatter_add's result: x's, plus each update whose index is t's place of
-// the axis, in the indices' order, added in C.
+// the axis, in the indices' order.
 template <class S, class C, class I>
 SX_HOST_DEVICE S scatter_add_element(const S* x, const I* indices, const S* updates, GatherGeometry g, int64_t t) {
   int64_t s = t % g.inner, rest = t / g.inner;
   int64_t a = rest % g.length, p = rest / g.length;
-  C acc = static_cast<C>(x[t]);
+  S sum = x[t];
   for (int64_t k = 0; k < g.count; ++k) {
     if (static_cast<int64_t>(indices[k]) == a) {
-      acc = graph::prims::wrap_add(acc, static_cast<C>(updates[(p * g.count + k) * g.inner + s]));
+      sum = scatter_add_one<S, C>(sum, updates[(p * g.count + k) * g.inner + s]);
     }
   }
-  return S(acc);
+  return sum;
+}
+
+// scatter_add by sorting (scatter_add.h): index k's slot is its place along the axis,
+// or `length` for an index outside it, which sorts after the others and is added
+// nowhere. The (slot, k) pairs sorted stably by slot give each slot's run of positions in
+// the indices' order.
+template <class I>
+SX_HOST_DEVICE uint32_t scatter_slot(I index, int64_t length) {
+  return static_cast<uint32_t>(index_outside(index, length) ? length : static_cast<int64_t>(index));
+}
+
+// Thread t's work over the sorted pairs, t being (p, j, s) of [outer, count, inner]: where
+// sorted position j begins a run of one slot of the axis, the run's updates added, in
+// their positions' order, to out's element (p, slot, s), which holds x's. Every other
+// thread does nothing, so each element of out is written by one thread at most, and its
+// sum is the reference's.
+template <class S, class C>
+SX_HOST_DEVICE void scatter_add_run(S* out, const uint32_t* slots, const uint32_t* positions, const S* updates,
+                                    GatherGeometry g, int64_t t) {
+  int64_t s = t % g.inner, rest = t / g.inner;
+  int64_t j = rest % g.count, p = rest / g.count;
+  const uint32_t slot = slots[j];
+  if (slot == g.length || (j > 0 && slots[j - 1] == slot)) return;
+  S* target = out + (p * g.length + slot) * g.inner + s;
+  S sum = *target;
+  for (; j < g.count && slots[j] == slot; ++j) {
+    sum = scatter_add_one<S, C>(sum, updates[(p * g.count + positions[j]) * g.inner + s]);
+  }
+  *target = sum;
 }
 
 // Element o of one_hot's result, [indices, depth]: 1 where the index is o's place.
@@ -120,11 +158,12 @@ SX_HOST_DEVICE T one_hot_element(const I* indices, int64_t depth, int64_t o) {
   return static_cast<int64_t>(indices[o / depth]) == o % depth ? T(1) : T(0);
 }
 
-// Element o of iota's result: its place along the axis of `length`, `inner` elements
-// after it, converted as the reference converts it (from a double, saturating).
-template <class T>
-SX_HOST_DEVICE T iota_element(int64_t length, int64_t inner, int64_t o) {
-  return graph::prims::convert<T>(static_cast<double>((o / inner) % length));
+// Element o of iota's result, stored in S: its place along the axis of `length`,
+// `inner` elements after it, converted as the reference converts it (from a double to
+// the compute type C, saturating).
+template <class S, class C>
+SX_HOST_DEVICE S iota_element(int64_t length, int64_t inner, int64_t o) {
+  return S(graph::prims::convert<C>(static_cast<double>((o / inner) % length)));
 }
 
 }  // namespace sx::device::cuda

@@ -2,18 +2,11 @@
 // element size, since a movement copies elements without reading their values.
 #include <cstring>
 
+#include "device/cuda/launch_shape.h"
 #include "device/cuda/movement.h"
 
 namespace sx::device::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-constexpr int64_t kMostBlocks = 65535;
-
-unsigned blocks_for(int64_t n) {
-  int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > kMostBlocks ? kMostBlocks : blocks));
-}
 
 template <class E>
 __global__ void fill_kernel(E* out, E value, int64_t n) {

@@ -40,6 +40,28 @@ size_t bytes_of(const graph::Node& node) {
   return static_cast<size_t>(graph::numel(node.shape)) * graph::dtype_size(node.dtype);
 }
 
+// Whether scatter_add `id` runs by sorting its indices (scatter_add.h), else by the
+// scanning kernel.
+bool scatters_by_sorting(const graph::Graph& graph, graph::NodeId id) {
+  if (graph.node(id).op() != graph::PrimId::scatter_add) return false;
+  GatherGeometry g = gather_geometry(graph, id);
+  return sorts_scatter(g.count, g.length);
+}
+
+// Marks `step` as checking the `count` indices of node `id`; DeviceError E-DEVICE-007
+// where the node is beyond those an IndexFault names.
+void checks_indices(Step& step, const graph::Graph& graph, graph::NodeId id, int64_t count) {
+  if (id >= kMostFaultNodes) {
+    throw DeviceError(fmt::format("the cuda device checks the indices of the first {} nodes of a graph; "
+                                  "node {} ({}) is beyond them: use --device cpu",
+                                  kMostFaultNodes, id, graph.node(id).op_name()),
+                      "E-DEVICE-007");
+  }
+  step.checks_indices = true;
+  step.checked_indices = count;
+  step.node = static_cast<uint32_t>(id);
+}
+
 // The steps in the graph's order of the nodes they write, with the node each writes and
 // the nodes each reads; operand places are filled in later.
 struct Launch {
@@ -107,21 +129,24 @@ std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
       step.length = x.empty() ? 1 : x.back();
       step.n = graph::numel(node.shape);
       by_node.emplace(id, Launch{step, id, node.inputs});
+    } else if (scatters_by_sorting(graph, id)) {
+      GatherGeometry g = gather_geometry(graph, id);
+      Step step;
+      step.kind = Step::Kind::scatter_add;
+      step.n = graph::numel(node.shape);
+      step.scatter = {.dtype = node.dtype,
+                      .index_dtype = graph.node(node.inputs[1]).dtype,
+                      .geometry = g,
+                      .outer = g.length * g.inner == 0 ? 0 : step.n / (g.length * g.inner)};
+      checks_indices(step, graph, id, g.count);
+      by_node.emplace(id, Launch{step, id, node.inputs});
     } else if (indexable(graph, id) || randomizable(graph, id)) {
       Step step;
       step.kernel =
           add_kernel(indexable(graph, id) ? generate_index_kernel(graph, id) : generate_random_kernel(graph, id));
       step.n = graph::numel(node.shape);
       if (std::optional<IndexCheck> check = indexable(graph, id) ? index_check(graph, id) : std::nullopt) {
-        if (id >= kMostFaultNodes) {
-          throw DeviceError(fmt::format("the cuda device checks the indices of the first {} nodes of a graph; "
-                                        "node {} ({}) is beyond them: use --device cpu",
-                                        kMostFaultNodes, id, node.op_name()),
-                            "E-DEVICE-007");
-        }
-        step.checks_indices = true;
-        step.checked_indices = check->count;
-        step.node = static_cast<uint32_t>(id);
+        checks_indices(step, graph, id, check->count);
       }
       by_node.emplace(id, Launch{step, id, node.inputs});
     } else if (reducible(graph, id)) {
@@ -186,7 +211,7 @@ std::vector<std::string> missing_kernels(const graph::Graph& graph) {
   return missing;
 }
 
-Program plan_program(const graph::Graph& graph) {
+Program plan_program(const graph::Graph& graph, const SortBytes& sort_bytes) {
   if (std::vector<std::string> missing = missing_kernels(graph); !missing.empty()) {
     std::string names = missing[0];
     for (size_t i = 1; i < missing.size(); ++i) names += ", " + missing[i];
@@ -219,6 +244,14 @@ Program plan_program(const graph::Graph& graph) {
     place[launch.writes] = {Place::Kind::arena, lives.size()};
     launch.step.out = lives.size();
     lives.push_back({.bytes = bytes_of(graph.node(launch.writes)), .first = step, .last = step});
+    if (launch.step.kind == Step::Kind::scatter_add) {
+      SortedScatter& scatter = launch.step.scatter;
+      if (sort_bytes && scatter.geometry.count > 0)
+        scatter.sort_bytes = sort_bytes(scatter.geometry.count, slot_bits(scatter.geometry.length));
+      launch.step.scratch = lives.size();
+      lives.push_back(
+          {.bytes = scatter_scratch(scatter.geometry.count, scatter.sort_bytes).bytes, .first = step, .last = step});
+    }
   }
   auto end = static_cast<int64_t>(ordered.size());
   std::vector<size_t> output_life;
@@ -238,6 +271,7 @@ Program plan_program(const graph::Graph& graph) {
   for (Launch& launch : ordered) {
     Step& step = launch.step;
     step.out = offset(step.out);
+    if (step.kind == Step::Kind::scatter_add) step.scratch = offset(step.scratch);
     for (Place& operand : step.operands) {
       if (operand.kind == Place::Kind::arena) operand.index = offset(operand.index);
     }

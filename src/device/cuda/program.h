@@ -2,19 +2,22 @@
 // its kernels' steps in the graph's order (generated kernels, codegen.h, for the fused
 // elementwise chains, the row reductions and the composites with a kernel of their own;
 // nvcc's elementwise.cu for bf16's arithmetic and casts, movement.cu for the movement
-// primitives), their source as one program for NVRTC, and every value they write placed
-// in one arena by liveness (device/arena.h, as the cpu device places its own). A graph
+// primitives, scatter_add.cu for scatter_add), their source as one program for NVRTC,
+// and every value they write placed in one arena by liveness (device/arena.h, as the
+// cpu device places its own). A graph
 // with a primitive the device has no kernel for is refused here, naming every such
 // primitive: the cuda device never runs a step on the host in silence. Host code only,
 // so that tests run it without a GPU.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "device/arena.h"
 #include "device/cuda/movement.h"
+#include "device/cuda/scatter_add.h"
 #include "graph/graph.h"
 
 namespace sx::device::cuda {
@@ -39,9 +42,11 @@ struct Place {
 //   (a cast's to `cast_to`);
 // - product: `batch` matrix products of operands [n, length] by [length, columns] in
 //   `dtype`, through cuBLASLt (products.h);
-// - movement: `movement`'s copies of the operands into n elements of `dtype` (movement.h).
+// - movement: `movement`'s copies of the operands into n elements of `dtype` (movement.h);
+// - scatter_add: `scatter` of the operands (x, indices, updates) into n elements, in the
+//   arena's scratch at byte `scratch` (scatter_add.h).
 struct Step {
-  enum class Kind : uint8_t { fused, row, elementwise, product, movement };
+  enum class Kind : uint8_t { fused, row, elementwise, product, movement, scatter_add };
   Kind kind = Kind::fused;
   size_t kernel = 0;  // in Program::kernel_names
   graph::PrimId prim{};
@@ -53,7 +58,9 @@ struct Step {
   int64_t length = 0;
   int64_t columns = 0, batch = 1;
   Movement movement;
-  // fused: whether the kernel checks indices (codegen.h's index_check): it then takes
+  SortedScatter scatter;
+  size_t scratch = 0;
+  // fused and scatter_add: whether the kernel checks indices (codegen.h's index_check): it then takes
   // the run's IndexFault and `node`, and runs for its `checked_indices` even where n is 0.
   bool checks_indices = false;
   int64_t checked_indices = 0;
@@ -83,10 +90,16 @@ struct Program {
 // then run on the device's other kernels, and the graph simplified (graph/passes.h).
 graph::Graph with_composites_expanded(const graph::Graph& graph);
 
+// The scratch bytes CUB's radix sort of `count` pairs by keys of `key_bits` needs
+// (scatter_add.h's sort_scratch_bytes, which asks the GPU).
+using SortBytes = std::function<size_t(int64_t count, int key_bits)>;
+
 // The program of `graph`; DeviceError E-DEVICE-007 naming each primitive (with its dtype)
 // that has no kernel, or for a graph too large to check its indices (an index node
-// numbered kMostFaultNodes or above).
-Program plan_program(const graph::Graph& graph);
+// numbered kMostFaultNodes or above). Each sorted scatter_add's scratch is planned in the
+// arena, with `sort_bytes` for its sort; without it (the host tests, which have no GPU
+// to ask) the sort's part is left out.
+Program plan_program(const graph::Graph& graph, const SortBytes& sort_bytes = {});
 
 // The source and kernel names of plan_program's, alone (the other fields empty), also for
 // a graph with primitives without a kernel: every kernel generated for the graph, once.

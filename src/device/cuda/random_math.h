@@ -4,8 +4,8 @@
 // The host tests check philox_words against graph::philox4x32_10 and each draw against
 // the reference's.
 //
-// random_uniform (f32, f64), random_bernoulli and f32 random_normal (lane_math's
-// normal, IEEE operations and fma alone) give the reference's bits; f64 random_normal
+// random_uniform (bf16, f32, f64), random_bernoulli and random_normal of bf16 and f32
+// (lane_math's normal, IEEE operations and fma alone) give the reference's bits; f64 random_normal
 // is computed by CUDA's libdevice sqrt, log and cos where the reference calls the C
 // library's, and may differ in the last bits (docs/devices.md).
 #pragma once
@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "graph/bf16.h"
 #include "graph/host_device.h"
 #include "graph/philox.h"
 #include "graph/prims/lane_math.h"
@@ -52,12 +53,18 @@ SX_HOST_DEVICE inline double unit_double(uint32_t hi, uint32_t lo) {
   return static_cast<double>(bits) * 0x1p-53;
 }
 
-// The draws of element i, stored as the reference stores a double (convert to T).
+// The draws of element i, stored as the reference stores a double (convert to T, or to
+// float for bf16, then rounded to bf16).
 template <class T>
 SX_HOST_DEVICE T random_uniform_element(int64_t key, int64_t i) {
   PhiloxWords r = philox_words(i, key);
-  if constexpr (std::is_same_v<T, float>) return graph::prims::convert<T>(static_cast<double>(r.w[0] >> 8) * 0x1p-24);
-  else return graph::prims::convert<T>(unit_double(r.w[0], r.w[1]));
+  if constexpr (std::is_same_v<T, graph::Bf16>) {
+    return T(graph::prims::convert<float>(static_cast<double>(r.w[0] >> 24) * 0x1p-8));
+  } else if constexpr (std::is_same_v<T, float>) {
+    return graph::prims::convert<T>(static_cast<double>(r.w[0] >> 8) * 0x1p-24);
+  } else {
+    return graph::prims::convert<T>(unit_double(r.w[0], r.w[1]));
+  }
 }
 
 SX_HOST_DEVICE inline bool random_bernoulli_element(int64_t key, int64_t i, double p) {
@@ -68,9 +75,10 @@ SX_HOST_DEVICE inline bool random_bernoulli_element(int64_t key, int64_t i, doub
 template <class T>
 T random_normal_element(int64_t key, int64_t i) {
   PhiloxWords r = philox_words(i, key);
-  if constexpr (std::is_same_v<T, float>) {
-    return graph::lane_math::normal<graph::lane_math::ScalarLanes>(static_cast<int32_t>(r.w[0]),
-                                                                   static_cast<int32_t>(r.w[1]));
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, graph::Bf16>) {
+    // bf16's is f32's draw rounded, as the reference draws it.
+    return T(graph::lane_math::normal<graph::lane_math::ScalarLanes>(static_cast<int32_t>(r.w[0]),
+                                                                     static_cast<int32_t>(r.w[1])));
   } else {
     double u1 = 1.0 - unit_double(r.w[0], r.w[1]);  // (0, 1]
     double u2 = unit_double(r.w[2], r.w[3]);

@@ -8,13 +8,14 @@
 #include "device/cuda/index_math.h"
 #include "device/cuda/nvrtc.h"
 #include "device/cuda/program.h"
+#include "formula_cases.h"
 #include "graph/index_error.h"
 #include "util.h"
 
 namespace sx::device::testing {
 namespace {
 
-// Indices of `dtype` with these values.
+// A tensor (indices, or any) of `dtype` with these values.
 Tensor indices_of(DType dtype, const Shape& shape, const std::vector<double>& values) {
   Tensor t(dtype, shape);
   for (size_t i = 0; i < values.size(); ++i) t.set_value(static_cast<int64_t>(i), values[i]);
@@ -57,7 +58,7 @@ Tensor host_index(const Graph& g, graph::NodeId id, const std::vector<Tensor>& i
         default: {
           auto axis = static_cast<size_t>(node.attrs.get_int("axis"));
           int64_t inner = graph::numel(Shape(node.shape.begin() + static_cast<int64_t>(axis) + 1, node.shape.end()));
-          out.data<S>()[o] = cuda::iota_element<S>(node.shape[axis], inner, o);
+          out.data<S>()[o] = cuda::iota_element<S, C>(node.shape[axis], inner, o);
         }
       }
     }
@@ -68,7 +69,7 @@ Tensor host_index(const Graph& g, graph::NodeId id, const std::vector<Tensor>& i
 TEST(CudaIndex, GiveTheReferenceBitsOnTheHost) {
   std::mt19937 rng(3);
   int cases = 0;
-  for (DType dtype : {DType::f32, DType::f64, DType::i32, DType::i64, DType::u8}) {
+  for (DType dtype : {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64, DType::u8}) {
     for (DType index : {DType::i32, DType::i64, DType::u8, DType::u16}) {
       SCOPED_TRACE(fmt::format("{} by {} indices", graph::dtype_name(dtype), graph::dtype_name(index)));
       Graph g;
@@ -105,7 +106,25 @@ TEST(CudaIndex, GiveTheReferenceBitsOnTheHost) {
       }
     }
   }
-  EXPECT_EQ(cases, 100);
+  EXPECT_EQ(cases, 120);
+}
+
+// bf16's scatter_add rounds after each addition, as the reference does: 256 + 1 is 256
+// in bf16, so three ones added to 256 one by one leave it, where a sum kept in float
+// would give 259, rounded to 260. Infinities, NaN and signed zeros keep their bits too.
+TEST(CudaIndex, ScatterAddOfBf16RoundsAfterEachAddition) {
+  Graph g;
+  graph::Builder b(g);
+  graph::NodeId x = b.input("x", {4}, DType::bf16), ids = b.input("ids", {7}, DType::i32);
+  graph::NodeId updates = b.input("updates", {7}, DType::bf16);
+  graph::NodeId y = b.scatter_add(x, ids, updates, 0);
+  b.output("y", y);
+  std::vector<Tensor> inputs = {indices_of(DType::bf16, {4}, {256, -0.0, 1, 3}),
+                                indices_of(DType::i32, {7}, {0, 0, 1, 0, 2, 2, 3}),
+                                indices_of(DType::bf16, {7}, {1, 1, -0.0, 1, INFINITY, -INFINITY, NAN})};
+  Tensor expected = run_on("reference", g, inputs)[0];
+  EXPECT_EQ(expected.value(0), 256.0);
+  EXPECT_EQ(compare_bits(host_index(g, y, inputs), expected), "");
 }
 
 // The fault the kernels of `g` record on `inputs`: every index check of every node, as
@@ -235,13 +254,22 @@ TEST(CudaIndex, KernelsCompileForSm80AndSm90a) {
   graph::Builder b(g);
   graph::NodeId x = b.input("x", {50, 8}, DType::f32), ids = b.input("ids", {2, 6}, DType::i32);
   graph::NodeId rows = b.gather(x, ids, 0);
-  std::vector<graph::NodeId> nodes = {rows, b.scatter_add(x, ids, rows, 0), b.one_hot(ids, 50, DType::f32, true),
-                                      b.iota({4, 6}, 1, DType::i64)};
+  graph::NodeId half = b.input("half", {50, 8}, DType::bf16);
+  graph::NodeId half_rows = b.gather(half, ids, 0);
+  std::vector<graph::NodeId> nodes = {rows,
+                                      b.scatter_add(x, ids, rows, 0),
+                                      b.one_hot(ids, 50, DType::f32, true),
+                                      b.iota({4, 6}, 1, DType::i64),
+                                      half_rows,
+                                      b.scatter_add(half, ids, half_rows, 0),
+                                      b.one_hot(ids, 50, DType::bf16),
+                                      b.iota({4, 6}, 1, DType::bf16)};
   std::string source;
   for (graph::NodeId node : nodes) source += cuda::generate_index_kernel(g, node).source;
   EXPECT_NE(source.find("GatherGeometry{12, 50, 8}"), std::string::npos) << source;
   EXPECT_NE(source.find("check_index(fault, node, operand1, j, 50)"), std::string::npos) << source;
   EXPECT_NE(source.find("check_index(fault, node, operand0, j, 50)"), std::string::npos) << source;
+  EXPECT_NE(source.find("scatter_add_element<sx::graph::Bf16, float>"), std::string::npos) << source;
   for (const char* architecture : {"sm_80", "sm_90a"}) {
     EXPECT_GT(cuda::compile_cubin(source, architecture).size(), 1000u) << architecture;
   }

@@ -247,18 +247,20 @@ TEST(CudaProgram, RefusesAGraphNamingEveryPrimitiveWithoutAKernel) {
   Graph g;
   graph::Builder b(g);
   graph::NodeId x = b.input("x", {4, 4}, DType::bf16);
-  b.output("y", b.gather(b.sum(b.matmul(x, x), {0}), b.input("i", {2}, DType::i64), 0));
-  b.output("z", b.iota({4}, 0, DType::bf16));
+  b.output("y", b.stop_gradient(b.sum(b.matmul(x, x), {0})));
+  // Of more axes than a movement kernel walks.
+  graph::NodeId many = b.input("t", {1, 1, 1, 1, 1, 1, 1, 1, 2}, DType::bf16);
+  b.output("z", b.transpose(many, {8, 7, 6, 5, 4, 3, 2, 1, 0}));
   b.output("e", b.exp(b.input("h", {4}, DType::bf16)));
-  EXPECT_EQ(cuda::missing_kernels(g), (std::vector<std::string>{"gather (bf16)", "iota (bf16)"}));
+  EXPECT_EQ(cuda::missing_kernels(g), (std::vector<std::string>{"stop_gradient (bf16)", "transpose (bf16)"}));
   try {
     cuda::plan_program(g);
     FAIL() << "planned";
   } catch (const DeviceError& e) {
     EXPECT_STREQ(e.code(), "E-DEVICE-007");
     EXPECT_EQ(std::string(e.what()),
-              "the cuda device has no kernel for gather (bf16), iota (bf16): the graph runs on cpu and reference; use "
-              "--device cpu");
+              "the cuda device has no kernel for stop_gradient (bf16), transpose (bf16): the graph runs on cpu and "
+              "reference; use --device cpu");
   }
   EXPECT_TRUE(cuda::has_kernel(graph::PrimId::add));
   EXPECT_TRUE(cuda::has_kernel(graph::PrimId::matmul));
@@ -438,7 +440,7 @@ TEST(CudaPlanRuns, RefuseAGraphWithAPrimitiveWithoutAKernel) {
   MAKE_CUDA_DEVICE(device);
   Graph g;
   graph::Builder b(g);
-  b.output("y", b.iota({2}, 0, DType::bf16));
+  b.output("y", b.stop_gradient(b.input("x", {2}, DType::bf16)));
   try {
     device->compile(g);
     FAIL() << "compiled";

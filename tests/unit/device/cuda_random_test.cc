@@ -6,6 +6,7 @@
 #include "device/cuda/codegen.h"
 #include "device/cuda/nvrtc.h"
 #include "device/cuda/random_math.h"
+#include "formula_cases.h"
 #include "graph/philox.h"
 #include "util.h"
 
@@ -31,6 +32,10 @@ Tensor host_draws(const graph::Node& node, int64_t key) {
   for (int64_t i = 0; i < out.numel(); ++i) {
     if (node.op() == graph::PrimId::random_bernoulli) {
       out.data<bool>()[i] = cuda::random_bernoulli_element(key, i, node.attrs.get_double("p"));
+    } else if (node.dtype == DType::bf16) {
+      out.data<graph::Bf16>()[i] = node.op() == graph::PrimId::random_normal
+                                       ? cuda::random_normal_element<graph::Bf16>(key, i)
+                                       : cuda::random_uniform_element<graph::Bf16>(key, i);
     } else if (node.dtype == DType::f32) {
       out.data<float>()[i] = node.op() == graph::PrimId::random_normal ? cuda::random_normal_element<float>(key, i)
                                                                        : cuda::random_uniform_element<float>(key, i);
@@ -49,7 +54,7 @@ TEST(CudaRandom, DrawsGiveTheReferenceBitsOnTheHost) {
     graph::NodeId key = b.input("key", {}, key_dtype);
     std::vector<graph::NodeId> draws;
     for (const char* name : {"random_normal", "random_uniform"}) {
-      for (DType dtype : {DType::f32, DType::f64}) {
+      for (DType dtype : {DType::f32, DType::f64, DType::bf16}) {
         draws.push_back(b.op(name, {key}, {{"shape", std::vector<int64_t>{3, 100}}, {"dtype", dtype}}));
       }
     }
@@ -73,7 +78,7 @@ TEST(CudaRandom, KernelsCompileForSm80AndSm90a) {
   graph::NodeId key = b.input("key", {}, DType::i64);
   std::string source;
   for (const char* name : {"random_normal", "random_uniform"}) {
-    for (DType dtype : {DType::f32, DType::f64}) {
+    for (DType dtype : {DType::f32, DType::f64, DType::bf16}) {
       graph::NodeId draw = b.op(name, {key}, {{"shape", std::vector<int64_t>{8}}, {"dtype", dtype}});
       source += cuda::generate_random_kernel(g, draw).source;
     }

@@ -1,5 +1,5 @@
 // The cuda device's kernels in a plan on a GPU, against the reference: the moves, the
-// reductions over any axes, the indexing and random primitives and the generated
+// reductions over any axes, the indexing and random primitives (also of bf16) and the generated
 // kernels' transcendental functions, where, and cast. Without a GPU, only that the
 // graph has a cuda kernel for each, then skipped, saying why (the host tests check the
 // kernels' arithmetic).
@@ -7,6 +7,7 @@
 
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/program.h"
+#include "formula_cases.h"
 #include "util.h"
 
 namespace sx::device::testing {
@@ -18,7 +19,6 @@ TEST(CudaSteps, GiveTheReferenceBitsOnTheGpu) {
   graph::NodeId x = b.input("x", {4, 6}, DType::f32);
   graph::NodeId ids = b.input("ids", {5}, DType::i32);
   graph::NodeId key = b.input("key", {}, DType::i64);
-  graph::NodeId rows = b.gather(x, ids, 0);
   std::vector<graph::NodeId> exact = {
       b.transpose(x, {1, 0}),
       b.pad(x, {1, 0}, {0, 2}, {1, 0}, -1.0),
@@ -28,12 +28,7 @@ TEST(CudaSteps, GiveTheReferenceBitsOnTheGpu) {
       b.sum(x, {0}),
       b.op("argmax", {x}, {{"axes", std::vector<int64_t>{1}}}),
       b.op("reduce_min", {x}, {{"axes", std::vector<int64_t>{0, 1}}}),
-      rows,
-      b.scatter_add(x, ids, b.mul(rows, rows), 0),
-      b.one_hot(ids, 6, DType::f32),
       b.iota({3, 5}, 1, DType::i64),
-      b.random_uniform(key, {100}, DType::f32),
-      b.random_normal(key, {100}, DType::f32),
       b.random_bernoulli(key, 0.25, {100}),
       b.tanh(b.exp(x)),
       b.log(b.abs(x)),
@@ -42,6 +37,15 @@ TEST(CudaSteps, GiveTheReferenceBitsOnTheGpu) {
       b.where(b.lt(x, b.neg(x)), x, b.neg(x)),
       b.cast(x, DType::i32),
   };
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    graph::NodeId table = dtype == DType::f32 ? x : b.cast(x, dtype);
+    graph::NodeId rows = b.gather(table, ids, 0);
+    for (graph::NodeId node :
+         {rows, b.scatter_add(table, ids, b.mul(rows, rows), 0), b.one_hot(ids, 6, dtype), b.iota({3, 5}, 1, dtype),
+          b.random_uniform(key, {100}, dtype), b.random_normal(key, {100}, dtype)}) {
+      exact.push_back(node);
+    }
+  }
   graph::NodeId x64 = b.cast(x, DType::f64);
   std::vector<graph::NodeId> libdevice = {b.exp(x64), b.op("cos", {x64}), b.op("pow", {b.abs(x64), x64})};
   for (graph::NodeId node : exact) b.output(fmt::format("exact{}", node), node);
