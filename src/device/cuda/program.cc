@@ -48,6 +48,20 @@ struct Launch {
   std::vector<graph::NodeId> reads;
 };
 
+// `step` of node `id` checks `check`'s indices; E-DEVICE-007 where the node is beyond those
+// a fault can name.
+void checks_indices(Step& step, const IndexCheck& check, const graph::Graph& graph, graph::NodeId id) {
+  if (id >= kMostFaultNodes) {
+    throw DeviceError(fmt::format("the cuda device checks the indices of the first {} nodes of a graph; "
+                                  "node {} ({}) is beyond them: use --device cpu",
+                                  kMostFaultNodes, id, graph.node(id).op_name()),
+                      "E-DEVICE-007");
+  }
+  step.checks_indices = true;
+  step.checked_indices = check.count;
+  step.node = static_cast<uint32_t>(id);
+}
+
 std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
   std::map<std::string, size_t> kernel_index;
   auto add_kernel = [&](const GeneratedKernel& kernel) {
@@ -86,6 +100,19 @@ std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
       step.movement = plan_movement(graph, id);
       step.n = graph::numel(node.shape);
       by_node.emplace(id, Launch{step, id, node.inputs});
+    } else if (std::optional<PassedKernels> passes = passed_kernels(graph, id)) {
+      const graph::Shape& x = graph.node(node.inputs[0]).shape;
+      Step step;
+      step.kind = Step::Kind::row;
+      step.kernel = add_kernel(passes->first);
+      step.threads = passes->threads;
+      if (passes->second) step.second_kernel = add_kernel(*passes->second);
+      step.second_threads = passes->second_threads;
+      step.bytes = passes->bytes;
+      step.length = x.back();
+      step.n = graph::numel(x) / step.length;
+      if (std::optional<IndexCheck> check = index_check(graph, id)) checks_indices(step, *check, graph, id);
+      by_node.emplace(id, Launch{step, id, node.inputs});
     } else if (has_composite_kernel(graph, node)) {
       // gelu (and its gradient) and the updates an element per thread, the others a row
       // of the last axis per thread.
@@ -113,15 +140,7 @@ std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
           add_kernel(indexable(graph, id) ? generate_index_kernel(graph, id) : generate_random_kernel(graph, id));
       step.n = graph::numel(node.shape);
       if (std::optional<IndexCheck> check = indexable(graph, id) ? index_check(graph, id) : std::nullopt) {
-        if (id >= kMostFaultNodes) {
-          throw DeviceError(fmt::format("the cuda device checks the indices of the first {} nodes of a graph; "
-                                        "node {} ({}) is beyond them: use --device cpu",
-                                        kMostFaultNodes, id, node.op_name()),
-                            "E-DEVICE-007");
-        }
-        step.checks_indices = true;
-        step.checked_indices = check->count;
-        step.node = static_cast<uint32_t>(id);
+        checks_indices(step, *check, graph, id);
       }
       by_node.emplace(id, Launch{step, id, node.inputs});
     } else if (reducible(graph, id)) {
@@ -218,7 +237,8 @@ Program plan_program(const graph::Graph& graph) {
     }
     place[launch.writes] = {Place::Kind::arena, lives.size()};
     launch.step.out = lives.size();
-    lives.push_back({.bytes = bytes_of(graph.node(launch.writes)), .first = step, .last = step});
+    lives.push_back(
+        {.bytes = std::max(bytes_of(graph.node(launch.writes)), launch.step.bytes), .first = step, .last = step});
   }
   auto end = static_cast<int64_t>(ordered.size());
   std::vector<size_t> output_life;
