@@ -67,11 +67,13 @@ struct NormStatistics {
   C inverse;  // inv
 };
 
+// d of an element x of the row.
 template <class S, class C, bool Centered>
 SX_HOST_DEVICE C centered(S x, const NormStatistics<C>& stats) {
   return Centered ? stored<S>(C(static_cast<C>(x) - stats.mean)) : static_cast<C>(x);
 }
 
+// The statistics of a row x, its sums added in C from its first element on.
 template <class S, class C, bool Centered>
 SX_HOST_DEVICE NormStatistics<C> norm_statistics(const S* x, int64_t length, double eps) {
   NormStatistics<C> stats{};
