@@ -11,6 +11,7 @@
 
 #include <limits>
 #include <random>
+#include <tuple>
 
 #include "composite_cases.h"
 #include "device/cuda/codegen.h"
@@ -299,10 +300,26 @@ TEST(CudaCrossEntropy, EachIsAStepOfGeneratedKernelsThatNvrtcCompiles) {
   const cuda::Program program = cuda::plan_program(graph);
   ASSERT_EQ(program.steps.size(), graph.outputs.size());
   size_t checking = 0, second = 0;
-  for (const cuda::Step& step : program.steps) {
+  for (size_t k = 0; k < program.steps.size(); ++k) {
+    const cuda::Step& step = program.steps[k];
+    const std::string& name = graph.outputs[k].name;  // the steps and outputs in the graph's order
+    SCOPED_TRACE(name);
     EXPECT_EQ(step.kind, cuda::Step::Kind::row);
     checking += step.checks_indices;
     second += step.second_kernel.has_value();
+    // Each pass's threads, and the place's bytes: the value, then the first pass's values
+    // from the next 16-byte boundary (a float a row, or a row's three statistics).
+    const size_t size = graph::dtype_size(graph.node(graph.outputs[k].node).dtype);
+    if (name.starts_with("loss")) {
+      EXPECT_EQ(std::tuple(step.threads, step.second_threads, step.bytes), std::tuple(5, 1, 16 + 5 * 4));
+    } else if (name.starts_with("dx")) {
+      EXPECT_EQ(std::tuple(step.threads, step.second_kernel.has_value(), step.bytes), std::tuple(5, false, 200 * size));
+    } else if (step.second_kernel) {
+      EXPECT_EQ(std::tuple(step.threads, step.second_threads, step.bytes),
+                std::tuple(3, 40, (40 * size + 15) / 16 * 16 + 3 * 3 * 4));
+    } else {
+      EXPECT_EQ(std::tuple(step.threads, step.bytes), std::tuple(40, 40 * size));
+    }
   }
   // The loss and its gradient check their targets; the loss and the weights' gradients
   // take two passes.
