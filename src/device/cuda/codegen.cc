@@ -12,6 +12,7 @@
 
 #include "device/cuda/element.h"
 #include "device/cuda/elementwise.h"
+#include "device/cuda/gradient_math.h"
 #include "device/cuda/index_math.h"
 #include "device/cuda/nvrtc.h"
 #include "device/cuda/reduction.h"
@@ -107,24 +108,25 @@ std::string element_line(const graph::Graph& graph, graph::NodeId id, const std:
 }
 
 // A kernel's source, named by a hash of its parameters and body: "sx_fused_...". Its
-// threads take the places i < n in turns (a grid-stride loop), `setup` before the loop
-// and `body` (lines of i) in it.
+// threads take the places i < `bound` (n unless given) in turns (a grid-stride loop),
+// `setup` before the loop and `body` (lines of i) in it.
 GeneratedKernel grid_stride_kernel(std::string_view kind, const std::string& parameters, const std::string& setup,
-                                   const std::string& body) {
+                                   const std::string& body, std::string_view bound = "n") {
   std::string signature_and_body = fmt::format(
       "({}) {{\n"
       "{}"
-      "  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * "
+      "  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < {}; i += int64_t(gridDim.x) * "
       "blockDim.x) {{\n"
       "{}"
       "  }}\n"
       "}}\n",
-      parameters, setup, body);
+      parameters, setup, bound, body);
   GeneratedKernel kernel;
   kernel.name = fmt::format("sx_{}_{:016x}", kind, text_hash(signature_and_body));
   kernel.source = fmt::format(
       "#include \"graph/bf16.h\"\n"
       "#include \"device/cuda/composite_math.h\"\n"
+      "#include \"device/cuda/cross_entropy_math.h\"\n"
       "#include \"device/cuda/element_math.h\"\n"
       "#include \"device/cuda/gradient_math.h\"\n"
       "#include \"device/cuda/index_math.h\"\n"
@@ -219,6 +221,28 @@ GatherGeometry gather_geometry(const graph::Graph& graph, graph::NodeId id) {
 
 namespace {
 
+// "const S0* __restrict__ operand0, ...": the parameters of `node`'s inputs, in order.
+std::string operand_parameters(const graph::Graph& graph, const graph::Node& node) {
+  std::string parameters;
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    parameters += fmt::format("const {}* __restrict__ operand{}, ", c_type(graph.node(node.inputs[k]).dtype), k);
+  }
+  return parameters;
+}
+
+// The parameters a kernel that checks indices takes after its others.
+constexpr const char* kIndexCheckParameters = ", sx::device::cuda::IndexFault* fault, uint32_t node";
+
+// A kernel's setup that checks `check`'s indices, its threads taking them in turns.
+std::string index_check_setup(const IndexCheck& check) {
+  return fmt::format(
+      "  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < {}; j += int64_t(gridDim.x) * "
+      "blockDim.x) {{\n"
+      "    sx::device::cuda::check_index(fault, node, operand{}, j, {});\n"
+      "  }}\n",
+      check.count, check.operand, check.length);
+}
+
 // A kernel of one thread per element of `node`'s result: void NAME(const S0* operand0,
 // ..., T* out, int64_t n), its inputs in order, out[i] = `element` (an expression of
 // operand0..., and i) for i < n. With `check`, it takes IndexFault* fault and uint32_t
@@ -226,20 +250,12 @@ namespace {
 GeneratedKernel per_element_kernel(std::string_view kind, const graph::Graph& graph, graph::NodeId id,
                                    const std::string& element, const std::optional<IndexCheck>& check = {}) {
   const graph::Node& node = graph.node(id);
-  std::string parameters;
-  for (size_t k = 0; k < node.inputs.size(); ++k) {
-    parameters += fmt::format("const {}* __restrict__ operand{}, ", c_type(graph.node(node.inputs[k]).dtype), k);
-  }
+  std::string parameters = operand_parameters(graph, node);
   parameters += fmt::format("{}* __restrict__ out, int64_t n", c_type(node.dtype));
   std::string setup;
   if (check) {
-    parameters += ", sx::device::cuda::IndexFault* fault, uint32_t node";
-    setup = fmt::format(
-        "  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < {}; j += int64_t(gridDim.x) * "
-        "blockDim.x) {{\n"
-        "    sx::device::cuda::check_index(fault, node, operand{}, j, {});\n"
-        "  }}\n",
-        check->count, check->operand, check->length);
+    parameters += kIndexCheckParameters;
+    setup = index_check_setup(*check);
   }
   return grid_stride_kernel(kind, parameters, setup, fmt::format("    out[i] = sx::device::cuda::{};\n", element));
 }
@@ -258,6 +274,15 @@ std::optional<IndexCheck> index_check(const graph::Graph& graph, graph::NodeId i
       if (!node.attrs.has("checked")) return std::nullopt;
       return IndexCheck{
           .operand = 0, .count = graph::numel(graph.node(node.inputs[0]).shape), .length = node.attrs.get_int("depth")};
+    case graph::PrimId::composite_gradient:
+      if (graph::gradient_of(node.attrs).id != graph::PrimId::cross_entropy) return std::nullopt;
+      [[fallthrough]];
+    case graph::PrimId::cross_entropy: {
+      // Its one_hot's check, of the targets against the classes.
+      const graph::Shape& logits = graph.node(node.inputs[0]).shape;
+      if (logits.empty()) return std::nullopt;
+      return IndexCheck{.operand = 1, .count = graph::numel(graph.node(node.inputs[1]).shape), .length = logits.back()};
+    }
     default: return std::nullopt;
   }
 }
@@ -410,6 +435,56 @@ std::optional<graph::PrimId> gradient_kernel_of(const graph::Graph& graph, const
   return of.id;
 }
 
+// A double literal as its bits, so that the kernel rounds exactly the host's value.
+std::string exactly(double value) { return fmt::format("__longlong_as_double({}ll)", std::bit_cast<int64_t>(value)); }
+
+bool is_index_dtype(graph::DType dtype) {
+  return dtype == graph::DType::i32 || dtype == graph::DType::i64 || dtype == graph::DType::u8 ||
+         dtype == graph::DType::u16;
+}
+
+// Whether cross_entropy of `inputs` is a form its kernels take: logits of f32 or bf16, not
+// empty, a target of an index dtype for each of their rows, and for its gradient with
+// respect to the logits, the loss's cotangent last, a scalar of the logits' dtype.
+bool cross_entropy_kernel_takes(const graph::Graph& graph, std::span<const graph::NodeId> inputs) {
+  if (inputs.size() != 2 && inputs.size() != 3) return false;
+  const graph::Node& x = graph.node(inputs[0]);
+  const graph::Node& targets = graph.node(inputs[1]);
+  if ((x.dtype != graph::DType::f32 && x.dtype != graph::DType::bf16) || x.shape.empty() ||
+      graph::numel(x.shape) == 0) {
+    return false;
+  }
+  if (!is_index_dtype(targets.dtype) || targets.shape != graph::Shape(x.shape.begin(), x.shape.end() - 1)) return false;
+  if (inputs.size() == 2) return true;
+  const graph::Node& cotangent = graph.node(inputs[2]);
+  return cotangent.dtype == x.dtype && cotangent.shape.empty();
+}
+
+bool is_cross_entropy_gradient(const graph::Graph& graph, const graph::Node& node) {
+  return graph::gradient_of(node.attrs).id == graph::PrimId::cross_entropy && node.attrs.get_int("input") == 0 &&
+         cross_entropy_kernel_takes(graph, node.inputs);
+}
+
+enum class NormParameter { weight, bias };
+
+// The parameter a composite_gradient is the gradient of, where its kernels compute it: a
+// norm's weight or bias, of f32 or bf16, of a form the norm's kernel takes, of x not
+// empty, the cotangent last, of x's dtype and shape.
+std::optional<NormParameter> norm_parameter_of(const graph::Graph& graph, const graph::Node& node) {
+  const graph::PrimId of = graph::gradient_of(node.attrs).id;
+  const int64_t input = node.attrs.get_int("input");
+  if ((of != graph::PrimId::layer_norm && of != graph::PrimId::rms_norm) || input == 0) return std::nullopt;
+  if (node.dtype != graph::DType::f32 && node.dtype != graph::DType::bf16) return std::nullopt;
+  std::span<const graph::NodeId> operands(node.inputs.data(), node.inputs.size() - 1);
+  const graph::Node& x = graph.node(operands[0]);
+  const graph::Node& cotangent = graph.node(node.inputs.back());
+  if (x.dtype != node.dtype || graph::numel(x.shape) == 0) return std::nullopt;
+  if (cotangent.dtype != x.dtype || cotangent.shape != x.shape) return std::nullopt;
+  const graph::Attrs attrs = graph::differentiated_attrs(node.attrs);
+  if (!kernel_takes_form(graph, of, attrs, operands)) return std::nullopt;
+  return input == 1 && attrs.get_int("weight") != 0 ? NormParameter::weight : NormParameter::bias;
+}
+
 }  // namespace
 
 bool runs_by_elements(const graph::Graph& graph, const graph::Node& node) {
@@ -418,7 +493,8 @@ bool runs_by_elements(const graph::Graph& graph, const graph::Node& node) {
 }
 
 bool has_composite_kernel(graph::PrimId prim) {
-  return is_row_composite(prim) || is_update(prim) || prim == graph::PrimId::composite_gradient;
+  return is_row_composite(prim) || is_update(prim) || prim == graph::PrimId::composite_gradient ||
+         prim == graph::PrimId::cross_entropy;
 }
 
 bool is_update(graph::PrimId prim) { return prim == graph::PrimId::adamw || prim == graph::PrimId::sgd; }
@@ -426,7 +502,11 @@ bool is_update(graph::PrimId prim) { return prim == graph::PrimId::adamw || prim
 bool has_composite_kernel(const graph::Graph& graph, const graph::Node& node) {
   if (!has_composite_kernel(node.op())) return false;
   if (is_update(node.op())) return node.dtype == graph::DType::f32;
-  if (node.op() == graph::PrimId::composite_gradient) return gradient_kernel_of(graph, node).has_value();
+  if (node.op() == graph::PrimId::cross_entropy) return cross_entropy_kernel_takes(graph, node.inputs);
+  if (node.op() == graph::PrimId::composite_gradient) {
+    return gradient_kernel_of(graph, node).has_value() || is_cross_entropy_gradient(graph, node) ||
+           norm_parameter_of(graph, node).has_value();
+  }
   return graph::is_float(node.dtype) && kernel_takes_form(graph, node.op(), node.attrs, node.inputs);
 }
 
@@ -437,11 +517,7 @@ namespace {
 // of the parameter each, its values stacked in out (update_math.h).
 GeneratedKernel generate_update_kernel(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
-  std::string parameters;
-  for (size_t k = 0; k < node.inputs.size(); ++k) {
-    parameters += fmt::format("const {}* __restrict__ operand{}, ", c_type(graph.node(node.inputs[k]).dtype), k);
-  }
-  parameters += "float* __restrict__ out, int64_t n";
+  std::string parameters = operand_parameters(graph, node) + "float* __restrict__ out, int64_t n";
   const bool decays = node.attrs.get_int("weight_decay") != 0;
   std::string setup, call;
   if (node.op() == graph::PrimId::adamw) {
@@ -478,8 +554,6 @@ GeneratedKernel generate_composite_kernel(const graph::Graph& graph, graph::Node
   const char* t = c_type(node.dtype);
   // The composite_math.h (gradient_math.h) function's template arguments: the storage and compute types.
   std::string types = fmt::format("{}, {}", t, compute_type(node.dtype));
-  // A double literal as its bits, so that the kernel rounds exactly the host's value.
-  auto exactly = [](double value) { return fmt::format("__longlong_as_double({}ll)", std::bit_cast<int64_t>(value)); };
   if (op == graph::PrimId::gelu) {
     const std::string& form = attrs.get_string("form");
     if (!gradient) {
@@ -530,6 +604,118 @@ GeneratedKernel generate_composite_kernel(const graph::Graph& graph, graph::Node
                             fmt::format("    const {}* row = operand0 + i * length;\n"
                                         "    sx::device::cuda::{};\n",
                                         t, call));
+}
+
+namespace {
+
+// What the passes of a node's passed kernels share: the storage and compute types of x,
+// the kind of kernel, the parameters, the index check's setup, the cotangent operand
+// (a gradient's), and where the first pass's values for the second begin: after the
+// node's value, 16-byte aligned.
+struct PassSource {
+  std::string types, kind, parameters, setup, cotangent;
+  size_t value_bytes = 0, scratch = 0;
+
+  // The body's line that names those values `scratch`, of `type`.
+  std::string scratch_of(std::string_view type) const {
+    return fmt::format("    {0}* scratch = reinterpret_cast<{0}*>(reinterpret_cast<char*>(out) + {1});\n", type,
+                       scratch);
+  }
+};
+
+// A cross_entropy's kernels over `rows` (cross_entropy_math.h): the loss's two passes, or
+// the gradient's one.
+PassedKernels cross_entropy_kernels(const PassSource& source, bool gradient, int64_t rows) {
+  PassedKernels passes;
+  passes.threads = rows;
+  passes.bytes = source.value_bytes;
+  if (gradient) {
+    passes.first = grid_stride_kernel(
+        source.kind, source.parameters, source.setup,
+        fmt::format("    sx::device::cuda::cross_entropy_gradient_row<{}>(operand0 + i * length, int64_t(operand1[i]), "
+                    "{}[0], n, out + i * length, length);\n",
+                    source.types, source.cotangent));
+    return passes;
+  }
+  passes.first = grid_stride_kernel(
+      source.kind, source.parameters, source.setup,
+      source.scratch_of("float") +
+          fmt::format("    scratch[i] = float(sx::device::cuda::picked_log_probability<{}>(operand0 + i * length, "
+                      "length, int64_t(operand1[i])));\n",
+                      source.types));
+  passes.second = grid_stride_kernel(
+      source.kind, source.parameters, "",
+      source.scratch_of("float") +
+          fmt::format("    out[0] = sx::device::cuda::cross_entropy_loss<{}>(scratch, n);\n", source.types),
+      "1");
+  passes.second_threads = 1;
+  passes.bytes = source.scratch + static_cast<size_t>(rows) * sizeof(float);
+  return passes;
+}
+
+// The kernels of the gradient of a norm's weight (each row's statistics, then a column's
+// sum a thread) or bias (a column's sum a thread), of x's `rows` of `length`
+// (gradient_math.h).
+PassedKernels norm_parameter_kernels(const PassSource& source, const graph::Node& node, NormParameter parameter,
+                                     int64_t rows, int64_t length, bool summed) {
+  const bool centered = graph::gradient_of(node.attrs).id == graph::PrimId::layer_norm;
+  const bool weight = parameter == NormParameter::weight;
+  const std::string column = fmt::format(
+      "    out[i] = sx::device::cuda::norm_parameter_gradient_column<{}, {}, {}>(operand0, {}, {}, n, length, i, "
+      "{});\n",
+      source.types, centered, weight, source.cotangent, weight ? "scratch" : "nullptr", summed);
+  PassedKernels passes;
+  passes.bytes = source.value_bytes;
+  if (!weight) {
+    passes.first = grid_stride_kernel(source.kind, source.parameters, "", column, "length");
+    passes.threads = length;
+    return passes;
+  }
+  const char* statistics = "sx::device::cuda::NormStatistics<float>";
+  const double eps = graph::differentiated_attrs(node.attrs).get_double("eps");
+  passes.first = grid_stride_kernel(
+      source.kind, source.parameters, "",
+      source.scratch_of(statistics) +
+          fmt::format("    scratch[i] = sx::device::cuda::norm_statistics<{}, {}>(operand0 + i * length, length, "
+                      "{});\n",
+                      source.types, centered, exactly(eps)));
+  passes.threads = rows;
+  passes.second =
+      grid_stride_kernel(source.kind, source.parameters, "", source.scratch_of(statistics) + column, "length");
+  passes.second_threads = length;
+  passes.bytes = source.scratch + static_cast<size_t>(rows) * sizeof(NormStatistics<float>);
+  return passes;
+}
+
+}  // namespace
+
+std::optional<PassedKernels> passed_kernels(const graph::Graph& graph, graph::NodeId id) {
+  const graph::Node& node = graph.node(id);
+  const bool gradient = node.op() == graph::PrimId::composite_gradient;
+  const bool cross_entropy = node.op() == graph::PrimId::cross_entropy
+                                 ? cross_entropy_kernel_takes(graph, node.inputs)
+                                 : gradient && is_cross_entropy_gradient(graph, node);
+  const std::optional<NormParameter> parameter = gradient ? norm_parameter_of(graph, node) : std::nullopt;
+  if (!cross_entropy && !parameter) return std::nullopt;
+  const graph::Node& x = graph.node(node.inputs[0]);
+  PassSource source{
+      .types = fmt::format("{}, {}", c_type(x.dtype), compute_type(x.dtype)),
+      .kind = gradient ? "gradient" : "composite",
+      .parameters = operand_parameters(graph, node) +
+                    fmt::format("{}* __restrict__ out, int64_t n, int64_t length", c_type(node.dtype)),
+      .setup = "",
+      .cotangent = fmt::format("operand{}", node.inputs.size() - 1),
+      .value_bytes = static_cast<size_t>(graph::numel(node.shape)) * graph::dtype_size(node.dtype),
+  };
+  source.scratch = (source.value_bytes + 15) / 16 * 16;
+  if (std::optional<IndexCheck> check = index_check(graph, id)) {
+    source.parameters += kIndexCheckParameters;
+    source.setup = index_check_setup(*check);
+  }
+  const int64_t length = x.shape.back(), rows = graph::numel(x.shape) / length;
+  if (cross_entropy) return cross_entropy_kernels(source, gradient, rows);
+  // x of rank 1 is a single row of the parameter's shape: its terms are not summed.
+  return norm_parameter_kernels(source, node, *parameter, rows, length, x.shape.size() > 1);
 }
 
 std::vector<Fusion> find_fusions(const graph::Graph& graph) {

@@ -75,7 +75,8 @@ struct IndexCheck {
   int64_t length = 0;
 };
 
-// gather's and scatter_add's indices, and a checked one_hot's; nullopt for other nodes.
+// gather's and scatter_add's indices, a checked one_hot's, and the targets of a
+// cross_entropy or of its gradient (its one_hot's, operand 1); nullopt for other nodes.
 std::optional<IndexCheck> index_check(const graph::Graph& graph, graph::NodeId node);
 
 // The kernel of an indexable node: void NAME(const S0* operand0, ..., T* out, int64_t n),
@@ -102,9 +103,11 @@ GeneratedKernel generate_random_kernel(const graph::Graph& graph, graph::NodeId 
 // softmax or log_softmax over the last axis, layer_norm or rms_norm with their weight and
 // bias (where given) of the last axis's length, or gelu (composite_math.h); the
 // composite_gradient with respect to x of one of these forms, of f32 or bf16, the
-// cotangent last among its operands (gradient_math.h); adamw or sgd of f32 in every form
-// (update_math.h). A `part` of an update has none: it is expanded into its slice of the
-// update's stacked values.
+// cotangent last among its operands (gradient_math.h), or with respect to such a norm's
+// weight or bias, of x not empty; cross_entropy of f32 or bf16 logits, not empty, and
+// targets of any index dtype, and its gradient with respect to the logits
+// (cross_entropy_math.h); adamw or sgd of f32 in every form (update_math.h). A `part` of an update has none: it is
+// expanded into its slice of the update's stacked values.
 bool has_composite_kernel(const graph::Graph& graph, const graph::Node& node);
 // Whether some form of composite `prim` has one.
 bool has_composite_kernel(graph::PrimId prim);
@@ -121,6 +124,24 @@ bool runs_by_elements(const graph::Graph& graph, const graph::Node& node);
 // void NAME(const T* operand0, ..., T* out, int64_t n, int64_t length), its inputs in
 // order, a row of `length` elements each, n rows (a gradient's cotangent last).
 GeneratedKernel generate_composite_kernel(const graph::Graph& graph, graph::NodeId node);
+
+// The kernels of a cross_entropy, of its gradient with respect to the logits, or of the
+// gradient of a norm's weight or bias (passed_kernels), which take a row composite's
+// arguments: its operands, out, n rows of `length`, and where the node checks its targets
+// (index_check), the run's IndexFault and the node. `first` runs over `threads` threads,
+// then `second`, where given, over `second_threads`: the loss's sum over the rows (of
+// their values), a weight's sums over the rows, a column a thread (of each row's
+// statistics). The first pass's values for the second lie after the node's value, in its
+// arena place of `bytes`. The bias's sums are its first pass, a column a thread; the
+// gradient of the logits a row a thread.
+struct PassedKernels {
+  GeneratedKernel first;
+  int64_t threads = 0;
+  std::optional<GeneratedKernel> second;
+  int64_t second_threads = 0;
+  size_t bytes = 0;
+};
+std::optional<PassedKernels> passed_kernels(const graph::Graph& graph, graph::NodeId node);
 
 // The kernel of `fusion`: void NAME(const S0* operand0, ..., R* out, int64_t n), out[i]
 // the root's value at element i, for i < n.

@@ -111,9 +111,14 @@ void CudaPlan::enqueue(const Addresses& addresses) {
       arguments.push_back(&fault);
       arguments.push_back(&node);
     }
-    check(cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[step.kernel]), grid_for(step.n), kThreads,
-                           arguments.data(), 0, stream),
+    check(cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[step.kernel]),
+                           grid_for(step.threads ? step.threads : step.n), kThreads, arguments.data(), 0, stream),
           "to launch a generated kernel");
+    if (step.second_kernel) {
+      check(cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[*step.second_kernel]),
+                             grid_for(step.second_threads), kThreads, arguments.data(), 0, stream),
+            "to launch a generated kernel's second pass");
+    }
   }
   for (const Stage& stage : program_.stages) {
     check(cudaMemcpyAsync(arena_->data() + stage.to, at(stage.from), stage.bytes, cudaMemcpyDeviceToDevice, stream),

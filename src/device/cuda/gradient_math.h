@@ -1,7 +1,8 @@
 // The composites' gradients with respect to x that the cuda device runs by kernels of
 // their own (codegen.h), given the cotangent g of the composite's value: softmax and
 // log_softmax over a row, layer_norm and rms_norm of a row (with or without weight and
-// bias), and gelu of an element, stored as S (float or graph::Bf16) and computed in C.
+// bias), and gelu of an element, and the gradients of the norms' weight and bias (a
+// column's sum over the rows), stored as S (float or graph::Bf16) and computed in C.
 // Each computes what reverse-mode autodiff (graph/autodiff.cc) builds walking back through
 // the composite's decomposition (graph/prims/composite.cc) with cotangent g: every node's
 // formula in its order, operands in their order, each value rounded to S as its node
@@ -45,9 +46,9 @@ SX_HOST_DEVICE void softmax_gradient_row(const S* x, const S* g, S* dx, int64_t 
 }
 
 // log_softmax: y = x - (m + log s), the shift m = max x held constant; the gradient
-// g + (sum(-g) / s) e.
-template <class S, class C>
-SX_HOST_DEVICE void log_softmax_gradient_row(const S* x, const S* g, S* dx, int64_t length) {
+// g + (sum(-g) / s) e. g is a row of S, or anything whose g[j] is one.
+template <class S, class C, class Cotangent>
+SX_HOST_DEVICE void log_softmax_gradient_row(const S* x, Cotangent g, S* dx, int64_t length) {
   shifted_exps<S, C>(x, dx, length);
   const C total = static_cast<C>(row_sum<S, C>(dx, length));
   const C minus_g = summed<S, C>(length, [&](int64_t j) { return C(-static_cast<C>(g[j])); });
@@ -57,19 +58,45 @@ SX_HOST_DEVICE void log_softmax_gradient_row(const S* x, const S* g, S* dx, int6
   }
 }
 
-// layer_norm (Centered) or rms_norm: y = (d inv) w + b, inv = rsqrt(v), v = mean(d d) +
-// eps, d = x - mean x (layer) or x (rms). With a = g w (g without a weight), d's
-// cotangent is (a inv + c d) + c d, c = sum(a d) ((-0.5 inv) / v) / length (through inv
-// and d d); x's is that, plus sum(-that) / length through the mean (layer). The weight
-// is null when absent; the bias adds nothing to x's gradient.
+// A norm's statistics of a row: d = x - mean x (layer_norm's, Centered) or x (rms_norm's),
+// v = mean(d d) + eps, inv = rsqrt(v), each stored as S.
+template <class C>
+struct NormStatistics {
+  C mean;     // 0 for rms_norm
+  C shifted;  // v
+  C inverse;  // inv
+};
+
+// d of an element x of the row.
+template <class S, class C, bool Centered>
+SX_HOST_DEVICE C centered(S x, const NormStatistics<C>& stats) {
+  return Centered ? stored<S>(C(static_cast<C>(x) - stats.mean)) : static_cast<C>(x);
+}
+
+// The statistics of a row x, its sums added in C from its first element on.
+template <class S, class C, bool Centered>
+SX_HOST_DEVICE NormStatistics<C> norm_statistics(const S* x, int64_t length, double eps) {
+  NormStatistics<C> stats{};
+  stats.mean = Centered ? row_mean<S, C>(row_sum<S, C>(x, length), length) : C(0);
+  const C squares = summed<S, C>(length, [&](int64_t j) {
+    const C d = centered<S, C, Centered>(x[j], stats);
+    return stored<S>(C(d * d));
+  });
+  stats.shifted = stored<S>(C(row_mean<S, C>(S(squares), length) + literal<S, C>(eps)));
+  stats.inverse = stored<S>(C(graph::prims::scalar::Rsqrt{}(stats.shifted)));
+  return stats;
+}
+
+// layer_norm (Centered) or rms_norm: y = (d inv) w + b (norm_statistics). With a = g w
+// (g without a weight), d's cotangent is (a inv + c d) + c d, c = sum(a d) ((-0.5 inv) /
+// v) / length (through inv and d d); x's is that, plus sum(-that) / length through the
+// mean (layer). The weight is null when absent; the bias adds nothing to x's gradient.
 template <class S, class C, bool Centered>
 SX_HOST_DEVICE void norm_gradient_row(const S* x, const S* weight, const S* g, S* dx, int64_t length, double eps) {
   using graph::prims::scalar::Div;
-  const C mean = Centered ? row_mean<S, C>(row_sum<S, C>(x, length), length) : C(0);
-  const auto d = [&](int64_t j) { return Centered ? stored<S>(C(static_cast<C>(x[j]) - mean)) : static_cast<C>(x[j]); };
-  const C squares = summed<S, C>(length, [&](int64_t j) { return stored<S>(C(d(j) * d(j))); });
-  const C shifted = stored<S>(C(row_mean<S, C>(S(squares), length) + literal<S, C>(eps)));
-  const C inverse = stored<S>(C(graph::prims::scalar::Rsqrt{}(shifted)));
+  const NormStatistics<C> stats = norm_statistics<S, C, Centered>(x, length, eps);
+  const auto d = [&](int64_t j) { return centered<S, C, Centered>(x[j], stats); };
+  const C shifted = stats.shifted, inverse = stats.inverse;
   const auto a = [&](int64_t j) {
     return weight ? stored<S>(C(static_cast<C>(g[j]) * static_cast<C>(weight[j]))) : static_cast<C>(g[j]);
   };
@@ -91,6 +118,30 @@ SX_HOST_DEVICE void norm_gradient_row(const S* x, const S* weight, const S* g, S
   });
   const C through_mean = stored<S>(C(Div{}(minus_total, literal<S, C>(double(length)))));
   for (int64_t j = 0; j < length; ++j) dx[j] = S(C(static_cast<C>(dx[j]) + through_mean));
+}
+
+// The gradient of a norm's weight (Weighted: through y = (d inv) w + b, the sum over the
+// rows of g (d inv)) or bias (the sum over the rows of g) at `column` of x's rows of
+// `length`, each row's statistics in `stats` (the weight's alone), given the cotangent g
+// of x's shape: each term stored as S, added in C from 0 in the rows' order, as the
+// reference sums over the rows. Summed false: a single row whose shape the parameter
+// has, so there is no sum, only the term.
+template <class S, class C, bool Centered, bool Weighted>
+SX_HOST_DEVICE S norm_parameter_gradient_column(const S* x, const S* g, const NormStatistics<C>* stats, int64_t rows,
+                                                int64_t length, int64_t column, bool summed) {
+  const auto term = [&](int64_t row) {
+    const int64_t at = row * length + column;
+    if constexpr (!Weighted) {
+      return static_cast<C>(g[at]);
+    } else {
+      const C normalized = stored<S>(C(centered<S, C, Centered>(x[at], stats[row]) * stats[row].inverse));
+      return stored<S>(C(static_cast<C>(g[at]) * normalized));
+    }
+  };
+  if (!summed) return S(term(0));
+  C acc = C(0);
+  for (int64_t row = 0; row < rows; ++row) acc = graph::prims::wrap_add(acc, term(row));
+  return S(acc);
 }
 
 // gelu's gradient at x times g, the contributions to x added in the order the walk

@@ -70,6 +70,20 @@ struct Launch {
   std::vector<graph::NodeId> reads;
 };
 
+// `step` of node `id` checks `check`'s indices; E-DEVICE-007 where the node is beyond those
+// a fault can name.
+void checks_indices(Step& step, const IndexCheck& check, const graph::Graph& graph, graph::NodeId id) {
+  if (id >= kMostFaultNodes) {
+    throw DeviceError(fmt::format("the cuda device checks the indices of the first {} nodes of a graph; "
+                                  "node {} ({}) is beyond them: use --device cpu",
+                                  kMostFaultNodes, id, graph.node(id).op_name()),
+                      "E-DEVICE-007");
+  }
+  step.checks_indices = true;
+  step.checked_indices = check.count;
+  step.node = static_cast<uint32_t>(id);
+}
+
 std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
   std::map<std::string, size_t> kernel_index;
   auto add_kernel = [&](const GeneratedKernel& kernel) {
@@ -107,6 +121,19 @@ std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
       step.dtype = node.dtype;
       step.movement = plan_movement(graph, id);
       step.n = graph::numel(node.shape);
+      by_node.emplace(id, Launch{step, id, node.inputs});
+    } else if (std::optional<PassedKernels> passes = passed_kernels(graph, id)) {
+      const graph::Shape& x = graph.node(node.inputs[0]).shape;
+      Step step;
+      step.kind = Step::Kind::row;
+      step.kernel = add_kernel(passes->first);
+      step.threads = passes->threads;
+      if (passes->second) step.second_kernel = add_kernel(*passes->second);
+      step.second_threads = passes->second_threads;
+      step.bytes = passes->bytes;
+      step.length = x.back();
+      step.n = graph::numel(x) / step.length;
+      if (std::optional<IndexCheck> check = index_check(graph, id)) checks_indices(step, graph, id, check->count);
       by_node.emplace(id, Launch{step, id, node.inputs});
     } else if (has_composite_kernel(graph, node)) {
       // gelu (and its gradient) and the updates an element per thread, the others a row
@@ -243,7 +270,8 @@ Program plan_program(const graph::Graph& graph, const SortBytes& sort_bytes) {
     }
     place[launch.writes] = {Place::Kind::arena, lives.size()};
     launch.step.out = lives.size();
-    lives.push_back({.bytes = bytes_of(graph.node(launch.writes)), .first = step, .last = step});
+    lives.push_back(
+        {.bytes = std::max(bytes_of(graph.node(launch.writes)), launch.step.bytes), .first = step, .last = step});
     if (launch.step.kind == Step::Kind::scatter_add) {
       SortedScatter& scatter = launch.step.scatter;
       if (sort_bytes && scatter.geometry.count > 0)

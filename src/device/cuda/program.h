@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,13 @@ struct Step {
   bool checks_indices = false;
   int64_t checked_indices = 0;
   uint32_t node = 0;
+  // row: a node of passed kernels (codegen.h's passed_kernels): `kernel` over `threads`
+  // threads, then `second_kernel` over `second_threads`; its place in the arena, of
+  // `bytes`, holds the first pass's values for the second after its own.
+  int64_t threads = 0;
+  std::optional<size_t> second_kernel;
+  int64_t second_threads = 0;
+  size_t bytes = 0;
 };
 
 // A copy of bytes into the arena: an output that is an input or a constant is staged

@@ -96,9 +96,9 @@ TEST(CudaGradients, GiveTheReferenceBitsOnTheHost) {
   }
 }
 
-// The gradients with respect to a norm's weight or bias, of f64, and of a softmax over
-// another axis than the last have no kernel: they are expanded.
-TEST(CudaGradients, HaveAKernelForXOfTheKernelsFormsAlone) {
+// The gradients of f64 and of a softmax over another axis than the last have no kernel:
+// they are expanded. A norm's weight's has one (cuda_cross_entropy_test.cc tests it).
+TEST(CudaGradients, HaveAKernelForTheKernelsFormsAlone) {
   Graph graph;
   graph::Builder b(graph);
   const NodeId x = b.input("x", {4, 6}, DType::f32), w = b.input("w", {6}, DType::f32);
@@ -114,7 +114,7 @@ TEST(CudaGradients, HaveAKernelForXOfTheKernelsFormsAlone) {
   const NodeId of_gelu64 = b.op("composite_gradient", {x64, b.input("g64", {4, 6}, DType::f64)},
                                 graph::gradient_attrs(*gelu64.prim, 0, gelu64.attrs));
   EXPECT_TRUE(cuda::has_composite_kernel(graph, graph.node(of_x)));
-  EXPECT_FALSE(cuda::has_composite_kernel(graph, graph.node(of_w)));
+  EXPECT_TRUE(cuda::has_composite_kernel(graph, graph.node(of_w)));
   EXPECT_FALSE(cuda::has_composite_kernel(graph, graph.node(of_columns)));
   EXPECT_FALSE(cuda::has_composite_kernel(graph, graph.node(of_gelu64)));
   EXPECT_TRUE(cuda::has_kernel(PrimId::composite_gradient));
