@@ -36,6 +36,14 @@ int64_t rows_per_block(int64_t queries, int64_t depth, int64_t width) {
 
 graph::Shape batch_of(const graph::Shape& shape) { return {shape.begin(), shape.end() - 2}; }
 
+// The scores' shape: [batch..., queries, keys].
+graph::Shape scores_shape(const graph::Graph& graph, const graph::Node& node) {
+  const size_t rank = node.shape.size();
+  graph::Shape scores = batch_of(node.shape);
+  scores.insert(scores.end(), {node.shape[rank - 2], graph.node(node.inputs[1]).shape[rank - 2]});
+  return scores;
+}
+
 // The mask's strides over the scores [batch..., queries, keys]: 0 along an axis it
 // broadcasts over (it may have fewer axes, aligned on the last).
 AttentionMask mask_layout(const graph::Shape& mask, const graph::Shape& scores) {
@@ -84,10 +92,7 @@ AttentionForm attention_form(const graph::Graph& graph, const graph::Node& node)
 
 AttentionMask attention_mask(const graph::Graph& graph, const graph::Node& node) {
   if (node.inputs.size() != 4) return {};
-  const size_t rank = node.shape.size();
-  graph::Shape scores = batch_of(node.shape);
-  scores.insert(scores.end(), {node.shape[rank - 2], graph.node(node.inputs[1]).shape[rank - 2]});
-  return mask_layout(graph.node(node.inputs[3]).shape, scores);
+  return mask_layout(graph.node(node.inputs[3]).shape, scores_shape(graph, node));
 }
 
 bool has_attention_kernel(const graph::Graph& graph, const graph::Node& node) {
@@ -108,14 +113,8 @@ bool has_attention_kernel(const graph::Graph& graph, const graph::Node& node) {
   if (rows_per_block(node.shape[rank - 2], depth, width) == 0) return false;
   if (node.inputs.size() == 3) return true;
   const graph::Node& mask = graph.node(node.inputs[3]);
-  if (mask.dtype != graph::DType::boolean || mask.shape.size() > rank || rank - 2 > kAttentionBatchAxes) return false;
-  graph::Shape scores = batch_of(node.shape);
-  scores.insert(scores.end(), {node.shape[rank - 2], keys});
-  const size_t offset = rank - mask.shape.size();
-  for (size_t d = 0; d < mask.shape.size(); ++d) {
-    if (mask.shape[d] != 1 && mask.shape[d] != scores[d + offset]) return false;
-  }
-  return true;
+  return mask.dtype == graph::DType::boolean && rank - 2 <= kAttentionBatchAxes &&
+         graph::broadcasts_to(mask.shape, scores_shape(graph, node));
 }
 
 int64_t attention_threads(const graph::Graph& graph, const graph::Node& node) {

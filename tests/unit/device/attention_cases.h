@@ -3,10 +3,13 @@
 // quarter of the places and every place of its first row, a NaN and infinities).
 #pragma once
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "graph/builder.h"
@@ -23,6 +26,25 @@ struct AttentionCase {
   Shape mask;
   bool edges = false;
 };
+
+// Sequences of 1 to 130 (odd lengths, several tiles or chunks of queries with a shorter
+// last one), head dims of 1 to 96, with and without batch axes, plain, causal and masked
+// (a mask over every axis, over some, over the keys alone), a NaN and infinities.
+inline std::vector<AttentionCase> attention_cases() {
+  return {
+      {{}, 1, 1, 1, 1, false, {}},
+      {{}, 3, 5, 2, 7, true, {}},
+      {{2, 3}, 5, 7, 3, 3, false, {}},
+      {{2, 3}, 7, 7, 5, 4, true, {}, true},
+      {{2}, 17, 17, 16, 16, true, {}},
+      {{3}, 33, 40, 96, 24, false, {33, 40}},
+      {{2, 2}, 9, 11, 8, 8, true, {2, 1, 9, 11}},
+      {{2}, 6, 13, 4, 5, false, {13}},
+      {{1, 2}, 130, 130, 64, 64, true, {}},
+      {{3}, 129, 65, 1, 2, false, {129, 65}},
+      {{2}, 70, 7, 4, 3, true, {}},
+  };
+}
 
 inline Shape with_matrix(Shape batch, int64_t rows, int64_t cols) {
   batch.insert(batch.end(), {rows, cols});
@@ -48,6 +70,13 @@ inline Tensor random_mask(const Shape& shape, std::mt19937& random) {
   const int64_t first_row = shape.empty() ? 1 : shape.back();
   std::fill_n(values.begin(), first_row, 0.0);
   return Tensor::from_doubles(DType::boolean, shape, values);
+}
+
+// "f32 q [2, 3, 7, 5] k 7 v 4 causal mask []", for a test's trace.
+inline std::string describe(const AttentionCase& c, DType dtype) {
+  return fmt::format("{} q {} k {} v {}{} mask {}", graph::dtype_name(dtype),
+                     graph::shape_str(with_matrix(c.batch, c.queries, c.depth)), c.keys, c.width,
+                     c.causal ? " causal" : "", graph::shape_str(c.mask));
 }
 
 inline Graph attention_graph(const AttentionCase& c, DType dtype) {

@@ -39,19 +39,7 @@ std::pair<int, size_t> attention_kernels(const CpuDevice& cpu, const Graph& grap
 // Under emulation (SEXPGPU_TEST_EMULATED) the cases of fewer than 64 queries alone: each
 // costs long there.
 std::vector<AttentionCase> cases() {
-  std::vector<AttentionCase> all{
-      {{}, 1, 1, 1, 1, false, {}},
-      {{}, 3, 5, 2, 7, true, {}},
-      {{2, 3}, 5, 7, 3, 3, false, {}},
-      {{2, 3}, 7, 7, 5, 4, true, {}, true},
-      {{2}, 17, 17, 16, 16, true, {}},
-      {{3}, 33, 40, 96, 24, false, {33, 40}},
-      {{2, 2}, 9, 11, 8, 8, true, {2, 1, 9, 11}},
-      {{2}, 6, 13, 4, 5, false, {13}},
-      {{1, 2}, 130, 130, 64, 64, true, {}},
-      {{3}, 129, 65, 1, 2, false, {129, 65}},
-      {{2}, 70, 7, 4, 3, true, {}},
-  };
+  std::vector<AttentionCase> all = attention_cases();
   if (std::getenv("SEXPGPU_TEST_EMULATED") != nullptr)
     std::erase_if(all, [](const AttentionCase& c) { return c.queries >= 64; });
   return all;
@@ -61,9 +49,7 @@ TEST(AttentionCompositeKernel, GivesItsDecompositionsBitsOnEveryInstructionSet) 
   std::mt19937 random(42);
   for (const AttentionCase& c : cases()) {
     for (DType dtype : {DType::f32, DType::bf16}) {
-      SCOPED_TRACE(fmt::format("{} q {} k {} v {}{} mask {}", graph::dtype_name(dtype),
-                               graph::shape_str(with_matrix(c.batch, c.queries, c.depth)), c.keys, c.width,
-                               c.causal ? " causal" : "", graph::shape_str(c.mask)));
+      SCOPED_TRACE(describe(c, dtype));
       const Graph graph = attention_graph(c, dtype);
       const Graph expanded = graph::expand_composites(graph);
       const std::vector<Tensor> inputs = attention_inputs(c, dtype, random);

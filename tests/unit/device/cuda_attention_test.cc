@@ -108,34 +108,22 @@ std::string compare_attention(const Graph& graph, const std::vector<Tensor>& inp
   return "";
 }
 
-// The cases: the cpu kernel's test's, and keys over several tiles (a last short one),
-// causal rows whose visible keys are all masked (so the keys it hides count, each with the
-// row's uniform weight), a mask over the keys alone, and one over the batch.
+// The cpu kernel's test's cases, and: causal rows whose visible keys are all masked (so
+// the keys it hides count, each with the row's uniform weight), a mask over a batch axis
+// and the keys, and edge values over keys of several tiles.
 std::vector<AttentionCase> attention_kernel_cases() {
-  return {
-      {{}, 1, 1, 1, 1, false, {}},
-      {{}, 3, 5, 2, 7, true, {}},
-      {{2, 3}, 5, 7, 3, 3, false, {}},
-      {{2, 3}, 7, 7, 5, 4, true, {}, true},
-      {{2}, 17, 17, 16, 16, true, {}},
-      {{3}, 33, 40, 96, 24, false, {33, 40}},
-      {{2, 2}, 9, 11, 8, 8, true, {2, 1, 9, 11}},
-      {{2}, 6, 13, 4, 5, false, {13}},
-      {{1, 2}, 100, 100, 32, 32, true, {}},
-      {{2}, 40, 70, 8, 8, true, {40, 70}},
-      {{3}, 70, 65, 1, 2, false, {3, 1, 65}},
-      {{2}, 70, 7, 4, 3, true, {}},
-      {{}, 5, 97, 16, 8, false, {}, true},
-  };
+  std::vector<AttentionCase> all = attention_cases();
+  all.push_back({{2}, 40, 70, 8, 8, true, {40, 70}});
+  all.push_back({{3}, 70, 65, 1, 2, false, {3, 1, 65}});
+  all.push_back({{}, 5, 97, 16, 8, false, {}, true});
+  return all;
 }
 
 TEST(CudaAttention, TheKernelsArithmeticIsTheDecompositionsUpToRounding) {
   std::mt19937 random(43);
   for (const AttentionCase& c : attention_kernel_cases()) {
     for (DType dtype : {DType::f32, DType::bf16}) {
-      SCOPED_TRACE(fmt::format("{} q {} k {} v {}{} mask {}", graph::dtype_name(dtype),
-                               graph::shape_str(with_matrix(c.batch, c.queries, c.depth)), c.keys, c.width,
-                               c.causal ? " causal" : "", graph::shape_str(c.mask)));
+      SCOPED_TRACE(describe(c, dtype));
       const Graph graph = attention_graph(c, dtype);
       ASSERT_TRUE(cuda::has_composite_kernel(graph, attention_node(graph)));
       const std::vector<Tensor> inputs = attention_inputs(c, dtype, random);
@@ -298,9 +286,7 @@ TEST(CudaAttention, IsTheDecompositionsUpToRoundingOnTheGpu) {
   std::mt19937 random(23);
   for (const AttentionCase& c : attention_kernel_cases()) {
     for (DType dtype : {DType::f32, DType::bf16}) {
-      SCOPED_TRACE(fmt::format("{} q {} k {} v {}{} mask {}", graph::dtype_name(dtype),
-                               graph::shape_str(with_matrix(c.batch, c.queries, c.depth)), c.keys, c.width,
-                               c.causal ? " causal" : "", graph::shape_str(c.mask)));
+      SCOPED_TRACE(describe(c, dtype));
       const Graph graph = attention_graph(c, dtype);
       const std::vector<Tensor> inputs = attention_inputs(c, dtype, random);
       const Tensor gpu = run_on("cuda", graph, inputs)[0];
