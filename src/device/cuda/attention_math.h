@@ -44,30 +44,44 @@ struct AttentionRow {
   float total = 0.0f;
 };
 
-// Takes `count` scores of the row, replacing each with its weight exp(score - largest)
-// under the new largest, and returns the factor the row's accumulators are scaled by:
-// exp(old largest - new largest), 0 at the first tile. While every score seen is -inf
-// the weights are 0 and the factor 1, so that a later finite score decides the row (a row
-// all -inf ends 0/0, NaN, as the decomposition's exp(-inf - -inf) gives).
-SX_HOST_DEVICE inline float absorb_scores(AttentionRow& row, float* scores, int64_t count) {
+// The row's largest score once it has seen `count` more (NaN once one is NaN).
+SX_HOST_DEVICE inline float tile_largest(const AttentionRow& row, const float* scores, int64_t count) {
   float largest = row.largest;
   for (int64_t j = 0; j < count; ++j) {
     const float s = scores[j];
     if (s > largest || (std::isnan(s) && !std::isnan(largest))) largest = s;
   }
-  if (largest == -std::numeric_limits<float>::infinity()) {
-    for (int64_t j = 0; j < count; ++j) scores[j] = 0.0f;
-    return 1.0f;
-  }
+  return largest;
+}
+
+// A score's weight under the row's new largest score: exp(score - largest), 0 while every
+// score seen is -inf (so that a later finite score decides the row; a row all -inf ends
+// 0/0, NaN, as the decomposition's exp(-inf - -inf) gives).
+SX_HOST_DEVICE inline float score_weight(float score, float largest) {
+  return largest == -std::numeric_limits<float>::infinity() ? 0.0f : gpu::Exp{}(score - largest);
+}
+
+// The row's sum after a tile of `count` weights under its new largest score, added in the
+// keys' order after the old sum is scaled; returns that scale, exp(old largest - new
+// largest) (0 at the first tile, 1 while every score is -inf), by which the row's
+// accumulators are scaled too.
+SX_HOST_DEVICE inline float absorb_weights(AttentionRow& row, float largest, const float* weights, int64_t count) {
+  if (largest == -std::numeric_limits<float>::infinity()) return 1.0f;
   const float factor = gpu::Exp{}(row.largest - largest);
   float total = row.total * factor;
-  for (int64_t j = 0; j < count; ++j) {
-    scores[j] = gpu::Exp{}(scores[j] - largest);
-    total = total + scores[j];
-  }
+  for (int64_t j = 0; j < count; ++j) total = total + weights[j];
   row.largest = largest;
   row.total = total;
   return factor;
+}
+
+// The three steps above on a tile of `count` scores of the row, each replaced by its
+// weight; returns the accumulators' scale. The kernel runs the steps with a barrier
+// between them, the weights a thread each.
+SX_HOST_DEVICE inline float absorb_scores(AttentionRow& row, float* scores, int64_t count) {
+  const float largest = tile_largest(row, scores, count);
+  for (int64_t j = 0; j < count; ++j) scores[j] = score_weight(scores[j], largest);
+  return absorb_weights(row, largest, scores, count);
 }
 
 // An accumulator of the row's output (one column of v) after a tile: scaled by `factor`,
@@ -162,8 +176,8 @@ void attention_row(const AttentionForm& form, const AttentionMask& mask, const f
 // The kernel's blocks: each takes kRows query rows of a batch entry at a time (grid-stride
 // over the entries' blocks of rows), their q rows, the tile's keys and values, the rows'
 // weights and accumulators in shared memory; each step above computed by the block's
-// threads for one row (the softmax's update), one (row, key) (a score) or one (row,
-// column) (an accumulator) each, with a barrier between the steps. A tile of keys the
+// threads for one row (a tile's largest score, the row's sum), one (row, key) (a score,
+// a weight) or one (row, column) (an accumulator) each, with a barrier between the steps. A tile of keys the
 // causal form hides from a row, which changes nothing (hidden_tile_changes_nothing), is
 // not scored for it, nor are the tile's keys read where it is so for every row.
 template <class S, int kRows, int kDepth, int kWidth>
@@ -172,11 +186,14 @@ __device__ void attention_blocks(const S* __restrict__ q, const S* __restrict__ 
                                  const AttentionMask& layout) {
   constexpr int64_t kTile = kAttentionKeyTile;
   __shared__ float queries_s[kRows * kDepth];
-  __shared__ float keys_s[kTile * kDepth];
+  // A key's row one float longer than its depth: the threads of a warp, one a key, read
+  // their keys' elements from different banks.
+  constexpr int64_t kKeyStride = kDepth + 1;
+  __shared__ float keys_s[kTile * kKeyStride];
   __shared__ float values_s[kTile * kWidth];
   __shared__ float weights_s[kRows * kTile];
   __shared__ float sums_s[kRows * kWidth];
-  __shared__ float largest_s[kRows], total_s[kRows], factors_s[kRows];
+  __shared__ float largest_s[kRows], total_s[kRows], tile_largest_s[kRows], factors_s[kRows];
   __shared__ bool skips_s[kRows];
   const int64_t thread = threadIdx.x, threads = blockDim.x;
   const int64_t row_blocks = (form.queries + kRows - 1) / kRows;
@@ -207,7 +224,7 @@ __device__ void attention_blocks(const S* __restrict__ q, const S* __restrict__ 
       // Whether some row scores the tile's keys.
       scoring = __syncthreads_or(scoring);
       for (int64_t e = thread; scoring && e < count * kDepth; e += threads) {
-        keys_s[e] = static_cast<float>(k_entry[first * kDepth + e]);
+        keys_s[e / kDepth * kKeyStride + e % kDepth] = static_cast<float>(k_entry[first * kDepth + e]);
       }
       for (int64_t e = thread; e < count * kWidth; e += threads) {
         values_s[e] = static_cast<float>(v_entry[first * kWidth + e]);
@@ -216,14 +233,23 @@ __device__ void attention_blocks(const S* __restrict__ q, const S* __restrict__ 
       for (int64_t e = thread; e < kRows * kTile; e += threads) {
         const int64_t r = e / kTile, j = e % kTile, query = first_query + r;
         if (j >= count) continue;
-        const bool* mask_row = mask_entry != nullptr ? mask_entry + query * layout.query_stride : nullptr;
         if (skips_s[r]) {
           weights_s[e] = 0.0f;
         } else {
+          const bool* mask_row = mask_entry != nullptr ? mask_entry + query * layout.query_stride : nullptr;
           weights_s[e] = attends(form, layout, mask_row, query, first + j)
-                             ? attention_score<S>(queries_s + r * kDepth, keys_s + j * kDepth, kDepth, form.scale)
+                             ? attention_score<S>(queries_s + r * kDepth, keys_s + j * kKeyStride, kDepth, form.scale)
                              : form.excluded;
         }
+      }
+      __syncthreads();
+      for (int64_t r = thread; r < kRows; r += threads) {
+        if (!skips_s[r]) tile_largest_s[r] = tile_largest({largest_s[r], total_s[r]}, weights_s + r * kTile, count);
+      }
+      __syncthreads();
+      for (int64_t e = thread; e < kRows * kTile; e += threads) {
+        const int64_t r = e / kTile;
+        if (!skips_s[r] && e % kTile < count) weights_s[e] = score_weight(weights_s[e], tile_largest_s[r]);
       }
       __syncthreads();
       for (int64_t r = thread; r < kRows; r += threads) {
@@ -232,7 +258,7 @@ __device__ void attention_blocks(const S* __restrict__ q, const S* __restrict__ 
           continue;
         }
         AttentionRow row{largest_s[r], total_s[r]};
-        factors_s[r] = absorb_scores(row, weights_s + r * kTile, count);
+        factors_s[r] = absorb_weights(row, tile_largest_s[r], weights_s + r * kTile, count);
         largest_s[r] = row.largest;
         total_s[r] = row.total;
       }
