@@ -117,9 +117,14 @@ bool has_attention_kernel(const graph::Graph& graph, const graph::Node& node) {
          graph::broadcasts_to(mask.shape, scores_shape(graph, node));
 }
 
+int64_t attention_rows_per_block(const graph::Graph& graph, const graph::Node& node) {
+  const AttentionForm form = attention_form(graph, node);
+  return rows_per_block(form.queries, form.depth, form.width);
+}
+
 int64_t attention_threads(const graph::Graph& graph, const graph::Node& node) {
   const AttentionForm form = attention_form(graph, node);
-  const int64_t rows = rows_per_block(form.queries, form.depth, form.width);
+  const int64_t rows = attention_rows_per_block(graph, node);
   return form.entries * ((form.queries + rows - 1) / rows) * kGeneratedKernelThreads;
 }
 
@@ -135,14 +140,13 @@ GeneratedKernel generate_attention_kernel(const graph::Graph& graph, graph::Node
       "  (void)n;\n"
       "  const sx::device::cuda::AttentionForm form = {{{2}ll, {3}ll, {4}ll, {5}ll, {6}ll, {7}, {8}, {9}}};\n"
       "  const sx::device::cuda::AttentionMask mask = {{{10}, {{{11}}}, {{{12}}}, {13}ll, {14}ll}};\n"
-      "  sx::device::cuda::attention_blocks<{0}, {15}, {5}, {6}>(operand0, operand1, operand2, {16}, out, form, "
+      "  sx::device::cuda::attention_kernel<{0}, {15}, {5}, {6}>(operand0, operand1, operand2, {16}, out, form, "
       "mask);\n"
       "}}\n",
       t, masked ? "const bool* __restrict__ operand3, " : "", form.entries, form.queries, form.keys, form.depth,
       form.width, exactly(form.scale), exactly(form.excluded), form.causal, layout.batch_rank,
       int_list(layout.batch_shape, layout.batch_rank), int_list(layout.batch_stride, layout.batch_rank),
-      layout.query_stride, layout.key_stride, rows_per_block(form.queries, form.depth, form.width),
-      masked ? "operand3" : "nullptr");
+      layout.query_stride, layout.key_stride, attention_rows_per_block(graph, node), masked ? "operand3" : "nullptr");
   GeneratedKernel kernel;
   kernel.name = fmt::format("sx_attention_{:016x}", text_hash(signature_and_body));
   kernel.source = fmt::format(

@@ -7,7 +7,8 @@
 // read exactly, each score rounded to bf16 as the decomposition rounds it): so a row's
 // bits do not depend on the rows computed with it, and the host tests run the same
 // functions in the same order (attention_row) to check the kernel's arithmetic against
-// the reference. The kernel's blocks, attention_blocks, are compiled by NVRTC only.
+// the reference; they run the kernel's blocks (attention_blocks) too, each thread a
+// std::thread.
 #pragma once
 
 #include <cmath>
@@ -172,109 +173,148 @@ void attention_row(const AttentionForm& form, const AttentionMask& mask, const f
   }
   for (int64_t c = 0; c < form.width; ++c) out[c] = attention_output<S>(sums[c], row);
 }
-#else
-// The kernel's blocks: each takes kRows query rows of a batch entry at a time (grid-stride
-// over the entries' blocks of rows), their q rows, the tile's keys and values, the rows'
-// weights and accumulators in shared memory; each step above computed by the block's
-// threads for one row (a tile's largest score, the row's sum), one (row, key) (a score,
-// a weight) or one (row, column) (an accumulator) each, with a barrier between the steps. A tile of keys the
-// causal form hides from a row, which changes nothing (hidden_tile_changes_nothing), is
-// not scored for it, nor are the tile's keys read where it is so for every row.
-template <class S, int kRows, int kDepth, int kWidth>
-__device__ void attention_blocks(const S* __restrict__ q, const S* __restrict__ k, const S* __restrict__ v,
-                                 const bool* __restrict__ mask, S* __restrict__ out, const AttentionForm& form,
-                                 const AttentionMask& layout) {
+#endif
+
+// Where a block's shared memory holds its query rows' q rows (`rows` of `depth`), a tile's
+// keys (kAttentionKeyTile rows of depth + 1: the threads of a warp, one a key, read their
+// keys' elements from different banks) and values (width each), the rows' weights of the
+// tile and accumulators, and each row's state.
+struct AttentionTiles {
+  float *queries, *keys, *values, *weights, *sums;
+  float *largest, *total, *tile_largest, *factors;
+  bool* skips;
+};
+
+// A kernel's blocks: each block (`block`: its thread, its threads, its index among the
+// blocks and their count, a barrier, a barrier that ORs a value over its threads) takes
+// `sizes.rows` query rows of a batch entry at a time (a grid-stride loop over the
+// entries' blocks of rows); each step above is computed by the block's threads for one
+// row (a tile's largest score, the row's sum), one (row, key) (a score, a weight) or one
+// (row, column) (an accumulator) each, with a barrier between the steps. A tile of keys
+// the causal form hides from a row, which changes nothing (hidden_tile_changes_nothing),
+// is not scored for it, nor are the tile's keys read where it is so for every row. The
+// GPU runs it with the sizes as constants (attention_kernel); the host tests with any
+// number of threads, each a std::thread.
+template <class S, class Block, class Sizes>
+SX_HOST_DEVICE void attention_blocks(Block& block, const Sizes& sizes, const AttentionTiles& tiles, const S* q,
+                                     const S* k, const S* v, const bool* mask, S* out, const AttentionForm& form,
+                                     const AttentionMask& layout) {
   constexpr int64_t kTile = kAttentionKeyTile;
-  __shared__ float queries_s[kRows * kDepth];
-  // A key's row one float longer than its depth: the threads of a warp, one a key, read
-  // their keys' elements from different banks.
-  constexpr int64_t kKeyStride = kDepth + 1;
-  __shared__ float keys_s[kTile * kKeyStride];
-  __shared__ float values_s[kTile * kWidth];
-  __shared__ float weights_s[kRows * kTile];
-  __shared__ float sums_s[kRows * kWidth];
-  __shared__ float largest_s[kRows], total_s[kRows], tile_largest_s[kRows], factors_s[kRows];
-  __shared__ bool skips_s[kRows];
-  const int64_t thread = threadIdx.x, threads = blockDim.x;
+  const int64_t kRows = sizes.rows, kDepth = sizes.depth, kWidth = sizes.width, kKeyStride = sizes.depth + 1;
+  const int64_t thread = block.thread, threads = block.threads;
   const int64_t row_blocks = (form.queries + kRows - 1) / kRows;
-  for (int64_t unit = blockIdx.x; unit < form.entries * row_blocks; unit += gridDim.x) {
+  for (int64_t unit = block.index; unit < form.entries * row_blocks; unit += block.count) {
     const int64_t entry = unit / row_blocks, first_query = unit % row_blocks * kRows;
     const int64_t rows = form.queries - first_query < kRows ? form.queries - first_query : kRows;
     const S* q_entry = q + (entry * form.queries + first_query) * kDepth;
     const S* k_entry = k + entry * form.keys * kDepth;
     const S* v_entry = v + entry * form.keys * kWidth;
     const bool* mask_entry = mask != nullptr ? mask + mask_entry_offset(layout, entry) : nullptr;
-    for (int64_t e = thread; e < rows * kDepth; e += threads) queries_s[e] = static_cast<float>(q_entry[e]);
-    for (int64_t e = thread; e < kRows * kWidth; e += threads) sums_s[e] = 0.0f;
+    for (int64_t e = thread; e < rows * kDepth; e += threads) tiles.queries[e] = static_cast<float>(q_entry[e]);
+    for (int64_t e = thread; e < kRows * kWidth; e += threads) tiles.sums[e] = 0.0f;
     for (int64_t r = thread; r < kRows; r += threads) {
       const AttentionRow start;
-      largest_s[r] = start.largest;
-      total_s[r] = start.total;
+      tiles.largest[r] = start.largest;
+      tiles.total[r] = start.total;
     }
-    __syncthreads();
+    block.sync();
     for (int64_t first = 0; first < form.keys; first += kTile) {
       const int64_t count = form.keys - first < kTile ? form.keys - first : kTile;
       int scoring = 0;
       for (int64_t r = thread; r < kRows; r += threads) {
         const bool skip = r >= rows || (form.causal && first > first_query + r &&
-                                        hidden_tile_changes_nothing({largest_s[r], total_s[r]}, form.excluded));
-        skips_s[r] = skip;
+                                        hidden_tile_changes_nothing({tiles.largest[r], tiles.total[r]}, form.excluded));
+        tiles.skips[r] = skip;
         scoring |= skip ? 0 : 1;
       }
       // Whether some row scores the tile's keys.
-      scoring = __syncthreads_or(scoring);
+      scoring = block.sync_or(scoring);
       for (int64_t e = thread; scoring && e < count * kDepth; e += threads) {
-        keys_s[e / kDepth * kKeyStride + e % kDepth] = static_cast<float>(k_entry[first * kDepth + e]);
+        tiles.keys[e / kDepth * kKeyStride + e % kDepth] = static_cast<float>(k_entry[first * kDepth + e]);
       }
       for (int64_t e = thread; e < count * kWidth; e += threads) {
-        values_s[e] = static_cast<float>(v_entry[first * kWidth + e]);
+        tiles.values[e] = static_cast<float>(v_entry[first * kWidth + e]);
       }
-      __syncthreads();
+      block.sync();
       for (int64_t e = thread; e < kRows * kTile; e += threads) {
         const int64_t r = e / kTile, j = e % kTile, query = first_query + r;
         if (j >= count) continue;
-        if (skips_s[r]) {
-          weights_s[e] = 0.0f;
+        if (tiles.skips[r]) {
+          tiles.weights[e] = 0.0f;
         } else {
           const bool* mask_row = mask_entry != nullptr ? mask_entry + query * layout.query_stride : nullptr;
-          weights_s[e] = attends(form, layout, mask_row, query, first + j)
-                             ? attention_score<S>(queries_s + r * kDepth, keys_s + j * kKeyStride, kDepth, form.scale)
-                             : form.excluded;
+          tiles.weights[e] =
+              attends(form, layout, mask_row, query, first + j)
+                  ? attention_score<S>(tiles.queries + r * kDepth, tiles.keys + j * kKeyStride, kDepth, form.scale)
+                  : form.excluded;
         }
       }
-      __syncthreads();
+      block.sync();
       for (int64_t r = thread; r < kRows; r += threads) {
-        if (!skips_s[r]) tile_largest_s[r] = tile_largest({largest_s[r], total_s[r]}, weights_s + r * kTile, count);
+        if (!tiles.skips[r]) {
+          tiles.tile_largest[r] = tile_largest({tiles.largest[r], tiles.total[r]}, tiles.weights + r * kTile, count);
+        }
       }
-      __syncthreads();
+      block.sync();
       for (int64_t e = thread; e < kRows * kTile; e += threads) {
         const int64_t r = e / kTile;
-        if (!skips_s[r] && e % kTile < count) weights_s[e] = score_weight(weights_s[e], tile_largest_s[r]);
+        if (!tiles.skips[r] && e % kTile < count)
+          tiles.weights[e] = score_weight(tiles.weights[e], tiles.tile_largest[r]);
       }
-      __syncthreads();
+      block.sync();
       for (int64_t r = thread; r < kRows; r += threads) {
-        if (skips_s[r]) {
-          factors_s[r] = 1.0f;
+        if (tiles.skips[r]) {
+          tiles.factors[r] = 1.0f;
           continue;
         }
-        AttentionRow row{largest_s[r], total_s[r]};
-        factors_s[r] = absorb_weights(row, tile_largest_s[r], weights_s + r * kTile, count);
-        largest_s[r] = row.largest;
-        total_s[r] = row.total;
+        AttentionRow row{tiles.largest[r], tiles.total[r]};
+        tiles.factors[r] = absorb_weights(row, tiles.tile_largest[r], tiles.weights + r * kTile, count);
+        tiles.largest[r] = row.largest;
+        tiles.total[r] = row.total;
       }
-      __syncthreads();
+      block.sync();
       for (int64_t e = thread; e < rows * kWidth; e += threads) {
         const int64_t r = e / kWidth, c = e % kWidth;
-        sums_s[e] = accumulate_values(sums_s[e], factors_s[r], weights_s + r * kTile, values_s + c, kWidth, count);
+        tiles.sums[e] = accumulate_values(tiles.sums[e], tiles.factors[r], tiles.weights + r * kTile, tiles.values + c,
+                                          kWidth, count);
       }
-      __syncthreads();
+      block.sync();
     }
     S* out_rows = out + (entry * form.queries + first_query) * kWidth;
     for (int64_t e = thread; e < rows * kWidth; e += threads) {
-      out_rows[e] = attention_output<S>(sums_s[e], AttentionRow{largest_s[e / kWidth], total_s[e / kWidth]});
+      out_rows[e] =
+          attention_output<S>(tiles.sums[e], AttentionRow{tiles.largest[e / kWidth], tiles.total[e / kWidth]});
     }
-    __syncthreads();
+    block.sync();
   }
+}
+
+#if defined(__CUDACC_RTC__)
+// The sizes of a generated kernel's blocks, constants of its source.
+template <int kRows, int kDepth, int kWidth>
+struct AttentionSizes {
+  static constexpr int64_t rows = kRows, depth = kDepth, width = kWidth;
+};
+
+// A CUDA block, for attention_blocks.
+struct CudaBlock {
+  int64_t thread = threadIdx.x, threads = blockDim.x, index = blockIdx.x, count = gridDim.x;
+  void sync() const { __syncthreads(); }
+  int sync_or(int value) const { return __syncthreads_or(value); }
+};
+
+// The generated kernel's body: attention_blocks with its shared memory.
+template <class S, int kRows, int kDepth, int kWidth>
+void attention_kernel(const S* __restrict__ q, const S* __restrict__ k, const S* __restrict__ v,
+                      const bool* __restrict__ mask, S* __restrict__ out, const AttentionForm& form,
+                      const AttentionMask& layout) {
+  __shared__ float queries[kRows * kDepth], keys[kAttentionKeyTile * (kDepth + 1)], values[kAttentionKeyTile * kWidth];
+  __shared__ float weights[kRows * kAttentionKeyTile], sums[kRows * kWidth];
+  __shared__ float largest[kRows], total[kRows], tile_largest[kRows], factors[kRows];
+  __shared__ bool skips[kRows];
+  const AttentionTiles tiles = {queries, keys, values, weights, sums, largest, total, tile_largest, factors, skips};
+  CudaBlock block;
+  attention_blocks<S>(block, AttentionSizes<kRows, kDepth, kWidth>{}, tiles, q, k, v, mask, out, form, layout);
 }
 #endif
 

@@ -137,6 +137,10 @@ bool has_attention_kernel(const graph::Graph& graph, const graph::Node& node);
 AttentionForm attention_form(const graph::Graph& graph, const graph::Node& node);
 AttentionMask attention_mask(const graph::Graph& graph, const graph::Node& node);
 
+// The query rows its blocks hold: 32, or the most that fit in shared memory, or the
+// queries where fewer (a power of 2).
+int64_t attention_rows_per_block(const graph::Graph& graph, const graph::Node& node);
+
 // The threads its launch asks for (n): kGeneratedKernelThreads a block of query rows.
 int64_t attention_threads(const graph::Graph& graph, const graph::Node& node);
 

@@ -1,13 +1,19 @@
 // The cuda device's attention kernel without a GPU: attention_math.h's functions, a query
 // row at a time in the kernel's order of tiles, agree with the reference's decomposition
 // up to rounding (attention_bound), masked, causal, fully masked rows and edge values
-// included; a row's bits do not depend on the rows computed with it; which forms have the
-// kernel; and NVRTC compiles it. On a GPU, the plan against the reference and the row
+// included; the kernel's blocks, run on the host with std::threads, give those bits; a
+// row's bits do not depend on the rows computed with it; which forms have the kernel; and
+// NVRTC compiles it. On a GPU, the plan against the reference and the row
 // alone, in 8 and in 64; skipped, saying why, where there is none.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <barrier>
+#include <bit>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <thread>
 
 #include "attention_cases.h"
 #include "device/cuda/attention_math.h"
@@ -21,6 +27,8 @@ namespace sx::device::testing {
 namespace {
 
 using graph::NodeId;
+
+constexpr int64_t kTile = cuda::kAttentionKeyTile;
 
 const graph::Node& attention_node(const Graph& graph) { return graph.node(graph.outputs[0].node); }
 
@@ -50,6 +58,70 @@ Tensor attention_on_host(const Graph& graph, const std::vector<Tensor>& inputs) 
                                  k.data() + e * form.keys * form.depth, v.data() + e * form.keys * form.width, mask_row,
                                  i, out.data<S>() + (e * form.queries + i) * form.width);
         }
+      }
+    }
+  });
+  return out;
+}
+
+// A block's barrier on the host, and the value its ORing barrier collects.
+struct HostBarrier {
+  explicit HostBarrier(int threads) : barrier(threads) {}
+  std::barrier<> barrier;
+  std::atomic<int> any{0};
+};
+
+// A thread of a kernel's block on the host, for attention_blocks.
+struct HostBlock {
+  int64_t thread, threads, index, count;
+  HostBarrier* shared;
+  void sync() const { shared->barrier.arrive_and_wait(); }
+  int sync_or(int value) const {
+    sync();  // the last ORing barrier's reset is done
+    if (value != 0) shared->any.store(1);
+    sync();
+    const int any = shared->any.load();
+    sync();
+    if (thread == 0) shared->any.store(0);
+    return any;
+  }
+};
+
+struct HostSizes {
+  int64_t rows, depth, width;
+};
+
+// The kernel's blocks on the host: `blocks` blocks (one after another) of `threads`
+// std::threads each, `rows` query rows a block.
+Tensor blocks_on_host(const Graph& graph, const std::vector<Tensor>& inputs, int64_t rows, int threads, int blocks) {
+  const graph::Node& node = attention_node(graph);
+  const cuda::AttentionForm form = cuda::attention_form(graph, node);
+  const cuda::AttentionMask mask = cuda::attention_mask(graph, node);
+  Tensor out(node.dtype, node.shape);
+  graph::visit_dtype(node.dtype, [&](auto types) {
+    using S = typename decltype(types)::storage;
+    if constexpr (std::is_same_v<S, float> || std::is_same_v<S, graph::Bf16>) {
+      for (int b = 0; b < blocks; ++b) {
+        const auto floats = [](int64_t n) { return std::vector<float>(static_cast<size_t>(n)); };
+        std::vector<float> queries = floats(rows * form.depth), keys = floats(kTile * (form.depth + 1));
+        std::vector<float> values = floats(kTile * form.width), weights = floats(rows * kTile);
+        std::vector<float> sums = floats(rows * form.width), largest = floats(rows), total = floats(rows);
+        std::vector<float> tile_largest = floats(rows), factors = floats(rows);
+        std::unique_ptr<bool[]> skips(new bool[static_cast<size_t>(rows)]);
+        const cuda::AttentionTiles tiles = {queries.data(), keys.data(),    values.data(), weights.data(),
+                                            sums.data(),    largest.data(), total.data(),  tile_largest.data(),
+                                            factors.data(), skips.get()};
+        HostBarrier barrier(threads);
+        std::vector<std::thread> pool;
+        for (int t = 0; t < threads; ++t) {
+          pool.emplace_back([&, t] {
+            HostBlock block{t, threads, b, blocks, &barrier};
+            cuda::attention_blocks<S>(block, HostSizes{rows, form.depth, form.width}, tiles, inputs[0].data<S>(),
+                                      inputs[1].data<S>(), inputs[2].data<S>(),
+                                      inputs.size() == 4 ? inputs[3].data<bool>() : nullptr, out.data<S>(), form, mask);
+          });
+        }
+        for (std::thread& thread : pool) thread.join();
       }
     }
   });
@@ -134,6 +206,24 @@ TEST(CudaAttention, TheKernelsArithmeticIsTheDecompositionsUpToRounding) {
   }
 }
 
+// The kernel's blocks, run on the host, give attention_row's bits: with its rows a block
+// on 3 threads, 2 blocks taking the entries' blocks of rows in turns, and a row a block on
+// 2 threads, 3 blocks.
+TEST(CudaAttention, TheKernelsBlocksGiveTheRowsBitsOnTheHost) {
+  std::mt19937 random(47);
+  for (const AttentionCase& c : attention_kernel_cases()) {
+    for (DType dtype : {DType::f32, DType::bf16}) {
+      SCOPED_TRACE(describe(c, dtype));
+      const Graph graph = attention_graph(c, dtype);
+      const std::vector<Tensor> inputs = attention_inputs(c, dtype, random);
+      const Tensor rows = attention_on_host(graph, inputs);
+      const int64_t block_rows = cuda::attention_rows_per_block(graph, attention_node(graph));
+      EXPECT_EQ(compare(blocks_on_host(graph, inputs, block_rows, 3, 2), rows, true), "");
+      EXPECT_EQ(compare(blocks_on_host(graph, inputs, 1, 2, 3), rows, true), "");
+    }
+  }
+}
+
 // The bound is tight enough to see a column of v shifted by 1 (which shifts the column of
 // the output by 1) where the decomposition is given the shifted values.
 TEST(CudaAttention, TheBoundSeesAColumnOfValuesShifted) {
@@ -187,19 +277,23 @@ TEST(CudaAttention, AHiddenTileThatChangesNothingChangesNoBit) {
   EXPECT_FALSE(cuda::hidden_tile_changes_nothing(all_masked, excluded));
 }
 
-// The same query rows in graphs of 1, 8 and 64 queries and of 1 and 3 batch entries: the
-// same form but for those counts, and the same bits, on the host, for the rows they share.
+// The same query rows in graphs of 1, 8 and 64 queries and of 1 and 3 batch entries, each
+// run by the kernel's blocks on the host (blocks of 1, 8 and 32 rows): the same bits for
+// the rows they share.
 TEST(CudaAttention, ARowsBitsDoNotDependOnTheRowsBesideIt) {
   std::mt19937 random(11);
   for (DType dtype : {DType::f32, DType::bf16}) {
     for (bool causal : {false, true}) {
       SCOPED_TRACE(fmt::format("{}{}", graph::dtype_name(dtype), causal ? " causal" : ""));
       const AttentionCase widest{{3}, 64, 70, 24, 16, causal, {}};
+      const Graph widest_graph = attention_graph(widest, dtype);
       const std::vector<Tensor> all = attention_inputs(widest, dtype, random);
-      const Tensor whole = attention_on_host(attention_graph(widest, dtype), all);
+      ASSERT_EQ(cuda::attention_rows_per_block(widest_graph, attention_node(widest_graph)), 32);
+      const Tensor whole = blocks_on_host(widest_graph, all, 32, 4, 2);
       for (int64_t entries : {1, 3}) {
-        for (int64_t queries : {1, 8, 64}) {
+        for (int64_t queries : {1, 8}) {
           const AttentionCase part{{entries}, queries, 70, 24, 16, causal, {}};
+          const Graph part_graph = attention_graph(part, dtype);
           std::vector<Tensor> inputs = attention_inputs(part, dtype, random);
           // The first `queries` rows of each of the first `entries` entries, and their keys.
           for (int64_t i = 0; i < inputs[0].numel(); ++i) {
@@ -209,10 +303,14 @@ TEST(CudaAttention, ARowsBitsDoNotDependOnTheRowsBesideIt) {
           for (size_t operand : {1, 2}) {
             for (int64_t i = 0; i < inputs[operand].numel(); ++i) inputs[operand].set_value(i, all[operand].value(i));
           }
-          const Tensor rows = attention_on_host(attention_graph(part, dtype), inputs);
+          const int64_t block_rows = cuda::attention_rows_per_block(part_graph, attention_node(part_graph));
+          EXPECT_EQ(block_rows, queries);
+          const Tensor rows = blocks_on_host(part_graph, inputs, block_rows, 4, 2);
           for (int64_t i = 0; i < rows.numel(); ++i) {
             const int64_t e = i / (queries * 16), rest = i % (queries * 16);
-            ASSERT_EQ(rows.value(i), whole.value(e * 64 * 16 + rest)) << entries << " entries, " << queries;
+            // The value's double holds its bits (f32 and bf16 widen exactly).
+            ASSERT_EQ(std::bit_cast<uint64_t>(rows.value(i)), std::bit_cast<uint64_t>(whole.value(e * 64 * 16 + rest)))
+                << entries << " entries, " << queries << " queries, element " << i;
           }
         }
       }
