@@ -2,6 +2,7 @@
 // query rows its blocks hold, and its source, the form's shapes and literals written in.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 
@@ -21,7 +22,7 @@ constexpr int64_t kSharedFloats = 48 * 1024 / 4;
 // The floats of shared memory attention_blocks holds with `rows` query rows a block.
 int64_t shared_floats(int64_t rows, int64_t depth, int64_t width) {
   const int64_t tile = kAttentionKeyTile;
-  return rows * (depth + width + tile + 4) + tile * (depth + 1 + width) + rows / 4 + 1;
+  return rows * (depth + width + tile + 4) + tile * std::max(depth + 1, width) + rows / 4 + 1;
 }
 
 // The query rows a block holds: 32, or the most that fit in shared memory, or the

@@ -177,10 +177,11 @@ void attention_row(const AttentionForm& form, const AttentionMask& mask, const f
 
 // Where a block's shared memory holds its query rows' q rows (`rows` of `depth`), a tile's
 // keys (kAttentionKeyTile rows of depth + 1: the threads of a warp, one a key, read their
-// keys' elements from different banks) and values (width each), the rows' weights of the
-// tile and accumulators, and each row's state.
+// keys' elements from different banks) and then, once scored, in the same place, its
+// values (width each), the rows' weights of the tile and accumulators, and each row's
+// state.
 struct AttentionTiles {
-  float *queries, *keys, *values, *weights, *sums;
+  float *queries, *keys_then_values, *weights, *sums;
   float *largest, *total, *tile_largest, *factors;
   bool* skips;
 };
@@ -230,10 +231,7 @@ SX_HOST_DEVICE void attention_blocks(Block& block, const Sizes& sizes, const Att
       // Whether some row scores the tile's keys.
       scoring = block.sync_or(scoring);
       for (int64_t e = thread; scoring && e < count * kDepth; e += threads) {
-        tiles.keys[e / kDepth * kKeyStride + e % kDepth] = static_cast<float>(k_entry[first * kDepth + e]);
-      }
-      for (int64_t e = thread; e < count * kWidth; e += threads) {
-        tiles.values[e] = static_cast<float>(v_entry[first * kWidth + e]);
+        tiles.keys_then_values[e / kDepth * kKeyStride + e % kDepth] = static_cast<float>(k_entry[first * kDepth + e]);
       }
       block.sync();
       for (int64_t e = thread; e < kRows * kTile; e += threads) {
@@ -243,13 +241,17 @@ SX_HOST_DEVICE void attention_blocks(Block& block, const Sizes& sizes, const Att
           tiles.weights[e] = 0.0f;
         } else {
           const bool* mask_row = mask_entry != nullptr ? mask_entry + query * layout.query_stride : nullptr;
-          tiles.weights[e] =
-              attends(form, layout, mask_row, query, first + j)
-                  ? attention_score<S>(tiles.queries + r * kDepth, tiles.keys + j * kKeyStride, kDepth, form.scale)
-                  : form.excluded;
+          tiles.weights[e] = attends(form, layout, mask_row, query, first + j)
+                                 ? attention_score<S>(tiles.queries + r * kDepth,
+                                                      tiles.keys_then_values + j * kKeyStride, kDepth, form.scale)
+                                 : form.excluded;
         }
       }
       block.sync();
+      // The keys scored, their values take their place.
+      for (int64_t e = thread; e < count * kWidth; e += threads) {
+        tiles.keys_then_values[e] = static_cast<float>(v_entry[first * kWidth + e]);
+      }
       for (int64_t r = thread; r < kRows; r += threads) {
         if (!tiles.skips[r]) {
           tiles.tile_largest[r] = tile_largest({tiles.largest[r], tiles.total[r]}, tiles.weights + r * kTile, count);
@@ -275,8 +277,8 @@ SX_HOST_DEVICE void attention_blocks(Block& block, const Sizes& sizes, const Att
       block.sync();
       for (int64_t e = thread; e < rows * kWidth; e += threads) {
         const int64_t r = e / kWidth, c = e % kWidth;
-        tiles.sums[e] = accumulate_values(tiles.sums[e], tiles.factors[r], tiles.weights + r * kTile, tiles.values + c,
-                                          kWidth, count);
+        tiles.sums[e] = accumulate_values(tiles.sums[e], tiles.factors[r], tiles.weights + r * kTile,
+                                          tiles.keys_then_values + c, kWidth, count);
       }
       block.sync();
     }
@@ -308,11 +310,12 @@ template <class S, int kRows, int kDepth, int kWidth>
 void attention_kernel(const S* __restrict__ q, const S* __restrict__ k, const S* __restrict__ v,
                       const bool* __restrict__ mask, S* __restrict__ out, const AttentionForm& form,
                       const AttentionMask& layout) {
-  __shared__ float queries[kRows * kDepth], keys[kAttentionKeyTile * (kDepth + 1)], values[kAttentionKeyTile * kWidth];
+  constexpr int kTileFloats = kAttentionKeyTile * (kDepth + 1 > kWidth ? kDepth + 1 : kWidth);
+  __shared__ float queries[kRows * kDepth], keys_then_values[kTileFloats];
   __shared__ float weights[kRows * kAttentionKeyTile], sums[kRows * kWidth];
   __shared__ float largest[kRows], total[kRows], tile_largest[kRows], factors[kRows];
   __shared__ bool skips[kRows];
-  const AttentionTiles tiles = {queries, keys, values, weights, sums, largest, total, tile_largest, factors, skips};
+  const AttentionTiles tiles = {queries, keys_then_values, weights, sums, largest, total, tile_largest, factors, skips};
   CudaBlock block;
   attention_blocks<S>(block, AttentionSizes<kRows, kDepth, kWidth>{}, tiles, q, k, v, mask, out, form, layout);
 }

@@ -130,7 +130,7 @@ inline constexpr int64_t kGeneratedKernelThreads = 256;
 // Whether the attention kernel (attention_math.h) computes attention `node`: of f32 or
 // bf16, q, k and v of its dtype and of its batch axes (none broadcast), a key at least,
 // a depth and width whose block of rows fits in shared memory (q's and v's last axes up to
-// about 180 each), and a bool mask (where given) that broadcasts to the scores.
+// about 350 each), and a bool mask (where given) that broadcasts to the scores.
 bool has_attention_kernel(const graph::Graph& graph, const graph::Node& node);
 
 // Its form and its mask's layout (none without a mask), as its kernel holds them.

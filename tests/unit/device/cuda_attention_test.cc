@@ -103,14 +103,15 @@ Tensor blocks_on_host(const Graph& graph, const std::vector<Tensor>& inputs, int
     if constexpr (std::is_same_v<S, float> || std::is_same_v<S, graph::Bf16>) {
       for (int b = 0; b < blocks; ++b) {
         const auto floats = [](int64_t n) { return std::vector<float>(static_cast<size_t>(n)); };
-        std::vector<float> queries = floats(rows * form.depth), keys = floats(kTile * (form.depth + 1));
-        std::vector<float> values = floats(kTile * form.width), weights = floats(rows * kTile);
+        std::vector<float> queries = floats(rows * form.depth);
+        std::vector<float> keys_then_values = floats(kTile * std::max(form.depth + 1, form.width));
+        std::vector<float> weights = floats(rows * kTile);
         std::vector<float> sums = floats(rows * form.width), largest = floats(rows), total = floats(rows);
         std::vector<float> tile_largest = floats(rows), factors = floats(rows);
         std::unique_ptr<bool[]> skips(new bool[static_cast<size_t>(rows)]);
-        const cuda::AttentionTiles tiles = {queries.data(), keys.data(),    values.data(), weights.data(),
-                                            sums.data(),    largest.data(), total.data(),  tile_largest.data(),
-                                            factors.data(), skips.get()};
+        const cuda::AttentionTiles tiles = {queries.data(),      keys_then_values.data(), weights.data(),
+                                            sums.data(),         largest.data(),          total.data(),
+                                            tile_largest.data(), factors.data(),          skips.get()};
         HostBarrier barrier(threads);
         std::vector<std::thread> pool;
         for (int t = 0; t < threads; ++t) {
@@ -371,8 +372,8 @@ TEST(CudaAttention, EachFormIsOneStepOfAKernelThatNvrtcCompiles) {
   for (const cuda::Step& step : program.steps) {
     EXPECT_TRUE(program.kernel_names[step.kernel].starts_with("sx_attention_"));
     EXPECT_EQ(step.kind, cuda::Step::Kind::fused);
-    // 6 entries of 40 queries in blocks of 16 rows (64 + 128 floats a row fit 16).
-    EXPECT_EQ(step.n, 6 * 3 * cuda::kGeneratedKernelThreads);
+    // 6 entries of 40 queries in blocks of 32 rows.
+    EXPECT_EQ(step.n, 6 * 2 * cuda::kGeneratedKernelThreads);
   }
   for (const char* architecture : {"sm_80", "sm_90a"}) {
     EXPECT_GT(cuda::compile_cubin(program.source, architecture).size(), 1000u) << architecture;
