@@ -11,6 +11,7 @@
 #include <barrier>
 #include <bit>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <thread>
@@ -192,37 +193,35 @@ std::vector<AttentionCase> attention_kernel_cases() {
   return all;
 }
 
-TEST(CudaAttention, TheKernelsArithmeticIsTheDecompositionsUpToRounding) {
-  std::mt19937 random(43);
+// `check` of each case's graph and inputs, in f32 and bf16, the case in the trace.
+void for_each_case(uint32_t seed, const std::function<void(const Graph&, const std::vector<Tensor>&)>& check) {
+  std::mt19937 random(seed);
   for (const AttentionCase& c : attention_kernel_cases()) {
     for (DType dtype : {DType::f32, DType::bf16}) {
       SCOPED_TRACE(describe(c, dtype));
-      const Graph graph = attention_graph(c, dtype);
-      ASSERT_TRUE(cuda::has_composite_kernel(graph, attention_node(graph)));
-      const std::vector<Tensor> inputs = attention_inputs(c, dtype, random);
-      EXPECT_EQ(
-          compare_attention(graph, inputs, attention_on_host(graph, inputs), run_on("reference", graph, inputs)[0]),
-          "");
+      check(attention_graph(c, dtype), attention_inputs(c, dtype, random));
     }
   }
+}
+
+TEST(CudaAttention, TheKernelsArithmeticIsTheDecompositionsUpToRounding) {
+  for_each_case(43, [](const Graph& graph, const std::vector<Tensor>& inputs) {
+    ASSERT_TRUE(cuda::has_composite_kernel(graph, attention_node(graph)));
+    EXPECT_EQ(compare_attention(graph, inputs, attention_on_host(graph, inputs), run_on("reference", graph, inputs)[0]),
+              "");
+  });
 }
 
 // The kernel's blocks, run on the host, give attention_row's bits: with its rows a block
 // on 3 threads, 2 blocks taking the entries' blocks of rows in turns, and a row a block on
 // 2 threads, 3 blocks.
 TEST(CudaAttention, TheKernelsBlocksGiveTheRowsBitsOnTheHost) {
-  std::mt19937 random(47);
-  for (const AttentionCase& c : attention_kernel_cases()) {
-    for (DType dtype : {DType::f32, DType::bf16}) {
-      SCOPED_TRACE(describe(c, dtype));
-      const Graph graph = attention_graph(c, dtype);
-      const std::vector<Tensor> inputs = attention_inputs(c, dtype, random);
-      const Tensor rows = attention_on_host(graph, inputs);
-      const int64_t block_rows = cuda::attention_rows_per_block(graph, attention_node(graph));
-      EXPECT_EQ(compare(blocks_on_host(graph, inputs, block_rows, 3, 2), rows, true), "");
-      EXPECT_EQ(compare(blocks_on_host(graph, inputs, 1, 2, 3), rows, true), "");
-    }
-  }
+  for_each_case(47, [](const Graph& graph, const std::vector<Tensor>& inputs) {
+    const Tensor rows = attention_on_host(graph, inputs);
+    const int64_t block_rows = cuda::attention_rows_per_block(graph, attention_node(graph));
+    EXPECT_EQ(compare(blocks_on_host(graph, inputs, block_rows, 3, 2), rows, true), "");
+    EXPECT_EQ(compare(blocks_on_host(graph, inputs, 1, 2, 3), rows, true), "");
+  });
 }
 
 // The bound is tight enough to see a column of v shifted by 1 (which shifts the column of
@@ -382,18 +381,12 @@ TEST(CudaAttention, EachFormIsOneStepOfAKernelThatNvrtcCompiles) {
 
 TEST(CudaAttention, IsTheDecompositionsUpToRoundingOnTheGpu) {
   if (std::string reason = gpu_unusable_reason(); !reason.empty()) GTEST_SKIP() << reason;
-  std::mt19937 random(23);
-  for (const AttentionCase& c : attention_kernel_cases()) {
-    for (DType dtype : {DType::f32, DType::bf16}) {
-      SCOPED_TRACE(describe(c, dtype));
-      const Graph graph = attention_graph(c, dtype);
-      const std::vector<Tensor> inputs = attention_inputs(c, dtype, random);
-      const Tensor gpu = run_on("cuda", graph, inputs)[0];
-      // The GPU's arithmetic is the host's: the same bits.
-      EXPECT_EQ(compare(gpu, attention_on_host(graph, inputs), true), "");
-      EXPECT_EQ(compare_attention(graph, inputs, gpu, run_on("reference", graph, inputs)[0]), "");
-    }
-  }
+  for_each_case(23, [](const Graph& graph, const std::vector<Tensor>& inputs) {
+    const Tensor gpu = run_on("cuda", graph, inputs)[0];
+    // The GPU's arithmetic is the host's: the same bits.
+    EXPECT_EQ(compare(gpu, attention_on_host(graph, inputs), true), "");
+    EXPECT_EQ(compare_attention(graph, inputs, gpu, run_on("reference", graph, inputs)[0]), "");
+  });
 }
 
 // A row alone, in 8 and in 64 rows (one batch entry and three): the same bits on the GPU.
