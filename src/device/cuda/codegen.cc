@@ -488,13 +488,13 @@ std::optional<NormParameter> norm_parameter_of(const graph::Graph& graph, const 
 }  // namespace
 
 bool runs_by_elements(const graph::Graph& graph, const graph::Node& node) {
-  if (is_update(node.op()) || node.op() == graph::PrimId::gelu) return true;
+  if (is_update(node.op()) || node.op() == graph::PrimId::gelu || node.op() == graph::PrimId::attention) return true;
   return node.op() == graph::PrimId::composite_gradient && gradient_kernel_of(graph, node) == graph::PrimId::gelu;
 }
 
 bool has_composite_kernel(graph::PrimId prim) {
   return is_row_composite(prim) || is_update(prim) || prim == graph::PrimId::composite_gradient ||
-         prim == graph::PrimId::cross_entropy;
+         prim == graph::PrimId::cross_entropy || prim == graph::PrimId::attention;
 }
 
 bool is_update(graph::PrimId prim) { return prim == graph::PrimId::adamw || prim == graph::PrimId::sgd; }
@@ -502,6 +502,7 @@ bool is_update(graph::PrimId prim) { return prim == graph::PrimId::adamw || prim
 bool has_composite_kernel(const graph::Graph& graph, const graph::Node& node) {
   if (!has_composite_kernel(node.op())) return false;
   if (is_update(node.op())) return node.dtype == graph::DType::f32;
+  if (node.op() == graph::PrimId::attention) return has_attention_kernel(graph, node);
   if (node.op() == graph::PrimId::cross_entropy) return cross_entropy_kernel_takes(graph, node.inputs);
   if (node.op() == graph::PrimId::composite_gradient) {
     return gradient_kernel_of(graph, node).has_value() || is_cross_entropy_gradient(graph, node) ||
@@ -544,6 +545,7 @@ GeneratedKernel generate_update_kernel(const graph::Graph& graph, graph::NodeId 
 GeneratedKernel generate_composite_kernel(const graph::Graph& graph, graph::NodeId id) {
   const graph::Node& node = graph.node(id);
   if (is_update(node.op())) return generate_update_kernel(graph, id);
+  if (node.op() == graph::PrimId::attention) return generate_attention_kernel(graph, id);
   // A gradient's kernel is its composite's, of that composite's attributes, given the
   // cotangent (the last operand) too.
   const bool gradient = node.op() == graph::PrimId::composite_gradient;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "device/cuda/attention_math.h"
 #include "device/cuda/index_math.h"
 #include "device/cuda/reduction.h"
 #include "graph/graph.h"
@@ -106,15 +107,16 @@ GeneratedKernel generate_random_kernel(const graph::Graph& graph, graph::NodeId 
 // cotangent last among its operands (gradient_math.h), or with respect to such a norm's
 // weight or bias, of x not empty; cross_entropy of f32 or bf16 logits, not empty, and
 // targets of any index dtype, and its gradient with respect to the logits
-// (cross_entropy_math.h); adamw or sgd of f32 in every form (update_math.h). A `part` of an update has none: it is
-// expanded into its slice of the update's stacked values.
+// (cross_entropy_math.h); adamw or sgd of f32 in every form (update_math.h); attention where has_attention_kernel. A
+// `part` of an update has none: it is expanded into its slice of the update's stacked values.
 bool has_composite_kernel(const graph::Graph& graph, const graph::Node& node);
 // Whether some form of composite `prim` has one.
 bool has_composite_kernel(graph::PrimId prim);
 // adamw or sgd.
 bool is_update(graph::PrimId prim);
 // Whether the kernel of composite `node` (one with has_composite_kernel) takes an element
-// a thread (gelu, its gradient, an update) rather than a row.
+// a thread (gelu, its gradient, an update) or blocks of rows (attention) rather than a row
+// a thread.
 bool runs_by_elements(const graph::Graph& graph, const graph::Node& node);
 
 // The kernel of such a node. gelu's: void NAME(const T* operand0, T* out, int64_t n), an
@@ -142,6 +144,30 @@ struct PassedKernels {
   size_t bytes = 0;
 };
 std::optional<PassedKernels> passed_kernels(const graph::Graph& graph, graph::NodeId node);
+
+// The threads a block of a generated kernel has.
+inline constexpr int64_t kGeneratedKernelThreads = 256;
+
+// Whether the attention kernel (attention_math.h) computes attention `node`: of f32 or
+// bf16, q, k and v of its dtype and of its batch axes (none broadcast), a key at least,
+// a depth and width whose block of rows fits in shared memory (q's and v's last axes up to
+// about 350 each), and a bool mask (where given) that broadcasts to the scores.
+bool has_attention_kernel(const graph::Graph& graph, const graph::Node& node);
+
+// Its form and its mask's layout (none without a mask), as its kernel holds them.
+AttentionForm attention_form(const graph::Graph& graph, const graph::Node& node);
+AttentionMask attention_mask(const graph::Graph& graph, const graph::Node& node);
+
+// The query rows its blocks hold: 32, or the most that fit in shared memory, or the
+// queries where fewer (a power of 2).
+int64_t attention_rows_per_block(const graph::Graph& graph, const graph::Node& node);
+
+// The threads its launch asks for (n): kGeneratedKernelThreads a block of query rows.
+int64_t attention_threads(const graph::Graph& graph, const graph::Node& node);
+
+// Its kernel: void NAME(const T* q, const T* k, const T* v, [const bool* mask,] T* out,
+// int64_t n), n its attention_threads.
+GeneratedKernel generate_attention_kernel(const graph::Graph& graph, graph::NodeId node);
 
 // The kernel of `fusion`: void NAME(const S0* operand0, ..., R* out, int64_t n), out[i]
 // the root's value at element i, for i < n.

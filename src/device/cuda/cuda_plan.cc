@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "device/cuda/codegen.h"
 #include "device/cuda/elementwise.h"
 #include "device/cuda/index_math.h"
 #include "device/cuda/movement.h"
@@ -18,7 +19,7 @@ constexpr size_t kMostCaptures = 8;
 constexpr size_t kMostCounted = 64;
 
 // The generated kernels' launch shape: a grid-stride loop over n elements (or rows).
-constexpr unsigned kThreads = 256;
+constexpr auto kThreads = static_cast<unsigned>(kGeneratedKernelThreads);
 unsigned grid_for(int64_t n) {
   return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 65535));
 }

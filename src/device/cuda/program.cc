@@ -136,12 +136,12 @@ std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
       if (std::optional<IndexCheck> check = index_check(graph, id)) checks_indices(step, graph, id, check->count);
       by_node.emplace(id, Launch{step, id, node.inputs});
     } else if (has_composite_kernel(graph, node)) {
-      // gelu (and its gradient) and the updates an element per thread, the others a row
-      // of the last axis per thread.
+      // gelu (and its gradient) and the updates an element per thread, attention in
+      // blocks of query rows, the others a row of the last axis per thread.
       const graph::Shape& x = graph.node(node.inputs[0]).shape;
       Step step;
       step.kernel = add_kernel(generate_composite_kernel(graph, id));
-      step.n = graph::numel(x);
+      step.n = node.op() == graph::PrimId::attention ? attention_threads(graph, node) : graph::numel(x);
       if (!runs_by_elements(graph, node)) {
         step.kind = Step::Kind::row;
         step.length = x.back();

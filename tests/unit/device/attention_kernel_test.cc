@@ -13,6 +13,7 @@
 #include <limits>
 #include <random>
 
+#include "attention_cases.h"
 #include "device/cpu/cpu.h"
 #include "device/cpu/isa.h"
 #include "device/cpu/schedule.h"
@@ -24,63 +25,6 @@ namespace {
 
 using graph::Builder;
 using graph::NodeId;
-
-// One case: q [batch.., queries, depth], k [batch.., keys, depth], v [batch.., keys, width];
-// the mask's shape (empty: no mask); whether q holds a NaN and v an infinity of each sign.
-struct AttentionCase {
-  Shape batch;
-  int64_t queries, keys, depth, width;
-  bool causal;
-  Shape mask;
-  bool edges = false;
-};
-
-Shape with_matrix(Shape batch, int64_t rows, int64_t cols) {
-  batch.insert(batch.end(), {rows, cols});
-  return batch;
-}
-
-// Normal values, then `edges` (a NaN, an infinity) at elements 1, 8, 15, ...
-Tensor normal_tensor(DType dtype, const Shape& shape, std::mt19937& random, const std::vector<double>& edges = {}) {
-  std::normal_distribution<double> normal(0.0, 2.0);
-  std::vector<double> values(static_cast<size_t>(graph::numel(shape)));
-  for (double& v : values) v = normal(random);
-  for (size_t i = 0; i < edges.size() && 1 + i * 7 < values.size(); ++i) values[1 + i * 7] = edges[i];
-  return Tensor::from_doubles(dtype, shape, values);
-}
-
-// A mask where about a quarter of the places may not be attended, and every place of its
-// first row may not.
-Tensor random_mask(const Shape& shape, std::mt19937& random) {
-  std::bernoulli_distribution allowed(0.75);
-  std::vector<double> values(static_cast<size_t>(graph::numel(shape)));
-  for (double& v : values) v = allowed(random) ? 1 : 0;
-  const int64_t first_row = shape.empty() ? 1 : shape.back();
-  std::fill_n(values.begin(), first_row, 0.0);
-  return Tensor::from_doubles(DType::boolean, shape, values);
-}
-
-Graph attention_graph(const AttentionCase& c, DType dtype) {
-  Graph graph;
-  Builder b(graph);
-  std::vector<NodeId> args{b.input("q", with_matrix(c.batch, c.queries, c.depth), dtype),
-                           b.input("k", with_matrix(c.batch, c.keys, c.depth), dtype),
-                           b.input("v", with_matrix(c.batch, c.keys, c.width), dtype)};
-  if (!c.mask.empty()) args.push_back(b.input("mask", c.mask, DType::boolean));
-  b.output("y", b.op("attention", args, {{"causal", int64_t{c.causal}}}));
-  return graph;
-}
-
-std::vector<Tensor> attention_inputs(const AttentionCase& c, DType dtype, std::mt19937& random) {
-  constexpr double kInfinity = std::numeric_limits<double>::infinity();
-  const std::vector<double> nan = c.edges ? std::vector<double>{std::nan("")} : std::vector<double>{};
-  const std::vector<double> infinities = c.edges ? std::vector<double>{kInfinity, -kInfinity} : std::vector<double>{};
-  std::vector<Tensor> inputs{normal_tensor(dtype, with_matrix(c.batch, c.queries, c.depth), random, nan),
-                             normal_tensor(dtype, with_matrix(c.batch, c.keys, c.depth), random),
-                             normal_tensor(dtype, with_matrix(c.batch, c.keys, c.width), random, infinities)};
-  if (!c.mask.empty()) inputs.push_back(random_mask(c.mask, random));
-  return inputs;
-}
 
 // How many steps of the schedule are attention's kernel, and how many in all.
 std::pair<int, size_t> attention_kernels(const CpuDevice& cpu, const Graph& graph) {
@@ -95,19 +39,7 @@ std::pair<int, size_t> attention_kernels(const CpuDevice& cpu, const Graph& grap
 // Under emulation (SEXPGPU_TEST_EMULATED) the cases of fewer than 64 queries alone: each
 // costs long there.
 std::vector<AttentionCase> cases() {
-  std::vector<AttentionCase> all{
-      {{}, 1, 1, 1, 1, false, {}},
-      {{}, 3, 5, 2, 7, true, {}},
-      {{2, 3}, 5, 7, 3, 3, false, {}},
-      {{2, 3}, 7, 7, 5, 4, true, {}, true},
-      {{2}, 17, 17, 16, 16, true, {}},
-      {{3}, 33, 40, 96, 24, false, {33, 40}},
-      {{2, 2}, 9, 11, 8, 8, true, {2, 1, 9, 11}},
-      {{2}, 6, 13, 4, 5, false, {13}},
-      {{1, 2}, 130, 130, 64, 64, true, {}},
-      {{3}, 129, 65, 1, 2, false, {129, 65}},
-      {{2}, 70, 7, 4, 3, true, {}},
-  };
+  std::vector<AttentionCase> all = attention_cases();
   if (std::getenv("SEXPGPU_TEST_EMULATED") != nullptr)
     std::erase_if(all, [](const AttentionCase& c) { return c.queries >= 64; });
   return all;
@@ -117,9 +49,7 @@ TEST(AttentionCompositeKernel, GivesItsDecompositionsBitsOnEveryInstructionSet) 
   std::mt19937 random(42);
   for (const AttentionCase& c : cases()) {
     for (DType dtype : {DType::f32, DType::bf16}) {
-      SCOPED_TRACE(fmt::format("{} q {} k {} v {}{} mask {}", graph::dtype_name(dtype),
-                               graph::shape_str(with_matrix(c.batch, c.queries, c.depth)), c.keys, c.width,
-                               c.causal ? " causal" : "", graph::shape_str(c.mask)));
+      SCOPED_TRACE(describe(c, dtype));
       const Graph graph = attention_graph(c, dtype);
       const Graph expanded = graph::expand_composites(graph);
       const std::vector<Tensor> inputs = attention_inputs(c, dtype, random);

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 
+#include "device/cuda/codegen.h"
 #include "device/cuda/nvrtc.h"
 #include "device/cuda/program.h"
 #include "forwarding_device.h"
@@ -16,6 +17,7 @@
 #include "io/test_util.h"
 #include "runtime/compile.h"
 #include "train/loaders.h"
+#include "train/model_alone.h"
 #include "train/session.h"
 #include "train/step.h"
 
@@ -28,6 +30,10 @@ class GraphKeeper : public sx::testing::ForwardingDevice {
  public:
   using ForwardingDevice::ForwardingDevice;
   bool supports(graph::PrimId primitive) const override { return cuda::has_kernel(primitive); }
+  // As the cuda device decides (CudaDevice::runs): a composite in a form its kernel takes.
+  bool runs(const graph::Graph& graph, const graph::Node& node) const override {
+    return supports(node.op()) && (!node.prim->composite() || cuda::has_composite_kernel(graph, node));
+  }
   std::unique_ptr<Plan> compile(const graph::Graph& graph) override {
     kept = graph;
     return inner_.compile(graph);
@@ -35,27 +41,39 @@ class GraphKeeper : public sx::testing::ForwardingDevice {
   graph::Graph kept;
 };
 
-// The step graph of the example's run file, as the cuda device plans it: the composites
-// it has no kernel for in their form expanded.
-graph::Graph example_step(const std::filesystem::path& run_file) {
-  train::SessionOptions options;
-  options.interpreter.library_dirs = {SEXPGPU_LIB_DIR};
-  train::Session session(options);
-  session.load(run_file.string());
-  auto loader = train::open_loader(*train::as_loader_spec(*session.settings().find("data")));
-  train::StepGraph step = train::trace_step(session, *loader, {.batch = 2, .total_steps = 2});
+// `graph` as the cuda device plans it: compiled by the runtime (the composites the device
+// does not run in their form expanded, and those whose refused gradient reads their
+// decomposition), then the device's own expansion.
+graph::Graph as_planned(const graph::Graph& graph) {
   auto reference = make_device("reference");
   GraphKeeper keeper(*reference);
-  runtime::compile(keeper, session.under_precision(step.graph));
+  runtime::compile(keeper, graph);
   return cuda::with_composites_expanded(keeper.kept);
 }
 
-// Every kernel the cuda device generates for `graph`, compiled for both architectures.
-void compile_generated_kernels(const graph::Graph& graph) {
+std::unique_ptr<train::Session> loaded_session(const std::filesystem::path& run_file) {
+  train::SessionOptions options;
+  options.interpreter.library_dirs = {SEXPGPU_LIB_DIR};
+  auto session = std::make_unique<train::Session>(options);
+  session->load(run_file.string());
+  return session;
+}
+
+// The step graph of the example's run file, as the cuda device plans it.
+graph::Graph example_step(const std::filesystem::path& run_file) {
+  std::unique_ptr<train::Session> session = loaded_session(run_file);
+  auto loader = train::open_loader(*train::as_loader_spec(*session->settings().find("data")));
+  train::StepGraph step = train::trace_step(*session, *loader, {.batch = 2, .total_steps = 2});
+  return as_planned(session->under_precision(step.graph));
+}
+
+// Every kernel the cuda device generates for `graph` (more than `least`), compiled for both
+// architectures.
+void compile_generated_kernels(const graph::Graph& graph, size_t least = 10) {
   cuda::Program generated = cuda::generated_kernels(graph);
   const std::string& source = generated.source;
   size_t kernels = generated.kernel_names.size();
-  EXPECT_GT(kernels, 10u);
+  EXPECT_GT(kernels, least);
   for (const char* architecture : {"sm_80", "sm_90a"}) {
     EXPECT_GT(cuda::compile_cubin(source, architecture).size(), 1000u) << architecture;
   }
@@ -90,6 +108,16 @@ TEST(CudaExampleKernels, TinyLm) {
                                    "composite_gradient of layer_norm input 2", "composite_gradient of softmax input 0",
                                    "cross_entropy", "gelu", "layer_norm", "softmax"}));
   compile_generated_kernels(step);
+}
+
+// The model alone, as `serve` runs it: its attention (causal) is one kernel.
+TEST(CudaExampleKernels, TinyLmServed) {
+  const std::filesystem::path run_file = std::filesystem::path(SEXPGPU_EXAMPLES_DIR) / "tiny-lm/run.sx";
+  std::unique_ptr<train::Session> session = loaded_session(run_file);
+  auto loader = train::open_loader(*train::as_loader_spec(*session->settings().find("data")));
+  graph::Graph model = as_planned(train::trace_model_alone(*session, *loader).graph);
+  EXPECT_EQ(kept_composites(model), (std::set<std::string>{"attention", "gelu", "layer_norm"}));
+  compile_generated_kernels(model, 4);
 }
 
 // Under `:precision :bf16` the step's products take bf16 operands, cast from the f32
