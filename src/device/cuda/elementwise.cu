@@ -2,12 +2,10 @@
 // one instance per primitive and dtype the table of element.h gives.
 #include "device/cuda/element.h"
 #include "device/cuda/elementwise.h"
+#include "device/cuda/launch_shape.h"
 
 namespace sx::device::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-constexpr int64_t kMostBlocks = 65535;
 
 template <class F, class S, class C>
 __global__ void unary_kernel(const S* x, S* out, int64_t n) {
@@ -28,11 +26,6 @@ __global__ void cast_kernel(const SI* x, SO* out, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
     out[i] = SO(graph::prims::convert<CO>(static_cast<CI>(x[i])));
   }
-}
-
-unsigned blocks_for(int64_t n) {
-  int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > kMostBlocks ? kMostBlocks : blocks));
 }
 
 // Calls fn(Formula, Shape, S, C) (the last two as pointers, null) for a primitive and
