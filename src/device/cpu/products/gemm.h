@@ -287,6 +287,8 @@ class Gemm {
 
   // A packed word is one step of K, or (pairs_) two: words [word, word + words).
   void pack_a(const MatrixRef& a, int64_t row, int64_t rows, int64_t word, int64_t words, float* out) const;
+  // As pack_a, a sliver for each of the packed path's tiles (RowTiles in gemm.cc).
+  void pack_a_tiles(const MatrixRef& a, int64_t row, int64_t rows, int64_t word, int64_t words, float* out) const;
   void pack_b(const MatrixRef& b, int64_t word, int64_t words, int64_t col, int64_t cols, float* out,
               float* wide) const;
 
