@@ -316,6 +316,12 @@ constexpr int64_t kInPlaceSlivers = 4;
 // its rows of B stream side by side, and C stays in cache between passes.
 constexpr int64_t kInPlaceDepth = 32;
 
+// Up to this many slivers of B's columns, f32 A is not packed (Gemm::packed_region):
+// 2 where A is resident (64 x 768 x 128 ran slower with A in place: 79 against 68% of
+// the FMA's peak), 4 where A is packed a block at a time (512 and 2048 x 768 x 128 from
+// 78 and 80% to 88 and 91%).
+constexpr int64_t kInPlaceASlivers = 2, kInPlaceABlockSlivers = 4;
+
 // Floats of C a streaming step covers, all rows together: they stay in L1.
 constexpr int64_t kStreamFloats = 4096;
 
@@ -661,8 +667,16 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
   // of few rows are otherwise bound by that pass): f32 as it is, bf16 widened, or as
   // words of two steps where the pair tiles run.
   const Bf16PackingTileKernel bf16_packing_tile = pairs_ ? kernels_.pair_packing_tile : kernels_.widening_packing_tile;
-  const bool packs_in_tiles = b.cols == 1 && (b.bf16 ? bf16_packing_tile != nullptr : kernels_.packing_tile != nullptr);
-  for (int64_t pc = 0; pc < words_ && resident; pc += kc) {
+  // f32 A whose rows lie along memory, over a few slivers of B: each sliver of A would
+  // serve so few tiles that packing it costs more than it saves (512 x 256 x 64 spent a
+  // fifth of its time packing A: 69% of the FMA's peak packed, 86% in place). The tiles
+  // read A's rows where they lie, and B is packed before them.
+  const bool a_in_place =
+      !bf16_ && a.cols == 1 &&
+      region.col_end - region.col_begin <= (resident ? kInPlaceASlivers : kInPlaceABlockSlivers) * nr;
+  const bool packs_in_tiles =
+      b.cols == 1 && !a_in_place && (b.bf16 ? bf16_packing_tile != nullptr : kernels_.packing_tile != nullptr);
+  for (int64_t pc = 0; pc < words_ && resident && !a_in_place; pc += kc) {
     pack_a_tiles(a, region.row_begin, rows, pc, std::min(kc, words_ - pc), ws.a_pack.data() + pc * rows_padded);
   }
   for (int64_t jc = region.col_begin; jc < region.col_end; jc += nc) {
@@ -674,7 +688,7 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
       for (int64_t ic = region.row_begin; ic < region.row_end; ic += mc_) {
         int64_t mcur = std::min(mc_, region.row_end - ic);
         const float* a_block = ws.a_pack.data() + (resident ? pc * rows_padded : 0);
-        if (!resident) pack_a_tiles(a, ic, mcur, pc, kcur, ws.a_pack.data());
+        if (!resident && !a_in_place) pack_a_tiles(a, ic, mcur, pc, kcur, ws.a_pack.data());
         const RowTiles row_tiles{mcur, mr};
         for (int64_t jr = 0; jr < ncur; jr += nr) {
           int64_t cols = std::min<int64_t>(nr, ncur - jr);
@@ -720,15 +734,23 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
                                    fetch_depth * t / fetchers, kcur);
             }
             const int height = row_tiles.height(t);
-            TileKernel kernel = tiles[height - 1][vectors - 1];
             const float* ap = a_block + t * mr * kcur;
             float* cp = c + (ic + ir) * ldc + jc + jr;
+            // The tile on C at `to` (row stride ld), B packed.
+            auto plain = [&](float* to, int64_t ld, bool sum_on) {
+              if (a_in_place) {
+                kernels_.rows_of_a_tiles[height - 1][vectors - 1](
+                    kcur, static_cast<const float*>(a.data) + (ic + ir) * a.rows + pc, a.rows, bp, nr, to, ld, sum_on);
+              } else {
+                tiles[height - 1][vectors - 1](kcur, ap, bp, nr, to, ld, sum_on);
+              }
+            };
             // The tile on C at `to` (row stride ld): the sliver's first packs it.
             auto compute = [&](float* to, int64_t ld, bool sum_on) {
               if (fetch.rows > 0) {
                 kernels_.fetching_tile(kcur, ap, bp, nr, to, ld, sum_on, fetch);
               } else if (!packing || t > 0) {
-                kernel(kcur, ap, bp, nr, to, ld, sum_on);
+                plain(to, ld, sum_on);
               } else if (b.bf16) {
                 bf16_packing_tile(kcur, ap, static_cast<const uint16_t*>(b.data) + steps_a_word * pc * b.rows + jc + jr,
                                   b.rows, bp, to, ld, sum_on);
@@ -758,7 +780,7 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
               float* tile = ws.tile.data();
               for (int i = 0; i < height && accumulate; ++i)
                 std::copy(cp + i * ldc, cp + i * ldc + cols, tile + i * nr);
-              kernel(kcur, ap, bp, nr, tile, nr, accumulate);
+              plain(tile, nr, accumulate);
               for (int i = 0; i < height; ++i) std::copy(tile + i * nr, tile + i * nr + cols, cp + i * ldc);
             }
             if (finish.rounds() && last) round_block(finish, cp, ldc, ldc, ic + ir, height, jc + jr, cols);
