@@ -672,7 +672,7 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
   // fifth of its time packing A: 69% of the FMA's peak packed, 86% in place). The tiles
   // read A's rows where they lie, and B is packed before them.
   const bool a_in_place =
-      !bf16_ && a.cols == 1 &&
+      !bf16_ && (a.cols == 1 || a.rows == 1) &&
       region.col_end - region.col_begin <= (resident ? kInPlaceASlivers : kInPlaceABlockSlivers) * nr;
   const bool packs_in_tiles =
       b.cols == 1 && !a_in_place && (b.bf16 ? bf16_packing_tile != nullptr : kernels_.packing_tile != nullptr);
@@ -738,9 +738,13 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
             float* cp = c + (ic + ir) * ldc + jc + jr;
             // The tile on C at `to` (row stride ld), B packed.
             auto plain = [&](float* to, int64_t ld, bool sum_on) {
-              if (a_in_place) {
-                kernels_.rows_of_a_tiles[height - 1][vectors - 1](
-                    kcur, static_cast<const float*>(a.data) + (ic + ir) * a.rows + pc, a.rows, bp, nr, to, ld, sum_on);
+              const auto* a_data = static_cast<const float*>(a.data);
+              if (a_in_place && a.cols == 1) {
+                kernels_.rows_of_a_tiles[height - 1][vectors - 1](kcur, a_data + (ic + ir) * a.rows + pc, a.rows, bp,
+                                                                  nr, to, ld, sum_on);
+              } else if (a_in_place) {
+                kernels_.steps_of_a_tiles[height - 1][vectors - 1](kcur, a_data + pc * a.cols + ic + ir, a.cols, bp, nr,
+                                                                   to, ld, sum_on);
               } else {
                 tiles[height - 1][vectors - 1](kcur, ap, bp, nr, to, ld, sum_on);
               }

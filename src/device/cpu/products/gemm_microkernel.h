@@ -125,6 +125,13 @@ struct RowsOfA {
   float at(int64_t p, int i) const { return a[i * lda + p]; }
 };
 
+// A's steps where they lie (a transpose read in place), step p at a + p * lda.
+struct StepsOfA {
+  const float* a;
+  int64_t lda;
+  float at(int64_t p, int i) const { return a[p * lda + i]; }
+};
+
 // C[R, NV * width] (row stride ldc) = (accumulate ? C : 0) + A * B over kc:
 // A's steps from `from` (above), B's rows from `rows` (above). Each element's sum
 // runs over p in order, one fma a step.
@@ -160,11 +167,11 @@ void tile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int
   tile_steps<V, R, NV>(kc, PackedA<MR>{a}, PackedRows<V, NV>{b, ldb}, c, ldc, accumulate);
 }
 
-// A tile with A's rows where they lie (RowsOfATileKernel).
-template <class V, int R, int NV>
-void rows_of_a_tile(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-                    bool accumulate) {
-  tile_steps<V, R, NV>(kc, RowsOfA{a, lda}, PackedRows<V, NV>{b, ldb}, c, ldc, accumulate);
+// A tile with A where it lies, by RowsOfA or StepsOfA (InPlaceATileKernel).
+template <class V, class A, int R, int NV>
+void in_place_a_tile(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+                     bool accumulate) {
+  tile_steps<V, R, NV>(kc, A{a, lda}, PackedRows<V, NV>{b, ldb}, c, ldc, accumulate);
 }
 
 // A whole tile that fetches another sliver as it goes (FetchingTileKernel).
@@ -255,7 +262,7 @@ void pack_transposed(int64_t depth, int64_t rows, const float* src, int64_t ld, 
 }
 
 using TileTable = TileKernel[KernelSet::kMaxRows][KernelSet::kMaxVectors];
-using RowsOfATileTable = RowsOfATileKernel[KernelSet::kMaxRows][KernelSet::kMaxVectors];
+using InPlaceATileTable = InPlaceATileKernel[KernelSet::kMaxRows][KernelSet::kMaxVectors];
 
 // Fills table[R - 1][v - 1] with tile<V, MR, R, v> for each v in Vs + 1.
 template <class V, int MR, int R, int... Vs>
@@ -263,10 +270,10 @@ void fill_row(TileTable& table, std::integer_sequence<int, Vs...>) {
   ((table[R - 1][Vs] = &tile<V, MR, R, Vs + 1>), ...);
 }
 
-// The same with rows_of_a_tile.
-template <class V, int R, int... Vs>
-void fill_row(RowsOfATileTable& table, std::integer_sequence<int, Vs...>) {
-  ((table[R - 1][Vs] = &rows_of_a_tile<V, R, Vs + 1>), ...);
+// The same with in_place_a_tile.
+template <class V, class A, int R, int... Vs>
+void fill_row(InPlaceATileTable& table, std::integer_sequence<int, Vs...>) {
+  ((table[R - 1][Vs] = &in_place_a_tile<V, A, R, Vs + 1>), ...);
 }
 
 // Fills table[r - 1][v - 1] for r <= R, v <= NV.
@@ -276,10 +283,10 @@ void fill_rows(TileTable& table) {
   if constexpr (R > 1) fill_rows<V, MR, NV, R - 1>(table);
 }
 
-template <class V, int NV, int R>
-void fill_rows_of_a(RowsOfATileTable& table) {
-  fill_row<V, R>(table, std::make_integer_sequence<int, NV>{});
-  if constexpr (R > 1) fill_rows_of_a<V, NV, R - 1>(table);
+template <class V, class A, int NV, int R>
+void fill_in_place_a_rows(InPlaceATileTable& table) {
+  fill_row<V, A, R>(table, std::make_integer_sequence<int, NV>{});
+  if constexpr (R > 1) fill_in_place_a_rows<V, A, NV, R - 1>(table);
 }
 
 template <class V, int MR, int NV>
@@ -297,7 +304,8 @@ KernelSet make_kernel_set(Isa isa) {
                 .pack_slivers = &pack_slivers<V, NV>,
                 .pack_transposed = &pack_transposed<V>};
   fill_rows<V, MR, NV>(set.tiles);
-  fill_rows_of_a<V, NV, MR>(set.rows_of_a_tiles);
+  fill_in_place_a_rows<V, RowsOfA, NV, MR>(set.rows_of_a_tiles);
+  fill_in_place_a_rows<V, StepsOfA, NV, MR>(set.steps_of_a_tiles);
   return set;
 }
 
