@@ -87,8 +87,18 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
   // host has them), with an odd K, whose last block holds a word of one step; and a
   // transposed bf16 A of more rows than its packing deals out at once. 64 rows of a
   // B several slivers wide: the whole tiles after the packing one fetch the slivers to
-  // come as they compute (f32, and bf16 widened or in pairs).
+  // come as they compute (f32, and bf16 widened or in pairs). 62 and 50 rows, whose
+  // last sliver is under half a tile: its rows shared with the sliver before (12 rows
+  // and 2 as 7 and 7 on avx512, 6 and 2 as 4 and 4 on avx2). B's rows 4 KiB apart (1024
+  // floats) over K past 256 steps: where L2 holds a few hundred rows of such a column
+  // of B (a 2 MiB L2 of 16 ways: 256), A resident takes K in shorter blocks. f32 A
+  // over a few slivers of B is read where it lies, not packed, its rows or (a transpose)
+  // its steps: 100 rows over two blocks of K, and 600 rows in blocks, with a last sliver
+  // narrower than a tile.
   std::vector<GemmCase> cases{{64, 130, 300, false, false, false, 1},  {64, 130, 301, true, false, true, 1},
+                              {62, 100, 300, false, false, false, 1},  {62, 100, 301, true, false, true, 1},
+                              {50, 1024, 300, false, false, false, 1}, {50, 1024, 301, false, false, true, 1},
+                              {100, 64, 900, false, false, false, 1},  {100, 64, 900, true, false, false, 1},
                               {1, 1, 1, false, false, false, 1},       {1, 2100, 700, false, false, false, 2},
                               {300, 40, 1000, false, false, false, 2}, {7, 2049, 513, true, false, true, 2},
                               {64, 33, 257, false, true, false, 1},    {5, 4, 0, false, false, false, 2},

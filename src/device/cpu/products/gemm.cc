@@ -11,9 +11,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cassert>
 #include <cstring>
+#include <numeric>
 
 #include "device/cpu/fusion/fusion_tiles.h"
 #include "device/cpu/kernels.h"
@@ -314,6 +316,12 @@ constexpr int64_t kInPlaceSlivers = 4;
 // its rows of B stream side by side, and C stays in cache between passes.
 constexpr int64_t kInPlaceDepth = 32;
 
+// Up to this many slivers of B's columns, f32 A is not packed (Gemm::packed_region):
+// 2 where A is resident (64 x 768 x 128 ran slower with A in place: 79 against 68% of
+// the FMA's peak), 4 where A is packed a block at a time (512 and 2048 x 768 x 128 from
+// 78 and 80% to 88 and 91%).
+constexpr int64_t kInPlaceASlivers = 2, kInPlaceABlockSlivers = 4;
+
 // Floats of C a streaming step covers, all rows together: they stay in L1.
 constexpr int64_t kStreamFloats = 4096;
 
@@ -321,6 +329,34 @@ constexpr int64_t kStreamFloats = 4096;
 int64_t stream_columns(int64_t rows) { return std::max<int64_t>(64, kStreamFloats / rows / 64 * 64); }
 
 int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+// The tiles that a block of `rows` rows is computed in, one a sliver of packed A: whole
+// slivers of mr rows, except that a last sliver under half a tile shares the rows of the
+// one before it evenly. A tile of few rows has too few sums to hide its FMAs' latency
+// (64 rows as 5 x 12 and 4 ran their tile of 4 at about half the FMA's rate), two of
+// half a tile or more do not. Where a block has two slivers or fewer, its first tile
+// stays whole: it is the one that packs B.
+struct RowTiles {
+  int64_t rows;
+  int mr;
+
+  int64_t count() const { return (rows + mr - 1) / mr; }
+  // The first of the two tiles that share their rows, or count() where none do.
+  int64_t shared() const {
+    const int64_t tail = rows % mr;
+    return tail > 0 && 2 * tail < mr && rows > 2 * mr ? count() - 2 : count();
+  }
+  // Tiles of mr rows, the first ones.
+  int64_t whole() const { return std::min(rows / mr, shared()); }
+  int64_t first(int64_t t) const {
+    const int64_t s = shared();
+    return t <= s ? t * mr : s * mr + (rows - s * mr + 1) / 2;
+  }
+  int height(int64_t t) const {
+    const int64_t end = t + 1 < count() ? first(t + 1) : rows;
+    return static_cast<int>(end - first(t));
+  }
+};
 
 // A sliver of B that a product packs: rows [row, row + depth) at column col (depth 0:
 // none).
@@ -378,6 +414,31 @@ int64_t block_words() {
   return words;
 }
 
+// K's `words` in blocks of at most `most` words (a multiple of 16), as few as
+// that allows, of equal length in whole multiples of 16 words.
+int64_t even_blocks(int64_t words, int64_t most) {
+  const int64_t blocks = std::max<int64_t>(1, (words + most - 1) / most);
+  return std::max<int64_t>(1, round_up((words + blocks - 1) / blocks, 16));
+}
+
+// The most rows of a column of B's lines that L2 holds beside the rest, where B's rows
+// lie `stride` bytes apart: rows a multiple of L2's sets apart share a set, so that a
+// stride of a multiple of 4 KiB puts a column's rows in a few sets (3072 floats: 32
+// sets of a Sapphire Rapids' 2048, 512 rows at 16 ways). Half the ways: the slivers
+// that the tiles fetch ahead lie in those sets until their packing tile reads them,
+// and the rest (packed A and B, C) takes its part of every set.
+int64_t rows_l2_holds(int64_t stride) {
+  static const std::array<long, 3> l2 = {sysconf(_SC_LEVEL2_CACHE_SIZE), sysconf(_SC_LEVEL2_CACHE_ASSOC),
+                                         sysconf(_SC_LEVEL2_CACHE_LINESIZE)};
+  const auto [size, ways, line] = l2;
+  constexpr int64_t kAny = int64_t{1} << 40;
+  if (size <= 0 || ways <= 0 || line <= 0 || stride % line != 0) return kAny;
+  const int64_t sets = size / (ways * line);
+  if (sets <= 0 || (sets & (sets - 1)) != 0) return kAny;  // not indexed by address bits alone
+  const int64_t sets_used = sets / std::gcd(stride / line % sets, sets);
+  return std::max<int64_t>(1, sets_used * ways / 2);
+}
+
 }  // namespace
 
 const KernelSet& kernels_for(Isa isa) {
@@ -420,8 +481,7 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
   // K in as few blocks as the host's L2 allows (block_words), of equal length: each
   // block costs a pass that loads and stores every tile of C. Blocks are whole
   // multiples of 16 words, so a block of bf16 steps starts a pair.
-  const int64_t k_blocks = std::max<int64_t>(1, (words_ + block_words() - 1) / block_words());
-  kc_ = std::max<int64_t>(1, round_up((words_ + k_blocks - 1) / k_blocks, 16));
+  kc_ = even_blocks(words_, block_words());
   nc_ = nr * std::max(1, 2048 / nr);
   nc_resident_ = std::max<int64_t>(nr, (64 << 10) / kc_ / nr * nr);
   // Threads take rectangles of C: rows in whole slivers of mr, columns in
@@ -577,11 +637,24 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
   // the panels are then small enough to stay in L2 while they are used.
   bool resident = resident_;
   if (!pairs_ && (b.bf16 || b.cols != 1) && ws.b_wide.size() < ws.b_pack.size()) ws.b_wide.resize(ws.b_pack.size());
-  int64_t nc = resident ? nc_resident_ : nc_, rows_padded = round_up(rows, mr);
+  // B's steps, and one step's bytes of a sliver: where the tiles of a sliver fetch the next.
+  const auto* b_bytes = static_cast<const char*>(b.data);
+  const int64_t element = b.bf16 ? 2 : 4, steps_a_word = pairs_ ? 2 : 1;
+  // Where A is resident, B's slivers are fetched into L2 ahead of the tiles that pack
+  // them: blocks of K short enough that a sliver's rows fit the sets they fall in
+  // (64 x 768 x 3072 from 72 to 78% of the FMA's peak on a Sapphire Rapids), the
+  // panels of B as wide as the longer blocks'.
+  int64_t kc = kc_, nc = resident ? nc_resident_ : nc_;
+  if (resident && b.cols == 1) {
+    kc = std::min(kc_,
+                  even_blocks(words_, std::max<int64_t>(16, rows_l2_holds(b.rows * element) / steps_a_word / 16 * 16)));
+    nc = std::max<int64_t>(nr, nc_resident_ * kc_ / kc / nr * nr);
+  }
+  const int64_t rows_padded = round_up(rows, mr);
   const auto& tiles = pairs_ ? kernels_.pair_tiles : kernels_.tiles;
   // One block of K: a tile's sums are done where it computes them, and only their
   // rounded values go to memory.
-  const bool rounded_only = finish.rounds() && words_ <= kc_;
+  const bool rounded_only = finish.rounds() && words_ <= kc;
   // An epilogue takes each block of rows, its panel's columns, as its last block of K
   // finishes: its packed A is not read again. (Where A is resident, the panels of B
   // still to come read it; an epilogue's reads and writes between them pushed it out of
@@ -594,23 +667,29 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
   // of few rows are otherwise bound by that pass): f32 as it is, bf16 widened, or as
   // words of two steps where the pair tiles run.
   const Bf16PackingTileKernel bf16_packing_tile = pairs_ ? kernels_.pair_packing_tile : kernels_.widening_packing_tile;
-  const bool packs_in_tiles = b.cols == 1 && (b.bf16 ? bf16_packing_tile != nullptr : kernels_.packing_tile != nullptr);
-  // B's steps, and one step's bytes of a sliver: where the tiles of a sliver fetch the next.
-  const auto* b_bytes = static_cast<const char*>(b.data);
-  const int64_t element = b.bf16 ? 2 : 4, steps_a_word = pairs_ ? 2 : 1;
-  for (int64_t pc = 0; pc < words_ && resident; pc += kc_) {
-    pack_a(a, region.row_begin, rows, pc, std::min(kc_, words_ - pc), ws.a_pack.data() + pc * rows_padded);
+  // f32 A whose rows lie along memory, over a few slivers of B: each sliver of A would
+  // serve so few tiles that packing it costs more than it saves (512 x 256 x 64 spent a
+  // fifth of its time packing A: 69% of the FMA's peak packed, 86% in place). The tiles
+  // read A's rows where they lie, and B is packed before them.
+  const bool a_in_place =
+      !bf16_ && (a.cols == 1 || a.rows == 1) &&
+      region.col_end - region.col_begin <= (resident ? kInPlaceASlivers : kInPlaceABlockSlivers) * nr;
+  const bool packs_in_tiles =
+      b.cols == 1 && !a_in_place && (b.bf16 ? bf16_packing_tile != nullptr : kernels_.packing_tile != nullptr);
+  for (int64_t pc = 0; pc < words_ && resident && !a_in_place; pc += kc) {
+    pack_a_tiles(a, region.row_begin, rows, pc, std::min(kc, words_ - pc), ws.a_pack.data() + pc * rows_padded);
   }
   for (int64_t jc = region.col_begin; jc < region.col_end; jc += nc) {
     int64_t ncur = std::min(nc, region.col_end - jc);
-    for (int64_t pc = 0; pc < words_; pc += kc_) {
-      int64_t kcur = std::min(kc_, words_ - pc);
+    for (int64_t pc = 0; pc < words_; pc += kc) {
+      int64_t kcur = std::min(kc, words_ - pc);
       bool accumulate = pc > 0, last = pc + kcur == words_;
       if (!packs_in_tiles) pack_b(b, pc, kcur, jc, ncur, ws.b_pack.data(), ws.b_wide.data());
       for (int64_t ic = region.row_begin; ic < region.row_end; ic += mc_) {
         int64_t mcur = std::min(mc_, region.row_end - ic);
         const float* a_block = ws.a_pack.data() + (resident ? pc * rows_padded : 0);
-        if (!resident) pack_a(a, ic, mcur, pc, kcur, ws.a_pack.data());
+        if (!resident && !a_in_place) pack_a_tiles(a, ic, mcur, pc, kcur, ws.a_pack.data());
+        const RowTiles row_tiles{mcur, mr};
         for (int64_t jr = 0; jr < ncur; jr += nr) {
           int64_t cols = std::min<int64_t>(nr, ncur - jr);
           int vectors = static_cast<int>((cols + width - 1) / width);
@@ -629,10 +708,10 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
           // arrive: products of 64 rows of a B that lies in memory wait on it.
           NextSliver next;
           if (packs_here) {
-            const SliverOrder order{region.col_begin, region.col_end, nc, nr, kc_, words_};
+            const SliverOrder order{region.col_begin, region.col_end, nc, nr, kc, words_};
             next = order.after(order.after({pc, jc + jr, kcur}));
           }
-          const int64_t tiles_here = (mcur + mr - 1) / mr, fetch_depth = next.depth * steps_a_word;
+          const int64_t tiles_here = row_tiles.count(), fetch_depth = next.depth * steps_a_word;
           // Where A is resident (few rows, each sliver of B used by a few tiles), the whole
           // tiles after the packing one fetch it a line every few steps among their FMAs
           // (fetching_tile). Fetched at a tile's start, the lines held the tile's own
@@ -640,12 +719,12 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
           // 64 x 3072 x 768 went from 65 and 75% of the FMA's peak to 72 and 84%). Where
           // those tiles are too few to take at most a line a step, or the tiles run on
           // pairs, or A is packed a block at a time, each tile fetches its part as it starts.
-          const int64_t fetchers = mcur / mr - 1;
+          const int64_t fetchers = row_tiles.whole() - 1;
           const bool spread = resident && next.depth > 0 && !pairs_ && cols == nr && fetchers > 0 &&
                               2 * ((fetch_depth + fetchers - 1) / fetchers) <= kcur;
           const char* next_sliver = b_bytes + (next.row * steps_a_word * b.rows + next.col) * element;
-          for (int64_t ir = 0; ir < mcur; ir += mr) {
-            const int64_t t = ir / mr;
+          for (int64_t t = 0; t < tiles_here; ++t) {
+            const int64_t ir = row_tiles.first(t);
             SliverFetch fetch;
             if (next.depth > 0 && !spread) {
               fetch_sliver_rows(next_sliver, b.rows * element, nr * element, fetch_depth * t / tiles_here,
@@ -654,16 +733,28 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
               fetch = spread_fetch(next_sliver, b.rows * element, nr * element, fetch_depth * (t - 1) / fetchers,
                                    fetch_depth * t / fetchers, kcur);
             }
-            int height = static_cast<int>(std::min<int64_t>(mr, mcur - ir));
-            TileKernel kernel = tiles[height - 1][vectors - 1];
-            const float* ap = a_block + ir / mr * mr * kcur;
+            const int height = row_tiles.height(t);
+            const float* ap = a_block + t * mr * kcur;
             float* cp = c + (ic + ir) * ldc + jc + jr;
+            // The tile on C at `to` (row stride ld), B packed.
+            auto plain = [&](float* to, int64_t ld, bool sum_on) {
+              const auto* a_data = static_cast<const float*>(a.data);
+              if (a_in_place && a.cols == 1) {
+                kernels_.rows_of_a_tiles[height - 1][vectors - 1](kcur, a_data + (ic + ir) * a.rows + pc, a.rows, bp,
+                                                                  nr, to, ld, sum_on);
+              } else if (a_in_place) {
+                kernels_.steps_of_a_tiles[height - 1][vectors - 1](kcur, a_data + pc * a.cols + ic + ir, a.cols, bp, nr,
+                                                                   to, ld, sum_on);
+              } else {
+                tiles[height - 1][vectors - 1](kcur, ap, bp, nr, to, ld, sum_on);
+              }
+            };
             // The tile on C at `to` (row stride ld): the sliver's first packs it.
             auto compute = [&](float* to, int64_t ld, bool sum_on) {
               if (fetch.rows > 0) {
                 kernels_.fetching_tile(kcur, ap, bp, nr, to, ld, sum_on, fetch);
-              } else if (!packing || ir > 0) {
-                kernel(kcur, ap, bp, nr, to, ld, sum_on);
+              } else if (!packing || t > 0) {
+                plain(to, ld, sum_on);
               } else if (b.bf16) {
                 bf16_packing_tile(kcur, ap, static_cast<const uint16_t*>(b.data) + steps_a_word * pc * b.rows + jc + jr,
                                   b.rows, bp, to, ld, sum_on);
@@ -680,7 +771,9 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
             }
             // The next tile's rows of C, while this one computes: its loads
             // start the next call, and would otherwise wait on memory.
-            for (int64_t i = ir + mr; i < std::min(mcur, ir + 2 * mr); ++i) {
+            const int64_t next_row = ir + height,
+                          next_end = t + 1 < tiles_here ? next_row + row_tiles.height(t + 1) : mcur;
+            for (int64_t i = next_row; i < next_end; ++i) {
               __builtin_prefetch(c + (ic + i) * ldc + jc + jr, 1);
               __builtin_prefetch(c + (ic + i) * ldc + jc + jr + nr - 1, 1);
             }
@@ -691,7 +784,7 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
               float* tile = ws.tile.data();
               for (int i = 0; i < height && accumulate; ++i)
                 std::copy(cp + i * ldc, cp + i * ldc + cols, tile + i * nr);
-              kernel(kcur, ap, bp, nr, tile, nr, accumulate);
+              plain(tile, nr, accumulate);
               for (int i = 0; i < height; ++i) std::copy(tile + i * nr, tile + i * nr + cols, cp + i * ldc);
             }
             if (finish.rounds() && last) round_block(finish, cp, ldc, ldc, ic + ir, height, jc + jr, cols);
@@ -782,6 +875,14 @@ void Gemm::pack_a(const MatrixRef& a, int64_t row, int64_t rows, int64_t word, i
     pack_a_steps(
         kernels_, a, row, rows, word, words, [](int64_t p) { return p; }, out);
   }
+}
+
+void Gemm::pack_a_tiles(const MatrixRef& a, int64_t row, int64_t rows, int64_t word, int64_t words, float* out) const {
+  const RowTiles tiles{rows, kernels_.mr};
+  const int64_t shared = tiles.shared();
+  pack_a(a, row, std::min(rows, shared * kernels_.mr), word, words, out);
+  for (int64_t t = shared; t < tiles.count(); ++t)
+    pack_a(a, row + tiles.first(t), tiles.height(t), word, words, out + t * kernels_.mr * words);
 }
 
 void Gemm::pack_b(const MatrixRef& b, int64_t word, int64_t words, int64_t col, int64_t cols, float* out,

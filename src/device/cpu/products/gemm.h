@@ -40,6 +40,10 @@ namespace sx::device::cpu {
 // gemm_microkernel.h for its contract).
 using TileKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
                             bool accumulate);
+// As TileKernel with f32 A where it lies, not packed: its rows lda apart (each along
+// memory), or its steps lda apart (a transpose read in place).
+using InPlaceATileKernel = void (*)(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                                    int64_t ldc, bool accumulate);
 // A whole tile (mr rows, nr columns) as TileKernel, B read where it lies (row stride
 // ldb) and stored to `packed` as pack_slivers lays out one sliver, while it computes.
 using PackingTileKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* packed, float* c,
@@ -81,6 +85,8 @@ struct KernelSet {
   int nr = 1;     // columns of a full tile
   int width = 1;  // floats per vector
   TileKernel tiles[kMaxRows][kMaxVectors] = {};
+  InPlaceATileKernel rows_of_a_tiles[kMaxRows][kMaxVectors] = {};
+  InPlaceATileKernel steps_of_a_tiles[kMaxRows][kMaxVectors] = {};
   // The same tiles over packed bf16 pairs (kc counts pairs, each a 32-bit word
   // where tiles have a float); empty where the instruction set has none.
   TileKernel pair_tiles[kMaxRows][kMaxVectors] = {};
@@ -287,6 +293,8 @@ class Gemm {
 
   // A packed word is one step of K, or (pairs_) two: words [word, word + words).
   void pack_a(const MatrixRef& a, int64_t row, int64_t rows, int64_t word, int64_t words, float* out) const;
+  // As pack_a, a sliver for each of the packed path's tiles (RowTiles in gemm.cc).
+  void pack_a_tiles(const MatrixRef& a, int64_t row, int64_t rows, int64_t word, int64_t words, float* out) const;
   void pack_b(const MatrixRef& b, int64_t word, int64_t words, int64_t col, int64_t cols, float* out,
               float* wide) const;
 

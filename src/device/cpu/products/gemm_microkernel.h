@@ -110,11 +110,33 @@ struct PairRows {
   }
 };
 
+// Where a tile's A comes from: at(p, i) is row i's step p.
+// A packed sliver, a[p * MR + i]:
+template <int MR>
+struct PackedA {
+  const float* a;
+  float at(int64_t p, int i) const { return a[p * MR + i]; }
+};
+
+// A's rows where they lie, row i at a + i * lda.
+struct RowsOfA {
+  const float* a;
+  int64_t lda;
+  float at(int64_t p, int i) const { return a[i * lda + p]; }
+};
+
+// A's steps where they lie (a transpose read in place), step p at a + p * lda.
+struct StepsOfA {
+  const float* a;
+  int64_t lda;
+  float at(int64_t p, int i) const { return a[p * lda + i]; }
+};
+
 // C[R, NV * width] (row stride ldc) = (accumulate ? C : 0) + A * B over kc:
-// A packed with row stride 1 and column stride MR (a[p * MR + i]), B's rows from
-// `rows` (above). Each element's sum runs over p in order, one fma a step.
-template <class V, int MR, int R, int NV, class Rows>
-void tile_steps(int64_t kc, const float* a, Rows rows, float* c, int64_t ldc, bool accumulate) {
+// A's steps from `from` (above), B's rows from `rows` (above). Each element's sum
+// runs over p in order, one fma a step.
+template <class V, int R, int NV, class Rows, class A>
+void tile_steps(int64_t kc, A from, Rows rows, float* c, int64_t ldc, bool accumulate) {
   typename V::f acc[R][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
@@ -128,7 +150,7 @@ void tile_steps(int64_t kc, const float* a, Rows rows, float* c, int64_t ldc, bo
     rows.row(p, bv);
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
-      typename V::f ai = V::splat(a[p * MR + i]);
+      typename V::f ai = V::splat(from.at(p, i));
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(ai, bv[v], acc[i][v]);
     }
@@ -142,35 +164,42 @@ void tile_steps(int64_t kc, const float* a, Rows rows, float* c, int64_t ldc, bo
 
 template <class V, int MR, int R, int NV>
 void tile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
-  tile_steps<V, MR, R, NV>(kc, a, PackedRows<V, NV>{b, ldb}, c, ldc, accumulate);
+  tile_steps<V, R, NV>(kc, PackedA<MR>{a}, PackedRows<V, NV>{b, ldb}, c, ldc, accumulate);
+}
+
+// A tile with A where it lies, by RowsOfA or StepsOfA (InPlaceATileKernel).
+template <class V, class A, int R, int NV>
+void in_place_a_tile(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+                     bool accumulate) {
+  tile_steps<V, R, NV>(kc, A{a, lda}, PackedRows<V, NV>{b, ldb}, c, ldc, accumulate);
 }
 
 // A whole tile that fetches another sliver as it goes (FetchingTileKernel).
 template <class V, int MR, int NV>
 void fetching_tile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
                    const SliverFetch& fetch) {
-  tile_steps<V, MR, MR, NV>(kc, a, FetchingRows<V, NV>{{b, ldb}, fetch}, c, ldc, accumulate);
+  tile_steps<V, MR, NV>(kc, PackedA<MR>{a}, FetchingRows<V, NV>{{b, ldb}, fetch}, c, ldc, accumulate);
 }
 
 // A whole tile that packs the sliver of f32 B it reads (PackingTileKernel).
 template <class V, int MR, int NV>
 void packing_tile(int64_t kc, const float* a, const float* b, int64_t ldb, float* packed, float* c, int64_t ldc,
                   bool accumulate) {
-  tile_steps<V, MR, MR, NV>(kc, a, PackingRows<V, NV, FloatRows<V, NV>>{{b, ldb}, packed}, c, ldc, accumulate);
+  tile_steps<V, MR, NV>(kc, PackedA<MR>{a}, PackingRows<V, NV, FloatRows<V, NV>>{{b, ldb}, packed}, c, ldc, accumulate);
 }
 
 // A whole tile that packs the sliver of bf16 B it reads, widened (Bf16PackingTileKernel).
 template <class V, int MR, int NV>
 void widening_packing_tile(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, float* packed, float* c,
                            int64_t ldc, bool accumulate) {
-  tile_steps<V, MR, MR, NV>(kc, a, PackingRows<V, NV, WidenedRows<V>>{{b, ldb}, packed}, c, ldc, accumulate);
+  tile_steps<V, MR, NV>(kc, PackedA<MR>{a}, PackingRows<V, NV, WidenedRows<V>>{{b, ldb}, packed}, c, ldc, accumulate);
 }
 
 // A whole tile of pairs that packs the sliver of bf16 B it reads (Bf16PackingTileKernel).
 template <class V, int MR, int NV>
 void pair_packing_tile(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, float* packed, float* c, int64_t ldc,
                        bool accumulate) {
-  tile_steps<V, MR, MR, NV>(kc, a, PackingRows<V, NV, PairRows<V>>{{b, ldb}, packed}, c, ldc, accumulate);
+  tile_steps<V, MR, NV>(kc, PackedA<MR>{a}, PackingRows<V, NV, PairRows<V>>{{b, ldb}, packed}, c, ldc, accumulate);
 }
 
 // c[j] = fma(a, b[j], c[j]) for j < n: one step of n elements' sums. The
@@ -233,6 +262,7 @@ void pack_transposed(int64_t depth, int64_t rows, const float* src, int64_t ld, 
 }
 
 using TileTable = TileKernel[KernelSet::kMaxRows][KernelSet::kMaxVectors];
+using InPlaceATileTable = InPlaceATileKernel[KernelSet::kMaxRows][KernelSet::kMaxVectors];
 
 // Fills table[R - 1][v - 1] with tile<V, MR, R, v> for each v in Vs + 1.
 template <class V, int MR, int R, int... Vs>
@@ -240,11 +270,23 @@ void fill_row(TileTable& table, std::integer_sequence<int, Vs...>) {
   ((table[R - 1][Vs] = &tile<V, MR, R, Vs + 1>), ...);
 }
 
+// The same with in_place_a_tile.
+template <class V, class A, int R, int... Vs>
+void fill_row(InPlaceATileTable& table, std::integer_sequence<int, Vs...>) {
+  ((table[R - 1][Vs] = &in_place_a_tile<V, A, R, Vs + 1>), ...);
+}
+
 // Fills table[r - 1][v - 1] for r <= R, v <= NV.
 template <class V, int MR, int NV, int R = MR>
 void fill_rows(TileTable& table) {
   fill_row<V, MR, R>(table, std::make_integer_sequence<int, NV>{});
   if constexpr (R > 1) fill_rows<V, MR, NV, R - 1>(table);
+}
+
+template <class V, class A, int NV, int R>
+void fill_in_place_a_rows(InPlaceATileTable& table) {
+  fill_row<V, A, R>(table, std::make_integer_sequence<int, NV>{});
+  if constexpr (R > 1) fill_in_place_a_rows<V, A, NV, R - 1>(table);
 }
 
 template <class V, int MR, int NV>
@@ -262,6 +304,8 @@ KernelSet make_kernel_set(Isa isa) {
                 .pack_slivers = &pack_slivers<V, NV>,
                 .pack_transposed = &pack_transposed<V>};
   fill_rows<V, MR, NV>(set.tiles);
+  fill_in_place_a_rows<V, RowsOfA, NV, MR>(set.rows_of_a_tiles);
+  fill_in_place_a_rows<V, StepsOfA, NV, MR>(set.steps_of_a_tiles);
   return set;
 }
 
