@@ -154,7 +154,8 @@ class Checks:
                                                                                  recursive=True)
         program = shutil.which("compute-sanitizer") or next(iter(sorted(found)), None)
         if program is None:
-            raise Skip("this machine has no compute-sanitizer (not on PATH, in /usr/local/cuda*/bin nor under /opt/nvidia)")
+            raise Skip("this machine has no compute-sanitizer "
+                       "(not on PATH, in /usr/local/cuda*/bin nor under /opt/nvidia)")
         location = os.path.join(self.work, tool)
         rc, out, err = self.run(["run", self.run_file(), "--device", "cuda", "--steps", "2", "--checkpoint-dir",
                                  location], timeout=600,
@@ -351,7 +352,8 @@ def run_checks(checks, args):
         except Skip as e:
             entry = {"status": "skipped", "message": str(e)}
         except (Failure, OSError, subprocess.SubprocessError, ValueError) as e:
-            entry = {"status": "failed", "message": f"{type(e).__name__}: {e}" if not isinstance(e, Failure) else str(e)}
+            said = str(e) if isinstance(e, Failure) else f"{type(e).__name__}: {e}"
+            entry = {"status": "failed", "message": said}
             failed = True
         entry.update(device=args.device, seconds=round(time.monotonic() - start, 1))
         record(args.json, name, entry)
