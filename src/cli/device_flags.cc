@@ -22,7 +22,8 @@ void DeviceFlags::add_to(CLI::App& command) {
   device = env_device && *env_device ? env_device : kDefaultDevice;
   command.add_option(
       "--device", device,
-      "Where tensors run: cpu or reference (SEXPGPU_DEVICE); cuda and metal are refused: SexpGPU has neither");
+      "Where tensors run: cpu, reference or cuda (a build with the CUDA toolkit and a GPU) (SEXPGPU_DEVICE); "
+      "metal is refused: SexpGPU has none");
   cpu_cores_flag = command.add_option("--cpu-cores", cpu_cores,
                                       "Most host cores --device cpu uses: a positive whole number; a count above the "
                                       "host's cores means all of them, as does no flag (SEXPGPU_CPU_CORES)");
