@@ -8,8 +8,9 @@
 // sums in row_reduce.h's order. (Where two NaNs meet in one operation, whose sign the
 // result takes is the compiler's choice, here as in the plan's loops.) The softmaxes
 // recompute a row's max, exp and sum from x, the norms a row's statistics, as
-// composite.cc does; the exp, the softmaxes' passes and gelu's gradient whole run in
-// registers on the plan's instruction set (composite_lanes.h), the norms in loops. A row
+// composite.cc does; the exp, the softmaxes' passes, gelu's gradient whole and whole f32
+// rows of the norms run in registers on the plan's instruction set (composite_lanes.h),
+// the norms' other rows in loops. A row
 // is computed in the output's row and blocks of kBlock floats on the stack, so a run
 // allocates nothing; threads take whole rows. (The gradients of the norms' weight and
 // bias: norm_parameter_gradient.cc.)
@@ -171,16 +172,27 @@ void norm_gradient_row(const S* x, const S* w, const S* g, S* dx, int64_t n, Nor
 }
 
 template <class S, bool Centered>
-Step norm_gradient_step(const Rows& r, NormGradientConstants k, int weight, int cotangent) {
-  return [r, k, weight, cotangent](const uint8_t* const* in, uint8_t* out) {
+Step norm_gradient_step(const Rows& r, NormGradientConstants k, int weight, int cotangent, const MathKernels* math) {
+  NormGradientRowKernel whole_row = nullptr;
+  if (std::is_same_v<S, float> && math != nullptr && whole_row_lanes(r.length)) {
+    whole_row = math->composite.norm_gradient_row[Centered];
+  }
+  return [r, k, weight, cotangent, whole_row](const uint8_t* const* in, uint8_t* out) {
     const S* x = reinterpret_cast<const S*>(in[0]);
     const S* w = weight > 0 ? reinterpret_cast<const S*>(in[weight]) : nullptr;
     const S* g = reinterpret_cast<const S*>(in[cotangent]);
     S* dx = reinterpret_cast<S*>(out);
+    const NormRowConstants lanes_k{.length = k.norm.length, .eps = k.norm.eps, .minus_half = k.minus_half};
     parallel_for(r.rows, r.threads, [&](int64_t begin, int64_t end) {
       Block storage;
       for (int64_t row = begin; row < end; ++row) {
         const int64_t at = row * r.length;
+        if constexpr (std::is_same_v<S, float>) {
+          if (whole_row != nullptr) {
+            whole_row(x + at, w, g + at, dx + at, r.length, lanes_k);
+            continue;
+          }
+        }
         norm_gradient_row<S, Centered>(x + at, w, g + at, dx + at, r.length, k, storage.floats);
       }
     });
@@ -277,8 +289,9 @@ Step make_norm_gradient(const StepContext& c, const graph::Attrs& attrs, const g
                                 .minus_half = literal_in(x.dtype, -0.5)};
   const int weight = attrs.get_int("weight") != 0 ? 1 : 0;
   const int bias = Centered && attrs.get_int("bias") != 0 ? 1 : 0;
+  const MathKernels* math = math_kernels_for(c.kernels.isa);
   return by_float_dtype(x.dtype, [&](auto types) {
-    return norm_gradient_step<typename decltype(types)::storage, Centered>(r, k, weight, 1 + weight + bias);
+    return norm_gradient_step<typename decltype(types)::storage, Centered>(r, k, weight, 1 + weight + bias, math);
   });
 }
 

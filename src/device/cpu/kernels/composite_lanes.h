@@ -2,7 +2,8 @@
 // V (graph/prims/lane_math.h's contract), instantiated by each instruction set's vector
 // math file (vector_math.h): gelu whole, and a softmax row's shifted exp and its division;
 // gelu's gradient whole and the passes of a softmax's (composite_gradient.cc, which
-// runs gelu's on single floats too).
+// runs gelu's on single floats too); and whole f32 rows of the softmaxes, the norms and
+// their gradients with respect to x.
 // Each member is the operation that composite.cc's loops compute, on the same values,
 // rounded to bf16 where Bf16 (round_to_bf16, as graph::Bf16 rounds), so the bits are the
 // same.
@@ -278,6 +279,99 @@ bool log_softmax_gradient_row_lanes(const float* x, const float* g, float* dx, i
   return true;
 }
 
+// A norm's literals in its dtype: its row's length, eps, and its gradient's -0.5.
+struct NormRowConstants {
+  float length = 1, eps = 0, minus_half = -0.5f;
+};
+
+// What a norm computes of a row before its elements (composite_rows.h's NormStatistics):
+// the mean (layer_norm's; rms_norm's 0), mean(d d) + eps and its rsqrt.
+struct NormRowStatistics {
+  float mean = 0, shifted_square = 0, inverse = 0;
+};
+
+// d of x's lanes: x - mean (layer_norm) or x (rms_norm).
+template <class V, bool Centered>
+typename V::f centered_lanes(typename V::f x, typename V::f mean) {
+  if constexpr (Centered) return V::sub(x, mean);
+  else return x;
+}
+
+// A whole row's statistics, its sums in LaneSums' order; the rsqrt as scalar.h's Rsqrt
+// computes it, 1 / sqrt(v), each correctly rounded.
+template <class V, bool Centered>
+NormRowStatistics norm_row_statistics_lanes(const float* x, int64_t n, const NormRowConstants& k) {
+  using F = typename V::f;
+  NormRowStatistics stats;
+  if constexpr (Centered) {
+    RowSumLanes<V> sum;
+    for (int64_t i = 0; i < n; i += V::width) sum.add(i, V::load(x + i));
+    stats.mean = sum.finish() / k.length;
+  }
+  const F mean = V::splat(stats.mean);
+  RowSumLanes<V> squares;
+  for (int64_t i = 0; i < n; i += V::width) {
+    const F d = centered_lanes<V, Centered>(V::load(x + i), mean);
+    squares.add(i, V::mul(d, d));
+  }
+  stats.shifted_square = squares.finish() / k.length + k.eps;
+  float inverse[V::width];
+  V::store(inverse, V::div(V::splat(1.0f), V::sqrt(V::splat(stats.shifted_square))));
+  stats.inverse = inverse[0];
+  return stats;
+}
+
+// y = (d inv) w + b of a whole f32 row (w, b null where the norm has none).
+template <class V, bool Centered>
+void norm_row_lanes(const float* x, const float* w, const float* b, float* y, int64_t n, const NormRowConstants& k) {
+  using F = typename V::f;
+  const NormRowStatistics stats = norm_row_statistics_lanes<V, Centered>(x, n, k);
+  const F mean = V::splat(stats.mean), inverse = V::splat(stats.inverse);
+  for (int64_t i = 0; i < n; i += V::width) {
+    F v = V::mul(centered_lanes<V, Centered>(V::load(x + i), mean), inverse);
+    if (w != nullptr) v = V::mul(v, V::load(w + i));
+    if (b != nullptr) v = V::add(v, V::load(b + i));
+    V::store(y + i, v);
+  }
+}
+
+// The gradient of a whole f32 row with respect to x (composite_gradient.cc's
+// norm_gradient_row): with a = g w (g without a weight), d's cotangent (a inv + c d) + c d,
+// c = sum(a d) ((-0.5 inv) / v) / length; x's that plus sum(-that) / length (layer_norm).
+template <class V, bool Centered>
+void norm_gradient_row_lanes(const float* x, const float* w, const float* g, float* dx, int64_t n,
+                             const NormRowConstants& k) {
+  using F = typename V::f;
+  const NormRowStatistics stats = norm_row_statistics_lanes<V, Centered>(x, n, k);
+  const F mean = V::splat(stats.mean), inverse = V::splat(stats.inverse);
+  const auto cotangent = [&](int64_t i) {
+    return w == nullptr ? V::load(g + i) : V::mul(V::load(g + i), V::load(w + i));
+  };
+  RowSumLanes<V> by_inverse;
+  for (int64_t i = 0; i < n; i += V::width) {
+    by_inverse.add(i, V::mul(cotangent(i), centered_lanes<V, Centered>(V::load(x + i), mean)));
+  }
+  const float slope = (k.minus_half * stats.inverse) / stats.shifted_square;
+  const F through_squares = V::splat((by_inverse.finish() * slope) / k.length);
+  RowSumLanes<V> minus_total;
+  for (int64_t i = 0; i < n; i += V::width) {
+    const F by_d = V::mul(through_squares, centered_lanes<V, Centered>(V::load(x + i), mean));
+    const F value = V::add(V::add(V::mul(cotangent(i), inverse), by_d), by_d);
+    V::store(dx + i, value);
+    if constexpr (Centered) minus_total.add(i, negated<V>(value));
+  }
+  if constexpr (Centered) {
+    const F through_mean = V::splat(minus_total.finish() / k.length);
+    for (int64_t i = 0; i < n; i += V::width) V::store(dx + i, V::add(V::load(dx + i), through_mean));
+  }
+}
+
+// A whole f32 row of a norm; its gradient with respect to x given g.
+using NormRowKernel = void (*)(const float* x, const float* w, const float* b, float* y, int64_t n,
+                               const NormRowConstants& k);
+using NormGradientRowKernel = void (*)(const float* x, const float* w, const float* g, float* dx, int64_t n,
+                                       const NormRowConstants& k);
+
 // A whole f32 row: y = softmax of x; or dx = the gradient of (log_)softmax at x given g;
 // false (the row left to the caller) where x holds a NaN.
 using SoftmaxRowKernel = bool (*)(const float* x, float* y, int64_t n);
@@ -305,6 +399,9 @@ struct CompositeLanes {
   RowKernels divided{};
   SoftmaxRowKernel softmax_row = nullptr;  // f32 rows that whole_row_lanes takes
   SoftmaxGradientRowKernel softmax_gradient_row = nullptr, log_softmax_gradient_row = nullptr;
+  // Indexed [centered]: rms_norm's, layer_norm's; f32 rows that whole_row_lanes takes.
+  std::array<NormRowKernel, 2> norm_row{};
+  std::array<NormGradientRowKernel, 2> norm_gradient_row{};
 };
 
 template <class V>
@@ -320,7 +417,9 @@ CompositeLanes make_composite_lanes() {
           .divided = {&divided_lanes<V, false>, &divided_lanes<V, true>},
           .softmax_row = &softmax_row_lanes<V>,
           .softmax_gradient_row = &softmax_gradient_row_lanes<V>,
-          .log_softmax_gradient_row = &log_softmax_gradient_row_lanes<V>};
+          .log_softmax_gradient_row = &log_softmax_gradient_row_lanes<V>,
+          .norm_row = {&norm_row_lanes<V, false>, &norm_row_lanes<V, true>},
+          .norm_gradient_row = {&norm_gradient_row_lanes<V, false>, &norm_gradient_row_lanes<V, true>}};
 }
 
 }  // namespace sx::device::cpu
