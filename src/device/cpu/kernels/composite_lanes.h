@@ -279,6 +279,59 @@ bool log_softmax_gradient_row_lanes(const float* x, const float* g, float* dx, i
   return true;
 }
 
+// What log_softmax takes of a row before its elements: its max, its min and the sum of
+// exp(x - max).
+struct LogSoftmaxStatistics {
+  float max = 0, min = 0, total = 0;
+};
+
+// The statistics of a whole f32 row, the sum in LaneSums' order; false where the row holds
+// a NaN. (A zero max's or min's sign may differ from row_reduce.h's order's, as above.)
+template <class V>
+bool log_softmax_statistics_lanes(const float* x, int64_t n, LogSoftmaxStatistics& stats) {
+  using F = typename V::f;
+  if (!row_max_lanes<V>(x, n, stats.max)) return false;
+  const F m = V::splat(stats.max);
+  F least = V::load(x);
+  RowSumLanes<V> sums;
+  for (int64_t i = 0; i < n; i += V::width) {
+    const F v = V::load(x + i);
+    least = V::select(V::lt(v, least), v, least);
+    sums.add(i, graph::lane_math::exp<V>(V::sub(v, m)));
+  }
+  float floats[V::width];
+  V::store(floats, least);
+  stats.min = floats[0];
+  for (float f : floats) stats.min = f < stats.min ? f : stats.min;
+  stats.total = sums.finish();
+  return true;
+}
+
+// What cross_entropy's gradient gives a row with a finite cotangent c of its picked value:
+// c at the target, elsewhere c * 0, and the row's sum of -g, -c (+0 where c is 0).
+struct PickedCotangent {
+  float picked = 0, elsewhere = 0, minus_sum = 0;
+};
+
+// cross_entropy's gradient of a whole f32 row: e = exp(x - max x), s = sum e, then
+// elsewhere + (minus_sum / s) e, and picked + (minus_sum / s) e at the target; false
+// (nothing written) where x holds a NaN.
+template <class V>
+bool cross_entropy_gradient_row_lanes(const float* x, float* dx, int64_t n, int64_t target, const PickedCotangent& c) {
+  float total = 0;
+  if (!shifted_exp_sum_lanes<V>(x, dx, n, total)) return false;
+  const float through_total = c.minus_sum / total;
+  const float e_target = dx[target];
+  const typename V::f elsewhere = V::splat(c.elsewhere), t = V::splat(through_total);
+  for (int64_t i = 0; i < n; i += V::width) V::store(dx + i, V::add(elsewhere, V::mul(t, V::load(dx + i))));
+  dx[target] = c.picked + through_total * e_target;
+  return true;
+}
+
+using LogSoftmaxStatisticsKernel = bool (*)(const float* x, int64_t n, LogSoftmaxStatistics& stats);
+using CrossEntropyGradientRowKernel = bool (*)(const float* x, float* dx, int64_t n, int64_t target,
+                                               const PickedCotangent& c);
+
 // A norm's literals in its dtype: its row's length, eps, and its gradient's -0.5.
 struct NormRowConstants {
   float length = 1, eps = 0, minus_half = -0.5f;
@@ -402,6 +455,9 @@ struct CompositeLanes {
   // Indexed [centered]: rms_norm's, layer_norm's; f32 rows that whole_row_lanes takes.
   std::array<NormRowKernel, 2> norm_row{};
   std::array<NormGradientRowKernel, 2> norm_gradient_row{};
+  // f32 rows that whole_row_lanes takes.
+  LogSoftmaxStatisticsKernel log_softmax_statistics = nullptr;
+  CrossEntropyGradientRowKernel cross_entropy_gradient_row = nullptr;
 };
 
 template <class V>
@@ -419,7 +475,9 @@ CompositeLanes make_composite_lanes() {
           .softmax_gradient_row = &softmax_gradient_row_lanes<V>,
           .log_softmax_gradient_row = &log_softmax_gradient_row_lanes<V>,
           .norm_row = {&norm_row_lanes<V, false>, &norm_row_lanes<V, true>},
-          .norm_gradient_row = {&norm_gradient_row_lanes<V, false>, &norm_gradient_row_lanes<V, true>}};
+          .norm_gradient_row = {&norm_gradient_row_lanes<V, false>, &norm_gradient_row_lanes<V, true>},
+          .log_softmax_statistics = &log_softmax_statistics_lanes<V>,
+          .cross_entropy_gradient_row = &cross_entropy_gradient_row_lanes<V>};
 }
 
 }  // namespace sx::device::cpu
