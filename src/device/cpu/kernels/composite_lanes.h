@@ -419,7 +419,8 @@ void norm_gradient_row_lanes(const float* x, const float* w, const float* g, flo
   }
 }
 
-// A whole f32 row of a norm; its gradient with respect to x given g.
+// A whole f32 row's statistics; a row of a norm; its gradient with respect to x given g.
+using NormStatisticsKernel = NormRowStatistics (*)(const float* x, int64_t n, const NormRowConstants& k);
 using NormRowKernel = void (*)(const float* x, const float* w, const float* b, float* y, int64_t n,
                                const NormRowConstants& k);
 using NormGradientRowKernel = void (*)(const float* x, const float* w, const float* g, float* dx, int64_t n,
@@ -453,6 +454,7 @@ struct CompositeLanes {
   SoftmaxRowKernel softmax_row = nullptr;  // f32 rows that whole_row_lanes takes
   SoftmaxGradientRowKernel softmax_gradient_row = nullptr, log_softmax_gradient_row = nullptr;
   // Indexed [centered]: rms_norm's, layer_norm's; f32 rows that whole_row_lanes takes.
+  std::array<NormStatisticsKernel, 2> norm_statistics{};
   std::array<NormRowKernel, 2> norm_row{};
   std::array<NormGradientRowKernel, 2> norm_gradient_row{};
   // f32 rows that whole_row_lanes takes.
@@ -474,6 +476,7 @@ CompositeLanes make_composite_lanes() {
           .softmax_row = &softmax_row_lanes<V>,
           .softmax_gradient_row = &softmax_gradient_row_lanes<V>,
           .log_softmax_gradient_row = &log_softmax_gradient_row_lanes<V>,
+          .norm_statistics = {&norm_row_statistics_lanes<V, false>, &norm_row_statistics_lanes<V, true>},
           .norm_row = {&norm_row_lanes<V, false>, &norm_row_lanes<V, true>},
           .norm_gradient_row = {&norm_gradient_row_lanes<V, false>, &norm_gradient_row_lanes<V, true>},
           .log_softmax_statistics = &log_softmax_statistics_lanes<V>,
