@@ -107,52 +107,51 @@ Step cross_entropy_step(CrossEntropyShape shape, const MathKernels* math, Shared
 
 // A row of the gradient: log_softmax's gradient (g + (sum(-g) / s) e, e = exp(x - max x),
 // s = sum e) of the cotangent g = c * one_hot, c the cotangent of each picked value. dx
-// holds e before the gradient.
+// holds e before the gradient. `whole_row`: the instruction set's kernel of a whole f32
+// row, where it takes the row and c is finite.
 template <class S>
-void gradient_row(const S* x, S* dx, int64_t n, int64_t target, float picked_cotangent, const MathKernels* math,
-                  float* block) {
+void gradient_row(const S* x, S* dx, int64_t n, int64_t target, const PickedCotangent& c, const MathKernels* math,
+                  CrossEntropyGradientRowKernel whole_row, float* block) {
   if constexpr (std::is_same_v<S, float>) {
-    if (math != nullptr && whole_row_lanes(n) && std::isfinite(picked_cotangent)) {
-      const PickedCotangent c{.picked = picked_cotangent,
-                              .elsewhere = picked_cotangent * 0.0f,
-                              .minus_sum = picked_cotangent == 0 ? 0.0f : -picked_cotangent};
-      if (math->composite.cross_entropy_gradient_row(x, dx, n, target, c)) return;
-    }
+    if (whole_row != nullptr && whole_row(x, dx, n, target, c)) return;
   }
   const float total = shifted_exp_row(x, dx, n, math, block);
-  const float elsewhere = rounded<S>(picked_cotangent * 0.0f);  // a zero of c's sign, or c's NaN
-  float minus_g;
-  if (std::isfinite(picked_cotangent)) {
-    // The row's sum of -g: zeros and -c, which the sum's +0 start and each zero added
-    // leave as they are (a zero c gives +0).
-    minus_g = picked_cotangent == 0 ? 0.0f : -picked_cotangent;
-  } else {
+  float minus_g = c.minus_sum;
+  if (!std::isfinite(c.picked)) {
     minus_g = rounded<S>(blocked_row_sum(n, block, [&](int64_t at, int64_t count, float* into) {
-      for (int64_t i = 0; i < count; ++i) into[i] = -(at + i == target ? picked_cotangent : elsewhere);
+      for (int64_t i = 0; i < count; ++i) into[i] = -(at + i == target ? c.picked : c.elsewhere);
     }));
   }
   const float through_total = rounded<S>(minus_g / total);
   const float e_target = static_cast<float>(dx[target]);
-  for (int64_t i = 0; i < n; ++i) dx[i] = S(elsewhere + rounded<S>(through_total * static_cast<float>(dx[i])));
-  dx[target] = S(picked_cotangent + rounded<S>(through_total * e_target));
+  for (int64_t i = 0; i < n; ++i) dx[i] = S(c.elsewhere + rounded<S>(through_total * static_cast<float>(dx[i])));
+  dx[target] = S(c.picked + rounded<S>(through_total * e_target));
 }
 
 // in: logits, targets, the loss's cotangent; out: the logits' gradient.
 template <class S, class Index>
 Step cross_entropy_gradient_step(CrossEntropyShape shape, const MathKernels* math) {
-  return [shape, math](const uint8_t* const* in, uint8_t* out) {
+  const bool lanes = std::is_same_v<S, float> && math != nullptr && whole_row_lanes(shape.rows.length);
+  const CrossEntropyGradientRowKernel whole_row = lanes ? math->composite.cross_entropy_gradient_row : nullptr;
+  return [shape, math, whole_row](const uint8_t* const* in, uint8_t* out) {
     const Rows& r = shape.rows;
     const S* x = reinterpret_cast<const S*>(in[0]);
     const Index* targets = reinterpret_cast<const Index*>(in[1]);
     graph::check_indices(targets, r.rows, r.length, 1);
-    // (neg g) / rows, the cotangent of each row's picked value
-    const float picked_cotangent = rounded<S>(-static_cast<float>(*reinterpret_cast<const S*>(in[2])) / shape.count);
+    // (neg g) / rows, the cotangent of each row's picked value; elsewhere a zero of its
+    // sign, or its NaN. Where it is finite the row's sum of -g is zeros and -c, which the
+    // sum's +0 start and each zero added leave as they are (a zero c gives +0); else each
+    // row sums them.
+    const float picked = rounded<S>(-static_cast<float>(*reinterpret_cast<const S*>(in[2])) / shape.count);
+    const PickedCotangent c{
+        .picked = picked, .elsewhere = rounded<S>(picked * 0.0f), .minus_sum = picked == 0 ? 0.0f : -picked};
+    const CrossEntropyGradientRowKernel finite_row = std::isfinite(picked) ? whole_row : nullptr;
     S* dx = reinterpret_cast<S*>(out);
     parallel_for(r.rows, r.threads, [&](int64_t begin, int64_t end) {
       Block storage;
       for (int64_t row = begin; row < end; ++row) {
-        gradient_row(x + row * r.length, dx + row * r.length, r.length, static_cast<int64_t>(targets[row]),
-                     picked_cotangent, math, storage.floats);
+        gradient_row(x + row * r.length, dx + row * r.length, r.length, static_cast<int64_t>(targets[row]), c, math,
+                     finite_row, storage.floats);
       }
     });
   };
