@@ -123,10 +123,7 @@ void norm_row(const S* x, const S* w, const S* b, S* y, int64_t n, NormConstants
 
 template <class S, bool Centered>
 MultiStep norm_step(const Rows& r, NormConstants k, int weight, int bias, const MathKernels* math, Writes writes) {
-  NormRowKernel whole_row = nullptr;
-  if (std::is_same_v<S, float> && math != nullptr && whole_row_lanes(r.length)) {
-    whole_row = math->composite.norm_row[Centered];
-  }
+  const NormRowKernel whole_row = takes_whole_rows<S>(math, r.length) ? math->composite.norm_row[Centered] : nullptr;
   return [r, k, weight, bias, whole_row, writes](const uint8_t* const* in, uint8_t* const* out) {
     const S* x = reinterpret_cast<const S*>(in[0]);
     const S* w = weight > 0 ? reinterpret_cast<const S*>(in[weight]) : nullptr;

@@ -173,10 +173,8 @@ void norm_gradient_row(const S* x, const S* w, const S* g, S* dx, int64_t n, Nor
 
 template <class S, bool Centered>
 Step norm_gradient_step(const Rows& r, NormGradientConstants k, int weight, int cotangent, const MathKernels* math) {
-  NormGradientRowKernel whole_row = nullptr;
-  if (std::is_same_v<S, float> && math != nullptr && whole_row_lanes(r.length)) {
-    whole_row = math->composite.norm_gradient_row[Centered];
-  }
+  const NormGradientRowKernel whole_row =
+      takes_whole_rows<S>(math, r.length) ? math->composite.norm_gradient_row[Centered] : nullptr;
   return [r, k, weight, cotangent, whole_row](const uint8_t* const* in, uint8_t* out) {
     const S* x = reinterpret_cast<const S*>(in[0]);
     const S* w = weight > 0 ? reinterpret_cast<const S*>(in[weight]) : nullptr;

@@ -117,6 +117,13 @@ void by_lanes(const S* x, S* y, int64_t n, const MathKernels* math, float* block
   }
 }
 
+// Whether rows of S, `length` long, take the instruction set's whole-row kernels
+// (CompositeLanes' f32 rows): f32 rows that whole_row_lanes takes, where the set has them.
+template <class S>
+bool takes_whole_rows(const MathKernels* math, int64_t length) {
+  return std::is_same_v<S, float> && math != nullptr && whole_row_lanes(length);
+}
+
 // Which of CompositeLanes' kernels a dtype takes.
 template <class S>
 constexpr size_t kLanesBf16 = std::is_same_v<S, float> ? 0 : 1;

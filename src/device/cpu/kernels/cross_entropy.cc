@@ -85,8 +85,8 @@ float picked_log_probability(const S* x, int64_t n, int64_t target, const MathKe
 // in: logits, targets; out: the scalar loss.
 template <class S, class Index>
 Step cross_entropy_step(CrossEntropyShape shape, const MathKernels* math, SharedScratch* scratch) {
-  const bool lanes = std::is_same_v<S, float> && math != nullptr && whole_row_lanes(shape.rows.length);
-  const LogSoftmaxStatisticsKernel statistics = lanes ? math->composite.log_softmax_statistics : nullptr;
+  const LogSoftmaxStatisticsKernel statistics =
+      takes_whole_rows<S>(math, shape.rows.length) ? math->composite.log_softmax_statistics : nullptr;
   return [shape, math, statistics, scratch](const uint8_t* const* in, uint8_t* out) {
     const Rows& r = shape.rows;
     const S* x = reinterpret_cast<const S*>(in[0]);
@@ -131,8 +131,8 @@ void gradient_row(const S* x, S* dx, int64_t n, int64_t target, const PickedCota
 // in: logits, targets, the loss's cotangent; out: the logits' gradient.
 template <class S, class Index>
 Step cross_entropy_gradient_step(CrossEntropyShape shape, const MathKernels* math) {
-  const bool lanes = std::is_same_v<S, float> && math != nullptr && whole_row_lanes(shape.rows.length);
-  const CrossEntropyGradientRowKernel whole_row = lanes ? math->composite.cross_entropy_gradient_row : nullptr;
+  const CrossEntropyGradientRowKernel whole_row =
+      takes_whole_rows<S>(math, shape.rows.length) ? math->composite.cross_entropy_gradient_row : nullptr;
   return [shape, math, whole_row](const uint8_t* const* in, uint8_t* out) {
     const Rows& r = shape.rows;
     const S* x = reinterpret_cast<const S*>(in[0]);

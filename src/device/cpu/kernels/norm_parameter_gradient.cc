@@ -52,10 +52,8 @@ float term(const S* x, const S* g, const NormStatistics* stats, int64_t i) {
 template <class S, bool Centered, Term T>
 Step parameter_gradient_step(ParameterShape p, NormConstants k, int cotangent, SharedScratch* scratch,
                              const MathKernels* math) {
-  NormStatisticsKernel whole_row = nullptr;
-  if (std::is_same_v<S, float> && math != nullptr && whole_row_lanes(p.columns)) {
-    whole_row = math->composite.norm_statistics[Centered];
-  }
+  const NormStatisticsKernel whole_row =
+      takes_whole_rows<S>(math, p.columns) ? math->composite.norm_statistics[Centered] : nullptr;
   return [p, k, cotangent, scratch, whole_row](const uint8_t* const* in, uint8_t* out) {
     const S* x = reinterpret_cast<const S*>(in[0]);
     const S* g = reinterpret_cast<const S*>(in[cotangent]);
