@@ -128,13 +128,12 @@ MultiStep norm_step(const Rows& r, NormConstants k, int weight, int bias, const 
     const S* x = reinterpret_cast<const S*>(in[0]);
     const S* w = weight > 0 ? reinterpret_cast<const S*>(in[weight]) : nullptr;
     const S* b = bias > 0 ? reinterpret_cast<const S*>(in[bias]) : nullptr;
-    const NormRowConstants lanes_k{.length = k.length, .eps = k.eps};
     parallel_parts(r.rows, r.threads, [&](int part, int64_t begin, int64_t end) {
       Block storage;
       writes.rows<S>(out, part, begin, end, r.length, r.rows * r.length, [&](int64_t row, S* y) {
         if constexpr (std::is_same_v<S, float>) {
           if (whole_row != nullptr) {
-            whole_row(x + row * r.length, w, b, y, r.length, lanes_k);
+            whole_row(x + row * r.length, w, b, y, r.length, k);
             return;
           }
         }

@@ -178,8 +178,9 @@ using LogSoftmaxStatisticsKernel = bool (*)(const float* x, int64_t n, LogSoftma
 using CrossEntropyGradientRowKernel = bool (*)(const float* x, float* dx, int64_t n, int64_t target,
                                                const PickedCotangent& c);
 
-// A norm's literals in its dtype: its row's length, eps, and its gradient's -0.5.
-struct NormRowConstants {
+// A norm's literals in its dtype: its row's length, eps, and its gradient's -0.5 (the
+// rsqrt's gradient's).
+struct NormConstants {
   float length = 1, eps = 0, minus_half = -0.5f;
 };
 
@@ -199,7 +200,7 @@ typename V::f centered_lanes(typename V::f x, typename V::f mean) {
 // A whole row's statistics, its sums in LaneSums' order; the rsqrt as scalar.h's Rsqrt
 // computes it, 1 / sqrt(v), each correctly rounded.
 template <class V, bool Centered>
-NormRowStatistics norm_row_statistics_lanes(const float* x, int64_t n, const NormRowConstants& k) {
+NormRowStatistics norm_row_statistics_lanes(const float* x, int64_t n, const NormConstants& k) {
   using F = typename V::f;
   NormRowStatistics stats;
   if constexpr (Centered) {
@@ -222,7 +223,7 @@ NormRowStatistics norm_row_statistics_lanes(const float* x, int64_t n, const Nor
 
 // y = (d inv) w + b of a whole f32 row (w, b null where the norm has none).
 template <class V, bool Centered>
-void norm_row_lanes(const float* x, const float* w, const float* b, float* y, int64_t n, const NormRowConstants& k) {
+void norm_row_lanes(const float* x, const float* w, const float* b, float* y, int64_t n, const NormConstants& k) {
   using F = typename V::f;
   const NormRowStatistics stats = norm_row_statistics_lanes<V, Centered>(x, n, k);
   const F mean = V::splat(stats.mean), inverse = V::splat(stats.inverse);
@@ -239,7 +240,7 @@ void norm_row_lanes(const float* x, const float* w, const float* b, float* y, in
 // c = sum(a d) ((-0.5 inv) / v) / length; x's that plus sum(-that) / length (layer_norm).
 template <class V, bool Centered>
 void norm_gradient_row_lanes(const float* x, const float* w, const float* g, float* dx, int64_t n,
-                             const NormRowConstants& k) {
+                             const NormConstants& k) {
   using F = typename V::f;
   const NormRowStatistics stats = norm_row_statistics_lanes<V, Centered>(x, n, k);
   const F mean = V::splat(stats.mean), inverse = V::splat(stats.inverse);
@@ -266,11 +267,11 @@ void norm_gradient_row_lanes(const float* x, const float* w, const float* g, flo
 }
 
 // A whole f32 row's statistics; a row of a norm; its gradient with respect to x given g.
-using NormStatisticsKernel = NormRowStatistics (*)(const float* x, int64_t n, const NormRowConstants& k);
+using NormStatisticsKernel = NormRowStatistics (*)(const float* x, int64_t n, const NormConstants& k);
 using NormRowKernel = void (*)(const float* x, const float* w, const float* b, float* y, int64_t n,
-                               const NormRowConstants& k);
+                               const NormConstants& k);
 using NormGradientRowKernel = void (*)(const float* x, const float* w, const float* g, float* dx, int64_t n,
-                                       const NormRowConstants& k);
+                                       const NormConstants& k);
 
 // A whole f32 row: y = softmax of x; or dx = the gradient of (log_)softmax at x given g;
 // false (the row left to the caller) where x holds a NaN.

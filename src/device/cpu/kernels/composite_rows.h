@@ -183,11 +183,6 @@ inline bool fits_row(const graph::Node& operand, const graph::Node& x) {
          graph::numel(operand.shape) == x.shape.back();
 }
 
-// The constants of a norm: its row's length and eps as literals of its dtype.
-struct NormConstants {
-  float length = 1, eps = 0;
-};
-
 // What a norm computes of a row before its elements: the mean (layer_norm's; rms_norm's
 // 0), mean(d * d) + eps of d = x - mean (layer) or x (rms), and its rsqrt, each a node of S.
 struct NormStatistics {

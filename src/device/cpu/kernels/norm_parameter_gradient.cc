@@ -67,7 +67,7 @@ Step parameter_gradient_step(ParameterShape p, NormConstants k, int cotangent, S
         for (int64_t row = begin; row < end; ++row) {
           if constexpr (std::is_same_v<S, float>) {
             if (whole_row != nullptr) {
-              const NormRowStatistics lanes = whole_row(x + row * n, n, {.length = k.length, .eps = k.eps});
+              const NormRowStatistics lanes = whole_row(x + row * n, n, k);
               stats[row] = {.mean = lanes.mean, .shifted_square = lanes.shifted_square, .inverse = lanes.inverse};
               continue;
             }
