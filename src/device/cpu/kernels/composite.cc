@@ -3,10 +3,11 @@
 // its decomposition (graph/prims/composite.cc) as the plan runs it: every node's formula
 // from graph/prims/scalar.h in its order, operands in their order (a NaN's payload is the
 // first operand's), each intermediate rounded to the node's dtype, each literal rounded
-// to it as its cast rounds it, and each row's max and sum in row_reduce.h's order. gelu
-// and a softmax's exp and division run in registers on the plan's instruction set
-// (composite_lanes.h, through the vector math kernels), the other transcendental
-// functions on its vector kernels (vector_math.h): each gives the scalar formulas' bits.
+// to it as its cast rounds it, and each row's max and sum in row_reduce.h's order. gelu,
+// a softmax's exp and division, and whole f32 rows of the softmaxes and norms run in
+// registers on the plan's instruction set (composite_lanes.h, through the vector math
+// kernels), the other transcendental functions on its vector kernels (vector_math.h):
+// each gives the scalar formulas' bits.
 // A row is computed a block of kBlock floats at a time, on the stack, so a run allocates
 // nothing; threads take whole rows. A step of f32 may also write its output cast to bf16
 // (make_composite_rounding_step), each row rounded by the cast kernel's rounding
@@ -121,14 +122,21 @@ void norm_row(const S* x, const S* w, const S* b, S* y, int64_t n, NormConstants
 }
 
 template <class S, bool Centered>
-MultiStep norm_step(const Rows& r, NormConstants k, int weight, int bias, Writes writes) {
-  return [r, k, weight, bias, writes](const uint8_t* const* in, uint8_t* const* out) {
+MultiStep norm_step(const Rows& r, NormConstants k, int weight, int bias, const MathKernels* math, Writes writes) {
+  const NormRowKernel whole_row = takes_whole_rows<S>(math, r.length) ? math->composite.norm_row[Centered] : nullptr;
+  return [r, k, weight, bias, whole_row, writes](const uint8_t* const* in, uint8_t* const* out) {
     const S* x = reinterpret_cast<const S*>(in[0]);
     const S* w = weight > 0 ? reinterpret_cast<const S*>(in[weight]) : nullptr;
     const S* b = bias > 0 ? reinterpret_cast<const S*>(in[bias]) : nullptr;
     parallel_parts(r.rows, r.threads, [&](int part, int64_t begin, int64_t end) {
       Block storage;
       writes.rows<S>(out, part, begin, end, r.length, r.rows * r.length, [&](int64_t row, S* y) {
+        if constexpr (std::is_same_v<S, float>) {
+          if (whole_row != nullptr) {
+            whole_row(x + row * r.length, w, b, y, r.length, k);
+            return;
+          }
+        }
         norm_row<S, Centered>(x + row * r.length, w, b, y, r.length, k, storage.floats);
       });
     });
@@ -202,9 +210,10 @@ MultiStep make_norm(const StepContext& c, const graph::Node& node, RoundToBf16 r
                         .eps = literal_in(node.dtype, node.attrs.get_double("eps"))};
   const int weight = node.attrs.get_int("weight") != 0 ? 1 : 0;
   const int bias = Centered && node.attrs.get_int("bias") != 0 ? weight + 1 : 0;
+  const MathKernels* math = math_kernels_for(c.kernels.isa);
   const Writes writes = writes_for(c, round, writes_output, r.threads, r.length);
   return by_float_dtype(node.dtype, [&](auto types) {
-    return norm_step<typename decltype(types)::storage, Centered>(r, k, weight, bias, writes);
+    return norm_step<typename decltype(types)::storage, Centered>(r, k, weight, bias, math, writes);
   });
 }
 

@@ -8,8 +8,9 @@
 // sums in row_reduce.h's order. (Where two NaNs meet in one operation, whose sign the
 // result takes is the compiler's choice, here as in the plan's loops.) The softmaxes
 // recompute a row's max, exp and sum from x, the norms a row's statistics, as
-// composite.cc does; the exp, the softmaxes' passes and gelu's gradient whole run in
-// registers on the plan's instruction set (composite_lanes.h), the norms in loops. A row
+// composite.cc does; the exp, the softmaxes' passes, gelu's gradient whole and whole f32
+// rows of the norms run in registers on the plan's instruction set (composite_lanes.h),
+// the norms' other rows in loops. A row
 // is computed in the output's row and blocks of kBlock floats on the stack, so a run
 // allocates nothing; threads take whole rows. (The gradients of the norms' weight and
 // bias: norm_parameter_gradient.cc.)
@@ -127,19 +128,13 @@ Step softmax_gradient_step(const Rows& r, const MathKernels* math, bool log) {
   };
 }
 
-// A norm's gradient's literals besides the norm's: the rsqrt's gradient's -0.5.
-struct NormGradientConstants {
-  NormConstants norm;
-  float minus_half = -0.5f;
-};
-
 // layer_norm (centered) or rms_norm: y = (d inv) w + b, inv = rsqrt(v), v = mean(d d) +
 // eps, d = x - mean x (layer) or x (rms). With a = g w (g without a weight), d's
 // cotangent is (a inv + c d) + c d, c = sum(a d) ((-0.5 inv) / v) / length (through inv
 // and d d); x's is that, plus sum(-that) / length through the mean (layer).
 template <class S, bool Centered>
-void norm_gradient_row(const S* x, const S* w, const S* g, S* dx, int64_t n, NormGradientConstants k, float* block) {
-  const NormStatistics stats = norm_statistics<S, Centered>(x, n, k.norm, block);
+void norm_gradient_row(const S* x, const S* w, const S* g, S* dx, int64_t n, NormConstants k, float* block) {
+  const NormStatistics stats = norm_statistics<S, Centered>(x, n, k, block);
   const auto cotangent = [&](int64_t i) {
     return w == nullptr ? static_cast<float>(g[i]) : rounded<S>(static_cast<float>(g[i]) * static_cast<float>(w[i]));
   };
@@ -149,7 +144,7 @@ void norm_gradient_row(const S* x, const S* w, const S* g, S* dx, int64_t n, Nor
     }
   }));
   const float slope = rounded<S>(rounded<S>(k.minus_half * stats.inverse) / stats.shifted_square);
-  const float through_squares = rounded<S>(rounded<S>(through_inverse * slope) / k.norm.length);
+  const float through_squares = rounded<S>(rounded<S>(through_inverse * slope) / k.length);
   const auto through_d = [&](int64_t i) {
     const float d = stats.centered<S, Centered>(x[i]);
     const float by_d = rounded<S>(through_squares * d);
@@ -165,14 +160,16 @@ void norm_gradient_row(const S* x, const S* w, const S* g, S* dx, int64_t n, Nor
         into[i] = -value;
       }
     }));
-    const float through_mean = rounded<S>(minus_total / k.norm.length);
+    const float through_mean = rounded<S>(minus_total / k.length);
     for (int64_t i = 0; i < n; ++i) dx[i] = S(static_cast<float>(dx[i]) + through_mean);
   }
 }
 
 template <class S, bool Centered>
-Step norm_gradient_step(const Rows& r, NormGradientConstants k, int weight, int cotangent) {
-  return [r, k, weight, cotangent](const uint8_t* const* in, uint8_t* out) {
+Step norm_gradient_step(const Rows& r, NormConstants k, int weight, int cotangent, const MathKernels* math) {
+  const NormGradientRowKernel whole_row =
+      takes_whole_rows<S>(math, r.length) ? math->composite.norm_gradient_row[Centered] : nullptr;
+  return [r, k, weight, cotangent, whole_row](const uint8_t* const* in, uint8_t* out) {
     const S* x = reinterpret_cast<const S*>(in[0]);
     const S* w = weight > 0 ? reinterpret_cast<const S*>(in[weight]) : nullptr;
     const S* g = reinterpret_cast<const S*>(in[cotangent]);
@@ -181,6 +178,12 @@ Step norm_gradient_step(const Rows& r, NormGradientConstants k, int weight, int 
       Block storage;
       for (int64_t row = begin; row < end; ++row) {
         const int64_t at = row * r.length;
+        if constexpr (std::is_same_v<S, float>) {
+          if (whole_row != nullptr) {
+            whole_row(x + at, w, g + at, dx + at, r.length, k);
+            continue;
+          }
+        }
         norm_gradient_row<S, Centered>(x + at, w, g + at, dx + at, r.length, k, storage.floats);
       }
     });
@@ -272,13 +275,14 @@ template <bool Centered>
 Step make_norm_gradient(const StepContext& c, const graph::Attrs& attrs, const graph::Node& x) {
   const int64_t length = x.shape.back();
   const Rows r = rows_of(c, x, length, kNormGradientWork);
-  const NormGradientConstants k{.norm = {.length = literal_in(x.dtype, static_cast<double>(length)),
-                                         .eps = literal_in(x.dtype, attrs.get_double("eps"))},
-                                .minus_half = literal_in(x.dtype, -0.5)};
+  const NormConstants k{.length = literal_in(x.dtype, static_cast<double>(length)),
+                        .eps = literal_in(x.dtype, attrs.get_double("eps")),
+                        .minus_half = literal_in(x.dtype, -0.5)};
   const int weight = attrs.get_int("weight") != 0 ? 1 : 0;
   const int bias = Centered && attrs.get_int("bias") != 0 ? 1 : 0;
+  const MathKernels* math = math_kernels_for(c.kernels.isa);
   return by_float_dtype(x.dtype, [&](auto types) {
-    return norm_gradient_step<typename decltype(types)::storage, Centered>(r, k, weight, 1 + weight + bias);
+    return norm_gradient_step<typename decltype(types)::storage, Centered>(r, k, weight, 1 + weight + bias, math);
   });
 }
 

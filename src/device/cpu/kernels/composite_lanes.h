@@ -1,188 +1,31 @@
-// The elementwise parts of the cpu's composite kernels (composite.cc) in registers, over
-// V (graph/prims/lane_math.h's contract), instantiated by each instruction set's vector
-// math file (vector_math.h): gelu whole, and a softmax row's shifted exp and its division;
-// gelu's gradient whole and the passes of a softmax's (composite_gradient.cc, which
-// runs gelu's on single floats too).
-// Each member is the operation that composite.cc's loops compute, on the same values,
-// rounded to bf16 where Bf16 (round_to_bf16, as graph::Bf16 rounds), so the bits are the
-// same.
+// The cpu's composite kernels in registers, over V (graph/prims/lane_math.h's contract),
+// instantiated by each instruction set's vector math file (vector_math.h): the elementwise
+// parts (elementwise_lanes.h), and whole f32 rows of the softmaxes, of cross_entropy and of
+// the norms, and of their gradients with respect to x, each the operations that the
+// kernels' loops compute (composite.cc, composite_gradient.cc, cross_entropy.cc), on the
+// same values, so the bits are the same.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 
-#include "device/cpu/kernels/bf16_lanes.h"
+#include "device/cpu/kernels/elementwise_lanes.h"
 #include "graph/prims/lane_math.h"
 
 namespace sx::device::cpu {
-
-// gelu's literals in its dtype: the cubic's and the scale (tanh: 0.044715 and
-// 0.7978845608028654; erf: unused and 0.7071067811865476), 1 and 0.5.
-struct GeluConstants {
-  float cubic = 0, scale = 0, one = 1, half = 0.5f;
-};
-
-// y[i] = gelu of x[i] for i < n (a multiple of the kernels' width).
-using GeluKernel = void (*)(const float* x, float* y, int64_t n, const GeluConstants& k);
-// y[i] = exp(x[i] - shift), or x[i] / divisor, for i < n (a multiple of the kernels' width).
-using RowKernel = void (*)(const float* x, float* y, int64_t n, float operand);
-
-template <class V, bool Bf16>
-typename V::f member(typename V::f v) {
-  if constexpr (Bf16) return round_to_bf16<V>(v);
-  else return v;
-}
-
-// tanh: (* (* 0.5 x) (+ 1 (tanh (* 0.7978845608028654 (+ x (* (* (* 0.044715 x) x) x))))))
-// erf:  (* (* 0.5 x) (+ 1 (erf (* x 0.7071067811865476))))
-template <class V, bool Tanh, bool Bf16>
-void gelu_lanes(const float* x, float* y, int64_t n, const GeluConstants& k) {
-  namespace lm = graph::lane_math;
-  using F = typename V::f;
-  const F cubic = V::splat(k.cubic), scale = V::splat(k.scale), one = V::splat(k.one), half = V::splat(k.half);
-  for (int64_t i = 0; i < n; i += V::width) {
-    const F v = V::load(x + i);
-    F curve;
-    if constexpr (Tanh) {
-      const F cube = member<V, Bf16>(V::mul(member<V, Bf16>(V::mul(member<V, Bf16>(V::mul(cubic, v)), v)), v));
-      curve = member<V, Bf16>(lm::tanh<V>(member<V, Bf16>(V::mul(scale, member<V, Bf16>(V::add(v, cube))))));
-    } else {
-      curve = member<V, Bf16>(lm::erf<V>(member<V, Bf16>(V::mul(v, scale))));
-    }
-    const F one_plus = member<V, Bf16>(V::add(one, curve));
-    V::store(y + i, member<V, Bf16>(V::mul(member<V, Bf16>(V::mul(half, v)), one_plus)));
-  }
-}
-
-template <class V, bool Bf16>
-void shifted_exp_lanes(const float* x, float* y, int64_t n, float shift) {
-  const typename V::f m = V::splat(shift);
-  for (int64_t i = 0; i < n; i += V::width) {
-    V::store(y + i, member<V, Bf16>(graph::lane_math::exp<V>(member<V, Bf16>(V::sub(V::load(x + i), m)))));
-  }
-}
-
-template <class V, bool Bf16>
-void divided_lanes(const float* x, float* y, int64_t n, float divisor) {
-  const typename V::f d = V::splat(divisor);
-  for (int64_t i = 0; i < n; i += V::width) V::store(y + i, member<V, Bf16>(V::div(V::load(x + i), d)));
-}
-
-// gelu's gradient's literals: gelu's, and erf's derivative's 2 / sqrt(pi) in gelu's
-// dtype (the erf form's).
-struct GeluGradientConstants {
-  GeluConstants gelu;
-  float two_over_root_pi = 0;
-};
-
-// dx[i] = the gradient of gelu at x[i] times the cotangent g[i], for i < n (a multiple of
-// the kernels' width).
-using GeluGradientKernel = void (*)(const float* x, const float* g, float* dx, int64_t n,
-                                    const GeluGradientConstants& k);
-
-// -v, its sign flipped (a NaN's too, as neg flips it).
-template <class V>
-typename V::f negated(typename V::f v) {
-  return V::from_bits(V::ixor(V::bits(v), V::splat_i(static_cast<int32_t>(0x80000000u))));
-}
-
-// The functions of lane_math.h on V's lanes, which gelu_gradient takes as F.
-template <class V>
-struct LaneFunctions {
-  static typename V::f tanh(typename V::f x) { return graph::lane_math::tanh<V>(x); }
-  static typename V::f erf(typename V::f x) { return graph::lane_math::erf<V>(x); }
-  static typename V::f exp(typename V::f x) { return graph::lane_math::exp<V>(x); }
-};
-
-// The gradient with respect to x of gelu at v, given the cotangent g of its value, as
-// reverse-mode autodiff walks back through gelu's decomposition: each member a node's,
-// rounded to bf16 where Bf16, the contributions to x added in the order the walk reaches
-// them. F gives tanh, erf and exp on V's lanes.
-// tanh: h = tanh(s u), u = x + ((c x) x) x; the contributions g (1 + h) 0.5, then
-//       a = g (0.5 x) (1 - h h) s through u, then through ((c x) x) x: a (c x x), a x (c x),
-//       a x x c
-// erf:  e = erf(x r); the contributions g (1 + e) 0.5, then g (0.5 x) (2/sqrt(pi) exp(-(x r)^2)) r
-template <class V, class F, bool Tanh, bool Bf16>
-typename V::f gelu_gradient(typename V::f v, typename V::f g, const GeluGradientConstants& k) {
-  using Lanes = typename V::f;
-  const auto r = [](Lanes value) { return member<V, Bf16>(value); };
-  const Lanes scale = V::splat(k.gelu.scale), one = V::splat(k.gelu.one), half = V::splat(k.gelu.half);
-  const Lanes half_x = r(V::mul(half, v));
-  if constexpr (Tanh) {
-    const Lanes cubic = V::splat(k.gelu.cubic);
-    const Lanes c_x = r(V::mul(cubic, v)), c_x_x = r(V::mul(c_x, v));
-    const Lanes inner = r(V::add(v, r(V::mul(c_x_x, v))));
-    const Lanes curve = r(F::tanh(r(V::mul(scale, inner))));
-    const Lanes through_half = r(V::mul(r(V::mul(g, r(V::add(one, curve)))), half));
-    const Lanes slope = r(V::sub(one, r(V::mul(curve, curve))));
-    const Lanes through_inner = r(V::mul(r(V::mul(r(V::mul(g, half_x)), slope)), scale));
-    const Lanes by_x = r(V::mul(through_inner, v));
-    const Lanes by_x_x = r(V::mul(by_x, v));
-    Lanes sum = r(V::add(through_half, through_inner));
-    sum = r(V::add(sum, r(V::mul(through_inner, c_x_x))));
-    sum = r(V::add(sum, r(V::mul(by_x, c_x))));
-    return r(V::add(sum, r(V::mul(by_x_x, cubic))));
-  } else {
-    const Lanes scaled = r(V::mul(v, scale));
-    const Lanes curve = r(F::erf(scaled));
-    const Lanes through_half = r(V::mul(r(V::mul(g, r(V::add(one, curve)))), half));
-    const Lanes density = r(F::exp(negated<V>(r(V::mul(scaled, scaled)))));
-    const Lanes slope = r(V::mul(V::splat(k.two_over_root_pi), density));
-    const Lanes through_scaled = r(V::mul(r(V::mul(r(V::mul(g, half_x)), slope)), scale));
-    return r(V::add(through_half, through_scaled));
-  }
-}
-
-template <class V, bool Tanh, bool Bf16>
-void gelu_gradient_lanes(const float* x, const float* g, float* dx, int64_t n, const GeluGradientConstants& k) {
-  for (int64_t i = 0; i < n; i += V::width) {
-    V::store(dx + i, gelu_gradient<V, LaneFunctions<V>, Tanh, Bf16>(V::load(x + i), V::load(g + i), k));
-  }
-}
-
-// The passes of a softmax's gradient over a row's e = exp(x - max x) and cotangent g, for
-// i < n (a multiple of the kernels' width), total the row's sum of e: the terms of the
-// sum through it, out = -((g (e / total)) / total); then out = (g / total + shift) e,
-// shift that sum. Of a log_softmax's: out = g + shift e, shift = sum(-g) / total.
-using RowGradientKernel = void (*)(const float* e, const float* g, float* out, int64_t n, float total, float shift);
-
-template <class V, bool Bf16>
-void softmax_terms_lanes(const float* e, const float* g, float* out, int64_t n, float total, float) {
-  const typename V::f s = V::splat(total);
-  for (int64_t i = 0; i < n; i += V::width) {
-    const typename V::f y = member<V, Bf16>(V::div(V::load(e + i), s));
-    V::store(out + i, negated<V>(member<V, Bf16>(V::div(member<V, Bf16>(V::mul(V::load(g + i), y)), s))));
-  }
-}
-
-template <class V, bool Bf16>
-void softmax_gradient_lanes(const float* e, const float* g, float* out, int64_t n, float total, float shift) {
-  const typename V::f s = V::splat(total), t = V::splat(shift);
-  for (int64_t i = 0; i < n; i += V::width) {
-    const typename V::f through_e = member<V, Bf16>(V::add(member<V, Bf16>(V::div(V::load(g + i), s)), t));
-    V::store(out + i, member<V, Bf16>(V::mul(through_e, V::load(e + i))));
-  }
-}
-
-template <class V, bool Bf16>
-void log_softmax_gradient_lanes(const float* e, const float* g, float* out, int64_t n, float, float shift) {
-  const typename V::f t = V::splat(shift);
-  for (int64_t i = 0; i < n; i += V::width) {
-    V::store(out + i, member<V, Bf16>(V::add(V::load(g + i), member<V, Bf16>(V::mul(t, V::load(e + i))))));
-  }
-}
 
 // Whole f32 rows of a softmax, n a multiple of kRowLanes and at least twice that, in one
 // call a row: each pass over the row in registers, the row's sums kept in row_reduce.h's
 // LaneSums lanes as they are made (element r to lane r % 16, as 16 / V::width vectors) and
 // added in its tree, its max by the vectors. The same operations on the same values as the
-// passes above and row_sum, so the same bits; at rows of 64 the passes' calls, not their
-// arithmetic, took most of a row's time. A row holding a NaN is left to the caller (false):
-// which NaN the max is is row_reduce.h's order's. A zero max's sign may differ from that
-// order's; it does not reach the row's values (x - 0 and x + 0 differ only at x = -0, and
-// exp of either zero is 1). Everything here is a template over V, whose type each
-// instruction set's file has its own copy of, so no function compiled for one set is
-// shared with another's callers.
+// passes (elementwise_lanes.h) and row_sum, so the same bits; at rows of 64 the passes'
+// calls, not their arithmetic, took most of a row's time. A row holding a NaN is left to
+// the caller (false): which NaN the max is is row_reduce.h's order's. A zero max's sign
+// may differ from that order's; it does not reach the row's values (x - 0 and x + 0
+// differ only at x = -0, and exp of either zero is 1). Everything here is a template over
+// V, whose type each instruction set's file has its own copy of, so no function compiled
+// for one set is shared with another's callers.
 inline constexpr int64_t kRowLanes = 16;
 
 template <class V>
@@ -198,14 +41,18 @@ struct RowSumLanes {
     const auto q = static_cast<int>((i / V::width) % kVectors);
     lanes[q] = V::add(lanes[q], v);
   }
-  // LaneSums' tree: lane l takes lane l + width, for width 8, 4, 2, 1.
+  // LaneSums' tree: lane l takes lane l + width, for width 8, 4, 2, 1; in vectors of four
+  // (GCC's vector extension), as LaneSums<float> adds them, which the compiler keeps in
+  // registers: as single floats the tree went through memory, and took a quarter of a
+  // norm's row of 64.
   float finish() const {
-    float t[kRowLanes];
+    typedef float Floats __attribute__((vector_size(16)));
+    alignas(64) float t[kRowLanes];
     for (int q = 0; q < kVectors; ++q) V::store(t + q * V::width, lanes[q]);
-    for (int width = kRowLanes / 2; width > 0; width /= 2) {
-      for (int l = 0; l < width; ++l) t[l] += t[l + width];
-    }
-    return t[0];
+    Floats f[4];
+    std::memcpy(f, t, sizeof(f));
+    const Floats quarter = (f[0] + f[2]) + (f[1] + f[3]);  // widths 8 and 4
+    return (quarter[0] + quarter[2]) + (quarter[1] + quarter[3]);
   }
 };
 
@@ -278,6 +125,154 @@ bool log_softmax_gradient_row_lanes(const float* x, const float* g, float* dx, i
   return true;
 }
 
+// What log_softmax takes of a row before its elements: its max, its min and the sum of
+// exp(x - max).
+struct LogSoftmaxStatistics {
+  float max = 0, min = 0, total = 0;
+};
+
+// The statistics of a whole f32 row, the sum in LaneSums' order; false where the row holds
+// a NaN. (A zero max's or min's sign may differ from row_reduce.h's order's, as above.)
+template <class V>
+bool log_softmax_statistics_lanes(const float* x, int64_t n, LogSoftmaxStatistics& stats) {
+  using F = typename V::f;
+  if (!row_max_lanes<V>(x, n, stats.max)) return false;
+  const F m = V::splat(stats.max);
+  F least = V::load(x);
+  RowSumLanes<V> sums;
+  for (int64_t i = 0; i < n; i += V::width) {
+    const F v = V::load(x + i);
+    least = V::select(V::lt(v, least), v, least);
+    sums.add(i, graph::lane_math::exp<V>(V::sub(v, m)));
+  }
+  float floats[V::width];
+  V::store(floats, least);
+  stats.min = floats[0];
+  for (float f : floats) stats.min = f < stats.min ? f : stats.min;
+  stats.total = sums.finish();
+  return true;
+}
+
+// What cross_entropy's gradient gives a row with a finite cotangent c of its picked value:
+// c at the target, elsewhere c * 0, and the row's sum of -g, -c (+0 where c is 0).
+struct PickedCotangent {
+  float picked = 0, elsewhere = 0, minus_sum = 0;
+};
+
+// cross_entropy's gradient of a whole f32 row: e = exp(x - max x), s = sum e, then
+// elsewhere + (minus_sum / s) e, and picked + (minus_sum / s) e at the target; false
+// (nothing written) where x holds a NaN.
+template <class V>
+bool cross_entropy_gradient_row_lanes(const float* x, float* dx, int64_t n, int64_t target, const PickedCotangent& c) {
+  float total = 0;
+  if (!shifted_exp_sum_lanes<V>(x, dx, n, total)) return false;
+  const float through_total = c.minus_sum / total;
+  const float e_target = dx[target];
+  const typename V::f elsewhere = V::splat(c.elsewhere), t = V::splat(through_total);
+  for (int64_t i = 0; i < n; i += V::width) V::store(dx + i, V::add(elsewhere, V::mul(t, V::load(dx + i))));
+  dx[target] = c.picked + through_total * e_target;
+  return true;
+}
+
+using LogSoftmaxStatisticsKernel = bool (*)(const float* x, int64_t n, LogSoftmaxStatistics& stats);
+using CrossEntropyGradientRowKernel = bool (*)(const float* x, float* dx, int64_t n, int64_t target,
+                                               const PickedCotangent& c);
+
+// A norm's literals in its dtype: its row's length, eps, and its gradient's -0.5 (the
+// rsqrt's gradient's).
+struct NormConstants {
+  float length = 1, eps = 0, minus_half = -0.5f;
+};
+
+// What a norm computes of a row before its elements (composite_rows.h's NormStatistics):
+// the mean (layer_norm's; rms_norm's 0), mean(d d) + eps and its rsqrt.
+struct NormRowStatistics {
+  float mean = 0, shifted_square = 0, inverse = 0;
+};
+
+// d of x's lanes: x - mean (layer_norm) or x (rms_norm).
+template <class V, bool Centered>
+typename V::f centered_lanes(typename V::f x, typename V::f mean) {
+  if constexpr (Centered) return V::sub(x, mean);
+  else return x;
+}
+
+// A whole row's statistics, its sums in LaneSums' order; the rsqrt as scalar.h's Rsqrt
+// computes it, 1 / sqrt(v), each correctly rounded.
+template <class V, bool Centered>
+NormRowStatistics norm_row_statistics_lanes(const float* x, int64_t n, const NormConstants& k) {
+  using F = typename V::f;
+  NormRowStatistics stats;
+  if constexpr (Centered) {
+    RowSumLanes<V> sum;
+    for (int64_t i = 0; i < n; i += V::width) sum.add(i, V::load(x + i));
+    stats.mean = sum.finish() / k.length;
+  }
+  const F mean = V::splat(stats.mean);
+  RowSumLanes<V> squares;
+  for (int64_t i = 0; i < n; i += V::width) {
+    const F d = centered_lanes<V, Centered>(V::load(x + i), mean);
+    squares.add(i, V::mul(d, d));
+  }
+  stats.shifted_square = squares.finish() / k.length + k.eps;
+  float inverse[V::width];
+  V::store(inverse, V::div(V::splat(1.0f), V::sqrt(V::splat(stats.shifted_square))));
+  stats.inverse = inverse[0];
+  return stats;
+}
+
+// y = (d inv) w + b of a whole f32 row (w, b null where the norm has none).
+template <class V, bool Centered>
+void norm_row_lanes(const float* x, const float* w, const float* b, float* y, int64_t n, const NormConstants& k) {
+  using F = typename V::f;
+  const NormRowStatistics stats = norm_row_statistics_lanes<V, Centered>(x, n, k);
+  const F mean = V::splat(stats.mean), inverse = V::splat(stats.inverse);
+  for (int64_t i = 0; i < n; i += V::width) {
+    F v = V::mul(centered_lanes<V, Centered>(V::load(x + i), mean), inverse);
+    if (w != nullptr) v = V::mul(v, V::load(w + i));
+    if (b != nullptr) v = V::add(v, V::load(b + i));
+    V::store(y + i, v);
+  }
+}
+
+// The gradient of a whole f32 row with respect to x (composite_gradient.cc's
+// norm_gradient_row): with a = g w (g without a weight), d's cotangent (a inv + c d) + c d,
+// c = sum(a d) ((-0.5 inv) / v) / length; x's that plus sum(-that) / length (layer_norm).
+template <class V, bool Centered>
+void norm_gradient_row_lanes(const float* x, const float* w, const float* g, float* dx, int64_t n,
+                             const NormConstants& k) {
+  using F = typename V::f;
+  const NormRowStatistics stats = norm_row_statistics_lanes<V, Centered>(x, n, k);
+  const F mean = V::splat(stats.mean), inverse = V::splat(stats.inverse);
+  const auto cotangent = [&](int64_t i) {
+    return w == nullptr ? V::load(g + i) : V::mul(V::load(g + i), V::load(w + i));
+  };
+  RowSumLanes<V> by_inverse;
+  for (int64_t i = 0; i < n; i += V::width) {
+    by_inverse.add(i, V::mul(cotangent(i), centered_lanes<V, Centered>(V::load(x + i), mean)));
+  }
+  const float slope = (k.minus_half * stats.inverse) / stats.shifted_square;
+  const F through_squares = V::splat((by_inverse.finish() * slope) / k.length);
+  RowSumLanes<V> minus_total;
+  for (int64_t i = 0; i < n; i += V::width) {
+    const F by_d = V::mul(through_squares, centered_lanes<V, Centered>(V::load(x + i), mean));
+    const F value = V::add(V::add(V::mul(cotangent(i), inverse), by_d), by_d);
+    V::store(dx + i, value);
+    if constexpr (Centered) minus_total.add(i, negated<V>(value));
+  }
+  if constexpr (Centered) {
+    const F through_mean = V::splat(minus_total.finish() / k.length);
+    for (int64_t i = 0; i < n; i += V::width) V::store(dx + i, V::add(V::load(dx + i), through_mean));
+  }
+}
+
+// A whole f32 row's statistics; a row of a norm; its gradient with respect to x given g.
+using NormStatisticsKernel = NormRowStatistics (*)(const float* x, int64_t n, const NormConstants& k);
+using NormRowKernel = void (*)(const float* x, const float* w, const float* b, float* y, int64_t n,
+                               const NormConstants& k);
+using NormGradientRowKernel = void (*)(const float* x, const float* w, const float* g, float* dx, int64_t n,
+                                       const NormConstants& k);
+
 // A whole f32 row: y = softmax of x; or dx = the gradient of (log_)softmax at x given g;
 // false (the row left to the caller) where x holds a NaN.
 using SoftmaxRowKernel = bool (*)(const float* x, float* y, int64_t n);
@@ -305,6 +300,13 @@ struct CompositeLanes {
   RowKernels divided{};
   SoftmaxRowKernel softmax_row = nullptr;  // f32 rows that whole_row_lanes takes
   SoftmaxGradientRowKernel softmax_gradient_row = nullptr, log_softmax_gradient_row = nullptr;
+  // Indexed [centered]: rms_norm's, layer_norm's; f32 rows that whole_row_lanes takes.
+  std::array<NormStatisticsKernel, 2> norm_statistics{};
+  std::array<NormRowKernel, 2> norm_row{};
+  std::array<NormGradientRowKernel, 2> norm_gradient_row{};
+  // f32 rows that whole_row_lanes takes.
+  LogSoftmaxStatisticsKernel log_softmax_statistics = nullptr;
+  CrossEntropyGradientRowKernel cross_entropy_gradient_row = nullptr;
 };
 
 template <class V>
@@ -320,7 +322,12 @@ CompositeLanes make_composite_lanes() {
           .divided = {&divided_lanes<V, false>, &divided_lanes<V, true>},
           .softmax_row = &softmax_row_lanes<V>,
           .softmax_gradient_row = &softmax_gradient_row_lanes<V>,
-          .log_softmax_gradient_row = &log_softmax_gradient_row_lanes<V>};
+          .log_softmax_gradient_row = &log_softmax_gradient_row_lanes<V>,
+          .norm_statistics = {&norm_row_statistics_lanes<V, false>, &norm_row_statistics_lanes<V, true>},
+          .norm_row = {&norm_row_lanes<V, false>, &norm_row_lanes<V, true>},
+          .norm_gradient_row = {&norm_gradient_row_lanes<V, false>, &norm_gradient_row_lanes<V, true>},
+          .log_softmax_statistics = &log_softmax_statistics_lanes<V>,
+          .cross_entropy_gradient_row = &cross_entropy_gradient_row_lanes<V>};
 }
 
 }  // namespace sx::device::cpu

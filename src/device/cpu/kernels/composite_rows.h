@@ -117,6 +117,13 @@ void by_lanes(const S* x, S* y, int64_t n, const MathKernels* math, float* block
   }
 }
 
+// Whether rows of S, `length` long, take the instruction set's whole-row kernels
+// (CompositeLanes' f32 rows): f32 rows that whole_row_lanes takes, where the set has them.
+template <class S>
+bool takes_whole_rows(const MathKernels* math, int64_t length) {
+  return std::is_same_v<S, float> && math != nullptr && whole_row_lanes(length);
+}
+
 // Which of CompositeLanes' kernels a dtype takes.
 template <class S>
 constexpr size_t kLanesBf16 = std::is_same_v<S, float> ? 0 : 1;
@@ -175,11 +182,6 @@ inline bool fits_row(const graph::Node& operand, const graph::Node& x) {
   return operand.dtype == x.dtype && !operand.shape.empty() && operand.shape.back() == x.shape.back() &&
          graph::numel(operand.shape) == x.shape.back();
 }
-
-// The constants of a norm: its row's length and eps as literals of its dtype.
-struct NormConstants {
-  float length = 1, eps = 0;
-};
 
 // What a norm computes of a row before its elements: the mean (layer_norm's; rms_norm's
 // 0), mean(d * d) + eps of d = x - mean (layer) or x (rms), and its rsqrt, each a node of S.

@@ -11,8 +11,11 @@
 // its log-probabilities are finite, and their sum is the target's; elsewhere (an infinity
 // or a NaN, which a zero of the one_hot turns to NaN) the forward kernel sums them whole,
 // each in its place, as the plan does. So with the gradient's row sum of its cotangent:
-// zeros and one value where that is finite. Threads take whole rows; the forward kernel
-// keeps each row's value in the plan's scratch, summed in order after.
+// zeros and one value where that is finite. Whole f32 rows (whole_row_lanes) without a NaN
+// take a row's max, min and sum of exp, and the gradient's row, in one call in registers on
+// the plan's instruction set (composite_lanes.h), the same operations in the same order.
+// Threads take whole rows; the forward kernel keeps each row's value in the plan's
+// scratch, summed in order after.
 #include <cmath>
 
 #include "device/cpu/kernels.h"
@@ -43,15 +46,30 @@ CrossEntropyShape shape_of(const StepContext& c, const graph::Node& x) {
   return shape;
 }
 
-// The sum over a row of its log-probabilities times its one_hot (1 at `target`, else 0),
-// a node of S.
+// A row of f32 as floats; of bf16 nothing (no whole-row kernel takes it).
 template <class S>
-float picked_log_probability(const S* x, int64_t n, int64_t target, const MathKernels* math, float* block) {
-  const float shift = log_softmax_shift(x, n, math, block);
+const float* as_floats(const S* x) {
+  if constexpr (std::is_same_v<S, float>) return x;
+  else return nullptr;
+}
+
+// The sum over a row of its log-probabilities times its one_hot (1 at `target`, else 0),
+// a node of S. `statistics`: the instruction set's kernel of a whole f32 row's max, min
+// and sum of exp, where it takes the row.
+template <class S>
+float picked_log_probability(const S* x, int64_t n, int64_t target, const MathKernels* math,
+                             LogSoftmaxStatisticsKernel statistics, float* block) {
+  float shift = 0, least = 0;
+  if (LogSoftmaxStatistics stats; statistics != nullptr && statistics(as_floats(x), n, stats)) {
+    shift = stats.max + graph::prims::scalar::Log{}(stats.total);
+    least = stats.min;
+  } else {
+    shift = log_softmax_shift(x, n, math, block);
+    least = static_cast<float>(S(reduce_row<S, float>(ReduceKind::min, x, n)));
+  }
   const auto log_probability = [&](float v) { return rounded<S>(v - shift); };
   // Where every log-probability is finite (the least is: they rise with x), the products
   // are zeros and the target's, which the sum's +0 start and each zero added leave as it is.
-  const float least = static_cast<float>(S(reduce_row<S, float>(ReduceKind::min, x, n)));
   if (std::isfinite(shift) && std::isfinite(log_probability(least))) {
     const float picked = log_probability(static_cast<float>(x[target]));
     return picked == 0 ? 0.0f : picked;
@@ -67,7 +85,9 @@ float picked_log_probability(const S* x, int64_t n, int64_t target, const MathKe
 // in: logits, targets; out: the scalar loss.
 template <class S, class Index>
 Step cross_entropy_step(CrossEntropyShape shape, const MathKernels* math, SharedScratch* scratch) {
-  return [shape, math, scratch](const uint8_t* const* in, uint8_t* out) {
+  const LogSoftmaxStatisticsKernel statistics =
+      takes_whole_rows<S>(math, shape.rows.length) ? math->composite.log_softmax_statistics : nullptr;
+  return [shape, math, statistics, scratch](const uint8_t* const* in, uint8_t* out) {
     const Rows& r = shape.rows;
     const S* x = reinterpret_cast<const S*>(in[0]);
     const Index* targets = reinterpret_cast<const Index*>(in[1]);
@@ -77,7 +97,7 @@ Step cross_entropy_step(CrossEntropyShape shape, const MathKernels* math, Shared
       Block storage;
       for (int64_t row = begin; row < end; ++row) {
         picked[row] = picked_log_probability(x + row * r.length, r.length, static_cast<int64_t>(targets[row]), math,
-                                             storage.floats);
+                                             statistics, storage.floats);
       }
     });
     const float total = rounded<S>(row_sum<float, float>(picked, r.rows));
@@ -87,44 +107,51 @@ Step cross_entropy_step(CrossEntropyShape shape, const MathKernels* math, Shared
 
 // A row of the gradient: log_softmax's gradient (g + (sum(-g) / s) e, e = exp(x - max x),
 // s = sum e) of the cotangent g = c * one_hot, c the cotangent of each picked value. dx
-// holds e before the gradient.
+// holds e before the gradient. `whole_row`: the instruction set's kernel of a whole f32
+// row, where it takes the row and c is finite.
 template <class S>
-void gradient_row(const S* x, S* dx, int64_t n, int64_t target, float picked_cotangent, const MathKernels* math,
-                  float* block) {
+void gradient_row(const S* x, S* dx, int64_t n, int64_t target, const PickedCotangent& c, const MathKernels* math,
+                  CrossEntropyGradientRowKernel whole_row, float* block) {
+  if constexpr (std::is_same_v<S, float>) {
+    if (whole_row != nullptr && whole_row(x, dx, n, target, c)) return;
+  }
   const float total = shifted_exp_row(x, dx, n, math, block);
-  const float elsewhere = rounded<S>(picked_cotangent * 0.0f);  // a zero of c's sign, or c's NaN
-  float minus_g;
-  if (std::isfinite(picked_cotangent)) {
-    // The row's sum of -g: zeros and -c, which the sum's +0 start and each zero added
-    // leave as they are (a zero c gives +0).
-    minus_g = picked_cotangent == 0 ? 0.0f : -picked_cotangent;
-  } else {
+  float minus_g = c.minus_sum;
+  if (!std::isfinite(c.picked)) {
     minus_g = rounded<S>(blocked_row_sum(n, block, [&](int64_t at, int64_t count, float* into) {
-      for (int64_t i = 0; i < count; ++i) into[i] = -(at + i == target ? picked_cotangent : elsewhere);
+      for (int64_t i = 0; i < count; ++i) into[i] = -(at + i == target ? c.picked : c.elsewhere);
     }));
   }
   const float through_total = rounded<S>(minus_g / total);
   const float e_target = static_cast<float>(dx[target]);
-  for (int64_t i = 0; i < n; ++i) dx[i] = S(elsewhere + rounded<S>(through_total * static_cast<float>(dx[i])));
-  dx[target] = S(picked_cotangent + rounded<S>(through_total * e_target));
+  for (int64_t i = 0; i < n; ++i) dx[i] = S(c.elsewhere + rounded<S>(through_total * static_cast<float>(dx[i])));
+  dx[target] = S(c.picked + rounded<S>(through_total * e_target));
 }
 
 // in: logits, targets, the loss's cotangent; out: the logits' gradient.
 template <class S, class Index>
 Step cross_entropy_gradient_step(CrossEntropyShape shape, const MathKernels* math) {
-  return [shape, math](const uint8_t* const* in, uint8_t* out) {
+  const CrossEntropyGradientRowKernel whole_row =
+      takes_whole_rows<S>(math, shape.rows.length) ? math->composite.cross_entropy_gradient_row : nullptr;
+  return [shape, math, whole_row](const uint8_t* const* in, uint8_t* out) {
     const Rows& r = shape.rows;
     const S* x = reinterpret_cast<const S*>(in[0]);
     const Index* targets = reinterpret_cast<const Index*>(in[1]);
     graph::check_indices(targets, r.rows, r.length, 1);
-    // (neg g) / rows, the cotangent of each row's picked value
-    const float picked_cotangent = rounded<S>(-static_cast<float>(*reinterpret_cast<const S*>(in[2])) / shape.count);
+    // (neg g) / rows, the cotangent of each row's picked value; elsewhere a zero of its
+    // sign, or its NaN. Where it is finite the row's sum of -g is zeros and -c, which the
+    // sum's +0 start and each zero added leave as they are (a zero c gives +0); else each
+    // row sums them.
+    const float picked = rounded<S>(-static_cast<float>(*reinterpret_cast<const S*>(in[2])) / shape.count);
+    const PickedCotangent c{
+        .picked = picked, .elsewhere = rounded<S>(picked * 0.0f), .minus_sum = picked == 0 ? 0.0f : -picked};
+    const CrossEntropyGradientRowKernel finite_row = std::isfinite(picked) ? whole_row : nullptr;
     S* dx = reinterpret_cast<S*>(out);
     parallel_for(r.rows, r.threads, [&](int64_t begin, int64_t end) {
       Block storage;
       for (int64_t row = begin; row < end; ++row) {
-        gradient_row(x + row * r.length, dx + row * r.length, r.length, static_cast<int64_t>(targets[row]),
-                     picked_cotangent, math, storage.floats);
+        gradient_row(x + row * r.length, dx + row * r.length, r.length, static_cast<int64_t>(targets[row]), c, math,
+                     finite_row, storage.floats);
       }
     });
   };

@@ -6,7 +6,8 @@
 // sum over the rows, one thread a column), rounded once. A norm of one column sums its
 // rows as reduce.cc sums a contiguous row (row_sum's order); where the weight has x's
 // shape (a single row of rank 1) there is no broadcast, so no sum: the terms themselves.
-// A run of a weight's gradient computes each row's statistics (threads taking whole rows)
+// A run of a weight's gradient computes each row's statistics (threads taking whole rows;
+// whole f32 rows in one call on the plan's instruction set, composite_lanes.h)
 // into the plan's shared scratch (outside a plan, the step's own), then the sums (threads
 // taking blocks of columns): the bits do not depend on the thread count.
 #include <algorithm>
@@ -15,6 +16,7 @@
 
 #include "device/cpu/kernels.h"
 #include "device/cpu/kernels/composite_rows.h"
+#include "device/cpu/products/gemm.h"
 
 namespace sx::device::cpu::composite_rows {
 namespace {
@@ -48,8 +50,11 @@ float term(const S* x, const S* g, const NormStatistics* stats, int64_t i) {
 }
 
 template <class S, bool Centered, Term T>
-Step parameter_gradient_step(ParameterShape p, NormConstants k, int cotangent, SharedScratch* scratch) {
-  return [p, k, cotangent, scratch](const uint8_t* const* in, uint8_t* out) {
+Step parameter_gradient_step(ParameterShape p, NormConstants k, int cotangent, SharedScratch* scratch,
+                             const MathKernels* math) {
+  const NormStatisticsKernel whole_row =
+      takes_whole_rows<S>(math, p.columns) ? math->composite.norm_statistics[Centered] : nullptr;
+  return [p, k, cotangent, scratch, whole_row](const uint8_t* const* in, uint8_t* out) {
     const S* x = reinterpret_cast<const S*>(in[0]);
     const S* g = reinterpret_cast<const S*>(in[cotangent]);
     S* dw = reinterpret_cast<S*>(out);
@@ -60,6 +65,13 @@ Step parameter_gradient_step(ParameterShape p, NormConstants k, int cotangent, S
       parallel_for(p.rows, p.threads, [&](int64_t begin, int64_t end) {
         Block storage;
         for (int64_t row = begin; row < end; ++row) {
+          if constexpr (std::is_same_v<S, float>) {
+            if (whole_row != nullptr) {
+              const NormRowStatistics lanes = whole_row(x + row * n, n, k);
+              stats[row] = {.mean = lanes.mean, .shifted_square = lanes.shifted_square, .inverse = lanes.inverse};
+              continue;
+            }
+          }
           stats[row] = norm_statistics<S, Centered>(x + row * n, n, k, storage.floats);
         }
       });
@@ -114,11 +126,12 @@ Step make_norm_parameter_gradient(const StepContext& c, PrimId forward, const gr
   }
   if (!bias) scratch->reserve(static_cast<size_t>(std::max<int64_t>(1, p.rows)) * sizeof(NormStatistics));
   const auto cotangent = static_cast<int>(inputs.size() - 1);
+  const MathKernels* math = math_kernels_for(c.kernels.isa);
   Step step = by_float_dtype(x.dtype, [&](auto types) -> Step {
     using S = typename decltype(types)::storage;
-    if (bias) return parameter_gradient_step<S, true, Term::bias>(p, k, cotangent, scratch);
-    if (centered) return parameter_gradient_step<S, true, Term::weighted>(p, k, cotangent, scratch);
-    return parameter_gradient_step<S, false, Term::weighted>(p, k, cotangent, scratch);
+    if (bias) return parameter_gradient_step<S, true, Term::bias>(p, k, cotangent, scratch, math);
+    if (centered) return parameter_gradient_step<S, true, Term::weighted>(p, k, cotangent, scratch, math);
+    return parameter_gradient_step<S, false, Term::weighted>(p, k, cotangent, scratch, math);
   });
   if (owned == nullptr) return step;
   return [step = std::move(step), owned](const uint8_t* const* in, uint8_t* out) { step(in, out); };
