@@ -70,20 +70,6 @@ struct Launch {
   std::vector<graph::NodeId> reads;
 };
 
-// `step` of node `id` checks `check`'s indices; E-DEVICE-007 where the node is beyond those
-// a fault can name.
-void checks_indices(Step& step, const IndexCheck& check, const graph::Graph& graph, graph::NodeId id) {
-  if (id >= kMostFaultNodes) {
-    throw DeviceError(fmt::format("the cuda device checks the indices of the first {} nodes of a graph; "
-                                  "node {} ({}) is beyond them: use --device cpu",
-                                  kMostFaultNodes, id, graph.node(id).op_name()),
-                      "E-DEVICE-007");
-  }
-  step.checks_indices = true;
-  step.checked_indices = check.count;
-  step.node = static_cast<uint32_t>(id);
-}
-
 std::vector<Launch> launches(const graph::Graph& graph, Program& program) {
   std::map<std::string, size_t> kernel_index;
   auto add_kernel = [&](const GeneratedKernel& kernel) {
