@@ -300,13 +300,16 @@ int64_t even_blocks(int64_t words, int64_t most) {
 // stride of a multiple of 4 KiB puts a column's rows in a few sets (3072 floats: 32
 // sets of a Sapphire Rapids' 2048, 512 rows at 16 ways). Half the ways: the slivers
 // that the tiles fetch ahead lie in those sets until their packing tile reads them,
-// and the rest (packed A and B, C) takes its part of every set.
+// and the rest (packed A and B, C) takes its part of every set. Intel's processors
+// only: on a Zen 4 the fetched lines survive their sets (64 x 768 x 3072 ran at 94% of
+// the FMA's peak with K whole, 87% in the blocks this would choose).
 int64_t rows_l2_holds(int64_t stride) {
+  static const bool intel = __builtin_cpu_is("intel");
   static const std::array<long, 3> l2 = {sysconf(_SC_LEVEL2_CACHE_SIZE), sysconf(_SC_LEVEL2_CACHE_ASSOC),
                                          sysconf(_SC_LEVEL2_CACHE_LINESIZE)};
   const auto [size, ways, line] = l2;
   constexpr int64_t kAny = int64_t{1} << 40;
-  if (size <= 0 || ways <= 0 || line <= 0 || stride % line != 0) return kAny;
+  if (!intel || size <= 0 || ways <= 0 || line <= 0 || stride % line != 0) return kAny;
   const int64_t sets = size / (ways * line);
   if (sets <= 0 || (sets & (sets - 1)) != 0) return kAny;  // not indexed by address bits alone
   const int64_t sets_used = sets / std::gcd(stride / line % sets, sets);
