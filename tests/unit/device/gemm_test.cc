@@ -91,24 +91,29 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
   // last sliver is under half a tile: its rows shared with the sliver before (12 rows
   // and 2 as 7 and 7 on avx512, 6 and 2 as 4 and 4 on avx2). B's rows 4 KiB apart (1024
   // floats) over K past 256 steps: where L2 holds a few hundred rows of such a column
-  // of B (a 2 MiB L2 of 16 ways: 256), A resident takes K in shorter blocks. f32 A
+  // of B (Intel's 2 MiB L2 of 16 ways: 256), A resident takes K in shorter blocks. f32 A
   // over a few slivers of B is read where it lies, not packed, its rows or (a transpose)
   // its steps: 100 rows over two blocks of K, and 600 rows in blocks, with a last sliver
-  // narrower than a tile.
-  std::vector<GemmCase> cases{{64, 130, 300, false, false, false, 1},  {64, 130, 301, true, false, true, 1},
-                              {62, 100, 300, false, false, false, 1},  {62, 100, 301, true, false, true, 1},
-                              {50, 1024, 300, false, false, false, 1}, {50, 1024, 301, false, false, true, 1},
-                              {100, 64, 900, false, false, false, 1},  {100, 64, 900, true, false, false, 1},
-                              {1, 1, 1, false, false, false, 1},       {1, 2100, 700, false, false, false, 2},
-                              {300, 40, 1000, false, false, false, 2}, {7, 2049, 513, true, false, true, 2},
-                              {64, 33, 257, false, true, false, 1},    {5, 4, 0, false, false, false, 2},
-                              {13, 17, 300, false, false, true, 1},    {7, 2049, 513, false, false, false, 2},
-                              {40, 37, 100, true, false, false, 2},    {2, 16, 31, false, false, false, 1},
-                              {48, 200, 65, false, false, false, 1},   {8, 45, 300, false, false, true, 1},
-                              {5, 33, 301, true, true, true, 2},       {11, 70, 64, false, true, true, 1},
-                              {601, 20, 70, true, false, false, 1},    {600, 70, 1601, false, false, false, 1},
-                              {600, 70, 1601, false, false, false, 2}, {600, 70, 1601, false, false, true, 1},
-                              {300, 64, 2000, false, false, true, 2},  {601, 40, 1001, true, false, true, 1}};
+  // narrower than a tile. bf16 of fewer rows than a tile, B's rows along memory (in pairs
+  // where the host has them, each word made as it is read): one row, an odd K past a
+  // block of words, K of 1 and 3, columns past the last whole vector.
+  std::vector<GemmCase> cases{{1, 300, 301, false, false, true, 1},    {1, 40, 200, false, false, true, 2},
+                              {3, 32, 3, false, false, true, 1},       {2, 40, 1, false, false, true, 1},
+                              {11, 100, 129, false, false, true, 2},   {64, 130, 300, false, false, false, 1},
+                              {64, 130, 301, true, false, true, 1},    {62, 100, 300, false, false, false, 1},
+                              {62, 100, 301, true, false, true, 1},    {50, 1024, 300, false, false, false, 1},
+                              {50, 1024, 301, false, false, true, 1},  {100, 64, 900, false, false, false, 1},
+                              {100, 64, 900, true, false, false, 1},   {1, 1, 1, false, false, false, 1},
+                              {1, 2100, 700, false, false, false, 2},  {300, 40, 1000, false, false, false, 2},
+                              {7, 2049, 513, true, false, true, 2},    {64, 33, 257, false, true, false, 1},
+                              {5, 4, 0, false, false, false, 2},       {13, 17, 300, false, false, true, 1},
+                              {7, 2049, 513, false, false, false, 2},  {40, 37, 100, true, false, false, 2},
+                              {2, 16, 31, false, false, false, 1},     {48, 200, 65, false, false, false, 1},
+                              {8, 45, 300, false, false, true, 1},     {5, 33, 301, true, true, true, 2},
+                              {11, 70, 64, false, true, true, 1},      {601, 20, 70, true, false, false, 1},
+                              {600, 70, 1601, false, false, false, 1}, {600, 70, 1601, false, false, false, 2},
+                              {600, 70, 1601, false, false, true, 1},  {300, 64, 2000, false, false, true, 2},
+                              {601, 40, 1001, true, false, true, 1}};
   for (Isa isa : cpu::host_isas()) {
     std::mt19937 rng(12);
     for (const GemmCase& c : cases) expect_rule(isa, c, rng);
@@ -196,6 +201,33 @@ TEST(GemmRule, Bf16SubnormalsAndSpecialValuesFollowTheRule) {
         ++shown;
         ADD_FAILURE() << "C[" << e / static_cast<size_t>(s.n) << ", " << e % static_cast<size_t>(s.n) << "] is "
                       << std::hexfloat << got[e] << ", the rule gives " << want[e];
+      }
+    }
+  }
+}
+
+TEST(GemmRule, Bf16OddKsLastStepKeepsASumOfNegativeZero) {
+  // A sum flushed to -0 before an odd K's last step, whose product is -0 too: the rule
+  // gives -0, and so does a word whose missing half is A's +0 times B's -0; a +0 there
+  // would give +0. Few rows (B read in place, one row alone) and a whole tile (packed),
+  // columns of a whole vector and past it.
+  const float tiny = std::ldexp(1.0f, -70);
+  for (int64_t m : {1, 5, 13}) {
+    for (int64_t n : {16, 17}) {
+      Operand a, b;
+      a.is_bf16 = b.is_bf16 = true;
+      a.rows = 3, a.cols = 1, b.rows = n, b.cols = 1;
+      for (int64_t i = 0; i < m; ++i)
+        a.bf16.insert(a.bf16.end(), {graph::Bf16(tiny), graph::Bf16(tiny), graph::Bf16(-0.0f)});
+      for (float v : {-tiny, -tiny, 1.0f}) b.bf16.insert(b.bf16.end(), static_cast<size_t>(n), graph::Bf16(v));
+      const std::vector<float> want = oracle(a, b, m, n, 3);
+      ASSERT_TRUE(std::signbit(want[0]) && want[0] == 0.0f) << "the rule's sum is " << want[0];
+      for (Isa isa : cpu::host_isas()) {
+        if (isa == Isa::amx) continue;  // the tiles' own sums: gemm_amx_test.cc
+        SCOPED_TRACE(fmt::format("{}: {}x{}x3", cpu::isa_name(isa), m, n));
+        std::vector<float> got(want.size(), 7.0f);
+        cpu::Gemm(cpu::kernels_for(isa), m, n, 3, 1, true).run(a.ref(), b.ref(), got.data(), n);
+        EXPECT_EQ(first_difference(got, want, n), "");
       }
     }
   }

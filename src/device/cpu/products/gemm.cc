@@ -406,7 +406,8 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
     grow(ws.a_pack, std::max<int64_t>(1, a_floats));
     grow(ws.b_pack, kc_ * std::min(resident_ ? nc_resident_ : nc_, region_cols));  // as run_region takes panels
     grow(ws.tile, mr * nr);
-    grow(ws.b_row, std::min(region_cols, stream_columns(1)));
+    // A row of B's words too, for an odd K's last step in pairs_in_place_region.
+    grow(ws.b_row, pairs_ && k_ % 2 == 1 ? region_cols : std::min(region_cols, stream_columns(1)));
   }
 }
 
@@ -459,7 +460,7 @@ void Gemm::block_done(const Finish& finish, int64_t row, int64_t rows, int64_t c
 Gemm::RegionPath Gemm::path_of(int64_t rows, const MatrixRef& b) const {
   if (k_ == 0) return RegionPath::empty_sum;
   if (amx_) return RegionPath::amx_tiles;  // every row, few or many: the tiles' sums are not the other kernels'
-  if (in_place(rows) && (bf16_ || b.cols == 1)) return RegionPath::in_place;
+  if (in_place(rows, b) && (bf16_ || b.cols == 1)) return RegionPath::in_place;
   if (rows < kernels_.mr) return RegionPath::streamed;
   return RegionPath::packed;
 }
@@ -675,11 +676,45 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
     block_done(finish, region.row_begin, rows, region.col_begin, region.col_end - region.col_begin);
 }
 
-bool Gemm::in_place(int64_t rows) const {
+bool Gemm::in_place(int64_t rows, const MatrixRef& b) const {
+  if (pairs_ && b.cols == 1) return resident_ && rows < kernels_.mr;
   return rows > 1 && resident_ && rows <= (pairs_ ? kernels_.mr - 1 : kInPlaceSlivers * kernels_.mr);
 }
 
+void Gemm::pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc,
+                                 Workspace& ws) const {
+  const int width = kernels_.width, nr = kernels_.nr, mr = kernels_.mr;
+  const int64_t rows = region.row_end - region.row_begin;
+  pack_a(a, region.row_begin, rows, 0, words_, ws.a_pack.data());
+  const int64_t vectors_end = region.col_begin + (region.col_end - region.col_begin) / width * width;
+  const auto* halves = static_cast<const uint16_t*>(b.data);
+  const int64_t pairs = k_ / 2;
+  for (int64_t p = 0; p < pairs; p += kInPlaceDepth) {
+    const int64_t kcur = std::min(kInPlaceDepth, pairs - p);
+    for (int64_t j = region.col_begin; j < vectors_end; j += nr) {
+      const int vectors = static_cast<int>(std::min<int64_t>(nr, vectors_end - j) / width);
+      kernels_.pair_in_place_tiles[rows - 1][vectors - 1](kcur, ws.a_pack.data() + p * mr, halves + 2 * p * b.rows + j,
+                                                          b.rows, c + region.row_begin * ldc + j, ldc, p > 0);
+    }
+  }
+  if (k_ % 2 == 1) {
+    // An odd K's last step alone: its words made here, the high halves B's -0 as pack_b_pairs makes them.
+    const int64_t cols = vectors_end - region.col_begin;
+    const uint16_t* last = halves + (k_ - 1) * b.rows + region.col_begin;
+    for (int64_t j = 0; j < cols; ++j) ws.b_row[j] = bf16_pairs::pair_word(last[j], bf16_pairs::kNegativeZero);
+    for (int64_t j = region.col_begin; j < vectors_end; j += nr) {
+      const int vectors = static_cast<int>(std::min<int64_t>(nr, vectors_end - j) / width);
+      kernels_.pair_tiles[rows - 1][vectors - 1](1, ws.a_pack.data() + pairs * mr,
+                                                 ws.b_row.data() + j - region.col_begin, cols,
+                                                 c + region.row_begin * ldc + j, ldc, pairs > 0);
+    }
+  }
+  if (vectors_end == region.col_end) return;
+  stream_region({region.row_begin, region.row_end, vectors_end, region.col_end}, a, b, c, ldc, ws);
+}
+
 void Gemm::in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const {
+  if (pairs_ && b.cols == 1) return pairs_in_place_region(region, a, b, c, ldc, ws);
   const int width = kernels_.width, nr = kernels_.nr, mr = kernels_.mr;
   int64_t rows = region.row_end - region.row_begin;
   if (bf16_) {

@@ -53,6 +53,11 @@ using PackingTileKernel = void (*)(int64_t kc, const float* a, const float* b, i
 // from rows 2p and 2p + 1, kc counting words.
 using Bf16PackingTileKernel = void (*)(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, float* packed,
                                        float* c, int64_t ldc, bool accumulate);
+// As TileKernel over packed A's pairs, bf16 B's halves where they lie (row stride ldb, in
+// halves), word p made from rows 2p and 2p + 1 as the tile reads it: few rows, each of
+// B's elements used once.
+using PairsInPlaceTileKernel = void (*)(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, float* c,
+                                        int64_t ldc, bool accumulate);
 // Rows of a sliver of B that a tile fetches into L2 while it computes, a line every
 // 2^shift steps (two lines a row: its first and last bytes), over its first
 // rows << (shift + 1) steps: `rows` rows of `width` bytes, `ld` bytes apart.
@@ -90,7 +95,8 @@ struct KernelSet {
   // The same tiles over packed bf16 pairs (kc counts pairs, each a 32-bit word
   // where tiles have a float); empty where the instruction set has none.
   TileKernel pair_tiles[kMaxRows][kMaxVectors] = {};
-  PairWordsKernel pair_words = nullptr;  // with pair_tiles
+  PairsInPlaceTileKernel pair_in_place_tiles[kMaxRows][kMaxVectors] = {};  // with pair_tiles
+  PairWordsKernel pair_words = nullptr;                                    // with pair_tiles
   PackingTileKernel packing_tile = nullptr;
   FetchingTileKernel fetching_tile = nullptr;
   Bf16PackingTileKernel widening_packing_tile = nullptr;
@@ -283,12 +289,19 @@ class Gemm {
   // A few slivers of rows (kInPlaceSlivers), f32 B with unit column stride or
   // bf16 B (widened kInPlaceDepth rows at a time): A packed whole, B read where
   // it lies by the tiles, kInPlaceDepth steps of K at a time; the columns past
-  // the last whole vector streamed. bf16 goes by the f32 tiles here even where
-  // the pair tiles run: the bits are the same, and B needs no packing in pairs.
+  // the last whole vector streamed. bf16 B whose rows lie along memory goes by
+  // pairs_in_place_region where the pair tiles run; other bf16 B by the f32 tiles
+  // (the same bits).
   void in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
+  // Fewer rows than a tile on the pair tiles, bf16 B's rows along memory: A packed in
+  // pairs, each word of B made from its two rows by the one tile that reads it, never
+  // stored (pair_in_place_tiles), kInPlaceDepth words at a time.
+  void pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc,
+                             Workspace& ws) const;
   // Whether a region of this many rows goes in place: a few slivers, resident; with
-  // bf16 pairs, fewer rows than a tile (more would pay for packing B in pairs).
-  bool in_place(int64_t rows) const;
+  // bf16 pairs, fewer rows than a tile (more would pay for packing B in pairs), one
+  // row too where B's rows lie along memory.
+  bool in_place(int64_t rows, const MatrixRef& b) const;
   void stream_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
 
   // A packed word is one step of K, or (pairs_) two: words [word, word + words).

@@ -43,6 +43,7 @@ KernelSet make_avx512bf16_kernels() {
   KernelSet set = avx512_kernels();
   set.isa = Isa::avx512bf16;
   microkernel::fill_rows<Avx512Pairs, 12, 2>(set.pair_tiles);
+  microkernel::fill_rows<Avx512Pairs, 12, 2>(set.pair_in_place_tiles);
   set.pair_words = &pair_words;
   set.pair_packing_tile = &microkernel::pair_packing_tile<Avx512Pairs, 12, 2>;
   return set;

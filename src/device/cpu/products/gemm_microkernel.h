@@ -110,6 +110,17 @@ struct PairRows {
   }
 };
 
+// A Source read as a tile's rows, without packing them: B where it lies, each row read
+// once by the one tile of rows that uses it.
+template <class V, int NV, class Source>
+struct SourceRows {
+  Source source;
+  void row(int64_t p, typename V::f* bv) const {
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) bv[v] = source.vector(p, v);
+  }
+};
+
 // Where a tile's A comes from: at(p, i) is row i's step p.
 // A packed sliver, a[p * MR + i]:
 template <int MR>
@@ -202,6 +213,14 @@ void pair_packing_tile(int64_t kc, const float* a, const uint16_t* b, int64_t ld
   tile_steps<V, MR, NV>(kc, PackedA<MR>{a}, PackingRows<V, NV, PairRows<V>>{{b, ldb}, packed}, c, ldc, accumulate);
 }
 
+// A tile of R rows of packed pairs over bf16 B where it lies, made into words as it
+// goes and not stored (PairsInPlaceTileKernel).
+template <class V, int MR, int R, int NV>
+void pair_in_place_tile(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, float* c, int64_t ldc,
+                        bool accumulate) {
+  tile_steps<V, R, NV>(kc, PackedA<MR>{a}, SourceRows<V, NV, PairRows<V>>{{b, ldb}}, c, ldc, accumulate);
+}
+
 // c[j] = fma(a, b[j], c[j]) for j < n: one step of n elements' sums. The
 // last n % width elements one at a time, with the same single rounding.
 template <class V>
@@ -263,6 +282,7 @@ void pack_transposed(int64_t depth, int64_t rows, const float* src, int64_t ld, 
 
 using TileTable = TileKernel[KernelSet::kMaxRows][KernelSet::kMaxVectors];
 using InPlaceATileTable = InPlaceATileKernel[KernelSet::kMaxRows][KernelSet::kMaxVectors];
+using PairsInPlaceTileTable = PairsInPlaceTileKernel[KernelSet::kMaxRows][KernelSet::kMaxVectors];
 
 // Fills table[R - 1][v - 1] with tile<V, MR, R, v> for each v in Vs + 1.
 template <class V, int MR, int R, int... Vs>
@@ -276,9 +296,15 @@ void fill_row(InPlaceATileTable& table, std::integer_sequence<int, Vs...>) {
   ((table[R - 1][Vs] = &in_place_a_tile<V, A, R, Vs + 1>), ...);
 }
 
+// The same with pair_in_place_tile.
+template <class V, int MR, int R, int... Vs>
+void fill_row(PairsInPlaceTileTable& table, std::integer_sequence<int, Vs...>) {
+  ((table[R - 1][Vs] = &pair_in_place_tile<V, MR, R, Vs + 1>), ...);
+}
+
 // Fills table[r - 1][v - 1] for r <= R, v <= NV.
-template <class V, int MR, int NV, int R = MR>
-void fill_rows(TileTable& table) {
+template <class V, int MR, int NV, int R = MR, class Table>
+void fill_rows(Table& table) {
   fill_row<V, MR, R>(table, std::make_integer_sequence<int, NV>{});
   if constexpr (R > 1) fill_rows<V, MR, NV, R - 1>(table);
 }
