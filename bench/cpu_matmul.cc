@@ -5,7 +5,8 @@
 // measured in the same run and interleaved with it: the FMA peak of the
 // instruction set the device runs (independent FMA or VDPBF16PS chains, before and after
 // the row), numpy's matmul on OpenBLAS (f32; bench/numpy_peer.py) and, for
-// M = 1, the copy bandwidth, since one row reads all of B once.
+// M <= 8, the rate B is read at against a copy of as many bytes: such a product
+// reads all of B once, or a few times, and little else.
 //
 //   build/bench/cpu_matmul [--quick] [--isa scalar|avx2|avx512|avx512bf16|amx]
 //
@@ -42,10 +43,11 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// GB/s of memcpy of 256 MiB on `threads` threads, each its own part.
-double copy_bandwidth(int threads, double budget_s) {
+// GB/s of memcpy of `bytes` on `threads` threads, each its own part, the best of
+// copies of the same buffers over `budget_s`: 256 MiB come from memory, the size of a
+// B as many times as a product reads that B, from the cache level it lies in.
+double copy_bandwidth(int threads, double budget_s, size_t bytes = size_t{256} << 20) {
   threads = std::min(threads, ThreadPool::shared().size());
-  size_t bytes = size_t{256} << 20;
   std::vector<char> from(bytes, 1), to(bytes, 0);
   double best = 0;
   for (auto begin = Clock::now(); seconds_since(begin) < budget_s;) {
@@ -273,12 +275,13 @@ int main(int argc, char** argv) {
         std::string numpy_text = theirs ? fmt::format("{:.1f}", *theirs) : "-";
         std::string ratio = theirs ? fmt::format("{:.2f}", ours / *theirs) : "-";
         std::string bandwidth = "-";
-        if (m == 1) {
-          double bytes = static_cast<double>(k * n) * (dtype == DType::bf16 ? 2 : 4);
-          double gbs = bytes / seconds / 1e9;
+        if (m <= 8) {
+          const size_t bytes = static_cast<size_t>(k * n) * (dtype == DType::bf16 ? 2 : 4);
+          const double gbs = static_cast<double>(bytes) / seconds / 1e9;
+          const double copy = copy_bandwidth(threads, peak_budget, bytes);
           bandwidth = fmt::format("{:.1f}", gbs);
-          note +=
-              fmt::format("{}{:.0f}% of copy", note.empty() ? "" : "; ", 100 * gbs / (threads == 1 ? copy1 : copy2));
+          note += fmt::format("{}{:.0f}% of a copy of B ({:.1f} GB/s), {:.0f}% of memory's", note.empty() ? "" : "; ",
+                              100 * gbs / copy, copy, 100 * gbs / (threads == 1 ? copy1 : copy2));
         }
         fmt::print("{:<5} {:>3} {:>16} {:>9.1f} {:>9} {:>7} {:>9} {:>8} {:>9}  {}\n", sx::graph::dtype_name(dtype),
                    threads, fmt::format("{}x{}x{}", m, k, n), ours, peak_text, percent, numpy_text, ratio, bandwidth,
@@ -289,6 +292,7 @@ int main(int argc, char** argv) {
   }
   fmt::print(
       "\npeak: 12 independent FMA chains per thread of the kernels' vector width. x numpy: our GFLOP/s over\n"
-      "numpy's (f32 only; numpy has no bf16). GB/s B: bytes of B (read once by M = 1) per second of a call.\n");
+      "numpy's (f32 only; numpy has no bf16). GB/s B (M <= 8): bytes of B per second of a call, against\n"
+      "memcpy of as many bytes (from the cache level B lies in between calls) and of 256 MiB (memory).\n");
   return 0;
 }
