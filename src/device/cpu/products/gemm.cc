@@ -691,10 +691,14 @@ void Gemm::pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b,
   const int64_t pairs = k_ / 2;
   for (int64_t p = 0; p < pairs; p += kInPlaceDepth) {
     const int64_t kcur = std::min(kInPlaceDepth, pairs - p);
-    for (int64_t j = region.col_begin; j < vectors_end; j += nr) {
+    for (int64_t j = region.col_begin; j < vectors_end;) {
+      const bool whole_row = rows == 1 && kernels_.pair_in_place_row != nullptr && vectors_end - j >= 4 * nr;
       const int vectors = static_cast<int>(std::min<int64_t>(nr, vectors_end - j) / width);
-      kernels_.pair_in_place_tiles[rows - 1][vectors - 1](kcur, ws.a_pack.data() + p * mr, halves + 2 * p * b.rows + j,
-                                                          b.rows, c + region.row_begin * ldc + j, ldc, p > 0);
+      const PairsInPlaceTileKernel kernel =
+          whole_row ? kernels_.pair_in_place_row : kernels_.pair_in_place_tiles[rows - 1][vectors - 1];
+      kernel(kcur, ws.a_pack.data() + p * mr, halves + 2 * p * b.rows + j, b.rows, c + region.row_begin * ldc + j, ldc,
+             p > 0);
+      j += whole_row ? 4 * nr : nr;
     }
   }
   if (k_ % 2 == 1) {

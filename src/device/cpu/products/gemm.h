@@ -21,7 +21,8 @@
 // denormals-are-zero set. So bf16 products give the same bits on every
 // kernel too.
 //
-// A few rows read f32 B where it lies, without packing it; one row (a served
+// A few rows read f32 B where it lies, without packing it, and so do fewer
+// rows than a tile of bf16 on the pair tiles (one row too); one row (a served
 // call) and other few-row products stream B row by row, each step of every
 // sum of a block of C done before the next (axpy). Each keeps the same steps
 // in the same order per element.
@@ -96,7 +97,9 @@ struct KernelSet {
   // where tiles have a float); empty where the instruction set has none.
   TileKernel pair_tiles[kMaxRows][kMaxVectors] = {};
   PairsInPlaceTileKernel pair_in_place_tiles[kMaxRows][kMaxVectors] = {};  // with pair_tiles
-  PairWordsKernel pair_words = nullptr;                                    // with pair_tiles
+  // One row of 4 * nr columns as pair_in_place_tiles (more sums at once), or none.
+  PairsInPlaceTileKernel pair_in_place_row = nullptr;
+  PairWordsKernel pair_words = nullptr;  // with pair_tiles
   PackingTileKernel packing_tile = nullptr;
   FetchingTileKernel fetching_tile = nullptr;
   Bf16PackingTileKernel widening_packing_tile = nullptr;
