@@ -296,14 +296,14 @@ class Gemm {
   // pairs_in_place_region where the pair tiles run; other bf16 B by the f32 tiles
   // (the same bits).
   void in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
-  // Fewer rows than a tile on the pair tiles, bf16 B's rows along memory: A packed in
-  // pairs, each word of B made from its two rows by the one tile that reads it, never
+  // Up to a tile of rows on the pair tiles, bf16 B's rows along memory: A packed in
+  // pairs, each word of B made from its two rows by the tile that reads it, never
   // stored (pair_in_place_tiles), kInPlaceDepth words at a time.
   void pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc,
                              Workspace& ws) const;
   // Whether a region of this many rows goes in place: a few slivers, resident; with
-  // bf16 pairs, fewer rows than a tile (more would pay for packing B in pairs), one
-  // row too where B's rows lie along memory.
+  // bf16 pairs, up to a tile where B's rows lie along memory (one row too), else fewer
+  // rows than a tile (more would pay for packing B in pairs).
   bool in_place(int64_t rows, const MatrixRef& b) const;
   void stream_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
 
