@@ -95,11 +95,13 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
   // over a few slivers of B is read where it lies, not packed, its rows or (a transpose)
   // its steps: 100 rows over two blocks of K, and 600 rows in blocks, with a last sliver
   // narrower than a tile. bf16 of up to a tile of rows, B's rows along memory (in pairs
-  // where the host has them, each word made as it is read, up to a whole tile): one row,
-  // an odd K past a block of words, K of 1 and 3, columns past the last whole vector.
+  // where the host has them, each word made as it is read, up to a whole tile, or two over
+  // short rows of C): one row, an odd K past a block of words, K of 1 and 3, columns past
+  // the last whole vector.
   std::vector<GemmCase> cases{{1, 300, 301, false, false, true, 1},    {1, 40, 200, false, false, true, 2},
                               {3, 32, 3, false, false, true, 1},       {2, 40, 1, false, false, true, 1},
                               {11, 100, 129, false, false, true, 2},   {12, 70, 301, false, false, true, 1},
+                              {20, 100, 129, false, false, true, 1},   {24, 64, 70, false, false, true, 2},
                               {64, 130, 300, false, false, false, 1},  {64, 130, 301, true, false, true, 1},
                               {62, 100, 300, false, false, false, 1},  {62, 100, 301, true, false, true, 1},
                               {50, 1024, 300, false, false, false, 1}, {50, 1024, 301, false, false, true, 1},

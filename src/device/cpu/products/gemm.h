@@ -274,7 +274,7 @@ class Gemm {
   // with B read where it lies (in place), fewer rows than a tile (streamed), or B and A
   // packed for the micro-kernel's tiles.
   enum class RegionPath { empty_sum, amx_tiles, in_place, streamed, packed };
-  RegionPath path_of(int64_t rows, const MatrixRef& b) const;
+  RegionPath path_of(int64_t rows, int64_t cols, const MatrixRef& b) const;
   // A region by its path, then rounded and handed to finish.done.
   void run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, const Finish& finish,
                   Workspace& ws);
@@ -301,10 +301,11 @@ class Gemm {
   // stored (pair_in_place_tiles), kInPlaceDepth words at a time.
   void pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc,
                              Workspace& ws) const;
-  // Whether a region of this many rows goes in place: a few slivers, resident; with
-  // bf16 pairs, up to a tile where B's rows lie along memory (one row too), else fewer
-  // rows than a tile (more would pay for packing B in pairs).
-  bool in_place(int64_t rows, const MatrixRef& b) const;
+  // Whether a region of this many rows and columns goes in place: a few slivers,
+  // resident; with bf16 pairs, up to a tile where B's rows lie along memory (one row
+  // too, and two tiles over short rows of C), else fewer rows than a tile (more would
+  // pay for packing B in pairs).
+  bool in_place(int64_t rows, int64_t cols, const MatrixRef& b) const;
   void stream_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
 
   // A packed word is one step of K, or (pairs_) two: words [word, word + words).
