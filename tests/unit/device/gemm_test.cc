@@ -95,27 +95,28 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
   // over a few slivers of B is read where it lies, not packed, its rows or (a transpose)
   // its steps: 100 rows over two blocks of K, and 600 rows in blocks, with a last sliver
   // narrower than a tile. bf16 of up to a tile of rows, B's rows along memory (in pairs
-  // where the host has them, each word made as it is read, up to a whole tile, or two over
-  // short rows of C): one row, an odd K past a block of words, K of 1 and 3, columns past
-  // the last whole vector.
+  // where the host has them, each word made as it is read, up to 16 rows in tiles of
+  // equal height, or two tiles over short rows of C): one row, an odd K past a block of
+  // words, K of 1 and 3, columns past the last whole vector.
   std::vector<GemmCase> cases{{1, 300, 301, false, false, true, 1},    {1, 40, 200, false, false, true, 2},
                               {3, 32, 3, false, false, true, 1},       {2, 40, 1, false, false, true, 1},
                               {11, 100, 129, false, false, true, 2},   {12, 70, 301, false, false, true, 1},
-                              {20, 100, 129, false, false, true, 1},   {24, 64, 70, false, false, true, 2},
-                              {64, 130, 300, false, false, false, 1},  {64, 130, 301, true, false, true, 1},
-                              {62, 100, 300, false, false, false, 1},  {62, 100, 301, true, false, true, 1},
-                              {50, 1024, 300, false, false, false, 1}, {50, 1024, 301, false, false, true, 1},
-                              {100, 64, 900, false, false, false, 1},  {100, 64, 900, true, false, false, 1},
-                              {1, 1, 1, false, false, false, 1},       {1, 2100, 700, false, false, false, 2},
-                              {300, 40, 1000, false, false, false, 2}, {7, 2049, 513, true, false, true, 2},
-                              {64, 33, 257, false, true, false, 1},    {5, 4, 0, false, false, false, 2},
-                              {13, 17, 300, false, false, true, 1},    {7, 2049, 513, false, false, false, 2},
-                              {40, 37, 100, true, false, false, 2},    {2, 16, 31, false, false, false, 1},
-                              {48, 200, 65, false, false, false, 1},   {8, 45, 300, false, false, true, 1},
-                              {5, 33, 301, true, true, true, 2},       {11, 70, 64, false, true, true, 1},
-                              {601, 20, 70, true, false, false, 1},    {600, 70, 1601, false, false, false, 1},
-                              {600, 70, 1601, false, false, false, 2}, {600, 70, 1601, false, false, true, 1},
-                              {300, 64, 2000, false, false, true, 2},  {601, 40, 1001, true, false, true, 1}};
+                              {20, 100, 129, false, false, true, 1},   {13, 40, 300, false, false, true, 1},
+                              {24, 64, 70, false, false, true, 2},     {64, 130, 300, false, false, false, 1},
+                              {64, 130, 301, true, false, true, 1},    {62, 100, 300, false, false, false, 1},
+                              {62, 100, 301, true, false, true, 1},    {50, 1024, 300, false, false, false, 1},
+                              {50, 1024, 301, false, false, true, 1},  {100, 64, 900, false, false, false, 1},
+                              {100, 64, 900, true, false, false, 1},   {1, 1, 1, false, false, false, 1},
+                              {1, 2100, 700, false, false, false, 2},  {300, 40, 1000, false, false, false, 2},
+                              {7, 2049, 513, true, false, true, 2},    {64, 33, 257, false, true, false, 1},
+                              {5, 4, 0, false, false, false, 2},       {13, 17, 300, false, false, true, 1},
+                              {7, 2049, 513, false, false, false, 2},  {40, 37, 100, true, false, false, 2},
+                              {2, 16, 31, false, false, false, 1},     {48, 200, 65, false, false, false, 1},
+                              {8, 45, 300, false, false, true, 1},     {5, 33, 301, true, true, true, 2},
+                              {11, 70, 64, false, true, true, 1},      {601, 20, 70, true, false, false, 1},
+                              {600, 70, 1601, false, false, false, 1}, {600, 70, 1601, false, false, false, 2},
+                              {600, 70, 1601, false, false, true, 1},  {300, 64, 2000, false, false, true, 2},
+                              {601, 40, 1001, true, false, true, 1}};
   for (Isa isa : cpu::host_isas()) {
     std::mt19937 rng(12);
     for (const GemmCase& c : cases) expect_rule(isa, c, rng);

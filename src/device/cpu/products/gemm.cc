@@ -189,8 +189,9 @@ constexpr int64_t kInPlaceSlivers = 4;
 // Steps of K an in-place pass takes over all of C's columns before the next:
 // its rows of B stream side by side, and C stays in cache between passes.
 constexpr int64_t kInPlaceDepth = 32;
-// The most floats of C over which two tiles of bf16 rows go in place on the pair tiles.
-constexpr int64_t kPairsInPlaceFloats = 24 * 1024;
+// The most rows of a bf16 product that go in place on the pair tiles, and the most floats
+// of C over which two tiles of rows do (Gemm::in_place).
+constexpr int64_t kPairsInPlaceRows = 16, kPairsInPlaceFloats = 24 * 1024;
 
 // Up to this many slivers of B's columns, f32 A is not packed (Gemm::packed_region):
 // 2 where A is resident (64 x 768 x 128 ran slower with A in place: 79 against 68% of
@@ -679,11 +680,11 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
 }
 
 bool Gemm::in_place(int64_t rows, int64_t cols, const MatrixRef& b) const {
-  // Up to a whole tile (12 x 768 x 3072 ran at 79% of VDPBF16PS's peak in place, 69%
-  // packed), and up to two where C's rows are short: 16 and 24 x 3072 x 768 at 83-84%
-  // against 75-81%, where 24 x 768 x 3072 ran at 74% against 80%.
+  // Up to 16 rows (12 and 13 x 768 x 3072 ran at 79 and 77% of VDPBF16PS's peak in
+  // place, 69 and 63% packed), and up to two tiles where C's rows are short (24 x 3072 x
+  // 768 at 85% against 83%); 20 and 24 x 768 x 3072 ran at 75% in place, 78-80% packed.
   if (pairs_ && b.cols == 1)
-    return resident_ && (rows <= kernels_.mr || (rows <= 2 * kernels_.mr && rows * cols <= kPairsInPlaceFloats));
+    return resident_ && (rows <= kPairsInPlaceRows || (rows <= 2 * kernels_.mr && rows * cols <= kPairsInPlaceFloats));
   return rows > 1 && resident_ && rows <= (pairs_ ? kernels_.mr - 1 : kInPlaceSlivers * kernels_.mr);
 }
 
@@ -691,7 +692,13 @@ void Gemm::pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b,
                                  Workspace& ws) const {
   const int width = kernels_.width, nr = kernels_.nr, mr = kernels_.mr;
   const int64_t rows = region.row_end - region.row_begin;
-  pack_a(a, region.row_begin, rows, 0, words_, ws.a_pack.data());
+  // The rows in tiles of equal height (13 as 7 and 6): a tile of one or two rows has too
+  // few sums to hide VDPBF16PS's latency. Each tile's A packed as a sliver of its own.
+  const int64_t tiles = (rows + mr - 1) / mr;
+  auto first_row = [&](int64_t t) { return rows * t / tiles; };
+  for (int64_t t = 0; t < tiles; ++t)
+    pack_a(a, region.row_begin + first_row(t), first_row(t + 1) - first_row(t), 0, words_,
+           ws.a_pack.data() + t * mr * words_);
   const int64_t vectors_end = region.col_begin + (region.col_end - region.col_begin) / width * width;
   const auto* halves = static_cast<const uint16_t*>(b.data);
   const int64_t pairs = k_ / 2;
@@ -700,11 +707,12 @@ void Gemm::pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b,
     for (int64_t j = region.col_begin; j < vectors_end;) {
       const bool whole_row = rows == 1 && kernels_.pair_in_place_row != nullptr && vectors_end - j >= 4 * nr;
       const int vectors = static_cast<int>(std::min<int64_t>(nr, vectors_end - j) / width);
-      for (int64_t i = 0; i < rows; i += mr) {
-        const int height = static_cast<int>(std::min<int64_t>(mr, rows - i));
+      for (int64_t t = 0; t < tiles; ++t) {
+        const int64_t i = first_row(t);
+        const int height = static_cast<int>(first_row(t + 1) - i);
         const PairsInPlaceTileKernel kernel =
             whole_row ? kernels_.pair_in_place_row : kernels_.pair_in_place_tiles[height - 1][vectors - 1];
-        kernel(kcur, ws.a_pack.data() + i * words_ + p * mr, halves + 2 * p * b.rows + j, b.rows,
+        kernel(kcur, ws.a_pack.data() + t * mr * words_ + p * mr, halves + 2 * p * b.rows + j, b.rows,
                c + (region.row_begin + i) * ldc + j, ldc, p > 0);
       }
       j += whole_row ? 4 * nr : nr;
@@ -717,9 +725,10 @@ void Gemm::pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b,
     for (int64_t j = 0; j < cols; ++j) ws.b_row[j] = bf16_pairs::pair_word(last[j], bf16_pairs::kNegativeZero);
     for (int64_t j = region.col_begin; j < vectors_end; j += nr) {
       const int vectors = static_cast<int>(std::min<int64_t>(nr, vectors_end - j) / width);
-      for (int64_t i = 0; i < rows; i += mr) {
-        const int height = static_cast<int>(std::min<int64_t>(mr, rows - i));
-        kernels_.pair_tiles[height - 1][vectors - 1](1, ws.a_pack.data() + i * words_ + pairs * mr,
+      for (int64_t t = 0; t < tiles; ++t) {
+        const int64_t i = first_row(t);
+        const int height = static_cast<int>(first_row(t + 1) - i);
+        kernels_.pair_tiles[height - 1][vectors - 1](1, ws.a_pack.data() + t * mr * words_ + pairs * mr,
                                                      ws.b_row.data() + j - region.col_begin, cols,
                                                      c + (region.row_begin + i) * ldc + j, ldc, pairs > 0);
       }

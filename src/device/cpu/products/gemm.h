@@ -296,13 +296,14 @@ class Gemm {
   // pairs_in_place_region where the pair tiles run; other bf16 B by the f32 tiles
   // (the same bits).
   void in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
-  // Up to a tile of rows on the pair tiles, bf16 B's rows along memory: A packed in
-  // pairs, each word of B made from its two rows by the tile that reads it, never
-  // stored (pair_in_place_tiles), kInPlaceDepth words at a time.
+  // A few rows on the pair tiles, bf16 B's rows along memory: A packed in pairs, a
+  // sliver for each tile (the rows shared evenly), each word of B made from its two rows
+  // by the tile that reads it, never stored (pair_in_place_tiles), kInPlaceDepth words at
+  // a time.
   void pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc,
                              Workspace& ws) const;
   // Whether a region of this many rows and columns goes in place: a few slivers,
-  // resident; with bf16 pairs, up to a tile where B's rows lie along memory (one row
+  // resident; with bf16 pairs, up to 16 rows where B's rows lie along memory (one row
   // too, and two tiles over short rows of C), else fewer rows than a tile (more would
   // pay for packing B in pairs).
   bool in_place(int64_t rows, int64_t cols, const MatrixRef& b) const;
