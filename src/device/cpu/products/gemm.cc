@@ -695,10 +695,16 @@ void Gemm::pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b,
   // The rows in tiles of equal height (13 as 7 and 6): a tile of one or two rows has too
   // few sums to hide VDPBF16PS's latency. Each tile's A packed as a sliver of its own.
   const int64_t tiles = (rows + mr - 1) / mr;
-  auto first_row = [&](int64_t t) { return rows * t / tiles; };
-  for (int64_t t = 0; t < tiles; ++t)
-    pack_a(a, region.row_begin + first_row(t), first_row(t + 1) - first_row(t), 0, words_,
-           ws.a_pack.data() + t * mr * words_);
+  // run(t, i, height) for each tile t: rows [i, i + height) of the region.
+  auto each_tile = [&](auto&& run) {
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int64_t i = rows * t / tiles;
+      run(t, i, static_cast<int>(rows * (t + 1) / tiles - i));
+    }
+  };
+  each_tile([&](int64_t t, int64_t i, int height) {
+    pack_a(a, region.row_begin + i, height, 0, words_, ws.a_pack.data() + t * mr * words_);
+  });
   const int64_t vectors_end = region.col_begin + (region.col_end - region.col_begin) / width * width;
   const auto* halves = static_cast<const uint16_t*>(b.data);
   const int64_t pairs = k_ / 2;
@@ -707,14 +713,12 @@ void Gemm::pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b,
     for (int64_t j = region.col_begin; j < vectors_end;) {
       const bool whole_row = rows == 1 && kernels_.pair_in_place_row != nullptr && vectors_end - j >= 4 * nr;
       const int vectors = static_cast<int>(std::min<int64_t>(nr, vectors_end - j) / width);
-      for (int64_t t = 0; t < tiles; ++t) {
-        const int64_t i = first_row(t);
-        const int height = static_cast<int>(first_row(t + 1) - i);
+      each_tile([&](int64_t t, int64_t i, int height) {
         const PairsInPlaceTileKernel kernel =
             whole_row ? kernels_.pair_in_place_row : kernels_.pair_in_place_tiles[height - 1][vectors - 1];
         kernel(kcur, ws.a_pack.data() + t * mr * words_ + p * mr, halves + 2 * p * b.rows + j, b.rows,
                c + (region.row_begin + i) * ldc + j, ldc, p > 0);
-      }
+      });
       j += whole_row ? 4 * nr : nr;
     }
   }
@@ -725,13 +729,11 @@ void Gemm::pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b,
     for (int64_t j = 0; j < cols; ++j) ws.b_row[j] = bf16_pairs::pair_word(last[j], bf16_pairs::kNegativeZero);
     for (int64_t j = region.col_begin; j < vectors_end; j += nr) {
       const int vectors = static_cast<int>(std::min<int64_t>(nr, vectors_end - j) / width);
-      for (int64_t t = 0; t < tiles; ++t) {
-        const int64_t i = first_row(t);
-        const int height = static_cast<int>(first_row(t + 1) - i);
+      each_tile([&](int64_t t, int64_t i, int height) {
         kernels_.pair_tiles[height - 1][vectors - 1](1, ws.a_pack.data() + t * mr * words_ + pairs * mr,
                                                      ws.b_row.data() + j - region.col_begin, cols,
                                                      c + (region.row_begin + i) * ldc + j, ldc, pairs > 0);
-      }
+      });
     }
   }
   if (vectors_end == region.col_end) return;

@@ -21,8 +21,8 @@
 // denormals-are-zero set. So bf16 products give the same bits on every
 // kernel too.
 //
-// A few rows read f32 B where it lies, without packing it, and so do fewer
-// rows than a tile of bf16 on the pair tiles (one row too); one row (a served
+// A few rows read f32 B where it lies, without packing it, and so do up to 16
+// rows of bf16 on the pair tiles (one row too); one row (a served
 // call) and other few-row products stream B row by row, each step of every
 // sum of a block of C done before the next (axpy). Each keeps the same steps
 // in the same order per element.

@@ -107,7 +107,7 @@ KernelSet make_avx512bf16_kernels() {
   KernelSet set = avx512_kernels();
   set.isa = Isa::avx512bf16;
   microkernel::fill_rows<Avx512Pairs, 12, 2>(set.pair_tiles);
-  microkernel::fill_rows<Avx512Pairs, 12, 2>(set.pair_in_place_tiles);
+  microkernel::fill_rows<Avx512Pairs, 12, 1>(set.pair_in_place_tiles);
   fill_pair_in_place_32(set.pair_in_place_tiles, std::make_integer_sequence<int, 12>{});
   set.pair_in_place_row = &pair_in_place_tile_32<1, 4>;
   set.pair_words = &pair_words;
