@@ -768,12 +768,14 @@ void Gemm::in_place_region(const Region& region, MatrixRef a, MatrixRef b, float
       ldb = wide_cols;
       first_col = region.col_begin;
     }
+    // f32 B by the tiles that fetch ahead along its rows: it may come from memory.
+    const auto& tiles = bf16_ ? kernels_.tiles : kernels_.in_place_tiles;
     for (int64_t j = region.col_begin; j < vectors_end; j += nr) {
       int vectors = static_cast<int>(std::min<int64_t>(nr, vectors_end - j) / width);
       for (int64_t i = 0; i < rows; i += mr) {
         int height = static_cast<int>(std::min<int64_t>(mr, rows - i));
-        kernels_.tiles[height - 1][vectors - 1](kcur, ws.a_pack.data() + i * k_ + p * mr, bp + j - first_col, ldb,
-                                                c + (region.row_begin + i) * ldc + j, ldc, p > 0);
+        tiles[height - 1][vectors - 1](kcur, ws.a_pack.data() + i * k_ + p * mr, bp + j - first_col, ldb,
+                                       c + (region.row_begin + i) * ldc + j, ldc, p > 0);
       }
     }
   }

@@ -22,7 +22,8 @@
 // kernel too.
 //
 // A few rows read f32 B where it lies, without packing it, and so do up to 16
-// rows of bf16 on the pair tiles (one row too); one row (a served
+// rows of bf16 on the pair tiles (one row too), fetching the lines ahead along
+// B's rows as they go (B may come from memory); one row (a served
 // call) and other few-row products stream B row by row, each step of every
 // sum of a block of C done before the next (axpy). Each keeps the same steps
 // in the same order per element.
@@ -91,6 +92,9 @@ struct KernelSet {
   int nr = 1;     // columns of a full tile
   int width = 1;  // floats per vector
   TileKernel tiles[kMaxRows][kMaxVectors] = {};
+  // The same over f32 B where it lies, row stride ldb (Gemm's in-place path), each
+  // fetching its rows' next lines as it reads them.
+  TileKernel in_place_tiles[kMaxRows][kMaxVectors] = {};
   InPlaceATileKernel rows_of_a_tiles[kMaxRows][kMaxVectors] = {};
   InPlaceATileKernel steps_of_a_tiles[kMaxRows][kMaxVectors] = {};
   // The same tiles over packed bf16 pairs (kc counts pairs, each a 32-bit word

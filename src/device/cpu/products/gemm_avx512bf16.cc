@@ -46,7 +46,7 @@ void pair_words(int64_t n, const uint16_t* low, const uint16_t* high, float* out
 // columns 8l + 0..3 of lane l and the high ones 8l + 4..7, and C's vectors are dealt
 // into that order as they are loaded and back as they are stored. Each sum takes the
 // same steps. One row takes 4 slivers at once, so that 8 sums rather than 2 hide
-// VDPBF16PS's latency.
+// VDPBF16PS's latency. Each fetches B's lines ahead along its rows as it goes.
 template <int R, int S>
 void pair_in_place_tile_32(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, float* c, int64_t ldc,
                            bool accumulate) {
@@ -75,6 +75,8 @@ void pair_in_place_tile_32(int64_t kc, const float* a, const uint16_t* b, int64_
 #pragma GCC unroll 4
     for (int s = 0; s < S; ++s) {
       const uint16_t* even_row = b + 2 * p * ldb + 32 * s;
+      microkernel::fetch_ahead<Avx512Pairs, 64>(even_row);
+      microkernel::fetch_ahead<Avx512Pairs, 64>(even_row + ldb);
       const __m512i even = _mm512_loadu_si512(even_row), odd = _mm512_loadu_si512(even_row + ldb);
       const auto low_words = reinterpret_cast<__m512bh>(_mm512_unpacklo_epi16(even, odd));
       const auto high_words = reinterpret_cast<__m512bh>(_mm512_unpackhi_epi16(even, odd));
@@ -106,8 +108,8 @@ void fill_pair_in_place_32(PairsInPlaceTileKernel (&table)[KernelSet::kMaxRows][
 KernelSet make_avx512bf16_kernels() {
   KernelSet set = avx512_kernels();
   set.isa = Isa::avx512bf16;
-  microkernel::fill_rows<Avx512Pairs, 12, 2>(set.pair_tiles);
-  microkernel::fill_rows<Avx512Pairs, 12, 1>(set.pair_in_place_tiles);
+  microkernel::fill_rows<microkernel::PackedTiles<Avx512Pairs, 12>, 2, 12>(set.pair_tiles);
+  microkernel::fill_rows<microkernel::PairInPlaceTiles<Avx512Pairs, 12>, 1, 12>(set.pair_in_place_tiles);
   fill_pair_in_place_32(set.pair_in_place_tiles, std::make_integer_sequence<int, 12>{});
   set.pair_in_place_row = &pair_in_place_tile_32<1, 4>;
   set.pair_words = &pair_words;
