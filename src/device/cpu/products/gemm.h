@@ -24,9 +24,9 @@
 // A few rows read f32 B where it lies, without packing it, and so do up to 16
 // rows of bf16 on the pair tiles (one row too), fetching the lines ahead along
 // B's rows as they go (B may come from memory); one row (a served
-// call) and other few-row products stream B row by row, each step of every
-// sum of a block of C done before the next (axpy). Each keeps the same steps
-// in the same order per element.
+// call) and other few-row products stream B a few rows at a time, those steps
+// of every sum of a block of C done before the next (axpy). Each keeps the
+// same steps in the same order per element.
 #pragma once
 
 #include <cstdint>
@@ -71,8 +71,10 @@ struct SliverFetch {
 // A whole tile as TileKernel that fetches `fetch` as it goes.
 using FetchingTileKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
                                     bool accumulate, const SliverFetch& fetch);
-// c[j] = fma(a, b[j], c[j]) for j < n.
-using AxpyKernel = void (*)(int64_t n, float a, const float* b, float* c);
+// `steps` (1 to kAxpySteps) steps of n sums, in order: for s < steps, c[j] =
+// fma(a[s], b[s * ldb + j], c[j]) for j < n.
+using AxpyKernel = void (*)(int64_t n, int steps, const float* a, const float* b, int64_t ldb, float* c);
+constexpr int kAxpySteps = 4;
 // `depth` rows of f32 B (row stride ldb) to `slivers` whole nr-wide slivers.
 using PackKernel = void (*)(int64_t depth, int64_t slivers, const float* b, int64_t ldb, float* out);
 // out[p * out_stride + i] = src[i * ld + p] for p < depth and i < rows: rows

@@ -265,21 +265,48 @@ void pair_in_place_tile(int64_t kc, const float* a, const uint16_t* b, int64_t l
   tile_steps<V, R, NV>(kc, PackedA<MR>{a}, SourceRows<V, NV, PairRows<V>>{{b, ldb}}, c, ldc, accumulate);
 }
 
-// c[j] = fma(a, b[j], c[j]) for j < n: one step of n elements' sums. The
-// last n % width elements one at a time, with the same single rounding.
-template <class V>
-void axpy(int64_t n, float a, const float* b, float* c) {
-  typename V::f av = V::splat(a);
+// c[j] = fma(a[S - 1], b[(S - 1) * ldb + j], ... fma(a[0], b[j], c[j])) for j < n: S
+// steps of n elements' sums, in order, C loaded and stored once for all S. The last n %
+// width elements one at a time, with the same single roundings.
+template <class V, int S>
+void axpy_steps(int64_t n, const float* a, const float* b, int64_t ldb, float* c) {
+  typename V::f av[S];
+#pragma GCC unroll 4
+  for (int s = 0; s < S; ++s) av[s] = V::splat(a[s]);
   int64_t j = 0;
   for (; j + 4 * V::width <= n; j += 4 * V::width) {
+    typename V::f cj[4];
 #pragma GCC unroll 4
-    for (int u = 0; u < 4; ++u) {
-      float* cj = c + j + u * V::width;
-      V::store(cj, V::fma(av, V::load(b + j + u * V::width), V::load(cj)));
+    for (int u = 0; u < 4; ++u) cj[u] = V::load(c + j + u * V::width);
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s) {
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) cj[u] = V::fma(av[s], V::load(b + s * ldb + j + u * V::width), cj[u]);
     }
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; ++u) V::store(c + j + u * V::width, cj[u]);
   }
-  for (; j + V::width <= n; j += V::width) V::store(c + j, V::fma(av, V::load(b + j), V::load(c + j)));
-  for (; j < n; ++j) c[j] = __builtin_fmaf(a, b[j], c[j]);
+  for (; j + V::width <= n; j += V::width) {
+    typename V::f cj = V::load(c + j);
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s) cj = V::fma(av[s], V::load(b + s * ldb + j), cj);
+    V::store(c + j, cj);
+  }
+  for (; j < n; ++j) {
+    float cj = c[j];
+    for (int s = 0; s < S; ++s) cj = __builtin_fmaf(a[s], b[s * ldb + j], cj);
+    c[j] = cj;
+  }
+}
+
+template <class V>
+void axpy(int64_t n, int steps, const float* a, const float* b, int64_t ldb, float* c) {
+  switch (steps) {
+    case 1: return axpy_steps<V, 1>(n, a, b, ldb, c);
+    case 2: return axpy_steps<V, 2>(n, a, b, ldb, c);
+    case 3: return axpy_steps<V, 3>(n, a, b, ldb, c);
+    default: return axpy_steps<V, 4>(n, a, b, ldb, c);
+  }
 }
 
 // Packs `depth` rows of an f32 B with unit column stride (row stride ldb)
