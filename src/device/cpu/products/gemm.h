@@ -295,10 +295,10 @@ class Gemm {
   // (row stride ld, maybe C itself), rounded to where `finish` says (row stride ldc).
   void round_block(const Finish& finish, const float* values, int64_t ld, int64_t ldc, int64_t row, int64_t rows,
                    int64_t col, int64_t cols) const;
-  // A few slivers of rows (kInPlaceSlivers), f32 B with unit column stride or
-  // bf16 B (widened kInPlaceDepth rows at a time): A packed whole, B read where
-  // it lies by the tiles, kInPlaceDepth steps of K at a time; the columns past
-  // the last whole vector streamed. bf16 B whose rows lie along memory goes by
+  // A few slivers of rows (kInPlaceSlivers), B's rows along memory, f32 or bf16
+  // (widened kInPlaceDepth rows at a time): A packed whole, B read where it lies
+  // by the tiles, kInPlaceDepth steps of K at a time; the columns past the last
+  // whole vector streamed. bf16 B whose rows lie along memory goes by
   // pairs_in_place_region where the pair tiles run; other bf16 B by the f32 tiles
   // (the same bits).
   void in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
