@@ -100,9 +100,10 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
   // words, K of 1 and 3, columns past the last whole vector. One row streamed over a B
   // wider than a streaming block (4096 columns), so that its rows' blocks are not one
   // run and go four steps at a time, K not a multiple of four (f32, a transposed B, bf16
-  // where it is widened); a few rows over a transposed B, streamed.
+  // where it is widened); a few rows over a transposed B, packed.
   std::vector<GemmCase> cases{{1, 4200, 7, false, false, false, 1},    {1, 4200, 7, false, true, false, 1},
-                              {1, 4200, 9, false, false, true, 1},     {3, 70, 10, false, true, false, 2},{1, 300, 301, false, false, true, 1},    {1, 40, 200, false, false, true, 2},
+                              {1, 4200, 9, false, false, true, 1},     {3, 70, 10, false, true, false, 2},
+                              {1, 300, 301, false, false, true, 1},    {1, 40, 200, false, false, true, 2},
                               {3, 32, 3, false, false, true, 1},       {2, 40, 1, false, false, true, 1},
                               {11, 100, 129, false, false, true, 2},   {12, 70, 301, false, false, true, 1},
                               {20, 100, 129, false, false, true, 1},   {13, 40, 300, false, false, true, 1},

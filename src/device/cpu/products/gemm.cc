@@ -411,7 +411,8 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
     grow(ws.tile, mr * nr);
     // kAxpySteps rows of a streamed block of B, or a row of B's words for an odd K's last
     // step in pairs_in_place_region.
-    grow(ws.b_row, std::max(kAxpySteps * std::min(region_cols, stream_columns(1)), pairs_ && k_ % 2 == 1 ? region_cols : 0));
+    grow(ws.b_row,
+         std::max(kAxpySteps * std::min(region_cols, stream_columns(1)), pairs_ && k_ % 2 == 1 ? region_cols : 0));
   }
 }
 

@@ -62,8 +62,9 @@ struct RowsFetchingAhead {
   const float* b;
   int64_t ldb;
   void row(int64_t p, typename V::f* bv) const {
+    constexpr int kBytes = NV * V::width * static_cast<int>(sizeof(float));
     const float* at = b + p * ldb;
-    fetch_ahead<V, NV * V::width * static_cast<int>(sizeof(float))>(at);
+    fetch_ahead<V, kBytes>(at);
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) bv[v] = V::load(at + v * V::width);
   }
@@ -143,8 +144,9 @@ struct PairRows {
   // The lines ahead of step p's `Columns` columns in both its rows (fetch_ahead).
   template <int Columns>
   void fetch_along(int64_t p) const {
-    fetch_ahead<V, Columns * static_cast<int>(sizeof(uint16_t))>(b + 2 * p * ldb);
-    fetch_ahead<V, Columns * static_cast<int>(sizeof(uint16_t))>(b + (2 * p + 1) * ldb);
+    constexpr int kBytes = Columns * static_cast<int>(sizeof(uint16_t));
+    fetch_ahead<V, kBytes>(b + 2 * p * ldb);
+    fetch_ahead<V, kBytes>(b + (2 * p + 1) * ldb);
   }
 };
 
