@@ -470,7 +470,7 @@ Gemm::RegionPath Gemm::path_of(int64_t rows, int64_t cols, const MatrixRef& b) c
   // streaming it would gather each of its rows element by element (one f32 row over
   // 768 x 3072 ran at 1.0 GFLOP/s streamed, 12 packed; eight rows at 13 and 62).
   if (b.cols != 1) return RegionPath::packed;
-  if (in_place(rows, cols, b)) return RegionPath::in_place;
+  if (in_place(rows, cols)) return RegionPath::in_place;
   if (rows < kernels_.mr) return RegionPath::streamed;
   return RegionPath::packed;
 }
@@ -686,13 +686,13 @@ void Gemm::packed_region(const Region& region, MatrixRef a, MatrixRef b, float* 
     block_done(finish, region.row_begin, rows, region.col_begin, region.col_end - region.col_begin);
 }
 
-bool Gemm::in_place(int64_t rows, int64_t cols, const MatrixRef& b) const {
+bool Gemm::in_place(int64_t rows, int64_t cols) const {
   // Up to 16 rows (12 and 13 x 768 x 3072 ran at 79 and 77% of VDPBF16PS's peak in
   // place, 69 and 63% packed), and up to two tiles where C's rows are short (24 x 3072 x
   // 768 at 85% against 83%); 20 and 24 x 768 x 3072 ran at 75% in place, 78-80% packed.
-  if (pairs_ && b.cols == 1)
+  if (pairs_)
     return resident_ && (rows <= kPairsInPlaceRows || (rows <= 2 * kernels_.mr && rows * cols <= kPairsInPlaceFloats));
-  return rows > 1 && resident_ && rows <= (pairs_ ? kernels_.mr - 1 : kInPlaceSlivers * kernels_.mr);
+  return rows > 1 && resident_ && rows <= kInPlaceSlivers * kernels_.mr;
 }
 
 void Gemm::pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc,
@@ -748,7 +748,7 @@ void Gemm::pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b,
 }
 
 void Gemm::in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const {
-  if (pairs_ && b.cols == 1) return pairs_in_place_region(region, a, b, c, ldc, ws);
+  if (pairs_) return pairs_in_place_region(region, a, b, c, ldc, ws);
   const int width = kernels_.width, nr = kernels_.nr, mr = kernels_.mr;
   int64_t rows = region.row_end - region.row_begin;
   if (bf16_) {
@@ -791,7 +791,8 @@ void Gemm::in_place_region(const Region& region, MatrixRef a, MatrixRef b, float
 }
 
 void Gemm::stream_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const {
-  bool plain_b = !b.bf16 && b.cols == 1;
+  assert(b.cols == 1);  // path_of packs any other B
+  const bool plain_b = !b.bf16;
   int64_t rows = region.row_end - region.row_begin, step = stream_columns(rows);
   for (int64_t j0 = region.col_begin; j0 < region.col_end; j0 += step) {
     int64_t cols = std::min(step, region.col_end - j0);

@@ -298,9 +298,8 @@ class Gemm {
   // A few slivers of rows (kInPlaceSlivers), B's rows along memory, f32 or bf16
   // (widened kInPlaceDepth rows at a time): A packed whole, B read where it lies
   // by the tiles, kInPlaceDepth steps of K at a time; the columns past the last
-  // whole vector streamed. bf16 B whose rows lie along memory goes by
-  // pairs_in_place_region where the pair tiles run; other bf16 B by the f32 tiles
-  // (the same bits).
+  // whole vector streamed. bf16 B goes by pairs_in_place_region where the pair
+  // tiles run, elsewhere by the f32 tiles (the same bits).
   void in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
   // A few rows on the pair tiles, bf16 B's rows along memory: A packed in pairs, a
   // sliver for each tile (the rows shared evenly), each word of B made from its two rows
@@ -308,11 +307,10 @@ class Gemm {
   // a time.
   void pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc,
                              Workspace& ws) const;
-  // Whether a region of this many rows and columns goes in place: a few slivers,
-  // resident; with bf16 pairs, up to 16 rows where B's rows lie along memory (one row
-  // too, and two tiles over short rows of C), else fewer rows than a tile (more would
-  // pay for packing B in pairs).
-  bool in_place(int64_t rows, int64_t cols, const MatrixRef& b) const;
+  // Whether a region of this many rows and columns, B's rows along memory, goes in
+  // place: a few slivers, resident; with bf16 pairs, up to 16 rows (one row too, and
+  // two tiles over short rows of C).
+  bool in_place(int64_t rows, int64_t cols) const;
   void stream_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
 
   // A packed word is one step of K, or (pairs_) two: words [word, word + words).
