@@ -184,7 +184,7 @@ class SubnormalsFlushed {
 // Up to this many slivers of rows, B is not packed: packing would cost more
 // than it saves, with so few rows to use each packed element (measured on
 // AVX-512 and AVX2: up to 48 rows of 12 and 24 of 6, 1.1 to 3x faster). bf16
-// B is widened a block of steps at a time instead.
+// B is widened by the tiles as they read it.
 constexpr int64_t kInPlaceSlivers = 4;
 // Steps of K an in-place pass takes over all of C's columns before the next:
 // its rows of B stream side by side, and C stays in cache between passes.
@@ -234,6 +234,19 @@ struct RowTiles {
     return static_cast<int>(end - first(t));
   }
 };
+
+// A few rows (a region in place) in tiles of equal height, each packed as a sliver of its
+// own: run(t, i, height) for each tile t, rows [i, i + height). A tile of one or two rows
+// has too few sums to hide its multiplies' latency (13 rows run as 7 and 6, not 12 and 1;
+// 8 rows in tiles of 6 as 4 and 4).
+template <class Run>
+void each_even_tile(int64_t rows, int mr, Run&& run) {
+  const int64_t tiles = (rows + mr - 1) / mr;
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t i = rows * t / tiles;
+    run(t, i, static_cast<int>(rows * (t + 1) / tiles - i));
+  }
+}
 
 // A sliver of B that a product packs: rows [row, row + depth) at column col (depth 0:
 // none).
@@ -409,10 +422,10 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
     grow(ws.a_pack, std::max<int64_t>(1, a_floats));
     grow(ws.b_pack, kc_ * std::min(resident_ ? nc_resident_ : nc_, region_cols));  // as run_region takes panels
     grow(ws.tile, mr * nr);
-    // kAxpySteps rows of a streamed block of B, or a row of B's words for an odd K's last
-    // step in pairs_in_place_region.
+    // kAxpySteps rows of a streamed block of B, or an odd K's last row of bf16 B in place
+    // (as words or widened).
     grow(ws.b_row,
-         std::max(kAxpySteps * std::min(region_cols, stream_columns(1)), pairs_ && k_ % 2 == 1 ? region_cols : 0));
+         std::max(kAxpySteps * std::min(region_cols, stream_columns(1)), bf16_ && k_ % 2 == 1 ? region_cols : 0));
   }
 }
 
@@ -699,16 +712,7 @@ void Gemm::pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b,
                                  Workspace& ws) const {
   const int width = kernels_.width, nr = kernels_.nr, mr = kernels_.mr;
   const int64_t rows = region.row_end - region.row_begin;
-  // The rows in tiles of equal height (13 as 7 and 6): a tile of one or two rows has too
-  // few sums to hide VDPBF16PS's latency. Each tile's A packed as a sliver of its own.
-  const int64_t tiles = (rows + mr - 1) / mr;
-  // run(t, i, height) for each tile t: rows [i, i + height) of the region.
-  auto each_tile = [&](auto&& run) {
-    for (int64_t t = 0; t < tiles; ++t) {
-      const int64_t i = rows * t / tiles;
-      run(t, i, static_cast<int>(rows * (t + 1) / tiles - i));
-    }
-  };
+  const auto each_tile = [&](auto&& run) { each_even_tile(rows, mr, run); };
   each_tile([&](int64_t t, int64_t i, int height) {
     pack_a(a, region.row_begin + i, height, 0, words_, ws.a_pack.data() + t * mr * words_);
   });
@@ -750,41 +754,48 @@ void Gemm::pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b,
 void Gemm::in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const {
   if (pairs_) return pairs_in_place_region(region, a, b, c, ldc, ws);
   const int width = kernels_.width, nr = kernels_.nr, mr = kernels_.mr;
-  int64_t rows = region.row_end - region.row_begin;
-  if (bf16_) {
-    pack_a_steps(
-        kernels_, a, region.row_begin, rows, 0, k_, [k = k_](int64_t p) { return pair_order(p, k); }, ws.a_pack.data());
-  } else {
-    pack_a(a, region.row_begin, rows, 0, k_, ws.a_pack.data());
-  }
-  int64_t vectors_end = region.col_begin + (region.col_end - region.col_begin) / width * width;
-  int64_t wide_cols = vectors_end - region.col_begin;
-  if (bf16_ && ws.b_wide.size() < static_cast<size_t>(kInPlaceDepth * wide_cols)) {
-    ws.b_wide.resize(static_cast<size_t>(kInPlaceDepth * wide_cols));
-  }
-  for (int64_t p = 0; p < k_; p += kInPlaceDepth) {
-    int64_t kcur = std::min(kInPlaceDepth, k_ - p);
-    // B's rows for these steps where they lie, or bf16 ones widened, in the bf16 order.
-    const float* bp = static_cast<const float*>(b.data) + p * b.rows;
-    int64_t ldb = b.rows, first_col = 0;
+  const int64_t rows = region.row_end - region.row_begin;
+  const auto each_tile = [&](auto&& run) { each_even_tile(rows, mr, run); };
+  each_tile([&](int64_t t, int64_t i, int height) {
+    float* sliver = ws.a_pack.data() + t * mr * k_;
     if (bf16_) {
-      for (int64_t q = 0; q < kcur; ++q) {
-        read_row(b, pair_order(p + q, k_), region.col_begin, wide_cols, ws.b_wide.data() + q * wide_cols, kernels_.isa);
-      }
-      bp = ws.b_wide.data();
-      ldb = wide_cols;
-      first_col = region.col_begin;
+      pack_a_steps(
+          kernels_, a, region.row_begin + i, height, 0, k_, [k = k_](int64_t p) { return pair_order(p, k); }, sliver);
+    } else {
+      pack_a(a, region.row_begin + i, height, 0, k_, sliver);
     }
-    // f32 B by the tiles that fetch ahead along its rows: it may come from memory.
-    const auto& tiles = bf16_ ? kernels_.tiles : kernels_.in_place_tiles;
+  });
+  int64_t vectors_end = region.col_begin + (region.col_end - region.col_begin) / width * width;
+  // Each tile of these columns from step p on: tile(height, vectors, its A, column, its C).
+  auto tiles_over = [&](int64_t p, auto&& tile) {
     for (int64_t j = region.col_begin; j < vectors_end; j += nr) {
       int vectors = static_cast<int>(std::min<int64_t>(nr, vectors_end - j) / width);
-      for (int64_t i = 0; i < rows; i += mr) {
-        int height = static_cast<int>(std::min<int64_t>(mr, rows - i));
-        tiles[height - 1][vectors - 1](kcur, ws.a_pack.data() + i * k_ + p * mr, bp + j - first_col, ldb,
-                                       c + (region.row_begin + i) * ldc + j, ldc, p > 0);
-      }
+      each_tile([&](int64_t t, int64_t i, int height) {
+        tile(height, vectors, ws.a_pack.data() + (t * k_ + p) * mr, j, c + (region.row_begin + i) * ldc + j);
+      });
     }
+  };
+  // f32 B read by tiles that fetch ahead along its rows (it may come from memory), bf16 B
+  // by tiles that also widen it, which take whole pairs of steps.
+  const int64_t steps = bf16_ ? k_ / 2 * 2 : k_;
+  for (int64_t p = 0; p < steps; p += kInPlaceDepth) {
+    const int64_t kcur = std::min(kInPlaceDepth, steps - p);
+    const auto* halves = static_cast<const uint16_t*>(b.data) + p * b.rows;
+    const auto* floats = static_cast<const float*>(b.data) + p * b.rows;
+    tiles_over(p, [&](int height, int vectors, const float* ap, int64_t j, float* cp) {
+      if (bf16_)
+        kernels_.widening_in_place_tiles[height - 1][vectors - 1](kcur, ap, halves + j, b.rows, cp, ldc, p > 0);
+      else kernels_.in_place_tiles[height - 1][vectors - 1](kcur, ap, floats + j, b.rows, cp, ldc, p > 0);
+    });
+  }
+  if (steps < k_) {
+    // An odd K's last step alone, its row widened.
+    const int64_t wide_cols = vectors_end - region.col_begin;
+    read_row(b, steps, region.col_begin, wide_cols, ws.b_row.data(), kernels_.isa);
+    tiles_over(steps, [&](int height, int vectors, const float* ap, int64_t j, float* cp) {
+      kernels_.tiles[height - 1][vectors - 1](1, ap, ws.b_row.data() + j - region.col_begin, wide_cols, cp, ldc,
+                                              steps > 0);
+    });
   }
   if (vectors_end == region.col_end) return;
   stream_region({region.row_begin, region.row_end, vectors_end, region.col_end}, a, b, c, ldc, ws);

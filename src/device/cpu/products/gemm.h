@@ -21,8 +21,8 @@
 // denormals-are-zero set. So bf16 products give the same bits on every
 // kernel too.
 //
-// A few rows read f32 B where it lies, without packing it, and so do up to 16
-// rows of bf16 on the pair tiles (one row too), fetching the lines ahead along
+// A few rows read B where it lies, without packing it (bf16 widened by the tiles
+// as they read it, or on the pair tiles up to 16 rows, one too), fetching the lines ahead along
 // B's rows as they go (B may come from memory); one row (a served
 // call) and other few-row products stream B a few rows at a time, those steps
 // of every sum of a block of C done before the next (axpy). Each keeps the
@@ -60,6 +60,11 @@ using Bf16PackingTileKernel = void (*)(int64_t kc, const float* a, const uint16_
 // B's elements used once.
 using PairsInPlaceTileKernel = void (*)(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, float* c,
                                         int64_t ldc, bool accumulate);
+// As TileKernel over A packed in steps of the bf16 order (gemm.h), bf16 B's halves where
+// they lie (row stride ldb, in halves), each widened by the tile that reads it and never
+// stored: step p reads row p ^ 1, so kc is even. Few rows, each of B's elements used once.
+using WideningInPlaceTileKernel = void (*)(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, float* c,
+                                           int64_t ldc, bool accumulate);
 // Rows of a sliver of B that a tile fetches into L2 while it computes, a line every
 // 2^shift steps (two lines a row: its first and last bytes), over its first
 // rows << (shift + 1) steps: `rows` rows of `width` bytes, `ld` bytes apart.
@@ -97,6 +102,8 @@ struct KernelSet {
   // The same over f32 B where it lies, row stride ldb (Gemm's in-place path), each
   // fetching its rows' next lines as it reads them.
   TileKernel in_place_tiles[kMaxRows][kMaxVectors] = {};
+  // The same over bf16 B where it lies, widened as it is read.
+  WideningInPlaceTileKernel widening_in_place_tiles[kMaxRows][kMaxVectors] = {};
   InPlaceATileKernel rows_of_a_tiles[kMaxRows][kMaxVectors] = {};
   InPlaceATileKernel steps_of_a_tiles[kMaxRows][kMaxVectors] = {};
   // The same tiles over packed bf16 pairs (kc counts pairs, each a 32-bit word
@@ -295,11 +302,12 @@ class Gemm {
   // (row stride ld, maybe C itself), rounded to where `finish` says (row stride ldc).
   void round_block(const Finish& finish, const float* values, int64_t ld, int64_t ldc, int64_t row, int64_t rows,
                    int64_t col, int64_t cols) const;
-  // A few slivers of rows (kInPlaceSlivers), B's rows along memory, f32 or bf16
-  // (widened kInPlaceDepth rows at a time): A packed whole, B read where it lies
-  // by the tiles, kInPlaceDepth steps of K at a time; the columns past the last
-  // whole vector streamed. bf16 B goes by pairs_in_place_region where the pair
-  // tiles run, elsewhere by the f32 tiles (the same bits).
+  // A few slivers of rows (kInPlaceSlivers), B's rows along memory, f32 or bf16: A
+  // packed whole, a sliver for each tile (the rows shared evenly), B read where it lies
+  // by the tiles (bf16 widened by the tile that reads it), kInPlaceDepth steps of K at
+  // a time; the columns past the last whole vector streamed. bf16 B goes by
+  // pairs_in_place_region where the pair tiles run, elsewhere by the f32 tiles (the
+  // same bits).
   void in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
   // A few rows on the pair tiles, bf16 B's rows along memory: A packed in pairs, a
   // sliver for each tile (the rows shared evenly), each word of B made from its two rows

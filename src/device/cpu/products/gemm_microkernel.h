@@ -124,6 +124,12 @@ struct WidenedRows {
   int64_t ldb;
   void ahead(int64_t p) const { __builtin_prefetch(b + (p + kPackRowsAhead) * ldb); }
   typename V::f vector(int64_t p, int v) const { return V::widen(b + (p ^ 1) * ldb + v * V::width); }
+  // The lines ahead of step p's `Columns` columns in its row (fetch_ahead).
+  template <int Columns>
+  void fetch_along(int64_t p) const {
+    constexpr int kBytes = Columns * static_cast<int>(sizeof(uint16_t));
+    fetch_ahead<V, kBytes>(b + (p ^ 1) * ldb);
+  }
 };
 
 // bf16 rows (row stride ldb, in halves) as words: step p's are rows 2p (low halves) and
@@ -268,6 +274,14 @@ void pair_in_place_tile(int64_t kc, const float* a, const uint16_t* b, int64_t l
   tile_steps<V, R, NV>(kc, PackedA<MR>{a}, SourceRows<V, NV, PairRows<V>>{{b, ldb}}, c, ldc, accumulate);
 }
 
+// A tile of R rows over bf16 B where it lies, widened as it goes and not stored: step p
+// reads row p ^ 1, the bf16 order, so kc is even (WideningInPlaceTileKernel).
+template <class V, int MR, int R, int NV>
+void widening_in_place_tile(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, float* c, int64_t ldc,
+                            bool accumulate) {
+  tile_steps<V, R, NV>(kc, PackedA<MR>{a}, SourceRows<V, NV, WidenedRows<V>>{{b, ldb}}, c, ldc, accumulate);
+}
+
 // c[j] = fma(a[S - 1], b[(S - 1) * ldb + j], ... fma(a[0], b[j], c[j])) for j < n: S
 // steps of n elements' sums, in order, C loaded and stored once for all S. The last n %
 // width elements one at a time, with the same single roundings.
@@ -373,6 +387,11 @@ struct InPlaceATiles {
   static constexpr InPlaceATileKernel kernel = &in_place_a_tile<V, A, R, NV>;
 };
 template <class V, int MR>
+struct WideningInPlaceTiles {
+  template <int R, int NV>
+  static constexpr WideningInPlaceTileKernel kernel = &widening_in_place_tile<V, MR, R, NV>;
+};
+template <class V, int MR>
 struct PairInPlaceTiles {
   template <int R, int NV>
   static constexpr PairsInPlaceTileKernel kernel = &pair_in_place_tile<V, MR, R, NV>;
@@ -407,6 +426,7 @@ KernelSet make_kernel_set(Isa isa) {
                 .pack_transposed = &pack_transposed<V>};
   fill_rows<PackedTiles<V, MR>, NV, MR>(set.tiles);
   fill_rows<InPlaceTiles<V, MR>, NV, MR>(set.in_place_tiles);
+  fill_rows<WideningInPlaceTiles<V, MR>, NV, MR>(set.widening_in_place_tiles);
   fill_rows<InPlaceATiles<V, RowsOfA>, NV, MR>(set.rows_of_a_tiles);
   fill_rows<InPlaceATiles<V, StepsOfA>, NV, MR>(set.steps_of_a_tiles);
   return set;
