@@ -99,10 +99,11 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
   // equal height, or two tiles over short rows of C): one row, an odd K past a block of
   // words, K of 1 and 3, columns past the last whole vector. One row streamed over a B
   // wider than a streaming block (4096 columns), so that its rows' blocks are not one
-  // run and go four steps at a time, K not a multiple of four (f32, and bf16 where it is
-  // widened); one and three rows over a transposed B, packed however few the rows. A few
-  // rows in place in tiles of equal height (8 as 4 and 4 on avx2), f32, and bf16 widened
-  // by the tiles as they read it, with an odd K past two blocks of steps.
+  // run and go four steps at a time, K not a multiple of four (f32; bf16's one row goes
+  // in place, widened by a tile four vectors wide); one and three rows over a transposed
+  // B, packed however few the rows. A few rows in place in tiles of equal height (8 as 4
+  // and 4 on avx2), f32, and bf16 widened by the tiles as they read it, with an odd K
+  // past two blocks of steps.
   std::vector<GemmCase> cases{{1, 4200, 7, false, false, false, 1},    {1, 4200, 7, false, true, false, 1},
                               {1, 4200, 9, false, false, true, 1},     {3, 70, 10, false, true, false, 2},
                               {1, 300, 301, false, false, true, 1},    {1, 40, 200, false, false, true, 2},

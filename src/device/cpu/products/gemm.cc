@@ -705,7 +705,7 @@ bool Gemm::in_place(int64_t rows, int64_t cols) const {
   // 768 at 85% against 83%); 20 and 24 x 768 x 3072 ran at 75% in place, 78-80% packed.
   if (pairs_)
     return resident_ && (rows <= kPairsInPlaceRows || (rows <= 2 * kernels_.mr && rows * cols <= kPairsInPlaceFloats));
-  return rows > 1 && resident_ && rows <= kInPlaceSlivers * kernels_.mr;
+  return (rows > 1 || bf16_) && resident_ && rows <= kInPlaceSlivers * kernels_.mr;
 }
 
 void Gemm::pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc,
@@ -766,23 +766,27 @@ void Gemm::in_place_region(const Region& region, MatrixRef a, MatrixRef b, float
     }
   });
   int64_t vectors_end = region.col_begin + (region.col_end - region.col_begin) / width * width;
-  // Each tile of these columns from step p on: tile(height, vectors, its A, column, its C).
-  auto tiles_over = [&](int64_t p, auto&& tile) {
-    for (int64_t j = region.col_begin; j < vectors_end; j += nr) {
-      int vectors = static_cast<int>(std::min<int64_t>(nr, vectors_end - j) / width);
+  // Each tile of these columns from step p on, `tile_cols` wide: tile(height, vectors,
+  // its A, column, its C).
+  auto tiles_over = [&](int64_t p, int64_t tile_cols, auto&& tile) {
+    for (int64_t j = region.col_begin; j < vectors_end; j += tile_cols) {
+      int vectors = static_cast<int>(std::min<int64_t>(tile_cols, vectors_end - j) / width);
       each_tile([&](int64_t t, int64_t i, int height) {
         tile(height, vectors, ws.a_pack.data() + (t * k_ + p) * mr, j, c + (region.row_begin + i) * ldc + j);
       });
     }
   };
   // f32 B read by tiles that fetch ahead along its rows (it may come from memory), bf16 B
-  // by tiles that also widen it, which take whole pairs of steps.
+  // by tiles that also widen it, which take whole pairs of steps; one row by a tile as wide
+  // as the table holds (one row's tile of two vectors has too few sums to hide the FMA's
+  // latency).
+  const int64_t tile_cols = rows == 1 ? KernelSet::kMaxVectors * width : nr;
   const int64_t steps = bf16_ ? k_ / 2 * 2 : k_;
   for (int64_t p = 0; p < steps; p += kInPlaceDepth) {
     const int64_t kcur = std::min(kInPlaceDepth, steps - p);
     const auto* halves = static_cast<const uint16_t*>(b.data) + p * b.rows;
     const auto* floats = static_cast<const float*>(b.data) + p * b.rows;
-    tiles_over(p, [&](int height, int vectors, const float* ap, int64_t j, float* cp) {
+    tiles_over(p, tile_cols, [&](int height, int vectors, const float* ap, int64_t j, float* cp) {
       if (bf16_)
         kernels_.widening_in_place_tiles[height - 1][vectors - 1](kcur, ap, halves + j, b.rows, cp, ldc, p > 0);
       else kernels_.in_place_tiles[height - 1][vectors - 1](kcur, ap, floats + j, b.rows, cp, ldc, p > 0);
@@ -792,7 +796,7 @@ void Gemm::in_place_region(const Region& region, MatrixRef a, MatrixRef b, float
     // An odd K's last step alone, its row widened.
     const int64_t wide_cols = vectors_end - region.col_begin;
     read_row(b, steps, region.col_begin, wide_cols, ws.b_row.data(), kernels_.isa);
-    tiles_over(steps, [&](int height, int vectors, const float* ap, int64_t j, float* cp) {
+    tiles_over(steps, nr, [&](int height, int vectors, const float* ap, int64_t j, float* cp) {
       kernels_.tiles[height - 1][vectors - 1](1, ap, ws.b_row.data() + j - region.col_begin, wide_cols, cp, ldc,
                                               steps > 0);
     });

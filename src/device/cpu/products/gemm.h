@@ -22,11 +22,11 @@
 // kernel too.
 //
 // A few rows read B where it lies, without packing it (bf16 widened by the tiles
-// as they read it, or on the pair tiles up to 16 rows, one too), fetching the lines ahead along
-// B's rows as they go (B may come from memory); one row (a served
-// call) and other few-row products stream B a few rows at a time, those steps
-// of every sum of a block of C done before the next (axpy). Each keeps the
-// same steps in the same order per element.
+// as they read it, or made into pairs on the pair tiles), fetching the lines
+// ahead along B's rows as they go (B may come from memory); one row of f32 (a
+// served call) and other few-row products stream B a few rows at a time, those
+// steps of every sum of a block of C done before the next (axpy). Each keeps
+// the same steps in the same order per element.
 #pragma once
 
 #include <cstdint>
@@ -316,8 +316,8 @@ class Gemm {
   void pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc,
                              Workspace& ws) const;
   // Whether a region of this many rows and columns, B's rows along memory, goes in
-  // place: a few slivers, resident; with bf16 pairs, up to 16 rows (one row too, and
-  // two tiles over short rows of C).
+  // place: a few slivers, resident, of two rows or more, or of bf16 one row too; with
+  // bf16 pairs, up to 16 rows (and two tiles over short rows of C).
   bool in_place(int64_t rows, int64_t cols) const;
   void stream_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
 

@@ -427,6 +427,9 @@ KernelSet make_kernel_set(Isa isa) {
   fill_rows<PackedTiles<V, MR>, NV, MR>(set.tiles);
   fill_rows<InPlaceTiles<V, MR>, NV, MR>(set.in_place_tiles);
   fill_rows<WideningInPlaceTiles<V, MR>, NV, MR>(set.widening_in_place_tiles);
+  // One row as many vectors wide as the table holds: more sums to hide the FMA's latency.
+  fill_row<WideningInPlaceTiles<V, MR>, 1>(set.widening_in_place_tiles,
+                                           std::make_integer_sequence<int, KernelSet::kMaxVectors>{});
   fill_rows<InPlaceATiles<V, RowsOfA>, NV, MR>(set.rows_of_a_tiles);
   fill_rows<InPlaceATiles<V, StepsOfA>, NV, MR>(set.steps_of_a_tiles);
   return set;
