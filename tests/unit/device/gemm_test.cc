@@ -80,7 +80,7 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsOnRandomShapes) {
 TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
   // K past one kc block (at most 768 steps), rows past one mc block (and in three), columns past one nc
   // panel (2048), M = 1 and tiny shapes, K = 0, and B read in place by a few
-  // rows (up to 4 slivers, or of bf16 fewer than a tile) with columns past the
+  // rows (up to 12, or 16 of bf16 in pairs) with columns past the
   // last whole vector. An f32 B is packed by the first block of rows' tiles and read
   // packed by the other blocks: 600 rows in three blocks, over three blocks of K, with
   // a last sliver of B too narrow for a packing tile; of bf16 too (in pairs where the

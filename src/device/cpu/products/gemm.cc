@@ -181,11 +181,11 @@ class SubnormalsFlushed {
   bool on_;
 };
 
-// Up to this many slivers of rows, B is not packed: packing would cost more
-// than it saves, with so few rows to use each packed element (measured on
-// AVX-512 and AVX2: up to 48 rows of 12 and 24 of 6, 1.1 to 3x faster). bf16
-// B is widened by the tiles as they read it.
-constexpr int64_t kInPlaceSlivers = 4;
+// Up to this many rows, B is not packed: packing would cost more than it saves, with
+// so few rows to use each packed element. bf16 B is widened by the tiles as they read
+// it. (On a Zen 4, 8 rows over 768 x 768 ran at 85 against 63 GFLOP/s on avx2, 24 rows
+// over 768 x 3072 at 71 against 98, and on avx512 16 rows at 95 against 101.)
+constexpr int64_t kInPlaceRows = 12;
 // Steps of K an in-place pass takes over all of C's columns before the next:
 // its rows of B stream side by side, and C stays in cache between passes.
 constexpr int64_t kInPlaceDepth = 32;
@@ -705,7 +705,7 @@ bool Gemm::in_place(int64_t rows, int64_t cols) const {
   // 768 at 85% against 83%); 20 and 24 x 768 x 3072 ran at 75% in place, 78-80% packed.
   if (pairs_)
     return resident_ && (rows <= kPairsInPlaceRows || (rows <= 2 * kernels_.mr && rows * cols <= kPairsInPlaceFloats));
-  return (rows > 1 || bf16_) && resident_ && rows <= kInPlaceSlivers * kernels_.mr;
+  return (rows > 1 || bf16_) && resident_ && rows <= kInPlaceRows;
 }
 
 void Gemm::pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc,

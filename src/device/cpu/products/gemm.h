@@ -302,7 +302,7 @@ class Gemm {
   // (row stride ld, maybe C itself), rounded to where `finish` says (row stride ldc).
   void round_block(const Finish& finish, const float* values, int64_t ld, int64_t ldc, int64_t row, int64_t rows,
                    int64_t col, int64_t cols) const;
-  // A few slivers of rows (kInPlaceSlivers), B's rows along memory, f32 or bf16: A
+  // A few rows (kInPlaceRows), B's rows along memory, f32 or bf16: A
   // packed whole, a sliver for each tile (the rows shared evenly), B read where it lies
   // by the tiles (bf16 widened by the tile that reads it), kInPlaceDepth steps of K at
   // a time; the columns past the last whole vector streamed. bf16 B goes by
@@ -316,8 +316,8 @@ class Gemm {
   void pairs_in_place_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc,
                              Workspace& ws) const;
   // Whether a region of this many rows and columns, B's rows along memory, goes in
-  // place: a few slivers, resident, of two rows or more, or of bf16 one row too; with
-  // bf16 pairs, up to 16 rows (and two tiles over short rows of C).
+  // place: a few rows, resident, two or more, or of bf16 one too; with bf16 pairs, up
+  // to 16 rows (and two tiles over short rows of C).
   bool in_place(int64_t rows, int64_t cols) const;
   void stream_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
 
