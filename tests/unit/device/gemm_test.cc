@@ -103,7 +103,8 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
   // in place, widened by a tile four vectors wide); one and three rows over a transposed
   // B, packed however few the rows. A few rows in place in tiles of equal height (8 as 4
   // and 4 on avx2), f32, and bf16 widened by the tiles as they read it, with an odd K
-  // past two blocks of steps.
+  // past two blocks of steps. A transposed bf16 B over K in three blocks, packed from
+  // columns of words of two steps.
   std::vector<GemmCase> cases{{1, 4200, 7, false, false, false, 1},    {1, 4200, 7, false, true, false, 1},
                               {1, 4200, 9, false, false, true, 1},     {3, 70, 10, false, true, false, 2},
                               {1, 300, 301, false, false, true, 1},    {1, 40, 200, false, false, true, 2},
@@ -125,7 +126,8 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
                               {600, 70, 1601, false, false, false, 1}, {600, 70, 1601, false, false, false, 2},
                               {600, 70, 1601, false, false, true, 1},  {300, 64, 2000, false, false, true, 2},
                               {601, 40, 1001, true, false, true, 1},   {8, 100, 31, false, false, false, 1},
-                              {9, 3100, 65, false, false, true, 1}};
+                              {9, 3100, 65, false, false, true, 1},    {20, 50, 1600, false, true, true, 1},
+                              {3, 40, 1600, false, true, true, 2}};
   for (Isa isa : cpu::host_isas()) {
     std::mt19937 rng(12);
     for (const GemmCase& c : cases) expect_rule(isa, c, rng);
