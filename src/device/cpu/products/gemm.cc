@@ -130,28 +130,9 @@ void pack_b_steps(const KernelSet& kernels, const MatrixRef& b, int64_t row, int
     return;
   }
   if (b.cols != 1 && b.rows == 1 && row % 2 == 0 && bf16_pairs::lines_of_words(b, b.cols)) {
-    // bf16 columns along K (a transpose read in place) as columns of 32-bit words, each
-    // two steps (`order` being the bf16 order): the words transposed by the instruction
-    // set's vectors into `wide`, then each split into its sliver's two rows widened, the
-    // odd step (the high half) first. An odd K's last step alone.
-    const int64_t pairs = depth / 2;
-    const auto* words = reinterpret_cast<const float*>(static_cast<const graph::Bf16*>(b.data) + col * b.cols + row);
-    kernels.pack_transposed(pairs, cols, words, b.cols / 2, wide, cols);
-    if (depth % 2 == 1) read_row(b, row + depth - 1, col, cols, wide + pairs * cols, kernels.isa);
-    for (int64_t s = 0; s * nr < cols; ++s) {
-      const int64_t width = std::min<int64_t>(nr, cols - s * nr);
-      float* sliver = out + s * depth * nr;
-      for (int64_t w = 0; w < pairs; ++w) {
-        const auto* from = reinterpret_cast<const uint32_t*>(wide + w * cols + s * nr);
-        auto* odd = reinterpret_cast<uint32_t*>(sliver + 2 * w * nr);
-        for (int64_t j = 0; j < width; ++j) {
-          odd[j] = from[j] & 0xFFFF0000u;
-          odd[nr + j] = from[j] << 16;
-        }
-      }
-      if (depth % 2 == 1) std::copy_n(wide + pairs * cols + s * nr, width, sliver + (depth - 1) * nr);
-      for (int64_t p = 0; p < depth && width < nr; ++p) std::fill(sliver + p * nr + width, sliver + (p + 1) * nr, 0.0f);
-    }
+    // bf16 columns along K (a transpose read in place) as columns of words, `order`
+    // being the bf16 order.
+    bf16_pairs::pack_b_widened(kernels, b, row, depth, col, cols, out, wide);
     return;
   }
   if (b.cols != 1 && b.rows == 1) {

@@ -1,6 +1,7 @@
 // How the cpu GEMM packs bf16 operands for the pair kernels (gemm.cc's
 // Gemm::pack_a and pack_b): each 32-bit word of a packed sliver holds two steps
-// of K, as VDPBF16PS reads them. Included by gemm.cc alone.
+// of K, as VDPBF16PS reads them; and a transposed B read as such words for the
+// kernels that widen bf16. Included by gemm.cc alone.
 #pragma once
 
 #include <algorithm>
@@ -138,6 +139,36 @@ inline void pack_b_pairs(const KernelSet& kernels, const MatrixRef& b, int64_t w
       }
       std::fill(dst + width, dst + nr, 0.0f);
     }
+  }
+}
+
+// As pack_b_steps in the bf16 order (gemm.h), for the kernels that widen bf16: B's rows
+// [row, row + depth) (row even) and columns [col, col + cols) as f32 slivers of nr
+// columns, zero past the last, from columns along memory that lie as words of two steps
+// (lines_of_words). The words are transposed by the instruction set's vectors into
+// `wide` (depth x cols floats), then each split into its sliver's two rows widened, the
+// odd step (the high half) first; an odd K's last step alone.
+inline void pack_b_widened(const KernelSet& kernels, const MatrixRef& b, int64_t row, int64_t depth, int64_t col,
+                           int64_t cols, float* out, float* wide) {
+  const int nr = kernels.nr;
+  const int64_t pairs = depth / 2;
+  const auto* words = reinterpret_cast<const float*>(static_cast<const graph::Bf16*>(b.data) + col * b.cols + row);
+  kernels.pack_transposed(pairs, cols, words, b.cols / 2, wide, cols);
+  for (int64_t s = 0; s * nr < cols; ++s) {
+    const int64_t width = std::min<int64_t>(nr, cols - s * nr);
+    float* sliver = out + s * depth * nr;
+    for (int64_t w = 0; w < pairs; ++w) {
+      const auto* from = reinterpret_cast<const uint32_t*>(wide + w * cols + s * nr);
+      auto* odd = reinterpret_cast<uint32_t*>(sliver + 2 * w * nr);
+      for (int64_t j = 0; j < width; ++j) {
+        odd[j] = from[j] & 0xFFFF0000u;
+        odd[nr + j] = from[j] << 16;
+      }
+    }
+    for (int64_t j = 0; depth % 2 == 1 && j < width; ++j)
+      sliver[(depth - 1) * nr + j] =
+          std::bit_cast<float>(uint32_t{half_at(b, row + depth - 1, col + s * nr + j)} << 16);
+    for (int64_t p = 0; p < depth && width < nr; ++p) std::fill(sliver + p * nr + width, sliver + (p + 1) * nr, 0.0f);
   }
 }
 
