@@ -784,10 +784,10 @@ void Gemm::in_place_region(const Region& region, MatrixRef a, MatrixRef b, float
     }
   };
   // f32 B read by tiles that fetch ahead along its rows (it may come from memory), bf16 B
-  // by tiles that also widen it, which take whole pairs of steps; one row by a tile as wide
-  // as the table holds (one row's tile of two vectors has too few sums to hide the FMA's
-  // latency).
-  const int64_t tile_cols = rows == 1 ? KernelSet::kMaxVectors * width : nr;
+  // by tiles that also widen it, which take whole pairs of steps; one row of bf16 by a tile
+  // as wide as the table holds (one row's tile of two vectors has too few sums to hide the
+  // FMA's latency).
+  const int64_t tile_cols = rows == 1 && bf16_ ? KernelSet::kMaxVectors * width : nr;
   const int64_t steps = bf16_ ? k_ / 2 * 2 : k_;
   for (int64_t p = 0; p < steps; p += kInPlaceDepth) {
     const int64_t kcur = std::min(kInPlaceDepth, steps - p);

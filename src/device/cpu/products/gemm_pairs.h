@@ -152,7 +152,8 @@ inline void pack_b_widened(const KernelSet& kernels, const MatrixRef& b, int64_t
                            int64_t cols, float* out, float* wide) {
   const int nr = kernels.nr;
   const int64_t pairs = depth / 2;
-  const auto* words = reinterpret_cast<const float*>(static_cast<const graph::Bf16*>(b.data) + col * b.cols + row);
+  const auto* base = static_cast<const graph::Bf16*>(b.data);
+  const auto* words = reinterpret_cast<const float*>(base + col * b.cols + row);
   kernels.pack_transposed(pairs, cols, words, b.cols / 2, wide, cols);
   for (int64_t s = 0; s * nr < cols; ++s) {
     const int64_t width = std::min<int64_t>(nr, cols - s * nr);
@@ -166,8 +167,7 @@ inline void pack_b_widened(const KernelSet& kernels, const MatrixRef& b, int64_t
       }
     }
     for (int64_t j = 0; depth % 2 == 1 && j < width; ++j)
-      sliver[(depth - 1) * nr + j] =
-          std::bit_cast<float>(uint32_t{half_at(b, row + depth - 1, col + s * nr + j)} << 16);
+      sliver[(depth - 1) * nr + j] = static_cast<float>(base[(col + s * nr + j) * b.cols + row + depth - 1]);
     for (int64_t p = 0; p < depth && width < nr; ++p) std::fill(sliver + p * nr + width, sliver + (p + 1) * nr, 0.0f);
   }
 }
