@@ -70,8 +70,10 @@ struct RowsFetchingAhead {
   }
 };
 
-// A packed sliver as PackedRows, each 2^shift steps also fetching a line of another
-// sliver into L2 (SliverFetch), so that the fetches spread over the tile's FMAs.
+// A packed sliver as PackedRows, each 2^shift steps also fetching into L2 a row's first
+// or last line of another sliver (SliverFetch), so that the fetches spread over the
+// tile's FMAs; with a row's first, the lines between them (a row wider than a line
+// spans three where it does not start one: an f32 B whose rows are of odd length).
 template <class V, int NV>
 struct FetchingRows {
   PackedRows<V, NV> packed;
@@ -80,7 +82,12 @@ struct FetchingRows {
     packed.row(p, bv);
     const int64_t line = p >> fetch.shift;
     if ((p & ((int64_t{1} << fetch.shift) - 1)) == 0 && line < 2 * fetch.rows) {
-      __builtin_prefetch(fetch.first + (line >> 1) * fetch.ld + (line & 1) * (fetch.width - 1), 0, 2);
+      const char* row = fetch.first + (line >> 1) * fetch.ld;
+      if ((line & 1) == 1) {
+        __builtin_prefetch(row + fetch.width - 1, 0, 2);
+      } else {
+        for (int64_t at = 0; at < fetch.width - 1; at += 64) __builtin_prefetch(row + at, 0, 2);
+      }
     }
   }
 };
@@ -108,9 +115,13 @@ template <class V, int NV>
 struct FloatRows {
   const float* b;
   int64_t ldb;
+  // Every line of the row, which may start inside one (rows of odd length).
   void ahead(int64_t p) const {
-    __builtin_prefetch(b + (p + kPackRowsAhead) * ldb);
-    __builtin_prefetch(b + (p + kPackRowsAhead) * ldb + NV * V::width - 1);
+    const char* row = reinterpret_cast<const char*>(b + (p + kPackRowsAhead) * ldb);
+    constexpr int kBytes = NV * V::width * static_cast<int>(sizeof(float));
+#pragma GCC unroll 4
+    for (int at = 0; at < kBytes - 1; at += 64) __builtin_prefetch(row + at);
+    __builtin_prefetch(row + kBytes - 1);
   }
   typename V::f vector(int64_t p, int v) const { return V::load(b + p * ldb + v * V::width); }
 };
