@@ -129,24 +129,29 @@ Tensor random_tensor(DType dtype, sx::graph::Shape shape, std::mt19937& rng) {
 
 // Seconds of one call of a compiled [m, k] @ [k, n] plan on device buffers,
 // the best over `budget_s` of batches of calls of about a millisecond.
-// Where `transposed` says so, the left operand is the transpose of a [k, m]
+// Where `form` says so, the left operand is the transpose of a [k, m]
 // input (a weight gradient's x^T), the right one of an [n, k] input (a
-// gradient's x @ W^T).
-struct Transposed {
-  bool a = false, b = false;
+// gradient's x @ W^T). With `weight_f32`, a bf16 product's right operand is an f32
+// input cast to bf16 (a weight under `--precision bf16`), the cast under the transpose.
+struct OperandForm {
+  bool a_transposed = false, b_transposed = false;
+  bool weight_f32 = false;
 };
 
 double time_matmul(DType dtype, int64_t m, int64_t k, int64_t n, int threads, Isa isa, double budget_s,
-                   Transposed transposed) {
+                   OperandForm form) {
   sx::graph::Graph graph;
   sx::graph::Builder b(graph);
   std::mt19937 rng(42);
-  sx::graph::Shape a_shape = transposed.a ? sx::graph::Shape{k, m} : sx::graph::Shape{m, k};
-  sx::graph::Shape w_shape = transposed.b ? sx::graph::Shape{n, k} : sx::graph::Shape{k, n};
-  std::vector<Tensor> inputs{random_tensor(dtype, a_shape, rng), random_tensor(dtype, w_shape, rng)};
+  sx::graph::Shape a_shape = form.a_transposed ? sx::graph::Shape{k, m} : sx::graph::Shape{m, k};
+  sx::graph::Shape w_shape = form.b_transposed ? sx::graph::Shape{n, k} : sx::graph::Shape{k, n};
+  const DType w_dtype = form.weight_f32 ? DType::f32 : dtype;
+  std::vector<Tensor> inputs{random_tensor(dtype, a_shape, rng), random_tensor(w_dtype, w_shape, rng)};
   auto a = b.input("a", a_shape, dtype);
-  auto w = b.input("w", w_shape, dtype);
-  b.output("y", b.matmul(transposed.a ? b.transpose(a, {1, 0}) : a, transposed.b ? b.transpose(w, {1, 0}) : w));
+  auto w = b.input("w", w_shape, w_dtype);
+  if (w_dtype != dtype) w = b.cast(w, dtype);
+  b.output("y",
+           b.matmul(form.a_transposed ? b.transpose(a, {1, 0}) : a, form.b_transposed ? b.transpose(w, {1, 0}) : w));
   sx::device::DeviceOptions options{.cpu_cores = threads, .cpu_isa = std::string(sx::device::cpu::isa_name(isa))};
   auto on = sx::device::make_device("cpu", options);
   auto plan = on->compile(graph);
@@ -190,7 +195,7 @@ std::optional<Product> parse_product(const std::string& text) {
 
 int main(int argc, char** argv) {
   bool quick = false;
-  Transposed transposed;
+  OperandForm form;
   std::string isa_name;
   std::vector<Product> chosen;
   std::vector<int> thread_counts{1, 2};
@@ -203,9 +208,11 @@ int main(int argc, char** argv) {
     } else if (arg == "--isa" && i + 1 < argc) {
       isa_name = argv[++i];
     } else if (arg == "--a-transposed") {
-      transposed.a = true;
+      form.a_transposed = true;
     } else if (arg == "--b-transposed") {
-      transposed.b = true;
+      form.b_transposed = true;
+    } else if (arg == "--weight-f32") {
+      form.weight_f32 = true;
     } else if (arg == "--threads" && i + 1 < argc && std::atoi(argv[i + 1]) > 0) {
       thread_counts = {std::atoi(argv[++i])};
     } else if (arg == "--dtype" && i + 1 < argc &&
@@ -218,9 +225,10 @@ int main(int argc, char** argv) {
       fmt::print(help ? stdout : stderr,
                  "usage: cpu_matmul [--quick] [--isa scalar|avx2|avx512|avx512bf16|amx] [--shape MxKxN]...\n"
                  "                  [--threads N] [--dtype f32|bf16]\n"
-                 "                  [--a-transposed] [--b-transposed]\n"
+                 "                  [--a-transposed] [--b-transposed] [--weight-f32]\n"
                  "  --a-transposed: the left operand is the transpose of a [K, M] input\n"
-                 "  --b-transposed: the right operand is the transpose of an [N, K] input\n");
+                 "  --b-transposed: the right operand is the transpose of an [N, K] input\n"
+                 "  --weight-f32: bf16's right operand is an f32 input cast to bf16 (a weight)\n");
       return help ? 0 : 2;
     }
   }
@@ -258,7 +266,7 @@ int main(int argc, char** argv) {
     for (int threads : thread_counts) {
       for (auto [m, k, n] : products) {
         std::optional<double> before = sx::bench::multiply_peak(isa, dtype, threads, peak_budget);
-        double seconds = time_matmul(dtype, m, k, n, threads, isa, budget, transposed);
+        double seconds = time_matmul(dtype, m, k, n, threads, isa, budget, form);
         std::optional<double> after = sx::bench::multiply_peak(isa, dtype, threads, peak_budget);
         std::optional<double> theirs =
             dtype == DType::f32 ? numpy.gflops(m, k, n, threads, budget) : std::optional<double>{};
