@@ -65,9 +65,9 @@ using PairsInPlaceTileKernel = void (*)(int64_t kc, const float* a, const uint16
 // stored: step p reads row p ^ 1, so kc is even. Few rows, each of B's elements used once.
 using WideningInPlaceTileKernel = void (*)(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, float* c,
                                            int64_t ldc, bool accumulate);
-// Rows of a sliver of B that a tile fetches into L2 while it computes, a line every
-// 2^shift steps (two lines a row: its first and last bytes), over its first
-// rows << (shift + 1) steps: `rows` rows of `width` bytes, `ld` bytes apart.
+// Rows of a sliver of B that a tile fetches into L2 while it computes, every 2^shift
+// steps a row's first lines (up to its last byte's) or its last byte's line, over its
+// first rows << (shift + 1) steps: `rows` rows of `width` bytes, `ld` bytes apart.
 struct SliverFetch {
   const char* first = nullptr;
   int64_t ld = 0, width = 0, rows = 0;

@@ -86,7 +86,8 @@ inline void fetch_sliver_rows(const char* sliver, int64_t ld, int64_t width, int
 }
 
 // Rows [first, end) of a sliver of B (as fetch_sliver_rows) for a tile of `steps` steps
-// to fetch as it computes: a line every 2^shift steps, as far apart as fit the steps.
+// to fetch as it computes: a row's first lines or its last every 2^shift steps, as far
+// apart as fit the steps.
 inline SliverFetch spread_fetch(const char* sliver, int64_t ld, int64_t width, int64_t first, int64_t end,
                                 int64_t steps) {
   SliverFetch fetch{.first = sliver + first * ld, .ld = ld, .width = width, .rows = end - first};
