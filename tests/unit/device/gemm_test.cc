@@ -101,9 +101,9 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
   // wider than a streaming block (4096 columns), so that its rows' blocks are not one
   // run and go four steps at a time, K not a multiple of four (f32; bf16's one row goes
   // in place, widened by a tile four vectors wide); one and three rows over a transposed
-  // B, packed however few the rows. A few rows in place in tiles of equal height (8 as 4
-  // and 4 on avx2), f32, and bf16 widened by the tiles as they read it, with an odd K
-  // past two blocks of steps. A transposed bf16 B over K in three blocks, packed from
+  // B (FewRowsOverATransposedBGiveTheRulesBits has more). A few rows in place in tiles of
+  // equal height (8 as 4 and 4 on avx2), f32, and bf16 widened by the tiles as they read
+  // it, with an odd K past two blocks of steps. A transposed bf16 B over K in three blocks, packed from
   // columns of words of two steps.
   std::vector<GemmCase> cases{{1, 4200, 7, false, false, false, 1},    {1, 4200, 7, false, true, false, 1},
                               {1, 4200, 9, false, false, true, 1},     {3, 70, 10, false, true, false, 2},
@@ -130,6 +130,26 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
                               {3, 40, 1600, false, true, true, 2}};
   for (Isa isa : cpu::host_isas()) {
     std::mt19937 rng(12);
+    for (const GemmCase& c : cases) expect_rule(isa, c, rng);
+  }
+}
+
+TEST(GemmRule, FewRowsOverATransposedBGiveTheRulesBits) {
+  // A few rows over B read through a transpose, its steps along memory (x @ W^T): a tile
+  // of four vectors of columns transposes B's blocks of a line of steps as it reads them
+  // (transposed_tiles: up to two rows of f32, four of bf16 widened, two on avx2; more
+  // rows, and the pair tiles' bf16, pack B). K of one step, shorter than a block, whole
+  // blocks and blocks with steps past them (bf16: an odd K's last step alone, after its
+  // pairs); columns past the last whole tile, in fewer than a vector; rows a multiple of 4
+  // KiB apart (K = 3072); A transposed; two threads, which split the columns; and three
+  // rows of f32, packed.
+  const std::vector<GemmCase> cases{{1, 70, 1, false, true, false, 1},   {2, 100, 33, false, true, false, 2},
+                                    {2, 65, 100, false, true, false, 1}, {2, 50, 3072, false, true, false, 1},
+                                    {3, 50, 3072, false, true, true, 1}, {1, 130, 65, false, true, true, 1},
+                                    {2, 17, 95, false, true, true, 2},   {4, 200, 64, true, true, true, 1},
+                                    {1, 5, 31, false, true, true, 1},    {3, 300, 20, true, true, false, 2}};
+  for (Isa isa : cpu::host_isas()) {
+    std::mt19937 rng(13);
     for (const GemmCase& c : cases) expect_rule(isa, c, rng);
   }
 }

@@ -356,7 +356,7 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
     }
     grow(ws.a_pack, std::max<int64_t>(1, a_floats));
     grow(ws.b_pack, kc_ * std::min(resident_ ? nc_resident_ : nc_, region_cols));  // as run_region takes panels
-    grow(ws.tile, mr * nr);
+    grow(ws.tile, std::max(mr * nr, KernelSet::kTransposedRows * KernelSet::kMaxVectors * kernels.width));
     // kAxpySteps rows of a streamed block of B, or an odd K's last row of bf16 B in place
     // (as words or widened).
     grow(ws.b_row,
@@ -413,11 +413,16 @@ void Gemm::block_done(const Finish& finish, int64_t row, int64_t rows, int64_t c
 Gemm::RegionPath Gemm::path_of(int64_t rows, int64_t cols, const MatrixRef& b) const {
   if (k_ == 0) return RegionPath::empty_sum;
   if (amx_) return RegionPath::amx_tiles;  // every row, few or many: the tiles' sums are not the other kernels'
-  // B whose rows do not lie along memory (a transpose read in place: x @ W^T) is packed
-  // however few the rows: packing transposes it by vectors, where reading it in place or
-  // streaming it would gather each of its rows element by element (one f32 row over
-  // 768 x 3072 ran at 1.0 GFLOP/s streamed, 12 packed; eight rows at 13 and 62).
-  if (b.cols != 1) return RegionPath::packed;
+  // B whose rows do not lie along memory (a transpose read in place: x @ W^T) is
+  // transposed by vectors, where reading it in place or streaming it would gather each of
+  // its rows element by element (one f32 row over 768 x 3072 ran at 1.0 GFLOP/s
+  // streamed, 12 packed; eight rows at 13 and 62): by the tiles of a few rows as they
+  // read it, its steps along memory (20 and 17 GFLOP/s on avx2 and avx512), else packed.
+  if (b.cols != 1) {
+    const bool transposed = b.rows == 1 && !pairs_ && resident_ &&
+                            rows <= (bf16_ ? kernels_.widening_transposed_rows : kernels_.transposed_rows);
+    return transposed ? RegionPath::transposed : RegionPath::packed;
+  }
   if (in_place(rows, cols)) return RegionPath::in_place;
   if (rows < kernels_.mr) return RegionPath::streamed;
   return RegionPath::packed;
@@ -436,6 +441,7 @@ void Gemm::run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, 
     case RegionPath::amx_tiles: return amx_region(region, a, b, c, ldc, finish, ws);
     case RegionPath::in_place: in_place_region(region, a, b, c, ldc, ws); break;
     case RegionPath::streamed: stream_region(region, a, b, c, ldc, ws); break;
+    case RegionPath::transposed: transposed_region(region, a, b, c, ldc, ws); break;
     case RegionPath::packed: return packed_region(region, a, b, c, ldc, finish, ws);
   }
   // The paths that take the region whole: rounded and handed on after.
@@ -738,6 +744,30 @@ void Gemm::in_place_region(const Region& region, MatrixRef a, MatrixRef b, float
   }
   if (vectors_end == region.col_end) return;
   stream_region({region.row_begin, region.row_end, vectors_end, region.col_end}, a, b, c, ldc, ws);
+}
+
+void Gemm::transposed_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc,
+                             Workspace& ws) const {
+  const int64_t rows = region.row_end - region.row_begin;
+  pack_a(a, region.row_begin, rows, 0, k_, ws.a_pack.data());
+  const int64_t tile_cols = KernelSet::kMaxVectors * kernels_.width;
+  for (int64_t j = region.col_begin; j < region.col_end; j += tile_cols) {
+    const int64_t cols = std::min(tile_cols, region.col_end - j);
+    // The last columns: through a full-width tile, then copied.
+    float* to = cols == tile_cols ? c + region.row_begin * ldc + j : ws.tile.data();
+    const int64_t ld = cols == tile_cols ? ldc : tile_cols;
+    if (bf16_) {
+      kernels_.widening_transposed_tiles[rows - 1](
+          k_, ws.a_pack.data(), static_cast<const uint16_t*>(b.data) + j * b.cols, b.cols, cols, to, ld);
+    } else {
+      kernels_.transposed_tiles[rows - 1](k_, ws.a_pack.data(), static_cast<const float*>(b.data) + j * b.cols, b.cols,
+                                          cols, to, ld);
+    }
+    if (to == ws.tile.data()) {
+      for (int64_t i = 0; i < rows; ++i)
+        std::copy(to + i * ld, to + i * ld + cols, c + (region.row_begin + i) * ldc + j);
+    }
+  }
 }
 
 void Gemm::stream_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const {

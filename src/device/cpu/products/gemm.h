@@ -25,8 +25,9 @@
 // as they read it, or made into pairs on the pair tiles), fetching the lines
 // ahead along B's rows as they go (B may come from memory); one row of f32 (a
 // served call) and other few-row products stream B a few rows at a time, those
-// steps of every sum of a block of C done before the next (axpy). Each keeps
-// the same steps in the same order per element.
+// steps of every sum of a block of C done before the next (axpy); a few rows over B
+// read through a transpose (x @ W^T) transpose its blocks in registers as they read
+// them. Each keeps the same steps in the same order per element.
 #pragma once
 
 #include <cstdint>
@@ -65,6 +66,14 @@ using PairsInPlaceTileKernel = void (*)(int64_t kc, const float* a, const uint16
 // stored: step p reads row p ^ 1, so kc is even. Few rows, each of B's elements used once.
 using WideningInPlaceTileKernel = void (*)(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, float* c,
                                            int64_t ldc, bool accumulate);
+// C = A * B over all kc steps of K, A packed as for TileKernel, B read through a
+// transpose where it lies (x @ W^T, W's rows along K): step p of column j at
+// b[j * ldb + p], f32 or bf16 halves (widened, in the bf16 order of gemm.h); its first
+// `cols` columns of kMaxVectors vectors. C is written kMaxVectors vectors wide.
+using TransposedTileKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, int64_t cols, float* c,
+                                      int64_t ldc);
+using WideningTransposedTileKernel = void (*)(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, int64_t cols,
+                                              float* c, int64_t ldc);
 // Rows of a sliver of B that a tile fetches into L2 while it computes, every 2^shift
 // steps a row's first lines (up to its last byte's) or its last byte's line, over its
 // first rows << (shift + 1) steps: `rows` rows of `width` bytes, `ld` bytes apart.
@@ -104,6 +113,12 @@ struct KernelSet {
   TileKernel in_place_tiles[kMaxRows][kMaxVectors] = {};
   // The same over bf16 B where it lies, widened as it is read.
   WideningInPlaceTileKernel widening_in_place_tiles[kMaxRows][kMaxVectors] = {};
+  // [r - 1]: r rows (up to transposed_rows, widening_transposed_rows) over B read
+  // through a transpose, f32 or widened from bf16 (the pair tiles' sets pack B).
+  static constexpr int kTransposedRows = 4;
+  int transposed_rows = 0, widening_transposed_rows = 0;
+  TransposedTileKernel transposed_tiles[kTransposedRows] = {};
+  WideningTransposedTileKernel widening_transposed_tiles[kTransposedRows] = {};
   InPlaceATileKernel rows_of_a_tiles[kMaxRows][kMaxVectors] = {};
   InPlaceATileKernel steps_of_a_tiles[kMaxRows][kMaxVectors] = {};
   // The same tiles over packed bf16 pairs (kc counts pairs, each a 32-bit word
@@ -284,9 +299,10 @@ class Gemm {
     bool rounds() const { return rounded != nullptr || widened != nullptr; }
   };
   // The ways a region of C is computed: no steps of K (zeros), AMX's tiles, a few rows
-  // with B read where it lies (in place), fewer rows than a tile (streamed), or B and A
-  // packed for the micro-kernel's tiles.
-  enum class RegionPath { empty_sum, amx_tiles, in_place, streamed, packed };
+  // with B read where it lies (in place), fewer rows than a tile (streamed), a few rows
+  // over B read through a transpose where it lies (transposed), or B and A packed for
+  // the micro-kernel's tiles.
+  enum class RegionPath { empty_sum, amx_tiles, in_place, streamed, transposed, packed };
   RegionPath path_of(int64_t rows, int64_t cols, const MatrixRef& b) const;
   // A region by its path, then rounded and handed to finish.done.
   void run_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, const Finish& finish,
@@ -320,6 +336,10 @@ class Gemm {
   // to 16 rows (and two tiles over short rows of C).
   bool in_place(int64_t rows, int64_t cols) const;
   void stream_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
+  // A few rows (KernelSet's transposed_rows) over B read through a transpose, its steps
+  // along memory, f32 or bf16 widened: A packed whole, each kMaxVectors vectors of
+  // columns by a tile that transposes B's blocks as it reads them (transposed_tiles).
+  void transposed_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
 
   // A packed word is one step of K, or (pairs_) two: words [word, word + words).
   void pack_a(const MatrixRef& a, int64_t row, int64_t rows, int64_t word, int64_t words, float* out) const;

@@ -293,6 +293,95 @@ void widening_in_place_tile(int64_t kc, const float* a, const uint16_t* b, int64
   tile_steps<V, R, NV>(kc, PackedA<MR>{a}, SourceRows<V, NV, WidenedRows<V>>{{b, ldb}}, c, ldc, accumulate);
 }
 
+// B read through a transpose where it lies (TransposedTileKernel): column j's step p at
+// b[j * ldb + p], f32 or bf16 halves. Each row of it lies along K, so blocks of `width`
+// steps by `width` columns are transposed in registers (transpose_block, bf16 widened
+// first), a step a row, for the tile's FMAs; packing B instead wrote it to a panel and
+// read it back, for rows that use each of its elements once (one f32 row over 768 x 3072
+// at 12 GFLOP/s packed).
+template <class V, class T>
+struct TransposedColumns {
+  // Steps a block: a line of each row, all of it used while it is in L1 (the rows of a
+  // long K lie a multiple of 4 KiB apart, in as few sets as L1 has ways).
+  static constexpr int kSteps = 64 / static_cast<int>(sizeof(T)) > V::width ? 64 / static_cast<int>(sizeof(T))
+                                                                            : V::width;
+  const T* b;
+  int64_t ldb;
+  int64_t cols;
+  static float value(T x) {
+    if constexpr (sizeof(T) == sizeof(float)) return x;
+    else return __builtin_bit_cast(float, static_cast<uint32_t>(x) << 16);
+  }
+  int height(int v) const {
+    const int64_t left = cols - v * V::width;
+    return static_cast<int>(left < 0 ? 0 : left < V::width ? left : V::width);
+  }
+  // Steps [p0, p0 + kSteps) of vector v's columns: block[q * width + i] is column
+  // v * width + i's step p0 + q. Each row's line kFetchAheadBytes on is fetched into L2.
+  void transpose(int v, int64_t p0, float* block, float* staging) const {
+    const int rows = height(v);
+    const T* from = b + v * V::width * ldb + p0;
+    for (int i = 0; i < rows; ++i)
+      __builtin_prefetch(reinterpret_cast<const char*>(from + i * ldb) + kFetchAheadBytes, 0, 2);
+    for (int s = 0; s < kSteps; s += V::width) {
+      if constexpr (sizeof(T) == sizeof(float)) {
+        V::transpose_block(from + s, ldb, rows, block + s * V::width, V::width);
+      } else {
+        for (int i = 0; i < rows; ++i) V::store(staging + i * V::width, V::widen(from + s + i * ldb));
+        V::transpose_block(staging, V::width, rows, block + s * V::width, V::width);
+      }
+    }
+  }
+  // Vector v's columns at step k, one at a time (the steps past the last whole block).
+  typename V::f gather(int v, int64_t k) const {
+    alignas(64) float lanes[V::width] = {};
+    for (int i = 0; i < height(v); ++i) lanes[i] = value(b[(v * V::width + i) * ldb + k]);
+    return V::load(lanes);
+  }
+};
+
+// C[R, kMaxVectors * width] = A * B over kc steps, A packed, B's columns by
+// TransposedColumns. Bf16Order: step p reads K's p ^ 1, an odd kc's last step
+// itself (gemm.h's bf16 order; a block's steps are whole pairs); A is packed in that order.
+template <class V, int MR, int R, bool Bf16Order, class T>
+void transposed_tile(int64_t kc, const float* a, const T* b, int64_t ldb, int64_t cols, float* c, int64_t ldc) {
+  constexpr int NV = KernelSet::kMaxVectors, W = V::width, S = TransposedColumns<V, T>::kSteps;
+  const TransposedColumns<V, T> columns{b, ldb, cols};
+  typename V::f acc[R][NV];
+  for (int i = 0; i < R; ++i) {
+    for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
+  }
+  auto step = [&](int64_t p, const typename V::f* bv) {
+    for (int i = 0; i < R; ++i) {
+      const typename V::f ai = V::splat(a[p * MR + i]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(ai, bv[v], acc[i][v]);
+    }
+  };
+  alignas(64) float block[NV][S * W] = {};
+  alignas(64) float staging[sizeof(T) == sizeof(float) ? 1 : W * W];
+  int64_t p0 = 0;
+  for (; p0 + S <= kc; p0 += S) {
+    for (int v = 0; v < NV; ++v) {
+      if (columns.height(v) > 0) columns.transpose(v, p0, block[v], staging);
+    }
+#pragma GCC unroll 8
+    for (int q = 0; q < S; ++q) {
+      typename V::f bv[NV];
+      for (int v = 0; v < NV; ++v) bv[v] = V::load(block[v] + (Bf16Order ? q ^ 1 : q) * W);
+      step(p0 + q, bv);
+    }
+  }
+  for (; p0 < kc; ++p0) {
+    const int64_t k = Bf16Order && !(kc % 2 == 1 && p0 == kc - 1) ? p0 ^ 1 : p0;
+    typename V::f bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = columns.gather(v, k);
+    step(p0, bv);
+  }
+  for (int i = 0; i < R; ++i) {
+    for (int v = 0; v < NV; ++v) V::store(c + i * ldc + v * W, acc[i][v]);
+  }
+}
+
 // c[j] = fma(a[S - 1], b[(S - 1) * ldb + j], ... fma(a[0], b[j], c[j])) for j < n: S
 // steps of n elements' sums, in order, C loaded and stored once for all S. The last n %
 // width elements one at a time, with the same single roundings.
@@ -408,6 +497,13 @@ struct PairInPlaceTiles {
   static constexpr PairsInPlaceTileKernel kernel = &pair_in_place_tile<V, MR, R, NV>;
 };
 
+// Fills table[r - 1] with transposed_tile for r <= R, of T (f32 or bf16's halves).
+template <class V, int MR, int R, class T, class Kernel>
+void fill_transposed(Kernel (&table)[KernelSet::kTransposedRows]) {
+  table[R - 1] = &transposed_tile<V, MR, R, sizeof(T) == sizeof(uint16_t), T>;
+  if constexpr (R > 1) fill_transposed<V, MR, R - 1, T>(table);
+}
+
 // Fills table[R - 1][v - 1] with Tiles::kernel<R, v> for each v in Vs + 1.
 template <class Tiles, int R, class Kernel, int... Vs>
 void fill_row(Kernel (&table)[KernelSet::kMaxRows][KernelSet::kMaxVectors], std::integer_sequence<int, Vs...>) {
@@ -441,6 +537,16 @@ KernelSet make_kernel_set(Isa isa) {
   // One row as many vectors wide as the table holds: more sums to hide the FMA's latency.
   fill_row<WideningInPlaceTiles<V, MR>, 1>(set.widening_in_place_tiles,
                                            std::make_integer_sequence<int, KernelSet::kMaxVectors>{});
+  // Up to two rows, where packing B costs the most for the rows that use it; bf16, whose
+  // packing also widens B, up to four where the R x kMaxVectors sums fit half the
+  // registers (AVX-512's 32). Past those, packed B ran as fast or faster (f32 4 x 3072 x
+  // 768 on avx512 at 46 GFLOP/s packed, 40 transposed by the tiles; on avx2 the four
+  // rows' sums spill).
+  constexpr int kWideningRows = V::width >= 16 ? KernelSet::kTransposedRows : 2;
+  set.transposed_rows = 2;
+  set.widening_transposed_rows = kWideningRows;
+  fill_transposed<V, MR, 2, float>(set.transposed_tiles);
+  fill_transposed<V, MR, kWideningRows, uint16_t>(set.widening_transposed_tiles);
   fill_rows<InPlaceATiles<V, RowsOfA>, NV, MR>(set.rows_of_a_tiles);
   fill_rows<InPlaceATiles<V, StepsOfA>, NV, MR>(set.steps_of_a_tiles);
   return set;
