@@ -103,7 +103,8 @@ struct Avx2 {
 
   // 8 x 8: pairs of rows interleaved, 4 x 4 blocks within each 128-bit lane,
   // then the lanes of rows 4 apart.
-  static void transpose_block(const float* src, int64_t ld, int rows, float* out, int64_t out_stride) {
+  __attribute__((always_inline)) static void transpose_block(const float* src, int64_t ld, int rows, float* out,
+                                                             int64_t out_stride) {
     f r[8], t[8];
     for (int i = 0; i < 8; ++i) r[i] = i < rows ? load(src + i * ld) : zero();
     for (int k = 0; k < 4; ++k) {
@@ -202,7 +203,8 @@ struct Avx512 {
 
   // 16 x 16 in four rounds of shuffles: pairs of rows interleaved, then 4 x 4
   // blocks within each 128-bit lane, then the lanes across rows 8 apart and 4 apart.
-  static void transpose_block(const float* src, int64_t ld, int rows, float* out, int64_t out_stride) {
+  __attribute__((always_inline)) static void transpose_block(const float* src, int64_t ld, int rows, float* out,
+                                                             int64_t out_stride) {
     f r[16], t[16];
     for (int i = 0; i < 16; ++i) r[i] = i < rows ? load(src + i * ld) : zero();
     for (int k = 0; k < 8; ++k) {

@@ -356,7 +356,7 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
     }
     grow(ws.a_pack, std::max<int64_t>(1, a_floats));
     grow(ws.b_pack, kc_ * std::min(resident_ ? nc_resident_ : nc_, region_cols));  // as run_region takes panels
-    grow(ws.tile, std::max(mr * nr, KernelSet::kTransposedRows * KernelSet::kMaxVectors * kernels.width));
+    grow(ws.tile, mr * nr);
     // kAxpySteps rows of a streamed block of B, or an odd K's last row of bf16 B in place
     // (as words or widened).
     grow(ws.b_row,
@@ -417,7 +417,7 @@ Gemm::RegionPath Gemm::path_of(int64_t rows, int64_t cols, const MatrixRef& b) c
   // transposed by vectors, where reading it in place or streaming it would gather each of
   // its rows element by element (one f32 row over 768 x 3072 ran at 1.0 GFLOP/s
   // streamed, 12 packed; eight rows at 13 and 62): by the tiles of a few rows as they
-  // read it, its steps along memory (20 and 17 GFLOP/s on avx2 and avx512), else packed.
+  // read it, its steps along memory (that row at 18 GFLOP/s), else packed.
   if (b.cols != 1) {
     const bool transposed = b.rows == 1 && !pairs_ && resident_ &&
                             rows <= (bf16_ ? kernels_.widening_transposed_rows : kernels_.transposed_rows);
@@ -748,25 +748,15 @@ void Gemm::in_place_region(const Region& region, MatrixRef a, MatrixRef b, float
 
 void Gemm::transposed_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc,
                              Workspace& ws) const {
-  const int64_t rows = region.row_end - region.row_begin;
+  const int64_t rows = region.row_end - region.row_begin, j = region.col_begin;
   pack_a(a, region.row_begin, rows, 0, k_, ws.a_pack.data());
-  const int64_t tile_cols = KernelSet::kMaxVectors * kernels_.width;
-  for (int64_t j = region.col_begin; j < region.col_end; j += tile_cols) {
-    const int64_t cols = std::min(tile_cols, region.col_end - j);
-    // The last columns: through a full-width tile, then copied.
-    float* to = cols == tile_cols ? c + region.row_begin * ldc + j : ws.tile.data();
-    const int64_t ld = cols == tile_cols ? ldc : tile_cols;
-    if (bf16_) {
-      kernels_.widening_transposed_tiles[rows - 1](
-          k_, ws.a_pack.data(), static_cast<const uint16_t*>(b.data) + j * b.cols, b.cols, cols, to, ld);
-    } else {
-      kernels_.transposed_tiles[rows - 1](k_, ws.a_pack.data(), static_cast<const float*>(b.data) + j * b.cols, b.cols,
-                                          cols, to, ld);
-    }
-    if (to == ws.tile.data()) {
-      for (int64_t i = 0; i < rows; ++i)
-        std::copy(to + i * ld, to + i * ld + cols, c + (region.row_begin + i) * ldc + j);
-    }
+  float* to = c + region.row_begin * ldc + j;
+  if (bf16_) {
+    kernels_.widening_transposed[rows - 1](k_, ws.a_pack.data(), static_cast<const uint16_t*>(b.data) + j * b.cols,
+                                           b.cols, region.col_end - j, to, ldc);
+  } else {
+    kernels_.transposed[rows - 1](k_, ws.a_pack.data(), static_cast<const float*>(b.data) + j * b.cols, b.cols,
+                                  region.col_end - j, to, ldc);
   }
 }
 

@@ -66,14 +66,14 @@ using PairsInPlaceTileKernel = void (*)(int64_t kc, const float* a, const uint16
 // stored: step p reads row p ^ 1, so kc is even. Few rows, each of B's elements used once.
 using WideningInPlaceTileKernel = void (*)(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, float* c,
                                            int64_t ldc, bool accumulate);
-// C = A * B over all kc steps of K, A packed as for TileKernel, B read through a
-// transpose where it lies (x @ W^T, W's rows along K): step p of column j at
-// b[j * ldb + p], f32 or bf16 halves (widened, in the bf16 order of gemm.h); its first
-// `cols` columns of kMaxVectors vectors. C is written kMaxVectors vectors wide.
-using TransposedTileKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, int64_t cols, float* c,
-                                      int64_t ldc);
-using WideningTransposedTileKernel = void (*)(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, int64_t cols,
-                                              float* c, int64_t ldc);
+// C[r, cols] = A * B over all kc steps of K, A packed as for TileKernel (r rows, the
+// table's index), B read through a transpose where it lies (x @ W^T, W's rows along K):
+// step p of column j at b[j * ldb + p], f32 or bf16 halves (widened, in the bf16 order
+// of gemm.h).
+using TransposedKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, int64_t cols, float* c,
+                                  int64_t ldc);
+using WideningTransposedKernel = void (*)(int64_t kc, const float* a, const uint16_t* b, int64_t ldb, int64_t cols,
+                                          float* c, int64_t ldc);
 // Rows of a sliver of B that a tile fetches into L2 while it computes, every 2^shift
 // steps a row's first lines (up to its last byte's) or its last byte's line, over its
 // first rows << (shift + 1) steps: `rows` rows of `width` bytes, `ld` bytes apart.
@@ -115,10 +115,10 @@ struct KernelSet {
   WideningInPlaceTileKernel widening_in_place_tiles[kMaxRows][kMaxVectors] = {};
   // [r - 1]: r rows (up to transposed_rows, widening_transposed_rows) over B read
   // through a transpose, f32 or widened from bf16 (the pair tiles' sets pack B).
-  static constexpr int kTransposedRows = 4;
+  static constexpr int kTransposedRows = 8;
   int transposed_rows = 0, widening_transposed_rows = 0;
-  TransposedTileKernel transposed_tiles[kTransposedRows] = {};
-  WideningTransposedTileKernel widening_transposed_tiles[kTransposedRows] = {};
+  TransposedKernel transposed[kTransposedRows] = {};
+  WideningTransposedKernel widening_transposed[kTransposedRows] = {};
   InPlaceATileKernel rows_of_a_tiles[kMaxRows][kMaxVectors] = {};
   InPlaceATileKernel steps_of_a_tiles[kMaxRows][kMaxVectors] = {};
   // The same tiles over packed bf16 pairs (kc counts pairs, each a 32-bit word
@@ -337,8 +337,8 @@ class Gemm {
   bool in_place(int64_t rows, int64_t cols) const;
   void stream_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
   // A few rows (KernelSet's transposed_rows) over B read through a transpose, its steps
-  // along memory, f32 or bf16 widened: A packed whole, each kMaxVectors vectors of
-  // columns by a tile that transposes B's blocks as it reads them (transposed_tiles).
+  // along memory, f32 or bf16 widened: A packed whole, C by tiles that transpose B's
+  // blocks as they read them (KernelSet::transposed).
   void transposed_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc, Workspace& ws) const;
 
   // A packed word is one step of K, or (pairs_) two: words [word, word + words).

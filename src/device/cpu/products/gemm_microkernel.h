@@ -293,7 +293,7 @@ void widening_in_place_tile(int64_t kc, const float* a, const uint16_t* b, int64
   tile_steps<V, R, NV>(kc, PackedA<MR>{a}, SourceRows<V, NV, WidenedRows<V>>{{b, ldb}}, c, ldc, accumulate);
 }
 
-// B read through a transpose where it lies (TransposedTileKernel): column j's step p at
+// B read through a transpose where it lies (TransposedKernel): column j's step p at
 // b[j * ldb + p], f32 or bf16 halves. Each row of it lies along K, so blocks of `width`
 // steps by `width` columns are transposed in registers (transpose_block, bf16 widened
 // first), a step a row, for the tile's FMAs; packing B instead wrote it to a panel and
@@ -316,9 +316,20 @@ struct TransposedColumns {
     const int64_t left = cols - v * V::width;
     return static_cast<int>(left < 0 ? 0 : left < V::width ? left : V::width);
   }
-  // Steps [p0, p0 + kSteps) of vector v's columns: block[q * width + i] is column
-  // v * width + i's step p0 + q. Each row's line kFetchAheadBytes on is fetched into L2.
-  void transpose(int v, int64_t p0, float* block, float* staging) const {
+  // Steps [p0, p0 + kSteps) of the first `vectors` vectors of columns: block[v * kSteps
+  // * width + q * width + i] is column v * width + i's step p0 + q (bf16 widened through
+  // `staging`, width x width floats). Each row's line kFetchAheadBytes on is fetched into
+  // L2.
+  void transpose(int vectors, int64_t p0, float* block, float* staging) const {
+    for (int v = 0; v < vectors; ++v) transpose_vector(v, p0, block + v * kSteps * V::width, staging);
+  }
+  // The same as a call of its own, for f32: inlined, its registers pushed the tile's sums
+  // to the stack at every step (one f32 row over 768 x 3072 at 13 GFLOP/s, 18 with the
+  // call), where bf16's ran faster inlined (16 against 18).
+  __attribute__((noinline)) void transpose_apart(int vectors, int64_t p0, float* block, float* staging) const {
+    transpose(vectors, p0, block, staging);
+  }
+  void transpose_vector(int v, int64_t p0, float* block, float* staging) const {
     const int rows = height(v);
     const T* from = b + v * V::width * ldb + p0;
     for (int i = 0; i < rows; ++i)
@@ -340,45 +351,73 @@ struct TransposedColumns {
   }
 };
 
-// C[R, kMaxVectors * width] = A * B over kc steps, A packed, B's columns by
+// C[R, NV * width] = A * B over kc steps, A packed, B's first `cols` columns by
 // TransposedColumns. Bf16Order: step p reads K's p ^ 1, an odd kc's last step
 // itself (gemm.h's bf16 order; a block's steps are whole pairs); A is packed in that order.
-template <class V, int MR, int R, bool Bf16Order, class T>
+template <class V, int MR, int R, int NV, bool Bf16Order, class T>
 void transposed_tile(int64_t kc, const float* a, const T* b, int64_t ldb, int64_t cols, float* c, int64_t ldc) {
-  constexpr int NV = KernelSet::kMaxVectors, W = V::width, S = TransposedColumns<V, T>::kSteps;
+  constexpr int W = V::width, S = TransposedColumns<V, T>::kSteps;
   const TransposedColumns<V, T> columns{b, ldb, cols};
   typename V::f acc[R][NV];
+#pragma GCC unroll 8
   for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
   }
-  auto step = [&](int64_t p, const typename V::f* bv) {
-    for (int i = 0; i < R; ++i) {
-      const typename V::f ai = V::splat(a[p * MR + i]);
-      for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(ai, bv[v], acc[i][v]);
-    }
-  };
   alignas(64) float block[NV][S * W] = {};
-  alignas(64) float staging[sizeof(T) == sizeof(float) ? 1 : W * W];
+  alignas(64) float staging[sizeof(T) == sizeof(float) ? 1 : W * W] = {};
+  int vectors = 0;  // those holding columns
+  while (vectors < NV && columns.height(vectors) > 0) ++vectors;
   int64_t p0 = 0;
   for (; p0 + S <= kc; p0 += S) {
-    for (int v = 0; v < NV; ++v) {
-      if (columns.height(v) > 0) columns.transpose(v, p0, block[v], staging);
-    }
+    if constexpr (sizeof(T) == sizeof(float)) columns.transpose_apart(vectors, p0, block[0], staging);
+    else columns.transpose(vectors, p0, block[0], staging);
 #pragma GCC unroll 8
     for (int q = 0; q < S; ++q) {
-      typename V::f bv[NV];
-      for (int v = 0; v < NV; ++v) bv[v] = V::load(block[v] + (Bf16Order ? q ^ 1 : q) * W);
-      step(p0 + q, bv);
+      const int column = Bf16Order ? q ^ 1 : q;
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) {
+        const typename V::f ai = V::splat(a[(p0 + q) * MR + i]);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(ai, V::load(block[v] + column * W), acc[i][v]);
+      }
     }
   }
   for (; p0 < kc; ++p0) {
     const int64_t k = Bf16Order && !(kc % 2 == 1 && p0 == kc - 1) ? p0 ^ 1 : p0;
     typename V::f bv[NV];
+#pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) bv[v] = columns.gather(v, k);
-    step(p0, bv);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      const typename V::f ai = V::splat(a[p0 * MR + i]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(ai, bv[v], acc[i][v]);
+    }
   }
+#pragma GCC unroll 8
   for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) V::store(c + i * ldc + v * W, acc[i][v]);
+  }
+}
+
+// C[R, cols] = A * B by transposed_tile (TransposedKernel), the last columns through a
+// tile of its own. One or two rows take four vectors of columns a tile, whose sums hide
+// the FMA's latency; more rows two, their sums within half of AVX-512's registers.
+template <class V, int MR, int R, bool Bf16Order, class T>
+void transposed_product(int64_t kc, const float* a, const T* b, int64_t ldb, int64_t cols, float* c, int64_t ldc) {
+  constexpr int NV = R <= 2 ? KernelSet::kMaxVectors : 2, kCols = NV * V::width;
+  for (int64_t j = 0; j < cols; j += kCols) {
+    if (cols - j >= kCols) {
+      transposed_tile<V, MR, R, NV, Bf16Order>(kc, a, b + j * ldb, ldb, kCols, c + j, ldc);
+      continue;
+    }
+    alignas(64) float tile[R * kCols];
+    transposed_tile<V, MR, R, NV, Bf16Order>(kc, a, b + j * ldb, ldb, cols - j, tile, kCols);
+    for (int i = 0; i < R; ++i) {
+      for (int64_t q = 0; q < cols - j; ++q) c[i * ldc + j + q] = tile[i * kCols + q];
+    }
   }
 }
 
@@ -497,10 +536,10 @@ struct PairInPlaceTiles {
   static constexpr PairsInPlaceTileKernel kernel = &pair_in_place_tile<V, MR, R, NV>;
 };
 
-// Fills table[r - 1] with transposed_tile for r <= R, of T (f32 or bf16's halves).
+// Fills table[r - 1] with transposed_product for r <= R, of T (f32 or bf16's halves).
 template <class V, int MR, int R, class T, class Kernel>
 void fill_transposed(Kernel (&table)[KernelSet::kTransposedRows]) {
-  table[R - 1] = &transposed_tile<V, MR, R, sizeof(T) == sizeof(uint16_t), T>;
+  table[R - 1] = &transposed_product<V, MR, R, sizeof(T) == sizeof(uint16_t), T>;
   if constexpr (R > 1) fill_transposed<V, MR, R - 1, T>(table);
 }
 
@@ -537,16 +576,16 @@ KernelSet make_kernel_set(Isa isa) {
   // One row as many vectors wide as the table holds: more sums to hide the FMA's latency.
   fill_row<WideningInPlaceTiles<V, MR>, 1>(set.widening_in_place_tiles,
                                            std::make_integer_sequence<int, KernelSet::kMaxVectors>{});
-  // Up to two rows, where packing B costs the most for the rows that use it; bf16, whose
-  // packing also widens B, up to four where the R x kMaxVectors sums fit half the
-  // registers (AVX-512's 32). Past those, packed B ran as fast or faster (f32 4 x 3072 x
-  // 768 on avx512 at 46 GFLOP/s packed, 40 transposed by the tiles; on avx2 the four
-  // rows' sums spill).
-  constexpr int kWideningRows = V::width >= 16 ? KernelSet::kTransposedRows : 2;
-  set.transposed_rows = 2;
+  // Where the tiles ran faster than packing B (on a Zen 4, `cpu_matmul --b-transposed`):
+  // on AVX-512 up to four rows of f32 and eight of bf16, whose packing widens B too (eight
+  // f32 rows over 768 x 3072 at 72 GFLOP/s packed, 64 by the tiles); on AVX2, whose 16
+  // registers the sums of more rows would spill from, two.
+  constexpr bool kWide = V::width >= 16;
+  constexpr int kRows = kWide ? 4 : 2, kWideningRows = kWide ? KernelSet::kTransposedRows : 2;
+  set.transposed_rows = kRows;
   set.widening_transposed_rows = kWideningRows;
-  fill_transposed<V, MR, 2, float>(set.transposed_tiles);
-  fill_transposed<V, MR, kWideningRows, uint16_t>(set.widening_transposed_tiles);
+  fill_transposed<V, MR, kRows, float>(set.transposed);
+  fill_transposed<V, MR, kWideningRows, uint16_t>(set.widening_transposed);
   fill_rows<InPlaceATiles<V, RowsOfA>, NV, MR>(set.rows_of_a_tiles);
   fill_rows<InPlaceATiles<V, StepsOfA>, NV, MR>(set.steps_of_a_tiles);
   return set;
