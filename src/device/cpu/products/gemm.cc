@@ -419,9 +419,12 @@ Gemm::RegionPath Gemm::path_of(int64_t rows, int64_t cols, const MatrixRef& b) c
   // streamed, 12 packed; eight rows at 13 and 62): by the tiles of a few rows as they
   // read it, its steps along memory (that row at 18 GFLOP/s), else packed.
   if (b.cols != 1) {
-    const bool transposed = b.rows == 1 && !pairs_ && resident_ &&
-                            rows <= (bf16_ ? kernels_.widening_transposed_rows : kernels_.transposed_rows);
-    return transposed ? RegionPath::transposed : RegionPath::packed;
+    // Pairs as B's own words: an even K, and each row's steps starting a word.
+    const bool words = k_ % 2 == 0 && b.cols % 2 == 0 && reinterpret_cast<uintptr_t>(b.data) % 4 == 0;
+    const int most = pairs_  ? (words ? kernels_.pair_transposed_rows : 0)
+                     : bf16_ ? kernels_.widening_transposed_rows
+                             : kernels_.transposed_rows;
+    return b.rows == 1 && resident_ && rows <= most ? RegionPath::transposed : RegionPath::packed;
   }
   if (in_place(rows, cols)) return RegionPath::in_place;
   if (rows < kernels_.mr) return RegionPath::streamed;
@@ -751,9 +754,12 @@ void Gemm::transposed_region(const Region& region, MatrixRef a, MatrixRef b, flo
   const int64_t rows = region.row_end - region.row_begin, j = region.col_begin;
   pack_a(a, region.row_begin, rows, 0, k_, ws.a_pack.data());
   float* to = c + region.row_begin * ldc + j;
-  if (bf16_) {
-    kernels_.widening_transposed[rows - 1](k_, ws.a_pack.data(), static_cast<const uint16_t*>(b.data) + j * b.cols,
-                                           b.cols, region.col_end - j, to, ldc);
+  const auto* halves = static_cast<const uint16_t*>(b.data) + j * b.cols;
+  if (pairs_) {
+    kernels_.pair_transposed[rows - 1](words_, ws.a_pack.data(), reinterpret_cast<const float*>(halves), b.cols / 2,
+                                       region.col_end - j, to, ldc);
+  } else if (bf16_) {
+    kernels_.widening_transposed[rows - 1](k_, ws.a_pack.data(), halves, b.cols, region.col_end - j, to, ldc);
   } else {
     kernels_.transposed[rows - 1](k_, ws.a_pack.data(), static_cast<const float*>(b.data) + j * b.cols, b.cols,
                                   region.col_end - j, to, ldc);

@@ -119,6 +119,11 @@ struct KernelSet {
   int transposed_rows = 0, widening_transposed_rows = 0;
   TransposedKernel transposed[kTransposedRows] = {};
   WideningTransposedKernel widening_transposed[kTransposedRows] = {};
+  // The same over bf16 pairs, with pair_tiles: where B's steps lie along memory, its
+  // word of a column's steps 2p (low half) and 2p + 1 is its own 32-bit word, so its
+  // words are transposed as floats (an even K; kc counts words).
+  int pair_transposed_rows = 0;
+  TransposedKernel pair_transposed[kTransposedRows] = {};
   InPlaceATileKernel rows_of_a_tiles[kMaxRows][kMaxVectors] = {};
   InPlaceATileKernel steps_of_a_tiles[kMaxRows][kMaxVectors] = {};
   // The same tiles over packed bf16 pairs (kc counts pairs, each a 32-bit word

@@ -114,6 +114,8 @@ KernelSet make_avx512bf16_kernels() {
   set.pair_in_place_row = &pair_in_place_tile_32<1, 4>;
   set.pair_words = &pair_words;
   set.pair_packing_tile = &microkernel::pair_packing_tile<Avx512Pairs, 12, 2>;
+  set.pair_transposed_rows = KernelSet::kTransposedRows;
+  microkernel::fill_transposed<Avx512Pairs, 12, KernelSet::kTransposedRows, float>(set.pair_transposed);
   return set;
 }
 
