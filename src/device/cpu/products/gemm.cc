@@ -752,7 +752,7 @@ void Gemm::in_place_region(const Region& region, MatrixRef a, MatrixRef b, float
 void Gemm::transposed_region(const Region& region, MatrixRef a, MatrixRef b, float* c, int64_t ldc,
                              Workspace& ws) const {
   const int64_t rows = region.row_end - region.row_begin, j = region.col_begin;
-  pack_a(a, region.row_begin, rows, 0, k_, ws.a_pack.data());
+  pack_a(a, region.row_begin, rows, 0, words_, ws.a_pack.data());
   float* to = c + region.row_begin * ldc + j;
   const auto* halves = static_cast<const uint16_t*>(b.data) + j * b.cols;
   if (pairs_) {
