@@ -421,9 +421,7 @@ Gemm::RegionPath Gemm::path_of(int64_t rows, int64_t cols, const MatrixRef& b) c
   if (b.cols != 1) {
     // Pairs as B's own words: an even K, and each row's steps starting a word.
     const bool words = k_ % 2 == 0 && b.cols % 2 == 0 && reinterpret_cast<uintptr_t>(b.data) % 4 == 0;
-    const int most = pairs_  ? (words ? kernels_.pair_transposed_rows : 0)
-                     : bf16_ ? kernels_.widening_transposed_rows
-                             : kernels_.transposed_rows;
+    const int most = pairs_ ? (words ? kernels_.pair_transposed_rows : 0) : kernels_.transposed_rows;
     return b.rows == 1 && resident_ && rows <= most ? RegionPath::transposed : RegionPath::packed;
   }
   if (in_place(rows, cols)) return RegionPath::in_place;

@@ -113,10 +113,10 @@ struct KernelSet {
   TileKernel in_place_tiles[kMaxRows][kMaxVectors] = {};
   // The same over bf16 B where it lies, widened as it is read.
   WideningInPlaceTileKernel widening_in_place_tiles[kMaxRows][kMaxVectors] = {};
-  // [r - 1]: r rows (up to transposed_rows, widening_transposed_rows) over B read
-  // through a transpose, f32 or widened from bf16 (the pair tiles' sets pack B).
+  // [r - 1]: r rows (up to transposed_rows) over B read through a transpose, f32 or
+  // widened from bf16.
   static constexpr int kTransposedRows = 8;
-  int transposed_rows = 0, widening_transposed_rows = 0;
+  int transposed_rows = 0;
   TransposedKernel transposed[kTransposedRows] = {};
   WideningTransposedKernel widening_transposed[kTransposedRows] = {};
   // The same over bf16 pairs, with pair_tiles: where B's steps lie along memory, its

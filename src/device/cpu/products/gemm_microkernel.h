@@ -308,6 +308,12 @@ struct TransposedColumns {
   const T* b;
   int64_t ldb;
   int64_t cols;
+  // Elements from a column to the same column of the next tile, whose lines each block
+  // fetches into L2 as it reads its own: B's rows lie one after another, so the fetches
+  // run through memory in order, a tile ahead (fetching 512 bytes along each row instead
+  // left the first lines of every tile's rows to be missed: 8 x 768 x 50257 in bf16 read
+  // B at 8 GB/s, and at 15 with these).
+  int64_t ahead;
   static float value(T x) {
     if constexpr (sizeof(T) == sizeof(float)) return x;
     else return __builtin_bit_cast(float, static_cast<uint32_t>(x) << 16);
@@ -318,8 +324,7 @@ struct TransposedColumns {
   }
   // Steps [p0, p0 + kSteps) of the first `vectors` vectors of columns: block[v * kSteps
   // * width + q * width + i] is column v * width + i's step p0 + q (bf16 widened through
-  // `staging`, width x width floats). Each row's line kFetchAheadBytes on is fetched into
-  // L2.
+  // `staging`, width x width floats), the next tile's lines of them fetched.
   void transpose(int vectors, int64_t p0, float* block, float* staging) const {
     for (int v = 0; v < vectors; ++v) transpose_vector(v, p0, block + v * kSteps * V::width, staging);
   }
@@ -332,8 +337,8 @@ struct TransposedColumns {
   void transpose_vector(int v, int64_t p0, float* block, float* staging) const {
     const int rows = height(v);
     const T* from = b + v * V::width * ldb + p0;
-    for (int i = 0; i < rows; ++i)
-      __builtin_prefetch(reinterpret_cast<const char*>(from + i * ldb) + kFetchAheadBytes, 0, 2);
+#pragma GCC unroll 16
+    for (int i = 0; i < V::width; ++i) __builtin_prefetch(from + ahead + i * ldb, 0, 2);
     for (int s = 0; s < kSteps; s += V::width) {
       if constexpr (sizeof(T) == sizeof(float)) {
         V::transpose_block(from + s, ldb, rows, block + s * V::width, V::width);
@@ -357,7 +362,7 @@ struct TransposedColumns {
 template <class V, int MR, int R, int NV, bool Bf16Order, class T>
 void transposed_tile(int64_t kc, const float* a, const T* b, int64_t ldb, int64_t cols, float* c, int64_t ldc) {
   constexpr int W = V::width, S = TransposedColumns<V, T>::kSteps;
-  const TransposedColumns<V, T> columns{b, ldb, cols};
+  const TransposedColumns<V, T> columns{b, ldb, cols, NV * W * ldb};
   typename V::f acc[R][NV];
 #pragma GCC unroll 8
   for (int i = 0; i < R; ++i) {
@@ -577,15 +582,12 @@ KernelSet make_kernel_set(Isa isa) {
   fill_row<WideningInPlaceTiles<V, MR>, 1>(set.widening_in_place_tiles,
                                            std::make_integer_sequence<int, KernelSet::kMaxVectors>{});
   // Where the tiles ran faster than packing B (on a Zen 4, `cpu_matmul --b-transposed`):
-  // on AVX-512 up to four rows of f32 and eight of bf16, whose packing widens B too (eight
-  // f32 rows over 768 x 3072 at 72 GFLOP/s packed, 64 by the tiles); on AVX2, whose 16
-  // registers the sums of more rows would spill from, two.
-  constexpr bool kWide = V::width >= 16;
-  constexpr int kRows = kWide ? 4 : 2, kWideningRows = kWide ? KernelSet::kTransposedRows : 2;
+  // on AVX-512 up to eight rows (eight f32 rows over 768 x 3072 at 72 GFLOP/s against 62
+  // packed); on AVX2, whose 16 registers the sums of more rows would spill from, two.
+  constexpr int kRows = V::width >= 16 ? KernelSet::kTransposedRows : 2;
   set.transposed_rows = kRows;
-  set.widening_transposed_rows = kWideningRows;
   fill_transposed<V, MR, kRows, float>(set.transposed);
-  fill_transposed<V, MR, kWideningRows, uint16_t>(set.widening_transposed);
+  fill_transposed<V, MR, kRows, uint16_t>(set.widening_transposed);
   fill_rows<InPlaceATiles<V, RowsOfA>, NV, MR>(set.rows_of_a_tiles);
   fill_rows<InPlaceATiles<V, StepsOfA>, NV, MR>(set.steps_of_a_tiles);
   return set;
