@@ -137,19 +137,22 @@ TEST(GemmRule, EveryKernelGivesTheRulesBitsAcrossBlocks) {
 TEST(GemmRule, FewRowsOverATransposedBGiveTheRulesBits) {
   // A few rows over B read through a transpose, its steps along memory (x @ W^T): tiles
   // of four vectors of columns (two for three rows or more) transpose B's blocks of a
-  // line of steps as they read them (KernelSet::transposed: on avx512 up to eight rows of
-  // f32 or bf16 widened, on avx2 two; on the pair tiles eight, B's words its own where K
-  // is even; more rows, or an odd K on the pair tiles, pack B). K of one step, shorter than a block, whole
+  // line of steps as they read them (KernelSet::transposed: on avx512 up to 16 rows of
+  // f32 or bf16 widened, past 12 from two slivers of packed A; on avx2 two; on the pair
+  // tiles 12, B's words its own where K is even; more rows, or an odd K on the pair tiles,
+  // pack B). K of one step, shorter than a block, whole
   // blocks and blocks with steps past them (bf16: an odd K's last step alone, after its pairs); columns past the last
   // whole tile, in fewer than a vector; rows a multiple of 4 KiB apart (K = 3072); A transposed; two threads, which
-  // split the columns; and nine rows, packed.
+  // split the columns; and 17 rows, packed.
   const std::vector<GemmCase> cases{
-      {1, 70, 1, false, true, false, 1},    {2, 100, 33, false, true, false, 2},  {4, 65, 100, false, true, false, 1},
-      {2, 50, 3072, false, true, false, 1}, {3, 50, 3072, false, true, true, 1},  {1, 130, 65, false, true, true, 1},
-      {2, 17, 95, false, true, true, 2},    {4, 200, 64, true, true, true, 1},    {1, 5, 31, false, true, true, 1},
-      {8, 90, 97, false, true, true, 2},    {6, 33, 40, true, true, true, 1},     {3, 300, 20, true, true, false, 2},
-      {5, 40, 50, false, true, false, 1},   {8, 70, 3072, false, true, false, 1}, {7, 65, 33, true, true, false, 2},
-      {9, 40, 50, false, true, false, 1},   {9, 33, 64, false, true, true, 1}};
+      {1, 70, 1, false, true, false, 1},    {2, 100, 33, false, true, false, 2},   {4, 65, 100, false, true, false, 1},
+      {2, 50, 3072, false, true, false, 1}, {3, 50, 3072, false, true, true, 1},   {1, 130, 65, false, true, true, 1},
+      {2, 17, 95, false, true, true, 2},    {4, 200, 64, true, true, true, 1},     {1, 5, 31, false, true, true, 1},
+      {8, 90, 97, false, true, true, 2},    {6, 33, 40, true, true, true, 1},      {3, 300, 20, true, true, false, 2},
+      {5, 40, 50, false, true, false, 1},   {8, 70, 3072, false, true, false, 1},  {7, 65, 33, true, true, false, 2},
+      {12, 65, 64, false, true, true, 1},   {10, 40, 33, false, true, true, 2},    {13, 40, 65, false, true, false, 1},
+      {16, 33, 130, true, true, true, 2},   {14, 50, 3072, false, true, false, 1}, {15, 17, 9, false, true, true, 1},
+      {17, 40, 50, false, true, false, 1},  {17, 33, 64, false, true, true, 1}};
   for (Isa isa : cpu::host_isas()) {
     std::mt19937 rng(13);
     for (const GemmCase& c : cases) expect_rule(isa, c, rng);

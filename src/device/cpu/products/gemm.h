@@ -115,7 +115,7 @@ struct KernelSet {
   WideningInPlaceTileKernel widening_in_place_tiles[kMaxRows][kMaxVectors] = {};
   // [r - 1]: r rows (up to transposed_rows) over B read through a transpose, f32 or
   // widened from bf16.
-  static constexpr int kTransposedRows = 8;
+  static constexpr int kTransposedRows = 16;
   int transposed_rows = 0;
   TransposedKernel transposed[kTransposedRows] = {};
   WideningTransposedKernel widening_transposed[kTransposedRows] = {};
@@ -140,6 +140,13 @@ struct KernelSet {
   AxpyKernel axpy = nullptr;
   PackKernel pack_slivers = nullptr;
   TransposeKernel pack_transposed = nullptr;
+  // The same, fetching into L2 as each block is transposed the same steps of the rows
+  // `rows` on: the next sliver of a transposed B, whose rows lie one after another. It
+  // packs bf16 pairs' slivers, whose B from memory otherwise waited on each of its lines
+  // (16 x 768 x 50257 on VDPBF16PS 89 -> 111 GFLOP/s). Packing f32 or A does not: f32
+  // gained less than the noise (24 x 768 x 50257 67 -> 71, 24 x 768 x 3072 from L3 81 ->
+  // 79, medians of six runs), and A lies in cache.
+  TransposeKernel pack_transposed_fetching = nullptr;
 };
 
 // Each defined in its own file, compiled for its instruction set: call one

@@ -364,7 +364,7 @@ void transposed_tile(int64_t kc, const float* a, const T* b, int64_t ldb, int64_
   constexpr int W = V::width, S = TransposedColumns<V, T>::kSteps;
   const TransposedColumns<V, T> columns{b, ldb, cols, NV * W * ldb};
   typename V::f acc[R][NV];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
@@ -380,9 +380,9 @@ void transposed_tile(int64_t kc, const float* a, const T* b, int64_t ldb, int64_
 #pragma GCC unroll 8
     for (int q = 0; q < S; ++q) {
       const int column = Bf16Order ? q ^ 1 : q;
-#pragma GCC unroll 8
+#pragma GCC unroll 16
       for (int i = 0; i < R; ++i) {
-        const typename V::f ai = V::splat(a[(p0 + q) * MR + i]);
+        const typename V::f ai = V::splat(a[i / MR * MR * kc + (p0 + q) * MR + i % MR]);
 #pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(ai, V::load(block[v] + column * W), acc[i][v]);
       }
@@ -393,14 +393,14 @@ void transposed_tile(int64_t kc, const float* a, const T* b, int64_t ldb, int64_
     typename V::f bv[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) bv[v] = columns.gather(v, k);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
-      const typename V::f ai = V::splat(a[p0 * MR + i]);
+      const typename V::f ai = V::splat(a[i / MR * MR * kc + p0 * MR + i % MR]);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(ai, bv[v], acc[i][v]);
     }
   }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) V::store(c + i * ldc + v * W, acc[i][v]);
@@ -409,10 +409,12 @@ void transposed_tile(int64_t kc, const float* a, const T* b, int64_t ldb, int64_
 
 // C[R, cols] = A * B by transposed_tile (TransposedKernel), the last columns through a
 // tile of its own. One or two rows take four vectors of columns a tile, whose sums hide
-// the FMA's latency; more rows two, their sums within half of AVX-512's registers.
-template <class V, int MR, int R, bool Bf16Order, class T>
+// the FMA's latency; up to eight two, their sums within half of AVX-512's registers; more
+// TallVectors (pairs: two, 12 x 768 x 3072 at 160 GFLOP/s against 138 with one; f32 one,
+// 16 x 768 x 3072 at 94 against 81 with two).
+template <class V, int MR, int R, bool Bf16Order, int TallVectors, class T>
 void transposed_product(int64_t kc, const float* a, const T* b, int64_t ldb, int64_t cols, float* c, int64_t ldc) {
-  constexpr int NV = R <= 2 ? KernelSet::kMaxVectors : 2, kCols = NV * V::width;
+  constexpr int NV = R <= 2 ? KernelSet::kMaxVectors : R <= 8 ? 2 : TallVectors, kCols = NV * V::width;
   for (int64_t j = 0; j < cols; j += kCols) {
     if (cols - j >= kCols) {
       transposed_tile<V, MR, R, NV, Bf16Order>(kc, a, b + j * ldb, ldb, kCols, c + j, ldc);
@@ -498,11 +500,9 @@ void pack_slivers(int64_t depth, int64_t slivers, const float* b, int64_t ldb, f
 }
 
 // out[p * out_stride + i] = src[i * ld + p] (see TransposeKernel): blocks of
-// width steps by the vector transpose, the last steps one at a time. Each block fetches
-// into L2 the same steps of the rows `rows` on, those a sliver of B packed next reads
-// (B's rows lie one after another): a B from memory otherwise waits on each of its lines
-// (16 x 768 x 50257 in bf16 ran at 90 GFLOP/s, and at 111 with these).
-template <class V>
+// width steps by the vector transpose, the last steps one at a time. Fetching: each
+// block fetches into L2 the same steps of the rows `rows` on (FetchingTransposeKernel).
+template <class V, bool Fetching = false>
 void pack_transposed(int64_t depth, int64_t rows, const float* src, int64_t ld, float* out, int64_t out_stride) {
   for (int64_t i0 = 0; i0 < rows; i0 += V::width) {
     const int height = static_cast<int>(rows - i0 < V::width ? rows - i0 : V::width);
@@ -510,7 +510,9 @@ void pack_transposed(int64_t depth, int64_t rows, const float* src, int64_t ld, 
     float* to = out + i0;
     int64_t p = 0;
     for (; p + V::width <= depth; p += V::width) {
-      for (int i = 0; i < height; ++i) __builtin_prefetch(from + (rows + i) * ld + p, 0, 2);
+      if constexpr (Fetching) {
+        for (int i = 0; i < height; ++i) __builtin_prefetch(from + (rows + i) * ld + p, 0, 2);
+      }
       V::transpose_block(from + p, ld, height, to + p * out_stride, out_stride);
     }
     for (; p < depth; ++p) {
@@ -547,10 +549,10 @@ struct PairInPlaceTiles {
 };
 
 // Fills table[r - 1] with transposed_product for r <= R, of T (f32 or bf16's halves).
-template <class V, int MR, int R, class T, class Kernel>
+template <class V, int MR, int R, class T, int TallVectors = 1, class Kernel>
 void fill_transposed(Kernel (&table)[KernelSet::kTransposedRows]) {
-  table[R - 1] = &transposed_product<V, MR, R, sizeof(T) == sizeof(uint16_t), T>;
-  if constexpr (R > 1) fill_transposed<V, MR, R - 1, T>(table);
+  table[R - 1] = &transposed_product<V, MR, R, sizeof(T) == sizeof(uint16_t), TallVectors, T>;
+  if constexpr (R > 1) fill_transposed<V, MR, R - 1, T, TallVectors>(table);
 }
 
 // Fills table[R - 1][v - 1] with Tiles::kernel<R, v> for each v in Vs + 1.
@@ -579,7 +581,8 @@ KernelSet make_kernel_set(Isa isa) {
                 .widening_packing_tile = &widening_packing_tile<V, MR, NV>,
                 .axpy = &axpy<V>,
                 .pack_slivers = &pack_slivers<V, NV>,
-                .pack_transposed = &pack_transposed<V>};
+                .pack_transposed = &pack_transposed<V>,
+                .pack_transposed_fetching = &pack_transposed<V, true>};
   fill_rows<PackedTiles<V, MR>, NV, MR>(set.tiles);
   fill_rows<InPlaceTiles<V, MR>, NV, MR>(set.in_place_tiles);
   fill_rows<WideningInPlaceTiles<V, MR>, NV, MR>(set.widening_in_place_tiles);
@@ -587,8 +590,9 @@ KernelSet make_kernel_set(Isa isa) {
   fill_row<WideningInPlaceTiles<V, MR>, 1>(set.widening_in_place_tiles,
                                            std::make_integer_sequence<int, KernelSet::kMaxVectors>{});
   // Where the tiles ran faster than packing B (on a Zen 4, `cpu_matmul --b-transposed`):
-  // on AVX-512 up to eight rows (eight f32 rows over 768 x 3072 at 72 GFLOP/s against 62
-  // packed); on AVX2, whose 16 registers the sums of more rows would spill from, two.
+  // on AVX-512 up to 16 rows (f32 over 768 x 3072: eight at 72 GFLOP/s against 62 packed,
+  // 16 at 94 against 80; bf16 widened, 16 at 90 against 61); on AVX2, whose 16 registers
+  // the sums of more rows would spill from, two.
   constexpr int kRows = V::width >= 16 ? KernelSet::kTransposedRows : 2;
   set.transposed_rows = kRows;
   fill_transposed<V, MR, kRows, float>(set.transposed);

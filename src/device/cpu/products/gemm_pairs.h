@@ -120,7 +120,7 @@ inline void pack_b_pairs(const KernelSet& kernels, const MatrixRef& b, int64_t w
       float* sliver = out + s * words * nr;
       int64_t width = std::min<int64_t>(nr, cols - s * nr);
       const auto* words_of_column = reinterpret_cast<const float*>(base + (col + s * nr) * b.cols + 2 * word);
-      kernels.pack_transposed(first_slow, width, words_of_column, b.cols / 2, sliver, nr);
+      kernels.pack_transposed_fetching(first_slow, width, words_of_column, b.cols / 2, sliver, nr);
       for (int64_t p = 0; p < first_slow && width < nr; ++p)
         std::fill(sliver + p * nr + width, sliver + (p + 1) * nr, 0.0f);
     }
