@@ -138,7 +138,7 @@ TEST(GemmRule, FewRowsOverATransposedBGiveTheRulesBits) {
   // A few rows over B read through a transpose, its steps along memory (x @ W^T): tiles
   // of four vectors of columns (two for three rows or more) transpose B's blocks of a
   // line of steps as they read them (KernelSet::transposed: on avx512 up to 16 rows of
-  // f32 or bf16 widened, past 12 from two slivers of packed A; on avx2 two; on the pair
+  // f32 or bf16 widened, past 12 from two slivers of packed A; on avx2 eight; on the pair
   // tiles 12, B's words its own where K is even; more rows, or an odd K on the pair tiles,
   // pack B). K of one step, shorter than a block, whole
   // blocks and blocks with steps past them (bf16: an odd K's last step alone, after its pairs); columns past the last

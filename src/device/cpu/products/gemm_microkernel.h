@@ -591,9 +591,10 @@ KernelSet make_kernel_set(Isa isa) {
                                            std::make_integer_sequence<int, KernelSet::kMaxVectors>{});
   // Where the tiles ran faster than packing B (on a Zen 4, `cpu_matmul --b-transposed`):
   // on AVX-512 up to 16 rows (f32 over 768 x 3072: eight at 72 GFLOP/s against 62 packed,
-  // 16 at 94 against 80; bf16 widened, 16 at 90 against 61); on AVX2, whose 16 registers
-  // the sums of more rows would spill from, two.
-  constexpr int kRows = V::width >= 16 ? KernelSet::kTransposedRows : 2;
+  // 16 at 94 against 80; bf16 widened, 16 at 90 against 61); on AVX2 up to eight, whose
+  // sums fill its 16 registers (f32: six at 70 against 53, eight at 55 against 53; bf16
+  // widened, six at 68 against 42).
+  constexpr int kRows = V::width >= 16 ? KernelSet::kTransposedRows : 8;
   set.transposed_rows = kRows;
   fill_transposed<V, MR, kRows, float>(set.transposed);
   fill_transposed<V, MR, kRows, uint16_t>(set.widening_transposed);
