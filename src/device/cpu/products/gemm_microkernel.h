@@ -500,8 +500,9 @@ void pack_slivers(int64_t depth, int64_t slivers, const float* b, int64_t ldb, f
 }
 
 // out[p * out_stride + i] = src[i * ld + p] (see TransposeKernel): blocks of
-// width steps by the vector transpose, the last steps one at a time. Fetching: each
-// block fetches into L2 the same steps of the rows `rows` on (FetchingTransposeKernel).
+// width steps by the vector transpose, the last steps one at a time. Fetching (as
+// KernelSet::pack_transposed_fetching): each block fetches into L2 the same steps of the
+// rows `rows` on.
 template <class V, bool Fetching = false>
 void pack_transposed(int64_t depth, int64_t rows, const float* src, int64_t ld, float* out, int64_t out_stride) {
   for (int64_t i0 = 0; i0 < rows; i0 += V::width) {
