@@ -319,6 +319,25 @@ TEST(GemmRule, TheCallersSubnormalModeIsLeftAsItWas) {
   }
 }
 
+// Packed operands on cache lines: a tile's vector loads of them never straddle two lines.
+TEST(GemmScratch, PackingBuffersStartCacheLines) {
+  for (Isa isa : cpu::host_isas()) {
+    for (bool bf16 : {false, true}) {
+      SCOPED_TRACE(fmt::format("{} {}", cpu::isa_name(isa), bf16 ? "bf16" : "f32"));
+      cpu::GemmScratch scratch;
+      cpu::Gemm gemm(cpu::kernels_for(isa), 300, 700, 900, 2, bf16, &scratch);
+      ASSERT_FALSE(scratch.slots.empty());
+      for (const cpu::GemmWorkspace& ws : scratch.slots) {
+        for (const void* data : {static_cast<const void*>(ws.a_pack.data()), static_cast<const void*>(ws.b_pack.data()),
+                                 static_cast<const void*>(ws.tile.data()), static_cast<const void*>(ws.amx.a.data()),
+                                 static_cast<const void*>(ws.amx.b.data())}) {
+          if (data != nullptr) EXPECT_EQ(reinterpret_cast<uintptr_t>(data) % 64, 0u);
+        }
+      }
+    }
+  }
+}
+
 TEST(Isa, TheKernelsThisHostSkips) {
   std::vector<Isa> host = cpu::host_isas();
   std::string skipped;

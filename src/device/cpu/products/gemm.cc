@@ -345,7 +345,7 @@ Gemm::Gemm(const KernelSet& kernels, int64_t m, int64_t n, int64_t k, int thread
   int64_t a_floats = resident_ ? region_rows * k_ : mc_ * kc_;
   std::vector<Workspace>& slots = scratch_->slots;
   slots.resize(std::max(slots.size(), static_cast<size_t>(first_slot_ + threads_)));
-  auto grow = [](std::vector<float>& buffer, int64_t floats) {
+  auto grow = [](LineBuffer<float>& buffer, int64_t floats) {
     if (buffer.size() < static_cast<size_t>(floats)) buffer.resize(static_cast<size_t>(floats));
   };
   for (int part = 0; part < threads_; ++part) {

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "device/cpu/isa.h"
@@ -180,14 +181,49 @@ struct MatrixRef {
 // granted the process their state).
 bool host_runs_amx();
 
+// A product's scratch, its first element on a cache line: a tile's vector loads of
+// packed operands then never straddle two lines, as every other one did from a block that
+// malloc starts 16 bytes past a line. Plain heap memory, a line's worth more than asked:
+// aligned allocations (memalign) leave fragments in the heap as plans are made and
+// dropped, and a REPL's peak memory grew with its entries (e2e.repl_memory).
+template <class T>
+class LineBuffer {
+ public:
+  LineBuffer() = default;
+  // Not copied: a copy's elements would start at another offset in its storage.
+  LineBuffer(const LineBuffer&) = delete;
+  LineBuffer& operator=(const LineBuffer&) = delete;
+  LineBuffer(LineBuffer&&) noexcept = default;
+  LineBuffer& operator=(LineBuffer&&) noexcept = default;
+
+  size_t size() const { return size_; }
+  // Room for `n` elements; what it held is not kept.
+  void resize(size_t n) {
+    storage_.assign(n + kSlack, T{});
+    size_ = n;
+  }
+  T* data() { return storage_.empty() ? nullptr : std::assume_aligned<64>(first()); }
+  const T* data() const { return const_cast<LineBuffer*>(this)->data(); }
+  T& operator[](size_t i) { return data()[i]; }
+
+ private:
+  static constexpr size_t kSlack = 64 / sizeof(T) - 1;
+  T* first() {
+    const auto at = reinterpret_cast<uintptr_t>(storage_.data());
+    return storage_.data() + (64 - at % 64) % 64 / sizeof(T);
+  }
+  std::vector<T> storage_;
+  size_t size_ = 0;
+};
+
 // The buffers of amx_product, one set per thread: A's rows and B's block packed as
 // tiles, and a 2 x 2 block of C's tiles that lies partly past C's edge.
 struct AmxBuffers {
   static constexpr int64_t kBlockRows = 32, kBlockCols = 32;
-  std::vector<uint16_t> a, b;
-  std::vector<uint16_t> rounded;  // two rows of an f32 B (MatrixRef::from_f32) rounded, as B is packed
-  std::vector<float> sums;        // 32 rows of a panel's sums, where they need not go to C
-  std::vector<float> block;       // a block of 32 x 32 partly past C's edge, or handed on alone (by_tiles)
+  LineBuffer<uint16_t> a, b;
+  LineBuffer<uint16_t> rounded;  // two rows of an f32 B (MatrixRef::from_f32) rounded, as B is packed
+  LineBuffer<float> sums;        // 32 rows of a panel's sums, where they need not go to C
+  LineBuffer<float> block;       // a block of 32 x 32 partly past C's edge, or handed on alone (by_tiles)
   // Sizes them for amx_product over `k` steps and `cols` columns (a Gemm that runs on
   // AMX does it when it is made, so that its runs allocate nothing and the plan's
   // scratch counts them).
@@ -223,12 +259,12 @@ struct AmxFinished {
 void amx_product(const MatrixRef& a, const MatrixRef& b, int64_t k, int64_t row, int64_t rows, int64_t col,
                  int64_t cols, float* c, int64_t ldc, AmxBuffers& buffers, const AmxFinished* finished = nullptr);
 
-// The packing buffers of one thread's part of a product.
+// The packing buffers of one thread's part of a product (LineBuffer).
 struct GemmWorkspace {
-  std::vector<float> a_pack, b_pack, tile;
-  std::vector<float> b_row;   // a widened row of B, when streaming
-  std::vector<float> b_wide;  // B's block as f32 rows before packing, when it is bf16 or strided (made
-                              // on first use)
+  LineBuffer<float> a_pack, b_pack, tile;
+  LineBuffer<float> b_row;   // a widened row of B, when streaming
+  LineBuffer<float> b_wide;  // B's block as f32 rows before packing, when it is bf16 or strided (made
+                             // on first use)
   AmxBuffers amx;
 };
 

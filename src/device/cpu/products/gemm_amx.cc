@@ -250,7 +250,7 @@ bool host_runs_amx() {
 
 void AmxBuffers::reserve(int64_t k, int64_t cols) {
   const int64_t chunks = (k + kChunk - 1) / kChunk;
-  const auto grow = [](std::vector<uint16_t>& buffer, int64_t halves) {
+  const auto grow = [](LineBuffer<uint16_t>& buffer, int64_t halves) {
     if (buffer.size() < static_cast<size_t>(halves)) buffer.resize(static_cast<size_t>(halves));
   };
   const int64_t panel = panel_columns(k, cols);
