@@ -85,6 +85,68 @@ struct ScalarLanes {
   static void store_i(int32_t* p, i a) { *p = a; }
 };
 
+// Two registers of V as one vector of twice its lanes: each operation is V's on the low
+// half, then on the high half, so every lane computes what it would in V, and a loop over
+// Pair<V> runs two independent chains of the same operations interleaved. The functions
+// here are long chains of dependent operations (tanh: about 40), which a core overlaps
+// with the next element's only as far as its scheduler reaches ahead.
+template <class V>
+struct Pair {
+  struct f {
+    typename V::f lo, hi;
+  };
+  struct i {
+    typename V::i lo, hi;
+  };
+  struct m {
+    typename V::m lo, hi;
+  };
+  static constexpr int width = 2 * V::width;
+  static f splat(float x) { return {V::splat(x), V::splat(x)}; }
+  static i splat_i(int32_t x) { return {V::splat_i(x), V::splat_i(x)}; }
+  static f add(f a, f b) { return {V::add(a.lo, b.lo), V::add(a.hi, b.hi)}; }
+  static f sub(f a, f b) { return {V::sub(a.lo, b.lo), V::sub(a.hi, b.hi)}; }
+  static f mul(f a, f b) { return {V::mul(a.lo, b.lo), V::mul(a.hi, b.hi)}; }
+  static f div(f a, f b) { return {V::div(a.lo, b.lo), V::div(a.hi, b.hi)}; }
+  static f fma(f a, f b, f c) { return {V::fma(a.lo, b.lo, c.lo), V::fma(a.hi, b.hi, c.hi)}; }
+  static f sqrt(f a) { return {V::sqrt(a.lo), V::sqrt(a.hi)}; }
+  static m lt(f a, f b) { return {V::lt(a.lo, b.lo), V::lt(a.hi, b.hi)}; }
+  static m le(f a, f b) { return {V::le(a.lo, b.lo), V::le(a.hi, b.hi)}; }
+  static m gt(f a, f b) { return {V::gt(a.lo, b.lo), V::gt(a.hi, b.hi)}; }
+  static m eq(f a, f b) { return {V::eq(a.lo, b.lo), V::eq(a.hi, b.hi)}; }
+  static m is_nan(f a) { return {V::is_nan(a.lo), V::is_nan(a.hi)}; }
+  static f select(m c, f a, f b) { return {V::select(c.lo, a.lo, b.lo), V::select(c.hi, a.hi, b.hi)}; }
+  static i bits(f a) { return {V::bits(a.lo), V::bits(a.hi)}; }
+  static f from_bits(i a) { return {V::from_bits(a.lo), V::from_bits(a.hi)}; }
+  static i iadd(i a, i b) { return {V::iadd(a.lo, b.lo), V::iadd(a.hi, b.hi)}; }
+  static i isub(i a, i b) { return {V::isub(a.lo, b.lo), V::isub(a.hi, b.hi)}; }
+  static i iand(i a, i b) { return {V::iand(a.lo, b.lo), V::iand(a.hi, b.hi)}; }
+  static i ior(i a, i b) { return {V::ior(a.lo, b.lo), V::ior(a.hi, b.hi)}; }
+  static i ixor(i a, i b) { return {V::ixor(a.lo, b.lo), V::ixor(a.hi, b.hi)}; }
+  template <int k>
+  static i shl(i a) {
+    return {V::template shl<k>(a.lo), V::template shl<k>(a.hi)};
+  }
+  template <int k>
+  static i sar(i a) {
+    return {V::template sar<k>(a.lo), V::template sar<k>(a.hi)};
+  }
+  static f to_float(i a) { return {V::to_float(a.lo), V::to_float(a.hi)}; }
+  static i to_int(f a) { return {V::to_int(a.lo), V::to_int(a.hi)}; }
+  static m bit_set(i a, int32_t bit) { return {V::bit_set(a.lo, bit), V::bit_set(a.hi, bit)}; }
+  static bool any(m c) { return V::any(c.lo) || V::any(c.hi); }
+  static f load(const float* p) { return {V::load(p), V::load(p + V::width)}; }
+  static void store(float* p, f a) {
+    V::store(p, a.lo);
+    V::store(p + V::width, a.hi);
+  }
+  static i load_i(const int32_t* p) { return {V::load_i(p), V::load_i(p + V::width)}; }
+  static void store_i(int32_t* p, i a) {
+    V::store_i(p, a.lo);
+    V::store_i(p + V::width, a.hi);
+  }
+};
+
 // The scalar instance as functions, for the reference kernels (graph/prims/scalar.h).
 // Defined in lane_math.cc in two versions, with FMA instructions and without (where
 // std::fma is the C library's fmaf), one chosen by the processor when the program

@@ -63,9 +63,14 @@ void apply_math(const MathKernels& kernels, MathFn fn, const float* x, float* y,
   for (int64_t i = whole; i < n; ++i) y[i] = F{}(x[i]);
 }
 
-template <class V, typename V::f (*F)(typename V::f)>
+// y = F(x) over whole vectors: F2, F over lane_math's Pair<V>, while two fit (each_vector).
+template <class V, typename V::f (*F)(typename V::f),
+          typename graph::lane_math::Pair<V>::f (*F2)(typename graph::lane_math::Pair<V>::f)>
 void apply_lanes(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; i += V::width) V::store(y + i, F(V::load(x + i)));
+  each_vector<V>(n, [&]<class L>(int64_t i) {
+    if constexpr (L::width == V::width) L::store(y + i, F(L::load(x + i)));
+    else L::store(y + i, F2(L::load(x + i)));
+  });
 }
 
 // graph::philox4x32_10 on V::width counters a register, three registers at once:
@@ -118,13 +123,15 @@ void normal_lanes(const uint32_t* w0, const uint32_t* w1, float* out, int64_t n)
 template <class V>
 MathKernels make_math_kernels() {
   namespace lm = graph::lane_math;
+  using P = lm::Pair<V>;
   return {.width = V::width,
-          .fn = {&apply_lanes<V, lm::exp<V>>, &apply_lanes<V, lm::log<V>>, &apply_lanes<V, lm::tanh<V>>,
-                 &apply_lanes<V, lm::erf<V>>, &apply_lanes<V, lm::logistic<V>>, &apply_lanes<V, lm::sin<V>>,
-                 &apply_lanes<V, lm::cos<V>>},
+          .fn = {&apply_lanes<V, lm::exp<V>, lm::exp<P>>, &apply_lanes<V, lm::log<V>, lm::log<P>>,
+                 &apply_lanes<V, lm::tanh<V>, lm::tanh<P>>, &apply_lanes<V, lm::erf<V>, lm::erf<P>>,
+                 &apply_lanes<V, lm::logistic<V>, lm::logistic<P>>, &apply_lanes<V, lm::sin<V>, lm::sin<P>>,
+                 &apply_lanes<V, lm::cos<V>, lm::cos<P>>},
           .philox = &philox_lanes<V>,
           .normal = &normal_lanes<V>,
-          .round_to_bf16 = &apply_lanes<V, round_to_bf16<V>>,
+          .round_to_bf16 = &apply_lanes<V, round_to_bf16<V>, round_to_bf16<P>>,
           .composite = make_composite_lanes<V>(),
           .update = make_update_lanes<V>()};
 }
