@@ -63,7 +63,8 @@ void apply_math(const MathKernels& kernels, MathFn fn, const float* x, float* y,
   for (int64_t i = whole; i < n; ++i) y[i] = F{}(x[i]);
 }
 
-// y = F(x) over whole vectors: F2, F over lane_math's Pair<V>, while two fit (each_vector).
+// y = F(x) over whole vectors: by F2, F's instance over lane_math's Pair<V>, while two
+// vectors fit (each_vector), then by F.
 template <class V, typename V::f (*F)(typename V::f),
           typename graph::lane_math::Pair<V>::f (*F2)(typename graph::lane_math::Pair<V>::f)>
 void apply_lanes(const float* x, float* y, int64_t n) {
